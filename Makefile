@@ -1,0 +1,56 @@
+# The stable interface for people and CI. Every target installs what it needs and caches it.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+CACHE := $(HOME)/.cache/durable-kafka
+UV := $(CACHE)/tools/uv-$(UV_VERSION)/bin/uv
+VENV := .venv
+PY := $(VENV)/bin/python
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+.PHONY: help run up down status test lint typecheck pytest deps venv clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+run: venv  ## start the local Kafka if needed, then serve the adapter on 127.0.0.1:4437 (foreground)
+	$(PY) -m devstack up kafka
+	exec $(VENV)/bin/durable-kafka serve
+
+up: venv  ## the same stack in the background; returns when /readyz answers 200
+	$(PY) -m devstack up kafka adapter
+
+down: venv  ## stop the background adapter, Kafka and MinIO (idempotent)
+	$(PY) -m devstack down adapter kafka minio
+
+status: venv  ## which local services answer
+	$(PY) -m devstack status
+
+test: lint typecheck deps  ## everything CI runs: ruff, mypy, then unit + integration tests
+	$(PY) -m pytest
+
+lint: venv  ## ruff format check and lint
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
+typecheck: venv  ## mypy --strict on the packages and the tests
+	$(VENV)/bin/mypy
+
+deps: venv  ## fetch the Kafka broker's jars and build MinIO once (cached under ~/.cache)
+	$(PY) -m devstack fetch kafka minio
+
+venv: $(VENV)/.synced
+
+$(VENV)/.synced: pyproject.toml uv.lock $(UV)
+	$(UV) sync --frozen --all-extras --python $(PYTHON)
+	touch $@
+
+$(UV):
+	$(PYTHON) -m venv $(CACHE)/tools/uv-$(UV_VERSION)
+	$(CACHE)/tools/uv-$(UV_VERSION)/bin/pip install --quiet uv==$(UV_VERSION)
+
+clean:  ## remove the virtualenv and local data (.data); caches under ~/.cache stay
+	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

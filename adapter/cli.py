@@ -1,0 +1,85 @@
+"""The `durable-kafka` console script."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from aiohttp import web
+
+from adapter.app import FATAL, create_app
+from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
+from adapter.config import setting_names as names
+
+log = logging.getLogger("durable-kafka")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="durable-kafka",
+        description="The Durable Streams HTTP protocol, with every byte kept in Apache Kafka.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="serve the HTTP API",
+        description="Settings: defaults < TOML file < DURABLE_KAFKA_* environment < these flags.",
+    )
+    serve.add_argument("--config", metavar="FILE", help=f"TOML settings file (or ${CONFIG_ENV})")
+    defaults = Settings()
+    for name in names():
+        serve.add_argument(
+            flag_name(name),
+            dest=name,
+            metavar=name.split("_")[-1].upper(),
+            help=f"default {getattr(defaults, name)!r}; env {env_name(name)}",
+        )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    flags = {name: value for name in names() if (value := getattr(args, name)) is not None}
+    try:
+        settings = load(args.config, os.environ, flags)
+    except ConfigError as error:
+        print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return asyncio.run(serve(settings))
+
+
+async def serve(settings: Settings) -> int:
+    """Serve until SIGINT/SIGTERM (exit 0) or until a fault an operator must fix (exit 1)."""
+    app = create_app(settings)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.host, settings.port).start()
+        log.info("serving on http://%s (kafka %s)", settings.listen, settings.bootstrap_servers)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        stopped = asyncio.create_task(stop.wait())
+        waiters: list[asyncio.Future[Any]] = [stopped, app[FATAL]]
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if app[FATAL].done():
+            log.error("stopping: %s", app[FATAL].result())
+            return 1
+        return 0
+    finally:
+        await runner.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Settings, loaded once with the precedence defaults < TOML file < environment < CLI flags."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+ENV_PREFIX = "DURABLE_KAFKA_"
+CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
+_TOPIC_PREFIX = re.compile(r"^[a-zA-Z0-9._-]{1,100}$")
+
+ColdBackend = Literal["fs", "s3"]
+
+
+class ConfigError(ValueError):
+    """A setting is missing, malformed or out of range; the message names it and its source."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of one adapter instance. See docs/operations.md for each one."""
+
+    listen: str = "127.0.0.1:4437"
+    log_level: str = "info"
+    bootstrap_servers: str = "127.0.0.1:9092"
+    topic_prefix: str = "durable-kafka."
+    partitions: int = 12
+    replication_factor: int = 1
+    min_insync_replicas: int = 1
+    max_message_bytes: int = 8 * 1024 * 1024
+    kafka_timeout_ms: int = 10_000
+    cold_backend: ColdBackend = "fs"
+    cold_dir: str = ".data/cold"
+    s3_bucket: str = "durable-kafka"
+    s3_endpoint_url: str = ""
+    s3_region: str = "us-east-1"
+    s3_access_key_id: str = ""
+    s3_secret_access_key: str = ""
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+    @property
+    def kafka_timeout_s(self) -> float:
+        return self.kafka_timeout_ms / 1000
+
+
+# Where each setting lives in the TOML file: (table, key).
+TOML_KEYS: dict[str, tuple[str, str]] = {
+    "listen": ("server", "listen"),
+    "log_level": ("server", "log_level"),
+    "bootstrap_servers": ("kafka", "bootstrap_servers"),
+    "topic_prefix": ("kafka", "topic_prefix"),
+    "partitions": ("kafka", "partitions"),
+    "replication_factor": ("kafka", "replication_factor"),
+    "min_insync_replicas": ("kafka", "min_insync_replicas"),
+    "max_message_bytes": ("kafka", "max_message_bytes"),
+    "kafka_timeout_ms": ("kafka", "timeout_ms"),
+    "cold_backend": ("cold", "backend"),
+    "cold_dir": ("cold", "dir"),
+    "s3_bucket": ("cold", "s3_bucket"),
+    "s3_endpoint_url": ("cold", "s3_endpoint_url"),
+    "s3_region": ("cold", "s3_region"),
+    "s3_access_key_id": ("cold", "s3_access_key_id"),
+    "s3_secret_access_key": ("cold", "s3_secret_access_key"),
+}
+
+
+def env_name(name: str) -> str:
+    return ENV_PREFIX + name.upper()
+
+
+def flag_name(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def setting_names() -> list[str]:
+    return [field.name for field in fields(Settings)]
+
+
+def load(
+    config_file: str | None,
+    env: Mapping[str, str],
+    flags: Mapping[str, str],
+) -> Settings:
+    """Merge every source into one validated Settings, or raise ConfigError."""
+    path = config_file or env.get(CONFIG_ENV)
+    values: dict[str, Any] = _from_toml(Path(path)) if path else {}
+    values |= _from_strings(env, env_name, "environment")
+    values |= _from_strings(flags, lambda name: name, "command line")
+    settings = replace(Settings(), **values)
+    validate(settings)
+    return settings
+
+
+def _from_toml(path: Path) -> dict[str, Any]:
+    try:
+        document = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"cannot read config file {path}: {error}") from error
+    known = {(table, key) for table, key in TOML_KEYS.values()}
+    for table, entries in document.items():
+        for key in entries if isinstance(entries, dict) else [None]:
+            if (table, key) not in known:
+                raise ConfigError(f"{path}: unknown setting [{table}] {key}")
+    values: dict[str, Any] = {}
+    for name, (table, key) in TOML_KEYS.items():
+        if key in document.get(table, {}):
+            values[name] = _typed(name, document[table][key], f"{path} [{table}] {key}")
+    return values
+
+
+def _from_strings(
+    source: Mapping[str, str], key_of: Callable[[str], str], origin: str
+) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name in setting_names():
+        raw = source.get(key_of(name))
+        if raw is not None:
+            values[name] = _parse(name, raw, f"{origin} {key_of(name)}")
+    return values
+
+
+def _default(name: str) -> Any:
+    return getattr(Settings(), name)
+
+
+def _parse(name: str, raw: str, origin: str) -> Any:
+    if isinstance(_default(name), int):
+        try:
+            return int(raw)
+        except ValueError as error:
+            raise ConfigError(f"{origin}: {raw!r} is not an integer") from error
+    return raw
+
+
+def _typed(name: str, value: Any, origin: str) -> Any:
+    expected = type(_default(name))
+    if type(value) is not expected:
+        raise ConfigError(f"{origin}: expected {expected.__name__}, got {value!r}")
+    return value
+
+
+def validate(settings: Settings) -> None:
+    """Reject values that cannot work, naming the setting."""
+    checks: list[tuple[bool, str]] = [
+        (_valid_listen(settings.listen), f"listen {settings.listen!r} is not HOST:PORT"),
+        (bool(settings.bootstrap_servers.strip()), "bootstrap_servers is empty"),
+        (bool(_TOPIC_PREFIX.match(settings.topic_prefix)), "topic_prefix: only [a-zA-Z0-9._-]"),
+        (1 <= settings.partitions <= 10_000, "partitions must be in 1..10000"),
+        (settings.replication_factor >= 1, "replication_factor must be >= 1"),
+        (
+            1 <= settings.min_insync_replicas <= settings.replication_factor,
+            "min_insync_replicas must be in 1..replication_factor",
+        ),
+        (settings.max_message_bytes >= 1024, "max_message_bytes must be >= 1024"),
+        (settings.kafka_timeout_ms >= 100, "kafka_timeout_ms must be >= 100"),
+        (settings.cold_backend in ("fs", "s3"), "cold_backend must be 'fs' or 's3'"),
+        (settings.log_level in ("debug", "info", "warning", "error"), "log_level: bad level"),
+        (settings.cold_backend != "s3" or bool(settings.s3_bucket), "s3_bucket is required"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+
+
+def _valid_listen(listen: str) -> bool:
+    host, sep, port = listen.rpartition(":")
+    return bool(sep and host and port.isdigit() and 0 <= int(port) <= 65535)

@@ -1,0 +1,65 @@
+"""The one place that turns results and errors into HTTP responses."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+from aiohttp import web
+
+from adapter.protocol.errors import ErrorCode, ProtocolError
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_S = "1"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_HTTP_CODES: dict[int, ErrorCode] = {
+    400: ErrorCode.BAD_REQUEST,
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
+    413: ErrorCode.PAYLOAD_TOO_LARGE,
+}
+
+
+def json_response(
+    body: object, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=json.dumps(body, separators=(",", ":")).encode(),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def error_response(error: ProtocolError) -> web.Response:
+    headers = dict(error.headers)
+    if error.retriable:
+        headers.setdefault("Retry-After", RETRY_AFTER_S)
+    body = {"error": {"code": error.code.code, "message": error.message}}
+    return json_response(body, status=error.code.status, headers=headers)
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Render every failure as `{"error": {"code", "message"}}` with its precise status."""
+    try:
+        return await handler(request)
+    except ProtocolError as error:
+        return error_response(error)
+    except web.HTTPException as error:
+        if error.status < 400:
+            raise
+        code = _HTTP_CODES.get(error.status, ErrorCode.BAD_REQUEST)
+        return error_response(ProtocolError(code, error.reason, headers=_allow(error)))
+    except Exception:
+        # A bug, not a bad request: logged with its traceback, answered without internals.
+        log.exception("unhandled error in %s %s", request.method, request.path)
+        return error_response(ProtocolError(ErrorCode.INTERNAL, "internal error"))
+
+
+def _allow(error: web.HTTPException) -> dict[str, str]:
+    allow = error.headers.get("Allow")
+    return {"Allow": allow} if allow else {}

@@ -1,0 +1,29 @@
+"""The small interface every object store implements."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class ObjectStoreError(Exception):
+    """The store failed; `retriable` says whether trying again can help."""
+
+    def __init__(self, message: str, retriable: bool) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+
+
+class ObjectStore(Protocol):
+    """Immutable objects by key. Every method completes or raises within the store's timeout."""
+
+    async def check(self) -> None:
+        """Raise ObjectStoreError unless the store is reachable and writable."""
+
+    async def put(self, key: str, data: bytes) -> None: ...
+
+    async def get(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
+        """Bytes [start, end) of the object, or None when there is no such object."""
+
+    async def delete(self, key: str) -> None: ...
+
+    async def keys(self, prefix: str) -> list[str]: ...

@@ -1,0 +1,118 @@
+"""Objects in an S3 bucket (MinIO, AWS or any S3-compatible server) through boto3."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from adapter.objects.base import ObjectStoreError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+T = TypeVar("T")
+_MISSING = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
+
+
+class S3ObjectStore:
+    """boto3 is blocking, so each call runs in a worker thread under a deadline."""
+
+    def __init__(
+        self,
+        bucket: str,
+        timeout_s: float,
+        endpoint_url: str | None = None,
+        region: str = "us-east-1",
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+    ) -> None:
+        self.bucket = bucket
+        self.timeout_s = timeout_s
+        # Credentials left unset fall through to boto3's own chain (env, profile, IAM role).
+        self._client: S3Client = boto3.client(
+            "s3",
+            endpoint_url=endpoint_url or None,
+            region_name=region,
+            aws_access_key_id=access_key_id or None,
+            aws_secret_access_key=secret_access_key or None,
+            config=Config(
+                connect_timeout=timeout_s,
+                read_timeout=timeout_s,
+                retries={"max_attempts": 2, "mode": "standard"},
+                s3={"addressing_style": "path"},
+            ),
+        )
+
+    async def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(fn), self.timeout_s * 3)
+        except TimeoutError as error:
+            raise ObjectStoreError(f"S3 {what}: timed out", retriable=True) from error
+        except ClientError as error:
+            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+            retriable = status >= 500 or status == 429
+            raise ObjectStoreError(f"S3 {what}: {error}", retriable=retriable) from error
+        except BotoCoreError as error:
+            raise ObjectStoreError(f"S3 {what}: {error}", retriable=True) from error
+
+    async def check(self) -> None:
+        """Create the bucket if it does not exist yet, so a fresh MinIO works at once."""
+        try:
+            await self._call("head bucket", lambda: self._client.head_bucket(Bucket=self.bucket))
+        except ObjectStoreError as error:
+            if (
+                not isinstance(error.__cause__, ClientError)
+                or _code(error.__cause__) not in _MISSING
+            ):
+                raise
+            await self._call(
+                "create bucket", lambda: self._client.create_bucket(Bucket=self.bucket)
+            )
+
+    async def put(self, key: str, data: bytes) -> None:
+        await self._call(
+            f"put {key}", lambda: self._client.put_object(Bucket=self.bucket, Key=key, Body=data)
+        )
+
+    async def get(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
+        if end is not None and end <= start:
+            return b""
+        ranged = start > 0 or end is not None
+        byte_range = f"bytes={start}-{'' if end is None else end - 1}"
+
+        def fetch() -> bytes:
+            if ranged:
+                reply = self._client.get_object(Bucket=self.bucket, Key=key, Range=byte_range)
+            else:
+                reply = self._client.get_object(Bucket=self.bucket, Key=key)
+            return reply["Body"].read()
+
+        try:
+            return await self._call(f"get {key}", fetch)
+        except ObjectStoreError as error:
+            if isinstance(error.__cause__, ClientError) and _code(error.__cause__) in _MISSING:
+                return None
+            raise
+
+    async def delete(self, key: str) -> None:
+        await self._call(
+            f"delete {key}", lambda: self._client.delete_object(Bucket=self.bucket, Key=key)
+        )
+
+    async def keys(self, prefix: str) -> list[str]:
+        def list_all() -> list[str]:
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix
+            )
+            return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+        return sorted(await self._call(f"list {prefix}", list_all))
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))

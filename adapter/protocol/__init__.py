@@ -1,0 +1,1 @@
+"""Pure protocol rules: they know nothing of HTTP or Kafka."""

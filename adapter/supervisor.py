@@ -1,0 +1,65 @@
+"""The start-up and monitoring worker: verifies topology, then watches the broker and store."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from adapter.objects.base import ObjectStore, ObjectStoreError
+from adapter.readiness import Readiness
+from topology.admin import TopologyAdmin
+from topology.errors import TopologyError
+
+log = logging.getLogger(__name__)
+
+KAFKA = "kafka"
+TOPICS = "internal_topics"
+OBJECTS = "object_store"
+CHECKS = [KAFKA, TOPICS, OBJECTS]
+
+
+class Supervisor:
+    """Flips readiness as dependencies come and go; a non-retriable fault ends the process."""
+
+    def __init__(
+        self,
+        admin: TopologyAdmin,
+        objects: ObjectStore,
+        readiness: Readiness,
+        interval_s: float = 2.0,
+    ) -> None:
+        self.admin = admin
+        self.objects = objects
+        self.readiness = readiness
+        self.interval_s = interval_s
+
+    async def run(self) -> None:
+        """Return never; raise TopologyError when an operator must fix something first."""
+        while True:
+            await self._check_kafka_and_topics()
+            await self._check_objects()
+            await asyncio.sleep(self.interval_s)
+
+    async def _check_kafka_and_topics(self) -> None:
+        try:
+            if not self.readiness.is_ok(TOPICS):
+                created = await self.admin.ensure_internal_topics()
+                self.readiness.set(TOPICS, True, f"verified (created {len(created)})")
+            else:
+                await self.admin.topic_names()
+            self.readiness.set(KAFKA, True, "metadata answered")
+        except TopologyError as error:
+            if not error.retriable:
+                log.error("refusing to serve: %s", error)
+                raise
+            log.warning("kafka not reachable: %s", error)
+            self.readiness.set(KAFKA, False, str(error))
+
+    async def _check_objects(self) -> None:
+        try:
+            await self.objects.check()
+        except ObjectStoreError as error:
+            log.warning("object store not usable: %s", error)
+            self.readiness.set(OBJECTS, False, str(error))
+        else:
+            self.readiness.set(OBJECTS, True, "reachable")

@@ -1,0 +1,1 @@
+"""Benchmarks: durable-kafka against the reference server and raw Kafka, as ratios."""

@@ -1,0 +1,79 @@
+"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter]`: the local stack for make."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from devstack import adapter, kafka, minio
+from devstack.paths import data_dir
+from devstack.process import ServiceError
+
+KAFKA = kafka.KafkaNode(home=data_dir() / "kafka")
+MINIO = minio.MinioNode(home=data_dir() / "minio")
+ADAPTER_HOME = data_dir() / "adapter"
+ADAPTER_URL = "http://127.0.0.1:4437"  # the protocol's default port, on loopback
+
+
+@dataclass(frozen=True)
+class Service:
+    up: Callable[[], str]
+    down: Callable[[], None]
+    fetch: Callable[[], object]
+    status: Callable[[], bool]
+
+
+SERVICES: dict[str, Service] = {
+    "kafka": Service(
+        up=lambda: kafka.start(KAFKA),
+        down=lambda: kafka.stop(KAFKA),
+        fetch=kafka.jars_dir,
+        status=lambda: kafka.answers_metadata(KAFKA.bootstrap_servers),
+    ),
+    "minio": Service(
+        up=lambda: minio.start(MINIO),
+        down=lambda: minio.stop(MINIO),
+        fetch=minio.binary,
+        status=lambda: minio.is_live(MINIO.endpoint_url),
+    ),
+    "adapter": Service(
+        up=lambda: adapter.start(ADAPTER_HOME, ADAPTER_URL, kafka.start(KAFKA)),
+        down=lambda: adapter.stop(ADAPTER_HOME),
+        fetch=lambda: "the project virtualenv",
+        status=lambda: adapter.is_ready(ADAPTER_URL),
+    ),
+}
+
+
+def run(action: str, service: Service) -> str:
+    if action == "up":
+        return f"up at {service.up()}"
+    if action == "down":
+        service.down()
+        return "down"
+    if action == "fetch":
+        return f"cached at {service.fetch()}"
+    return "up" if service.status() else "down"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
+    parser.add_argument("action", choices=["up", "down", "status", "fetch"])
+    parser.add_argument("services", nargs="*", help=f"of {', '.join(SERVICES)} (default: all)")
+    args = parser.parse_args(argv)
+    unknown = set(args.services) - set(SERVICES)
+    if unknown:
+        parser.error(f"unknown service(s): {', '.join(sorted(unknown))}")
+    try:
+        for name in args.services or list(SERVICES):
+            print(f"{name}: {run(args.action, SERVICES[name])}", flush=True)
+    except ServiceError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""A single-node Apache Kafka 4.3.1 broker in KRaft combined mode, run from its Maven jars."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from devstack.paths import cache_dir
+from devstack.process import ServiceError, ServiceProcess, port_open, run_checked
+
+KAFKA_VERSION = "4.3.1"
+POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
+START_TIMEOUT_S = 90.0
+
+_LOG4J2 = """\
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.console.ref = console
+logger.kafka.name = kafka
+logger.kafka.level = warn
+logger.started.name = kafka.server.KafkaRaftServer
+logger.started.level = info
+"""
+
+
+@dataclass(frozen=True)
+class KafkaNode:
+    """Where one broker keeps its data and which loopback ports it listens on."""
+
+    home: Path
+    port: int = 9092
+    controller_port: int = 9093
+    heap: str = "512m"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def process(self) -> ServiceProcess:
+        return ServiceProcess("kafka", self.home)
+
+
+def jars_dir() -> Path:
+    """The broker's runtime classpath, fetched once with Maven and cached under the home."""
+    target = cache_dir() / f"kafka-{KAFKA_VERSION}" / "libs"
+    if (target / ".complete").exists():
+        return target
+    if shutil.which("mvn") is None:
+        raise ServiceError("Maven (mvn) is needed to fetch the Kafka broker's jars")
+    staging = target.with_name("libs.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    run_checked(
+        [
+            "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+            "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
+        ],
+        "fetching the Kafka broker's jars with Maven",
+    )  # fmt: skip
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    (target / ".complete").touch()
+    return target
+
+
+def server_properties(node: KafkaNode) -> str:
+    """Single-node settings: transactions and compacted topics work with one replica."""
+    return "\n".join(
+        [
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{node.controller_port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name=PLAINTEXT",
+            "controller.listener.names=CONTROLLER",
+            f"log.dirs={node.home / 'logs'}",
+            "num.partitions=1",
+            "auto.create.topics.enable=false",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=10",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "transaction.state.log.num.partitions=10",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "",
+        ]
+    )
+
+
+def _java_argv(node: KafkaNode, main: str, *args: str) -> list[str]:
+    classpath = str(jars_dir() / "*")  # a literal wildcard for the JVM, never for a shell
+    return [
+        "java", f"-Xms{node.heap}", f"-Xmx{node.heap}",
+        f"-Dlog4j2.configurationFile={node.home / 'log4j2.properties'}",
+        "-cp", classpath, main, *args,
+    ]  # fmt: skip
+
+
+def _format_storage(node: KafkaNode) -> None:
+    """Write the config and format the log directory once; later starts reuse both."""
+    node.home.mkdir(parents=True, exist_ok=True)
+    config = node.home / "server.properties"
+    config.write_text(server_properties(node))
+    (node.home / "log4j2.properties").write_text(_LOG4J2)
+    if (node.home / "logs" / "meta.properties").exists():
+        return
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    run_checked(
+        _java_argv(
+            node, "kafka.tools.StorageTool", "format", "-g", "-t", cluster_id, "-c", str(config)
+        ),
+        "formatting Kafka storage",
+    )
+
+
+def answers_metadata(bootstrap_servers: str, timeout_s: float = 2.0) -> bool:
+    """True when a broker at the address answers a metadata request."""
+    host, _, port = bootstrap_servers.split(",")[0].rpartition(":")
+    if not port_open(host, int(port)):
+        return False
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except Exception:  # noqa: BLE001 - any failure here only means "not yet"
+        return False
+    return bool(metadata.brokers)
+
+
+def start(node: KafkaNode) -> str:
+    """Start the broker unless one already answers there; return its bootstrap servers."""
+    if answers_metadata(node.bootstrap_servers):
+        return node.bootstrap_servers
+    if node.process.pid() is None:
+        if port_open("127.0.0.1", node.port) or port_open("127.0.0.1", node.controller_port):
+            raise ServiceError(
+                f"ports {node.port}/{node.controller_port} are taken by another process"
+            )
+        _format_storage(node)
+        node.process.spawn(_java_argv(node, "kafka.Kafka", str(node.home / "server.properties")))
+    node.process.wait_ready(lambda: answers_metadata(node.bootstrap_servers), START_TIMEOUT_S)
+    return node.bootstrap_servers
+
+
+def stop(node: KafkaNode) -> None:
+    node.process.stop(timeout_s=60.0)

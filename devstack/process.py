@@ -1,0 +1,141 @@
+"""A background service process remembered by a pid file, started once and stopped cleanly."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ServiceError(RuntimeError):
+    """A local service could not be built, started or stopped."""
+
+
+@dataclass(frozen=True)
+class ServiceProcess:
+    """One service: its command line, its pid file and its log file, all under `home`."""
+
+    name: str
+    home: Path
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / f"{self.name}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / f"{self.name}.log"
+
+    def pid(self) -> int | None:
+        """The pid of the running service, or None (a stale pid file is removed)."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        if _alive(pid):
+            return pid
+        self.pid_file.unlink(missing_ok=True)
+        return None
+
+    def spawn(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> int:
+        """Start the command detached from our session, so it outlives `make up`."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        # posix_spawn rather than Popen: nothing in this process owns the child afterwards.
+        pid = os.posix_spawnp(
+            argv[0],
+            list(argv),
+            {**os.environ, **(env or {})},
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (
+                    os.POSIX_SPAWN_OPEN,
+                    1,
+                    str(self.log_file),
+                    os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                    0o644,
+                ),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setsid=True,
+        )
+        self.pid_file.write_text(str(pid))
+        return pid
+
+    def wait_ready(self, ready: Callable[[], bool], timeout_s: float) -> None:
+        """Poll `ready` until it holds; fail early with the log's tail if the process died."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            if self.pid() is None:
+                raise ServiceError(f"{self.name} exited during start-up:\n{self.log_tail()}")
+            time.sleep(0.25)
+        raise ServiceError(f"{self.name} not ready after {timeout_s:.0f}s:\n{self.log_tail()}")
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM, wait for a clean exit, SIGKILL only past the timeout."""
+        pid = self.pid()
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours still answers kill(0); reap it if it is one.
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+def port_open(host: str, port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        return True
+    return False
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def run_checked(argv: Sequence[str], what: str, env: Mapping[str, str] | None = None) -> None:
+    """Run a build or fetch step to completion; on failure, say what failed and show its output."""
+    result = subprocess.run(
+        list(argv),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    if result.returncode != 0:
+        raise ServiceError(f"{what} failed ({result.returncode}):\n{result.stdout}{result.stderr}")

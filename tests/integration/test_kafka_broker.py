@@ -1,0 +1,60 @@
+"""The broker the tests run against is a real Kafka: compaction, transactions, read_committed."""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+
+
+def _consume_all(bootstrap: str, topic: str, expected_end: int) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"test-{uuid.uuid4().hex}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    try:
+        for _ in range(60):
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value() or b"")
+            positions = consumer.position(consumer.assignment())
+            if positions and positions[0].offset >= expected_end:
+                break
+    finally:
+        consumer.close()
+    return values
+
+
+def test_compacted_topic_and_transactions(kafka_bootstrap: str, unique: str) -> None:
+    topic = f"broker-check-{unique}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    new = NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})
+    admin.create_topics([new])[topic].result(timeout=30)
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(timeout=30)
+    assert configs["cleanup.policy"].value == "compact"
+
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": f"tx-{unique}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, key=b"k1", value=b"committed")
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, key=b"k2", value=b"aborted")
+    producer.flush(30)
+    producer.abort_transaction(30)
+
+    # Two data records and two transaction markers: the high watermark is past all of them.
+    probe = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": f"wm-{unique}"})
+    _, high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+    probe.close()
+    assert high == 4
+    assert _consume_all(kafka_bootstrap, topic, high) == [b"committed"]

@@ -1,0 +1,48 @@
+"""Creating and verifying the internal compacted topics on a real broker."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapter.app import topic_layout
+from adapter.config import Settings
+from topology.admin import TopologyAdmin
+from topology.errors import BrokerUnavailable, TopologyMismatch
+from topology.naming import InternalTopic, internal_topic
+from topology.specs import TopicSpec
+
+from .conftest import SettingsFactory
+
+
+def _admin(settings: Settings) -> TopologyAdmin:
+    return TopologyAdmin(settings.bootstrap_servers, topic_layout(settings), timeout_s=5)
+
+
+async def test_creates_internal_topics_once(make_settings: SettingsFactory) -> None:
+    settings = make_settings()
+    admin = _admin(settings)
+    names = {internal_topic(settings.topic_prefix, which) for which in InternalTopic}
+    assert set(await admin.ensure_internal_topics()) == names
+    assert await admin.ensure_internal_topics() == []
+    assert names <= await admin.topic_names()
+    for name in names:
+        configs = await admin.describe_configs(name)
+        assert configs["cleanup.policy"] == "compact"
+        assert configs["max.message.bytes"] == str(settings.max_message_bytes)
+
+
+async def test_refuses_a_topic_with_the_wrong_policy(make_settings: SettingsFactory) -> None:
+    settings = make_settings()
+    admin = _admin(settings)
+    meta = internal_topic(settings.topic_prefix, InternalTopic.META)
+    await admin.ensure([TopicSpec(meta, 1, 1, {"cleanup.policy": "delete"})])
+    with pytest.raises(TopologyMismatch, match=r"cleanup.policy='delete'.*'compact'"):
+        await admin.ensure_internal_topics()
+
+
+async def test_unreachable_broker_is_retriable(make_settings: SettingsFactory) -> None:
+    settings = make_settings(bootstrap_servers="127.0.0.1:1")
+    admin = TopologyAdmin(settings.bootstrap_servers, topic_layout(settings), timeout_s=1)
+    with pytest.raises(BrokerUnavailable) as raised:
+        await admin.ensure_internal_topics()
+    assert raised.value.retriable

@@ -1,0 +1,80 @@
+"""Settings precedence (defaults < TOML < environment < flags) and validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
+
+
+def _toml(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "durable-kafka.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_defaults_are_the_embedded_stack() -> None:
+    settings = load(None, {}, {})
+    assert settings == Settings()
+    assert (settings.host, settings.port) == ("127.0.0.1", 4437)
+    assert settings.bootstrap_servers == "127.0.0.1:9092"
+    assert settings.cold_backend == "fs"
+
+
+def test_each_source_overrides_the_one_before(tmp_path: Path) -> None:
+    config = _toml(
+        tmp_path,
+        '[server]\nlisten = "0.0.0.0:1000"\n[kafka]\npartitions = 5\ntopic_prefix = "toml."\n'
+        '[cold]\nbackend = "s3"\ns3_bucket = "from-toml"\n',
+    )
+    env = {env_name("partitions"): "7", env_name("topic_prefix"): "env."}
+    settings = load(config, env, {"topic_prefix": "flag."})
+    assert settings.listen == "0.0.0.0:1000"  # TOML over default
+    assert settings.partitions == 7  # environment over TOML
+    assert settings.topic_prefix == "flag."  # flag over environment
+    assert (settings.cold_backend, settings.s3_bucket) == ("s3", "from-toml")
+
+
+def test_config_file_may_come_from_the_environment(tmp_path: Path) -> None:
+    config = _toml(tmp_path, "[kafka]\nreplication_factor = 3\nmin_insync_replicas = 2\n")
+    settings = load(None, {CONFIG_ENV: config}, {})
+    assert (settings.replication_factor, settings.min_insync_replicas) == (3, 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[kafka]\npartitions = "many"\n', "expected int"),
+        ("[kafka]\npartition = 3\n", "unknown setting"),
+        ("[nope]\nx = 1\n", "unknown setting"),
+        ("not toml at all = = =\n", "cannot read"),
+    ],
+)
+def test_bad_toml_names_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(_toml(tmp_path, text), {}, {})
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("partitions", "0", "partitions"),
+        ("partitions", "x", "not an integer"),
+        ("listen", "4437", "HOST:PORT"),
+        ("listen", "host:99999", "HOST:PORT"),
+        ("topic_prefix", "bad/prefix", "topic_prefix"),
+        ("cold_backend", "ftp", "cold_backend"),
+        ("min_insync_replicas", "2", "min_insync_replicas"),
+        ("log_level", "loud", "log_level"),
+    ],
+)
+def test_bad_values_are_refused(name: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(None, {env_name(name): value}, {})
+
+
+def test_names_of_sources() -> None:
+    assert env_name("bootstrap_servers") == "DURABLE_KAFKA_BOOTSTRAP_SERVERS"
+    assert flag_name("bootstrap_servers") == "--bootstrap-servers"

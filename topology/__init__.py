@@ -1,0 +1,1 @@
+"""Naming and placement on Kafka: bucket topics, internal compacted topics, and their admin."""

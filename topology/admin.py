@@ -1,0 +1,133 @@
+"""Creating and verifying topics through Kafka's admin API, with a timeout on every call."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+
+from topology.errors import BrokerUnavailable, TopologyError, TopologyMismatch
+from topology.specs import TopicLayout, TopicSpec, internal_topic_specs
+
+log = logging.getLogger(__name__)
+
+# Settings a topic must have for us to write to it; others may drift and are only reported.
+REQUIRED_CONFIGS = ("cleanup.policy",)
+
+
+class TopologyAdmin:
+    """The admin client of one adapter instance."""
+
+    def __init__(self, bootstrap_servers: str, layout: TopicLayout, timeout_s: float) -> None:
+        self.layout = layout
+        self.timeout_s = timeout_s
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "client.id": "durable-kafka-admin",
+            "logger": logging.getLogger("librdkafka.admin"),  # not stderr
+        }
+        self._client = AdminClient(config)
+
+    async def topic_names(self) -> set[str]:
+        """Every topic on the cluster; BrokerUnavailable when the metadata request times out."""
+        try:
+            metadata = await asyncio.to_thread(self._client.list_topics, timeout=self.timeout_s)
+        except KafkaException as error:
+            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+        return set(metadata.topics)
+
+    async def ensure_internal_topics(self) -> list[str]:
+        """Create the missing internal topics, verify the existing ones; return those created."""
+        return await self.ensure(internal_topic_specs(self.layout))
+
+    async def ensure(self, specs: list[TopicSpec]) -> list[str]:
+        existing = await self.topic_names()
+        missing = [spec for spec in specs if spec.name not in existing]
+        created = await self._create(missing)
+        await self._verify([spec for spec in specs if spec.name not in created])
+        return created
+
+    async def _create(self, specs: list[TopicSpec]) -> list[str]:
+        if not specs:
+            return []
+        new = [
+            NewTopic(s.name, s.partitions, s.replication_factor, config=dict(s.configs))
+            for s in specs
+        ]
+        futures = self._client.create_topics(new, operation_timeout=self.timeout_s)
+        created = []
+        for name, future in futures.items():
+            try:
+                await self._wait(future)
+            except KafkaException as error:
+                if _code(error) != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise _translate(error, f"creating topic {name}") from error
+                continue  # another instance won the race; _verify checks what it made
+            log.info("created topic %s", name)
+            created.append(name)
+        return created
+
+    async def _verify(self, specs: list[TopicSpec]) -> None:
+        for spec in specs:
+            actual = await self.describe_configs(spec.name)
+            for key, wanted in spec.configs.items():
+                if actual.get(key) == wanted:
+                    continue
+                if key in REQUIRED_CONFIGS:
+                    raise TopologyMismatch(
+                        f"topic {spec.name} has {key}={actual.get(key)!r}, but durable-kafka "
+                        f"needs {key}={wanted!r}; fix the topic (kafka-configs --alter) or "
+                        "choose another topic_prefix"
+                    )
+                log.warning(
+                    "topic %s has %s=%r (expected %r)", spec.name, key, actual.get(key), wanted
+                )
+
+    async def describe_configs(self, topic: str) -> dict[str, str]:
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        futures = self._client.describe_configs([resource], request_timeout=self.timeout_s)
+        try:
+            entries: dict[str, Any] = await self._wait(futures[resource])
+        except KafkaException as error:
+            raise _translate(error, f"describing topic {topic}") from error
+        return {key: entry.value for key, entry in entries.items()}
+
+    async def delete_topics(self, names: list[str]) -> None:
+        if not names:
+            return
+        futures = self._client.delete_topics(names, operation_timeout=self.timeout_s)
+        for name, future in futures.items():
+            try:
+                await self._wait(future)
+            except KafkaException as error:
+                raise _translate(error, f"deleting topic {name}") from error
+
+    async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s + 1)
+        except TimeoutError as error:
+            raise BrokerUnavailable("the broker did not answer in time") from error
+
+
+def _code(error: KafkaException) -> int | None:
+    inner = error.args[0] if error.args else None
+    return inner.code() if isinstance(inner, KafkaError) else None
+
+
+def _translate(error: KafkaException, doing: str) -> Exception:
+    inner = error.args[0] if error.args else None
+    if isinstance(inner, KafkaError) and (inner.retriable() or inner.code() in _TRANSIENT):
+        return BrokerUnavailable(f"{doing}: {inner.str()}")
+    return TopologyError(f"{doing}: {error}")
+
+
+_TRANSIENT = {
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError.REQUEST_TIMED_OUT,
+}

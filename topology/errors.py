@@ -1,0 +1,17 @@
+"""Errors of the topology layer, each saying whether retrying can help."""
+
+from __future__ import annotations
+
+
+class TopologyError(Exception):
+    retriable = False
+
+
+class BrokerUnavailable(TopologyError):
+    """The broker did not answer in time: retry later."""
+
+    retriable = True
+
+
+class TopologyMismatch(TopologyError):
+    """An existing topic is configured in a way we must not write to: an operator must act."""

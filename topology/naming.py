@@ -1,0 +1,37 @@
+"""Topic names: one data topic per bucket, and the internal compacted topics, under one prefix."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+# Bucket ids never contain '.', so the infixes keep data and internal topics apart for any id.
+BUCKET_INFIX = "bucket."
+INTERNAL_INFIX = "internal."
+
+
+class InternalTopic(StrEnum):
+    """The compacted topics that hold everything besides message bytes."""
+
+    META = "meta"  # bucket and stream metadata
+    PRODUCERS = "producers"  # idempotent-producer state
+    SNAPSHOTS = "snapshots"  # snapshot pointers
+    TIER = "tier"  # cold-tier manifests
+
+
+def bucket_topic(prefix: str, bucket_id: str) -> str:
+    return f"{prefix}{BUCKET_INFIX}{bucket_id}"
+
+
+def bucket_of_topic(prefix: str, topic: str) -> str | None:
+    """The bucket id a data topic holds, or None for any other topic."""
+    head = prefix + BUCKET_INFIX
+    return topic[len(head) :] if topic.startswith(head) and len(topic) > len(head) else None
+
+
+def internal_topic(prefix: str, which: InternalTopic) -> str:
+    return f"{prefix}{INTERNAL_INFIX}{which.value}"
+
+
+def bucket_topic_pattern(prefix: str) -> str:
+    """A Java regex matching every bucket topic (Spark's `subscribePattern`)."""
+    return "^" + "".join("\\" + c if c in ".-" else c for c in prefix + BUCKET_INFIX) + ".+$"
