@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 UV_VERSION := 0.13.8
-CACHE := $(HOME)/.cache/durable-kafka
+CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/durable-kafka
 UV := $(CACHE)/tools/uv-$(UV_VERSION)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+
+from devstack import kafka
+from devstack.process import free_port
 
 
 def _consume_all(bootstrap: str, topic: str, expected_end: int) -> list[bytes]:
@@ -58,3 +62,12 @@ def test_compacted_topic_and_transactions(kafka_bootstrap: str, unique: str) -> 
     probe.close()
     assert high == 4
     assert _consume_all(kafka_bootstrap, topic, high) == [b"committed"]
+
+
+def test_start_is_idempotent(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """A broker already answering at the address is reused, never started twice."""
+    port = int(kafka_bootstrap.rpartition(":")[2])
+    node = kafka.KafkaNode(home=tmp_path / "second", port=port, controller_port=free_port())
+    assert kafka.start(node) == f"127.0.0.1:{port}"
+    assert node.process.pid() is None
+    assert not node.home.exists()
