@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help run up down status test lint typecheck pytest deps venv clean
+.PHONY: help run up down status test conformance lint typecheck deps venv clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -29,8 +29,11 @@ down: venv  ## stop the background adapter, Kafka and MinIO (idempotent)
 status: venv  ## which local services answer
 	$(PY) -m devstack status
 
-test: lint typecheck deps  ## everything CI runs: ruff, mypy, then unit + integration tests
+test: lint typecheck deps  ## everything CI runs: ruff, mypy, then unit, integration and conformance tests
 	$(PY) -m pytest
+
+conformance: deps  ## the protocol's conformance suite against an adapter on a fresh test broker
+	$(PY) -m pytest tests/conformance -s
 
 lint: venv  ## ruff format check and lint
 	$(VENV)/bin/ruff format --check .
@@ -39,8 +42,12 @@ lint: venv  ## ruff format check and lint
 typecheck: venv  ## mypy --strict on the packages and the tests
 	$(VENV)/bin/mypy
 
-deps: venv  ## fetch the Kafka broker's jars and build MinIO once (cached under ~/.cache)
+deps: venv conformance/node_modules/.installed  ## Kafka's jars, MinIO, the conformance suite (cached)
 	$(PY) -m devstack fetch kafka minio
+
+conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
+	cd conformance && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 venv: $(VENV)/.synced
 

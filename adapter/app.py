@@ -1,25 +1,52 @@
-"""The app factory: wires settings, Kafka admin, object store and routes into one aiohttp app."""
+"""The app factory: wires settings, Kafka, the catalog, the services and the routes together."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from aiohttp import web
 
 from adapter.config import Settings
-from adapter.http import health
-from adapter.http.render import errors_middleware
+from adapter.http import buckets, health, streams
+from adapter.http.keys import BUCKETS, STREAMS
+from adapter.http.render import Handler, errors_middleware
+from adapter.http.security import cors_middleware
+from adapter.log.reader import LogReader, ReadLimits
+from adapter.log.writer import LogWriter, WriterLimits
 from adapter.objects.factory import object_store
+from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.readiness import Readiness
-from adapter.supervisor import CHECKS, Supervisor
+from adapter.service.buckets import BucketService
+from adapter.service.reads import ReadPath
+from adapter.service.streams import StreamService, wall_clock_ms
+from adapter.state.catalog import Catalog
+from adapter.state.replay import replay
+from adapter.supervisor import CATALOG, CHECKS, Supervisor
 from topology.admin import TopologyAdmin
+from topology.naming import InternalTopic, internal_topic
 from topology.specs import TopicLayout
 
 SETTINGS = web.AppKey("settings", Settings)
 ADMIN = web.AppKey("admin", TopologyAdmin)
 # Resolves with the exception that makes serving impossible (e.g. a misconfigured topic).
 FATAL = web.AppKey("fatal", asyncio.Future[BaseException])
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Everything one instance runs, built from the settings without any I/O."""
+
+    admin: TopologyAdmin
+    catalog: Catalog
+    writer: LogWriter
+    reader: LogReader
+    buckets: BucketService
+    streams: StreamService
+
+
+PARTS = web.AppKey("parts", Parts)
 
 
 def topic_layout(settings: Settings) -> TopicLayout:
@@ -32,33 +59,81 @@ def topic_layout(settings: Settings) -> TopicLayout:
     )
 
 
+def build_parts(settings: Settings) -> Parts:
+    layout = topic_layout(settings)
+    admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
+    catalog = Catalog()
+    writer = LogWriter(
+        settings.bootstrap_servers,
+        transactional_id=f"{settings.topic_prefix}writer",
+        meta_topic=internal_topic(settings.topic_prefix, InternalTopic.META),
+        settings=WriterLimits(settings.kafka_timeout_s, settings.max_message_bytes),
+    )
+    reader = LogReader(
+        settings.bootstrap_servers,
+        ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
+    )
+    bucket_service = BucketService(catalog, writer, admin, layout, wall_clock_ms)
+    stream_service = StreamService(catalog, writer, bucket_service, ReadPath(reader))
+    return Parts(admin, catalog, writer, reader, bucket_service, stream_service)
+
+
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
-        middlewares=[errors_middleware], client_max_size=settings.max_message_bytes
+        middlewares=[cors_middleware, errors_middleware, readiness_gate],
+        client_max_size=settings.max_message_bytes,
     )
+    parts = build_parts(settings)
     app[SETTINGS] = settings
+    app[PARTS] = parts
+    app[ADMIN] = parts.admin
+    app[BUCKETS] = parts.buckets
+    app[STREAMS] = parts.streams
     app[health.READINESS] = Readiness(CHECKS)
     app.add_routes(health.routes)
+    app.add_routes(buckets.routes)
+    streams.add_routes(app)
     app.cleanup_ctx.append(_lifecycle)
     return app
 
 
+@web.middleware
+async def readiness_gate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Streams are served only once the catalog has been rebuilt from Kafka."""
+    if request.path in ("/healthz", "/readyz") or request.app[health.READINESS].is_ok(CATALOG):
+        return await handler(request)
+    raise ProtocolError(ErrorCode.NOT_READY, "the catalog is still being loaded from Kafka")
+
+
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
-    settings = app[SETTINGS]
-    app[ADMIN] = admin = TopologyAdmin(
-        settings.bootstrap_servers, topic_layout(settings), settings.kafka_timeout_s
-    )
-    supervisor = Supervisor(admin, object_store(settings), app[health.READINESS])
+    settings, parts = app[SETTINGS], app[PARTS]
+
+    async def load_state() -> str:
+        await parts.writer.start()
+        meta_topic = internal_topic(settings.topic_prefix, InternalTopic.META)
+        count = await replay(
+            settings.bootstrap_servers, meta_topic, parts.catalog, settings.kafka_timeout_s
+        )
+        return f"replayed {count} records"
+
+    supervisor = Supervisor(parts.admin, object_store(settings), app[health.READINESS], load_state)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
     app[FATAL] = fatal
-    task = asyncio.create_task(supervisor.run(), name="supervisor")
-    task.add_done_callback(lambda done: _report(done, fatal))
+    tasks = [
+        asyncio.create_task(supervisor.run(), name="supervisor"),
+        asyncio.create_task(parts.writer.run(), name="writer"),
+    ]
+    for task in tasks:
+        task.add_done_callback(lambda done: _report(done, fatal))
     yield
-    task.cancel()
-    await asyncio.wait([task])  # its outcome, if any, is already in `fatal`
+    for task in tasks:
+        task.cancel()
+    await asyncio.wait(tasks)  # their outcome, if any, is already in `fatal`
+    await parts.reader.close()
+    await parts.writer.close()
 
 
 def _report(task: asyncio.Task[None], fatal: asyncio.Future[BaseException]) -> None:
     if not task.cancelled() and not fatal.done():
         error = task.exception()
-        fatal.set_result(error or RuntimeError("supervisor stopped"))
+        fatal.set_result(error or RuntimeError(f"{task.get_name()} stopped"))

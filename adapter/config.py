@@ -33,6 +33,8 @@ class Settings:
     min_insync_replicas: int = 1
     max_message_bytes: int = 8 * 1024 * 1024
     kafka_timeout_ms: int = 10_000
+    read_chunk_bytes: int = 1024 * 1024
+    read_scan_bytes: int = 16 * 1024 * 1024
     cold_backend: ColdBackend = "fs"
     cold_dir: str = ".data/cold"
     s3_bucket: str = "durable-kafka"
@@ -65,6 +67,8 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "min_insync_replicas": ("kafka", "min_insync_replicas"),
     "max_message_bytes": ("kafka", "max_message_bytes"),
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
+    "read_chunk_bytes": ("server", "read_chunk_bytes"),
+    "read_scan_bytes": ("server", "read_scan_bytes"),
     "cold_backend": ("cold", "backend"),
     "cold_dir": ("cold", "dir"),
     "s3_bucket": ("cold", "s3_bucket"),
@@ -164,6 +168,11 @@ def validate(settings: Settings) -> None:
         ),
         (settings.max_message_bytes >= 1024, "max_message_bytes must be >= 1024"),
         (settings.kafka_timeout_ms >= 100, "kafka_timeout_ms must be >= 100"),
+        (settings.read_chunk_bytes >= 1, "read_chunk_bytes must be >= 1"),
+        (
+            settings.read_scan_bytes >= settings.read_chunk_bytes,
+            "read_scan_bytes must be >= read_chunk_bytes",
+        ),
         (settings.cold_backend in ("fs", "s3"), "cold_backend must be 'fs' or 's3'"),
         (settings.log_level in ("debug", "info", "warning", "error"), "log_level: bad level"),
         (settings.cold_backend != "s3" or bool(settings.s3_bucket), "s3_bucket is required"),

@@ -1,10 +1,12 @@
-"""The start-up and monitoring worker: verifies topology, then watches the broker and store."""
+"""The start-up and monitoring worker: topology, writer, catalog replay, then health checks."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
+from adapter.log.errors import LogUnavailable
 from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.readiness import Readiness
 from topology.admin import TopologyAdmin
@@ -14,29 +16,37 @@ log = logging.getLogger(__name__)
 
 KAFKA = "kafka"
 TOPICS = "internal_topics"
+CATALOG = "catalog"
 OBJECTS = "object_store"
-CHECKS = [KAFKA, TOPICS, OBJECTS]
+CHECKS = [KAFKA, TOPICS, CATALOG, OBJECTS]
 
 
 class Supervisor:
-    """Flips readiness as dependencies come and go; a non-retriable fault ends the process."""
+    """Flips readiness as dependencies come and go; a non-retriable fault ends the process.
+
+    `load_state` starts the writer and replays the catalog; it runs once, after the internal
+    topics are verified, and the adapter serves streams only after it has completed.
+    """
 
     def __init__(
         self,
         admin: TopologyAdmin,
         objects: ObjectStore,
         readiness: Readiness,
+        load_state: Callable[[], Awaitable[str]],
         interval_s: float = 2.0,
     ) -> None:
         self.admin = admin
         self.objects = objects
         self.readiness = readiness
+        self.load_state = load_state
         self.interval_s = interval_s
 
     async def run(self) -> None:
         """Return never; raise TopologyError when an operator must fix something first."""
         while True:
             await self._check_kafka_and_topics()
+            await self._load_state_once()
             await self._check_objects()
             await asyncio.sleep(self.interval_s)
 
@@ -54,6 +64,15 @@ class Supervisor:
                 raise
             log.warning("kafka not reachable: %s", error)
             self.readiness.set(KAFKA, False, str(error))
+
+    async def _load_state_once(self) -> None:
+        if self.readiness.is_ok(CATALOG) or not self.readiness.is_ok(TOPICS):
+            return
+        try:
+            self.readiness.set(CATALOG, True, await self.load_state())
+        except LogUnavailable as error:
+            log.warning("catalog not loaded yet: %s", error)
+            self.readiness.set(CATALOG, False, str(error))
 
     async def _check_objects(self) -> None:
         try:

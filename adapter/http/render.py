@@ -8,7 +8,9 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
+from adapter.log.errors import LogUnavailable
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from topology.errors import BrokerUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return await handler(request)
     except ProtocolError as error:
         return error_response(error)
+    except (LogUnavailable, BrokerUnavailable) as error:
+        return error_response(ProtocolError(ErrorCode.UNAVAILABLE, str(error)))
     except web.HTTPException as error:
         if error.status < 400:
             raise

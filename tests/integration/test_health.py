@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
-
-from aiohttp import web
-from aiohttp.test_utils import TestClient
 
 from adapter.app import ADMIN, FATAL, create_app
 from adapter.config import Settings
+from tests.conftest import Client, ClientFactory, SettingsFactory
 from topology.errors import TopologyMismatch
 from topology.naming import InternalTopic, internal_topic
 from topology.specs import TopicSpec
-
-from .conftest import SettingsFactory
-
-Client = TestClient[web.Request, web.Application]
-ClientFactory = Callable[[web.Application], Awaitable[Client]]
 
 
 async def _readyz_until(client: Client, status: int, attempts: int = 100) -> dict[str, Any]:
@@ -39,7 +31,7 @@ async def test_ready_once_topics_are_verified(
     assert health.status == 200
     body = await _readyz_until(client, 200)
     assert body["ready"] is True
-    assert set(body["checks"]) == {"kafka", "internal_topics", "object_store"}
+    assert set(body["checks"]) == {"kafka", "internal_topics", "catalog", "object_store"}
     assert all(check["ok"] for check in body["checks"].values())
 
 
@@ -76,10 +68,7 @@ async def test_a_misconfigured_internal_topic_is_fatal(
     assert producers in str(error)
 
 
-async def test_unknown_routes_answer_json_errors(
-    aiohttp_client: ClientFactory, make_settings: SettingsFactory
-) -> None:
-    client = await aiohttp_client(create_app(make_settings()))
+async def test_unknown_routes_answer_json_errors(client: Client) -> None:
     missing = await client.get("/no/such/route/here")
     assert missing.status == 404
     assert (await missing.json())["error"]["code"] == "not_found"

@@ -7,7 +7,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from adapter.objects.s3 import S3ObjectStore
-from tests.integration.services import S3Server
+from tests.services import S3Server
 
 
 def test_boto3_round_trip(s3: S3Server, unique: str) -> None:

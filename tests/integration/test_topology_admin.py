@@ -6,12 +6,11 @@ import pytest
 
 from adapter.app import topic_layout
 from adapter.config import Settings
+from tests.conftest import SettingsFactory
 from topology.admin import TopologyAdmin
 from topology.errors import BrokerUnavailable, TopologyMismatch
 from topology.naming import InternalTopic, internal_topic
 from topology.specs import TopicSpec
-
-from .conftest import SettingsFactory
 
 
 def _admin(settings: Settings) -> TopologyAdmin:

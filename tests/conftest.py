@@ -1,17 +1,21 @@
-"""Session-scoped real services for the integration tier, and settings that point at them."""
+"""Session-scoped real services (Kafka, S3) for the integration and conformance tiers."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
 
+from adapter.app import create_app
 from adapter.config import Settings
-from tests.integration.services import S3Server, kafka_broker, s3_server
+from tests.services import S3Server, kafka_broker, s3_server
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +37,8 @@ def unique() -> str:
 
 
 SettingsFactory = Callable[..., Settings]
+Client = TestClient[web.Request, web.Application]
+ClientFactory = Callable[[web.Application], Awaitable[Client]]
 
 
 @pytest.fixture
@@ -50,3 +56,19 @@ def make_settings(kafka_bootstrap: str, unique: str, tmp_path: Path) -> Settings
         return replace(base, **overrides)
 
     return make
+
+
+@pytest.fixture
+async def client(aiohttp_client: ClientFactory, make_settings: SettingsFactory) -> Client:
+    """An in-process adapter on the test broker, ready to serve streams."""
+    test_client = await aiohttp_client(create_app(make_settings()))
+    await wait_ready(test_client)
+    return test_client
+
+
+async def wait_ready(test_client: Client) -> None:
+    for _ in range(300):
+        if (await test_client.get("/readyz")).status == 200:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the adapter never became ready")

@@ -1,0 +1,11 @@
+"""Typed keys of what the app factory puts in the aiohttp application."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from adapter.service.buckets import BucketService
+from adapter.service.streams import StreamService
+
+STREAMS = web.AppKey("streams", StreamService)
+BUCKETS = web.AppKey("buckets", BucketService)

@@ -1,0 +1,181 @@
+"""Stream routes, on `/{bucket}/{stream}` and on the flat `/v1/stream/{path}` surface."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from adapter.http.keys import STREAMS
+from adapter.protocol import json_mode
+from adapter.protocol.caching import (
+    NO_STORE,
+    cache_control_for_read,
+    etag,
+    if_none_match_matches,
+)
+from adapter.protocol.commands import Append, Chunk, CreateStream, Read, StreamRef
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.headers import (
+    is_json,
+    is_true,
+    normalize_content_type,
+    parse_expiry,
+    parse_stream_seq,
+)
+from adapter.protocol.identifiers import split_compat_path, validate_bucket_id, validate_stream_id
+from adapter.protocol.offsets import Start, encode, parse_offset
+from adapter.service.streams import stream_etag
+from adapter.state.records import StreamMeta
+
+DEFAULT_CONTENT_TYPE = "application/octet-stream"
+
+routes = web.RouteTableDef()
+
+
+def stream_ref(request: web.Request) -> StreamRef:
+    """Which stream a request names, on either surface."""
+    if "path" in request.match_info:
+        bucket_id, stream_id = split_compat_path(request.match_info["path"])
+        return StreamRef(bucket_id, stream_id, create_bucket=True)
+    bucket_id = validate_bucket_id(request.match_info["bucket"])
+    return StreamRef(bucket_id, validate_stream_id(bucket_id, request.match_info["stream"]))
+
+
+async def create_stream(request: web.Request) -> web.Response:
+    expiry = parse_expiry(
+        request.headers.get("Stream-TTL"), request.headers.get("Stream-Expires-At")
+    )
+    content_type = normalize_content_type(request.headers.get("Content-Type"))
+    command = CreateStream(
+        ref=stream_ref(request),
+        content_type=content_type or DEFAULT_CONTENT_TYPE,
+        ttl_seconds=expiry.ttl_seconds,
+        expires_at_ms=expiry.expires_at_ms,
+        closed=is_true(request.headers.get("Stream-Closed")),
+        body=await request.read(),
+    )
+    service = request.app[STREAMS]
+    result = await service.create(command)
+    headers = _state_headers(result.meta, service.clock())
+    if result.created:
+        headers["Location"] = str(request.url.with_query(None))
+    return web.Response(status=201 if result.created else 200, headers=headers)
+
+
+async def append(request: web.Request) -> web.Response:
+    command = Append(
+        ref=stream_ref(request),
+        content_type=normalize_content_type(request.headers.get("Content-Type")),
+        body=await request.read(),
+        close=is_true(request.headers.get("Stream-Closed")),
+        seq=parse_stream_seq(request.headers.get("Stream-Seq")),
+        if_match=request.headers.get("If-Match"),
+    )
+    result = await request.app[STREAMS].append(command)
+    return web.Response(status=204, headers=_tail_headers(result.meta))
+
+
+async def delete_stream(request: web.Request) -> web.Response:
+    await request.app[STREAMS].delete(stream_ref(request))
+    return web.Response(status=204)
+
+
+async def head(request: web.Request) -> web.Response:
+    service = request.app[STREAMS]
+    meta = await service.head(stream_ref(request))
+    headers = _state_headers(meta, service.clock())
+    headers |= {"Cache-Control": NO_STORE, "ETag": stream_etag(meta)}
+    return web.Response(status=200, headers=headers)
+
+
+LIVE_MODES = ("long-poll", "sse")
+
+
+async def read(request: web.Request) -> web.Response:
+    live = request.query.get("live")
+    if live is not None and live not in LIVE_MODES:
+        raise ProtocolError(ErrorCode.INVALID_QUERY, f"live must be one of {LIVE_MODES}")
+    if live is not None and "offset" not in request.query:
+        raise ProtocolError(ErrorCode.INVALID_QUERY, "a live read needs an offset")
+    start = parse_offset(request.query.get("offset"))
+    chunk = await request.app[STREAMS].read(Read(stream_ref(request), start))
+    meta = chunk.meta
+    headers = _read_headers(chunk)
+    if start is Start.NOW:
+        headers["Cache-Control"] = NO_STORE
+    else:
+        etag = _chunk_etag(chunk)
+        headers["ETag"] = etag
+        headers["Cache-Control"] = cache_control_for_read(
+            has_data=bool(chunk.messages),
+            closed=meta.closed and chunk.up_to_date,
+            seconds_left=_seconds_left(meta),
+        )
+        if if_none_match_matches(request.headers.get("If-None-Match"), etag):
+            return web.Response(status=304, headers=headers)
+    body = _body(meta, chunk.messages)
+    return web.Response(
+        status=200, body=body, headers=headers | {"Content-Type": meta.content_type}
+    )
+
+
+def _seconds_left(meta: StreamMeta) -> int | None:
+    deadline = meta.deadline_ms()
+    return None if deadline is None else max(0, (deadline - meta.last_access_ms) // 1000)
+
+
+def _body(meta: StreamMeta, messages: list[bytes]) -> bytes:
+    return json_mode.render_array(messages) if is_json(meta.content_type) else b"".join(messages)
+
+
+def _chunk_etag(chunk: Chunk) -> str:
+    meta = chunk.meta
+    closed = meta.closed and chunk.up_to_date
+    internal = f"{meta.bucket_id}/{meta.stream_id}@{meta.start_offset}"
+    return etag(internal, encode(chunk.start), encode(chunk.next_offset), closed)
+
+
+def _read_headers(chunk: Chunk) -> dict[str, str]:
+    headers = {"Stream-Next-Offset": encode(chunk.next_offset)}
+    if chunk.up_to_date:
+        headers["Stream-Up-To-Date"] = "true"
+        if chunk.meta.closed:
+            headers["Stream-Closed"] = "true"
+    return headers
+
+
+def _tail_headers(meta: StreamMeta) -> dict[str, str]:
+    headers = {"Stream-Next-Offset": encode(meta.next_offset)}
+    if meta.closed:
+        headers["Stream-Closed"] = "true"
+    return headers
+
+
+def _state_headers(meta: StreamMeta, now_ms: int) -> dict[str, str]:
+    """Content type, tail, closure and expiry of a stream (create and HEAD)."""
+    headers = _tail_headers(meta) | {"Content-Type": meta.content_type}
+    if meta.ttl_seconds is not None:
+        remaining_ms = (meta.deadline_ms() or now_ms) - now_ms
+        headers["Stream-TTL"] = str(max(0, math.ceil(remaining_ms / 1000)))
+    if meta.expires_at_ms is not None:
+        moment = datetime.fromtimestamp(meta.expires_at_ms / 1000, tz=UTC)
+        headers["Stream-Expires-At"] = moment.isoformat(timespec="milliseconds").replace(
+            "+00:00", "Z"
+        )
+    return headers
+
+
+def add_routes(app: web.Application) -> None:
+    handlers = {
+        "PUT": create_stream,
+        "POST": append,
+        "GET": read,
+        "HEAD": head,
+        "DELETE": delete_stream,
+    }
+    for path in ("/v1/stream/{path:.+}", "/{bucket}/{stream}"):
+        resource = app.router.add_resource(path)
+        for method, handler in handlers.items():
+            resource.add_route(method, handler, expect_handler=None)

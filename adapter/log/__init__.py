@@ -1,0 +1,1 @@
+"""The Kafka side: the transactional writer with group commit, and the catch-up reader."""

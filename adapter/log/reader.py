@@ -1,0 +1,148 @@
+"""Catch-up reads from Kafka: a small pool of assign-only, read_committed consumers.
+
+A stream shares its partition with other streams, so a read filters by key. Each read scans at
+most `max_scan_bytes` of the partition (whoever's records they are) and returns at most
+`max_read_bytes` of the stream's own data; when a bound stops it short of the stream's tail it
+answers with the position reached, and the client's next request continues from there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from adapter.log.errors import LogUnavailable
+
+log = logging.getLogger(__name__)
+
+CONTROL_HEADER = "dk-control"
+CONTENT_TYPE_HEADER = "content-type"
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    max_read_bytes: int
+    max_scan_bytes: int
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    topic: str
+    partition: int
+    key: bytes
+    start: int  # first Kafka offset to consider
+    stop: int  # the stream's tail: never read at or past it
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    messages: list[bytes]
+    next_offset: int  # where the next read continues
+    complete: bool  # True when next_offset reached the requested stop
+
+
+class LogReader:
+    """Consumers are expensive to create, so a few are kept and lent to one read at a time."""
+
+    def __init__(self, bootstrap_servers: str, limits: ReadLimits, pool_size: int = 4) -> None:
+        self.limits = limits
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "durable-kafka-reader",  # required by librdkafka; never joined or committed
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 10,
+            "logger": logging.getLogger("librdkafka.reader"),
+        }
+        self._idle: asyncio.Queue[Consumer] = asyncio.Queue()
+        self._created = 0
+        self._pool_size = pool_size
+        self._threads = concurrent.futures.ThreadPoolExecutor(pool_size, "kafka-reader")
+
+    async def read(self, request: ReadRequest) -> ReadResult:
+        if request.start >= request.stop:
+            return ReadResult([], request.start, True)
+        consumer = await self._borrow()
+        loop = asyncio.get_running_loop()
+        try:
+            return await asyncio.wait_for(
+                loop.run_in_executor(self._threads, self._scan, consumer, request),
+                self.limits.timeout_s * 2,
+            )
+        except TimeoutError as error:
+            raise LogUnavailable("reading from kafka timed out") from error
+        finally:
+            self._idle.put_nowait(consumer)
+
+    async def close(self) -> None:
+        while not self._idle.empty():
+            consumer = self._idle.get_nowait()
+            await asyncio.get_running_loop().run_in_executor(self._threads, consumer.close)
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+    async def _borrow(self) -> Consumer:
+        if self._idle.empty() and self._created < self._pool_size:
+            self._created += 1
+            return Consumer(self._config)
+        return await self._idle.get()
+
+    def _scan(self, consumer: Consumer, request: ReadRequest) -> ReadResult:
+        consumer.assign([TopicPartition(request.topic, request.partition, request.start)])
+        try:
+            return self._collect(consumer, request)
+        except KafkaException as error:
+            raise LogUnavailable(f"reading {request.topic}: {error}") from error
+        finally:
+            consumer.unassign()
+
+    def _collect(self, consumer: Consumer, request: ReadRequest) -> ReadResult:
+        messages: list[bytes] = []
+        read_bytes = scanned = 0
+        position = request.start
+        while position < request.stop:
+            for message in _next_batch(consumer, self.limits.timeout_s, request.topic):
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        # Nothing committed past here; the tail we were given is further on only
+                        # if a transaction marker sits in between.
+                        return ReadResult(messages, max(position, request.stop), True)
+                    raise KafkaException(error)
+                offset = message.offset() or 0
+                if offset >= request.stop:
+                    return ReadResult(messages, request.stop, True)
+                value = message.value() or b""
+                scanned += len(value)
+                if message.key() == request.key and not _is_control(message.headers()):
+                    if messages and read_bytes + len(value) > self.limits.max_read_bytes:
+                        return ReadResult(messages, offset, False)
+                    messages.append(value)
+                    read_bytes += len(value)
+                position = offset + 1
+                if scanned >= self.limits.max_scan_bytes and position < request.stop:
+                    return ReadResult(messages, position, False)
+        return ReadResult(messages, request.stop, True)
+
+
+def _next_batch(consumer: Consumer, timeout_s: float, topic: str) -> list[Message]:
+    """Wait for one message, then take whatever else is already fetched without waiting.
+
+    (`consume(n, timeout)` alone would wait the whole timeout unless n messages arrive.)
+    """
+    first = consumer.poll(timeout_s)
+    if first is None:
+        raise LogUnavailable(f"no data from {topic} before the timeout")
+    return [first, *consumer.consume(500, 0)]
+
+
+def _is_control(headers: object) -> bool:
+    """Lifecycle records carry the control header; data records never do."""
+    return isinstance(headers, list) and any(name == CONTROL_HEADER for name, _ in headers)

@@ -1,0 +1,188 @@
+"""The transactional writer: appends from many requests share one Kafka transaction.
+
+Each request submits a `WriteBatch` (its records plus a function that turns their offsets into
+metadata updates). A single loop takes every batch waiting, writes them all in one transaction
+(data records, flush to learn their offsets, then the metadata records), commits, and resolves
+each batch's future with its offsets. A transaction costs about the same whatever it holds, so
+throughput comes from batching; a request waits for exactly the commit that holds its records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from adapter.log.errors import LogUnavailable
+
+log = logging.getLogger(__name__)
+
+MAX_BATCHES_PER_TRANSACTION = 1000
+
+# (key, value or None for a tombstone) of records for the compacted meta topic.
+MetaEntry = tuple[str, bytes | None]
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    key: bytes
+    value: bytes
+    headers: list[tuple[str, str | bytes | None]] = field(default_factory=list)
+
+
+@dataclass
+class WriteBatch:
+    """One request's records; `finalize` maps their offsets to the metadata to commit with them."""
+
+    records: list[Record]
+    finalize: Callable[[list[int]], list[MetaEntry]]
+    future: asyncio.Future[list[int]] = field(init=False)
+
+
+class LogWriter:
+    """One transactional producer, fed by a group-commit loop."""
+
+    def __init__(
+        self, bootstrap_servers: str, transactional_id: str, meta_topic: str, settings: WriterLimits
+    ) -> None:
+        self.meta_topic = meta_topic
+        self.limits = settings
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "transactional.id": transactional_id,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 0,
+            "message.max.bytes": settings.max_message_bytes + 64 * 1024,
+            "transaction.timeout.ms": 60_000,
+            "logger": logging.getLogger("librdkafka.writer"),
+        }
+        self._producer: Producer | None = None
+        self._queue: asyncio.Queue[WriteBatch] = asyncio.Queue()
+        # Every producer call runs on this one thread: librdkafka transactions are not
+        # meant to be driven from several threads at once.
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-writer")
+
+    async def start(self) -> None:
+        """Create the producer and fence any earlier incarnation (aborting its open transaction)."""
+        await self._on_thread(self._init_producer)
+
+    async def submit(
+        self, records: list[Record], finalize: Callable[[list[int]], list[MetaEntry]]
+    ) -> list[int]:
+        """Write the records and their metadata atomically; return the records' offsets."""
+        batch = WriteBatch(records, finalize)
+        batch.future = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(batch)
+        return await batch.future
+
+    async def run(self) -> None:
+        """The group-commit loop; runs until cancelled."""
+        while True:
+            batches = [await self._queue.get()]
+            while not self._queue.empty() and len(batches) < MAX_BATCHES_PER_TRANSACTION:
+                batches.append(self._queue.get_nowait())
+            try:
+                results = await self._on_thread(self._commit, batches)
+            except LogUnavailable as error:
+                for batch in batches:
+                    if not batch.future.done():
+                        batch.future.set_exception(LogUnavailable(str(error)))
+                continue
+            for batch, offsets in zip(batches, results, strict=True):
+                if not batch.future.done():
+                    batch.future.set_result(offsets)
+
+    async def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+    async def _on_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+    def _init_producer(self) -> Producer:
+        producer = Producer(self._config)
+        try:
+            producer.init_transactions(self.limits.timeout_s)
+        except KafkaException as error:
+            raise LogUnavailable(f"initialising the transactional producer: {error}") from error
+        self._producer = producer
+        return producer
+
+    def _commit(self, batches: list[WriteBatch]) -> list[list[int]]:
+        producer = self._producer or self._init_producer()
+        try:
+            return self._transaction(producer, batches)
+        except KafkaException as error:
+            self._recover(producer, error)
+            raise LogUnavailable(f"kafka transaction failed: {error}") from error
+
+    def _transaction(self, producer: Producer, batches: list[WriteBatch]) -> list[list[int]]:
+        producer.begin_transaction()
+        offsets: list[list[int]] = [[-1] * len(batch.records) for batch in batches]
+        failures: list[KafkaError] = []
+        for b, batch in enumerate(batches):
+            for r, record in enumerate(batch.records):
+                producer.produce(
+                    record.topic,
+                    value=record.value,
+                    key=record.key,
+                    partition=record.partition,
+                    headers=record.headers,
+                    on_delivery=_delivered(offsets[b], r, failures),
+                )
+        if producer.flush(self.limits.timeout_s) > 0:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "flush timed out"))
+        if failures:
+            raise KafkaException(failures[0])
+        for batch, batch_offsets in zip(batches, offsets, strict=True):
+            for key, value in batch.finalize(batch_offsets):
+                producer.produce(self.meta_topic, value=value, key=key.encode(), partition=0)
+        self._commit_transaction(producer)
+        return offsets
+
+    def _commit_transaction(self, producer: Producer) -> None:
+        """Commit; a retriable failure leaves the outcome unknown, so commit again, never abort."""
+        for attempt in range(3):
+            try:
+                producer.commit_transaction(self.limits.timeout_s)
+                return
+            except KafkaException as error:
+                inner = error.args[0] if error.args else None
+                if attempt == 2 or not isinstance(inner, KafkaError) or not inner.retriable():
+                    raise
+
+    def _recover(self, producer: Producer, error: KafkaException) -> None:
+        """Leave the producer ready for the next transaction, or drop it to make a new one."""
+        inner = error.args[0] if error.args else None
+        if isinstance(inner, KafkaError) and not inner.fatal():
+            try:
+                producer.abort_transaction(self.limits.timeout_s)
+                return
+            except KafkaException:
+                log.warning("abort failed; recreating the producer", exc_info=True)
+        self._producer = None
+
+
+@dataclass(frozen=True)
+class WriterLimits:
+    timeout_s: float
+    max_message_bytes: int
+
+
+def _delivered(
+    slots: list[int], index: int, failures: list[KafkaError]
+) -> Callable[[KafkaError | None, Message], None]:
+    def report(error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            failures.append(error)
+        else:
+            slots[index] = message.offset() or 0
+
+    return report

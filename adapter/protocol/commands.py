@@ -1,0 +1,63 @@
+"""Typed commands and results: what the HTTP edge hands to the stream logic and gets back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapter.protocol.offsets import ReadFrom
+from adapter.state.records import StreamMeta
+
+
+@dataclass(frozen=True)
+class StreamRef:
+    bucket_id: str
+    stream_id: str
+    # On the /v1/stream surface buckets are created on demand; on /{bucket} they must exist.
+    create_bucket: bool = False
+
+
+@dataclass(frozen=True)
+class CreateStream:
+    ref: StreamRef
+    content_type: str
+    ttl_seconds: int | None
+    expires_at_ms: int | None
+    closed: bool
+    body: bytes
+
+
+@dataclass(frozen=True)
+class Append:
+    ref: StreamRef
+    content_type: str | None
+    body: bytes
+    close: bool
+    seq: str | None
+    if_match: str | None
+
+
+@dataclass(frozen=True)
+class Read:
+    ref: StreamRef
+    start: ReadFrom  # a sentinel, or a Kafka offset decoded from a token
+
+
+@dataclass(frozen=True)
+class Created:
+    meta: StreamMeta
+    created: bool  # False: it existed already with the same configuration
+
+
+@dataclass(frozen=True)
+class Appended:
+    meta: StreamMeta
+    appended: bool  # False: a close-only request on a stream already closed
+
+
+@dataclass(frozen=True)
+class Chunk:
+    meta: StreamMeta
+    messages: list[bytes]
+    start: int  # Kafka offset the read started at
+    next_offset: int
+    up_to_date: bool  # the chunk reaches the stream's tail as of this read

@@ -1,0 +1,99 @@
+"""Bucket and stream identifiers: which names each URL surface accepts, and how paths split.
+
+Two surfaces name streams:
+
+- the bucketed surface, `/{bucket_id}/{stream_id}`, with the rules of the extensions spec §1.1;
+- the flat surface of the base protocol, `/v1/stream/{path}`, mapped as Ursula does: a path
+  without `/` is a stream of the `_default` bucket, otherwise the first `/` separates the
+  bucket from the stream id, which may itself contain `/`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from adapter.protocol.errors import ErrorCode, ProtocolError
+
+BUCKET_ID_PATTERN: Final = re.compile(r"^[a-z0-9_-]{4,64}$")
+# On the flat surface the bucket becomes part of a Kafka topic name: no '.', 1 to 64 characters.
+COMPAT_BUCKET_PATTERN: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+DEFAULT_BUCKET: Final = "_default"
+MAX_STREAM_ID_BYTES: Final = 122
+RESERVED_STREAM_IDS: Final = frozenset({"streams"})  # /{bucket_id}/streams lists the bucket
+
+
+def validate_bucket_id(bucket_id: str) -> str:
+    """The bucket id of the bucketed surface, if it matches `^[a-z0-9_-]{4,64}$`."""
+    if BUCKET_ID_PATTERN.fullmatch(bucket_id) is None:
+        raise ProtocolError(
+            ErrorCode.INVALID_BUCKET_ID,
+            f"bucket id {bucket_id!r} must be 4 to 64 characters of a-z, 0-9, '_' and '-'",
+        )
+    return bucket_id
+
+
+def validate_stream_id(bucket_id: str, stream_id: str) -> str:
+    """The stream id of the bucketed surface `/{bucket_id}/{stream_id}`, if §1.1 allows it.
+
+    Any UTF-8 string of 1 to 122 bytes, with `{bucket_id}/{stream_id}` also at most 122 bytes,
+    and without `/` or NUL. The spec says a stream id "MUST NOT contain `..`": we read it
+    literally and refuse any `..` substring (so `a..b` too), not only a `..` path segment, as
+    the stricter reading can never be wrong. A lone `.` is refused as well: clients and proxies
+    normalise it away as a dot-segment, so such a stream could not be addressed. `streams` is
+    reserved for the bucket listing. `bucket_id` is expected to be validated already.
+    """
+    raw = _utf8(stream_id)
+    _require(raw, "stream id must not be empty")
+    _require(len(raw) <= MAX_STREAM_ID_BYTES, f"stream id is {len(raw)} bytes, over 122")
+    combined = len(bucket_id.encode()) + 1 + len(raw)
+    _require(
+        combined <= MAX_STREAM_ID_BYTES, f"'{{bucket}}/{{stream}}' is {combined} bytes, over 122"
+    )
+    _require("/" not in stream_id, "stream id must not contain '/'")
+    _require("\0" not in stream_id, "stream id must not contain NUL")
+    _require(".." not in stream_id, "stream id must not contain '..'")
+    _require(stream_id != ".", "stream id must not be '.'")
+    _require(stream_id not in RESERVED_STREAM_IDS, f"stream id {stream_id!r} is reserved")
+    return stream_id
+
+
+def split_compat_path(path: str) -> tuple[str, str]:
+    """The (bucket id, stream id) a `/v1/stream/{path}` path names (path already URL-decoded).
+
+    No `/`: a stream of the `_default` bucket. Otherwise the first `/` splits the bucket,
+    `^[a-zA-Z0-9_-]{1,64}$`, from the stream id: 1 to 122 UTF-8 bytes, no NUL, and no empty,
+    `.` or `..` segment (they would be path traversal or an ambiguous spelling of another id).
+    """
+    bucket_id, slash, stream_id = path.partition("/")
+    if not slash:
+        bucket_id, stream_id = DEFAULT_BUCKET, path
+    elif COMPAT_BUCKET_PATTERN.fullmatch(bucket_id) is None:
+        raise ProtocolError(
+            ErrorCode.INVALID_BUCKET_ID,
+            f"bucket {bucket_id!r} in a stream path must be 1 to 64 characters of"
+            " A-Z, a-z, 0-9, '_' and '-'",
+        )
+    return bucket_id, _validate_compat_stream_id(stream_id)
+
+
+def _validate_compat_stream_id(stream_id: str) -> str:
+    raw = _utf8(stream_id)
+    _require(raw, "stream path must name a stream")
+    _require(len(raw) <= MAX_STREAM_ID_BYTES, f"stream id is {len(raw)} bytes, over 122")
+    _require("\0" not in stream_id, "stream id must not contain NUL")
+    bad = [segment for segment in stream_id.split("/") if segment in ("", ".", "..")]
+    _require(not bad, f"stream id {stream_id!r} must not have empty, '.' or '..' segments")
+    return stream_id
+
+
+def _utf8(stream_id: str) -> bytes:
+    try:
+        return stream_id.encode()
+    except UnicodeEncodeError:
+        raise ProtocolError(ErrorCode.INVALID_STREAM_ID, "stream id is not valid UTF-8") from None
+
+
+def _require(condition: object, message: str) -> None:
+    if not condition:
+        raise ProtocolError(ErrorCode.INVALID_STREAM_ID, message)

@@ -1,0 +1,1 @@
+"""The stream logic: decides each command against the catalog and carries it out on the log."""

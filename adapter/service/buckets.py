@@ -1,0 +1,125 @@
+"""Buckets: one Kafka topic each, created explicitly (or on demand on the /v1/stream surface)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+
+from adapter.log.writer import LogWriter, MetaEntry
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.service.locks import KeyedLocks
+from adapter.state.catalog import Catalog
+from adapter.state.records import BucketMeta, StreamMeta, bucket_key, stream_key
+from adapter.state.records import encode as encode_meta
+from topology.admin import TopologyAdmin
+from topology.errors import TopologyError
+from topology.specs import TopicLayout, TopicSpec, bucket_topic_spec
+
+TOPIC_RETRY_S = 0.5
+
+
+@dataclass(frozen=True)
+class StreamPage:
+    bucket_id: str
+    prefix: str
+    streams: list[StreamMeta]
+    next_cursor: str | None
+
+
+class BucketService:
+    def __init__(
+        self,
+        catalog: Catalog,
+        writer: LogWriter,
+        admin: TopologyAdmin,
+        layout: TopicLayout,
+        clock: Callable[[], int],
+    ) -> None:
+        self.catalog = catalog
+        self.writer = writer
+        self.admin = admin
+        self.layout = layout
+        self.clock = clock
+        self._locks = KeyedLocks()
+
+    def topic(self, bucket_id: str) -> str:
+        return self.get(bucket_id).topic
+
+    def get(self, bucket_id: str) -> BucketMeta:
+        meta = self.catalog.bucket(bucket_id)
+        if meta is None:
+            raise ProtocolError(ErrorCode.BUCKET_NOT_FOUND, f"bucket {bucket_id!r} not found")
+        return meta
+
+    async def require(self, bucket_id: str, create: bool) -> BucketMeta:
+        """The bucket; created first when `create` (the /v1/stream surface) and missing."""
+        if create and self.catalog.bucket(bucket_id) is None:
+            async with self._locks.hold(bucket_id):
+                if self.catalog.bucket(bucket_id) is None:
+                    await self._create(bucket_id)
+        return self.get(bucket_id)
+
+    async def create(self, bucket_id: str) -> BucketMeta:
+        async with self._locks.hold(bucket_id):
+            if self.catalog.bucket(bucket_id) is not None:
+                raise ProtocolError(ErrorCode.BUCKET_EXISTS, f"bucket {bucket_id!r} exists")
+            return await self._create(bucket_id)
+
+    async def delete(self, bucket_id: str) -> None:
+        async with self._locks.hold(bucket_id):
+            meta = self.get(bucket_id)
+            if self.live_count(bucket_id):
+                raise ProtocolError(ErrorCode.BUCKET_NOT_EMPTY, f"bucket {bucket_id!r} has streams")
+            expired = [
+                stream_key(bucket_id, s) for s in self.catalog.stream_ids(bucket_id, "", None)
+            ]
+            tombstones: list[MetaEntry] = [(key, None) for key in [*expired, bucket_key(bucket_id)]]
+            await self.writer.submit([], lambda _offsets: tombstones)
+            for key in expired:
+                self.catalog.apply(key, None)
+            self.catalog.drop_bucket(bucket_id)
+            await self.admin.delete_topics([meta.topic])
+
+    def live_count(self, bucket_id: str) -> int:
+        now = self.clock()
+        ids = self.catalog.stream_ids(bucket_id, "", None)
+        return sum(1 for meta in self._metas(bucket_id, ids) if not meta.expired(now))
+
+    def page(self, bucket_id: str, prefix: str, after: str | None, limit: int) -> StreamPage:
+        self.get(bucket_id)
+        now = self.clock()
+        ids = self.catalog.stream_ids(bucket_id, prefix, after)
+        live = (m for m in self._metas(bucket_id, ids) if not m.expired(now))
+        found = list(islice(live, limit + 1))
+        more = len(found) > limit
+        streams = found[:limit]
+        cursor = streams[-1].stream_id if more and streams else None
+        return StreamPage(bucket_id, prefix, streams, cursor)
+
+    def _metas(self, bucket_id: str, ids: Iterable[str]) -> Iterator[StreamMeta]:
+        for stream_id in ids:
+            meta = self.catalog.stream(bucket_id, stream_id)
+            if meta is not None:
+                yield meta
+
+    async def _create(self, bucket_id: str) -> BucketMeta:
+        spec = bucket_topic_spec(self.layout, bucket_id)
+        await self._ensure_topic(spec)
+        meta = BucketMeta(bucket_id, spec.name, spec.partitions, self.clock())
+        await self.writer.submit([], lambda _offsets: [(bucket_key(bucket_id), encode_meta(meta))])
+        self.catalog.put_bucket(meta)
+        return meta
+
+    async def _ensure_topic(self, spec: TopicSpec) -> None:
+        """Create the topic; a topic of the same name still being deleted is waited out."""
+        for _ in range(40):
+            try:
+                await self.admin.ensure([spec])
+                return
+            except TopologyError as error:
+                if "marked for deletion" not in str(error).lower():
+                    raise
+                await asyncio.sleep(TOPIC_RETRY_S)
+        raise ProtocolError(ErrorCode.UNAVAILABLE, f"topic {spec.name} is still being deleted")

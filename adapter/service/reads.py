@@ -1,0 +1,28 @@
+"""Catch-up reads: where a read starts, and how far it may go, for one stream."""
+
+from __future__ import annotations
+
+from adapter.log.reader import LogReader, ReadRequest
+from adapter.protocol.commands import Chunk
+from adapter.protocol.offsets import ReadFrom, Start
+from adapter.state.records import StreamMeta
+
+
+class ReadPath:
+    def __init__(self, reader: LogReader) -> None:
+        self.reader = reader
+
+    async def read(self, topic: str, meta: StreamMeta, start: ReadFrom) -> Chunk:
+        first = resolve_start(meta, start)
+        request = ReadRequest(
+            topic, meta.partition, meta.stream_id.encode(), first, meta.next_offset
+        )
+        result = await self.reader.read(request)
+        return Chunk(meta, result.messages, first, result.next_offset, result.complete)
+
+
+def resolve_start(meta: StreamMeta, start: ReadFrom) -> int:
+    """The Kafka offset a read begins at. Positions before the stream began mean its start."""
+    if isinstance(start, Start):
+        return meta.start_offset if start is Start.BEGINNING else meta.next_offset
+    return max(start, meta.start_offset)

@@ -1,0 +1,19 @@
+"""How stream events become Kafka records: data records carry exactly the bytes appended."""
+
+from __future__ import annotations
+
+from adapter.log.reader import CONTENT_TYPE_HEADER, CONTROL_HEADER
+from adapter.log.writer import Record
+
+
+def data_records(
+    topic: str, partition: int, stream_id: str, content_type: str, messages: list[bytes]
+) -> list[Record]:
+    headers: list[tuple[str, str | bytes | None]] = [(CONTENT_TYPE_HEADER, content_type.encode())]
+    key = stream_id.encode()
+    return [Record(topic, partition, key, message, headers) for message in messages]
+
+
+def control_record(topic: str, partition: int, stream_id: str, event: str) -> Record:
+    """A lifecycle event (create, close, delete), ordered with the data in its partition."""
+    return Record(topic, partition, stream_id.encode(), b"", [(CONTROL_HEADER, event.encode())])

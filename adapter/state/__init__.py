@@ -1,0 +1,1 @@
+"""State rebuilt from the compacted topics: the catalog of buckets and streams."""

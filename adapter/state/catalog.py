@@ -1,0 +1,91 @@
+"""The in-memory catalog of buckets and streams, mirrored from the compacted meta topic."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from adapter.state.records import BucketMeta, StreamMeta, decode
+
+
+@dataclass
+class _Bucket:
+    meta: BucketMeta
+    stream_ids: list[str] = field(default_factory=list)  # kept sorted, for listing
+
+
+class Catalog:
+    """Buckets and streams by id. Applying the meta topic's records in order rebuilds it."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, _Bucket] = {}
+        self._streams: dict[tuple[str, str], StreamMeta] = {}
+
+    def bucket(self, bucket_id: str) -> BucketMeta | None:
+        entry = self._buckets.get(bucket_id)
+        return entry.meta if entry else None
+
+    def stream(self, bucket_id: str, stream_id: str) -> StreamMeta | None:
+        return self._streams.get((bucket_id, stream_id))
+
+    def stream_count(self, bucket_id: str) -> int:
+        entry = self._buckets.get(bucket_id)
+        return len(entry.stream_ids) if entry else 0
+
+    def stream_ids(self, bucket_id: str, prefix: str, after: str | None) -> Iterator[str]:
+        """Ids in byte order that start with `prefix`, strictly after `after`."""
+        ids = self._buckets[bucket_id].stream_ids
+        if after is not None and after >= prefix:
+            index = bisect.bisect_right(ids, after)
+        else:
+            index = bisect.bisect_left(ids, prefix)
+        for stream_id in ids[index:]:
+            if not stream_id.startswith(prefix):
+                return
+            yield stream_id
+
+    def put_bucket(self, meta: BucketMeta) -> None:
+        entry = self._buckets.get(meta.bucket_id)
+        if entry:
+            entry.meta = meta
+        else:
+            self._buckets[meta.bucket_id] = _Bucket(meta)
+
+    def drop_bucket(self, bucket_id: str) -> None:
+        self._buckets.pop(bucket_id, None)
+
+    def put_stream(self, meta: StreamMeta) -> None:
+        key = (meta.bucket_id, meta.stream_id)
+        entry = self._buckets.get(meta.bucket_id)
+        if key not in self._streams and entry is not None:
+            bisect.insort(entry.stream_ids, meta.stream_id)
+        self._streams[key] = meta
+
+    def drop_stream(self, bucket_id: str, stream_id: str) -> None:
+        if self._streams.pop((bucket_id, stream_id), None) is None:
+            return
+        entry = self._buckets.get(bucket_id)
+        if entry is not None:
+            index = bisect.bisect_left(entry.stream_ids, stream_id)
+            if index < len(entry.stream_ids) and entry.stream_ids[index] == stream_id:
+                del entry.stream_ids[index]
+
+    def apply(self, key: str, value: bytes | None) -> None:
+        """Apply one record of the meta topic: a value upserts, a tombstone removes."""
+        if value is None:
+            self._forget(key)
+            return
+        record = decode(key, value)
+        if isinstance(record, BucketMeta):
+            self.put_bucket(record)
+        else:
+            self.put_stream(record)
+
+    def _forget(self, key: str) -> None:
+        kind, _, rest = key.partition(":")
+        if kind == "bucket":
+            self.drop_bucket(rest)
+        else:
+            bucket_id, _, stream_id = rest.partition("/")
+            self.drop_stream(bucket_id, stream_id)

@@ -1,0 +1,95 @@
+"""Bucket and stream metadata, and their Avro encoding in the compacted meta topic."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Self
+
+import fastavro
+
+import schemas
+
+# One leading byte names the encoding, so a later schema change can be read beside this one.
+FORMAT_V1 = b"\x01"
+
+
+@dataclass(frozen=True)
+class BucketMeta:
+    bucket_id: str
+    topic: str
+    partitions: int
+    created_at_ms: int
+
+
+@dataclass(frozen=True)
+class StreamMeta:
+    bucket_id: str
+    stream_id: str
+    partition: int
+    content_type: str
+    created_at_ms: int
+    start_offset: int
+    next_offset: int
+    last_access_ms: int
+    last_write_at_ms: int
+    closed: bool = False
+    ttl_seconds: int | None = None
+    expires_at_ms: int | None = None
+    last_seq: str | None = None
+    message_count: int = 0
+
+    @property
+    def key(self) -> str:
+        return stream_key(self.bucket_id, self.stream_id)
+
+    def deadline_ms(self) -> int | None:
+        """When the stream expires: absolute, or the end of its sliding TTL window."""
+        if self.expires_at_ms is not None:
+            return self.expires_at_ms
+        if self.ttl_seconds is not None:
+            return self.last_access_ms + self.ttl_seconds * 1000
+        return None
+
+    def expired(self, now_ms: int) -> bool:
+        deadline = self.deadline_ms()
+        return deadline is not None and now_ms >= deadline
+
+    def evolve(self, **changes: Any) -> Self:
+        return replace(self, **changes)
+
+
+def bucket_key(bucket_id: str) -> str:
+    return f"bucket:{bucket_id}"
+
+
+def stream_key(bucket_id: str, stream_id: str) -> str:
+    # Bucket ids never contain '/', so the first '/' separates them even when stream ids do.
+    return f"stream:{bucket_id}/{stream_id}"
+
+
+_PARSED = {
+    BucketMeta: fastavro.parse_schema(schemas.load("bucket_meta")),
+    StreamMeta: fastavro.parse_schema(schemas.load("stream_meta")),
+}
+
+
+def encode(record: BucketMeta | StreamMeta) -> bytes:
+    out = io.BytesIO()
+    out.write(FORMAT_V1)
+    fastavro.schemaless_writer(out, _PARSED[type(record)], asdict(record))
+    return out.getvalue()
+
+
+def decode(key: str, value: bytes) -> BucketMeta | StreamMeta:
+    """Decode a meta-topic value; the key's prefix says which schema it has."""
+    if not value.startswith(FORMAT_V1):
+        raise ValueError(f"meta record {key!r} has an unknown format byte")
+    kind: type[BucketMeta] | type[StreamMeta] = (
+        BucketMeta if key.startswith("bucket:") else StreamMeta
+    )
+    data = fastavro.schemaless_reader(io.BytesIO(value[1:]), _PARSED[kind], None)
+    if not isinstance(data, dict):
+        raise ValueError(f"meta record {key!r} is not a record")
+    names = {field.name for field in fields(kind)}
+    return kind(**{name: data[name] for name in names})

@@ -1,0 +1,59 @@
+"""The adapter as a real child process, for tests that need it over HTTP (restarts, the suite)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from devstack.process import free_port
+
+SCRIPT = str(Path(sys.executable).with_name("durable-kafka"))
+
+
+def http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except (urllib.error.URLError, OSError):
+        return 0
+
+
+@contextlib.contextmanager
+def running_adapter(env: Mapping[str, str], log: Path, port: int | None = None) -> Iterator[str]:
+    """Serve `durable-kafka serve` with `env` until the block ends; yield its base URL."""
+    port = port or free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}"]
+    with (
+        log.open("ab") as sink,
+        subprocess.Popen(argv, env=os.environ | dict(env), stderr=sink) as proc,
+    ):
+        try:
+            _wait_ready(base_url, proc, log)
+            yield base_url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _wait_ready(base_url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the adapter exited during start-up:\n{log.read_text()}")
+        if http_status(f"{base_url}/readyz") == 200:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the adapter was not ready within 60s:\n{log.read_text()}")

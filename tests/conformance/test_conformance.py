@@ -1,0 +1,37 @@
+"""The protocol's official conformance suite against a real adapter on the test broker."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.adapter_process import running_adapter
+
+CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance"
+LONG_POLL_TIMEOUT_MS = "500"  # as the reference server's own conformance run
+
+
+@pytest.mark.timeout(900)
+def test_conformance_suite(kafka_bootstrap: str, unique: str, tmp_path: Path) -> None:
+    assert shutil.which("node"), "Node.js is needed for the conformance suite"
+    assert (CONFORMANCE / "node_modules").is_dir(), "run `make deps` (npm ci in conformance/)"
+    env = {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"conf{unique}.",
+        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+        "DURABLE_KAFKA_LONG_POLL_TIMEOUT_MS": LONG_POLL_TIMEOUT_MS,
+    }
+    with running_adapter(env, tmp_path / "adapter.log") as base_url:
+        result = subprocess.run(
+            ["node", str(CONFORMANCE / "run.mjs"), base_url],
+            capture_output=True,
+            text=True,
+            timeout=840,
+            check=False,
+        )
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "(no output)"
+    print(f"\nconformance: {summary}")
+    assert result.returncode == 0, f"{result.stdout[-20000:]}\n{result.stderr[-5000:]}"

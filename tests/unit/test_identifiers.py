@@ -1,0 +1,126 @@
+"""Bucket and stream identifiers on the bucketed and the flat `/v1/stream` surfaces."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.identifiers import (
+    DEFAULT_BUCKET,
+    split_compat_path,
+    validate_bucket_id,
+    validate_stream_id,
+)
+
+
+@pytest.mark.parametrize("bucket_id", ["abcd", "my_bucket-1", "_default", "a" * 64, "0000"])
+def test_valid_bucket_ids(bucket_id: str) -> None:
+    assert validate_bucket_id(bucket_id) == bucket_id
+
+
+@pytest.mark.parametrize(
+    "bucket_id",
+    ["", "abc", "a" * 65, "Agents", "a.bcd", "ab cd", "abcd/", "abcd\n", "ünïcode", "abcd\0"],
+)
+def test_invalid_bucket_ids(bucket_id: str) -> None:
+    with pytest.raises(ProtocolError) as excinfo:
+        validate_bucket_id(bucket_id)
+    assert excinfo.value.code is ErrorCode.INVALID_BUCKET_ID
+    assert repr(bucket_id) in excinfo.value.message
+
+
+@pytest.mark.parametrize(
+    "stream_id",
+    [
+        "a",
+        "user-1",
+        "a.b",
+        ".hidden",
+        "trailing.",
+        "Streams",
+        "streams2",
+        "日本語",
+        "a b",
+        "x" * 117,
+    ],
+)
+def test_valid_stream_ids(stream_id: str) -> None:
+    assert validate_stream_id("abcd", stream_id) == stream_id
+
+
+@pytest.mark.parametrize(
+    ("stream_id", "why"),
+    [
+        ("", "empty"),
+        ("a/b", "'/'"),
+        ("a\0b", "NUL"),
+        (".", "'.'"),
+        ("..", "'..'"),
+        ("a..b", "'..'"),
+        ("...", "'..'"),
+        ("streams", "reserved"),
+        ("x" * 123, "123 bytes"),
+        ("\udc80", "UTF-8"),
+    ],
+)
+def test_invalid_stream_ids(stream_id: str, why: str) -> None:
+    with pytest.raises(ProtocolError) as excinfo:
+        validate_stream_id("abcd", stream_id)
+    assert excinfo.value.code is ErrorCode.INVALID_STREAM_ID
+    assert why in excinfo.value.message
+
+
+def test_stream_id_limit_counts_utf8_bytes() -> None:
+    assert validate_stream_id("abcd", "é" * 58) == "é" * 58  # 116 bytes, 121 with "abcd/"
+    with pytest.raises(ProtocolError) as excinfo:
+        validate_stream_id("abcd", "é" * 59)  # 118 bytes: "abcd/" makes it 123
+    assert excinfo.value.code is ErrorCode.INVALID_STREAM_ID
+
+
+def test_combined_key_limit() -> None:
+    assert validate_stream_id("abcd", "s" * 117) == "s" * 117  # "abcd/" + 117 = 122 bytes
+    with pytest.raises(ProtocolError) as excinfo:
+        validate_stream_id("abcd", "s" * 118)
+    assert excinfo.value.code is ErrorCode.INVALID_STREAM_ID
+    assert "123 bytes" in excinfo.value.message
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        # The shapes the conformance suite uses: `${name}-${Date.now()}-${base36}`.
+        ("create-test-1732000000000", (DEFAULT_BUCKET, "create-test-1732000000000")),
+        (
+            "fc-byte-exactness-1732000000000-k3j9x0",
+            (DEFAULT_BUCKET, "fc-byte-exactness-1732000000000-k3j9x0"),
+        ),
+        ("manual/a", ("manual", "a")),
+        ("__ds/subscriptions/sub-1", ("__ds", "subscriptions/sub-1")),
+        ("Bucket_1/a/b/c", ("Bucket_1", "a/b/c")),
+        ("b/streams", ("b", "streams")),
+        ("b/a..b", ("b", "a..b")),
+        ("日本語", (DEFAULT_BUCKET, "日本語")),
+        ("a b%20c", (DEFAULT_BUCKET, "a b%20c")),
+        ("x" * 122, (DEFAULT_BUCKET, "x" * 122)),
+        ("b" * 64 + "/" + "s" * 122, ("b" * 64, "s" * 122)),
+    ],
+)
+def test_split_compat_path(path: str, expected: tuple[str, str]) -> None:
+    assert split_compat_path(path) == expected
+
+
+@pytest.mark.parametrize("path", ["bad.bucket/x", "/x", "b" * 65 + "/x", "ü/x", "a b/x"])
+def test_compat_path_with_invalid_bucket(path: str) -> None:
+    with pytest.raises(ProtocolError) as excinfo:
+        split_compat_path(path)
+    assert excinfo.value.code is ErrorCode.INVALID_BUCKET_ID
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["", "bucket/", "b/a//c", "b/a/", "b/./a", "b/a/..", "..", ".", "x\0", "x" * 123, "b/\udc80"],
+)
+def test_compat_path_with_invalid_stream(path: str) -> None:
+    with pytest.raises(ProtocolError) as excinfo:
+        split_compat_path(path)
+    assert excinfo.value.code is ErrorCode.INVALID_STREAM_ID
