@@ -10,9 +10,11 @@ from aiohttp import web
 
 from adapter.config import Settings
 from adapter.http import buckets, health, streams
-from adapter.http.keys import BUCKETS, STREAMS
+from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
+from adapter.http.live import LiveLimits
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import cors_middleware
+from adapter.live.hub import LiveHub
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import LogWriter, WriterLimits
 from adapter.objects.factory import object_store
@@ -22,7 +24,8 @@ from adapter.service.buckets import BucketService
 from adapter.service.reads import ReadPath
 from adapter.service.streams import StreamService, wall_clock_ms
 from adapter.state.catalog import Catalog
-from adapter.state.replay import replay
+from adapter.state.follower import MetaFollower
+from adapter.state.records import stream_of_key
 from adapter.supervisor import CATALOG, CHECKS, Supervisor
 from topology.admin import TopologyAdmin
 from topology.naming import InternalTopic, internal_topic
@@ -42,6 +45,8 @@ class Parts:
     catalog: Catalog
     writer: LogWriter
     reader: LogReader
+    follower: MetaFollower
+    hub: LiveHub
     buckets: BucketService
     streams: StreamService
 
@@ -73,9 +78,26 @@ def build_parts(settings: Settings) -> Parts:
         settings.bootstrap_servers,
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
     )
+    hub = LiveHub()
+    follower = MetaFollower(
+        settings.bootstrap_servers,
+        internal_topic(settings.topic_prefix, InternalTopic.META),
+        catalog,
+        settings.kafka_timeout_s,
+        on_change=lambda key: hub.notify(stream_of_key(key)),
+    )
     bucket_service = BucketService(catalog, writer, admin, layout, wall_clock_ms)
-    stream_service = StreamService(catalog, writer, bucket_service, ReadPath(reader))
-    return Parts(admin, catalog, writer, reader, bucket_service, stream_service)
+    stream_service = StreamService(catalog, writer, bucket_service, ReadPath(reader), hub)
+    return Parts(admin, catalog, writer, reader, follower, hub, bucket_service, stream_service)
+
+
+def live_limits(settings: Settings) -> LiveLimits:
+    return LiveLimits(
+        long_poll_timeout_s=settings.long_poll_timeout_ms / 1000,
+        sse_max_duration_s=settings.sse_max_duration_ms / 1000,
+        sse_heartbeat_s=settings.sse_heartbeat_ms / 1000,
+        sse_write_timeout_s=settings.sse_write_timeout_ms / 1000,
+    )
 
 
 def create_app(settings: Settings) -> web.Application:
@@ -89,6 +111,7 @@ def create_app(settings: Settings) -> web.Application:
     app[ADMIN] = parts.admin
     app[BUCKETS] = parts.buckets
     app[STREAMS] = parts.streams
+    app[LIVE_LIMITS] = live_limits(settings)
     app[health.READINESS] = Readiness(CHECKS)
     app.add_routes(health.routes)
     app.add_routes(buckets.routes)
@@ -108,18 +131,20 @@ async def readiness_gate(request: web.Request, handler: Handler) -> web.StreamRe
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     settings, parts = app[SETTINGS], app[PARTS]
 
+    tasks: list[asyncio.Task[None]] = []
+
     async def load_state() -> str:
         await parts.writer.start()
-        meta_topic = internal_topic(settings.topic_prefix, InternalTopic.META)
-        count = await replay(
-            settings.bootstrap_servers, meta_topic, parts.catalog, settings.kafka_timeout_s
-        )
+        count = await parts.follower.replay()
+        follow = asyncio.create_task(parts.follower.follow(), name="follower")
+        follow.add_done_callback(lambda done: _report(done, fatal))
+        tasks.append(follow)
         return f"replayed {count} records"
 
     supervisor = Supervisor(parts.admin, object_store(settings), app[health.READINESS], load_state)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
     app[FATAL] = fatal
-    tasks = [
+    tasks += [
         asyncio.create_task(supervisor.run(), name="supervisor"),
         asyncio.create_task(parts.writer.run(), name="writer"),
     ]
@@ -129,6 +154,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     for task in tasks:
         task.cancel()
     await asyncio.wait(tasks)  # their outcome, if any, is already in `fatal`
+    await parts.follower.close()
     await parts.reader.close()
     await parts.writer.close()
 

@@ -35,6 +35,10 @@ class Settings:
     kafka_timeout_ms: int = 10_000
     read_chunk_bytes: int = 1024 * 1024
     read_scan_bytes: int = 16 * 1024 * 1024
+    long_poll_timeout_ms: int = 20_000
+    sse_max_duration_ms: int = 60_000
+    sse_heartbeat_ms: int = 15_000
+    sse_write_timeout_ms: int = 10_000
     cold_backend: ColdBackend = "fs"
     cold_dir: str = ".data/cold"
     s3_bucket: str = "durable-kafka"
@@ -69,6 +73,10 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
     "read_chunk_bytes": ("server", "read_chunk_bytes"),
     "read_scan_bytes": ("server", "read_scan_bytes"),
+    "long_poll_timeout_ms": ("live", "long_poll_timeout_ms"),
+    "sse_max_duration_ms": ("live", "sse_max_duration_ms"),
+    "sse_heartbeat_ms": ("live", "sse_heartbeat_ms"),
+    "sse_write_timeout_ms": ("live", "sse_write_timeout_ms"),
     "cold_backend": ("cold", "backend"),
     "cold_dir": ("cold", "dir"),
     "s3_bucket": ("cold", "s3_bucket"),
@@ -173,6 +181,10 @@ def validate(settings: Settings) -> None:
             settings.read_scan_bytes >= settings.read_chunk_bytes,
             "read_scan_bytes must be >= read_chunk_bytes",
         ),
+        (settings.long_poll_timeout_ms >= 0, "long_poll_timeout_ms must be >= 0"),
+        (settings.sse_max_duration_ms >= 1000, "sse_max_duration_ms must be >= 1000"),
+        (settings.sse_heartbeat_ms >= 100, "sse_heartbeat_ms must be >= 100"),
+        (settings.sse_write_timeout_ms >= 100, "sse_write_timeout_ms must be >= 100"),
         (settings.cold_backend in ("fs", "s3"), "cold_backend must be 'fs' or 's3'"),
         (settings.log_level in ("debug", "info", "warning", "error"), "log_level: bad level"),
         (settings.cold_backend != "s3" or bool(settings.s3_bucket), "s3_bucket is required"),

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from adapter.http.live import LiveLimits
 from adapter.service.buckets import BucketService
 from adapter.service.streams import StreamService
 
 STREAMS = web.AppKey("streams", StreamService)
 BUCKETS = web.AppKey("buckets", BucketService)
+LIVE_LIMITS = web.AppKey("live_limits", LiveLimits)

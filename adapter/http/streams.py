@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from adapter.http.keys import STREAMS
+from adapter.http.keys import LIVE_LIMITS, STREAMS
+from adapter.http.live import empty_poll_response, long_poll, sse
 from adapter.protocol import json_mode
 from adapter.protocol.caching import (
     NO_STORE,
@@ -25,7 +26,7 @@ from adapter.protocol.headers import (
     parse_stream_seq,
 )
 from adapter.protocol.identifiers import split_compat_path, validate_bucket_id, validate_stream_id
-from adapter.protocol.offsets import Start, encode, parse_offset
+from adapter.protocol.offsets import ReadFrom, Start, encode, parse_offset
 from adapter.service.streams import stream_etag
 from adapter.state.records import StreamMeta
 
@@ -93,16 +94,31 @@ async def head(request: web.Request) -> web.Response:
 LIVE_MODES = ("long-poll", "sse")
 
 
-async def read(request: web.Request) -> web.Response:
+async def read(request: web.Request) -> web.StreamResponse:
     live = request.query.get("live")
     if live is not None and live not in LIVE_MODES:
         raise ProtocolError(ErrorCode.INVALID_QUERY, f"live must be one of {LIVE_MODES}")
     if live is not None and "offset" not in request.query:
         raise ProtocolError(ErrorCode.INVALID_QUERY, "a live read needs an offset")
     start = parse_offset(request.query.get("offset"))
-    chunk = await request.app[STREAMS].read(Read(stream_ref(request), start))
+    service, ref, limits = request.app[STREAMS], stream_ref(request), request.app[LIVE_LIMITS]
+    if live == "sse":
+        return await sse(request, service, ref, start, limits)
+    if live == "long-poll":
+        chunk, meta, cursor = await long_poll(request, service, ref, start, limits)
+        if chunk is None:
+            return empty_poll_response(meta, cursor)
+        closed_at_tail = chunk.meta.closed and chunk.up_to_date
+        return _chunk_response(request, chunk, start, {} if closed_at_tail else cursor)
+    return _chunk_response(request, await service.read(Read(ref, start)), start, {})
+
+
+def _chunk_response(
+    request: web.Request, chunk: Chunk, start: ReadFrom, extra: dict[str, str]
+) -> web.Response:
+    """A 200 with the chunk's bytes (or a 304 when the client holds them already)."""
     meta = chunk.meta
-    headers = _read_headers(chunk)
+    headers = _read_headers(chunk) | extra
     if start is Start.NOW:
         headers["Cache-Control"] = NO_STORE
     else:

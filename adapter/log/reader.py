@@ -111,11 +111,13 @@ class LogReader:
             for message in _next_batch(consumer, self.limits.timeout_s, request.topic):
                 error = message.error()
                 if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        # Nothing committed past here; the tail we were given is further on only
-                        # if a transaction marker sits in between.
-                        return ReadResult(messages, max(position, request.stop), True)
-                    raise KafkaException(error)
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(error)
+                    if (message.offset() or 0) >= request.stop:
+                        return ReadResult(messages, request.stop, True)
+                    # Everything below `stop` is committed, but a transaction's markers reach
+                    # the partition a moment after the commit returns: poll again until they do.
+                    continue
                 offset = message.offset() or 0
                 if offset >= request.stop:
                     return ReadResult(messages, request.stop, True)
@@ -132,15 +134,20 @@ class LogReader:
         return ReadResult(messages, request.stop, True)
 
 
-def _next_batch(consumer: Consumer, timeout_s: float, topic: str) -> list[Message]:
-    """Wait for one message, then take whatever else is already fetched without waiting.
+def poll_batch(consumer: Consumer, timeout_s: float) -> list[Message]:
+    """Wait for one message, then take whatever else is already fetched, without waiting.
 
     (`consume(n, timeout)` alone would wait the whole timeout unless n messages arrive.)
     """
     first = consumer.poll(timeout_s)
-    if first is None:
+    return [first, *consumer.consume(1000, 0)] if first is not None else []
+
+
+def _next_batch(consumer: Consumer, timeout_s: float, topic: str) -> list[Message]:
+    batch = poll_batch(consumer, timeout_s)
+    if not batch:
         raise LogUnavailable(f"no data from {topic} before the timeout")
-    return [first, *consumer.consume(500, 0)]
+    return batch
 
 
 def _is_control(headers: object) -> bool:

@@ -7,9 +7,11 @@ before it, and the meta record committed with the data always describes the late
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
+from adapter.live.hub import LiveHub
 from adapter.log.writer import LogWriter, MetaEntry, Record
 from adapter.protocol import json_mode
 from adapter.protocol.caching import etag
@@ -48,12 +50,14 @@ class StreamService:
         writer: LogWriter,
         buckets: BucketService,
         reads: ReadPath,
+        hub: LiveHub,
         clock: Clock = wall_clock_ms,
     ) -> None:
         self.catalog = catalog
         self.writer = writer
         self.buckets = buckets
         self.reads = reads
+        self.hub = hub
         self.clock = clock
         self._locks = KeyedLocks()
 
@@ -105,10 +109,26 @@ class StreamService:
             record = control_record(topic, meta.partition, ref.stream_id, "delete")
             await self.writer.submit([record], lambda _offsets: [(meta.key, None)])
             self.catalog.drop_stream(ref.bucket_id, ref.stream_id)
+            self.hub.notify((ref.bucket_id, ref.stream_id))
 
     async def head(self, ref: StreamRef) -> StreamMeta:
         """Metadata only: a HEAD does not count as an access for the sliding TTL."""
         return self.live(ref)
+
+    async def wait_for_data(self, ref: StreamRef, position: int, timeout_s: float) -> StreamMeta:
+        """The stream once its tail passes `position`, once it is closed, or when time is up.
+
+        Waiting registers with the hub before yielding, and wake-ups come from this event
+        loop, so a commit landing between the check and the wait cannot be missed.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            meta = self.touch(self.live(ref))
+            remaining = deadline - loop.time()
+            if meta.next_offset > position or meta.closed or remaining <= 0:
+                return meta
+            await self.hub.wait((ref.bucket_id, ref.stream_id), remaining)
 
     async def read(self, command: Read) -> Chunk:
         meta = self.touch(self.live(command.ref))
@@ -185,8 +205,10 @@ class StreamService:
             return [(result[0].key, encode_meta(result[0]))]
 
         await self.writer.submit(records, entries)
-        self.catalog.put_stream(result[0])
-        return result[0]
+        meta = result[0]
+        self.catalog.put_stream(meta)
+        self.hub.notify((meta.bucket_id, meta.stream_id))
+        return meta
 
 
 def stream_etag(meta: StreamMeta) -> str:

@@ -6,7 +6,7 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from adapter.state.records import BucketMeta, StreamMeta, decode
+from adapter.state.records import BucketMeta, StreamMeta, decode, stream_of_key
 
 
 @dataclass
@@ -83,9 +83,8 @@ class Catalog:
             self.put_stream(record)
 
     def _forget(self, key: str) -> None:
-        kind, _, rest = key.partition(":")
-        if kind == "bucket":
-            self.drop_bucket(rest)
-        else:
-            bucket_id, _, stream_id = rest.partition("/")
+        bucket_id, stream_id = stream_of_key(key)
+        if stream_id:
             self.drop_stream(bucket_id, stream_id)
+        else:
+            self.drop_bucket(bucket_id)

@@ -68,6 +68,15 @@ def stream_key(bucket_id: str, stream_id: str) -> str:
     return f"stream:{bucket_id}/{stream_id}"
 
 
+def stream_of_key(key: str) -> tuple[str, str]:
+    """(bucket_id, stream_id) of a `stream:` meta key; a `bucket:` key gives (bucket_id, "")."""
+    kind, _, rest = key.partition(":")
+    if kind == "bucket":
+        return rest, ""
+    bucket_id, _, stream_id = rest.partition("/")
+    return bucket_id, stream_id
+
+
 _PARSED = {
     BucketMeta: fastavro.parse_schema(schemas.load("bucket_meta")),
     StreamMeta: fastavro.parse_schema(schemas.load("stream_meta")),

@@ -1,0 +1,116 @@
+"""The one Kafka consumer of an instance: it rebuilds the catalog, then follows the meta topic.
+
+At start it replays the compacted meta topic (read_committed) to its end into the catalog;
+then it keeps reading it, and each committed stream change wakes that stream's live readers.
+Every commit rewrites the meta record of each stream it touched, so this small topic says
+exactly when a stream got new data or was closed, without reading the data topics.
+While this instance is the only writer its catalog is already current when a change arrives
+here (the commit path updates it first), so following only wakes waiters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from adapter.log.errors import LogUnavailable
+from adapter.log.reader import poll_batch
+from adapter.state.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2
+
+
+class MetaFollower:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        catalog: Catalog,
+        timeout_s: float,
+        on_change: Callable[[str], None],
+    ) -> None:
+        self.topic = topic
+        self.catalog = catalog
+        self.timeout_s = timeout_s
+        self.on_change = on_change
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": f"durable-kafka-follower-{uuid.uuid4().hex}",  # never joined
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 100,
+            "logger": logging.getLogger("librdkafka.follower"),
+        }
+        self._consumer: Consumer | None = None
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, "meta-follower")
+
+    async def replay(self) -> int:
+        """Apply every committed record to the catalog, up to the end; return how many."""
+        return int(await self._on_thread(self._replay))
+
+    async def follow(self) -> None:
+        """Wake the live readers of each stream whose meta record changes; runs until cancelled."""
+        while True:
+            for message in await self._on_thread(self._poll):
+                self.on_change((message.key() or b"").decode())
+
+    async def close(self) -> None:
+        if self._consumer is not None:
+            await self._on_thread(self._consumer.close)
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+    async def _on_thread(self, fn: Callable[[], Any]) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+
+    def _replay(self) -> int:
+        consumer = self._consumer or Consumer(self._config)
+        self._consumer = consumer
+        try:
+            low, _ = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), self.timeout_s)
+            consumer.assign([TopicPartition(self.topic, 0, low)])
+            return self._apply_until_end(consumer)
+        except KafkaException as error:
+            raise LogUnavailable(f"replaying {self.topic}: {error}") from error
+
+    def _apply_until_end(self, consumer: Consumer) -> int:
+        applied = 0
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            batch = poll_batch(consumer, 0.5)
+            if batch:
+                deadline = time.monotonic() + self.timeout_s  # the deadline is per stall
+            for message in batch:
+                if _at_end(message):
+                    log.info("replayed %d records of %s", applied, self.topic)
+                    return applied
+                self.catalog.apply((message.key() or b"").decode(), message.value())
+                applied += 1
+        raise LogUnavailable(f"replaying {self.topic} stalled for {self.timeout_s}s")
+
+    def _poll(self) -> list[Message]:
+        if self._consumer is None:
+            raise LogUnavailable("the follower has not replayed yet")
+        try:
+            return [m for m in poll_batch(self._consumer, POLL_S) if not _at_end(m)]
+        except KafkaException as error:
+            log.warning("following %s: %s", self.topic, error)
+            return []
+
+
+def _at_end(message: Message) -> bool:
+    error = message.error()
+    if error is None:
+        return False
+    if error.code() == KafkaError._PARTITION_EOF:
+        return True
+    raise KafkaException(error)

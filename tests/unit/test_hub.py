@@ -1,0 +1,32 @@
+"""The live hub: one wake-up reaches every waiter of a stream, and nothing is kept after."""
+
+from __future__ import annotations
+
+import asyncio
+
+from adapter.live.hub import LiveHub
+
+
+async def test_notify_wakes_every_waiter_of_that_stream_only() -> None:
+    hub = LiveHub()
+    waiters = [asyncio.create_task(hub.wait("a", 5)) for _ in range(100)]
+    other = asyncio.create_task(hub.wait("b", 0.2))
+    await asyncio.sleep(0)
+    assert (hub.watched, hub.waiters) == (2, 101)
+    hub.notify("a")
+    assert await asyncio.gather(*waiters) == [True] * 100
+    assert await other is False
+    assert (hub.watched, hub.waiters) == (0, 0)
+
+
+async def test_timeouts_and_cancellation_release_their_entries() -> None:
+    hub = LiveHub()
+    assert await hub.wait("a", 0.01) is False
+    assert await hub.wait("a", 0) is False
+    task = asyncio.create_task(hub.wait("a", 5))
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert hub.watched == 0
+    hub.notify("nobody")  # notifying an unwatched stream is a no-op
+    assert hub.watched == 0
