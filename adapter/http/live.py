@@ -56,10 +56,11 @@ async def long_poll(
     limits: LiveLimits,
 ) -> tuple[Chunk | None, StreamMeta, dict[str, str]]:
     """Wait for data at the position; return the chunk (None on timeout or closure)."""
+    timeout_s = poll_timeout(request, limits)
     meta = service.live(ref)
     position = resolve_start(meta, start)
     if position >= meta.next_offset and not meta.closed:
-        meta = await service.wait_for_data(ref, position, poll_timeout(request, limits))
+        meta = await service.wait_for_data(ref, position, timeout_s)
     cursor = {"Stream-Cursor": next_cursor(service.clock(), request.query.get("cursor"))}
     if position >= meta.next_offset:
         return None, meta, cursor

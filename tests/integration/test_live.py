@@ -1,0 +1,125 @@
+"""Long-poll and SSE on a real broker: waking, timeouts, closure, and the meta follower."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from adapter.app import PARTS, SETTINGS
+from adapter.state.catalog import Catalog
+from adapter.state.follower import MetaFollower
+from tests.conftest import Client
+from topology.naming import InternalTopic, internal_topic
+
+TEXT = {"Content-Type": "text/plain"}
+
+
+async def _stream(client: Client, name: str) -> str:
+    path = f"/v1/stream/{name}"
+    assert (await client.put(path, headers=TEXT)).status == 201
+    return path
+
+
+async def test_long_poll_is_woken_by_an_append(client: Client, unique: str) -> None:
+    path = await _stream(client, f"lp-{unique}")
+    poll = asyncio.create_task(client.get(path, params={"offset": "now", "live": "long-poll"}))
+    await asyncio.sleep(0.3)
+    assert not poll.done()
+    assert (await client.post(path, data=b"hello", headers=TEXT)).status == 204
+    response = await asyncio.wait_for(poll, 5)
+    assert response.status == 200
+    assert await response.read() == b"hello"
+    assert response.headers["Stream-Cursor"].isdigit()
+
+
+async def test_long_poll_times_out_with_204_and_closure_answers_at_once(
+    client: Client, unique: str
+) -> None:
+    path = await _stream(client, f"lp-timeout-{unique}")
+    params = {"offset": "now", "live": "long-poll", "timeout": "1"}
+    timed_out = await client.get(path, params=params)
+    assert timed_out.status == 204
+    assert timed_out.headers["Stream-Up-To-Date"] == "true"
+    assert "Stream-Cursor" in timed_out.headers
+    assert (await client.post(path, headers={"Stream-Closed": "true"})).status == 204
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    closed = await client.get(path, params={**params, "timeout": "20"})
+    assert closed.status == 204
+    assert closed.headers["Stream-Closed"] == "true"
+    assert loop.time() - started < 5  # no waiting on a closed stream
+    bad = await client.get(path, params={**params, "timeout": "soon"})
+    assert bad.status == 400
+
+
+async def test_one_append_wakes_every_waiter_and_leaves_nothing_behind(
+    client: Client, unique: str
+) -> None:
+    path = await _stream(client, f"fanout-{unique}")
+    params = {"offset": "now", "live": "long-poll"}
+    # 90: the test client's connection pool holds 100 connections.
+    polls = [asyncio.create_task(client.get(path, params=params)) for _ in range(90)]
+    hub = client.app[PARTS].hub
+    for _ in range(100):
+        if hub.waiters == 90:
+            break
+        await asyncio.sleep(0.05)
+    assert (hub.watched, hub.waiters) == (1, 90)
+    assert (await client.post(path, data=b"x", headers=TEXT)).status == 204
+    responses = await asyncio.wait_for(asyncio.gather(*polls), 20)
+    assert [r.status for r in responses] == [200] * 90
+    assert {await r.read() for r in responses} == {b"x"}
+    assert (hub.watched, hub.waiters) == (0, 0)
+
+
+async def test_sse_catches_up_tails_and_ends_on_closure(client: Client, unique: str) -> None:
+    path = await _stream(client, f"sse-{unique}")
+    assert (await client.post(path, data=b"old", headers=TEXT)).status == 204
+    response = await client.get(path, params={"offset": "-1", "live": "sse"})
+    assert response.headers["Content-Type"] == "text/event-stream"
+
+    async def appender() -> None:
+        await asyncio.sleep(0.3)
+        await client.post(path, data=b"new", headers=TEXT)
+        await client.post(path, data=b"last", headers={**TEXT, "Stream-Closed": "true"})
+
+    task = asyncio.create_task(appender())
+    body = (await asyncio.wait_for(response.read(), 20)).decode()  # ends when the server closes
+    await task
+    events = [block.split("\n") for block in body.strip().split("\n\n")]
+    kinds = [lines[0] for lines in events]
+    data = [lines[1].removeprefix("data:") for lines in events if lines[0] == "event: data"]
+    controls = [
+        json.loads(lines[1].removeprefix("data:"))
+        for lines in events
+        if lines[0] == "event: control"
+    ]
+    assert "".join(data) == "oldnewlast"
+    for i, kind in enumerate(kinds):
+        if kind == "event: data":
+            assert kinds[i + 1] == "event: control"  # every data event has its control event
+    assert controls[-1]["streamClosed"] is True
+    assert "streamCursor" not in controls[-1]
+
+
+async def test_the_follower_reports_each_committed_change(client: Client, unique: str) -> None:
+    settings = client.app[SETTINGS]
+    topic = internal_topic(settings.topic_prefix, InternalTopic.META)
+    changed: list[str] = []
+    catalog = Catalog()
+    follower = MetaFollower(settings.bootstrap_servers, topic, catalog, 10, changed.append)
+    path = await _stream(client, f"follow-{unique}")
+    await follower.replay()
+    assert catalog.stream("_default", f"follow-{unique}") is not None
+    following = asyncio.create_task(follower.follow())
+    try:
+        assert (await client.post(path, data=b"x", headers=TEXT)).status == 204
+        for _ in range(100):
+            if f"stream:_default/follow-{unique}" in changed:
+                break
+            await asyncio.sleep(0.05)
+        assert f"stream:_default/follow-{unique}" in changed
+    finally:
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
+        await follower.close()
