@@ -28,7 +28,7 @@ from adapter.state.follower import MetaFollower
 from adapter.state.records import stream_of_key
 from adapter.supervisor import CATALOG, CHECKS, Supervisor
 from topology.admin import TopologyAdmin
-from topology.naming import InternalTopic, internal_topic
+from topology.naming import StateTopics
 from topology.specs import TopicLayout
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -71,7 +71,6 @@ def build_parts(settings: Settings) -> Parts:
     writer = LogWriter(
         settings.bootstrap_servers,
         transactional_id=f"{settings.topic_prefix}writer",
-        meta_topic=internal_topic(settings.topic_prefix, InternalTopic.META),
         settings=WriterLimits(settings.kafka_timeout_s, settings.max_message_bytes),
     )
     reader = LogReader(
@@ -81,7 +80,7 @@ def build_parts(settings: Settings) -> Parts:
     hub = LiveHub()
     follower = MetaFollower(
         settings.bootstrap_servers,
-        internal_topic(settings.topic_prefix, InternalTopic.META),
+        StateTopics.of(settings.topic_prefix),
         catalog,
         settings.kafka_timeout_s,
         on_change=lambda key: hub.notify(stream_of_key(key)),
@@ -103,7 +102,7 @@ def live_limits(settings: Settings) -> LiveLimits:
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
         middlewares=[cors_middleware, errors_middleware, readiness_gate],
-        client_max_size=settings.max_message_bytes,
+        client_max_size=settings.max_body_bytes,
     )
     parts = build_parts(settings)
     app[SETTINGS] = settings

@@ -14,6 +14,8 @@ CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
 _TOPIC_PREFIX = re.compile(r"^[a-zA-Z0-9._-]{1,100}$")
 
 ColdBackend = Literal["fs", "s3"]
+# Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
+RECORD_OVERHEAD_BYTES = 16 * 1024
 
 
 class ConfigError(ValueError):
@@ -54,6 +56,12 @@ class Settings:
     @property
     def port(self) -> int:
         return int(self.listen.rpartition(":")[2])
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body: a record of it, with its key and headers, must still fit
+        in `max_message_bytes`, or the broker would refuse it and fail its whole transaction."""
+        return self.max_message_bytes - RECORD_OVERHEAD_BYTES
 
     @property
     def kafka_timeout_s(self) -> float:
@@ -174,7 +182,7 @@ def validate(settings: Settings) -> None:
             1 <= settings.min_insync_replicas <= settings.replication_factor,
             "min_insync_replicas must be in 1..replication_factor",
         ),
-        (settings.max_message_bytes >= 1024, "max_message_bytes must be >= 1024"),
+        (settings.max_message_bytes >= 65536, "max_message_bytes must be >= 65536"),
         (settings.kafka_timeout_ms >= 100, "kafka_timeout_ms must be >= 100"),
         (settings.read_chunk_bytes >= 1, "read_chunk_bytes must be >= 1"),
         (

@@ -1,4 +1,4 @@
-"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter]`: the local stack for make."""
+"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter] [chromium]`: for make."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from devstack import adapter, kafka, minio
+from devstack import adapter, browser, kafka, minio
 from devstack.paths import data_dir
 from devstack.process import ServiceError
 
@@ -43,6 +43,13 @@ SERVICES: dict[str, Service] = {
         down=lambda: adapter.stop(ADAPTER_HOME),
         fetch=lambda: "the project virtualenv",
         status=lambda: adapter.is_ready(ADAPTER_URL),
+    ),
+    # A tool, not a server: "up" and "fetch" install it, "status" says whether it runs.
+    "chromium": Service(
+        up=browser.chromium_path,
+        down=lambda: None,
+        fetch=browser.chromium_path,
+        status=lambda: browser.chromium_version() is not None,
     ),
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 # Bucket ids never contain '.', so the infixes keep data and internal topics apart for any id.
@@ -35,3 +36,18 @@ def internal_topic(prefix: str, which: InternalTopic) -> str:
 def bucket_topic_pattern(prefix: str) -> str:
     """A Java regex matching every bucket topic (Spark's `subscribePattern`)."""
     return "^" + "".join("\\" + c if c in ".-" else c for c in prefix + BUCKET_INFIX) + ".+$"
+
+
+@dataclass(frozen=True)
+class StateTopics:
+    """The compacted topics that state is written to, under one prefix."""
+
+    meta: str
+    producers: str
+
+    @classmethod
+    def of(cls, prefix: str) -> StateTopics:
+        return cls(
+            internal_topic(prefix, InternalTopic.META),
+            internal_topic(prefix, InternalTopic.PRODUCERS),
+        )

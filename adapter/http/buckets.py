@@ -12,17 +12,12 @@ from adapter.protocol.offsets import encode
 from adapter.state.records import StreamMeta
 
 MAX_LIMIT = 1000
-# Single-segment paths the adapter serves itself can never be bucket ids.
-RESERVED_BUCKETS = frozenset({"healthz", "readyz", "metrics"})
 
 routes = web.RouteTableDef()
 
 
 def _bucket_id(request: web.Request) -> str:
-    bucket_id = validate_bucket_id(request.match_info["bucket"])
-    if bucket_id in RESERVED_BUCKETS:
-        raise ProtocolError(ErrorCode.INVALID_BUCKET_ID, f"bucket id {bucket_id!r} is reserved")
-    return bucket_id
+    return validate_bucket_id(request.match_info["bucket"])
 
 
 @routes.put("/{bucket}")

@@ -23,6 +23,7 @@ from adapter.protocol.headers import (
     is_true,
     normalize_content_type,
     parse_expiry,
+    parse_producer,
     parse_stream_seq,
 )
 from adapter.protocol.identifiers import split_compat_path, validate_bucket_id, validate_stream_id
@@ -73,9 +74,20 @@ async def append(request: web.Request) -> web.Response:
         close=is_true(request.headers.get("Stream-Closed")),
         seq=parse_stream_seq(request.headers.get("Stream-Seq")),
         if_match=request.headers.get("If-Match"),
+        producer=parse_producer(
+            request.headers.get("Producer-Id"),
+            request.headers.get("Producer-Epoch"),
+            request.headers.get("Producer-Seq"),
+        ),
     )
     result = await request.app[STREAMS].append(command)
-    return web.Response(status=204, headers=_tail_headers(result.meta))
+    headers = _tail_headers(result.meta)
+    if result.producer is not None:
+        headers["Producer-Epoch"] = str(result.producer.epoch)
+        headers["Producer-Seq"] = str(result.producer.last_seq)
+    # With producer headers, new data is 200 and a duplicate 204 (§5.2.1).
+    status = 200 if command.producer and result.appended and command.body else 204
+    return web.Response(status=status, headers=headers)
 
 
 async def delete_stream(request: web.Request) -> web.Response:
@@ -127,7 +139,7 @@ def _chunk_response(
         headers["Cache-Control"] = cache_control_for_read(
             has_data=bool(chunk.messages),
             closed=meta.closed and chunk.up_to_date,
-            seconds_left=_seconds_left(meta),
+            seconds_left=_seconds_left(meta, request.app[STREAMS].clock()),
         )
         if if_none_match_matches(request.headers.get("If-None-Match"), etag):
             return web.Response(status=304, headers=headers)
@@ -137,9 +149,9 @@ def _chunk_response(
     )
 
 
-def _seconds_left(meta: StreamMeta) -> int | None:
+def _seconds_left(meta: StreamMeta, now_ms: int) -> int | None:
     deadline = meta.deadline_ms()
-    return None if deadline is None else max(0, (deadline - meta.last_access_ms) // 1000)
+    return None if deadline is None else max(0, (deadline - now_ms) // 1000)
 
 
 def _body(meta: StreamMeta, messages: list[bytes]) -> bytes:

@@ -24,8 +24,8 @@ log = logging.getLogger(__name__)
 
 MAX_BATCHES_PER_TRANSACTION = 1000
 
-# (key, value or None for a tombstone) of records for the compacted meta topic.
-MetaEntry = tuple[str, bytes | None]
+# (topic, key, value or None for a tombstone) of a record for a compacted state topic.
+StateEntry = tuple[str, str, bytes | None]
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,10 @@ class Record:
 
 @dataclass
 class WriteBatch:
-    """One request's records; `finalize` maps their offsets to the metadata to commit with them."""
+    """One request's records; `finalize` maps their offsets to the state to commit with them."""
 
     records: list[Record]
-    finalize: Callable[[list[int]], list[MetaEntry]]
+    finalize: Callable[[list[int]], list[StateEntry]]
     future: asyncio.Future[list[int]] = field(init=False)
 
 
@@ -50,9 +50,8 @@ class LogWriter:
     """One transactional producer, fed by a group-commit loop."""
 
     def __init__(
-        self, bootstrap_servers: str, transactional_id: str, meta_topic: str, settings: WriterLimits
+        self, bootstrap_servers: str, transactional_id: str, settings: WriterLimits
     ) -> None:
-        self.meta_topic = meta_topic
         self.limits = settings
         self._config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
@@ -75,7 +74,7 @@ class LogWriter:
         await self._on_thread(self._init_producer)
 
     async def submit(
-        self, records: list[Record], finalize: Callable[[list[int]], list[MetaEntry]]
+        self, records: list[Record], finalize: Callable[[list[int]], list[StateEntry]]
     ) -> list[int]:
         """Write the records and their metadata atomically; return the records' offsets."""
         batch = WriteBatch(records, finalize)
@@ -142,8 +141,8 @@ class LogWriter:
         if failures:
             raise KafkaException(failures[0])
         for batch, batch_offsets in zip(batches, offsets, strict=True):
-            for key, value in batch.finalize(batch_offsets):
-                producer.produce(self.meta_topic, value=value, key=key.encode(), partition=0)
+            for topic, key, value in batch.finalize(batch_offsets):
+                producer.produce(topic, value=value, key=key.encode(), partition=0)
         self._commit_transaction(producer)
         return offsets
 
@@ -159,14 +158,18 @@ class LogWriter:
                     raise
 
     def _recover(self, producer: Producer, error: KafkaException) -> None:
-        """Leave the producer ready for the next transaction, or drop it to make a new one."""
+        """Abort what can be aborted, then start the next transaction on a fresh producer.
+
+        A refused record (too large, topic gone) can leave the idempotent sequence of the old
+        producer out of step with the broker; a new one, fenced in by init_transactions, is
+        cheap beside a failed commit and never inherits that state.
+        """
         inner = error.args[0] if error.args else None
         if isinstance(inner, KafkaError) and not inner.fatal():
             try:
                 producer.abort_transaction(self.limits.timeout_s)
-                return
             except KafkaException:
-                log.warning("abort failed; recreating the producer", exc_info=True)
+                log.warning("aborting the failed transaction failed", exc_info=True)
         self._producer = None
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.offsets import ReadFrom
+from adapter.protocol.producers import ProducerState
 from adapter.state.records import StreamMeta
 
 
@@ -34,6 +36,7 @@ class Append:
     close: bool
     seq: str | None
     if_match: str | None
+    producer: ProducerHeaders | None = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,8 @@ class Created:
 @dataclass(frozen=True)
 class Appended:
     meta: StreamMeta
-    appended: bool  # False: a close-only request on a stream already closed
+    appended: bool  # False: nothing written (a duplicate, or closing a closed stream)
+    producer: ProducerState | None = None  # epoch and highest accepted seq, to echo
 
 
 @dataclass(frozen=True)

@@ -17,19 +17,22 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 
 BUCKET_ID_PATTERN: Final = re.compile(r"^[a-z0-9_-]{4,64}$")
 # On the flat surface the bucket becomes part of a Kafka topic name: no '.', 1 to 64 characters.
-COMPAT_BUCKET_PATTERN: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 DEFAULT_BUCKET: Final = "_default"
 MAX_STREAM_ID_BYTES: Final = 122
 RESERVED_STREAM_IDS: Final = frozenset({"streams"})  # /{bucket_id}/streams lists the bucket
+# Single-segment paths the adapter serves itself can never be bucket ids.
+RESERVED_BUCKET_IDS: Final = frozenset({"healthz", "readyz", "metrics"})
 
 
 def validate_bucket_id(bucket_id: str) -> str:
-    """The bucket id of the bucketed surface, if it matches `^[a-z0-9_-]{4,64}$`."""
+    """The bucket id, if it matches `^[a-z0-9_-]{4,64}$` and is not reserved."""
     if BUCKET_ID_PATTERN.fullmatch(bucket_id) is None:
         raise ProtocolError(
             ErrorCode.INVALID_BUCKET_ID,
             f"bucket id {bucket_id!r} must be 4 to 64 characters of a-z, 0-9, '_' and '-'",
         )
+    if bucket_id in RESERVED_BUCKET_IDS:
+        raise ProtocolError(ErrorCode.INVALID_BUCKET_ID, f"bucket id {bucket_id!r} is reserved")
     return bucket_id
 
 
@@ -61,20 +64,20 @@ def validate_stream_id(bucket_id: str, stream_id: str) -> str:
 def split_compat_path(path: str) -> tuple[str, str]:
     """The (bucket id, stream id) a `/v1/stream/{path}` path names (path already URL-decoded).
 
-    No `/`: a stream of the `_default` bucket. Otherwise the first `/` splits the bucket,
-    `^[a-zA-Z0-9_-]{1,64}$`, from the stream id: 1 to 122 UTF-8 bytes, no NUL, and no empty,
-    `.` or `..` segment (they would be path traversal or an ambiguous spelling of another id).
+    Ursula's mapping, kept reachable from the bucket API: when the part before the first `/`
+    is a valid bucket id, it is the bucket and the rest the stream; otherwise (no `/`, or a
+    first segment no bucket could have) the whole path is a stream of the `_default` bucket.
+    The stream id: 1 to 122 UTF-8 bytes, no NUL, and no empty, `.` or `..` segment (they
+    would be path traversal or an ambiguous spelling of another id).
     """
     bucket_id, slash, stream_id = path.partition("/")
-    if not slash:
+    if not slash or not _is_bucket_id(bucket_id):
         bucket_id, stream_id = DEFAULT_BUCKET, path
-    elif COMPAT_BUCKET_PATTERN.fullmatch(bucket_id) is None:
-        raise ProtocolError(
-            ErrorCode.INVALID_BUCKET_ID,
-            f"bucket {bucket_id!r} in a stream path must be 1 to 64 characters of"
-            " A-Z, a-z, 0-9, '_' and '-'",
-        )
     return bucket_id, _validate_compat_stream_id(stream_id)
+
+
+def _is_bucket_id(value: str) -> bool:
+    return BUCKET_ID_PATTERN.fullmatch(value) is not None and value not in RESERVED_BUCKET_IDS
 
 
 def _validate_compat_stream_id(stream_id: str) -> str:

@@ -7,14 +7,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
-from adapter.log.writer import LogWriter, MetaEntry
+from adapter.log.writer import LogWriter, StateEntry
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.service.locks import KeyedLocks
+from adapter.service.state_entries import stream_tombstones
 from adapter.state.catalog import Catalog
-from adapter.state.records import BucketMeta, StreamMeta, bucket_key, stream_key
+from adapter.state.records import BucketMeta, StreamMeta, bucket_key
 from adapter.state.records import encode as encode_meta
 from topology.admin import TopologyAdmin
 from topology.errors import TopologyError
+from topology.naming import StateTopics
 from topology.specs import TopicLayout, TopicSpec, bucket_topic_spec
 
 TOPIC_RETRY_S = 0.5
@@ -41,6 +43,7 @@ class BucketService:
         self.writer = writer
         self.admin = admin
         self.layout = layout
+        self.topics = StateTopics.of(layout.prefix)
         self.clock = clock
         self._locks = KeyedLocks()
 
@@ -72,13 +75,13 @@ class BucketService:
             meta = self.get(bucket_id)
             if self.live_count(bucket_id):
                 raise ProtocolError(ErrorCode.BUCKET_NOT_EMPTY, f"bucket {bucket_id!r} has streams")
-            expired = [
-                stream_key(bucket_id, s) for s in self.catalog.stream_ids(bucket_id, "", None)
-            ]
-            tombstones: list[MetaEntry] = [(key, None) for key in [*expired, bucket_key(bucket_id)]]
-            await self.writer.submit([], lambda _offsets: tombstones)
-            for key in expired:
-                self.catalog.apply(key, None)
+            expired = list(self.catalog.stream_ids(bucket_id, "", None))
+            entries: list[StateEntry] = [(self.topics.meta, bucket_key(bucket_id), None)]
+            for stream_id in expired:
+                entries += stream_tombstones(self.catalog, self.topics, bucket_id, stream_id)
+            await self.writer.submit([], lambda _offsets: entries)
+            for stream_id in expired:
+                self.catalog.drop_stream(bucket_id, stream_id)
             self.catalog.drop_bucket(bucket_id)
             await self.admin.delete_topics([meta.topic])
 
@@ -108,7 +111,8 @@ class BucketService:
         spec = bucket_topic_spec(self.layout, bucket_id)
         await self._ensure_topic(spec)
         meta = BucketMeta(bucket_id, spec.name, spec.partitions, self.clock())
-        await self.writer.submit([], lambda _offsets: [(bucket_key(bucket_id), encode_meta(meta))])
+        entry = (self.topics.meta, bucket_key(bucket_id), encode_meta(meta))
+        await self.writer.submit([], lambda _offsets: [entry])
         self.catalog.put_bucket(meta)
         return meta
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from adapter.live.hub import LiveHub
-from adapter.log.writer import LogWriter, MetaEntry, Record
+from adapter.log.writer import LogWriter, Record, StateEntry
 from adapter.protocol import json_mode
 from adapter.protocol.caching import etag
 from adapter.protocol.commands import (
@@ -27,13 +27,23 @@ from adapter.protocol.commands import (
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import content_types_match, is_json, seq_is_greater
 from adapter.protocol.offsets import encode
+from adapter.protocol.producers import (
+    Accepted,
+    Decision,
+    Duplicate,
+    EpochMustStartAtZero,
+    ProducerState,
+    SequenceGap,
+    StaleEpoch,
+    decide,
+)
 from adapter.service.buckets import BucketService
 from adapter.service.locks import KeyedLocks
 from adapter.service.reads import ReadPath
 from adapter.service.records import control_record, data_records
+from adapter.service.state_entries import producer_entry, stream_entry, stream_tombstones
 from adapter.state.catalog import Catalog
-from adapter.state.records import StreamMeta
-from adapter.state.records import encode as encode_meta
+from adapter.state.records import ProducerRecord, StreamMeta
 from topology.placement import partition_for
 
 Clock = Callable[[], int]
@@ -59,6 +69,7 @@ class StreamService:
         self.reads = reads
         self.hub = hub
         self.clock = clock
+        self.topics = buckets.topics
         self._locks = KeyedLocks()
 
     # -- lookups ---------------------------------------------------------------------------
@@ -90,24 +101,44 @@ class StreamService:
             if existing is not None and not existing.expired(self.clock()):
                 _check_same_config(existing, command)
                 return Created(existing, created=False)
-            return Created(await self._create(command), created=True)
+            # A stream created where an expired one was starts with no producer state.
+            stale = stream_tombstones(self.catalog, self.topics, ref.bucket_id, ref.stream_id)
+            forget = [entry for entry in stale if entry[0] == self.topics.producers]
+            return Created(await self._create(command, forget), created=True)
 
     async def append(self, command: Append) -> Appended:
         ref = command.ref
         async with self._locks.hold((ref.bucket_id, ref.stream_id)):
-            meta = self.live(ref)
+            meta = self.touch(self.live(ref))
+            decision = self._producer_decision(meta, command)
             if meta.closed:
-                return _closed_append(self.touch(meta), command)
-            _check_append(meta, command)
+                return _closed_append(meta, command, decision)
+            _check_body(meta, command)
             messages = _split(meta.content_type, command.body)
-            return Appended(await self._append(meta, command, messages), appended=True)
+            if isinstance(decision, Duplicate):  # before Stream-Seq: a retry repeats its seq
+                return Appended(meta, False, ProducerState(decision.epoch, decision.last_seq))
+            _check_producer(decision)
+            _check_order(meta, command)
+            accepted = decision.state if isinstance(decision, Accepted) else None
+            written = await self._append(meta, command, messages, accepted)
+            return Appended(written, appended=True, producer=accepted)
+
+    def _producer_decision(self, meta: StreamMeta, command: Append) -> Decision | None:
+        if command.producer is None:
+            return None
+        stored = self.catalog.producers(meta.bucket_id, meta.stream_id).get(
+            command.producer.producer_id
+        )
+        state = ProducerState(stored.epoch, stored.last_seq) if stored else None
+        return decide(state, command.producer)
 
     async def delete(self, ref: StreamRef) -> None:
         async with self._locks.hold((ref.bucket_id, ref.stream_id)):
             meta = self.live(ref)
             topic = self.buckets.topic(ref.bucket_id)
             record = control_record(topic, meta.partition, ref.stream_id, "delete")
-            await self.writer.submit([record], lambda _offsets: [(meta.key, None)])
+            entries = stream_tombstones(self.catalog, self.topics, ref.bucket_id, ref.stream_id)
+            await self.writer.submit([record], lambda _offsets: entries)
             self.catalog.drop_stream(ref.bucket_id, ref.stream_id)
             self.hub.notify((ref.bucket_id, ref.stream_id))
 
@@ -137,7 +168,7 @@ class StreamService:
 
     # -- writing ---------------------------------------------------------------------------
 
-    async def _create(self, command: CreateStream) -> StreamMeta:
+    async def _create(self, command: CreateStream, forget: list[StateEntry]) -> StreamMeta:
         ref = command.ref
         bucket = await self.buckets.require(ref.bucket_id, create=ref.create_bucket)
         partition = partition_for(ref.stream_id.encode(), bucket.partitions)
@@ -173,9 +204,15 @@ class StreamService:
             tail = offsets[len(messages)] + 1 if messages else offsets[0] + 1
             return template.evolve(start_offset=offsets[0], next_offset=tail)
 
-        return await self._commit(records, finalize)
+        return await self._commit(records, finalize, forget=forget)
 
-    async def _append(self, meta: StreamMeta, command: Append, messages: list[bytes]) -> StreamMeta:
+    async def _append(
+        self,
+        meta: StreamMeta,
+        command: Append,
+        messages: list[bytes],
+        producer: ProducerState | None,
+    ) -> StreamMeta:
         topic = self.buckets.topic(meta.bucket_id)
         records = data_records(topic, meta.partition, meta.stream_id, meta.content_type, messages)
         if command.close:
@@ -192,20 +229,40 @@ class StreamService:
                 message_count=meta.message_count + len(messages),
             )
 
-        return await self._commit(records, finalize)
+        record = None
+        if producer is not None and command.producer is not None:
+            record = ProducerRecord(
+                meta.bucket_id,
+                meta.stream_id,
+                command.producer.producer_id,
+                producer.epoch,
+                producer.last_seq,
+                now,
+            )
+        return await self._commit(records, finalize, record)
 
     async def _commit(
-        self, records: list[Record], finalize: Callable[[list[int]], StreamMeta]
+        self,
+        records: list[Record],
+        finalize: Callable[[list[int]], StreamMeta],
+        producer: ProducerRecord | None = None,
+        forget: list[StateEntry] | None = None,
     ) -> StreamMeta:
-        """Write the records and the stream's new meta in one transaction; update the catalog."""
+        """Write the records, the stream's new meta and producer state in one transaction."""
         result: list[StreamMeta] = []
 
-        def entries(offsets: list[int]) -> list[MetaEntry]:
+        def entries(offsets: list[int]) -> list[StateEntry]:
             result.append(finalize(offsets))
-            return [(result[0].key, encode_meta(result[0]))]
+            state = [*(forget or []), stream_entry(self.topics, result[0])]
+            return state + ([producer_entry(self.topics, producer)] if producer else [])
 
         await self.writer.submit(records, entries)
         meta = result[0]
+        for _topic, key, _value in forget or []:
+            if _topic == self.topics.producers:
+                self.catalog.apply_producer(key, None)
+        if producer is not None:
+            self.catalog.put_producer(producer)
         self.catalog.put_stream(meta)
         self.hub.notify((meta.bucket_id, meta.stream_id))
         return meta
@@ -231,8 +288,13 @@ def _check_same_config(existing: StreamMeta, command: CreateStream) -> None:
         )
 
 
-def _closed_append(meta: StreamMeta, command: Append) -> Appended:
-    if command.close and not command.body:
+def _closed_append(meta: StreamMeta, command: Append, decision: Decision | None) -> Appended:
+    """On a closed stream only a repeat succeeds: a close-only, or the closing request's retry."""
+    if isinstance(decision, Duplicate):
+        return Appended(meta, False, ProducerState(decision.epoch, decision.last_seq))
+    if isinstance(decision, StaleEpoch):
+        _check_producer(decision)
+    if command.close and not command.body and decision is None:
         return Appended(meta, appended=False)
     raise ProtocolError(
         ErrorCode.STREAM_CLOSED,
@@ -241,7 +303,7 @@ def _closed_append(meta: StreamMeta, command: Append) -> Appended:
     )
 
 
-def _check_append(meta: StreamMeta, command: Append) -> None:
+def _check_body(meta: StreamMeta, command: Append) -> None:
     if not command.body and not command.close:
         raise ProtocolError(ErrorCode.EMPTY_BODY, "an append needs a body (or Stream-Closed: true)")
     if command.body:
@@ -252,6 +314,9 @@ def _check_append(meta: StreamMeta, command: Append) -> None:
                 ErrorCode.CONTENT_TYPE_MISMATCH,
                 f"stream has Content-Type {meta.content_type!r}, not {command.content_type!r}",
             )
+
+
+def _check_order(meta: StreamMeta, command: Append) -> None:
     if command.seq is not None and not seq_is_greater(command.seq, meta.last_seq):
         raise ProtocolError(
             ErrorCode.SEQUENCE_CONFLICT,
@@ -259,6 +324,30 @@ def _check_append(meta: StreamMeta, command: Append) -> None:
         )
     if command.if_match is not None and command.if_match.strip() != stream_etag(meta):
         raise ProtocolError(ErrorCode.PRECONDITION_FAILED, "the stream changed (If-Match)")
+
+
+def _check_producer(decision: Decision | None) -> None:
+    """Raise the refusal a producer decision stands for (accepted and absent pass)."""
+    if isinstance(decision, StaleEpoch):
+        raise ProtocolError(
+            ErrorCode.STALE_PRODUCER_EPOCH,
+            f"producer epoch is stale: the current epoch is {decision.current_epoch}",
+            headers={"Producer-Epoch": str(decision.current_epoch)},
+        )
+    if isinstance(decision, SequenceGap):
+        raise ProtocolError(
+            ErrorCode.PRODUCER_SEQUENCE_GAP,
+            f"expected Producer-Seq {decision.expected}, got {decision.received}",
+            headers={
+                "Producer-Expected-Seq": str(decision.expected),
+                "Producer-Received-Seq": str(decision.received),
+            },
+        )
+    if isinstance(decision, EpochMustStartAtZero):
+        raise ProtocolError(
+            ErrorCode.INVALID_PRODUCER_EPOCH,
+            f"a new producer epoch ({decision.epoch}) must start at Producer-Seq 0",
+        )
 
 
 def _split(content_type: str, body: bytes) -> list[bytes]:

@@ -6,7 +6,14 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from adapter.state.records import BucketMeta, StreamMeta, decode, stream_of_key
+from adapter.state.records import (
+    BucketMeta,
+    ProducerRecord,
+    StreamMeta,
+    decode,
+    decode_as,
+    stream_of_key,
+)
 
 
 @dataclass
@@ -21,6 +28,28 @@ class Catalog:
     def __init__(self) -> None:
         self._buckets: dict[str, _Bucket] = {}
         self._streams: dict[tuple[str, str], StreamMeta] = {}
+        self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
+
+    def producers(self, bucket_id: str, stream_id: str) -> dict[str, ProducerRecord]:
+        """The idempotent producers of a stream, by producer id (a copy)."""
+        return dict(self._producers.get((bucket_id, stream_id), {}))
+
+    def put_producer(self, record: ProducerRecord) -> None:
+        self._producers.setdefault((record.bucket_id, record.stream_id), {})[record.producer_id] = (
+            record
+        )
+
+    def apply_producer(self, key: str, value: bytes | None) -> None:
+        """Apply one record of the producers topic."""
+        if value is not None:
+            self.put_producer(decode_as(ProducerRecord, key, value))
+            return
+        stream, _, producer_id = key.partition("\x00")
+        bucket_id, _, stream_id = stream.partition("/")
+        states = self._producers.get((bucket_id, stream_id), {})
+        states.pop(producer_id, None)
+        if not states:
+            self._producers.pop((bucket_id, stream_id), None)
 
     def bucket(self, bucket_id: str) -> BucketMeta | None:
         entry = self._buckets.get(bucket_id)
@@ -63,6 +92,7 @@ class Catalog:
         self._streams[key] = meta
 
     def drop_stream(self, bucket_id: str, stream_id: str) -> None:
+        self._producers.pop((bucket_id, stream_id), None)
         if self._streams.pop((bucket_id, stream_id), None) is None:
             return
         entry = self._buckets.get(bucket_id)

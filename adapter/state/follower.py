@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import poll_batch
 from adapter.state.catalog import Catalog
+from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +34,12 @@ class MetaFollower:
     def __init__(
         self,
         bootstrap_servers: str,
-        topic: str,
+        topics: StateTopics,
         catalog: Catalog,
         timeout_s: float,
         on_change: Callable[[str], None],
     ) -> None:
-        self.topic = topic
+        self.topics = topics
         self.catalog = catalog
         self.timeout_s = timeout_s
         self.on_change = on_change
@@ -62,7 +63,8 @@ class MetaFollower:
         """Wake the live readers of each stream whose meta record changes; runs until cancelled."""
         while True:
             for message in await self._on_thread(self._poll):
-                self.on_change((message.key() or b"").decode())
+                if message.topic() == self.topics.meta:
+                    self.on_change((message.key() or b"").decode())
 
     async def close(self) -> None:
         if self._consumer is not None:
@@ -75,27 +77,42 @@ class MetaFollower:
     def _replay(self) -> int:
         consumer = self._consumer or Consumer(self._config)
         self._consumer = consumer
+        topics = [self.topics.meta, self.topics.producers]
         try:
-            low, _ = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), self.timeout_s)
-            consumer.assign([TopicPartition(self.topic, 0, low)])
-            return self._apply_until_end(consumer)
+            starts = [self._start(consumer, topic) for topic in topics]
+            consumer.assign(starts)
+            return self._apply_until_end(consumer, set(topics))
         except KafkaException as error:
-            raise LogUnavailable(f"replaying {self.topic}: {error}") from error
+            raise LogUnavailable(f"replaying {topics}: {error}") from error
 
-    def _apply_until_end(self, consumer: Consumer) -> int:
+    def _start(self, consumer: Consumer, topic: str) -> TopicPartition:
+        low, _ = consumer.get_watermark_offsets(TopicPartition(topic, 0), self.timeout_s)
+        return TopicPartition(topic, 0, low)
+
+    def _apply_until_end(self, consumer: Consumer, pending: set[str]) -> int:
         applied = 0
         deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
+        while pending and time.monotonic() < deadline:
             batch = poll_batch(consumer, 0.5)
             if batch:
                 deadline = time.monotonic() + self.timeout_s  # the deadline is per stall
             for message in batch:
                 if _at_end(message):
-                    log.info("replayed %d records of %s", applied, self.topic)
-                    return applied
-                self.catalog.apply((message.key() or b"").decode(), message.value())
+                    pending.discard(message.topic() or "")
+                    continue
+                self._apply(message)
                 applied += 1
-        raise LogUnavailable(f"replaying {self.topic} stalled for {self.timeout_s}s")
+        if pending:
+            raise LogUnavailable(f"replaying {sorted(pending)} stalled for {self.timeout_s}s")
+        log.info("replayed %d state records", applied)
+        return applied
+
+    def _apply(self, message: Message) -> None:
+        key = (message.key() or b"").decode()
+        if message.topic() == self.topics.producers:
+            self.catalog.apply_producer(key, message.value())
+        else:
+            self.catalog.apply(key, message.value())
 
     def _poll(self) -> list[Message]:
         if self._consumer is None:
@@ -103,7 +120,7 @@ class MetaFollower:
         try:
             return [m for m in poll_batch(self._consumer, POLL_S) if not _at_end(m)]
         except KafkaException as error:
-            log.warning("following %s: %s", self.topic, error)
+            log.warning("following %s: %s", self.topics, error)
             return []
 
 

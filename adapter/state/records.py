@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import fastavro
 
@@ -59,6 +59,25 @@ class StreamMeta:
         return replace(self, **changes)
 
 
+@dataclass(frozen=True)
+class ProducerRecord:
+    bucket_id: str
+    stream_id: str
+    producer_id: str
+    epoch: int
+    last_seq: int
+    updated_at_ms: int
+
+    @property
+    def key(self) -> str:
+        return producer_key(self.bucket_id, self.stream_id, self.producer_id)
+
+
+def producer_key(bucket_id: str, stream_id: str, producer_id: str) -> str:
+    # Stream ids never contain NUL, and HTTP header values (producer ids) cannot either.
+    return f"{bucket_id}/{stream_id}\x00{producer_id}"
+
+
 def bucket_key(bucket_id: str) -> str:
     return f"bucket:{bucket_id}"
 
@@ -80,25 +99,34 @@ def stream_of_key(key: str) -> tuple[str, str]:
 _PARSED = {
     BucketMeta: fastavro.parse_schema(schemas.load("bucket_meta")),
     StreamMeta: fastavro.parse_schema(schemas.load("stream_meta")),
+    ProducerRecord: fastavro.parse_schema(schemas.load("producer_state")),
 }
 
+Record = BucketMeta | StreamMeta | ProducerRecord
 
-def encode(record: BucketMeta | StreamMeta) -> bytes:
+
+def encode(record: Record) -> bytes:
     out = io.BytesIO()
     out.write(FORMAT_V1)
     fastavro.schemaless_writer(out, _PARSED[type(record)], asdict(record))
     return out.getvalue()
 
 
+R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord)
+
+
 def decode(key: str, value: bytes) -> BucketMeta | StreamMeta:
     """Decode a meta-topic value; the key's prefix says which schema it has."""
+    if key.startswith("bucket:"):
+        return decode_as(BucketMeta, key, value)
+    return decode_as(StreamMeta, key, value)
+
+
+def decode_as(kind: type[R], key: str, value: bytes) -> R:
     if not value.startswith(FORMAT_V1):
-        raise ValueError(f"meta record {key!r} has an unknown format byte")
-    kind: type[BucketMeta] | type[StreamMeta] = (
-        BucketMeta if key.startswith("bucket:") else StreamMeta
-    )
+        raise ValueError(f"record {key!r} has an unknown format byte")
     data = fastavro.schemaless_reader(io.BytesIO(value[1:]), _PARSED[kind], None)
     if not isinstance(data, dict):
-        raise ValueError(f"meta record {key!r} is not a record")
+        raise ValueError(f"record {key!r} is not a record")
     names = {field.name for field in fields(kind)}
     return kind(**{name: data[name] for name in names})

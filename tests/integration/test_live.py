@@ -9,7 +9,7 @@ from adapter.app import PARTS, SETTINGS
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from tests.conftest import Client
-from topology.naming import InternalTopic, internal_topic
+from topology.naming import StateTopics
 
 TEXT = {"Content-Type": "text/plain"}
 
@@ -104,10 +104,10 @@ async def test_sse_catches_up_tails_and_ends_on_closure(client: Client, unique: 
 
 async def test_the_follower_reports_each_committed_change(client: Client, unique: str) -> None:
     settings = client.app[SETTINGS]
-    topic = internal_topic(settings.topic_prefix, InternalTopic.META)
+    topics = StateTopics.of(settings.topic_prefix)
     changed: list[str] = []
     catalog = Catalog()
-    follower = MetaFollower(settings.bootstrap_servers, topic, catalog, 10, changed.append)
+    follower = MetaFollower(settings.bootstrap_servers, topics, catalog, 10, changed.append)
     path = await _stream(client, f"follow-{unique}")
     await follower.replay()
     assert catalog.stream("_default", f"follow-{unique}") is not None

@@ -1,0 +1,477 @@
+"""SSE fan-out load test: append->delivery latency and memory per subscriber, against references.
+
+For each target (durable-kafka on the local broker, the Node reference server in memory and
+file-backed) and each scenario (many subscribers of one stream; one subscriber on each of many
+streams) it starts the server, creates the streams, connects the subscribers from worker
+processes, appends at a fixed rate from an appender process, and reports per target and
+scenario: delivered/expected messages, errors, latency p50/p99/max, server RSS before the
+subscribers and at peak, RSS per subscriber, CPU shares, and the ratios durable-kafka /
+reference. Table on stdout, JSON in bench/results/sse_fanout.json.
+
+    .venv/bin/python -m bench.sse_fanout            # the full run (several minutes)
+    .venv/bin/python -m bench.sse_fanout --smoke    # tiny sizes, one server per target
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench import targets
+from bench.fanout_load import AppenderSpec, WorkerSpec, appender_main, worker_main
+from bench.fanout_stats import Row, merge, percentile_ms, ratios, table
+
+RESULTS = targets.REPO / "bench" / "results"
+REFERENCES = (targets.REFERENCE_MEMORY, targets.REFERENCE_FILE)
+_MP = multiprocessing.get_context("spawn")
+
+
+class BenchError(RuntimeError):
+    """The scenario could not be measured (a worker died, subscribers never connected...)."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    subscribers: int
+    streams: int
+    rate: float
+
+
+def scenarios(args: argparse.Namespace) -> dict[str, Scenario]:
+    return {
+        "one": Scenario("one", args.subscribers, 1, args.rate),
+        "one-big": Scenario("one-big", args.big_subscribers, 1, args.rate),
+        "many": Scenario("many", args.streams, args.streams, args.many_rate),
+    }
+
+
+# -- processes and pipes -------------------------------------------------------------------
+
+
+class Pipes:
+    """The orchestrator's end of every worker's and the appender's pipe."""
+
+    def __init__(self) -> None:
+        self.names: dict[Connection, str] = {}
+        self.status: dict[str, dict[str, int]] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+        self.on_phase: Callable[[str], None] = lambda _phase: None
+
+    def add(self, name: str, conn: Connection) -> None:
+        self.names[conn] = name
+
+    def pump(self, timeout_s: float) -> None:
+        """Take every message that arrives within `timeout_s`."""
+        ready = wait(list(self.names), timeout_s)
+        for conn in ready:
+            assert isinstance(conn, Connection)
+            name = self.names[conn]
+            try:
+                kind, payload = conn.recv()
+            except (EOFError, OSError):
+                del self.names[conn]
+                if name not in self.results:
+                    raise BenchError(f"{name} died without a result") from None
+                continue
+            if kind == "status":
+                self.status[name] = payload
+            elif kind == "phase":
+                self.on_phase(payload)
+            else:
+                self.results[name] = payload
+
+    def total(self, key: str) -> int:
+        return sum(status.get(key, 0) for status in self.status.values())
+
+    def send(self, names: list[str], command: str) -> None:
+        for conn, name in self.names.items():
+            if name in names:
+                conn.send(command)
+
+
+def spawn(
+    pipes: Pipes, name: str, target: Callable[[Any, Connection], None], spec: object
+) -> BaseProcess:
+    mine, theirs = _MP.Pipe()
+    process = _MP.Process(target=target, args=(spec, theirs), name=name, daemon=True)
+    process.start()
+    theirs.close()
+    pipes.add(name, mine)
+    return process
+
+
+def reap(processes: list[BaseProcess]) -> None:
+    for process in processes:
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+class PeakSampler(threading.Thread):
+    """The highest VmRSS of one process, sampled every 100 ms."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak_kib = targets.rss_kib(pid)
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(0.1):
+            self.peak_kib = max(self.peak_kib, targets.rss_kib(self.pid))
+
+    def finish(self) -> int:
+        self._done.set()
+        self.join()
+        return self.peak_kib
+
+
+@dataclass
+class CpuSnapshot:
+    at: float
+    server: float
+    workers: list[float]
+    appender: float
+    machine: tuple[int, int]
+
+    @classmethod
+    def take(cls, server: int, workers: list[int], appender: int) -> CpuSnapshot:
+        return cls(
+            time.monotonic(),
+            targets.cpu_seconds(server),
+            [targets.cpu_seconds(pid) for pid in workers],
+            targets.cpu_seconds(appender),
+            targets.machine_jiffies(),
+        )
+
+
+def record_cpu(row: Row, start: CpuSnapshot, end: CpuSnapshot) -> None:
+    wall, cores = max(1e-9, end.at - start.at), os.cpu_count() or 1
+    workers = [b - a for a, b in zip(start.workers, end.workers, strict=True)]
+    row.server_cpu = (end.server - start.server) / wall / cores
+    row.loadgen_cpu = (sum(workers) + end.appender - start.appender) / wall / cores
+    row.busiest_worker_core = max(workers, default=0.0) / wall
+    busy, total = (e - s for s, e in zip(start.machine, end.machine, strict=True))
+    row.machine_cpu = busy / max(1, total)
+
+
+# -- one scenario --------------------------------------------------------------------------
+
+
+def create_streams(base_url: str, names: list[str]) -> list[str]:
+    return asyncio.run(_create_streams(base_url, names))
+
+
+async def _create_streams(base_url: str, names: list[str]) -> list[str]:
+    gate = asyncio.Semaphore(20)
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+
+        async def create(name: str) -> str:
+            url = f"{base_url}/v1/stream/{name}"
+            async with gate, session.put(url, headers={"Content-Type": "text/plain"}) as reply:
+                if reply.status not in (200, 201):
+                    raise BenchError(f"PUT {url}: {reply.status} {await reply.text()}")
+            return url
+
+        return await asyncio.gather(*(create(name) for name in names))
+
+
+def wait_quiet(args: argparse.Namespace) -> float:
+    """Other work shares this machine: wait (bounded) until it is mostly idle; its busy share."""
+    deadline = time.monotonic() + args.quiet_timeout
+    while True:
+        before = targets.machine_jiffies()
+        time.sleep(1)
+        busy, total = (b - a for a, b in zip(before, targets.machine_jiffies(), strict=True))
+        share = busy / max(1, total)
+        if share <= args.quiet_below or time.monotonic() > deadline:
+            return share
+        log(f"  machine {share:.0%} busy before the scenario: waiting for it to quieten")
+
+
+def measure(server: targets.Server, scenario: Scenario, args: argparse.Namespace, row: Row) -> None:
+    tag = f"{args.run_tag}-{scenario.name}-{row.target}"
+    urls = create_streams(server.url, [f"fanout-{tag}-{i}" for i in range(scenario.streams)])
+    row.background_cpu = wait_quiet(args)
+    row.rss_before_kib = targets.rss_kib(server.pid)
+    sampler = PeakSampler(server.pid)
+    sampler.start()
+    pipes, processes = Pipes(), []
+    try:
+        processes = start_workers(pipes, scenario, urls, args)
+        connect(pipes, scenario, args, row)
+        row.rss_connected_kib = targets.rss_kib(server.pid)
+        processes.append(start_appender(pipes, scenario, urls, args, row, server.pid, processes))
+        acked = append(pipes, processes[-1], args)
+        drain(pipes, scenario, acked, args)
+        collect(pipes, scenario, acked, row)
+    finally:
+        row.rss_peak_kib = sampler.finish()
+        for conn in pipes.names:
+            conn.close()
+        reap(processes)
+
+
+def start_workers(
+    pipes: Pipes, scenario: Scenario, urls: list[str], args: argparse.Namespace
+) -> list[BaseProcess]:
+    count = -(-scenario.subscribers // args.per_worker)
+    per_connect = max(1, args.connect_concurrency // count)
+    expected_seqs = int(scenario.rate * (args.warmup + args.duration + args.cooldown) * 1.2) + 64
+    processes = []
+    for index in range(count):
+        first = index * args.per_worker
+        last = min(scenario.subscribers, first + args.per_worker)
+        mine = [urls[k % len(urls)] for k in range(first, last)]
+        spec = WorkerSpec(index, mine, per_connect, expected_seqs)
+        processes.append(spawn(pipes, f"worker-{index}", worker_main, spec))
+    return processes
+
+
+def connect(pipes: Pipes, scenario: Scenario, args: argparse.Namespace, row: Row) -> None:
+    started = time.monotonic()
+    deadline = started + args.connect_timeout
+    while pipes.total("connected") < scenario.subscribers and time.monotonic() < deadline:
+        pipes.pump(0.5)
+    row.connect_s = round(time.monotonic() - started, 2)
+    row.connected = pipes.total("connected")
+    log(f"  {row.connected}/{scenario.subscribers} connected in {row.connect_s} s")
+    if row.connected == 0:
+        raise BenchError("no subscriber connected")
+
+
+def start_appender(
+    pipes: Pipes,
+    scenario: Scenario,
+    urls: list[str],
+    args: argparse.Namespace,
+    row: Row,
+    server_pid: int,
+    workers: list[BaseProcess],
+) -> BaseProcess:
+    spec = AppenderSpec(urls, scenario.rate, args.warmup, args.duration, args.cooldown)
+    worker_names = [process.name for process in workers]
+    worker_pids = [process.pid or 0 for process in workers]
+    snapshots: list[CpuSnapshot] = []
+    appender: list[BaseProcess] = []
+
+    def on_phase(phase: str) -> None:
+        if phase in ("M", "C"):
+            snapshots.append(CpuSnapshot.take(server_pid, worker_pids, appender[0].pid or 0))
+            pipes.send(worker_names, "measure" if phase == "M" else "end")
+        if len(snapshots) == 2:
+            record_cpu(row, *snapshots)
+
+    pipes.on_phase = on_phase
+    appender.append(spawn(pipes, "appender", appender_main, spec))
+    total = args.warmup + args.duration + args.cooldown
+    log(f"  appending {scenario.rate:g}/s for {total:g} s ({args.duration:g} s measured)")
+    return appender[0]
+
+
+def append(pipes: Pipes, appender: BaseProcess, args: argparse.Namespace) -> dict[str, Any]:
+    deadline = time.monotonic() + args.warmup + args.duration + args.cooldown + 60
+    while "appender" not in pipes.results:
+        if time.monotonic() > deadline:
+            raise BenchError("the appender did not finish")
+        pipes.pump(0.5)
+    return pipes.results["appender"]
+
+
+def expected_per_subscriber(scenario: Scenario, acked: dict[str, Any]) -> list[int]:
+    per_stream: list[int] = acked["acked_measured"]
+    return [per_stream[k % len(per_stream)] for k in range(scenario.subscribers)]
+
+
+def drain(
+    pipes: Pipes, scenario: Scenario, acked: dict[str, Any], args: argparse.Namespace
+) -> None:
+    """Wait until every acknowledged message arrived, or nothing arrived for a while."""
+    expected = sum(expected_per_subscriber(scenario, acked))
+    deadline = time.monotonic() + args.drain_timeout
+    last, last_change = -1, time.monotonic()
+    while pipes.total("measured") < expected and time.monotonic() < deadline:
+        pipes.pump(0.25)
+        if pipes.total("measured") != last:
+            last, last_change = pipes.total("measured"), time.monotonic()
+        elif time.monotonic() - last_change > args.drain_idle:
+            break
+    workers = [name for name in pipes.names.values() if name.startswith("worker-")]
+    pipes.send(workers, "stop")
+    deadline = time.monotonic() + 60
+    while any(name not in pipes.results for name in workers) and time.monotonic() < deadline:
+        pipes.pump(0.5)
+
+
+def collect(pipes: Pipes, scenario: Scenario, acked: dict[str, Any], row: Row) -> None:
+    results = [pipes.results[name] for name in sorted(pipes.results) if name != "appender"]
+    received = [count for result in results for count in result["received"]]
+    expected = expected_per_subscriber(scenario, acked)
+    row.expected = sum(expected)
+    row.delivered = sum(min(r, e) for r, e in zip(received, expected, strict=False))
+    histogram = merge({int(k): v for k, v in r["histogram"].items()} for r in results)
+    row.p50_ms, row.p99_ms = percentile_ms(histogram, 0.50), percentile_ms(histogram, 0.99)
+    row.max_ms = max(r["max_us"] for r in results) / 1000 if histogram else None
+    for key in ("errors", "disconnects", "duplicates", "never_connected"):
+        setattr(row, key, sum(r[key] for r in results))
+    row.worker_lag_p99_ms = round(max(r["lag_p99_ms"] for r in results), 1)
+    row.worker_lag_max_ms = round(max(r["lag_max_ms"] for r in results), 1)
+    row.error_samples = [s for r in results for s in r["error_samples"]][:5]
+    row.error_samples += acked["error_samples"]
+    row.appends_ok, row.append_errors = acked["ok"], acked["errors"]
+    row.append_p50_ms, row.append_p99_ms = acked["append_p50_ms"], acked["append_p99_ms"]
+    row.appender_max_behind_ms = round(acked["max_behind_ms"], 1)
+    if len(received) != scenario.subscribers:
+        row.failure = f"results from {len(received)} of {scenario.subscribers} subscribers"
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+def run_target(
+    name: str, chosen: list[Scenario], args: argparse.Namespace, dk: targets.DurableKafkaOptions
+) -> list[Row]:
+    rows: list[Row] = []
+    server: targets.Server | None = None
+    try:
+        for scenario in chosen:
+            if server is None:
+                server = targets.start(name, args.log_dir, dk)
+            row = Row(
+                name,
+                scenario.name,
+                scenario.subscribers,
+                scenario.streams,
+                scenario.rate,
+                args.duration,
+            )
+            log(f"[{name} / {scenario.name}] {scenario.subscribers} subscribers")
+            try:
+                measure(server, scenario, args, row)
+            except (BenchError, targets.TargetError, aiohttp.ClientError, OSError) as error:
+                row.failure = f"{type(error).__name__}: {error}"
+                log(f"  FAILED: {row.failure}")
+            if server.process.poll() is not None:
+                row.failure = f"server exited with {server.process.returncode}"
+            rows.append(row)
+            if not args.reuse_server:
+                row.server_stop_s = round(targets.stop(server), 2)
+                server = None
+    finally:
+        if server is not None:
+            stopped_in = round(targets.stop(server), 2)
+            if rows:
+                rows[-1].server_stop_s = stopped_in
+    return rows
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def preflight(args: argparse.Namespace, chosen: list[Scenario]) -> dict[str, object]:
+    limit = targets.raise_fd_limit()
+    biggest = max((s.subscribers for s in chosen), default=0)
+    if limit < biggest + 1000:
+        log(f"WARNING: RLIMIT_NOFILE hard limit {limit} is too low for {biggest} connections")
+    low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    if high - low < biggest + 1000:
+        log(f"WARNING: {high - low} ephemeral ports are too few for {biggest} connections")
+    if targets.DURABLE_KAFKA in args.targets and not args.no_devstack:
+        subprocess.run([sys.executable, "-m", "devstack", "up", "kafka"], check=True)
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+    return {
+        "command": " ".join([Path(sys.executable).name, "-m", "bench.sse_fanout", *sys.argv[1:]]),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cores": os.cpu_count(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "fd_limit": limit,
+        "ephemeral_ports": high - low + 1,
+        "python": platform.python_version(),
+        "node": node.stdout.strip(),
+        "aiohttp": aiohttp.__version__,
+    }
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.sse_fanout", description=__doc__)
+    add = parser.add_argument
+    add("--targets", default=",".join(targets.TARGETS), help="comma-separated, of %(default)s")
+    add("--scenarios", default="one,one-big,many", help="comma-separated, of %(default)s")
+    add("--subscribers", type=int, default=1000, help="subscribers of one stream in 'one'")
+    add("--big-subscribers", type=int, default=10_000, help="subscribers in 'one-big'")
+    add("--streams", type=int, default=1000, help="streams (1 subscriber each) in 'many'")
+    add("--rate", type=float, default=50, help="appends/s in 'one' and 'one-big'")
+    add("--many-rate", type=float, default=50, help="appends/s over all streams in 'many'")
+    add("--warmup", type=float, default=3, help="seconds of appends not measured")
+    add("--duration", type=float, default=20, help="seconds of measured appends")
+    add("--cooldown", type=float, default=1, help="seconds of appends after the window")
+    add("--per-worker", type=int, default=500, help="subscribers per worker process")
+    add("--connect-concurrency", type=int, default=200, help="connects in flight, in all")
+    add("--connect-timeout", type=float, default=300)
+    add("--drain-timeout", type=float, default=60, help="max wait for late deliveries")
+    add("--drain-idle", type=float, default=5, help="stop waiting after this long idle")
+    add("--sse-max-duration-ms", type=int, default=3_600_000, help="durable-kafka's setting")
+    add("--bootstrap-servers", default="127.0.0.1:9092")
+    add("--topic-prefix", default="bench.fanout.")
+    add("--no-devstack", action="store_true", help="don't run `devstack up kafka` first")
+    add("--reuse-server", action="store_true", help="one server per target, not per scenario")
+    add("--smoke", action="store_true", help="tiny sizes and --reuse-server: seconds, not minutes")
+    add("--quiet-below", type=float, default=0.25, help="machine busy share to wait for")
+    add("--quiet-timeout", type=float, default=120, help="max wait for it, seconds")
+    add("--out", type=Path, default=RESULTS / "sse_fanout.json")
+    add("--log-dir", type=Path, default=RESULTS / "logs")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.subscribers, args.big_subscribers, args.streams = 20, 50, 10
+        args.warmup, args.duration, args.cooldown, args.drain_idle = 1, 3, 0.5, 2
+        args.reuse_server, args.quiet_timeout = True, 0
+    args.targets = [t for t in args.targets.split(",") if t]
+    args.run_tag = f"{int(time.time())}-{os.getpid()}"
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    known = scenarios(args)
+    unknown = [s for s in args.scenarios.split(",") if s not in known]
+    unknown += [t for t in args.targets if t not in targets.TARGETS]
+    if unknown:
+        log(f"unknown target or scenario: {', '.join(unknown)}")
+        return 2
+    chosen = [known[s] for s in args.scenarios.split(",")]
+    run = preflight(args, chosen)
+    dk = targets.DurableKafkaOptions(
+        args.bootstrap_servers, args.topic_prefix, args.sse_max_duration_ms
+    )
+    rows = [row for name in args.targets for row in run_target(name, chosen, args, dk)]
+    ratio_rows = ratios(rows, targets.DURABLE_KAFKA, REFERENCES)
+    print(table(rows, ratio_rows))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    document = {"run": run, "rows": [row.as_json() for row in rows], "ratios": ratio_rows}
+    args.out.write_text(json.dumps(document, indent=2) + "\n")
+    log(f"wrote {args.out}")
+    return 1 if any(row.failure for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

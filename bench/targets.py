@@ -1,0 +1,175 @@
+"""The servers a benchmark runs against: started here, measured through /proc, stopped here."""
+
+from __future__ import annotations
+
+import os
+import resource
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE_SCRIPT = REPO / "conformance" / "reference-server.mjs"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+DURABLE_KAFKA = "durable-kafka"
+REFERENCE_MEMORY = "reference-memory"
+REFERENCE_FILE = "reference-file"
+TARGETS = (DURABLE_KAFKA, REFERENCE_MEMORY, REFERENCE_FILE)
+
+
+class TargetError(RuntimeError):
+    """A server did not start, or died while measured."""
+
+
+@dataclass
+class Server:
+    name: str
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+@dataclass(frozen=True)
+class DurableKafkaOptions:
+    bootstrap_servers: str
+    topic_prefix: str
+    sse_max_duration_ms: int
+
+
+def raise_fd_limit() -> int:
+    """Soft RLIMIT_NOFILE up to the hard limit (children inherit it); returns the new soft."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = int(Path("/proc/sys/fs/nr_open").read_text())
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start(name: str, log_dir: Path, dk: DurableKafkaOptions) -> Server:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    if name == DURABLE_KAFKA:
+        return _start_durable_kafka(log_dir / f"{name}.log", dk)
+    if name in (REFERENCE_MEMORY, REFERENCE_FILE):
+        return _start_reference(name, log_dir / f"{name}.log", memory=name == REFERENCE_MEMORY)
+    raise TargetError(f"unknown target {name!r}; known: {', '.join(TARGETS)}")
+
+
+def _start_durable_kafka(log_path: Path, dk: DurableKafkaOptions) -> Server:
+    port = free_port()
+    command = [
+        str(Path(sys.executable).parent / "durable-kafka"),
+        "serve",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--bootstrap-servers",
+        dk.bootstrap_servers,
+        "--topic-prefix",
+        dk.topic_prefix,
+        "--sse-max-duration-ms",
+        str(dk.sse_max_duration_ms),
+        "--log-level",
+        "warning",
+    ]
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    server = Server(DURABLE_KAFKA, f"http://127.0.0.1:{port}", process, log_path)
+    _wait_ready(server, f"{server.url}/readyz", timeout_s=60)
+    return server
+
+
+def _start_reference(name: str, log_path: Path, memory: bool) -> Server:
+    command = ["node", str(REFERENCE_SCRIPT), "0", *(["--memory"] if memory else [])]
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=log)
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], 30)
+    line = process.stdout.readline().decode().strip() if ready else ""
+    if not line.startswith("listening on "):
+        stop(Server(name, "", process, log_path))
+        raise TargetError(f"{name} did not start (stdout {line!r}); see {log_path}")
+    server = Server(name, line.removeprefix("listening on "), process, log_path)
+    _wait_ready(server, f"{server.url}/v1/stream/__bench_ready_probe", timeout_s=10)
+    return server
+
+
+def _wait_ready(server: Server, url: str, timeout_s: float) -> None:
+    """Until `url` answers 200 (or 404 for the reference's probe path)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise TargetError(f"{server.name} exited with {server.process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    stop(server)
+    raise TargetError(f"{server.name} not ready after {timeout_s} s; see {server.log_path}")
+
+
+def stop(server: Server, timeout_s: float = 20) -> float:
+    """SIGTERM, then SIGKILL after `timeout_s`; returns how long it took to exit."""
+    started = time.monotonic()
+    if server.process.poll() is None:
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            server.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait()
+    if server.process.stdout is not None:
+        server.process.stdout.close()
+    return time.monotonic() - started
+
+
+def rss_kib(pid: int) -> int:
+    """VmRSS of a live process, in KiB (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return 0
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (0 once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def machine_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    total = sum(values[:8])  # guest time is already in user/nice
+    return total - idle, total

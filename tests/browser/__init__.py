@@ -1,0 +1,1 @@
+"""Browser tests: headless Chromium driven by Playwright against a real adapter."""
