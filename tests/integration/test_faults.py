@@ -1,0 +1,114 @@
+"""Faults with real processes: kill -9 under load, and a broker that goes away."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from devstack import kafka
+from devstack.process import free_port
+from tests.adapter_process import running_adapter
+
+PRODUCERS = 4
+APPENDS = 60  # per producer
+TEXT = {"Content-Type": "text/plain"}
+
+
+async def _produce(session: aiohttp.ClientSession, url: str, pid: str, acked: list[int]) -> None:
+    """Send seq 0..APPENDS-1 in order, retrying each until the adapter acknowledges it."""
+    for seq in range(APPENDS):
+        headers = {**TEXT, "Producer-Id": pid, "Producer-Epoch": "0", "Producer-Seq": str(seq)}
+        while True:
+            try:
+                async with session.post(url, data=f"{pid}:{seq}\n", headers=headers) as reply:
+                    if reply.status in (200, 204):
+                        acked.append(seq)
+                        break
+                    assert reply.status == 503, await reply.text()
+            except (aiohttp.ClientConnectionError, TimeoutError):
+                pass  # the adapter is down: retry the very same request
+            await asyncio.sleep(0.05)
+
+
+@pytest.mark.timeout(240)
+async def test_kill_9_under_load_applies_each_append_exactly_once(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    env = {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"crash{unique}.",
+        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+    }
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1/stream/orders"
+    acked: dict[str, list[int]] = {f"p{i}": [] for i in range(PRODUCERS)}
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        with running_adapter(env, tmp_path / "first.log", port) as base:
+            assert (await session.put(f"{base}/v1/stream/orders", headers=TEXT)).status == 201
+            load = [asyncio.create_task(_produce(session, url, p, a)) for p, a in acked.items()]
+            for _ in range(3000):
+                if sum(len(a) for a in acked.values()) >= PRODUCERS * APPENDS // 3:
+                    break
+                await asyncio.sleep(0.02)
+            _kill_9(port)  # mid-load: some requests in flight, some transactions open
+        with running_adapter(env, tmp_path / "second.log", port):
+            await asyncio.wait_for(asyncio.gather(*load), 180)
+            async with session.get(url, params={"offset": "-1"}) as reply:
+                body = await reply.text()
+    lines = body.splitlines()
+    for pid, seqs in acked.items():
+        assert seqs == list(range(APPENDS))  # every append acknowledged, in order
+        mine = [int(line.split(":")[1]) for line in lines if line.startswith(f"{pid}:")]
+        assert mine == list(range(APPENDS))  # ... and in the stream exactly once, in order
+
+
+def _kill_9(port: int) -> None:
+    """SIGKILL the adapter listening on `port` (found through /proc, as an operator would)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in argv and f"127.0.0.1:{port}".encode() in argv:
+            os.kill(int(cmdline.parent.name), signal.SIGKILL)
+            return
+    raise AssertionError("no adapter process found")
+
+
+@pytest.mark.timeout(240)
+async def test_appends_fail_fast_while_the_broker_is_down(tmp_path: Path) -> None:
+    node = kafka.KafkaNode(home=tmp_path / "kafka", port=free_port(), controller_port=free_port())
+    env = {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka.start(node),
+        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+        "DURABLE_KAFKA_KAFKA_TIMEOUT_MS": "2000",
+    }
+    try:
+        async with aiohttp.ClientSession() as session:
+            with running_adapter(env, tmp_path / "adapter.log") as base:
+                stream = f"{base}/v1/stream/s"
+                assert (await session.put(stream, headers=TEXT, data=b"a")).status == 201
+                kafka.stop(node)
+                started = time.monotonic()
+                async with session.post(stream, headers=TEXT, data=b"b") as reply:
+                    assert reply.status == 503
+                    assert reply.headers["Retry-After"] == "1"
+                    assert (await reply.json())["error"]["code"] == "unavailable"
+                assert time.monotonic() - started < 20  # bounded by the Kafka timeout
+                kafka.start(node)
+                for _ in range(60):  # the writer recovers once the broker is back
+                    async with session.post(stream, headers=TEXT, data=b"c") as reply:
+                        if reply.status == 204:
+                            break
+                    await asyncio.sleep(1)
+                async with session.get(stream, params={"offset": "-1"}) as reply:
+                    assert await reply.read() == b"ac"  # the failed append left nothing behind
+    finally:
+        kafka.stop(node)
