@@ -72,15 +72,19 @@ class LogReader:
             return ReadResult([], request.start, True)
         consumer = await self._borrow()
         loop = asyncio.get_running_loop()
+        scan = loop.run_in_executor(self._threads, self._scan, consumer, request)
         try:
-            return await asyncio.wait_for(
-                loop.run_in_executor(self._threads, self._scan, consumer, request),
-                self.limits.timeout_s * 2,
-            )
+            result = await asyncio.wait_for(asyncio.shield(scan), self.limits.timeout_s * 2)
         except TimeoutError as error:
+            # Its thread may still be using the consumer: it goes back to the pool only when
+            # that scan is over, so two reads never share one consumer.
+            scan.add_done_callback(lambda _done: self._idle.put_nowait(consumer))
             raise LogUnavailable("reading from kafka timed out") from error
-        finally:
+        except BaseException:
             self._idle.put_nowait(consumer)
+            raise
+        self._idle.put_nowait(consumer)
+        return result
 
     async def close(self) -> None:
         while not self._idle.empty():

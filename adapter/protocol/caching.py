@@ -42,6 +42,15 @@ def if_none_match_matches(header: str | None, etag: str) -> bool:
     return any(tag == wanted for tag in _ENTITY_TAG.findall(header))
 
 
+def if_match_matches(header: str, etag: str) -> bool:
+    """If-Match (RFC 9110 §13.1.1): `*` or a strong tag equal to the current one."""
+    if header.strip() == "*":
+        return True
+    wanted = _opaque(etag)
+    strong = (m[1] for m in _ENTITY_TAG.finditer(header) if not m[0].startswith("W/"))
+    return wanted in strong
+
+
 def cache_control_for_read(
     *, has_data: bool, closed: bool, seconds_left: int | None = None, shared: bool = True
 ) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Iterator
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
@@ -46,6 +48,23 @@ class BucketService:
         self.topics = StateTopics.of(layout.prefix)
         self.clock = clock
         self._locks = KeyedLocks()
+        self._creating: Counter[str] = Counter()  # stream creations in flight, per bucket
+        self._deleting: set[str] = set()
+
+    @contextlib.asynccontextmanager
+    async def creating_stream(self, bucket_id: str) -> AsyncIterator[None]:
+        """Hold off a bucket delete while a stream is being created in it (and vice versa)."""
+        if bucket_id in self._deleting:
+            raise ProtocolError(
+                ErrorCode.BUCKET_NOT_FOUND, f"bucket {bucket_id!r} is being deleted"
+            )
+        self._creating[bucket_id] += 1
+        try:
+            yield
+        finally:
+            self._creating[bucket_id] -= 1
+            if not self._creating[bucket_id]:
+                del self._creating[bucket_id]
 
     def topic(self, bucket_id: str) -> str:
         return self.get(bucket_id).topic
@@ -73,17 +92,25 @@ class BucketService:
     async def delete(self, bucket_id: str) -> None:
         async with self._locks.hold(bucket_id):
             meta = self.get(bucket_id)
-            if self.live_count(bucket_id):
+            if self.live_count(bucket_id) or self._creating[bucket_id]:
                 raise ProtocolError(ErrorCode.BUCKET_NOT_EMPTY, f"bucket {bucket_id!r} has streams")
-            expired = list(self.catalog.stream_ids(bucket_id, "", None))
-            entries: list[StateEntry] = [(self.topics.meta, bucket_key(bucket_id), None)]
-            for stream_id in expired:
-                entries += stream_tombstones(self.catalog, self.topics, bucket_id, stream_id)
-            await self.writer.submit([], lambda _offsets: entries)
-            for stream_id in expired:
-                self.catalog.drop_stream(bucket_id, stream_id)
-            self.catalog.drop_bucket(bucket_id)
-            await self.admin.delete_topics([meta.topic])
+            self._deleting.add(bucket_id)  # no await since the check: no creation slipped in
+            try:
+                await self._delete(bucket_id, meta)
+            finally:
+                self._deleting.discard(bucket_id)
+
+    async def _delete(self, bucket_id: str, meta: BucketMeta) -> None:
+        """Forget the bucket and its expired streams, then drop its topic."""
+        expired = list(self.catalog.stream_ids(bucket_id, "", None))
+        entries: list[StateEntry] = [(self.topics.meta, bucket_key(bucket_id), None)]
+        for stream_id in expired:
+            entries += stream_tombstones(self.catalog, self.topics, bucket_id, stream_id)
+        await self.writer.submit([], lambda _offsets: entries)
+        for stream_id in expired:
+            self.catalog.drop_stream(bucket_id, stream_id)
+        self.catalog.drop_bucket(bucket_id)
+        await self.admin.delete_topics([meta.topic])
 
     def live_count(self, bucket_id: str) -> int:
         now = self.clock()

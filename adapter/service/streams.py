@@ -14,7 +14,7 @@ from collections.abc import Callable
 from adapter.live.hub import LiveHub
 from adapter.log.writer import LogWriter, Record, StateEntry
 from adapter.protocol import json_mode
-from adapter.protocol.caching import etag
+from adapter.protocol.caching import etag, if_match_matches
 from adapter.protocol.commands import (
     Append,
     Appended,
@@ -96,7 +96,10 @@ class StreamService:
     async def create(self, command: CreateStream) -> Created:
         ref = command.ref
         await self.buckets.require(ref.bucket_id, create=ref.create_bucket)
-        async with self._locks.hold((ref.bucket_id, ref.stream_id)):
+        async with (
+            self.buckets.creating_stream(ref.bucket_id),
+            self._locks.hold((ref.bucket_id, ref.stream_id)),
+        ):
             existing = self.catalog.stream(ref.bucket_id, ref.stream_id)
             if existing is not None and not existing.expired(self.clock()):
                 _check_same_config(existing, command)
@@ -322,7 +325,7 @@ def _check_order(meta: StreamMeta, command: Append) -> None:
             ErrorCode.SEQUENCE_CONFLICT,
             f"Stream-Seq {command.seq!r} is not greater than {meta.last_seq!r}",
         )
-    if command.if_match is not None and command.if_match.strip() != stream_etag(meta):
+    if command.if_match is not None and not if_match_matches(command.if_match, stream_etag(meta)):
         raise ProtocolError(ErrorCode.PRECONDITION_FAILED, "the stream changed (If-Match)")
 
 

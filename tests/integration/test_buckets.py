@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tests.conftest import Client
@@ -84,3 +85,21 @@ async def test_listing_is_sorted_filtered_and_paginated(client: Client, unique: 
     assert entry["last_write_at_ms"] >= entry["created_at_ms"]
     for bad in ("limit=0", "limit=1001", "limit=x"):
         assert await _error_code(client, "GET", f"/{bucket}/streams?{bad}", 400) == "invalid_query"
+
+
+async def test_deleting_a_bucket_never_orphans_a_stream_created_meanwhile(
+    client: Client, unique: str
+) -> None:
+    for attempt in range(5):
+        bucket = f"race{attempt}-{unique}"
+        await _json(client, "PUT", f"/{bucket}", 201)
+        create, delete = await asyncio.gather(
+            client.put(f"/{bucket}/s", headers={"Content-Type": "text/plain"}),
+            client.delete(f"/{bucket}"),
+        )
+        if delete.status == 204:  # the bucket went first: the stream must not exist
+            assert create.status == 404
+            assert (await client.get(f"/{bucket}")).status == 404
+        else:  # the stream went first: the bucket stays, with its stream
+            assert (create.status, delete.status) == (201, 409)
+            assert (await client.head(f"/{bucket}/s")).status == 200

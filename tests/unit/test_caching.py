@@ -15,6 +15,7 @@ from adapter.protocol.caching import (
     cache_control_for_read,
     cache_control_for_sse,
     etag,
+    if_match_matches,
     if_none_match_matches,
 )
 
@@ -108,3 +109,11 @@ def test_cache_control_of_uncacheable_responses() -> None:
     assert cache_control_for_long_poll_timeout() == NO_STORE
     # SSE Mode: should have correct SSE headers (no Content-Length, proper Cache-Control)
     assert cache_control_for_sse() == NO_CACHE == "no-cache"
+
+
+@pytest.mark.parametrize(
+    ("header", "matches"),
+    [('"s:1:2"', True), ("*", True), ('"x", "s:1:2"', True), ('W/"s:1:2"', False), ('"x"', False)],
+)
+def test_if_match_compares_strongly(header: str, matches: bool) -> None:
+    assert if_match_matches(header, '"s:1:2"') is matches
