@@ -12,6 +12,7 @@ from devstack import kafka
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
 
+PRODUCER = {"Producer_Id": "writer-1", "Producer_Epoch": "3"}
 STATE_HEADERS = ("Content-Type", "Stream-Next-Offset", "Stream-Closed", "Stream-Expires-At")
 
 
@@ -33,6 +34,7 @@ def populate(base: str) -> None:
     assert call("PUT", f"{base}/shop")[0] == 201
     assert call("PUT", f"{base}/shop/log", b"a", **text, Stream_TTL="3600")[0] == 201
     assert call("POST", f"{base}/shop/log", b"b", **text, Stream_Seq="005")[0] == 204
+    assert call("POST", f"{base}/shop/log", b"p", **text, **PRODUCER, Producer_Seq="0")[0] == 200
     json_ct = {"Content_Type": "application/json"}
     assert call("PUT", f"{base}/shop/done", b'[{"x":1},{"y":2}]', **json_ct)[0] == 201
     assert call("POST", f"{base}/shop/done", Stream_Closed="true")[0] == 204
@@ -72,9 +74,16 @@ def test_state_survives_restarting_adapter_and_broker(tmp_path: Path) -> None:
             # Stream-Seq, closure and content types were restored as well.
             assert call("POST", f"{base}/shop/log", b"c", **text, Stream_Seq="004")[0] == 409
             assert call("POST", f"{base}/shop/log", b"c", **text, Stream_Seq="006")[0] == 204
+            # Producer state too: a retry is still a duplicate, a stale epoch still fenced.
+            assert (
+                call("POST", f"{base}/shop/log", b"p", **text, **PRODUCER, Producer_Seq="0")[0]
+                == 204
+            )
+            stale = {**PRODUCER, "Producer_Epoch": "2", "Producer_Seq": "0"}
+            assert call("POST", f"{base}/shop/log", b"z", **text, **stale)[0] == 403
             assert (
                 call("POST", f"{base}/shop/done", b"[3]", Content_Type="application/json")[0] == 409
             )
-            assert call("GET", f"{base}/shop/log?offset=-1")[2] == b"abc"
+            assert call("GET", f"{base}/shop/log?offset=-1")[2] == b"abpc"
     finally:
         kafka.stop(node)
