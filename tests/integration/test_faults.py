@@ -52,6 +52,15 @@ async def _produce(
             await asyncio.sleep(0.05)
 
 
+async def _until_a_third_is_acknowledged(acked: dict[str, list[int]]) -> None:
+    """Mid-load: some requests in flight, some transactions open."""
+    for _ in range(3000):
+        if sum(len(seqs) for seqs in acked.values()) >= PRODUCERS * APPENDS // 3:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the load never got going")
+
+
 def _assert_exactly_once(body: str, acked: dict[str, list[int]]) -> None:
     lines = body.splitlines()
     for pid, seqs in acked.items():
@@ -77,10 +86,7 @@ async def test_kill_9_under_load_applies_each_append_exactly_once(
         with running_adapter(env, tmp_path / "first.log", port) as base:
             assert (await session.put(f"{base}/v1/stream/orders", headers=TEXT)).status == 201
             load = [asyncio.create_task(_produce(session, url, p, a)) for p, a in acked.items()]
-            for _ in range(3000):
-                if sum(len(a) for a in acked.values()) >= PRODUCERS * APPENDS // 3:
-                    break
-                await asyncio.sleep(0.02)
+            await _until_a_third_is_acknowledged(acked)
             _kill_9(port)  # mid-load: some requests in flight, some transactions open
         with running_adapter(env, tmp_path / "second.log", port):
             await asyncio.wait_for(asyncio.gather(*load), 180)
@@ -153,10 +159,7 @@ async def test_broker_restart_under_load_loses_and_duplicates_nothing(tmp_path: 
                     asyncio.create_task(_produce(session, url, pid, seqs, outcomes))
                     for pid, seqs in acked.items()
                 ]
-                for _ in range(3000):
-                    if sum(len(a) for a in acked.values()) >= PRODUCERS * APPENDS // 3:
-                        break
-                    await asyncio.sleep(0.02)
+                await _until_a_third_is_acknowledged(acked)
                 await asyncio.to_thread(kafka.stop, node)
                 await asyncio.sleep(2)
                 await asyncio.to_thread(kafka.start, node)
