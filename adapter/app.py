@@ -15,6 +15,7 @@ from adapter.http.live import LiveLimits
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import cors_middleware
 from adapter.live.hub import LiveHub
+from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import LogWriter, WriterLimits
 from adapter.objects.factory import object_store
@@ -86,7 +87,8 @@ def build_parts(settings: Settings) -> Parts:
         on_change=lambda key: hub.notify(stream_of_key(key)),
     )
     bucket_service = BucketService(catalog, writer, admin, layout, wall_clock_ms)
-    stream_service = StreamService(catalog, writer, bucket_service, ReadPath(reader), hub)
+    reads = ReadPath(reader, HotCache(settings.hot_cache_bytes))
+    stream_service = StreamService(catalog, writer, bucket_service, reads, hub)
     return Parts(admin, catalog, writer, reader, follower, hub, bucket_service, stream_service)
 
 

@@ -37,6 +37,7 @@ class Settings:
     kafka_timeout_ms: int = 10_000
     read_chunk_bytes: int = 1024 * 1024
     read_scan_bytes: int = 16 * 1024 * 1024
+    hot_cache_bytes: int = 64 * 1024 * 1024
     long_poll_timeout_ms: int = 20_000
     sse_max_duration_ms: int = 60_000
     sse_heartbeat_ms: int = 15_000
@@ -81,6 +82,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
     "read_chunk_bytes": ("server", "read_chunk_bytes"),
     "read_scan_bytes": ("server", "read_scan_bytes"),
+    "hot_cache_bytes": ("server", "hot_cache_bytes"),
     "long_poll_timeout_ms": ("live", "long_poll_timeout_ms"),
     "sse_max_duration_ms": ("live", "sse_max_duration_ms"),
     "sse_heartbeat_ms": ("live", "sse_heartbeat_ms"),
@@ -189,6 +191,7 @@ def validate(settings: Settings) -> None:
             settings.read_scan_bytes >= settings.read_chunk_bytes,
             "read_scan_bytes must be >= read_chunk_bytes",
         ),
+        (settings.hot_cache_bytes >= 0, "hot_cache_bytes must be >= 0"),
         (settings.long_poll_timeout_ms >= 0, "long_poll_timeout_ms must be >= 0"),
         (settings.sse_max_duration_ms >= 1000, "sse_max_duration_ms must be >= 1000"),
         (settings.sse_heartbeat_ms >= 100, "sse_heartbeat_ms must be >= 100"),

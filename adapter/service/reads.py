@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadRequest
 from adapter.protocol.commands import Chunk
 from adapter.protocol.offsets import ReadFrom, Start
@@ -9,15 +10,20 @@ from adapter.state.records import StreamMeta
 
 
 class ReadPath:
-    def __init__(self, reader: LogReader) -> None:
+    """Reads come from the hot tail when it holds the whole range, else from Kafka."""
+
+    def __init__(self, reader: LogReader, cache: HotCache) -> None:
         self.reader = reader
+        self.cache = cache
 
     async def read(self, topic: str, meta: StreamMeta, start: ReadFrom) -> Chunk:
         first = resolve_start(meta, start)
-        request = ReadRequest(
-            topic, meta.partition, meta.stream_id.encode(), first, meta.next_offset
-        )
-        result = await self.reader.read(request)
+        key = (meta.bucket_id, meta.stream_id)
+        result = self.cache.read(key, first, meta.next_offset, self.reader.limits.max_read_bytes)
+        if result is None:
+            stream_key = meta.stream_id.encode()
+            request = ReadRequest(topic, meta.partition, stream_key, first, meta.next_offset)
+            result = await self.reader.read(request)
         return Chunk(meta, result.messages, first, result.next_offset, result.complete)
 
 

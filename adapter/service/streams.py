@@ -143,6 +143,7 @@ class StreamService:
             entries = stream_tombstones(self.catalog, self.topics, ref.bucket_id, ref.stream_id)
             await self.writer.submit([record], lambda _offsets: entries)
             self.catalog.drop_stream(ref.bucket_id, ref.stream_id)
+            self.reads.cache.forget((ref.bucket_id, ref.stream_id))
             self.hub.notify((ref.bucket_id, ref.stream_id))
 
     async def head(self, ref: StreamRef) -> StreamMeta:
@@ -207,7 +208,12 @@ class StreamService:
             tail = offsets[len(messages)] + 1 if messages else offsets[0] + 1
             return template.evolve(start_offset=offsets[0], next_offset=tail)
 
-        return await self._commit(records, finalize, forget=forget)
+        meta, offsets = await self._commit(records, finalize, forget=forget)
+        data = offsets[1 : 1 + len(messages)]
+        self.reads.cache.record(
+            (ref.bucket_id, ref.stream_id), offsets[0], meta.next_offset, data, messages
+        )
+        return meta
 
     async def _append(
         self,
@@ -242,7 +248,11 @@ class StreamService:
                 producer.last_seq,
                 now,
             )
-        return await self._commit(records, finalize, record)
+        written, offsets = await self._commit(records, finalize, record)
+        key = (meta.bucket_id, meta.stream_id)
+        data = offsets[: len(messages)]
+        self.reads.cache.record(key, meta.next_offset, written.next_offset, data, messages)
+        return written
 
     async def _commit(
         self,
@@ -250,8 +260,11 @@ class StreamService:
         finalize: Callable[[list[int]], StreamMeta],
         producer: ProducerRecord | None = None,
         forget: list[StateEntry] | None = None,
-    ) -> StreamMeta:
-        """Write the records, the stream's new meta and producer state in one transaction."""
+    ) -> tuple[StreamMeta, list[int]]:
+        """Write the records, the stream's new meta and producer state in one transaction.
+
+        Returns the stream's new meta and the Kafka offsets of the records.
+        """
         result: list[StreamMeta] = []
 
         def entries(offsets: list[int]) -> list[StateEntry]:
@@ -259,7 +272,7 @@ class StreamService:
             state = [*(forget or []), stream_entry(self.topics, result[0])]
             return state + ([producer_entry(self.topics, producer)] if producer else [])
 
-        await self.writer.submit(records, entries)
+        offsets = await self.writer.submit(records, entries)
         meta = result[0]
         for _topic, key, _value in forget or []:
             if _topic == self.topics.producers:
@@ -268,7 +281,7 @@ class StreamService:
             self.catalog.put_producer(producer)
         self.catalog.put_stream(meta)
         self.hub.notify((meta.bucket_id, meta.stream_id))
-        return meta
+        return meta, offsets
 
 
 def stream_etag(meta: StreamMeta) -> str:

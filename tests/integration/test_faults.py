@@ -122,6 +122,8 @@ async def test_appends_fail_fast_while_the_broker_is_down(tmp_path: Path) -> Non
                 stream = f"{base}/v1/stream/s"
                 assert (await session.put(stream, headers=TEXT, data=b"a")).status == 201
                 kafka.stop(node)
+                async with session.get(stream, params={"offset": "-1"}) as reply:
+                    assert await reply.read() == b"a"  # recent data: served from the hot tail
                 started = time.monotonic()
                 async with session.post(stream, headers=TEXT, data=b"b") as reply:
                     assert reply.status == 503

@@ -1,0 +1,83 @@
+"""The hot tail: recent messages of each stream this instance wrote, served without Kafka.
+
+Every commit of this instance adds the data records it holds, with their Kafka offsets, so
+for each stream the cache knows *all* of its messages from some offset (`since`) up to its
+tail. A read that starts at or after `since` is answered from memory: live readers woken by
+a commit get the new bytes without a round trip to the broker, and recent data stays
+readable while the broker is away. The whole cache holds at most `budget_bytes` of payload;
+past that, the streams written longest ago are dropped whole (their reads go to Kafka).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from adapter.log.reader import ReadResult
+
+
+@dataclass
+class _Tail:
+    since: int  # every data record of the stream at or after this offset is below ...
+    end: int  # ... up to this tail (exclusive)
+    offsets: list[int] = field(default_factory=list)
+    payloads: list[bytes] = field(default_factory=list)
+    size: int = 0
+
+
+class HotCache:
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget_bytes = budget_bytes
+        self._tails: OrderedDict[Hashable, _Tail] = OrderedDict()
+        self._size = 0
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def record(
+        self, key: Hashable, since: int, end: int, offsets: list[int], payloads: list[bytes]
+    ) -> None:
+        """Remember a commit's messages: the stream's tail moved from `since` to `end`."""
+        tail = self._tails.pop(key, None)
+        if tail is None or tail.end != since:  # a commit this cache did not see: start over
+            if tail is not None:
+                self._size -= tail.size
+            tail = _Tail(since, end)
+        tail.end = end
+        tail.offsets += offsets
+        tail.payloads += payloads
+        added = sum(len(p) for p in payloads)
+        tail.size += added
+        self._size += added
+        self._tails[key] = tail  # most recently written last
+        self._evict()
+
+    def forget(self, key: Hashable) -> None:
+        tail = self._tails.pop(key, None)
+        if tail is not None:
+            self._size -= tail.size
+
+    def read(self, key: Hashable, start: int, stop: int, max_bytes: int) -> ReadResult | None:
+        """Messages in [start, stop) if the cache holds all of them, else None."""
+        tail = self._tails.get(key)
+        if tail is None or start < tail.since or stop > tail.end:
+            return None
+        index = bisect.bisect_left(tail.offsets, start)
+        messages: list[bytes] = []
+        taken = 0
+        while index < len(tail.offsets) and tail.offsets[index] < stop:
+            payload = tail.payloads[index]
+            if messages and taken + len(payload) > max_bytes:
+                return ReadResult(messages, tail.offsets[index], False)
+            messages.append(payload)
+            taken += len(payload)
+            index += 1
+        return ReadResult(messages, stop, True)
+
+    def _evict(self) -> None:
+        while self._size > self.budget_bytes and self._tails:
+            _key, oldest = self._tails.popitem(last=False)
+            self._size -= oldest.size

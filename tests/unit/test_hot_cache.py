@@ -1,0 +1,49 @@
+"""The hot tail cache: complete ranges only, bounded bytes, oldest-written streams dropped."""
+
+from __future__ import annotations
+
+from adapter.log.hot_cache import HotCache
+from adapter.log.reader import ReadResult
+
+
+def test_serves_complete_ranges_only() -> None:
+    cache = HotCache(1024)
+    cache.record("s", since=10, end=15, offsets=[11, 14], payloads=[b"a", b"b"])
+    cache.record("s", since=15, end=21, offsets=[20], payloads=[b"c"])
+    assert cache.read("s", 10, 21, 100) == ReadResult([b"a", b"b", b"c"], 21, True)
+    assert cache.read("s", 12, 21, 100) == ReadResult([b"b", b"c"], 21, True)
+    assert cache.read("s", 15, 21, 100) == ReadResult([b"c"], 21, True)
+    assert cache.read("s", 21, 21, 100) == ReadResult([], 21, True)
+    assert cache.read("s", 9, 21, 100) is None  # before what the cache is sure of
+    assert cache.read("other", 0, 5, 100) is None
+    assert cache.read("s", 15, 30, 100) is None  # past the tail it knows
+
+
+def test_a_commit_it_did_not_see_restarts_the_stream() -> None:
+    cache = HotCache(1024)
+    cache.record("s", since=0, end=2, offsets=[1], payloads=[b"a"])
+    cache.record("s", since=5, end=7, offsets=[6], payloads=[b"b"])  # 2..5 went elsewhere
+    assert cache.read("s", 0, 7, 100) is None
+    assert cache.read("s", 5, 7, 100) == ReadResult([b"b"], 7, True)
+    assert cache.size == 1
+
+
+def test_respects_the_chunk_size() -> None:
+    cache = HotCache(1024)
+    cache.record("s", since=0, end=6, offsets=[1, 3, 5], payloads=[b"aaaa", b"bbbb", b"cccc"])
+    assert cache.read("s", 0, 6, 9) == ReadResult([b"aaaa", b"bbbb"], 5, False)
+    assert cache.read("s", 5, 6, 9) == ReadResult([b"cccc"], 6, True)
+    assert cache.read("s", 0, 6, 1) == ReadResult([b"aaaa"], 3, False)  # one message at least
+
+
+def test_budget_drops_the_streams_written_longest_ago() -> None:
+    cache = HotCache(10)
+    cache.record("old", since=0, end=2, offsets=[1], payloads=[b"12345"])
+    cache.record("new", since=0, end=2, offsets=[1], payloads=[b"12345"])
+    assert cache.size == 10
+    cache.record("old", since=2, end=4, offsets=[3], payloads=[b"x"])  # written again: newest
+    assert cache.read("new", 0, 2, 100) is None
+    assert cache.read("old", 0, 4, 100) == ReadResult([b"12345", b"x"], 4, True)
+    assert cache.size == 6
+    cache.forget("old")
+    assert cache.size == 0
