@@ -13,7 +13,6 @@ from adapter.protocol import json_mode
 from adapter.protocol.caching import (
     NO_STORE,
     cache_control_for_read,
-    etag,
     if_none_match_matches,
 )
 from adapter.protocol.commands import Append, Chunk, CreateStream, Read, StreamRef
@@ -28,7 +27,7 @@ from adapter.protocol.headers import (
 )
 from adapter.protocol.identifiers import split_compat_path, validate_bucket_id, validate_stream_id
 from adapter.protocol.offsets import ReadFrom, Start, encode, parse_offset
-from adapter.service.streams import stream_etag
+from adapter.protocol.stream_rules import range_etag, stream_etag
 from adapter.state.records import StreamMeta
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
@@ -159,10 +158,8 @@ def _body(meta: StreamMeta, messages: list[bytes]) -> bytes:
 
 
 def _chunk_etag(chunk: Chunk) -> str:
-    meta = chunk.meta
-    closed = meta.closed and chunk.up_to_date
-    internal = f"{meta.bucket_id}/{meta.stream_id}@{meta.start_offset}"
-    return etag(internal, encode(chunk.start), encode(chunk.next_offset), closed)
+    closed = chunk.meta.closed and chunk.up_to_date
+    return range_etag(chunk.meta, chunk.start, chunk.next_offset, closed)
 
 
 def _read_headers(chunk: Chunk) -> dict[str, str]:
