@@ -23,6 +23,13 @@ from adapter.log.errors import LogUnavailable
 log = logging.getLogger(__name__)
 
 MAX_BATCHES_PER_TRANSACTION = 1000
+FENCING_CODES = frozenset(
+    {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+)
+FENCED_MESSAGE = (
+    "this instance was fenced: another adapter writes with the same topic prefix;"
+    " restart this one once that is resolved"
+)
 
 # (topic, key, value or None for a tombstone) of a record for a compacted state topic.
 StateEntry = tuple[str, str, bytes | None]
@@ -64,6 +71,7 @@ class LogWriter:
             "logger": logging.getLogger("librdkafka.writer"),
         }
         self._producer: Producer | None = None
+        self.fenced = False
         self._queue: asyncio.Queue[WriteBatch] = asyncio.Queue()
         # Every producer call runs on this one thread: librdkafka transactions are not
         # meant to be driven from several threads at once.
@@ -115,12 +123,24 @@ class LogWriter:
         return producer
 
     def _commit(self, batches: list[WriteBatch]) -> list[list[int]]:
+        if self.fenced:
+            raise LogUnavailable(FENCED_MESSAGE)
         producer = self._producer or self._init_producer()
         try:
             return self._transaction(producer, batches)
-        except KafkaException as error:
-            self._recover(producer, error)
-            raise LogUnavailable(f"kafka transaction failed: {error}") from error
+        except (KafkaException, SystemError) as error:
+            # A fatal error met inside a delivery callback (a fencing among them) comes out
+            # of flush() as a SystemError whose cause is the KafkaException.
+            cause = error if isinstance(error, KafkaException) else error.__cause__
+            self._recover(producer, cause if isinstance(cause, KafkaException) else None)
+            raise LogUnavailable(FENCED_MESSAGE if self.fenced else f"kafka: {cause}") from error
+
+    def _fence(self, error: KafkaError) -> None:
+        # Another instance took this transactional.id: it is the writer now. Fencing it
+        # back would make the two take turns, so this one stops writing for good.
+        if not self.fenced:
+            log.error("%s (%s)", FENCED_MESSAGE, error.str())
+        self.fenced = True
 
     def _transaction(self, producer: Producer, batches: list[WriteBatch]) -> list[list[int]]:
         producer.begin_transaction()
@@ -153,18 +173,20 @@ class LogWriter:
                 producer.commit_transaction(self.limits.timeout_s)
                 return
             except KafkaException as error:
-                inner = error.args[0] if error.args else None
+                inner = error.args[0] if error is not None and error.args else None
                 if attempt == 2 or not isinstance(inner, KafkaError) or not inner.retriable():
                     raise
 
-    def _recover(self, producer: Producer, error: KafkaException) -> None:
+    def _recover(self, producer: Producer, error: KafkaException | None) -> None:
         """Abort what can be aborted, then start the next transaction on a fresh producer.
 
         A refused record (too large, topic gone) can leave the idempotent sequence of the old
         producer out of step with the broker; a new one, fenced in by init_transactions, is
         cheap beside a failed commit and never inherits that state.
         """
-        inner = error.args[0] if error.args else None
+        inner = error.args[0] if error is not None and error.args else None
+        if isinstance(inner, KafkaError) and inner.code() in FENCING_CODES:
+            self._fence(inner)
         if isinstance(inner, KafkaError) and not inner.fatal():
             try:
                 producer.abort_transaction(self.limits.timeout_s)
