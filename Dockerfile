@@ -40,13 +40,14 @@ ENV PATH=/app/.venv/bin:$PATH \
 
 FROM runtime AS spark
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
     && rm -rf /var/lib/apt/lists/*
 USER durable
-# Spark fetches the Kafka connector into ~/.ivy2* on first run unless DURABLE_KAFKA_SPARK_JARS
-# names local jars.
+# The Kafka connector's jars, fetched with Maven at build time (devstack/spark.py) so the job
+# starts without network access; DURABLE_KAFKA_SPARK_JARS overrides them.
+RUN python -c "from devstack import spark; spark.jars_dir()"
 ENTRYPOINT []
-CMD ["python", "-m", "spark_streaming.jobs.console"]
+CMD ["python", "-m", "spark_streaming.jobs.bucket_activity", "--help"]
 
 FROM runtime AS adapter
 USER durable

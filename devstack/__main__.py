@@ -1,4 +1,4 @@
-"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter] [chromium]`: for make."""
+"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter] [chromium] [spark]`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from devstack import adapter, browser, kafka, minio
+from devstack import adapter, browser, kafka, minio, spark
 from devstack.paths import data_dir
 from devstack.process import ServiceError
 
@@ -50,6 +50,12 @@ SERVICES: dict[str, Service] = {
         down=lambda: None,
         fetch=browser.chromium_path,
         status=lambda: browser.chromium_version() is not None,
+    ),
+    "spark": Service(
+        up=lambda: str(spark.jars_dir()),
+        down=lambda: None,
+        fetch=spark.jars_dir,
+        status=spark.is_cached,
     ),
 }
 
