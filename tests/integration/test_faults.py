@@ -163,7 +163,7 @@ async def test_broker_restart_under_load_loses_and_duplicates_nothing(tmp_path: 
                 ]
                 await _until_a_third_is_acknowledged(acked)
                 await asyncio.to_thread(kafka.stop, node)
-                await asyncio.sleep(2)
+                await asyncio.sleep(8)  # well past the 3 s Kafka timeout: appends must 503
                 await asyncio.to_thread(kafka.start, node)
                 await asyncio.wait_for(asyncio.gather(*load), 180)
                 async with session.get(url, params={"offset": "-1"}) as reply:
