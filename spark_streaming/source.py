@@ -14,7 +14,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType
 
-from adapter.log.reader import CONTENT_TYPE_HEADER, CONTROL_HEADER
+from adapter.log.reader import (
+    CONTENT_TYPE_HEADER,
+    CONTROL_HEADER,
+    PRODUCER_EPOCH_HEADER,
+    PRODUCER_ID_HEADER,
+    PRODUCER_SEQ_HEADER,
+)
 from spark_streaming.schema import LIFECYCLE_SCHEMA, row_schema
 from topology.naming import BUCKET_INFIX, bucket_topic, bucket_topic_pattern
 
@@ -88,10 +94,10 @@ def decode_streams(records: DataFrame, topic_prefix: str = DEFAULT_PREFIX) -> Da
         "content_type": content_type,
         "payload": F.col("value"),
         "json": F.when(media_type == "application/json", F.col("value").cast(StringType())),
-        # Producer headers are not written to records yet: the adapter keeps them elsewhere.
-        "producer_id": F.lit(None),
-        "producer_epoch": F.lit(None),
-        "producer_seq": F.lit(None),
+        # Present on the records of appends made with Producer-Id/Epoch/Seq, null otherwise.
+        "producer_id": _header(PRODUCER_ID_HEADER),
+        "producer_epoch": _header(PRODUCER_EPOCH_HEADER).cast(LongType()),
+        "producer_seq": _header(PRODUCER_SEQ_HEADER).cast(LongType()),
         "timestamp": F.col("timestamp"),
         "partition": F.col("partition"),
         "kafka_offset": F.col("offset"),

@@ -22,6 +22,10 @@ log = logging.getLogger(__name__)
 
 CONTROL_HEADER = "dk-control"
 CONTENT_TYPE_HEADER = "content-type"
+# On data records appended with Producer-Id/Epoch/Seq: who wrote them, for Kafka consumers.
+PRODUCER_ID_HEADER = "producer-id"
+PRODUCER_EPOCH_HEADER = "producer-epoch"
+PRODUCER_SEQ_HEADER = "producer-seq"
 
 
 @dataclass(frozen=True)

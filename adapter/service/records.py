@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
-from adapter.log.reader import CONTENT_TYPE_HEADER, CONTROL_HEADER
+from adapter.log.reader import (
+    CONTENT_TYPE_HEADER,
+    CONTROL_HEADER,
+    PRODUCER_EPOCH_HEADER,
+    PRODUCER_ID_HEADER,
+    PRODUCER_SEQ_HEADER,
+)
 from adapter.log.writer import Record
+from adapter.protocol.headers import ProducerHeaders
 
 
 def data_records(
-    topic: str, partition: int, stream_id: str, content_type: str, messages: list[bytes]
+    topic: str,
+    partition: int,
+    stream_id: str,
+    content_type: str,
+    messages: list[bytes],
+    producer: ProducerHeaders | None = None,
 ) -> list[Record]:
     headers: list[tuple[str, str | bytes | None]] = [(CONTENT_TYPE_HEADER, content_type.encode())]
+    if producer is not None:
+        headers += [
+            (PRODUCER_ID_HEADER, producer.producer_id.encode()),
+            (PRODUCER_EPOCH_HEADER, str(producer.epoch).encode()),
+            (PRODUCER_SEQ_HEADER, str(producer.seq).encode()),
+        ]
     key = stream_id.encode()
     return [Record(topic, partition, key, message, headers) for message in messages]
 

@@ -226,7 +226,9 @@ class StreamService:
         producer: ProducerState | None,
     ) -> StreamMeta:
         topic = self.buckets.topic(meta.bucket_id)
-        records = data_records(topic, meta.partition, meta.stream_id, meta.content_type, messages)
+        records = data_records(
+            topic, meta.partition, meta.stream_id, meta.content_type, messages, command.producer
+        )
         if command.close:
             records.append(control_record(topic, meta.partition, meta.stream_id, "close"))
         now = self.clock()

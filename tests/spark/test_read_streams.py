@@ -41,6 +41,8 @@ class Stream:
     stream_id: str
     content_type: str
     messages: list[bytes] = field(default_factory=list)
+    # (Producer-Id, epoch, seq) each message was appended with, None without them
+    producers: list[tuple[str, int, int] | None] = field(default_factory=list)
     # (index of an append's last message, the Stream-Next-Offset the append answered)
     tails: list[tuple[int, str]] = field(default_factory=list)
 
@@ -50,18 +52,27 @@ class Stream:
 
 
 async def append(
-    client: Client, stream: Stream, body: bytes, messages: list[bytes], closed: bool = False
+    client: Client,
+    stream: Stream,
+    body: bytes,
+    messages: list[bytes],
+    closed: bool = False,
+    producer: tuple[str, int, int] | None = None,
 ) -> None:
     headers = {"Content-Type": stream.content_type}
     if closed:
         headers["Stream-Closed"] = "true"
+    if producer is not None:
+        names = ("Producer-Id", "Producer-Epoch", "Producer-Seq")
+        headers |= dict(zip(names, map(str, producer), strict=True))
     if stream.messages or stream.tails:
         response = await client.post(stream.path, data=body, headers=headers)
-        assert response.status == 204, await response.text()
+        assert response.status == (200 if producer else 204), await response.text()
     else:
         response = await client.put(stream.path, data=body, headers=headers)
         assert response.status == 201, await response.text()
     stream.messages.extend(messages)
+    stream.producers.extend([producer] * len(messages))
     stream.tails.append((len(stream.messages) - 1, response.headers["Stream-Next-Offset"]))
 
 
@@ -75,7 +86,8 @@ async def fill(client: Client, bucket: str, other: str) -> list[Stream]:
     await append(client, binary, b"\r\n tail \xc3", [b"\r\n tail \xc3"])
     events = Stream(bucket, "events", JSON)
     await append(client, events, b'[{"a":1}, [2,3]]', [b'{"a":1}', b"[2,3]"])
-    await append(client, events, '{"b":"ü"}'.encode(), ['{"b":"ü"}'.encode()])
+    body = '{"b":"ü"}'.encode()
+    await append(client, events, body, [body], producer=("writer-7", 2, 0))
     notes = Stream(bucket, "notes", TEXT)
     await append(client, notes, b"one", [b"one"])
     await append(client, notes, b"two", [b"two"], closed=True)
@@ -114,12 +126,13 @@ def assert_rows_are_the_streams(
         ]
         assert [row["json"] for row in found] == expected_json
         partition = partition_for(stream.stream_id.encode(), PARTITIONS)
+        producers = [(r["producer_id"], r["producer_epoch"], r["producer_seq"]) for r in found]
+        assert producers == [p or (None, None, None) for p in stream.producers]
         for row in found:
             assert row["content_type"] == stream.content_type
             assert row["offset"] == encode(row["kafka_offset"])
             assert row["partition"] == partition
             assert row["timestamp"] is not None
-            assert (row["producer_id"], row["producer_epoch"], row["producer_seq"]) == (None,) * 3
         # The Stream-Next-Offset an append answered follows its last message's record.
         for last, tail in stream.tails:
             assert encode(found[last]["kafka_offset"] + 1) == tail
