@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import base64
-import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
+from devstack import maven
 from devstack.paths import cache_dir
 from devstack.process import ServiceError, ServiceProcess, port_open, run_checked
 
@@ -53,23 +53,7 @@ class KafkaNode:
 def jars_dir() -> Path:
     """The broker's runtime classpath, fetched once with Maven and cached under the home."""
     target = cache_dir() / f"kafka-{KAFKA_VERSION}" / "libs"
-    if (target / ".complete").exists():
-        return target
-    if shutil.which("mvn") is None:
-        raise ServiceError("Maven (mvn) is needed to fetch the Kafka broker's jars")
-    staging = target.with_name("libs.partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    run_checked(
-        [
-            "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-            "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
-        ],
-        "fetching the Kafka broker's jars with Maven",
-    )  # fmt: skip
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    (target / ".complete").touch()
-    return target
+    return maven.copy_dependencies(POM, target, "the Kafka broker's jars")
 
 
 def server_properties(node: KafkaNode) -> str:

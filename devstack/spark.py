@@ -8,11 +8,11 @@ cache; of those jars pyspark lacks only five, and those five are what `spark.jar
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
+from devstack import maven
 from devstack.paths import cache_dir
-from devstack.process import ServiceError, run_checked
+from devstack.process import ServiceError
 
 SPARK_VERSION = "4.0.0"  # pyspark's pin (pyproject, extra `spark`) and the connectors' version
 SCALA_BINARY = "2.13"
@@ -40,29 +40,12 @@ def _target() -> Path:
 
 def is_cached() -> bool:
     """Whether the jars are already fetched (for `python -m devstack status`)."""
-    return (_target() / ".complete").exists()
+    return maven.is_fetched(_target())
 
 
 def jars_dir() -> Path:
     """The connectors' whole runtime tree, fetched once with Maven and cached."""
-    target = _target()
-    if is_cached():
-        return target
-    if shutil.which("mvn") is None:
-        raise ServiceError("Maven (mvn) is needed to fetch Spark's Kafka connector jars")
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    run_checked(
-        [
-            "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-            "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
-        ],
-        "fetching Spark's Kafka connector jars with Maven",
-    )  # fmt: skip
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    (target / ".complete").touch()
-    return target
+    return maven.copy_dependencies(POM, _target(), "Spark's Kafka connector jars")
 
 
 def select_missing(directory: Path) -> list[Path]:
