@@ -53,6 +53,8 @@ class WorkerTotals:
     errors: int = 0  # failed connects, non-200 answers, broken connections
     disconnects: int = 0  # responses the server ended (the subscriber resumed from its offset)
     duplicates: int = 0
+    chunks: int = 0  # network reads, to compare with messages: how the server batches writes
+    messages: int = 0  # distinct messages received, every phase
     error_samples: list[str] = field(default_factory=list)
     lags_ms: list[float] = field(default_factory=list)  # event-loop lag while measuring
 
@@ -99,6 +101,7 @@ class Subscriber:
 
     def feed(self, chunk: bytes, now_ns: int) -> None:
         """Take the complete events in `chunk` (plus what was left over from the last one)."""
+        self.totals.chunks += 1
         data = self.buffer + chunk
         end = data.rfind(b"\n\n")
         if end < 0:
@@ -121,6 +124,7 @@ class Subscriber:
             self.totals.duplicates += 1
             return
         self.seen[seq] = 1
+        self.totals.messages += 1
         if phase != b"M":
             return
         self.measured += 1
@@ -175,6 +179,7 @@ async def _report(conn: Connection, subscribers: list[Subscriber], totals: Worke
         status = {
             "connected": sum(s.connected.is_set() for s in subscribers),
             "measured": sum(s.measured for s in subscribers),
+            "messages": totals.messages,
             "errors": totals.errors,
         }
         conn.send(("status", status))
@@ -207,6 +212,8 @@ def _result(subscribers: list[Subscriber], totals: WorkerTotals) -> dict[str, An
         "errors": totals.errors,
         "disconnects": totals.disconnects,
         "duplicates": totals.duplicates,
+        "chunks": totals.chunks,
+        "messages": totals.messages,
         "error_samples": totals.error_samples,
         "lag_p99_ms": lags[int(len(lags) * 0.99)] if lags else 0.0,
         "lag_max_ms": lags[-1] if lags else 0.0,

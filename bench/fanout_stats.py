@@ -17,9 +17,10 @@ def merge(histograms: Iterable[Mapping[int, int]]) -> Counter[int]:
     return merged
 
 
-def percentile_ms(histogram: Mapping[int, int], q: float) -> float | None:
-    """The upper edge of the bucket holding the q-quantile (None without samples)."""
-    total = sum(histogram.values())
+def percentile_ms(histogram: Mapping[int, int], q: float, lost: int = 0) -> float | None:
+    """The upper edge of the bucket holding the q-quantile, counting `lost` messages as later
+    than any delivered one: None when the quantile falls among them (or without samples)."""
+    total = sum(histogram.values()) + lost
     if total == 0:
         return None
     rank, seen = max(1, math.ceil(q * total)), 0
@@ -40,6 +41,7 @@ class Row:
     streams: int
     rate: float
     measure_s: float
+    code: str = ""  # the server's code version (durable-kafka's commit)
     connected: int = 0
     connect_s: float = 0.0
     delivered: int = 0
@@ -48,6 +50,7 @@ class Row:
     errors: int = 0
     disconnects: int = 0
     never_connected: int = 0
+    appends_sent: int = 0
     appends_ok: int = 0
     append_errors: int = 0
     append_p50_ms: float = 0.0
@@ -63,7 +66,12 @@ class Row:
     loadgen_cpu: float = 0.0  # subscriber workers + appender, same unit
     busiest_worker_core: float = 0.0  # the busiest subscriber process, share of one core
     machine_cpu: float = 0.0
+    # CPU per message delivered to one subscriber, from the window's start to the drain's end:
+    # unlike latency, barely moved by other work on the machine.
+    server_us_per_delivery: float | None = None
+    loadgen_us_per_delivery: float | None = None
     background_cpu: float = 0.0  # the machine's busy share just before the scenario began
+    reads_per_message: float | None = None  # subscriber network reads per message received
     worker_lag_p99_ms: float = 0.0
     worker_lag_max_ms: float = 0.0
     server_stop_s: float = 0.0
@@ -95,6 +103,9 @@ def ratios(rows: list[Row], target: str, references: Iterable[str]) -> list[dict
                     "versus": reference,
                     "p50": _ratio(row.p50_ms, ref.p50_ms),
                     "p99": _ratio(row.p99_ms, ref.p99_ms),
+                    "server_cpu_per_delivery": _ratio(
+                        row.server_us_per_delivery, ref.server_us_per_delivery
+                    ),
                     "rss_per_subscriber": _ratio(
                         row.rss_per_subscriber_kib, ref.rss_per_subscriber_kib
                     ),
@@ -106,7 +117,7 @@ def ratios(rows: list[Row], target: str, references: Iterable[str]) -> list[dict
 def _ratio(mine: float | None, theirs: float | None) -> float | None:
     if mine is None or theirs is None or theirs <= 0:
         return None
-    return round(mine / theirs, 2)
+    return float(f"{mine / theirs:.2g}")  # two significant digits, however small
 
 
 _COLUMNS = (
@@ -114,12 +125,14 @@ _COLUMNS = (
     ("scenario", 10),
     ("subs", 6),
     ("delivered/expected", 20),
+    ("appends ok/sent", 15),
     ("err/disc", 9),
     ("p50 ms", 8),
     ("p99 ms", 8),
     ("max ms", 8),
     ("RSS MiB before>peak", 20),
     ("KiB/sub", 8),
+    ("srv us/msg", 10),
     ("srv CPU", 8),
     ("gen CPU", 8),
     ("box CPU", 8),
@@ -136,6 +149,7 @@ def table(rows: list[Row], ratio_rows: list[dict[str, object]]) -> str:
             lines.append(
                 f"  {ratio['scenario']:<10} vs {ratio['versus']:<17} p50 {_x(ratio['p50'])}"
                 f"  p99 {_x(ratio['p99'])}  RSS/sub {_x(ratio['rss_per_subscriber'])}"
+                f"  server CPU/msg {_x(ratio['server_cpu_per_delivery'])}"
             )
     return "\n".join(lines)
 
@@ -150,12 +164,14 @@ def _cells(row: Row) -> list[str]:
         row.scenario,
         str(row.subscribers),
         f"{row.delivered}/{row.expected}" + (" !" if row.failure else ""),
+        f"{row.appends_ok}/{row.appends_sent}",
         f"{row.errors}/{row.disconnects}",
-        _ms(row.p50_ms),
-        _ms(row.p99_ms),
-        _ms(row.max_ms),
+        _ms(row.p50_ms, row.expected),
+        _ms(row.p99_ms, row.expected),
+        _ms(row.max_ms, row.expected),
         f"{row.rss_before_kib / 1024:.0f}>{row.rss_peak_kib / 1024:.0f}",
         f"{row.rss_per_subscriber_kib:.1f}",
+        _ms(row.server_us_per_delivery, 0),
         f"{row.server_cpu:.0%}",
         f"{row.loadgen_cpu:.0%}",
         f"{row.machine_cpu:.0%}",
@@ -163,8 +179,11 @@ def _cells(row: Row) -> list[str]:
     ]
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
+def _ms(value: float | None, expected: int) -> str:
+    """A latency; "lost" when it falls among undelivered messages."""
+    if value is None:
+        return "lost" if expected else "-"
+    return f"{value:.1f}"
 
 
 def _x(value: object) -> str:

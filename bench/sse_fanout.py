@@ -8,8 +8,11 @@ scenario: delivered/expected messages, errors, latency p50/p99/max, server RSS b
 subscribers and at peak, RSS per subscriber, CPU shares, and the ratios durable-kafka /
 reference. Table on stdout, JSON in bench/results/sse_fanout.json.
 
-    .venv/bin/python -m bench.sse_fanout            # the full run (several minutes)
+    .venv/bin/python -m bench.sse_fanout            # the full run (~15 min on 2 cores)
     .venv/bin/python -m bench.sse_fanout --smoke    # tiny sizes, one server per target
+    .venv/bin/python -m bench.sse_fanout --smoke --targets reference-memory   # ~20 s
+
+Method, figures and what limits them: docs/performance.md, "SSE fan-out (live tails)".
 """
 
 from __future__ import annotations
@@ -17,33 +20,36 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import os
 import platform
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from bench import targets
+from bench import profiling, targets
 from bench.fanout_load import AppenderSpec, WorkerSpec, appender_main, worker_main
+from bench.fanout_procs import (
+    BenchError,
+    CpuSnapshot,
+    PeakSampler,
+    Pipes,
+    reap,
+    record_cpu,
+    spawn,
+)
 from bench.fanout_stats import Row, merge, percentile_ms, ratios, table
 
 RESULTS = targets.REPO / "bench" / "results"
 REFERENCES = (targets.REFERENCE_MEMORY, targets.REFERENCE_FILE)
-_MP = multiprocessing.get_context("spawn")
-
-
-class BenchError(RuntimeError):
-    """The scenario could not be measured (a worker died, subscribers never connected...)."""
+REFERENCE_PACKAGE = (
+    targets.REPO / "conformance" / "node_modules" / "@durable-streams" / "server" / "package.json"
+)
 
 
 @dataclass(frozen=True)
@@ -57,120 +63,9 @@ class Scenario:
 def scenarios(args: argparse.Namespace) -> dict[str, Scenario]:
     return {
         "one": Scenario("one", args.subscribers, 1, args.rate),
-        "one-big": Scenario("one-big", args.big_subscribers, 1, args.rate),
+        "one-big": Scenario("one-big", args.big_subscribers, 1, args.big_rate or args.rate),
         "many": Scenario("many", args.streams, args.streams, args.many_rate),
     }
-
-
-# -- processes and pipes -------------------------------------------------------------------
-
-
-class Pipes:
-    """The orchestrator's end of every worker's and the appender's pipe."""
-
-    def __init__(self) -> None:
-        self.names: dict[Connection, str] = {}
-        self.status: dict[str, dict[str, int]] = {}
-        self.results: dict[str, dict[str, Any]] = {}
-        self.on_phase: Callable[[str], None] = lambda _phase: None
-
-    def add(self, name: str, conn: Connection) -> None:
-        self.names[conn] = name
-
-    def pump(self, timeout_s: float) -> None:
-        """Take every message that arrives within `timeout_s`."""
-        ready = wait(list(self.names), timeout_s)
-        for conn in ready:
-            assert isinstance(conn, Connection)
-            name = self.names[conn]
-            try:
-                kind, payload = conn.recv()
-            except (EOFError, OSError):
-                del self.names[conn]
-                if name not in self.results:
-                    raise BenchError(f"{name} died without a result") from None
-                continue
-            if kind == "status":
-                self.status[name] = payload
-            elif kind == "phase":
-                self.on_phase(payload)
-            else:
-                self.results[name] = payload
-
-    def total(self, key: str) -> int:
-        return sum(status.get(key, 0) for status in self.status.values())
-
-    def send(self, names: list[str], command: str) -> None:
-        for conn, name in self.names.items():
-            if name in names:
-                conn.send(command)
-
-
-def spawn(
-    pipes: Pipes, name: str, target: Callable[[Any, Connection], None], spec: object
-) -> BaseProcess:
-    mine, theirs = _MP.Pipe()
-    process = _MP.Process(target=target, args=(spec, theirs), name=name, daemon=True)
-    process.start()
-    theirs.close()
-    pipes.add(name, mine)
-    return process
-
-
-def reap(processes: list[BaseProcess]) -> None:
-    for process in processes:
-        process.join(5)
-        if process.is_alive():
-            process.kill()
-            process.join()
-
-
-class PeakSampler(threading.Thread):
-    """The highest VmRSS of one process, sampled every 100 ms."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.peak_kib = targets.rss_kib(pid)
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        while not self._done.wait(0.1):
-            self.peak_kib = max(self.peak_kib, targets.rss_kib(self.pid))
-
-    def finish(self) -> int:
-        self._done.set()
-        self.join()
-        return self.peak_kib
-
-
-@dataclass
-class CpuSnapshot:
-    at: float
-    server: float
-    workers: list[float]
-    appender: float
-    machine: tuple[int, int]
-
-    @classmethod
-    def take(cls, server: int, workers: list[int], appender: int) -> CpuSnapshot:
-        return cls(
-            time.monotonic(),
-            targets.cpu_seconds(server),
-            [targets.cpu_seconds(pid) for pid in workers],
-            targets.cpu_seconds(appender),
-            targets.machine_jiffies(),
-        )
-
-
-def record_cpu(row: Row, start: CpuSnapshot, end: CpuSnapshot) -> None:
-    wall, cores = max(1e-9, end.at - start.at), os.cpu_count() or 1
-    workers = [b - a for a, b in zip(start.workers, end.workers, strict=True)]
-    row.server_cpu = (end.server - start.server) / wall / cores
-    row.loadgen_cpu = (sum(workers) + end.appender - start.appender) / wall / cores
-    row.busiest_worker_core = max(workers, default=0.0) / wall
-    busy, total = (e - s for s, e in zip(start.machine, end.machine, strict=True))
-    row.machine_cpu = busy / max(1, total)
 
 
 # -- one scenario --------------------------------------------------------------------------
@@ -216,16 +111,23 @@ def measure(server: targets.Server, scenario: Scenario, args: argparse.Namespace
     sampler = PeakSampler(server.pid)
     sampler.start()
     pipes, processes = Pipes(), []
+    profile = args.log_dir / f"py-spy-{row.target}-{scenario.name}.txt"
+    window: Window | None = None
     try:
         processes = start_workers(pipes, scenario, urls, args)
         connect(pipes, scenario, args, row)
         row.rss_connected_kib = targets.rss_kib(server.pid)
-        processes.append(start_appender(pipes, scenario, urls, args, row, server.pid, processes))
+        window = Window(pipes, row, server.pid, processes, profile)
+        processes.append(start_appender(pipes, scenario, urls, args, window))
         acked = append(pipes, processes[-1], args)
         drain(pipes, scenario, acked, args)
+        window.delivered()
+        stop_workers(pipes)
         collect(pipes, scenario, acked, row)
     finally:
         row.rss_peak_kib = sampler.finish()
+        if window is not None:
+            window.finish()
         for conn in pipes.names:
             conn.close()
         reap(processes)
@@ -259,33 +161,65 @@ def connect(pipes: Pipes, scenario: Scenario, args: argparse.Namespace, row: Row
         raise BenchError("no subscriber connected")
 
 
+class Window:
+    """The measured window: CPU snapshots at its edges, the workers told, the server profiled."""
+
+    def __init__(
+        self, pipes: Pipes, row: Row, server_pid: int, workers: list[BaseProcess], profile: Path
+    ) -> None:
+        self.pipes, self.row, self.server_pid = pipes, row, server_pid
+        self.worker_names = [process.name for process in workers]
+        self.worker_pids = [process.pid or 0 for process in workers]
+        self.appender_pid = 0
+        self.snapshots: list[CpuSnapshot] = []
+        self.profile = profile
+        self.profiler: subprocess.Popen[bytes] | None = None
+        self.start: tuple[CpuSnapshot, int] | None = None
+
+    def on_phase(self, phase: str, args: argparse.Namespace) -> None:
+        if phase not in ("M", "C"):
+            return
+        snapshot = CpuSnapshot.take(self.server_pid, self.worker_pids, self.appender_pid)
+        self.snapshots.append(snapshot)
+        self.pipes.send(self.worker_names, "measure" if phase == "M" else "end")
+        if phase == "M":
+            self.start = (snapshot, self.pipes.total("messages"))
+        if phase == "M" and args.py_spy and self.row.target == targets.DURABLE_KAFKA:
+            self.profiler = profiling.record(
+                args.py_spy, self.server_pid, args.duration, self.profile
+            )
+        if len(self.snapshots) == 2:
+            record_cpu(self.row, *self.snapshots)
+
+    def delivered(self) -> None:
+        """CPU per delivered message, from the window's start until now (the drain's end)."""
+        if self.start is None:
+            return
+        begin, messages = self.start
+        now = CpuSnapshot.take(self.server_pid, self.worker_pids, self.appender_pid)
+        count = self.pipes.total("messages") - messages
+        if count > 0:
+            server = now.server - begin.server
+            self.row.server_us_per_delivery = round(server * 1e6 / count, 1)
+            workers = sum(now.workers) - sum(begin.workers)
+            self.row.loadgen_us_per_delivery = round(workers * 1e6 / count, 1)
+
+    def finish(self) -> None:
+        if self.profiler is not None:
+            summary = profiling.finish(self.profiler, self.profile)
+            log(f"  profile: {summary}")
+
+
 def start_appender(
-    pipes: Pipes,
-    scenario: Scenario,
-    urls: list[str],
-    args: argparse.Namespace,
-    row: Row,
-    server_pid: int,
-    workers: list[BaseProcess],
+    pipes: Pipes, scenario: Scenario, urls: list[str], args: argparse.Namespace, window: Window
 ) -> BaseProcess:
     spec = AppenderSpec(urls, scenario.rate, args.warmup, args.duration, args.cooldown)
-    worker_names = [process.name for process in workers]
-    worker_pids = [process.pid or 0 for process in workers]
-    snapshots: list[CpuSnapshot] = []
-    appender: list[BaseProcess] = []
-
-    def on_phase(phase: str) -> None:
-        if phase in ("M", "C"):
-            snapshots.append(CpuSnapshot.take(server_pid, worker_pids, appender[0].pid or 0))
-            pipes.send(worker_names, "measure" if phase == "M" else "end")
-        if len(snapshots) == 2:
-            record_cpu(row, *snapshots)
-
-    pipes.on_phase = on_phase
-    appender.append(spawn(pipes, "appender", appender_main, spec))
+    pipes.on_phase = lambda phase: window.on_phase(phase, args)
+    appender = spawn(pipes, "appender", appender_main, spec)
+    window.appender_pid = appender.pid or 0
     total = args.warmup + args.duration + args.cooldown
     log(f"  appending {scenario.rate:g}/s for {total:g} s ({args.duration:g} s measured)")
-    return appender[0]
+    return appender
 
 
 def append(pipes: Pipes, appender: BaseProcess, args: argparse.Namespace) -> dict[str, Any]:
@@ -315,6 +249,9 @@ def drain(
             last, last_change = pipes.total("measured"), time.monotonic()
         elif time.monotonic() - last_change > args.drain_idle:
             break
+
+
+def stop_workers(pipes: Pipes) -> None:
     workers = [name for name in pipes.names.values() if name.startswith("worker-")]
     pipes.send(workers, "stop")
     deadline = time.monotonic() + 60
@@ -329,15 +266,24 @@ def collect(pipes: Pipes, scenario: Scenario, acked: dict[str, Any], row: Row) -
     row.expected = sum(expected)
     row.delivered = sum(min(r, e) for r, e in zip(received, expected, strict=False))
     histogram = merge({int(k): v for k, v in r["histogram"].items()} for r in results)
-    row.p50_ms, row.p99_ms = percentile_ms(histogram, 0.50), percentile_ms(histogram, 0.99)
-    row.max_ms = max(r["max_us"] for r in results) / 1000 if histogram else None
+    lost = row.expected - row.delivered
+    row.p50_ms = percentile_ms(histogram, 0.50, lost)
+    row.p99_ms = percentile_ms(histogram, 0.99, lost)
+    row.max_ms = max(r["max_us"] for r in results) / 1000 if histogram and not lost else None
     for key in ("errors", "disconnects", "duplicates", "never_connected"):
         setattr(row, key, sum(r[key] for r in results))
+    messages = sum(r["messages"] for r in results)
+    if messages:
+        row.reads_per_message = round(sum(r["chunks"] for r in results) / messages, 2)
     row.worker_lag_p99_ms = round(max(r["lag_p99_ms"] for r in results), 1)
     row.worker_lag_max_ms = round(max(r["lag_max_ms"] for r in results), 1)
     row.error_samples = [s for r in results for s in r["error_samples"]][:5]
     row.error_samples += acked["error_samples"]
-    row.appends_ok, row.append_errors = acked["ok"], acked["errors"]
+    row.appends_sent, row.appends_ok, row.append_errors = (
+        acked["sent"],
+        acked["ok"],
+        acked["errors"],
+    )
     row.append_p50_ms, row.append_p99_ms = acked["append_p50_ms"], acked["append_p99_ms"]
     row.appender_max_behind_ms = round(acked["max_behind_ms"], 1)
     if len(received) != scenario.subscribers:
@@ -348,13 +294,14 @@ def collect(pipes: Pipes, scenario: Scenario, acked: dict[str, Any], row: Row) -
 
 
 def run_target(
-    name: str, chosen: list[Scenario], args: argparse.Namespace, dk: targets.DurableKafkaOptions
+    name: str, chosen: list[Scenario], args: argparse.Namespace, dk: targets.TargetOptions
 ) -> list[Row]:
     rows: list[Row] = []
     server: targets.Server | None = None
     try:
         for scenario in chosen:
             if server is None:
+                code = targets.code_version()
                 server = targets.start(name, args.log_dir, dk)
             row = Row(
                 name,
@@ -363,6 +310,7 @@ def run_target(
                 scenario.streams,
                 scenario.rate,
                 args.duration,
+                code if name == targets.DURABLE_KAFKA else "",
             )
             log(f"[{name} / {scenario.name}] {scenario.subscribers} subscribers")
             try:
@@ -408,12 +356,19 @@ def preflight(args: argparse.Namespace, chosen: list[Scenario]) -> dict[str, obj
         "ephemeral_ports": high - low + 1,
         "python": platform.python_version(),
         "node": node.stdout.strip(),
+        "reference": "@durable-streams/server "
+        + json.loads(REFERENCE_PACKAGE.read_text())["version"],
+        "durable_kafka": targets.code_version(),
         "aiohttp": aiohttp.__version__,
     }
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.sse_fanout", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.sse_fanout",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add = parser.add_argument
     add("--targets", default=",".join(targets.TARGETS), help="comma-separated, of %(default)s")
     add("--scenarios", default="one,one-big,many", help="comma-separated, of %(default)s")
@@ -421,6 +376,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--big-subscribers", type=int, default=10_000, help="subscribers in 'one-big'")
     add("--streams", type=int, default=1000, help="streams (1 subscriber each) in 'many'")
     add("--rate", type=float, default=50, help="appends/s in 'one' and 'one-big'")
+    add("--big-rate", type=float, help="appends/s in 'one-big' (default: --rate)")
     add("--many-rate", type=float, default=50, help="appends/s over all streams in 'many'")
     add("--warmup", type=float, default=3, help="seconds of appends not measured")
     add("--duration", type=float, default=20, help="seconds of measured appends")
@@ -435,9 +391,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--topic-prefix", default="bench.fanout.")
     add("--no-devstack", action="store_true", help="don't run `devstack up kafka` first")
     add("--reuse-server", action="store_true", help="one server per target, not per scenario")
-    add("--smoke", action="store_true", help="tiny sizes and --reuse-server: seconds, not minutes")
+    add("--smoke", action="store_true", help="tiny sizes, --reuse-server, no quiet wait")
     add("--quiet-below", type=float, default=0.25, help="machine busy share to wait for")
     add("--quiet-timeout", type=float, default=120, help="max wait for it, seconds")
+    add("--reference-long-poll-ms", type=int, default=15_000, help="its idle SSE keep-alive")
+    add("--node-args", default="", help="extra node flags for the reference, e.g. --cpu-prof")
+    add("--py-spy", metavar="BIN", help="profile durable-kafka's measured window with py-spy")
     add("--out", type=Path, default=RESULTS / "sse_fanout.json")
     add("--log-dir", type=Path, default=RESULTS / "logs")
     args = parser.parse_args(argv)
@@ -460,8 +419,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     chosen = [known[s] for s in args.scenarios.split(",")]
     run = preflight(args, chosen)
-    dk = targets.DurableKafkaOptions(
-        args.bootstrap_servers, args.topic_prefix, args.sse_max_duration_ms
+    dk = targets.TargetOptions(
+        args.bootstrap_servers,
+        args.topic_prefix,
+        args.sse_max_duration_ms,
+        args.reference_long_poll_ms,
+        tuple(args.node_args.split()),
     )
     rows = [row for name in args.targets for row in run_target(name, chosen, args, dk)]
     ratio_rows = ratios(rows, targets.DURABLE_KAFKA, REFERENCES)

@@ -42,10 +42,12 @@ class Server:
 
 
 @dataclass(frozen=True)
-class DurableKafkaOptions:
-    bootstrap_servers: str
-    topic_prefix: str
-    sse_max_duration_ms: int
+class TargetOptions:
+    bootstrap_servers: str  # durable-kafka's
+    topic_prefix: str  # durable-kafka's
+    sse_max_duration_ms: int  # durable-kafka's
+    long_poll_timeout_ms: int  # the reference's: it sends an idle SSE subscriber a control event
+    node_args: tuple[str, ...] = ()  # the reference's, e.g. ("--cpu-prof",)
 
 
 def raise_fd_limit() -> int:
@@ -65,16 +67,17 @@ def free_port() -> int:
         return port
 
 
-def start(name: str, log_dir: Path, dk: DurableKafkaOptions) -> Server:
+def start(name: str, log_dir: Path, dk: TargetOptions) -> Server:
     log_dir.mkdir(parents=True, exist_ok=True)
     if name == DURABLE_KAFKA:
         return _start_durable_kafka(log_dir / f"{name}.log", dk)
     if name in (REFERENCE_MEMORY, REFERENCE_FILE):
-        return _start_reference(name, log_dir / f"{name}.log", memory=name == REFERENCE_MEMORY)
+        memory = name == REFERENCE_MEMORY
+        return _start_reference(name, log_dir / f"{name}.log", memory, dk)
     raise TargetError(f"unknown target {name!r}; known: {', '.join(TARGETS)}")
 
 
-def _start_durable_kafka(log_path: Path, dk: DurableKafkaOptions) -> Server:
+def _start_durable_kafka(log_path: Path, dk: TargetOptions) -> Server:
     port = free_port()
     command = [
         str(Path(sys.executable).parent / "durable-kafka"),
@@ -97,8 +100,10 @@ def _start_durable_kafka(log_path: Path, dk: DurableKafkaOptions) -> Server:
     return server
 
 
-def _start_reference(name: str, log_path: Path, memory: bool) -> Server:
-    command = ["node", str(REFERENCE_SCRIPT), "0", *(["--memory"] if memory else [])]
+def _start_reference(name: str, log_path: Path, memory: bool, options: TargetOptions) -> Server:
+    command = ["node", *options.node_args, str(REFERENCE_SCRIPT), "0"]
+    command += ["--long-poll-timeout", str(options.long_poll_timeout_ms)]
+    command += ["--memory"] if memory else []
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=log)
     assert process.stdout is not None
@@ -144,6 +149,17 @@ def stop(server: Server, timeout_s: float = 20) -> float:
     if server.process.stdout is not None:
         server.process.stdout.close()
     return time.monotonic() - started
+
+
+def code_version() -> str:
+    """The commit of the work tree the servers run from, "+dirty" if adapter/ has changes."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    dirty = git("status", "--porcelain", "--", "adapter")
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
 
 
 def rss_kib(pid: int) -> int:
