@@ -17,7 +17,7 @@ from adapter.state.catalog import Catalog
 from adapter.state.records import BucketMeta, StreamMeta, bucket_key
 from adapter.state.records import encode as encode_meta
 from topology.admin import TopologyAdmin
-from topology.errors import TopologyError
+from topology.errors import TopologyError, TopologyMismatch
 from topology.naming import StateTopics
 from topology.specs import TopicLayout, TopicSpec, bucket_topic_spec
 
@@ -144,11 +144,17 @@ class BucketService:
         return meta
 
     async def _ensure_topic(self, spec: TopicSpec) -> None:
-        """Create the topic; a topic of the same name still being deleted is waited out."""
+        """Create the topic; a topic of the same name still being deleted is waited out.
+
+        A topic of that name configured otherwise (say, compacted) is not ours to write to:
+        the bucket cannot be created until an operator renames or removes it.
+        """
         for _ in range(40):
             try:
                 await self.admin.ensure([spec])
                 return
+            except TopologyMismatch as error:
+                raise ProtocolError(ErrorCode.TOPIC_CONFLICT, str(error)) from error
             except TopologyError as error:
                 if "marked for deletion" not in str(error).lower():
                     raise

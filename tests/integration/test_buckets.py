@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from confluent_kafka.admin import AdminClient, NewTopic
+
 from tests.conftest import Client
+from topology.naming import bucket_topic
 
 
 async def _json(client: Client, method: str, path: str, status: int) -> Any:
@@ -103,3 +106,18 @@ async def test_deleting_a_bucket_never_orphans_a_stream_created_meanwhile(
         else:  # the stream went first: the bucket stays, with its stream
             assert (create.status, delete.status) == (201, 409)
             assert (await client.head(f"/{bucket}/s")).status == 200
+
+
+async def test_a_foreign_topic_in_the_way_is_a_conflict(
+    client: Client, unique: str, kafka_bootstrap: str
+) -> None:
+    """A compacted topic where the bucket's topic would be is refused, never written to."""
+    bucket = f"taken-{unique}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic = bucket_topic(f"t{unique}.", bucket)
+    new = NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})
+    await asyncio.wrap_future(admin.create_topics([new], request_timeout=10)[topic])
+    body = await _json(client, "PUT", f"/{bucket}", 409)
+    assert body["error"]["code"] == "topic_conflict"
+    assert "cleanup.policy" in body["error"]["message"]
+    assert await _error_code(client, "GET", f"/{bucket}", 404) == "bucket_not_found"
