@@ -20,6 +20,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
+# Another apt-get (an unattended upgrade, a second checkout's `make deps`) may hold the lock.
+APT_LOCK_WAIT_S = 600
 
 
 def chromium_path() -> str:
@@ -31,9 +33,10 @@ def chromium_path() -> str:
     if os.geteuid() != 0:
         raise ServiceError(f"{CHROMIUM} is missing; install it as root: apt-get install chromium")
     env = {"DEBIAN_FRONTEND": "noninteractive"}
-    run_checked(["apt-get", "update"], "apt-get update", env=env)
+    apt = ["apt-get", "-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"]
+    run_checked([*apt, "update"], "apt-get update", env=env)
     run_checked(
-        ["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+        [*apt, "install", "-y", "--no-install-recommends", "chromium"],
         "installing chromium with apt-get",
         env=env,
     )
