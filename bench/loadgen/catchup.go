@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -12,7 +13,10 @@ func catchUp(t *Target, o Options) Report {
 	url := t.URL(0)
 	started := time.Now()
 	for i := 0; i < o.Count; i++ {
-		readAll(t, url, tally)
+		got := readAll(t, url, tally)
+		if o.ExpectBytes > 0 && got != o.ExpectBytes {
+			tally.Failure("short", fmt.Sprintf("GET %s: read %d bytes, expected %d", url, got, o.ExpectBytes))
+		}
 	}
 	report := tally.Report("catchup", time.Since(started))
 	report.Extra = map[string]any{"reads": o.Count}
@@ -20,19 +24,21 @@ func catchUp(t *Target, o Options) Report {
 }
 
 // readAll follows Stream-Next-Offset until Stream-Up-To-Date; each chunk is one sample.
-func readAll(t *Target, url string, tally *Tally) {
-	offset := "-1"
+// It returns the bytes read.
+func readAll(t *Target, url string, tally *Tally) int64 {
+	offset, total := "-1", int64(0)
 	for {
 		started := time.Now()
 		r := t.Read(context.Background(), url, offset, "")
 		if !r.OK() {
 			tally.Failure(r.Label(), describe("GET", url+"?offset="+offset, r))
-			return
+			return total
 		}
+		total += r.Bytes
 		tally.Success(r.Status, time.Since(started), r.Bytes)
 		next := r.Header.Get("Stream-Next-Offset")
 		if r.Header.Get("Stream-Up-To-Date") == "true" || next == "" || next == offset {
-			return
+			return total
 		}
 		offset = next
 	}

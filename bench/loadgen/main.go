@@ -23,6 +23,7 @@ type Options struct {
 	Bases                                        []string
 	Streams, Writers, Size, Count, WarmOps, Fill int
 	Start, Concurrency                           int
+	ExpectBytes                                  int64
 	Rate                                         float64
 	Warmup, Duration, Timeout                    time.Duration
 	Producer, Create                             bool
@@ -45,6 +46,7 @@ func parse() Options {
 	flag.IntVar(&o.WarmOps, "warm-ops", 10, "latency: untimed operations first")
 	flag.IntVar(&o.Fill, "fill", 10, "latency read: appends in the stream read")
 	flag.IntVar(&o.Start, "start", 0, "create: first stream index")
+	flag.Int64Var(&o.ExpectBytes, "expect-bytes", 0, "catchup: bytes one read must return (0: any)")
 	flag.IntVar(&o.Concurrency, "concurrency", 50, "create: requests in flight")
 	flag.Float64Var(&o.Rate, "rate", 1000, "rate: appends per second in all")
 	flag.Float64Var(&warmup, "warmup", 1, "seconds of load before the measured window")
