@@ -39,7 +39,7 @@ from bench.suite_servers import Deployment
 
 RESULTS = targets.REPO / "bench" / "results"
 ALL_TARGETS = (*targets.TARGETS, RAW_KAFKA)
-PROFILED = ("append-100-streams", "append-latency", "catchup-read", "sse-first-event")
+PROFILED = ("append-latency", "append-100-streams", "append-1000-streams", "append-hot-stream")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
