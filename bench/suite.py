@@ -24,6 +24,7 @@ import shlex
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def machine(args: argparse.Namespace) -> dict[str, Any]:
         "reference": "@durable-streams/server "
         + json.loads(REFERENCE_PACKAGE.read_text())["version"],
         "kafka": _kafka_version(),
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": metadata.version("confluent-kafka"),
         "librdkafka": confluent_kafka.libversion()[0],
         "go": subprocess.run(
             [loadgen_run.go_binary(), "version"], capture_output=True, text=True, check=False
