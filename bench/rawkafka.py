@@ -26,9 +26,9 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def percentile_ms(samples: list[float], q: float) -> float:
+def percentile_ms(samples: list[float], q: float) -> float | None:
     if not samples:
-        return 0.0
+        return None  # throughput rows count deliveries; they time no single record
     ordered = sorted(samples)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 3)
 

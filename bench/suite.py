@@ -32,7 +32,7 @@ import confluent_kafka
 
 from bench import loadgen_run, profiling, suite_memory, suite_servers, targets
 from bench.sse_fanout import REFERENCE_PACKAGE, log, wait_quiet
-from bench.suite_goals import goal_table, goals
+from bench.suite_goals import fanout_goal, goal_table, goals
 from bench.suite_measure import RAW_KAFKA, Context, Row, http_row, raw_row
 from bench.suite_report import ratio_table, ratios, table
 from bench.suite_scenarios import Scenario, catalogue
@@ -121,7 +121,13 @@ def run_target(
     options = target_options(args)
     log(f"[{name}] starting")
     args.quiet_share = wait_quiet(args)
-    deployment = suite_servers.start(name, args.log_dir, options, args.instances)
+    try:
+        deployment = suite_servers.start(name, args.log_dir, options, args.instances)
+    except targets.TargetError as error:
+        log(f"  FAILED: {error}")
+        label = suite_servers.row_name(name, args.instances)
+        wanted = [s for s in chosen if not s.targets_only or name in s.targets_only]
+        return [Row(label, s.name, s.metric, s.what, failure=str(error)) for s in wanted]
     rows = []
     try:
         for scenario in chosen:
@@ -239,6 +245,7 @@ def report(
 ) -> int:
     ratio_rows = ratios(rows)
     checked = goals(rows, args.streams_small, args.streams_many, memory)
+    checked.append(fanout_goal(fanout))
     print(table(rows), "", ratio_table(ratio_rows), "", memory_table(memory), "", sep="\n")
     print(goal_table(checked))
     document: dict[str, Any] = {"run": facts, "rows": rows, "ratios": ratio_rows}

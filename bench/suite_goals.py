@@ -19,13 +19,29 @@ def _median(rows: list[dict[str, Any]], scenario: str, target: str, key: str) ->
 
 
 def _errors(rows: list[dict[str, Any]], scenario: str, target: str) -> int | None:
-    found = [r["errors"] for r in rows if r["scenario"] == scenario and r["target"] == target]
+    found = [
+        r["errors"]
+        for r in rows
+        if r["scenario"] == scenario and r["target"] == target and r["reps"]
+    ]
     return int(found[0]) if found else None
 
 
 def _goal(name: str, value: float | None, bound: float, above: bool, unit: str) -> dict[str, Any]:
     met = None if value is None else (value >= bound if above else value <= bound)
     return {"goal": name, "value": value, "bound": bound, "unit": unit, "met": met}
+
+
+def fanout_goal(fanout: dict[str, Any] | None) -> dict[str, Any]:
+    """SSE fan-out to 1,000 subscribers of one stream: p99 delivery under 50 ms."""
+    found = [
+        r
+        for r in (fanout or {}).get("rows", [])
+        if r.get("target") == DK and r.get("scenario") == "one"
+    ]
+    p99 = found[0].get("p99_ms") if found else None
+    name = f"SSE fan-out p99, {found[0]['subscribers']:,} subscribers" if found else "SSE fan-out"
+    return _goal(name, None if p99 is None else float(p99), 50.0, False, "ms")
 
 
 def goals(

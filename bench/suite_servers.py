@@ -47,10 +47,31 @@ def start(target: str, log_dir: Path, options: targets.TargetOptions, instances:
     try:
         for index in range(instances):
             deployment.servers.append(_start_instance(index, log_dir, options))
+        if instances > 1:
+            _check_writes(deployment)
     except targets.TargetError:
         deployment.stop()
         raise
     return deployment
+
+
+def _check_writes(deployment: Deployment) -> None:
+    """Every instance must accept a write: one fenced by another answers 503 while ready."""
+    for index, server in enumerate(deployment.servers):
+        url = f"{server.url}/v1/stream/bench-probe-{index}-{int(time.time())}"
+        request = urllib.request.Request(url, method="PUT", headers={"Content-Type": "text/plain"})
+        try:
+            with urllib.request.urlopen(request, timeout=30):
+                continue
+        except urllib.error.HTTPError as error:
+            status = f"HTTP {error.code}"
+        except OSError as error:
+            status = str(error)
+        raise targets.TargetError(
+            f"durable-kafka instance {index + 1} of {len(deployment.servers)} is ready but "
+            f"refused a write ({status}): several instances on one prefix need issue 6's "
+            f"partition ownership; see {server.log_path}"
+        )
 
 
 def _start_instance(index: int, log_dir: Path, options: targets.TargetOptions) -> targets.Server:
