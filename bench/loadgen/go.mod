@@ -1,0 +1,3 @@
+module durablekafka/bench/loadgen
+
+go 1.22

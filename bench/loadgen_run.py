@@ -1,0 +1,91 @@
+"""The compiled load generator (bench/loadgen, Go): built once into the cache, run as a process."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import targets
+
+SOURCE = targets.REPO / "bench" / "loadgen"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "durable-kafka" / "bench"
+GO_FALLBACK = Path("/usr/local/go/bin/go")
+
+
+class LoadgenError(RuntimeError):
+    """The generator did not build, did not finish, or printed no report."""
+
+
+def go_binary() -> str:
+    found = shutil.which("go") or (str(GO_FALLBACK) if GO_FALLBACK.exists() else None)
+    if found is None:
+        raise LoadgenError("no `go` on PATH (nor /usr/local/go/bin/go): needed for bench/loadgen")
+    return found
+
+
+def build(cache: Path = CACHE) -> Path:
+    """`go build` into the cache, keyed by the sources' hash; reused while they are unchanged."""
+    digest = hashlib.sha256()
+    for path in sorted(SOURCE.glob("*")):
+        if path.suffix in (".go", ".mod"):
+            digest.update(path.name.encode() + path.read_bytes())
+    binary = cache / f"loadgen-{digest.hexdigest()[:12]}"
+    if binary.exists():
+        return binary
+    cache.mkdir(parents=True, exist_ok=True)
+    env = os.environ | {"CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
+    done = subprocess.run(
+        [go_binary(), "build", "-o", str(binary), "."],
+        cwd=SOURCE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise LoadgenError(f"go build failed: {done.stderr.strip()}")
+    return binary
+
+
+@dataclass
+class Outcome:
+    """The generator's report plus the wall time of its whole process."""
+
+    report: dict[str, Any]
+    wall_s: float
+
+    @property
+    def cpu_share(self) -> float:
+        """The generator's CPU while measured, as a share of all the machine's cores."""
+        seconds = float(self.report.get("seconds") or 0)
+        cpu = float(self.report.get("cpu_s") or 0)
+        return cpu / seconds / (os.cpu_count() or 1) if seconds > 0 else 0.0
+
+
+def run(binary: Path, options: dict[str, object], timeout_s: float) -> Outcome:
+    """Run the generator with `-key value` flags (True: a bare flag); its JSON report."""
+    command = [str(binary)]
+    for key, value in options.items():
+        if value is True:
+            command.append(f"-{key}")
+        elif value is not False and value is not None:
+            command += [f"-{key}", str(value)]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired as error:
+        raise LoadgenError(f"loadgen did not finish in {timeout_s:g} s: {command}") from error
+    if done.returncode != 0 or not done.stdout.strip():
+        raise LoadgenError(f"loadgen exited {done.returncode}: {done.stderr.strip()[:500]}")
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return Outcome(report, time.monotonic() - started)

@@ -1,0 +1,275 @@
+"""The benchmark suite (`make bench`): every scenario of issue 7 against every target, as ratios.
+
+Targets, each started here: durable-kafka (the console script on the local broker; one or
+`--instances` processes on one topic prefix), the Node reference server in memory and
+file-backed, and raw Kafka (confluent-kafka, acks=all, idempotent) where a scenario has a
+Kafka equivalent. Load comes from the compiled generator in bench/loadgen (Go), a separate
+process; SSE fan-out is bench.sse_fanout's, run as a subprocess and folded in.
+
+    .venv/bin/python -m bench.suite                 # the full run (~20 min on 2 cores)
+    .venv/bin/python -m bench.suite --smoke         # tiny sizes (~3 min)
+    .venv/bin/python -m bench.suite --instances 2   # durable-kafka as two processes
+
+Table on stdout, everything in bench/results/latest.json. Method and figures:
+docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka
+
+from bench import loadgen_run, profiling, suite_memory, suite_servers, targets
+from bench.sse_fanout import REFERENCE_PACKAGE, log, wait_quiet
+from bench.suite_goals import fanout_goal, goal_table, goals
+from bench.suite_measure import RAW_KAFKA, Context, Row, http_row, raw_row
+from bench.suite_report import ratio_table, ratios, table
+from bench.suite_scenarios import Scenario, catalogue
+from bench.suite_servers import Deployment
+
+RESULTS = targets.REPO / "bench" / "results"
+ALL_TARGETS = (*targets.TARGETS, RAW_KAFKA)
+PROFILED = ("append-latency", "append-100-streams", "append-1000-streams", "append-hot-stream")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.suite",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--targets", default=",".join(ALL_TARGETS), help="comma-separated, of %(default)s")
+    add("--scenarios", default="", help="comma-separated names (default: all)")
+    add("--instances", type=int, default=1, help="durable-kafka processes on one prefix")
+    add("--reps", type=int, default=3, help="repetitions per scenario (medians reported)")
+    add("--warmup", type=float, default=1, help="seconds of load before each measured window")
+    add("--duration", type=float, default=5, help="seconds measured per repetition")
+    add("--latency-ops", type=int, default=200, help="timed operations per latency repetition")
+    add("--streams-small", type=int, default=100)
+    add("--streams-many", type=int, default=1000)
+    add("--moderate-rate", type=float, default=200, help="appends/s in append-moderate")
+    add("--large-streams", type=int, default=4, help="streams in append-1mib")
+    add("--catchup-mib", type=int, default=128, help="size of the stream read in catchup-read")
+    add("--memory-streams", default="1000,10000,100000", help="RSS sampled at these counts")
+    add("--memory-targets", default="durable-kafka,reference-memory")
+    add("--memory-time-cap", type=float, default=300, help="seconds of creating per target")
+    add("--fanout-args", default="--scenarios one,many --quiet-timeout 30")
+    add("--no-fanout", action="store_true", help="skip bench.sse_fanout")
+    add("--bootstrap-servers", default="127.0.0.1:9092")
+    add("--no-devstack", action="store_true", help="don't run `devstack up kafka` first")
+    add("--quiet-below", type=float, default=0.25, help="machine busy share to wait for")
+    add("--quiet-timeout", type=float, default=60, help="max wait for it before each target")
+    add("--reference-long-poll-ms", type=int, default=15_000)
+    add("--py-spy", metavar="BIN", help="profile durable-kafka in an extra, unmeasured run")
+    add("--smoke", action="store_true", help="tiny sizes, one repetition")
+    add("--out", type=Path, default=RESULTS / "latest.json")
+    add("--log-dir", type=Path, default=RESULTS / "logs")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.reps, args.warmup, args.duration, args.latency_ops = 1, 0.3, 1, 20
+        args.streams_small, args.streams_many, args.catchup_mib = 10, 50, 4
+        args.memory_streams, args.quiet_timeout = "200,1000", 0
+        args.fanout_args = "--smoke --scenarios many"
+    args.targets = [t for t in args.targets.split(",") if t]
+    args.run_tag = f"{int(time.time())}-{os.getpid()}"
+    return args
+
+
+def machine(args: argparse.Namespace) -> dict[str, Any]:
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+    return {
+        "command": shlex.join(["python", "-m", "bench.suite", *sys.argv[1:]]),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cores": os.cpu_count(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "python": platform.python_version(),
+        "node": node.stdout.strip(),
+        "reference": "@durable-streams/server "
+        + json.loads(REFERENCE_PACKAGE.read_text())["version"],
+        "kafka": _kafka_version(),
+        "confluent_kafka": metadata.version("confluent-kafka"),
+        "librdkafka": confluent_kafka.libversion()[0],
+        "go": subprocess.run(
+            [loadgen_run.go_binary(), "version"], capture_output=True, text=True, check=False
+        ).stdout.strip(),
+        "durable_kafka": targets.code_version(),
+        "instances": args.instances,
+    }
+
+
+def _kafka_version() -> str:
+    from devstack.kafka import KAFKA_VERSION  # the broker devstack runs
+
+    return KAFKA_VERSION
+
+
+def run_target(
+    name: str, chosen: list[Scenario], ctx: Context, args: argparse.Namespace
+) -> list[Row]:
+    options = target_options(args)
+    log(f"[{name}] starting")
+    args.quiet_share = wait_quiet(args)
+    try:
+        deployment = suite_servers.start(name, args.log_dir, options, args.instances)
+    except targets.TargetError as error:
+        log(f"  FAILED: {error}")
+        label = suite_servers.row_name(name, args.instances)
+        wanted = [s for s in chosen if not s.targets_only or name in s.targets_only]
+        return [Row(label, s.name, s.metric, s.what, failure=str(error)) for s in wanted]
+    rows = []
+    try:
+        for scenario in chosen:
+            if scenario.targets_only and name not in scenario.targets_only:
+                continue
+            log(f"[{deployment.name} / {scenario.name}]")
+            row = http_row(ctx, deployment, scenario, scenario.timeout_s(args))
+            log(f"  {row.as_json()['median']} {row.failure}")
+            rows.append(row)
+            if args.py_spy and name == targets.DURABLE_KAFKA and scenario.name in PROFILED:
+                profile(ctx, deployment, scenario, args)
+    finally:
+        deployment.stop()
+    return rows
+
+
+def profile(
+    ctx: Context, deployment: Deployment, scenario: Scenario, args: argparse.Namespace
+) -> None:
+    """One more, unmeasured run of the scenario with py-spy on the (first) server."""
+    out = args.log_dir / f"py-spy-suite-{scenario.name}.txt"
+    flags: dict[str, object] = {"base": deployment.bases, "prefix": f"p-{ctx.run_tag}-"}
+    flags |= scenario.loadgen | {"producer-tag": f"{ctx.run_tag}-profile"}
+    recorder = profiling.record(args.py_spy, deployment.pids[0], args.warmup + args.duration, out)
+    try:
+        loadgen_run.run(ctx.binary, flags, scenario.timeout_s(args))
+    except loadgen_run.LoadgenError as error:
+        log(f"  profile run failed: {error}")
+    log(f"  profile: {profiling.finish(recorder, out)}")
+
+
+def target_options(args: argparse.Namespace) -> targets.TargetOptions:
+    prefix = f"bench.suite.{args.run_tag}."
+    return targets.TargetOptions(
+        args.bootstrap_servers, prefix, 3_600_000, args.reference_long_poll_ms
+    )
+
+
+def run_memory(binary: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    milestones = [int(n) for n in args.memory_streams.split(",") if n]
+    results = []
+    for name in args.memory_targets.split(","):
+        if name not in args.targets:
+            continue
+        log(f"[{name} / memory] creating up to {max(milestones):,} streams")
+        deployment = suite_servers.start(name, args.log_dir, target_options(args), args.instances)
+        try:
+            tag = f"{args.run_tag}-{name}"
+            result = suite_memory.streams_memory(
+                binary, deployment, milestones, args.memory_time_cap, tag
+            )
+        except loadgen_run.LoadgenError as error:
+            result = {"target": name, "points": [], "errors": 0, "stopped": str(error)}
+        finally:
+            deployment.stop()
+        log(f"  {result}")
+        results.append(result)
+    return results
+
+
+def run_fanout(args: argparse.Namespace) -> dict[str, Any] | None:
+    out = RESULTS / "sse_fanout_suite.json"
+    wanted = [t for t in args.targets if t in targets.TARGETS]
+    command = [sys.executable, "-m", "bench.sse_fanout", *shlex.split(args.fanout_args)]
+    command += ["--targets", ",".join(wanted), "--out", str(out), "--no-devstack"]
+    command += ["--bootstrap-servers", args.bootstrap_servers]
+    log(f"[sse fan-out] {shlex.join(command)}")
+    try:
+        subprocess.run(command, timeout=3600, check=False, stdout=sys.stderr)
+    except subprocess.TimeoutExpired:
+        log("  sse fan-out did not finish within an hour")
+        return None
+    if not out.exists():
+        return None
+    document: dict[str, Any] = json.loads(out.read_text())
+    return document
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    unknown = [t for t in args.targets if t not in ALL_TARGETS]
+    every = catalogue(args)
+    names = [s for s in args.scenarios.split(",") if s] or [s.name for s in every]
+    unknown += [n for n in names if n not in {s.name for s in every}]
+    if unknown:
+        log(f"unknown target or scenario: {', '.join(unknown)}")
+        return 2
+    chosen = [s for s in every if s.name in names]
+    targets.raise_fd_limit()
+    if not args.no_devstack:
+        subprocess.run([sys.executable, "-m", "devstack", "up", "kafka"], check=True, timeout=300)
+    binary = loadgen_run.build()
+    facts = machine(args)
+    ctx = Context(binary, args.run_tag, args.reps, args.bootstrap_servers, "bench.suite.raw.")
+    rows: list[Row] = []
+    if RAW_KAFKA in args.targets:
+        for scenario in chosen:
+            if scenario.raw is not None:
+                log(f"[raw-kafka / {scenario.name}]")
+                rows.append(raw_row(ctx, scenario, scenario.timeout_s(args)))
+    for name in args.targets:
+        if name != RAW_KAFKA:
+            rows += run_target(name, chosen, ctx, args)
+    memory = run_memory(binary, args) if args.memory_streams else []
+    fanout = None if args.no_fanout else run_fanout(args)
+    return report(args, facts, [row.as_json() for row in rows], memory, fanout)
+
+
+def report(
+    args: argparse.Namespace,
+    facts: dict[str, Any],
+    rows: list[dict[str, Any]],
+    memory: list[dict[str, Any]],
+    fanout: dict[str, Any] | None,
+) -> int:
+    ratio_rows = ratios(rows)
+    checked = goals(rows, args.streams_small, args.streams_many, memory)
+    checked.append(fanout_goal(fanout))
+    print(table(rows), "", ratio_table(ratio_rows), "", memory_table(memory), "", sep="\n")
+    print(goal_table(checked))
+    document: dict[str, Any] = {"run": facts, "rows": rows, "ratios": ratio_rows}
+    document["memory"] = memory
+    document |= {"goals": checked, "sse_fanout": fanout}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(document, indent=2) + "\n")
+    log(f"wrote {args.out}")
+    return 1 if any(row["failure"] for row in rows) else 0
+
+
+def memory_table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| target | streams -> RSS MiB (elapsed s) | create errors | note |",
+        "|---|---|---|---|",
+    ]
+    for r in results:
+        points = ", ".join(
+            f"{p['streams']:,} -> {p['rss_kib'] / 1024:.0f} ({p['elapsed_s']:g})"
+            for p in r["points"]
+        )
+        lines.append(f"| {r['target']} | {points} | {r['errors']} | {r.get('stopped', '')} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
