@@ -51,6 +51,7 @@ class SlotWriters:
         self._slots: dict[int, _Slot] = {}  # producers initialised
         self._ready: set[int] = set()  # caught up: accepting writes
         self._changes = asyncio.Lock()
+        self._retries: set[asyncio.Task[None]] = set()
         self.on_change: Callable[[], None] = lambda: None
 
     # -- the write path --------------------------------------------------------------------
@@ -95,6 +96,8 @@ class SlotWriters:
         self.on_change()
 
     async def close(self) -> None:
+        for task in self._retries:
+            task.cancel()
         await self.lose(sorted(self._slots), drain_s=self.limits.timeout_s)
 
     async def _start(self, slot: int) -> bool:
@@ -118,6 +121,8 @@ class SlotWriters:
     def _retry(self, slot: int) -> None:
         if slot in self._assigned and slot not in self._slots:
             task = asyncio.create_task(self.gain([slot]), name=f"gain-{slot}")
+            self._retries.add(task)
+            task.add_done_callback(self._retries.discard)
             task.add_done_callback(_log_failure)
 
     async def _caught_up(self, slots: list[int]) -> None:
