@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from adapter.cluster.ownership import SlotOwnership
-from adapter.cluster.routing import OwnerDirectory, Router
+from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import Settings
 from adapter.http import buckets, health, streams
@@ -27,13 +27,14 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.readiness import Readiness
 from adapter.service.buckets import BucketService
 from adapter.service.reads import ReadPath
+from adapter.service.state_entries import owner_entry
 from adapter.service.streams import StreamService, wall_clock_ms
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import stream_of_key
 from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, Supervisor
 from topology.admin import TopologyAdmin
-from topology.naming import StateTopics, owners_group
+from topology.naming import StateTopics
 from topology.slots import SlotMap
 from topology.specs import TopicLayout
 
@@ -78,6 +79,7 @@ def build_parts(settings: Settings) -> Parts:
     admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
     catalog = Catalog()
     slots = SlotMap(settings.topic_prefix, settings.write_slots)
+    topics = StateTopics.of(settings.topic_prefix)
     hub = LiveHub()
     writers = SlotWriters(
         settings.bootstrap_servers,
@@ -86,10 +88,11 @@ def build_parts(settings: Settings) -> Parts:
         WriterLimits(settings.kafka_timeout_s, settings.max_message_bytes),
         catch_up=lambda: follower.caught_up(),
         may_reinit=lambda slot: ownership.confirm(slot),
+        announce=lambda slot: owner_entry(topics, slot, settings.advertised_url),
     )
     follower = MetaFollower(
         settings.bootstrap_servers,
-        StateTopics.of(settings.topic_prefix),
+        topics,
         catalog,
         settings.kafka_timeout_s,
         on_change=lambda key: hub.notify(stream_of_key(key)),
@@ -103,10 +106,7 @@ def build_parts(settings: Settings) -> Parts:
         writers,
         settings.kafka_timeout_s,
     )
-    group = owners_group(settings.topic_prefix)
-    router = Router(
-        writers, OwnerDirectory(lambda: admin.group_members(group)), settings.advertised_url
-    )
+    router = Router(writers, catalog.owner, settings.advertised_url)
     reader = LogReader(
         settings.bootstrap_servers,
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),

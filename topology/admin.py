@@ -62,18 +62,6 @@ class TopologyAdmin:
                 " every instance of one topic_prefix needs the same write_slots"
             )
 
-    async def group_members(self, group: str) -> list[tuple[str, list[int]]]:
-        """(client id, assigned partitions) of each member of a consumer group."""
-        futures = self._client.describe_consumer_groups([group], request_timeout=self.timeout_s)
-        try:
-            description = await self._wait(futures[group])
-        except KafkaException as error:
-            raise _translate(error, f"describing group {group}") from error
-        return [
-            (member.client_id, [tp.partition for tp in member.assignment.topic_partitions])
-            for member in description.members
-        ]
-
     async def ensure(self, specs: list[TopicSpec]) -> list[str]:
         existing = await self.topic_names()
         missing = [spec for spec in specs if spec.name not in existing]

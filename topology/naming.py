@@ -17,6 +17,7 @@ class InternalTopic(StrEnum):
     PRODUCERS = "producers"  # idempotent-producer state
     SNAPSHOTS = "snapshots"  # snapshot pointers
     TIER = "tier"  # cold-tier manifests
+    OWNERS = "owners"  # which instance writes each write slot, and where to forward to
 
 
 def bucket_topic(prefix: str, bucket_id: str) -> str:
@@ -62,10 +63,12 @@ class StateTopics:
 
     meta: str
     producers: str
+    owners: str
 
     @classmethod
     def of(cls, prefix: str) -> StateTopics:
         return cls(
             internal_topic(prefix, InternalTopic.META),
             internal_topic(prefix, InternalTopic.PRODUCERS),
+            internal_topic(prefix, InternalTopic.OWNERS),
         )

@@ -22,8 +22,7 @@ import logging
 import threading
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from adapter.cluster.slot_writers import SlotWriters
 from topology.naming import owners_group, slots_topic
@@ -55,13 +54,14 @@ class SlotOwnership:
             "session.timeout.ms": session_timeout_ms,
             "heartbeat.interval.ms": max(100, session_timeout_ms // 3),
             "enable.auto.commit": False,
+            "on_commit": self._committed,
             "logger": logging.getLogger("librdkafka.owners"),
         }
-        admin_config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "logger": logging.getLogger("librdkafka.owners"),
-        }
-        self._admin = AdminClient(admin_config)
+        self._consumer: Consumer | None = None
+        self._confirming = threading.Lock()
+        self._confirmed = threading.Event()
+        self._confirm_error: KafkaError | None = None
+        self._late_answers = 0  # answers to confirmations that timed out, still to come
         self.joined = False
         self.member_id = ""
         self._stop = threading.Event()
@@ -86,21 +86,45 @@ class SlotOwnership:
 
         A writer whose producer failed must not init a new one (fencing the slot's holder)
         unless the coordinator says this member still holds the slot: a resumed zombie would
-        otherwise take its slot back from the rightful owner.
+        otherwise take its slot back from the rightful owner. The question is an offset
+        commit for partition `slot` of the (empty) slots topic: the coordinator accepts it
+        only from a member of the current generation, and librdkafka refuses it locally for
+        a partition no longer assigned.
         """
-        futures = self._admin.describe_consumer_groups([self.group], request_timeout=self.timeout_s)
-        try:
-            description = futures[self.group].result(self.timeout_s + 1)
-        except (KafkaException, concurrent.futures.TimeoutError) as error:
-            log.warning("cannot confirm ownership of slot %d: %s", slot, error)
+        consumer = self._consumer
+        if consumer is None:
             return False
-        for member in description.members:
-            if member.member_id == self.member_id:
-                return slot in {tp.partition for tp in member.assignment.topic_partitions}
-        return False
+        with self._confirming:
+            self._confirmed.clear()
+            self._confirm_error = None
+            try:
+                assigned = {tp.partition for tp in consumer.assignment()}
+                if slot not in assigned:
+                    return False
+                consumer.commit(offsets=[TopicPartition(self.topic, slot, 0)], asynchronous=True)
+            except KafkaException as error:
+                log.warning("cannot confirm ownership of slot %d: %s", slot, error)
+                return False
+            if not self._confirmed.wait(self.timeout_s):
+                self._late_answers += 1
+                log.warning("cannot confirm ownership of slot %d: no answer in time", slot)
+                return False
+            if self._confirm_error is not None:
+                log.warning("ownership of slot %d not confirmed: %s", slot, self._confirm_error)
+                return False
+            return True
+
+    def _committed(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
+        """The answer to `confirm`'s commit (served by poll() on the consumer's thread)."""
+        if self._late_answers:  # answers come in order: this one's question gave up
+            self._late_answers -= 1
+            return
+        self._confirm_error = error
+        self._confirmed.set()
 
     def _run(self) -> None:
         consumer = Consumer(self._config)
+        self._consumer = consumer
         consumer.subscribe(
             [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
         )
@@ -111,6 +135,7 @@ class SlotOwnership:
         except KafkaException:
             log.exception("the slot ownership consumer failed")
         finally:
+            self._consumer = None
             consumer.close()  # revokes every slot through _revoked, then leaves the group
 
     # The callbacks run on the consumer's thread, inside poll() or close().

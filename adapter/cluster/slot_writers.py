@@ -1,9 +1,10 @@
 """One transactional writer per owned write slot, started and retired as ownership moves.
 
 Gaining slot k: create the producer `{prefix}writer-{k}` and init_transactions (which fences
-the previous owner's producer and aborts its open transaction), then wait until the meta
-follower has applied the state topics up to their end offsets taken after that init, and
-only then accept writes for k. Losing slot k: refuse new writes at once, let the batches
+the previous owner's producer and aborts its open transaction), commit the slot's owner record
+(this instance's URL) with that producer, then wait until the meta follower has applied the
+state topics up to their end offsets taken after that init, and only then accept writes for
+k. Losing slot k: refuse new writes at once, let the batches
 already submitted finish (bounded), then drop the producer.
 """
 
@@ -40,6 +41,7 @@ class SlotWriters:
         limits: WriterLimits,
         catch_up: Callable[[], Awaitable[None]],
         may_reinit: Callable[[int], bool],
+        announce: Callable[[int], StateEntry],
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.prefix = prefix
@@ -47,6 +49,7 @@ class SlotWriters:
         self.limits = limits
         self._catch_up = catch_up
         self._may_reinit = may_reinit
+        self._announce = announce
         self._assigned: set[int] = set()  # what the group gave us
         self._slots: dict[int, _Slot] = {}  # producers initialised
         self._ready: set[int] = set()  # caught up: accepting writes
@@ -107,14 +110,22 @@ class SlotWriters:
             self.limits,
             may_reinit=lambda: self._may_reinit(slot),
         )
+        task: asyncio.Task[None] | None = None
         try:
             await asyncio.wait_for(writer.start(), self.limits.timeout_s + 1)
+            task = asyncio.create_task(writer.run(), name=f"writer-{slot}")
+            entry = self._announce(slot)  # where to forward this slot's writes, fenced too
+            await asyncio.wait_for(
+                writer.submit([], lambda _offsets: [entry]), self.limits.timeout_s * 2
+            )
         except (LogUnavailable, TimeoutError) as error:
             log.warning("write slot %d not initialised, retrying: %s", slot, error)
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
             await writer.close()
             asyncio.get_running_loop().call_later(RETRY_GAIN_S, self._retry, slot)
             return False
-        task = asyncio.create_task(writer.run(), name=f"writer-{slot}")
         self._slots[slot] = _Slot(writer, task)
         return True
 

@@ -75,7 +75,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     slot = _write_slot(request)
     if slot is None:
         return await handler(request)
-    route = await request.app[ROUTER].route(slot)
+    route = request.app[ROUTER].route(slot)
     if isinstance(route, Local):
         return await handler(request)
     if not isinstance(route, Forward) or FORWARDED in request.headers:
@@ -108,7 +108,6 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     headers[FORWARDED] = "1"
     url = route.url + request.rel_url.raw_path_qs
     body = await request.read()
-    router = request.app[ROUTER]
     try:
         async with request.app[FORWARDER].session.request(
             request.method, url, headers=headers, data=body, allow_redirects=False
@@ -119,7 +118,6 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
             )
             return web.Response(status=reply.status, headers=kept, body=payload)
     except (aiohttp.ClientError, TimeoutError) as error:
-        router.owners.forget(route.slot)
         log.warning("forwarding to %s (slot %d) failed: %s", route.url, route.slot, error)
         raise ProtocolError(
             ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"

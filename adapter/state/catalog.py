@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from adapter.state.records import (
     BucketMeta,
     ProducerRecord,
+    SlotOwner,
     StreamMeta,
     decode,
     decode_as,
@@ -32,6 +33,7 @@ class Catalog:
         self._buckets: dict[str, _Bucket] = {}
         self._streams: dict[tuple[str, str], StreamMeta] = {}
         self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
+        self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
 
     def producers(self, bucket_id: str, stream_id: str) -> dict[str, ProducerRecord]:
         """The idempotent producers of a stream, by producer id (a copy)."""
@@ -53,6 +55,16 @@ class Catalog:
         states.pop(producer_id, None)
         if not states:
             self._producers.pop((bucket_id, stream_id), None)
+
+    def owner(self, slot: int) -> str | None:
+        """The advertised URL of the last instance that took write slot `slot`."""
+        return self._owners.get(slot)
+
+    def apply_owner(self, key: str, value: bytes | None) -> None:
+        """Apply one record of the owners topic (the latest one written is the owner)."""
+        if value is not None:
+            record = decode_as(SlotOwner, key, value)
+            self._owners[record.slot] = record.url
 
     def bucket(self, bucket_id: str) -> BucketMeta | None:
         entry = self._buckets.get(bucket_id)

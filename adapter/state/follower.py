@@ -118,6 +118,8 @@ class MetaFollower:
         key = (message.key() or b"").decode()
         if topic == self.topics.producers:
             self.catalog.apply_remote_producer(key, message.value(), self.local)
+        elif topic == self.topics.owners:
+            self.catalog.apply_owner(key, message.value())
         else:
             self.catalog.apply_remote(key, message.value(), self.local)
             self.on_change(key)
@@ -136,7 +138,7 @@ class MetaFollower:
     def _replay(self) -> int:
         consumer = self._consumer or Consumer(self._config)
         self._consumer = consumer
-        topics = [self.topics.meta, self.topics.producers]
+        topics = [self.topics.meta, self.topics.producers, self.topics.owners]
         try:
             starts = [self._start(consumer, topic) for topic in topics]
             consumer.assign(starts)
@@ -172,6 +174,8 @@ class MetaFollower:
         key = (message.key() or b"").decode()
         if message.topic() == self.topics.producers:
             self.catalog.apply_producer(key, message.value())
+        elif message.topic() == self.topics.owners:
+            self.catalog.apply_owner(key, message.value())
         else:
             self.catalog.apply(key, message.value())
 

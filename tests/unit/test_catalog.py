@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapter.state.catalog import Catalog, newer
-from adapter.state.records import BucketMeta, ProducerRecord, StreamMeta, encode
+from adapter.state.records import BucketMeta, ProducerRecord, SlotOwner, StreamMeta, encode
 
 BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
 META = StreamMeta("b", "s", 1, "text/plain", 100, 0, 5, 1_000, 1_000, ttl_seconds=60)
@@ -78,3 +78,12 @@ def test_bucket_records_are_applied_by_everyone() -> None:
     catalog = Catalog()
     catalog.apply_remote("bucket:b", encode(BUCKET), _local)
     assert catalog.bucket("b") == BUCKET
+
+
+def test_the_latest_owner_record_of_a_slot_wins() -> None:
+    catalog = Catalog()
+    assert catalog.owner(3) is None
+    for url in ("http://a:1", "http://b:1"):
+        record = SlotOwner(3, url, 1)
+        catalog.apply_owner(record.key, encode(record))
+    assert catalog.owner(3) == "http://b:1"

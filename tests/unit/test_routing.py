@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapter.cluster.routing import Forward, Local, Moving, decide, owners_of
+from adapter.cluster.routing import Forward, Local, Moving, decide
 
 ME = "http://10.0.0.1:4437"
 OTHER = "http://10.0.0.2:4437"
@@ -22,8 +22,3 @@ def test_no_known_owner_means_moving() -> None:
 
 def test_our_own_slot_still_initialising_is_moving_not_forwarded_to_ourselves() -> None:
     assert decide(3, accepting=False, owner_url=ME, own_url=ME) == Moving(3)
-
-
-def test_owners_come_from_the_group_members_assignments() -> None:
-    members = [(ME, [0, 2]), (OTHER, [1, 3]), ("http://idle:1", [])]
-    assert owners_of(members) == {0: ME, 2: ME, 1: OTHER, 3: OTHER}
