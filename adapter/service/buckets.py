@@ -24,6 +24,7 @@ from topology.slots import SlotMap
 from topology.specs import TopicLayout, TopicSpec, bucket_topic_spec
 
 TOPIC_RETRY_S = 0.5
+TOPIC_GOING_AWAY = ("marked for deletion", "unknown topic or partition")
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,8 @@ class BucketService:
                 await self.admin.ensure([spec])
                 return
             except TopologyError as error:
-                if "marked for deletion" not in str(error).lower():
+                # A topic being deleted is listed a while after it stops being describable.
+                if not any(sign in str(error).lower() for sign in TOPIC_GOING_AWAY):
                     raise
                 await asyncio.sleep(TOPIC_RETRY_S)
         raise ProtocolError(ErrorCode.UNAVAILABLE, f"topic {spec.name} is still being deleted")
