@@ -44,7 +44,8 @@ class TopologyAdmin:
         """Create the missing internal topics, verify the existing ones; return those created."""
         slots = slots_topic_spec(self.layout)
         created = await self.ensure([*internal_topic_specs(self.layout), slots])
-        await self._verify_partitions(slots)
+        if slots.name not in created:  # one we just created has them by construction
+            await self._verify_partitions(slots)
         return created
 
     async def _verify_partitions(self, spec: TopicSpec) -> None:
@@ -56,6 +57,8 @@ class TopologyAdmin:
         except KafkaException as error:
             raise BrokerUnavailable(f"metadata request failed: {error}") from error
         found = len(metadata.topics[spec.name].partitions)
+        if found == 0:  # metadata of a topic created moments ago by another instance
+            raise BrokerUnavailable(f"topic {spec.name} has no partitions in metadata yet")
         if found != spec.partitions:
             raise TopologyMismatch(
                 f"topic {spec.name} has {found} partitions but write_slots is {spec.partitions};"
