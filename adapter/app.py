@@ -8,8 +8,12 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from adapter.cluster.ownership import SlotOwnership
+from adapter.cluster.routing import Router
+from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import Settings
 from adapter.http import buckets, health, streams
+from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
 from adapter.http.live import LiveLimits
 from adapter.http.render import Handler, errors_middleware
@@ -17,19 +21,21 @@ from adapter.http.security import cors_middleware
 from adapter.live.hub import LiveHub
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadLimits
-from adapter.log.writer import LogWriter, WriterLimits
+from adapter.log.writer import WriterLimits
 from adapter.objects.factory import object_store
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.readiness import Readiness
 from adapter.service.buckets import BucketService
 from adapter.service.reads import ReadPath
+from adapter.service.state_entries import owner_entry
 from adapter.service.streams import StreamService, wall_clock_ms
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import stream_of_key
-from adapter.supervisor import CATALOG, CHECKS, Supervisor
+from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, Supervisor
 from topology.admin import TopologyAdmin
 from topology.naming import StateTopics
+from topology.slots import SlotMap
 from topology.specs import TopicLayout
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -44,7 +50,9 @@ class Parts:
 
     admin: TopologyAdmin
     catalog: Catalog
-    writer: LogWriter
+    writers: SlotWriters
+    ownership: SlotOwnership
+    router: Router
     reader: LogReader
     follower: MetaFollower
     hub: LiveHub
@@ -62,6 +70,7 @@ def topic_layout(settings: Settings) -> TopicLayout:
         replication_factor=settings.replication_factor,
         min_insync_replicas=settings.min_insync_replicas,
         max_message_bytes=settings.max_message_bytes,
+        write_slots=settings.write_slots,
     )
 
 
@@ -69,27 +78,54 @@ def build_parts(settings: Settings) -> Parts:
     layout = topic_layout(settings)
     admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
     catalog = Catalog()
-    writer = LogWriter(
+    slots = SlotMap(settings.topic_prefix, settings.write_slots)
+    topics = StateTopics.of(settings.topic_prefix)
+    hub = LiveHub()
+    writers = SlotWriters(
         settings.bootstrap_servers,
-        transactional_id=f"{settings.topic_prefix}writer",
-        settings=WriterLimits(settings.kafka_timeout_s, settings.max_message_bytes),
+        settings.topic_prefix,
+        settings.write_slots,
+        WriterLimits(settings.kafka_timeout_s, settings.max_message_bytes),
+        catch_up=lambda: follower.caught_up(),
+        may_reinit=lambda slot: ownership.confirm(slot),
+        announce=lambda slot: owner_entry(topics, slot, settings.advertised_url),
     )
+    follower = MetaFollower(
+        settings.bootstrap_servers,
+        topics,
+        catalog,
+        settings.kafka_timeout_s,
+        on_change=lambda key: hub.notify(stream_of_key(key)),
+        local=lambda bucket_id, partition: writers.accepting(slots.of_stream(bucket_id, partition)),
+    )
+    ownership = SlotOwnership(
+        settings.bootstrap_servers,
+        settings.topic_prefix,
+        settings.advertised_url,
+        settings.owner_session_timeout_ms,
+        writers,
+        settings.kafka_timeout_s,
+    )
+    router = Router(writers, catalog.owner, settings.advertised_url)
     reader = LogReader(
         settings.bootstrap_servers,
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
     )
-    hub = LiveHub()
-    follower = MetaFollower(
-        settings.bootstrap_servers,
-        StateTopics.of(settings.topic_prefix),
-        catalog,
-        settings.kafka_timeout_s,
-        on_change=lambda key: hub.notify(stream_of_key(key)),
-    )
-    bucket_service = BucketService(catalog, writer, admin, layout, wall_clock_ms)
+    bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
     reads = ReadPath(reader, HotCache(settings.hot_cache_bytes))
-    stream_service = StreamService(catalog, writer, bucket_service, reads, hub)
-    return Parts(admin, catalog, writer, reader, follower, hub, bucket_service, stream_service)
+    stream_service = StreamService(catalog, writers, bucket_service, reads, hub)
+    return Parts(
+        admin,
+        catalog,
+        writers,
+        ownership,
+        router,
+        reader,
+        follower,
+        hub,
+        bucket_service,
+        stream_service,
+    )
 
 
 def live_limits(settings: Settings) -> LiveLimits:
@@ -103,7 +139,7 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
-        middlewares=[cors_middleware, errors_middleware, readiness_gate],
+        middlewares=[cors_middleware, errors_middleware, readiness_gate, forwarding_middleware],
         client_max_size=settings.max_body_bytes,
     )
     parts = build_parts(settings)
@@ -112,6 +148,8 @@ def create_app(settings: Settings) -> web.Application:
     app[ADMIN] = parts.admin
     app[BUCKETS] = parts.buckets
     app[STREAMS] = parts.streams
+    app[ROUTER] = parts.router
+    app[FORWARDER] = Forwarder(settings.kafka_timeout_s * 2 + 5)
     app[LIVE_LIMITS] = live_limits(settings)
     app[health.READINESS] = Readiness(CHECKS)
     app.add_routes(health.routes)
@@ -131,33 +169,44 @@ async def readiness_gate(request: web.Request, handler: Handler) -> web.StreamRe
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     settings, parts = app[SETTINGS], app[PARTS]
+    readiness = app[health.READINESS]
+    parts.writers.on_change = lambda: _report_ownership(readiness, parts)
 
     tasks: list[asyncio.Task[None]] = []
 
     async def load_state() -> str:
-        await parts.writer.start()
         count = await parts.follower.replay()
         follow = asyncio.create_task(parts.follower.follow(), name="follower")
         follow.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(follow)
+        parts.ownership.start()  # join the owners' group: slots arrive from here on
         return f"replayed {count} records"
 
-    supervisor = Supervisor(parts.admin, object_store(settings), app[health.READINESS], load_state)
+    supervisor = Supervisor(parts.admin, object_store(settings), readiness, load_state)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
     app[FATAL] = fatal
-    tasks += [
-        asyncio.create_task(supervisor.run(), name="supervisor"),
-        asyncio.create_task(parts.writer.run(), name="writer"),
-    ]
+    tasks.append(asyncio.create_task(supervisor.run(), name="supervisor"))
     for task in tasks:
         task.add_done_callback(lambda done: _report(done, fatal))
     yield
+    await parts.ownership.stop()  # hands every slot over (in-flight commits finish first)
+    await parts.writers.close()
     for task in tasks:
         task.cancel()
     await asyncio.wait(tasks)  # their outcome, if any, is already in `fatal`
+    await app[FORWARDER].close()
     await parts.follower.close()
     await parts.reader.close()
-    await parts.writer.close()
+
+
+def _report_ownership(readiness: Readiness, parts: Parts) -> None:
+    """Ready once the group gave us slots and every one of them accepts writes."""
+    assigned, ready = parts.writers.assigned, parts.writers.ready
+    owned = ",".join(str(k) for k in sorted(ready)) or "none"
+    detail = f"owns {len(ready)}/{parts.writers.count} slots: {owned}"
+    if assigned != ready:
+        detail += f" (initialising {sorted(assigned - ready)})"
+    readiness.set(OWNERSHIP, parts.ownership.joined and assigned == ready, detail)
 
 
 def _report(task: asyncio.Task[None], fatal: asyncio.Future[BaseException]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
@@ -12,6 +13,7 @@ from typing import Any, Literal
 ENV_PREFIX = "DURABLE_KAFKA_"
 CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
 _TOPIC_PREFIX = re.compile(r"^[a-zA-Z0-9._-]{1,100}$")
+_ADVERTISE = re.compile(r"^https?://[^/\s]+/?$")
 
 ColdBackend = Literal["fs", "s3"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
@@ -49,6 +51,9 @@ class Settings:
     s3_region: str = "us-east-1"
     s3_access_key_id: str = ""
     s3_secret_access_key: str = ""
+    write_slots: int = 8
+    advertise_url: str = ""
+    owner_session_timeout_ms: int = 10_000
 
     @property
     def host(self) -> str:
@@ -63,6 +68,18 @@ class Settings:
         """The largest request body: a record of it, with its key and headers, must still fit
         in `max_message_bytes`, or the broker would refuse it and fail its whole transaction."""
         return self.max_message_bytes - RECORD_OVERHEAD_BYTES
+
+    @property
+    def advertised_url(self) -> str:
+        """The base URL other instances forward writes to: `advertise_url`, else from `listen`."""
+        if self.advertise_url:
+            return self.advertise_url.rstrip("/")
+        host = self.host
+        if host in ("", "0.0.0.0", "::"):
+            host = socket.gethostname()
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
 
     @property
     def kafka_timeout_s(self) -> float:
@@ -94,6 +111,9 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "s3_region": ("cold", "s3_region"),
     "s3_access_key_id": ("cold", "s3_access_key_id"),
     "s3_secret_access_key": ("cold", "s3_secret_access_key"),
+    "write_slots": ("cluster", "write_slots"),
+    "advertise_url": ("cluster", "advertise_url"),
+    "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
 }
 
 
@@ -199,6 +219,15 @@ def validate(settings: Settings) -> None:
         (settings.cold_backend in ("fs", "s3"), "cold_backend must be 'fs' or 's3'"),
         (settings.log_level in ("debug", "info", "warning", "error"), "log_level: bad level"),
         (settings.cold_backend != "s3" or bool(settings.s3_bucket), "s3_bucket is required"),
+        (1 <= settings.write_slots <= 1024, "write_slots must be in 1..1024"),
+        (
+            not settings.advertise_url or bool(_ADVERTISE.match(settings.advertise_url)),
+            "advertise_url must be http(s)://HOST[:PORT]",
+        ),
+        (
+            1000 <= settings.owner_session_timeout_ms <= 300_000,
+            "owner_session_timeout_ms must be in 1000..300000",
+        ),
     ]
     for ok, message in checks:
         if not ok:

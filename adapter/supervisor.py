@@ -18,7 +18,8 @@ KAFKA = "kafka"
 TOPICS = "internal_topics"
 CATALOG = "catalog"
 OBJECTS = "object_store"
-CHECKS = [KAFKA, TOPICS, CATALOG, OBJECTS]
+OWNERSHIP = "ownership"  # set by the slot writers: joined the owners' group, slots initialised
+CHECKS = [KAFKA, TOPICS, CATALOG, OWNERSHIP, OBJECTS]
 
 
 class Supervisor:

@@ -11,7 +11,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from topology.errors import BrokerUnavailable, TopologyError, TopologyMismatch
-from topology.specs import TopicLayout, TopicSpec, internal_topic_specs
+from topology.specs import TopicLayout, TopicSpec, internal_topic_specs, slots_topic_spec
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,28 @@ class TopologyAdmin:
 
     async def ensure_internal_topics(self) -> list[str]:
         """Create the missing internal topics, verify the existing ones; return those created."""
-        return await self.ensure(internal_topic_specs(self.layout))
+        slots = slots_topic_spec(self.layout)
+        created = await self.ensure([*internal_topic_specs(self.layout), slots])
+        if slots.name not in created:  # one we just created has them by construction
+            await self._verify_partitions(slots)
+        return created
+
+    async def _verify_partitions(self, spec: TopicSpec) -> None:
+        """The slots topic must have exactly one partition per write slot."""
+        try:
+            metadata = await asyncio.to_thread(
+                self._client.list_topics, topic=spec.name, timeout=self.timeout_s
+            )
+        except KafkaException as error:
+            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+        found = len(metadata.topics[spec.name].partitions)
+        if found == 0:  # metadata of a topic created moments ago by another instance
+            raise BrokerUnavailable(f"topic {spec.name} has no partitions in metadata yet")
+        if found != spec.partitions:
+            raise TopologyMismatch(
+                f"topic {spec.name} has {found} partitions but write_slots is {spec.partitions};"
+                " every instance of one topic_prefix needs the same write_slots"
+            )
 
     async def ensure(self, specs: list[TopicSpec]) -> list[str]:
         existing = await self.topic_names()

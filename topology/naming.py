@@ -17,6 +17,7 @@ class InternalTopic(StrEnum):
     PRODUCERS = "producers"  # idempotent-producer state
     SNAPSHOTS = "snapshots"  # snapshot pointers
     TIER = "tier"  # cold-tier manifests
+    OWNERS = "owners"  # which instance writes each write slot, and where to forward to
 
 
 def bucket_topic(prefix: str, bucket_id: str) -> str:
@@ -33,6 +34,24 @@ def internal_topic(prefix: str, which: InternalTopic) -> str:
     return f"{prefix}{INTERNAL_INFIX}{which.value}"
 
 
+def slots_topic(prefix: str) -> str:
+    """The coordination topic: one partition per write slot; holding partition k = owning slot k.
+
+    Nothing is written to it; the group `owners_group(prefix)` only uses its partitions.
+    """
+    return f"{prefix}{INTERNAL_INFIX}slots"
+
+
+def owners_group(prefix: str) -> str:
+    """The consumer group whose members share the write slots of one topic prefix."""
+    return f"{prefix}owners"
+
+
+def writer_transactional_id(prefix: str, slot: int) -> str:
+    """The transactional id of slot `slot`'s producer: a new owner's init fences the old one."""
+    return f"{prefix}writer-{slot}"
+
+
 def bucket_topic_pattern(prefix: str) -> str:
     """A Java regex matching every bucket topic (Spark's `subscribePattern`)."""
     return "^" + "".join("\\" + c if c in ".-" else c for c in prefix + BUCKET_INFIX) + ".+$"
@@ -44,10 +63,12 @@ class StateTopics:
 
     meta: str
     producers: str
+    owners: str
 
     @classmethod
     def of(cls, prefix: str) -> StateTopics:
         return cls(
             internal_topic(prefix, InternalTopic.META),
             internal_topic(prefix, InternalTopic.PRODUCERS),
+            internal_topic(prefix, InternalTopic.OWNERS),
         )

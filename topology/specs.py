@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topology.naming import InternalTopic, bucket_topic, internal_topic
+from topology.naming import InternalTopic, bucket_topic, internal_topic, slots_topic
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,7 @@ class TopicLayout:
     replication_factor: int
     min_insync_replicas: int
     max_message_bytes: int
+    write_slots: int = 8
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,19 @@ def _internal_spec(layout: TopicLayout, which: InternalTopic) -> TopicSpec:
             "max.message.bytes": str(layout.max_message_bytes),
             # Tombstones must outlive a replay that started before them.
             "delete.retention.ms": str(24 * 3600 * 1000),
+        },
+    )
+
+
+def slots_topic_spec(layout: TopicLayout) -> TopicSpec:
+    """The coordination topic: empty, one partition per write slot (see topology/slots.py)."""
+    return TopicSpec(
+        name=slots_topic(layout.prefix),
+        partitions=layout.write_slots,
+        replication_factor=layout.replication_factor,
+        configs={
+            "cleanup.policy": "delete",
+            "min.insync.replicas": str(layout.min_insync_replicas),
         },
     )
 

@@ -26,10 +26,7 @@ MAX_BATCHES_PER_TRANSACTION = 1000
 FENCING_CODES = frozenset(
     {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 )
-FENCED_MESSAGE = (
-    "this instance was fenced: another adapter writes with the same topic prefix;"
-    " restart this one once that is resolved"
-)
+FENCED_MESSAGE = "fenced: another instance owns this write slot now; retry"
 
 # (topic, key, value or None for a tombstone) of a record for a compacted state topic.
 StateEntry = tuple[str, str, bytes | None]
@@ -54,12 +51,25 @@ class WriteBatch:
 
 
 class LogWriter:
-    """One transactional producer, fed by a group-commit loop."""
+    """One transactional producer, fed by a group-commit loop.
+
+    `may_reinit` is asked (on the writer's thread) before a failed producer is replaced: a new
+    producer's init_transactions fences whoever holds the transactional id, so an instance
+    that may have lost the id to another owner must not take it back.
+    """
 
     def __init__(
-        self, bootstrap_servers: str, transactional_id: str, settings: WriterLimits
+        self,
+        bootstrap_servers: str,
+        transactional_id: str,
+        settings: WriterLimits,
+        may_reinit: Callable[[], bool] = lambda: True,
     ) -> None:
         self.limits = settings
+        self.transactional_id = transactional_id
+        self._may_reinit = may_reinit
+        self._idle = asyncio.Event()  # nothing queued, no commit running
+        self._idle.set()
         self._config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
             "transactional.id": transactional_id,
@@ -87,6 +97,7 @@ class LogWriter:
         """Write the records and their metadata atomically; return the records' offsets."""
         batch = WriteBatch(records, finalize)
         batch.future = asyncio.get_running_loop().create_future()
+        self._idle.clear()
         self._queue.put_nowait(batch)
         return await batch.future
 
@@ -98,16 +109,41 @@ class LogWriter:
                 batches.append(self._queue.get_nowait())
             try:
                 results = await self._on_thread(self._commit, batches)
+            except asyncio.CancelledError:
+                # Retired mid-commit: its outcome is unknown, the clients' retries settle it.
+                for batch in batches:
+                    if not batch.future.done():
+                        batch.future.set_exception(LogUnavailable("the write slot moved; retry"))
+                raise
             except LogUnavailable as error:
                 for batch in batches:
                     if not batch.future.done():
                         batch.future.set_exception(LogUnavailable(str(error)))
                 continue
+            finally:
+                if self._queue.empty():
+                    self._idle.set()
             for batch, offsets in zip(batches, results, strict=True):
                 if not batch.future.done():
                     batch.future.set_result(offsets)
 
+    async def drain(self, timeout_s: float) -> bool:
+        """Wait until every submitted batch has its outcome; False if time ran out."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    def fail_pending(self, reason: str) -> None:
+        """Answer every batch still queued with LogUnavailable (the writer is going away)."""
+        while not self._queue.empty():
+            batch = self._queue.get_nowait()
+            if not batch.future.done():
+                batch.future.set_exception(LogUnavailable(reason))
+
     async def close(self) -> None:
+        self._producer = None  # librdkafka tears the producer down when it is collected
         self._thread.shutdown(wait=False, cancel_futures=True)
 
     async def _on_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -125,7 +161,7 @@ class LogWriter:
     def _commit(self, batches: list[WriteBatch]) -> list[list[int]]:
         if self.fenced:
             raise LogUnavailable(FENCED_MESSAGE)
-        producer = self._producer or self._init_producer()
+        producer = self._producer or self._reinit()
         try:
             return self._transaction(producer, batches)
         except (KafkaException, SystemError) as error:
@@ -135,11 +171,17 @@ class LogWriter:
             self._recover(producer, cause if isinstance(cause, KafkaException) else None)
             raise LogUnavailable(FENCED_MESSAGE if self.fenced else f"kafka: {cause}") from error
 
+    def _reinit(self) -> Producer:
+        if not self._may_reinit():
+            raise LogUnavailable(f"{self.transactional_id}: ownership unconfirmed; retry")
+        return self._init_producer()
+
     def _fence(self, error: KafkaError) -> None:
         # Another instance took this transactional.id: it is the writer now. Fencing it
-        # back would make the two take turns, so this one stops writing for good.
+        # back would make the two take turns, so this writer stops for good; the slot's
+        # ownership change (see adapter/cluster/) retires it.
         if not self.fenced:
-            log.error("%s (%s)", FENCED_MESSAGE, error.str())
+            log.warning("%s %s (%s)", self.transactional_id, FENCED_MESSAGE, error.str())
         self.fenced = True
 
     def _transaction(self, producer: Producer, batches: list[WriteBatch]) -> list[list[int]]:

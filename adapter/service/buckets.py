@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
-from adapter.log.writer import LogWriter, StateEntry
+from adapter.cluster.slot_writers import SlotWriters
+from adapter.log.writer import StateEntry
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.service.locks import KeyedLocks
 from adapter.service.state_entries import stream_tombstones
@@ -19,9 +20,11 @@ from adapter.state.records import encode as encode_meta
 from topology.admin import TopologyAdmin
 from topology.errors import TopologyError, TopologyMismatch
 from topology.naming import StateTopics
+from topology.slots import SlotMap
 from topology.specs import TopicLayout, TopicSpec, bucket_topic_spec
 
 TOPIC_RETRY_S = 0.5
+TOPIC_GOING_AWAY = ("marked for deletion", "unknown topic or partition")
 
 
 @dataclass(frozen=True)
@@ -36,13 +39,14 @@ class BucketService:
     def __init__(
         self,
         catalog: Catalog,
-        writer: LogWriter,
+        writers: SlotWriters,
         admin: TopologyAdmin,
         layout: TopicLayout,
         clock: Callable[[], int],
     ) -> None:
         self.catalog = catalog
-        self.writer = writer
+        self.writers = writers
+        self.slots = SlotMap(layout.prefix, layout.write_slots)
         self.admin = admin
         self.layout = layout
         self.topics = StateTopics.of(layout.prefix)
@@ -75,19 +79,28 @@ class BucketService:
             raise ProtocolError(ErrorCode.BUCKET_NOT_FOUND, f"bucket {bucket_id!r} not found")
         return meta
 
-    async def require(self, bucket_id: str, create: bool) -> BucketMeta:
-        """The bucket; created first when `create` (the /v1/stream surface) and missing."""
+    async def require(self, bucket_id: str, create: bool, slot: int) -> BucketMeta:
+        """The bucket; created first when `create` (the /v1/stream surface) and missing.
+
+        An on-demand creation is written through `slot`, the slot of the stream being created
+        (its owner decides; creating the topic twice is harmless).
+        """
         if create and self.catalog.bucket(bucket_id) is None:
             async with self._locks.hold(bucket_id):
                 if self.catalog.bucket(bucket_id) is None:
-                    await self._create(bucket_id)
+                    await self._create(bucket_id, slot)
         return self.get(bucket_id)
+
+    def partitions_of(self, bucket_id: str) -> int:
+        """The bucket's partitions, or those it will have when created on demand."""
+        meta = self.catalog.bucket(bucket_id)
+        return meta.partitions if meta else self.layout.partitions
 
     async def create(self, bucket_id: str) -> BucketMeta:
         async with self._locks.hold(bucket_id):
             if self.catalog.bucket(bucket_id) is not None:
                 raise ProtocolError(ErrorCode.BUCKET_EXISTS, f"bucket {bucket_id!r} exists")
-            return await self._create(bucket_id)
+            return await self._create(bucket_id, self.slots.of_bucket(bucket_id))
 
     async def delete(self, bucket_id: str) -> None:
         async with self._locks.hold(bucket_id):
@@ -106,7 +119,7 @@ class BucketService:
         entries: list[StateEntry] = [(self.topics.meta, bucket_key(bucket_id), None)]
         for stream_id in expired:
             entries += stream_tombstones(self.catalog, self.topics, bucket_id, stream_id)
-        await self.writer.submit([], lambda _offsets: entries)
+        await self.writers.submit(self.slots.of_bucket(bucket_id), [], lambda _offsets: entries)
         for stream_id in expired:
             self.catalog.drop_stream(bucket_id, stream_id)
         self.catalog.drop_bucket(bucket_id)
@@ -134,12 +147,12 @@ class BucketService:
             if meta is not None:
                 yield meta
 
-    async def _create(self, bucket_id: str) -> BucketMeta:
+    async def _create(self, bucket_id: str, slot: int) -> BucketMeta:
         spec = bucket_topic_spec(self.layout, bucket_id)
         await self._ensure_topic(spec)
         meta = BucketMeta(bucket_id, spec.name, spec.partitions, self.clock())
         entry = (self.topics.meta, bucket_key(bucket_id), encode_meta(meta))
-        await self.writer.submit([], lambda _offsets: [entry])
+        await self.writers.submit(slot, [], lambda _offsets: [entry])
         self.catalog.put_bucket(meta)
         return meta
 
@@ -156,7 +169,8 @@ class BucketService:
             except TopologyMismatch as error:
                 raise ProtocolError(ErrorCode.TOPIC_CONFLICT, str(error)) from error
             except TopologyError as error:
-                if "marked for deletion" not in str(error).lower():
+                # A topic being deleted is listed a while after it stops being describable.
+                if not any(sign in str(error).lower() for sign in TOPIC_GOING_AWAY):
                     raise
                 await asyncio.sleep(TOPIC_RETRY_S)
         raise ProtocolError(ErrorCode.UNAVAILABLE, f"topic {spec.name} is still being deleted")

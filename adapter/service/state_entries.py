@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 from adapter.log.writer import StateEntry
 from adapter.state.catalog import Catalog
-from adapter.state.records import ProducerRecord, StreamMeta, stream_key
+from adapter.state.records import ProducerRecord, SlotOwner, StreamMeta, stream_key
 from adapter.state.records import encode as encode_state
 from topology.naming import StateTopics
 
@@ -26,3 +28,9 @@ def stream_tombstones(
         (topics.meta, stream_key(bucket_id, stream_id), None),
         *((topics.producers, record.key, None) for record in producers),
     ]
+
+
+def owner_entry(topics: StateTopics, slot: int, url: str) -> StateEntry:
+    """The owners-topic record saying this instance (at `url`) writes `slot` now."""
+    record = SlotOwner(slot, url, int(time.time() * 1000))
+    return (topics.owners, record.key, encode_state(record))

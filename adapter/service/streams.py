@@ -11,8 +11,9 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from adapter.cluster.slot_writers import SlotWriters
 from adapter.live.hub import LiveHub
-from adapter.log.writer import LogWriter, Record, StateEntry
+from adapter.log.writer import Record, StateEntry
 from adapter.protocol import json_mode
 from adapter.protocol.commands import (
     Append,
@@ -60,15 +61,16 @@ class StreamService:
     def __init__(
         self,
         catalog: Catalog,
-        writer: LogWriter,
+        writers: SlotWriters,
         buckets: BucketService,
         reads: ReadPath,
         hub: LiveHub,
         clock: Clock = wall_clock_ms,
     ) -> None:
         self.catalog = catalog
-        self.writer = writer
+        self.writers = writers
         self.buckets = buckets
+        self.slots = buckets.slots
         self.reads = reads
         self.hub = hub
         self.clock = clock
@@ -98,7 +100,7 @@ class StreamService:
 
     async def create(self, command: CreateStream) -> Created:
         ref = command.ref
-        await self.buckets.require(ref.bucket_id, create=ref.create_bucket)
+        await self.buckets.require(ref.bucket_id, ref.create_bucket, self._creation_slot(ref))
         async with (
             self.buckets.creating_stream(ref.bucket_id),
             self._locks.hold((ref.bucket_id, ref.stream_id)),
@@ -144,7 +146,8 @@ class StreamService:
             topic = self.buckets.topic(ref.bucket_id)
             record = control_record(topic, meta.partition, ref.stream_id, "delete")
             entries = stream_tombstones(self.catalog, self.topics, ref.bucket_id, ref.stream_id)
-            await self.writer.submit([record], lambda _offsets: entries)
+            slot = self.slots.of_stream(ref.bucket_id, meta.partition)
+            await self.writers.submit(slot, [record], lambda _offsets: entries)
             self.catalog.drop_stream(ref.bucket_id, ref.stream_id)
             self.reads.cache.forget((ref.bucket_id, ref.stream_id))
             self.hub.notify((ref.bucket_id, ref.stream_id))
@@ -173,11 +176,56 @@ class StreamService:
         topic = self.buckets.topic(command.ref.bucket_id)
         return await self.reads.read(topic, meta, command.start)
 
+    async def applied(self, ref: StreamRef, next_offset: int | None, timeout_s: float) -> bool:
+        """Wait until the catalog shows a write made elsewhere: the stream's tail at or past
+        `next_offset`, or, when None, the stream gone. False if time ran out."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        key = (ref.bucket_id, ref.stream_id)
+        while True:
+            meta = self.catalog.stream(*key)
+            done = (
+                meta is None
+                if next_offset is None
+                else meta is not None and (meta.next_offset >= next_offset or meta.closed)
+            )
+            remaining = deadline - loop.time()
+            if done or remaining <= 0:
+                return done
+            await self.hub.wait(key, remaining)
+
+    async def bucket_applied(self, bucket_id: str, exists: bool, timeout_s: float) -> bool:
+        """Wait until the catalog shows a bucket created (or deleted) elsewhere."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while (self.catalog.bucket(bucket_id) is not None) != exists:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await self.hub.wait((bucket_id, ""), remaining)
+        return True
+
     # -- writing ---------------------------------------------------------------------------
+
+    def slot_of(self, bucket_id: str, stream_id: str) -> int:
+        """The write slot of a stream, existing or about to be created."""
+        meta = self.catalog.stream(bucket_id, stream_id)
+        if meta is not None:
+            return self.slots.of_stream(bucket_id, meta.partition)
+        return self._creation_slot(StreamRef(bucket_id, stream_id))
+
+    def _creation_slot(self, ref: StreamRef) -> int:
+        """The slot of a stream about to be created (its partition follows from its id)."""
+        partitions = self.buckets.partitions_of(ref.bucket_id)
+        return self.slots.of_stream(
+            ref.bucket_id, partition_for(ref.stream_id.encode(), partitions)
+        )
 
     async def _create(self, command: CreateStream, forget: list[StateEntry]) -> StreamMeta:
         ref = command.ref
-        bucket = await self.buckets.require(ref.bucket_id, create=ref.create_bucket)
+        bucket = await self.buckets.require(
+            ref.bucket_id, ref.create_bucket, self._creation_slot(ref)
+        )
         partition = partition_for(ref.stream_id.encode(), bucket.partitions)
         messages = (
             json_mode.split_initial(command.body)
@@ -211,7 +259,8 @@ class StreamService:
             tail = offsets[len(messages)] + 1 if messages else offsets[0] + 1
             return template.evolve(start_offset=offsets[0], next_offset=tail)
 
-        meta, offsets = await self._commit(records, finalize, forget=forget)
+        slot = self.slots.of_stream(ref.bucket_id, partition)
+        meta, offsets = await self._commit(slot, records, finalize, forget=forget)
         data = offsets[1 : 1 + len(messages)]
         self.reads.cache.record(
             (ref.bucket_id, ref.stream_id), offsets[0], meta.next_offset, data, messages
@@ -253,7 +302,8 @@ class StreamService:
                 producer.last_seq,
                 now,
             )
-        written, offsets = await self._commit(records, finalize, record)
+        slot = self.slots.of_stream(meta.bucket_id, meta.partition)
+        written, offsets = await self._commit(slot, records, finalize, record)
         key = (meta.bucket_id, meta.stream_id)
         data = offsets[: len(messages)]
         self.reads.cache.record(key, meta.next_offset, written.next_offset, data, messages)
@@ -261,6 +311,7 @@ class StreamService:
 
     async def _commit(
         self,
+        slot: int,
         records: list[Record],
         finalize: Callable[[list[int]], StreamMeta],
         producer: ProducerRecord | None = None,
@@ -277,7 +328,7 @@ class StreamService:
             state = [*(forget or []), stream_entry(self.topics, result[0])]
             return state + ([producer_entry(self.topics, producer)] if producer else [])
 
-        offsets = await self.writer.submit(records, entries)
+        offsets = await self.writers.submit(slot, records, entries)
         meta = result[0]
         for _topic, key, _value in forget or []:
             if _topic == self.topics.producers:

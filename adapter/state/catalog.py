@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from adapter.state.records import (
     BucketMeta,
     ProducerRecord,
+    SlotOwner,
     StreamMeta,
     decode,
     decode_as,
     stream_of_key,
 )
+
+# Whether this instance writes a stream's slot now: (bucket id, partition) -> bool.
+Local = Callable[[str, int], bool]
 
 
 @dataclass
@@ -29,6 +33,7 @@ class Catalog:
         self._buckets: dict[str, _Bucket] = {}
         self._streams: dict[tuple[str, str], StreamMeta] = {}
         self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
+        self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
 
     def producers(self, bucket_id: str, stream_id: str) -> dict[str, ProducerRecord]:
         """The idempotent producers of a stream, by producer id (a copy)."""
@@ -50,6 +55,16 @@ class Catalog:
         states.pop(producer_id, None)
         if not states:
             self._producers.pop((bucket_id, stream_id), None)
+
+    def owner(self, slot: int) -> str | None:
+        """The advertised URL of the last instance that took write slot `slot`."""
+        return self._owners.get(slot)
+
+    def apply_owner(self, key: str, value: bytes | None) -> None:
+        """Apply one record of the owners topic (the latest one written is the owner)."""
+        if value is not None:
+            record = decode_as(SlotOwner, key, value)
+            self._owners[record.slot] = record.url
 
     def bucket(self, bucket_id: str) -> BucketMeta | None:
         entry = self._buckets.get(bucket_id)
@@ -118,3 +133,58 @@ class Catalog:
             self.drop_stream(bucket_id, stream_id)
         else:
             self.drop_bucket(bucket_id)
+
+    # -- changes committed by other instances (the meta follower) ---------------------------
+
+    def apply_remote(self, key: str, value: bytes | None, local: Local) -> None:
+        """Apply a followed meta record, unless it is the echo of a slot written here.
+
+        The writer of a slot updates its catalog before its commit is followed, and may have
+        renewed sliding TTLs since; so its own echoes are skipped, and an older state of a
+        stream (an echo arriving after the slot moved away) never replaces a newer one.
+        """
+        bucket_id, stream_id = stream_of_key(key)
+        if not stream_id:
+            self.apply(key, value)  # bucket records: idempotent, applied by everyone
+            return
+        current = self._streams.get((bucket_id, stream_id))
+        if value is None:
+            if current is not None and not local(bucket_id, current.partition):
+                self.drop_stream(bucket_id, stream_id)
+            return
+        record = decode_as(StreamMeta, key, value)
+        if not local(bucket_id, record.partition):
+            self.put_stream(newer(current, record))
+        elif current is not None and newer(current, record) is not current:
+            # Written here, yet later than what we hold: another owner wrote it while this
+            # instance still believed it owned the slot (a resumed zombie). Catch up.
+            self.put_stream(newer(current, record))
+
+    def apply_remote_producer(self, key: str, value: bytes | None, local: Local) -> None:
+        """Apply a followed producer-state record, unless its stream's slot is written here."""
+        stream, _, producer_id = key.partition("\x00")
+        bucket_id, _, stream_id = stream.partition("/")
+        meta = self._streams.get((bucket_id, stream_id))
+        here = meta is not None and local(bucket_id, meta.partition)
+        if value is None:
+            if not here:
+                self.apply_producer(key, None)
+            return
+        record = decode_as(ProducerRecord, key, value)
+        known = self._producers.get((bucket_id, stream_id), {}).get(producer_id)
+        if known is None:
+            if not here:  # here: the stream was deleted since; its producers with it
+                self.put_producer(record)
+        elif (record.epoch, record.last_seq) > (known.epoch, known.last_seq):
+            self.put_producer(record)
+
+
+def newer(current: StreamMeta | None, incoming: StreamMeta) -> StreamMeta:
+    """The later of two states of a stream, keeping the later sliding-TTL access."""
+    if current is None or current.created_at_ms != incoming.created_at_ms:
+        return incoming
+    if incoming.next_offset < current.next_offset or (
+        incoming.next_offset == current.next_offset and current.closed and not incoming.closed
+    ):
+        return current
+    return incoming.evolve(last_access_ms=max(current.last_access_ms, incoming.last_access_ms))

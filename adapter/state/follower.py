@@ -1,11 +1,15 @@
 """The one Kafka consumer of an instance: it rebuilds the catalog, then follows the meta topic.
 
 At start it replays the compacted meta topic (read_committed) to its end into the catalog;
-then it keeps reading it, and each committed stream change wakes that stream's live readers.
-Every commit rewrites the meta record of each stream it touched, so this small topic says
-exactly when a stream got new data or was closed, without reading the data topics.
-While this instance is the only writer its catalog is already current when a change arrives
-here (the commit path updates it first), so following only wakes waiters.
+then it keeps reading it (and the producers topic). Every commit rewrites the meta record of
+each stream it touched, so this small topic says exactly when a stream got new data or was
+closed, without reading the data topics. A followed change of a stream whose write slot
+another instance owns is applied to the catalog; the echo of a change this instance made is
+not (its commit path updated the catalog first). Either way the stream's live readers wake.
+
+`caught_up` lets a new slot owner wait until every change committed before it fenced the
+previous owner is in the catalog: positions count past transaction markers (the end-of-
+partition event carries the fetch position), so they reach the end offsets.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import poll_batch
-from adapter.state.catalog import Catalog
+from adapter.state.catalog import Catalog, Local
 from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
@@ -38,11 +42,15 @@ class MetaFollower:
         catalog: Catalog,
         timeout_s: float,
         on_change: Callable[[str], None],
+        local: Local = lambda _bucket, _partition: False,
     ) -> None:
         self.topics = topics
         self.catalog = catalog
         self.timeout_s = timeout_s
         self.on_change = on_change
+        self.local = local
+        self._positions: dict[str, int] = {}
+        self._progress = asyncio.Event()
         self._config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
             "group.id": f"durable-kafka-follower-{uuid.uuid4().hex}",  # never joined
@@ -60,11 +68,64 @@ class MetaFollower:
         return int(await self._on_thread(self._replay))
 
     async def follow(self) -> None:
-        """Wake the live readers of each stream whose meta record changes; runs until cancelled."""
+        """Apply other instances' changes and wake live readers; runs until cancelled."""
         while True:
-            for message in await self._on_thread(self._poll):
-                if message.topic() == self.topics.meta:
-                    self.on_change((message.key() or b"").decode())
+            messages = await self._on_thread(self._poll)
+            for message in messages:
+                self._follow_one(message)
+            self._progress.set()
+            self._progress = asyncio.Event()
+
+    async def caught_up(self) -> None:
+        """Return once everything committed to the state topics so far has been followed."""
+        ends: dict[str, int] = await self._on_thread(self._end_offsets)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        while any(self._positions.get(topic, 0) < end for topic, end in ends.items()):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise LogUnavailable(f"following the state topics stalled before {ends}")
+            progress = self._progress
+            try:
+                await asyncio.wait_for(progress.wait(), remaining)
+            except TimeoutError:
+                continue
+
+    def _end_offsets(self) -> dict[str, int]:
+        if self._consumer is None:
+            raise LogUnavailable("the follower has not replayed yet")
+        ends = {}
+        for topic in (self.topics.meta, self.topics.producers):
+            try:
+                _, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(topic, 0), self.timeout_s, cached=False
+                )
+            except KafkaException as error:
+                raise LogUnavailable(f"end offsets of {topic}: {error}") from error
+            ends[topic] = high
+        return ends
+
+    def _follow_one(self, message: Message) -> None:
+        topic = message.topic() or ""
+        error = message.error()
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
+                self._advance(topic, message.offset() or 0)
+            else:
+                log.warning("following %s: %s", topic, error)
+            return
+        self._advance(topic, (message.offset() or 0) + 1)
+        key = (message.key() or b"").decode()
+        if topic == self.topics.producers:
+            self.catalog.apply_remote_producer(key, message.value(), self.local)
+        elif topic == self.topics.owners:
+            self.catalog.apply_owner(key, message.value())
+        else:
+            self.catalog.apply_remote(key, message.value(), self.local)
+            self.on_change(key)
+
+    def _advance(self, topic: str, position: int) -> None:
+        self._positions[topic] = max(self._positions.get(topic, 0), position)
 
     async def close(self) -> None:
         if self._consumer is not None:
@@ -77,7 +138,7 @@ class MetaFollower:
     def _replay(self) -> int:
         consumer = self._consumer or Consumer(self._config)
         self._consumer = consumer
-        topics = [self.topics.meta, self.topics.producers]
+        topics = [self.topics.meta, self.topics.producers, self.topics.owners]
         try:
             starts = [self._start(consumer, topic) for topic in topics]
             consumer.assign(starts)
@@ -99,7 +160,9 @@ class MetaFollower:
             for message in batch:
                 if _at_end(message):
                     pending.discard(message.topic() or "")
+                    self._advance(message.topic() or "", message.offset() or 0)
                     continue
+                self._advance(message.topic() or "", (message.offset() or 0) + 1)
                 self._apply(message)
                 applied += 1
         if pending:
@@ -111,6 +174,8 @@ class MetaFollower:
         key = (message.key() or b"").decode()
         if message.topic() == self.topics.producers:
             self.catalog.apply_producer(key, message.value())
+        elif message.topic() == self.topics.owners:
+            self.catalog.apply_owner(key, message.value())
         else:
             self.catalog.apply(key, message.value())
 
@@ -118,7 +183,7 @@ class MetaFollower:
         if self._consumer is None:
             raise LogUnavailable("the follower has not replayed yet")
         try:
-            return [m for m in poll_batch(self._consumer, POLL_S) if not _at_end(m)]
+            return poll_batch(self._consumer, POLL_S)
         except KafkaException as error:
             log.warning("following %s: %s", self.topics, error)
             return []

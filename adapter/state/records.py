@@ -73,6 +73,17 @@ class ProducerRecord:
         return producer_key(self.bucket_id, self.stream_id, self.producer_id)
 
 
+@dataclass(frozen=True)
+class SlotOwner:
+    slot: int
+    url: str
+    since_ms: int
+
+    @property
+    def key(self) -> str:
+        return f"slot:{self.slot}"
+
+
 def producer_key(bucket_id: str, stream_id: str, producer_id: str) -> str:
     # Stream ids never contain NUL, and HTTP header values (producer ids) cannot either.
     return f"{bucket_id}/{stream_id}\x00{producer_id}"
@@ -100,9 +111,10 @@ _PARSED = {
     BucketMeta: fastavro.parse_schema(schemas.load("bucket_meta")),
     StreamMeta: fastavro.parse_schema(schemas.load("stream_meta")),
     ProducerRecord: fastavro.parse_schema(schemas.load("producer_state")),
+    SlotOwner: fastavro.parse_schema(schemas.load("slot_owner")),
 }
 
-Record = BucketMeta | StreamMeta | ProducerRecord
+Record = BucketMeta | StreamMeta | ProducerRecord | SlotOwner
 
 
 def encode(record: Record) -> bytes:
@@ -112,7 +124,7 @@ def encode(record: Record) -> bytes:
     return out.getvalue()
 
 
-R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord)
+R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner)
 
 
 def decode(key: str, value: bytes) -> BucketMeta | StreamMeta:

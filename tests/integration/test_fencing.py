@@ -1,4 +1,4 @@
-"""Two adapters on one topic prefix: the newer fences the older through Kafka, for good."""
+"""Two adapters on one topic prefix share it: writes are forwarded to the slot's owner."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from devstack.process import free_port
 from tests.adapter_process import running_adapter
+from tests.cluster import TEXT, cluster_env, slot_of, until_owned
+from topology.slots import SlotMap
 
-TEXT = {"Content-Type": "text/plain"}
-
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 
 async def _post(session: aiohttp.ClientSession, url: str, body: bytes) -> int:
@@ -20,27 +21,79 @@ async def _post(session: aiohttp.ClientSession, url: str, body: bytes) -> int:
         return reply.status
 
 
+async def _read(session: aiohttp.ClientSession, url: str) -> bytes:
+    async with session.get(url, params={"offset": "-1"}) as reply:
+        assert reply.status == 200
+        return await reply.read()
+
+
 @pytest.mark.timeout(180)
-async def test_a_fenced_instance_stops_writing_and_never_fences_back(
+async def test_two_instances_share_a_prefix_and_read_their_writes(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
-    env = {
-        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
-        "DURABLE_KAFKA_TOPIC_PREFIX": f"fence{unique}.",
-        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
-        "DURABLE_KAFKA_KAFKA_TIMEOUT_MS": "3000",
-    }
+    prefix = f"share{unique}."
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        with running_adapter(env, tmp_path / "old.log") as old:
+        with running_adapter(env, tmp_path / "old.log", free_port()) as old:
             stream = "/v1/stream/s"
             assert (await session.put(old + stream, headers=TEXT)).status == 201
             assert await _post(session, old + stream, b"a") == 204
-            with running_adapter(env, tmp_path / "new.log") as new:  # fences the old writer
-                assert await _post(session, new + stream, b"b") == 204
-                for _ in range(3):  # the old one answers 503, and stays fenced
-                    assert await _post(session, old + stream, b"zombie") == 503
+            with running_adapter(env, tmp_path / "new.log", free_port()) as new:
+                owners = await until_owned(session, {old: None, new: None})
+                for _ in range(3):  # neither is fenced for good: both keep writing
+                    assert await _post(session, old + stream, b"b") == 204
                     assert await _post(session, new + stream, b"c") == 204
-                    await asyncio.sleep(0.2)
-                async with session.get(new + stream, params={"offset": "-1"}) as reply:
-                    assert await reply.read() == b"abccc"
-    assert "fenced" in (tmp_path / "old.log").read_text()
+                assert await _read(session, new + stream) == b"abcbcbc"
+                assert await _read(session, old + stream) == b"abcbcbc"
+
+                # Read-your-writes through the instance that forwarded the append.
+                owned_by_old = next(
+                    f"r{i}" for i in range(1000) if slot_of(prefix, f"r{i}") in owners[old]
+                )
+                url = f"{new}/v1/stream/{owned_by_old}"
+                assert (await session.put(url, headers=TEXT)).status == 201
+                assert await _post(session, url, b"forwarded") == 204
+                assert await _read(session, url) == b"forwarded"
+                # Written through the owner, read through the other: seen within moments.
+                assert await _post(session, f"{old}/v1/stream/{owned_by_old}", b"+") == 204
+                for _ in range(40):
+                    if await _read(session, url) == b"forwarded+":
+                        break
+                    await asyncio.sleep(0.05)
+                assert await _read(session, url) == b"forwarded+"
+
+                # Bucket operations go to the owner of the bucket's slot.
+                slots = SlotMap(prefix, 8)
+                bucket = next(
+                    f"bucket{i}"
+                    for i in range(1000)
+                    if slots.of_bucket(f"bucket{i}") in owners[old]
+                )
+                async with session.put(f"{new}/{bucket}") as reply:
+                    assert reply.status == 201, await reply.text()
+                async with session.get(f"{new}/{bucket}") as reply:
+                    assert reply.status == 200
+                async with session.delete(f"{new}/{bucket}") as reply:
+                    assert reply.status == 204
+                async with session.get(f"{new}/{bucket}") as reply:
+                    assert reply.status == 404
+
+
+@pytest.mark.timeout(60)
+async def test_a_forwarded_write_is_never_forwarded_again(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"loop{unique}."
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+        with (
+            running_adapter(env, tmp_path / "a.log", free_port()) as a,
+            running_adapter(env, tmp_path / "b.log", free_port()) as b,
+        ):
+            owners = await until_owned(session, {a: None, b: None})
+            stream = next(f"f{i}" for i in range(1000) if slot_of(prefix, f"f{i}") in owners[a])
+            headers = TEXT | {"Durable-Kafka-Forwarded": "1"}
+            async with session.put(f"{b}/v1/stream/{stream}", headers=headers) as reply:
+                assert reply.status == 503
+                assert reply.headers["Retry-After"] == "1"
+                assert (await reply.json())["error"]["code"] == "unavailable"

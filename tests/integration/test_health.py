@@ -31,7 +31,14 @@ async def test_ready_once_topics_are_verified(
     assert health.status == 200
     body = await _readyz_until(client, 200)
     assert body["ready"] is True
-    assert set(body["checks"]) == {"kafka", "internal_topics", "catalog", "object_store"}
+    assert set(body["checks"]) == {
+        "kafka",
+        "internal_topics",
+        "catalog",
+        "ownership",
+        "object_store",
+    }
+    assert body["checks"]["ownership"]["detail"].startswith("owns 8/8 slots")
     assert all(check["ok"] for check in body["checks"].values())
 
 

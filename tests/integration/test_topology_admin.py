@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from adapter.app import topic_layout
@@ -9,7 +11,7 @@ from adapter.config import Settings
 from tests.conftest import SettingsFactory
 from topology.admin import TopologyAdmin
 from topology.errors import BrokerUnavailable, TopologyMismatch
-from topology.naming import InternalTopic, internal_topic
+from topology.naming import InternalTopic, internal_topic, slots_topic
 from topology.specs import TopicSpec
 
 
@@ -21,13 +23,21 @@ async def test_creates_internal_topics_once(make_settings: SettingsFactory) -> N
     settings = make_settings()
     admin = _admin(settings)
     names = {internal_topic(settings.topic_prefix, which) for which in InternalTopic}
-    assert set(await admin.ensure_internal_topics()) == names
+    slots = slots_topic(settings.topic_prefix)
+    assert set(await admin.ensure_internal_topics()) == names | {slots}
     assert await admin.ensure_internal_topics() == []
-    assert names <= await admin.topic_names()
+    assert names | {slots} <= await admin.topic_names()
     for name in names:
         configs = await admin.describe_configs(name)
         assert configs["cleanup.policy"] == "compact"
         assert configs["max.message.bytes"] == str(settings.max_message_bytes)
+
+
+async def test_refuses_a_slots_topic_of_another_size(make_settings: SettingsFactory) -> None:
+    settings = make_settings(write_slots=4)
+    await _admin(settings).ensure_internal_topics()
+    with pytest.raises(TopologyMismatch, match="write_slots"):
+        await _admin(replace(settings, write_slots=5)).ensure_internal_topics()
 
 
 async def test_refuses_a_topic_with_the_wrong_policy(make_settings: SettingsFactory) -> None:

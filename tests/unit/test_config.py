@@ -78,3 +78,30 @@ def test_bad_values_are_refused(name: str, value: str, message: str) -> None:
 def test_names_of_sources() -> None:
     assert env_name("bootstrap_servers") == "DURABLE_KAFKA_BOOTSTRAP_SERVERS"
     assert flag_name("bootstrap_servers") == "--bootstrap-servers"
+
+
+def test_cluster_settings_come_from_every_source(tmp_path: Path) -> None:
+    config = _toml(tmp_path, "[cluster]\nwrite_slots = 16\nsession_timeout_ms = 6000\n")
+    env = {env_name("advertise_url"): "http://adapter-1.internal:4437"}
+    settings = load(config, env, {})
+    assert (settings.write_slots, settings.owner_session_timeout_ms) == (16, 6000)
+    assert settings.advertised_url == "http://adapter-1.internal:4437"
+
+
+def test_the_advertised_url_defaults_to_the_listen_address() -> None:
+    assert Settings(listen="127.0.0.1:4000").advertised_url == "http://127.0.0.1:4000"
+    assert Settings(listen="[::1]:4000").advertised_url == "http://[::1]:4000"
+    assert Settings(listen="0.0.0.0:4000").advertised_url != "http://0.0.0.0:4000"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"write_slots": "0"}, "write_slots"),
+        ({"advertise_url": "adapter:4437"}, "advertise_url"),
+        ({"owner_session_timeout_ms": "10"}, "owner_session_timeout_ms"),
+    ],
+)
+def test_cluster_settings_are_validated(flags: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(None, {}, flags)

@@ -20,6 +20,7 @@ def test_internal_topics_are_compacted_with_explicit_configs() -> None:
         "dk.internal.producers",
         "dk.internal.snapshots",
         "dk.internal.tier",
+        "dk.internal.owners",
     ]
     for spec in specs:
         assert spec.configs["cleanup.policy"] == "compact"

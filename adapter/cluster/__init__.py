@@ -1,0 +1,1 @@
+"""Several instances on one topic prefix: write slots, their ownership, forwarding."""

@@ -1,0 +1,174 @@
+"""Slot ownership through Kafka group membership: one coordination consumer per instance.
+
+Every instance joins the group `{prefix}owners` subscribed to `{prefix}internal.slots`, a topic
+with one partition per write slot; holding partition k means owning slot k. Nothing is ever
+read from that topic: the group only divides its partitions. The classic protocol with the
+cooperative-sticky assignor is used (not KIP-848's `group.protocol=consumer`) because its
+session timeout is the client's `session.timeout.ms`, so a dead owner's slots move within a
+few seconds; under KIP-848 the session timeout is a broker-side group setting (at least 45 s
+by default) that an application cannot lower by itself. Cooperative-sticky moves only the
+slots that must move, so a joining instance does not stall every slot.
+
+The consumer is polled on a thread of its own, so `max.poll.interval.ms` never runs out while
+the event loop is busy. Its `client.id` is the instance's advertised URL: the owner directory
+reads it back from the group's description to know where to forward.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from adapter.cluster.slot_writers import SlotWriters
+from topology.naming import owners_group, slots_topic
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2
+
+
+class SlotOwnership:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        prefix: str,
+        advertised_url: str,
+        session_timeout_ms: int,
+        writers: SlotWriters,
+        timeout_s: float,
+    ) -> None:
+        self.topic = slots_topic(prefix)
+        self.group = owners_group(prefix)
+        self.writers = writers
+        self.timeout_s = timeout_s
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": self.group,
+            "client.id": advertised_url,
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": session_timeout_ms,
+            "heartbeat.interval.ms": max(100, session_timeout_ms // 3),
+            "enable.auto.commit": False,
+            "on_commit": self._committed,
+            "logger": logging.getLogger("librdkafka.owners"),
+        }
+        self._consumer: Consumer | None = None
+        self._confirming = threading.Lock()
+        self._confirmed = threading.Event()
+        self._confirm_error: KafkaError | None = None
+        self._late_answers = 0  # answers to confirmations that timed out, still to come
+        self.joined = False
+        self.member_id = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> None:
+        """Join the group; slots arrive through the rebalance callbacks."""
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._run, name="slot-owners", daemon=True)
+        self._thread.start()
+
+    async def stop(self) -> None:
+        """Leave the group (handing the slots over at once) and wait for the thread."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            await asyncio.to_thread(thread.join, self.timeout_s * 2)
+
+    def confirm(self, slot: int) -> bool:
+        """Ask the group coordinator (blocking; for a writer's thread) whether we hold `slot`.
+
+        A writer whose producer failed must not init a new one (fencing the slot's holder)
+        unless the coordinator says this member still holds the slot: a resumed zombie would
+        otherwise take its slot back from the rightful owner. The question is an offset
+        commit for partition `slot` of the (empty) slots topic: the coordinator accepts it
+        only from a member of the current generation, and librdkafka refuses it locally for
+        a partition no longer assigned.
+        """
+        consumer = self._consumer
+        if consumer is None:
+            return False
+        with self._confirming:
+            self._confirmed.clear()
+            self._confirm_error = None
+            try:
+                assigned = {tp.partition for tp in consumer.assignment()}
+                if slot not in assigned:
+                    return False
+                consumer.commit(offsets=[TopicPartition(self.topic, slot, 0)], asynchronous=True)
+            except KafkaException as error:
+                log.warning("cannot confirm ownership of slot %d: %s", slot, error)
+                return False
+            if not self._confirmed.wait(self.timeout_s):
+                self._late_answers += 1
+                log.warning("cannot confirm ownership of slot %d: no answer in time", slot)
+                return False
+            if self._confirm_error is not None:
+                log.warning("ownership of slot %d not confirmed: %s", slot, self._confirm_error)
+                return False
+            return True
+
+    def _committed(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
+        """The answer to `confirm`'s commit (served by poll() on the consumer's thread)."""
+        if self._late_answers:  # answers come in order: this one's question gave up
+            self._late_answers -= 1
+            return
+        self._confirm_error = error
+        self._confirmed.set()
+
+    def _run(self) -> None:
+        consumer = Consumer(self._config)
+        self._consumer = consumer
+        consumer.subscribe(
+            [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
+        )
+        try:
+            while not self._stop.is_set():
+                consumer.poll(POLL_S)
+                self.member_id = consumer.memberid() or ""
+        except KafkaException:
+            log.exception("the slot ownership consumer failed")
+        finally:
+            self._consumer = None
+            consumer.close()  # revokes every slot through _revoked, then leaves the group
+
+    # The callbacks run on the consumer's thread, inside poll() or close().
+
+    def _assigned(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.joined = True
+        slots = sorted(tp.partition for tp in partitions)
+        log.info("assigned write slots %s", slots)
+        self._on_loop(self.writers.gain(slots), wait_s=None)
+
+    def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        slots = sorted(tp.partition for tp in partitions)
+        log.info("revoked write slots %s", slots)
+        # Finishing the transactions in flight before the new owner fences them spares
+        # their clients a 503; waiting here holds the rebalance back for that long at most.
+        self._on_loop(self.writers.lose(slots, self.timeout_s), wait_s=self.timeout_s * 2)
+
+    def _lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        slots = sorted(tp.partition for tp in partitions)
+        log.warning("lost write slots %s (left the group); their writers are fenced", slots)
+        self._on_loop(self.writers.lose(slots, 0), wait_s=self.timeout_s)
+
+    def _on_loop(self, change: Any, wait_s: float | None) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            change.close()
+            return
+        future = asyncio.run_coroutine_threadsafe(change, loop)
+        if wait_s is None:
+            return
+        try:
+            future.result(wait_s)
+        except concurrent.futures.TimeoutError:
+            log.warning("releasing write slots took longer than %.1fs", wait_s)
+        except concurrent.futures.CancelledError:
+            pass

@@ -1,0 +1,59 @@
+"""Where a write goes: handled here, forwarded to the slot's owner, or refused while it moves.
+
+The decision is a pure function of what this instance knows (`decide`); the `Router` gathers
+that knowledge for a slot (the services say which slot a request writes): whether this
+instance accepts writes for it, and who owns it according to the owners topic (each new
+owner of a slot commits its URL there with the slot's producer, right after fencing the
+previous one; the follower keeps it in the catalog).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from adapter.cluster.slot_writers import SlotWriters
+
+
+@dataclass(frozen=True)
+class Local:
+    slot: int
+
+
+@dataclass(frozen=True)
+class Forward:
+    slot: int
+    url: str
+
+
+@dataclass(frozen=True)
+class Moving:
+    """Nobody can take the write now (a rebalance, or our own slot still initialising)."""
+
+    slot: int
+
+
+Route = Local | Forward | Moving
+
+
+def decide(slot: int, accepting: bool, owner_url: str | None, own_url: str) -> Route:
+    """The route of a write for `slot`."""
+    if accepting:
+        return Local(slot)
+    if owner_url is None or owner_url == own_url:
+        return Moving(slot)
+    return Forward(slot, owner_url)
+
+
+class Router:
+    """The slot of a write and its route; consulted by the HTTP edge before a handler runs."""
+
+    def __init__(
+        self, writers: SlotWriters, owner_of: Callable[[int], str | None], own_url: str
+    ) -> None:
+        self.writers = writers
+        self.owner_of = owner_of
+        self.own_url = own_url
+
+    def route(self, slot: int) -> Route:
+        return decide(slot, self.writers.accepting(slot), self.owner_of(slot), self.own_url)

@@ -1,0 +1,167 @@
+"""One transactional writer per owned write slot, started and retired as ownership moves.
+
+Gaining slot k: create the producer `{prefix}writer-{k}` and init_transactions (which fences
+the previous owner's producer and aborts its open transaction), commit the slot's owner record
+(this instance's URL) with that producer, then wait until the meta follower has applied the
+state topics up to their end offsets taken after that init, and only then accept writes for
+k. Losing slot k: refuse new writes at once, let the batches
+already submitted finish (bounded), then drop the producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from adapter.log.errors import LogUnavailable
+from adapter.log.writer import LogWriter, Record, StateEntry, WriterLimits
+from topology.naming import writer_transactional_id
+
+log = logging.getLogger(__name__)
+
+RETRY_GAIN_S = 1.0
+
+
+@dataclass
+class _Slot:
+    writer: LogWriter
+    task: asyncio.Task[None]
+
+
+class SlotWriters:
+    """The writers of the slots this instance owns; `submit` routes a batch to one of them."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        prefix: str,
+        count: int,
+        limits: WriterLimits,
+        catch_up: Callable[[], Awaitable[None]],
+        may_reinit: Callable[[int], bool],
+        announce: Callable[[int], StateEntry],
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.prefix = prefix
+        self.count = count
+        self.limits = limits
+        self._catch_up = catch_up
+        self._may_reinit = may_reinit
+        self._announce = announce
+        self._assigned: set[int] = set()  # what the group gave us
+        self._slots: dict[int, _Slot] = {}  # producers initialised
+        self._ready: set[int] = set()  # caught up: accepting writes
+        self._changes = asyncio.Lock()
+        self._retries: set[asyncio.Task[None]] = set()
+        self.on_change: Callable[[], None] = lambda: None
+
+    # -- the write path --------------------------------------------------------------------
+
+    def accepting(self, slot: int) -> bool:
+        return slot in self._ready
+
+    async def submit(
+        self, slot: int, records: list[Record], finalize: Callable[[list[int]], list[StateEntry]]
+    ) -> list[int]:
+        if slot not in self._ready:
+            raise LogUnavailable(f"write slot {slot} is not owned here (ownership is moving)")
+        return await self._slots[slot].writer.submit(records, finalize)
+
+    # -- ownership changes -----------------------------------------------------------------
+
+    @property
+    def assigned(self) -> frozenset[int]:
+        return frozenset(self._assigned)
+
+    @property
+    def ready(self) -> frozenset[int]:
+        return frozenset(self._ready)
+
+    async def gain(self, slots: list[int]) -> None:
+        self._assigned.update(slots)
+        self.on_change()
+        async with self._changes:
+            wanted = [k for k in slots if k in self._assigned and k not in self._slots]
+            started = await asyncio.gather(*(self._start(k) for k in wanted))
+            fresh = [k for k, ok in zip(wanted, started, strict=True) if ok]
+            if fresh:
+                await self._caught_up(fresh)
+        self.on_change()
+
+    async def lose(self, slots: list[int], drain_s: float) -> None:
+        self._assigned.difference_update(slots)
+        self._ready.difference_update(slots)  # no new writes from here on
+        self.on_change()
+        async with self._changes:
+            await asyncio.gather(*(self._retire(k, drain_s) for k in slots))
+        self.on_change()
+
+    async def close(self) -> None:
+        for task in self._retries:
+            task.cancel()
+        await self.lose(sorted(self._slots), drain_s=self.limits.timeout_s)
+
+    async def _start(self, slot: int) -> bool:
+        writer = LogWriter(
+            self.bootstrap_servers,
+            writer_transactional_id(self.prefix, slot),
+            self.limits,
+            may_reinit=lambda: self._may_reinit(slot),
+        )
+        task: asyncio.Task[None] | None = None
+        try:
+            await asyncio.wait_for(writer.start(), self.limits.timeout_s + 1)
+            task = asyncio.create_task(writer.run(), name=f"writer-{slot}")
+            entry = self._announce(slot)  # where to forward this slot's writes, fenced too
+            await asyncio.wait_for(
+                writer.submit([], lambda _offsets: [entry]), self.limits.timeout_s * 2
+            )
+        except (LogUnavailable, TimeoutError) as error:
+            log.warning("write slot %d not initialised, retrying: %s", slot, error)
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            await writer.close()
+            asyncio.get_running_loop().call_later(RETRY_GAIN_S, self._retry, slot)
+            return False
+        self._slots[slot] = _Slot(writer, task)
+        return True
+
+    def _retry(self, slot: int) -> None:
+        if slot in self._assigned and slot not in self._slots:
+            task = asyncio.create_task(self.gain([slot]), name=f"gain-{slot}")
+            self._retries.add(task)
+            task.add_done_callback(self._retries.discard)
+            task.add_done_callback(_log_failure)
+
+    async def _caught_up(self, slots: list[int]) -> None:
+        """Accept writes once the catalog holds every change committed before our init."""
+        try:
+            await self._catch_up()
+        except (LogUnavailable, TimeoutError) as error:
+            log.warning("slots %s: catalog not caught up, retrying: %s", slots, error)
+            for slot in slots:
+                await self._retire(slot, 0)
+                asyncio.get_running_loop().call_later(RETRY_GAIN_S, self._retry, slot)
+            return
+        self._ready.update(k for k in slots if k in self._assigned)
+        log.info("accepting writes for slots %s", sorted(slots))
+
+    async def _retire(self, slot: int, drain_s: float) -> None:
+        entry = self._slots.pop(slot, None)
+        if entry is None:
+            return
+        if drain_s > 0 and not await entry.writer.drain(drain_s):
+            log.warning("write slot %d: in-flight transactions did not finish in time", slot)
+        entry.task.cancel()
+        await asyncio.gather(entry.task, return_exceptions=True)
+        entry.writer.fail_pending(f"write slot {slot} moved to another instance; retry")
+        await entry.writer.close()
+        log.info("released write slot %d", slot)
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("changing slot ownership failed", exc_info=task.exception())

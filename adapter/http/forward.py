@@ -1,0 +1,147 @@
+"""Forwarding writes to the owner of their write slot, at the HTTP edge.
+
+Every instance accepts every request. A write (PUT, POST, DELETE of a stream or a bucket)
+whose slot another instance owns is sent there as it came (method, path and query, headers,
+body) with `Durable-Kafka-Forwarded: 1`, and the owner's answer is returned unchanged. A
+forwarded request is never forwarded again: an instance that gets one for a slot it does not
+own answers 503 (ownership is moving), as it does while nobody owns the slot. After a
+successful forwarded stream write, the answer waits (bounded) until the local catalog shows
+it, so a client reading through this instance next sees its own write.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from adapter.cluster.routing import Forward, Local, Router
+from adapter.http.keys import BUCKETS, STREAMS
+from adapter.http.render import Handler
+from adapter.http.streams import stream_ref
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.identifiers import validate_bucket_id
+from adapter.protocol.offsets import parse_offset
+
+log = logging.getLogger(__name__)
+
+FORWARDED = "Durable-Kafka-Forwarded"
+WRITES = frozenset({"PUT", "POST", "DELETE"})
+READ_YOUR_WRITES_S = 2.0
+# Hop-by-hop headers, and those aiohttp recomputes for the body it sends.
+_NOT_COPIED = frozenset(
+    h.lower()
+    for h in (
+        "Host",
+        "Connection",
+        "Keep-Alive",
+        "Transfer-Encoding",
+        "Content-Length",
+        "TE",
+        "Trailer",
+        "Upgrade",
+        "Proxy-Authorization",
+        "Proxy-Authenticate",
+    )
+)
+
+
+class Forwarder:
+    """The HTTP client to the other instances, opened on first use, closed at shutdown."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self.timeout, auto_decompress=False)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+ROUTER = web.AppKey("router", Router)
+FORWARDER = web.AppKey("forwarder", Forwarder)
+
+
+@web.middleware
+async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    slot = _write_slot(request)
+    if slot is None:
+        return await handler(request)
+    route = request.app[ROUTER].route(slot)
+    if isinstance(route, Local):
+        return await handler(request)
+    if not isinstance(route, Forward) or FORWARDED in request.headers:
+        raise ProtocolError(
+            ErrorCode.UNAVAILABLE, f"write slot {slot} is changing owner; retry shortly"
+        )
+    response = await _forward(request, route)
+    if response.status < 300:
+        await _read_your_writes(request, response)
+    return response
+
+
+def _write_slot(request: web.Request) -> int | None:
+    """The slot a write request changes; None for reads and routes that write nothing."""
+    if request.method not in WRITES:
+        return None
+    info = request.match_info
+    if "path" in info or "stream" in info:
+        ref = stream_ref(request)
+        return request.app[STREAMS].slot_of(ref.bucket_id, ref.stream_id)
+    if "bucket" in info:
+        return request.app[BUCKETS].slots.of_bucket(validate_bucket_id(info["bucket"]))
+    return None
+
+
+async def _forward(request: web.Request, route: Forward) -> web.Response:
+    headers = CIMultiDict(
+        (k, v) for k, v in request.headers.items() if k.lower() not in _NOT_COPIED
+    )
+    headers[FORWARDED] = "1"
+    url = route.url + request.rel_url.raw_path_qs
+    body = await request.read()
+    try:
+        async with request.app[FORWARDER].session.request(
+            request.method, url, headers=headers, data=body, allow_redirects=False
+        ) as reply:
+            payload = await reply.read()
+            kept = CIMultiDict(
+                (k, v) for k, v in reply.headers.items() if k.lower() not in _NOT_COPIED
+            )
+            return web.Response(status=reply.status, headers=kept, body=payload)
+    except (aiohttp.ClientError, TimeoutError) as error:
+        log.warning("forwarding to %s (slot %d) failed: %s", route.url, route.slot, error)
+        raise ProtocolError(
+            ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"
+        ) from error
+
+
+async def _read_your_writes(request: web.Request, response: web.Response) -> None:
+    """Hold the answer until this instance's catalog reflects the forwarded write."""
+    if "path" not in request.match_info and "stream" not in request.match_info:
+        await _bucket_applied(request)
+        return
+    ref = stream_ref(request)
+    if request.method == "DELETE":
+        tail = None
+    elif (token := response.headers.get("Stream-Next-Offset")) is not None:
+        offset = parse_offset(token)
+        tail = offset if isinstance(offset, int) else None
+    else:
+        return
+    if not await request.app[STREAMS].applied(ref, tail, READ_YOUR_WRITES_S):
+        log.info("forwarded write to %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
+
+
+async def _bucket_applied(request: web.Request) -> None:
+    bucket_id = request.match_info["bucket"]
+    exists = request.method == "PUT"
+    await request.app[STREAMS].bucket_applied(bucket_id, exists, READ_YOUR_WRITES_S)

@@ -1,0 +1,84 @@
+"""Several adapter processes on one topic prefix: their settings, who owns what, signals."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import aiohttp
+
+from topology.placement import partition_for
+from topology.slots import SlotMap
+
+SLOTS = 8
+PARTITIONS = 12  # the default bucket's, created on demand by /v1/stream
+TEXT = {"Content-Type": "text/plain"}
+
+
+def cluster_env(bootstrap: str, prefix: str, tmp_path: Path) -> dict[str, str]:
+    return {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": prefix,
+        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+        "DURABLE_KAFKA_KAFKA_TIMEOUT_MS": "3000",
+        "DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS": "6000",
+        "DURABLE_KAFKA_WRITE_SLOTS": str(SLOTS),
+        "DURABLE_KAFKA_PARTITIONS": str(PARTITIONS),
+    }
+
+
+def slot_of(prefix: str, stream_id: str) -> int:
+    """The write slot of `/v1/stream/{stream_id}` (a stream of the `_default` bucket)."""
+    partition = partition_for(stream_id.encode(), PARTITIONS)
+    return SlotMap(prefix, SLOTS).of_stream("_default", partition)
+
+
+async def owned(session: aiohttp.ClientSession, base: str) -> set[int] | None:
+    """The slots an instance accepts writes for (from /readyz), None if it does not answer."""
+    try:
+        async with session.get(f"{base}/readyz", timeout=aiohttp.ClientTimeout(total=2)) as r:
+            detail = str((await r.json())["checks"]["ownership"]["detail"])
+    except (aiohttp.ClientError, TimeoutError):
+        return None
+    listed = detail.split(": ", 1)[1].split(" ", 1)[0]
+    return set() if listed == "none" else {int(k) for k in listed.split(",")}
+
+
+async def until_owned(
+    session: aiohttp.ClientSession, expected: dict[str, int | None], timeout_s: float = 60
+) -> dict[str, set[int]]:
+    """Wait until each instance owns `expected[base]` slots (None: at least one) and the
+    instances together own all of them."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        found = {base: await owned(session, base) for base in expected}
+        if all(slots is not None for slots in found.values()):
+            split = {base: slots or set() for base, slots in found.items()}
+            total = set().union(*split.values())
+            counts_ok = all(
+                len(split[base]) == want if want is not None else bool(split[base])
+                for base, want in expected.items()
+            )
+            if counts_ok and len(total) == SLOTS:
+                return split
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"slots never settled as {expected}")
+
+
+def adapter_pid(port: int) -> int:
+    """The pid of the adapter listening on `port` (found through /proc, as an operator would)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in argv and f"127.0.0.1:{port}".encode() in argv:
+            return int(cmdline.parent.name)
+    raise AssertionError("no adapter process found")
+
+
+def signal_adapter(port: int, sig: signal.Signals) -> None:
+    os.kill(adapter_pid(port), sig)

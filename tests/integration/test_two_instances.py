@@ -1,0 +1,147 @@
+"""Two adapter processes on one topic prefix: kill -9 of a slot owner, and a resumed zombie."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from devstack.process import free_port
+from tests.adapter_process import running_adapter
+from tests.cluster import TEXT, cluster_env, signal_adapter, slot_of, until_owned
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
+
+STREAMS = [f"busy{i}" for i in range(4)]
+PRODUCERS_PER_STREAM = 2
+APPENDS = 40  # per producer
+
+
+async def _produce(
+    session: aiohttp.ClientSession, bases: list[str], stream: str, pid: str, acked: list[int]
+) -> None:
+    """Send seq 0..APPENDS-1 in order, each attempt through the next instance, until acked."""
+    for seq in range(APPENDS):
+        headers = {**TEXT, "Producer-Id": pid, "Producer-Epoch": "0", "Producer-Seq": str(seq)}
+        attempt = 0
+        while True:
+            base, status = bases[(seq + attempt) % len(bases)], 0
+            try:
+                url = f"{base}/v1/stream/{stream}"
+                async with session.post(url, data=f"{pid}:{seq}\n", headers=headers) as reply:
+                    status = reply.status
+                    assert status in (200, 204, 503), (status, await reply.text())
+            except (aiohttp.ClientConnectionError, TimeoutError):
+                pass  # that instance is gone: the next attempt goes to the other one
+            if status in (200, 204):
+                acked.append(seq)
+                break
+            attempt += 1
+            await asyncio.sleep(0.05)
+
+
+async def _read(session: aiohttp.ClientSession, base: str, stream: str) -> str:
+    async with session.get(f"{base}/v1/stream/{stream}", params={"offset": "-1"}) as reply:
+        assert reply.status == 200, await reply.text()
+        return await reply.text()
+
+
+def _port(base: str) -> int:
+    return int(base.rsplit(":", 1)[1])
+
+
+@pytest.mark.timeout(300)
+async def test_kill_9_of_an_owner_moves_its_slots_and_loses_nothing(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"two{unique}."
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    acked_lists: dict[tuple[str, str], list[int]] = {
+        (s, f"{s}-p{i}"): [] for s in STREAMS for i in range(PRODUCERS_PER_STREAM)
+    }
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+        with (
+            running_adapter(env, tmp_path / "a.log", free_port()) as a,
+            running_adapter(env, tmp_path / "b.log", free_port()) as b,
+        ):
+            owners = await until_owned(session, {a: None, b: None})
+            for stream in STREAMS:  # created through one instance: some are forwarded
+                async with session.put(f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
+                    assert reply.status == 201, await reply.text()
+            load = [
+                asyncio.create_task(_produce(session, [a, b], stream, pid, seqs))
+                for (stream, pid), seqs in acked_lists.items()
+            ]
+            total = len(acked_lists) * APPENDS
+            for _ in range(3000):
+                if sum(len(seqs) for seqs in acked_lists.values()) >= total // 3:
+                    break
+                await asyncio.sleep(0.02)
+            victim = a if slot_of(prefix, STREAMS[0]) in owners[a] else b
+            survivor = b if victim == a else a
+            signal_adapter(_port(victim), signal.SIGKILL)  # mid-load, transactions open
+            await asyncio.wait_for(asyncio.gather(*load), 240)
+            await until_owned(session, {survivor: 8})
+            bodies = {stream: await _read(session, survivor, stream) for stream in STREAMS}
+    for (stream, pid), seqs in acked_lists.items():
+        assert seqs == list(range(APPENDS))
+        lines = bodies[stream].splitlines()
+        mine = [int(line.split(":")[1]) for line in lines if line.startswith(f"{pid}:")]
+        assert mine == list(range(APPENDS))  # every acknowledged append once, in order
+
+
+async def _post(session: aiohttp.ClientSession, base: str, stream: str, text: str) -> int:
+    try:
+        async with session.post(f"{base}/v1/stream/{stream}", data=text, headers=TEXT) as r:
+            return r.status
+    except (aiohttp.ClientConnectionError, TimeoutError):
+        return 0
+
+
+@pytest.mark.timeout(300)
+async def test_a_resumed_zombie_never_applies_a_write(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"zombie{unique}."
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        with (
+            running_adapter(env, tmp_path / "a.log", free_port()) as a,
+            running_adapter(env, tmp_path / "b.log", free_port()) as b,
+        ):
+            owners = await until_owned(session, {a: None, b: None})
+            stream = next(f"z{i}" for i in range(1000) if slot_of(prefix, f"z{i}") in owners[a])
+            assert (await session.put(f"{a}/v1/stream/{stream}", headers=TEXT)).status == 201
+            if await _post(session, a, stream, "a0\n") != 204:  # A writes as the owner
+                raise AssertionError("the owner refused a plain append")
+            # Appends in flight at A when it stops: some inside an open transaction.
+            bodies = [f"inflight{i}\n" for i in range(20)]
+            in_flight = [asyncio.create_task(_post(session, a, stream, t)) for t in bodies]
+            await asyncio.sleep(0.02)
+            signal_adapter(_port(a), signal.SIGSTOP)
+            try:
+                # Sent to the stopped owner: it can only be handled once A resumes.
+                late = asyncio.create_task(_post(session, a, stream, "zombie1\n"))
+                await until_owned(session, {b: 8})  # A's session timed out: B fenced it
+                assert await _post(session, b, stream, "b1\n") == 204
+            finally:
+                signal_adapter(_port(a), signal.SIGCONT)
+            zombie2 = await _post(session, a, stream, "zombie2\n")
+            answers = await asyncio.gather(*in_flight, late)
+            statuses = dict(zip([*bodies, "zombie1\n"], answers, strict=True))
+            statuses["zombie2\n"] = zombie2
+            assert set(statuses.values()) <= {0, 204, 503}, statuses
+            assert await _post(session, b, stream, "b2\n") == 204
+            await until_owned(session, {a: None, b: None})  # A rejoined the group
+            through_b = await _read(session, b, stream)
+            assert await _read(session, a, stream) == through_b  # A's catalog caught up
+    lines = through_b.splitlines(keepends=True)
+    assert len(lines) == len(set(lines))  # nothing twice
+    acknowledged = {text for text, status in statuses.items() if status == 204}
+    assert set(lines) == {"a0\n", "b1\n", "b2\n"} | acknowledged  # none that failed
+    assert lines[0] == "a0\n"
+    assert lines.index("b1\n") < lines.index("b2\n")
+    assert "lost write slots" in (tmp_path / "a.log").read_text()  # A saw it was replaced
