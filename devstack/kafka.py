@@ -93,6 +93,18 @@ def _java_argv(node: KafkaNode, main: str, *args: str) -> list[str]:
     ]  # fmt: skip
 
 
+def new_cluster_id() -> str:
+    """22 characters of url-safe base64 of a random UUID, never starting with '-'.
+
+    The storage tool would read an id starting with '-' as an option (about 1 in 64 ids);
+    Kafka's own `Uuid.randomUuid` draws again in that case, and so do we.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def _format_storage(node: KafkaNode) -> None:
     """Write the config and format the log directory once; later starts reuse both."""
     node.home.mkdir(parents=True, exist_ok=True)
@@ -101,7 +113,7 @@ def _format_storage(node: KafkaNode) -> None:
     (node.home / "log4j2.properties").write_text(_LOG4J2)
     if (node.home / "logs" / "meta.properties").exists():
         return
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = new_cluster_id()
     run_checked(
         _java_argv(
             node, "kafka.tools.StorageTool", "format", "-g", "-t", cluster_id, "-c", str(config)
