@@ -10,6 +10,7 @@ from aiohttp import web
 from adapter.http.security import decorate
 from adapter.http.sse_sink import TransportSink
 from adapter.live.fanout import Fanout
+from adapter.live.shared_reads import SharedReads
 from adapter.live.tailers import Ending, Payload, Tailer
 from adapter.protocol.caching import NO_CACHE, NO_STORE
 from adapter.protocol.commands import Chunk, Read, StreamRef
@@ -56,6 +57,7 @@ def poll_timeout(request: web.Request, limits: LiveLimits) -> float:
 async def long_poll(
     request: web.Request,
     service: StreamService,
+    reads: SharedReads,
     ref: StreamRef,
     start: ReadFrom,
     limits: LiveLimits,
@@ -69,7 +71,7 @@ async def long_poll(
     cursor = {"Stream-Cursor": next_cursor(service.clock(), request.query.get("cursor"))}
     if position >= meta.next_offset:
         return None, meta, cursor
-    return await service.read(Read(ref, position)), meta, cursor
+    return await reads.read(ref, position), meta, cursor  # one read for all woken here
 
 
 def empty_poll_response(meta: StreamMeta, cursor: dict[str, str]) -> web.Response:

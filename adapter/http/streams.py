@@ -117,7 +117,9 @@ async def read(request: web.Request) -> web.StreamResponse:
     if live == "sse":
         return await sse(request, service, request.app[FANOUT], ref, start, limits)
     if live == "long-poll":
-        chunk, meta, cursor = await long_poll(request, service, ref, start, limits)
+        chunk, meta, cursor = await long_poll(
+            request, service, request.app[FANOUT].reads, ref, start, limits
+        )
         if chunk is None:
             return empty_poll_response(meta, cursor)
         closed_at_tail = chunk.meta.closed and chunk.up_to_date

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Hashable
 
+from adapter.live.shared_reads import SharedReads
 from adapter.live.tailers import Ending, Payload, Tailer
 from adapter.log.errors import LogUnavailable
-from adapter.protocol.commands import Chunk, Read, StreamRef
+from adapter.protocol.commands import Chunk, StreamRef
 from adapter.protocol.cursors import current_interval, cursor_after
 from adapter.protocol.errors import ProtocolError
 from adapter.protocol.offsets import encode
@@ -31,10 +32,14 @@ class StreamFeed:
     """The parked sessions of one stream and the task that brings them each change."""
 
     def __init__(
-        self, ref: StreamRef, service: StreamService, on_empty: Callable[[StreamFeed], None]
+        self,
+        ref: StreamRef,
+        reads: SharedReads,
+        on_empty: Callable[[StreamFeed], None],
     ) -> None:
         self.ref = ref
-        self.service = service
+        self.reads = reads
+        self.service = reads.service
         self.tailers: dict[Tailer, None] = {}  # insertion-ordered set
         self._on_empty = on_empty
         self._dirty = False
@@ -78,7 +83,7 @@ class StreamFeed:
         for position, group in groups.items():
             if position < meta.next_offset:
                 async with asyncio.timeout(READ_TIMEOUT_S):
-                    chunk = await self.service.read(Read(self.ref, position))
+                    chunk = await self.reads.read(self.ref, position)
                 self._send_chunk(chunk, group)
             elif meta.closed:
                 self._send_all(group, Payload(_final(position)), Ending.CLOSED)
@@ -142,6 +147,7 @@ class Fanout:
 
     def __init__(self, service: StreamService, heartbeat_s: float) -> None:
         self.service = service
+        self.reads = SharedReads(service)
         self.heartbeat_s = heartbeat_s
         self._heartbeat = Payload(HEARTBEAT)
         self._feeds: dict[Hashable, StreamFeed] = {}
@@ -156,7 +162,7 @@ class Fanout:
         key = (ref.bucket_id, ref.stream_id)
         feed = self._feeds.get(key)
         if feed is None:
-            feed = self._feeds[key] = StreamFeed(ref, self.service, self._forget)
+            feed = self._feeds[key] = StreamFeed(ref, self.reads, self._forget)
             self.service.hub.listen(key, feed.changed)
         feed.tailers[tailer] = None
         if self._sweeper is None:
