@@ -26,6 +26,7 @@ from adapter.service.streams import StreamService
 
 READ_TIMEOUT_S = 30.0  # the reader bounds its Kafka calls itself; this bounds the await
 SWEEP_S = 1.0
+SLICE = 25  # writes between two yields to the event loop, so one change never hogs it
 
 
 class StreamFeed:
@@ -84,15 +85,15 @@ class StreamFeed:
             if position < meta.next_offset:
                 async with asyncio.timeout(READ_TIMEOUT_S):
                     chunk = await self.reads.read(self.ref, position)
-                self._send_chunk(chunk, group)
+                await self._send_chunk(chunk, group)
             elif meta.closed:
                 self._send_all(group, Payload(_final(position)), Ending.CLOSED)
 
-    def _send_chunk(self, chunk: Chunk, group: list[Tailer]) -> None:
+    async def _send_chunk(self, chunk: Chunk, group: list[Tailer]) -> None:
         data = data_event(chunk.meta.content_type, chunk.messages) if chunk.messages else b""
-        for tailer in group:
-            tailer.position = chunk.next_offset
         if chunk.meta.closed and chunk.up_to_date:
+            for tailer in group:
+                tailer.position = chunk.next_offset
             self._send_all(group, Payload(data + _final(chunk.next_offset)), Ending.CLOSED)
             return
         if not chunk.up_to_date:
@@ -100,13 +101,18 @@ class StreamFeed:
         interval = current_interval(self.service.clock())
         offset = encode(chunk.next_offset)
         shared = Payload(data + control_event(offset, str(interval), chunk.up_to_date, False))
-        now = asyncio.get_running_loop().time()
-        for tailer in group:
+        loop = asyncio.get_running_loop()
+        for index, tailer in enumerate(group):
+            if index % SLICE == 0 and index:
+                await asyncio.sleep(0)  # let appends (and the writer's thread) in between
+            if tailer not in self.tailers:
+                continue  # it left while we yielded
             payload = shared
             if tailer.cursor is not None and tailer.cursor >= interval:  # §8.1 jitter
                 cursor = cursor_after(interval, tailer.cursor)
                 payload = Payload(data + control_event(offset, cursor, chunk.up_to_date, False))
-            self.write(tailer, payload, now)
+            tailer.position = chunk.next_offset
+            self.write(tailer, payload, loop.time())
 
     def _send_all(self, group: list[Tailer], payload: Payload, then: Ending) -> None:
         now = asyncio.get_running_loop().time()
