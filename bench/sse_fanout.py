@@ -63,7 +63,7 @@ class Scenario:
 def scenarios(args: argparse.Namespace) -> dict[str, Scenario]:
     return {
         "one": Scenario("one", args.subscribers, 1, args.rate),
-        "one-big": Scenario("one-big", args.big_subscribers, 1, args.big_rate or args.rate),
+        "one-big": Scenario("one-big", args.big_subscribers, 1, args.big_rate),
         "many": Scenario("many", args.streams, args.streams, args.many_rate),
     }
 
@@ -390,7 +390,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--big-subscribers", type=int, default=10_000, help="subscribers in 'one-big'")
     add("--streams", type=int, default=1000, help="streams (1 subscriber each) in 'many'")
     add("--rate", type=float, default=50, help="appends/s in 'one' and 'one-big'")
-    add("--big-rate", type=float, help="appends/s in 'one-big' (default: --rate)")
+    add("--big-rate", type=float, default=5, help="appends/s in 'one-big'")
     add("--many-rate", type=float, default=50, help="appends/s over all streams in 'many'")
     add("--warmup", type=float, default=3, help="seconds of appends not measured")
     add("--duration", type=float, default=20, help="seconds of measured appends")
