@@ -114,3 +114,18 @@ async def _read_until_cut(sock: socket.socket) -> bytes:
         while chunk := await loop.sock_recv(sock, 2**20):
             chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def test_the_sweep_sends_heartbeats_and_ends_responses_at_their_maximum_duration(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    settings = make_settings(sse_heartbeat_ms=200, sse_max_duration_ms=2500)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    path = await _stream(client, f"idle-{unique}")
+    response = await client.get(path, params={"offset": "now", "live": "sse"})
+    body = await asyncio.wait_for(response.read(), 30)  # ends without any append
+    assert body.startswith(b"event: control\n")
+    assert b": keep-alive\n\n" in body
+    assert b"streamClosed" not in body
+    assert client.app[FANOUT].tailers == 0
