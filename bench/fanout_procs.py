@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Protocol
 
 from bench import targets
 from bench.fanout_stats import Row
@@ -22,37 +22,66 @@ class BenchError(RuntimeError):
     """The scenario could not be measured (a worker died, subscribers never connected...)."""
 
 
+class Channel(Protocol):
+    """A worker's pipe: a `multiprocessing` connection, or a Go worker's stdin and stdout."""
+
+    def fileno(self) -> int: ...
+    def poll(self) -> bool: ...
+    def recv(self) -> Any: ...
+    def send(self, obj: Any) -> None: ...
+    def close(self) -> None: ...
+
+
+class Proc(Protocol):
+    """A worker or appender process: `multiprocessing`'s, or a Go worker."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+    def join(self, timeout: float | None = None) -> None: ...
+    def is_alive(self) -> bool: ...
+    def kill(self) -> None: ...
+
+
 class Pipes:
     """The orchestrator's end of every worker's and the appender's pipe."""
 
     def __init__(self) -> None:
-        self.names: dict[Connection, str] = {}
+        self.names: dict[Channel, str] = {}
         self.status: dict[str, dict[str, int]] = {}
         self.results: dict[str, dict[str, Any]] = {}
         self.on_phase: Callable[[str], None] = lambda _phase: None
 
-    def add(self, name: str, conn: Connection) -> None:
+    def add(self, name: str, conn: Channel) -> None:
         self.names[conn] = name
 
     def pump(self, timeout_s: float) -> None:
         """Take every message that arrives within `timeout_s`."""
-        ready = wait(list(self.names), timeout_s)
-        for conn in ready:
-            assert isinstance(conn, Connection)
-            name = self.names[conn]
+        by_fd = {conn.fileno(): conn for conn in self.names}
+        for fd in wait(list(by_fd), timeout_s):
+            assert isinstance(fd, int)
+            self._take(by_fd[fd])
+
+    def _take(self, conn: Channel) -> None:
+        """Every message the channel has ready (a Go worker's may be buffered already)."""
+        name = self.names[conn]
+        while True:
             try:
                 kind, payload = conn.recv()
             except (EOFError, OSError):
                 del self.names[conn]
                 if name not in self.results:
                     raise BenchError(f"{name} died without a result") from None
-                continue
+                return
             if kind == "status":
                 self.status[name] = payload
             elif kind == "phase":
                 self.on_phase(payload)
             else:
                 self.results[name] = payload
+            if not conn.poll():
+                return
 
     def total(self, key: str) -> int:
         return sum(status.get(key, 0) for status in self.status.values())
@@ -74,7 +103,7 @@ def spawn(
     return process
 
 
-def reap(processes: list[BaseProcess]) -> None:
+def reap(processes: list[Proc]) -> None:
     for process in processes:
         process.join(5)
         if process.is_alive():

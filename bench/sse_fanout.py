@@ -26,19 +26,19 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from bench import profiling, targets
+from bench import fanout_gosub, profiling, targets
 from bench.fanout_load import AppenderSpec, WorkerSpec, appender_main, worker_main
 from bench.fanout_procs import (
     BenchError,
     CpuSnapshot,
     PeakSampler,
     Pipes,
+    Proc,
     reap,
     record_cpu,
     spawn,
@@ -63,7 +63,7 @@ class Scenario:
 def scenarios(args: argparse.Namespace) -> dict[str, Scenario]:
     return {
         "one": Scenario("one", args.subscribers, 1, args.rate),
-        "one-big": Scenario("one-big", args.big_subscribers, 1, args.big_rate or args.rate),
+        "one-big": Scenario("one-big", args.big_subscribers, 1, args.big_rate),
         "many": Scenario("many", args.streams, args.streams, args.many_rate),
     }
 
@@ -110,7 +110,7 @@ def measure(server: targets.Server, scenario: Scenario, args: argparse.Namespace
     row.rss_before_kib = targets.rss_kib(server.pid)
     sampler = PeakSampler(server.pid)
     sampler.start()
-    pipes, processes = Pipes(), []
+    pipes, processes = Pipes(), list[Proc]()
     profile = args.log_dir / f"py-spy-{row.target}-{scenario.name}.txt"
     window: Window | None = None
     try:
@@ -135,17 +135,24 @@ def measure(server: targets.Server, scenario: Scenario, args: argparse.Namespace
 
 def start_workers(
     pipes: Pipes, scenario: Scenario, urls: list[str], args: argparse.Namespace
-) -> list[BaseProcess]:
-    count = -(-scenario.subscribers // args.per_worker)
+) -> list[Proc]:
+    per_worker = args.per_worker or (5000 if args.client == "go" else 500)
+    count = -(-scenario.subscribers // per_worker)
     per_connect = max(1, args.connect_concurrency // count)
     expected_seqs = int(scenario.rate * (args.warmup + args.duration + args.cooldown) * 1.2) + 64
-    processes = []
+    processes: list[Proc] = []
     for index in range(count):
-        first = index * args.per_worker
-        last = min(scenario.subscribers, first + args.per_worker)
+        first = index * per_worker
+        last = min(scenario.subscribers, first + per_worker)
         mine = [urls[k % len(urls)] for k in range(first, last)]
-        spec = WorkerSpec(index, mine, per_connect, expected_seqs)
-        processes.append(spawn(pipes, f"worker-{index}", worker_main, spec))
+        name = f"worker-{index}"
+        if args.client == "go":
+            worker = fanout_gosub.GoWorker(args.go_binary, name, mine, per_connect, expected_seqs)
+            pipes.add(name, worker)
+            processes.append(worker)
+        else:
+            spec = WorkerSpec(index, mine, per_connect, expected_seqs)
+            processes.append(spawn(pipes, name, worker_main, spec))
     return processes
 
 
@@ -165,7 +172,7 @@ class Window:
     """The measured window: CPU snapshots at its edges, the workers told, the server profiled."""
 
     def __init__(
-        self, pipes: Pipes, row: Row, server_pid: int, workers: list[BaseProcess], profile: Path
+        self, pipes: Pipes, row: Row, server_pid: int, workers: list[Proc], profile: Path
     ) -> None:
         self.pipes, self.row, self.server_pid = pipes, row, server_pid
         self.worker_names = [process.name for process in workers]
@@ -212,7 +219,7 @@ class Window:
 
 def start_appender(
     pipes: Pipes, scenario: Scenario, urls: list[str], args: argparse.Namespace, window: Window
-) -> BaseProcess:
+) -> Proc:
     spec = AppenderSpec(urls, scenario.rate, args.warmup, args.duration, args.cooldown)
     pipes.on_phase = lambda phase: window.on_phase(phase, args)
     appender = spawn(pipes, "appender", appender_main, spec)
@@ -222,7 +229,7 @@ def start_appender(
     return appender
 
 
-def append(pipes: Pipes, appender: BaseProcess, args: argparse.Namespace) -> dict[str, Any]:
+def append(pipes: Pipes, appender: Proc, args: argparse.Namespace) -> dict[str, Any]:
     deadline = time.monotonic() + args.warmup + args.duration + args.cooldown + 60
     while "appender" not in pipes.results:
         if time.monotonic() > deadline:
@@ -360,7 +367,14 @@ def preflight(args: argparse.Namespace, chosen: list[Scenario]) -> dict[str, obj
         + json.loads(REFERENCE_PACKAGE.read_text())["version"],
         "durable_kafka": targets.code_version(),
         "aiohttp": aiohttp.__version__,
+        "client": args.client,
+        "go": _go_version() if args.client == "go" else None,
     }
+
+
+def _go_version() -> str:
+    reply = subprocess.run(["go", "version"], capture_output=True, text=True, check=False)
+    return reply.stdout.strip()
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -376,12 +390,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--big-subscribers", type=int, default=10_000, help="subscribers in 'one-big'")
     add("--streams", type=int, default=1000, help="streams (1 subscriber each) in 'many'")
     add("--rate", type=float, default=50, help="appends/s in 'one' and 'one-big'")
-    add("--big-rate", type=float, help="appends/s in 'one-big' (default: --rate)")
+    add("--big-rate", type=float, default=5, help="appends/s in 'one-big'")
     add("--many-rate", type=float, default=50, help="appends/s over all streams in 'many'")
     add("--warmup", type=float, default=3, help="seconds of appends not measured")
     add("--duration", type=float, default=20, help="seconds of measured appends")
     add("--cooldown", type=float, default=1, help="seconds of appends after the window")
-    add("--per-worker", type=int, default=500, help="subscribers per worker process")
+    add("--client", choices=("go", "python"), default="go", help="subscriber load generator")
+    add("--per-worker", type=int, help="subscribers per worker (default: go 5000, python 500)")
     add("--connect-concurrency", type=int, default=200, help="connects in flight, in all")
     add("--connect-timeout", type=float, default=300)
     add("--drain-timeout", type=float, default=60, help="max wait for late deliveries")
@@ -405,6 +420,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.warmup, args.duration, args.cooldown, args.drain_idle = 1, 3, 0.5, 2
         args.reuse_server, args.quiet_timeout = True, 0
     args.targets = [t for t in args.targets.split(",") if t]
+    args.go_binary = fanout_gosub.build() if args.client == "go" else None
     args.run_tag = f"{int(time.time())}-{os.getpid()}"
     return args
 

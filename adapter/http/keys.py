@@ -5,9 +5,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from adapter.http.live import LiveLimits
+from adapter.live.fanout import Fanout
 from adapter.service.buckets import BucketService
 from adapter.service.streams import StreamService
 
 STREAMS = web.AppKey("streams", StreamService)
 BUCKETS = web.AppKey("buckets", BucketService)
 LIVE_LIMITS = web.AppKey("live_limits", LiveLimits)
+FANOUT = web.AppKey("fanout", Fanout)

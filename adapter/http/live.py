@@ -8,15 +8,18 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from adapter.http.security import decorate
+from adapter.http.sse_sink import TransportSink
+from adapter.live.fanout import Fanout
+from adapter.live.shared_reads import SharedReads
+from adapter.live.tailers import Ending, Payload, Tailer
 from adapter.protocol.caching import NO_CACHE, NO_STORE
 from adapter.protocol.commands import Chunk, Read, StreamRef
-from adapter.protocol.cursors import next_cursor
+from adapter.protocol.cursors import current_interval, cursor_after, next_cursor, parse_cursor
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import ReadFrom, encode
 from adapter.protocol.sse import (
     CONTENT_TYPE,
     ENCODING_HEADER,
-    HEARTBEAT,
     control_event,
     data_event,
     uses_base64,
@@ -24,6 +27,9 @@ from adapter.protocol.sse import (
 from adapter.service.reads import resolve_start
 from adapter.service.streams import StreamService
 from adapter.state.records import StreamMeta
+
+SSE_BACKLOG_BYTES = 256 * 1024  # unsent bytes one SSE client may hold before it must drain
+PARK_GRACE_S = 5.0  # the sweep ends parked sessions at their deadline; this only bounds it
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ def poll_timeout(request: web.Request, limits: LiveLimits) -> float:
 async def long_poll(
     request: web.Request,
     service: StreamService,
+    reads: SharedReads,
     ref: StreamRef,
     start: ReadFrom,
     limits: LiveLimits,
@@ -64,7 +71,7 @@ async def long_poll(
     cursor = {"Stream-Cursor": next_cursor(service.clock(), request.query.get("cursor"))}
     if position >= meta.next_offset:
         return None, meta, cursor
-    return await service.read(Read(ref, position)), meta, cursor
+    return await reads.read(ref, position), meta, cursor  # one read for all woken here
 
 
 def empty_poll_response(meta: StreamMeta, cursor: dict[str, str]) -> web.Response:
@@ -84,6 +91,7 @@ def empty_poll_response(meta: StreamMeta, cursor: dict[str, str]) -> web.Respons
 async def sse(
     request: web.Request,
     service: StreamService,
+    fanout: Fanout,
     ref: StreamRef,
     start: ReadFrom,
     limits: LiveLimits,
@@ -96,7 +104,8 @@ async def sse(
         response.headers[ENCODING_HEADER] = "base64"
     decorate(response, request)
     await response.prepare(request)
-    session = _SseSession(request, response, service, ref, limits)
+    sink = TransportSink(request, response, SSE_BACKLOG_BYTES)
+    session = _SseSession(request, sink, service, fanout, ref, limits)
     try:
         await session.run(resolve_start(meta, start))
     except (ClientGone, ConnectionResetError):
@@ -108,45 +117,71 @@ async def sse(
 
 
 class _SseSession:
-    """One SSE response: catch up, then tail, pairing every data event with a control event."""
+    """One SSE response: catch up on its own, then park with the stream's broadcaster.
+
+    Every data event goes out in one write with its control event.
+    """
 
     def __init__(
         self,
         request: web.Request,
-        response: web.StreamResponse,
+        sink: TransportSink,
         service: StreamService,
+        fanout: Fanout,
         ref: StreamRef,
         limits: LiveLimits,
     ) -> None:
-        self.request = request
-        self.response = response
+        self.sink = sink
         self.service = service
+        self.fanout = fanout
         self.ref = ref
         self.limits = limits
+        self.cursor = parse_cursor(request.query.get("cursor"))
+        self.announced = False
 
     async def run(self, position: int) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.sse_max_duration_s
-        announced = False
-        while loop.time() < deadline:
+        while True:
+            position, done = await self._catch_up(position)
+            if done or loop.time() >= deadline:
+                return
+            ending, position = await self._park(position, deadline)
+            if ending is Ending.GONE:
+                raise ClientGone("the client disconnected")
+            if ending is Ending.BEHIND:
+                await self._drained()
+            elif ending is not Ending.LOST:
+                return  # closed (final event written), expired or shutting down
+
+    async def _catch_up(self, position: int) -> tuple[int, bool]:
+        """Write until the client has every committed message; True once the stream closed."""
+        while True:
             meta = self.service.live(self.ref)
             if position < meta.next_offset:
-                position, done = await self._send_chunk(position)
-                if done:
-                    return
-                announced = True
-                continue
-            if meta.closed:
+                position, closed = await self._send_chunk(position)
+                if closed:
+                    return position, True
+            elif meta.closed:
                 await self._write(control_event(encode(position), None, True, True))
-                return
-            if not announced:
+                return position, True
+            elif not self.announced:
                 await self._write(self._control(position, up_to_date=True))
-                announced = True
-            wait_s = min(self.limits.sse_heartbeat_s, deadline - loop.time())
-            before = meta.next_offset
-            meta = await self.service.wait_for_data(self.ref, position, wait_s)
-            if meta.next_offset == before and not meta.closed:
-                await self._write(HEARTBEAT)
+            else:
+                return position, False  # nothing awaited since `meta`: safe to park
+
+    async def _park(self, position: int, deadline: float) -> tuple[Ending, int]:
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[Ending] = loop.create_future()
+        tailer = Tailer(self.sink, position, self.cursor, deadline, loop.time(), ended)
+        self.fanout.park(self.ref, tailer)
+        try:
+            async with asyncio.timeout(deadline - loop.time() + PARK_GRACE_S):
+                return await ended, tailer.position
+        except TimeoutError:
+            return Ending.EXPIRED, tailer.position  # the sweep is late: end anyway
+        finally:
+            self.fanout.leave(self.ref, tailer)
 
     async def _send_chunk(self, position: int) -> tuple[int, bool]:
         chunk = await self.service.read(Read(self.ref, position))
@@ -160,12 +195,20 @@ class _SseSession:
         return chunk.next_offset, closed
 
     def _control(self, position: int, up_to_date: bool) -> bytes:
-        cursor = next_cursor(self.service.clock(), self.request.query.get("cursor"))
+        interval = current_interval(self.service.clock())
+        cursor = cursor_after(interval, self.cursor)
         return control_event(encode(position), cursor, up_to_date, closed=False)
 
     async def _write(self, data: bytes) -> None:
-        """A write that outlives the timeout means a client not reading: drop it, it resumes."""
-        try:
-            await asyncio.wait_for(self.response.write(data), self.limits.sse_write_timeout_s)
-        except TimeoutError as error:
-            raise ClientGone("the client did not read in time") from error
+        self.announced = True
+        ending = self.sink.send(Payload(data))
+        if ending is Ending.GONE:
+            raise ClientGone("the client disconnected")
+        if ending is Ending.BEHIND:
+            await self._drained()
+
+    async def _drained(self) -> None:
+        """A client that does not read its backlog in time is dropped: it resumes later."""
+        if not await self.sink.drained(self.limits.sse_write_timeout_s):
+            self.sink.abort()
+            raise ClientGone("the client did not read in time")

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from adapter.http.keys import LIVE_LIMITS, STREAMS
+from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
+from adapter.live.fanout import Fanout
 from adapter.protocol import json_mode
 from adapter.protocol.caching import (
     NO_STORE,
@@ -114,9 +115,11 @@ async def read(request: web.Request) -> web.StreamResponse:
     start = parse_offset(request.query.get("offset"))
     service, ref, limits = request.app[STREAMS], stream_ref(request), request.app[LIVE_LIMITS]
     if live == "sse":
-        return await sse(request, service, ref, start, limits)
+        return await sse(request, service, request.app[FANOUT], ref, start, limits)
     if live == "long-poll":
-        chunk, meta, cursor = await long_poll(request, service, ref, start, limits)
+        chunk, meta, cursor = await long_poll(
+            request, service, request.app[FANOUT].reads, ref, start, limits
+        )
         if chunk is None:
             return empty_poll_response(meta, cursor)
         closed_at_tail = chunk.meta.closed and chunk.up_to_date
@@ -193,6 +196,14 @@ def _state_headers(meta: StreamMeta, now_ms: int) -> dict[str, str]:
 
 
 def add_routes(app: web.Application) -> None:
+    """The stream routes, and the SSE fan-out they share (ended first when the server stops)."""
+    fanout = Fanout(app[STREAMS], app[LIVE_LIMITS].sse_heartbeat_s)
+    app[FANOUT] = fanout
+
+    async def end_sse(_app: web.Application) -> None:
+        fanout.close()
+
+    app.on_shutdown.append(end_sse)
     handlers = {
         "PUT": create_stream,
         "POST": append,

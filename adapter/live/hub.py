@@ -2,25 +2,37 @@
 
 One future per watched stream, shared by all its waiters and replaced when it fires: waking
 a thousand long-polls on one stream is one `set_result`. Entries exist only while somebody
-waits, so memory follows the number of waiters, not the number of streams.
+waits, so memory follows the number of waiters, not the number of streams. A stream may
+also have one listener (its SSE broadcaster, `adapter.live.fanout`), called on every change.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 
 class LiveHub:
     def __init__(self) -> None:
         self._changes: dict[Hashable, tuple[asyncio.Future[None], int]] = {}
+        self._listeners: dict[Hashable, Callable[[], None]] = {}
 
     def notify(self, key: Hashable) -> None:
         """The stream changed (data, closure or deletion): wake everyone waiting on it."""
         entry = self._changes.pop(key, None)
         if entry is not None and not entry[0].done():
             entry[0].set_result(None)
+        listener = self._listeners.get(key)
+        if listener is not None:
+            listener()
+
+    def listen(self, key: Hashable, listener: Callable[[], None] | None) -> None:
+        """Call `listener` on every change of `key` (None: stop)."""
+        if listener is None:
+            self._listeners.pop(key, None)
+        else:
+            self._listeners[key] = listener
 
     async def wait(self, key: Hashable, timeout_s: float) -> bool:
         """Wait until `key` is notified (True) or the timeout passes (False)."""
@@ -29,10 +41,9 @@ class LiveHub:
         future, users = self._changes.get(key) or (asyncio.get_running_loop().create_future(), 0)
         self._changes[key] = (future, users + 1)
         try:
-            await asyncio.wait_for(asyncio.shield(future), timeout_s)
-            return True
-        except TimeoutError:
-            return False
+            # asyncio.wait never cancels the shared future and needs no task or shield.
+            done, _pending = await asyncio.wait((future,), timeout=timeout_s)
+            return bool(done)
         finally:
             self._release(key, future)
 

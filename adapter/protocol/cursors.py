@@ -24,14 +24,20 @@ def next_cursor(
 ) -> str:
     """The cursor to answer with, given the `cursor` query parameter the client echoed."""
     interval = current_interval(now_ms)
-    client = _parse(client_cursor)
+    return cursor_after(interval, parse_cursor(client_cursor), jitter_s)
+
+
+def cursor_after(
+    interval: int, client: int | None, jitter_s: Callable[[], int] | None = None
+) -> str:
+    """The cursor for a client whose cursor was parsed already (None: none or unreadable)."""
     if client is None or client < interval:
         return str(interval)
     seconds = (jitter_s or _random_jitter)()
     return str(client + max(1, seconds // INTERVAL_S))
 
 
-def _parse(value: str | None) -> int | None:
+def parse_cursor(value: str | None) -> int | None:
     if value is None or not (value.isascii() and value.isdigit()) or len(value) > 18:
         return None
     return int(value)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.protocol.cursors import EPOCH_MS, current_interval, next_cursor
+from adapter.protocol.cursors import (
+    EPOCH_MS,
+    current_interval,
+    cursor_after,
+    next_cursor,
+    parse_cursor,
+)
 
 
 def test_interval_counts_20_second_steps_from_the_epoch() -> None:
@@ -31,3 +37,12 @@ def test_random_jitter_stays_within_an_hour() -> None:
     now = EPOCH_MS + 100 * 20_000
     for _ in range(200):
         assert 101 <= int(next_cursor(now, "100")) <= 100 + 3600 // 20
+
+
+def test_parsed_cursors_give_the_same_answers() -> None:
+    assert parse_cursor("123") == 123
+    assert parse_cursor("-1") is None
+    assert parse_cursor(None) is None
+    assert cursor_after(100, None) == "100"
+    assert cursor_after(100, 99) == "100"
+    assert cursor_after(100, 100, lambda: 40) == "102"

@@ -30,3 +30,15 @@ async def test_timeouts_and_cancellation_release_their_entries() -> None:
     assert hub.watched == 0
     hub.notify("nobody")  # notifying an unwatched stream is a no-op
     assert hub.watched == 0
+
+
+async def test_a_listener_hears_every_change_of_its_stream_until_removed() -> None:
+    hub = LiveHub()
+    heard: list[str] = []
+    hub.listen("a", lambda: heard.append("a"))
+    hub.notify("a")
+    hub.notify("b")
+    hub.notify("a")
+    hub.listen("a", None)
+    hub.notify("a")
+    assert heard == ["a", "a"]

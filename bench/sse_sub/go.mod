@@ -1,0 +1,3 @@
+module durablekafka/bench/sse_sub
+
+go 1.22
