@@ -57,3 +57,15 @@ def _wait_ready(base_url: str, proc: subprocess.Popen[bytes], log: Path) -> None
             return
         time.sleep(0.1)
     raise AssertionError(f"the adapter was not ready within 60s:\n{log.read_text()}")
+
+
+def adapter_pid(port: int) -> int:
+    """The pid of the adapter listening on `port` (found through /proc, as an operator would)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in argv and f"127.0.0.1:{port}".encode() in argv:
+            return int(cmdline.parent.name)
+    raise AssertionError("no adapter process found")

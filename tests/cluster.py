@@ -9,6 +9,7 @@ from pathlib import Path
 
 import aiohttp
 
+from tests.adapter_process import adapter_pid
 from topology.placement import partition_for
 from topology.slots import SlotMap
 
@@ -66,18 +67,6 @@ async def until_owned(
                 return split
         await asyncio.sleep(0.2)
     raise AssertionError(f"slots never settled as {expected}")
-
-
-def adapter_pid(port: int) -> int:
-    """The pid of the adapter listening on `port` (found through /proc, as an operator would)."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            argv = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"serve" in argv and f"127.0.0.1:{port}".encode() in argv:
-            return int(cmdline.parent.name)
-    raise AssertionError("no adapter process found")
 
 
 def signal_adapter(port: int, sig: signal.Signals) -> None:

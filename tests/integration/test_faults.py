@@ -13,7 +13,7 @@ import pytest
 
 from devstack import kafka
 from devstack.process import free_port
-from tests.adapter_process import running_adapter
+from tests.adapter_process import adapter_pid, running_adapter
 
 pytestmark = pytest.mark.faults
 
@@ -87,25 +87,14 @@ async def test_kill_9_under_load_applies_each_append_exactly_once(
             assert (await session.put(f"{base}/v1/stream/orders", headers=TEXT)).status == 201
             load = [asyncio.create_task(_produce(session, url, p, a)) for p, a in acked.items()]
             await _until_a_third_is_acknowledged(acked)
-            _kill_9(port)  # mid-load: some requests in flight, some transactions open
+            os.kill(
+                adapter_pid(port), signal.SIGKILL
+            )  # mid-load: some requests in flight, some transactions open
         with running_adapter(env, tmp_path / "second.log", port):
             await asyncio.wait_for(asyncio.gather(*load), 180)
             async with session.get(url, params={"offset": "-1"}) as reply:
                 body = await reply.text()
     _assert_exactly_once(body, acked)
-
-
-def _kill_9(port: int) -> None:
-    """SIGKILL the adapter listening on `port` (found through /proc, as an operator would)."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            argv = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"serve" in argv and f"127.0.0.1:{port}".encode() in argv:
-            os.kill(int(cmdline.parent.name), signal.SIGKILL)
-            return
-    raise AssertionError("no adapter process found")
 
 
 @pytest.mark.timeout(240)
