@@ -185,6 +185,13 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     supervisor = Supervisor(parts.admin, object_store(settings), readiness, load_state)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
     app[FATAL] = fatal
+
+    def fail(error: BaseException) -> None:
+        if not fatal.done():
+            fatal.set_result(error)
+
+    parts.ownership.on_failure = fail  # a dead ownership thread or slot writer ends serving
+    parts.writers.on_failure = fail
     tasks.append(asyncio.create_task(supervisor.run(), name="supervisor"))
     for task in tasks:
         task.add_done_callback(lambda done: _report(done, fatal))

@@ -20,6 +20,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -67,6 +68,7 @@ class SlotOwnership:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.on_failure: Callable[[BaseException], None] = lambda _error: None
 
     def start(self) -> None:
         """Join the group; slots arrive through the rebalance callbacks."""
@@ -130,10 +132,13 @@ class SlotOwnership:
         )
         try:
             while not self._stop.is_set():
-                consumer.poll(POLL_S)
+                consumer.poll(POLL_S)  # a rebalance callback's exception comes out here too
                 self.member_id = consumer.memberid() or ""
-        except KafkaException:
+        except Exception as error:
+            # Without this thread the instance owns no slot and never will again: stop it
+            # (exit 1) so that it is restarted, rather than let it look ready.
             log.exception("the slot ownership consumer failed")
+            self._fail(error)
         finally:
             self._consumer = None
             consumer.close()  # revokes every slot through _revoked, then leaves the group
@@ -158,6 +163,16 @@ class SlotOwnership:
         log.warning("lost write slots %s (left the group); their writers are fenced", slots)
         self._on_loop(self.writers.lose(slots, 0), wait_s=self.timeout_s)
 
+    def _change_ended(self, future: concurrent.futures.Future[None]) -> None:
+        if not future.cancelled() and (error := future.exception()) is not None:
+            log.error("changing slot ownership failed", exc_info=error)
+            self._fail(error)
+
+    def _fail(self, error: BaseException) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.on_failure, error)
+
     def _on_loop(self, change: Any, wait_s: float | None) -> None:
         loop = self._loop
         if loop is None or loop.is_closed():
@@ -165,6 +180,7 @@ class SlotOwnership:
             return
         future = asyncio.run_coroutine_threadsafe(change, loop)
         if wait_s is None:
+            future.add_done_callback(self._change_ended)
             return
         try:
             future.result(wait_s)

@@ -56,6 +56,9 @@ class SlotWriters:
         self._changes = asyncio.Lock()
         self._retries: set[asyncio.Task[None]] = set()
         self.on_change: Callable[[], None] = lambda: None
+        # Called when a writer's loop or a change of ownership dies of a bug: the instance
+        # can no longer write its slots, so it must stop rather than look ready.
+        self.on_failure: Callable[[BaseException], None] = lambda _error: None
 
     # -- the write path --------------------------------------------------------------------
 
@@ -114,6 +117,7 @@ class SlotWriters:
         try:
             await asyncio.wait_for(writer.start(), self.limits.timeout_s + 1)
             task = asyncio.create_task(writer.run(), name=f"writer-{slot}")
+            task.add_done_callback(self._writer_ended)
             entry = self._announce(slot)  # where to forward this slot's writes, fenced too
             await asyncio.wait_for(
                 writer.submit([], lambda _offsets: [entry]), self.limits.timeout_s * 2
@@ -134,7 +138,21 @@ class SlotWriters:
             task = asyncio.create_task(self.gain([slot]), name=f"gain-{slot}")
             self._retries.add(task)
             task.add_done_callback(self._retries.discard)
-            task.add_done_callback(_log_failure)
+            task.add_done_callback(self._gain_ended)
+
+    def _gain_ended(self, task: asyncio.Task[None]) -> None:
+        """A change of ownership that raised is a bug: report it (the process stops)."""
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("changing slot ownership failed", exc_info=error)
+            self.on_failure(error)
+
+    def _writer_ended(self, task: asyncio.Task[None]) -> None:
+        """A writer's loop ends only when its slot is retired (cancelled): else a bug."""
+        if task.cancelled():
+            return
+        error = task.exception() or RuntimeError(f"{task.get_name()} stopped")
+        log.error("the writer of a slot stopped", exc_info=error)
+        self.on_failure(error)
 
     async def _caught_up(self, slots: list[int]) -> None:
         """Accept writes once the catalog holds every change committed before our init."""
@@ -160,8 +178,3 @@ class SlotWriters:
         entry.writer.fail_pending(f"write slot {slot} moved to another instance; retry")
         await entry.writer.close()
         log.info("released write slot %d", slot)
-
-
-def _log_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("changing slot ownership failed", exc_info=task.exception())
