@@ -1,8 +1,10 @@
 """Buckets and streams: each command is decided against the catalog and carried out on the log.
 
-Every change to a stream runs under that stream's lock, from validation until its transaction
-has committed and the catalog holds the result, so each decision sees the state left by the one
-before it, and the meta record committed with the data always describes the latest state.
+Every change to a stream is decided under that stream's lock, so each decision sees the state
+left by the one before it. An accepted append lets the lock go once its batch is queued: the
+next one is decided against the pending state (`adapter/service/chains.py`), and fails if the
+batch it was decided against fails. Refusals, repeats, If-Match, create and delete decide
+against committed state only. The catalog moves in commit order, from the writer loop.
 """
 
 from __future__ import annotations
@@ -145,7 +147,8 @@ class StreamService:
             if chain is not None and not isinstance(outcome, _Write):
                 # Refusals and repeats answer with the committed state, never a pending one.
                 await self._settle(key)
-                outcome = self._decide(command, None)
+                chain = None
+                outcome = self._decide(command, chain)
             if isinstance(outcome, Appended):
                 return outcome
             assert outcome is not None
