@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapter.log.errors import LogUnavailable
-from adapter.log.writer import LogWriter, Record, StateEntry, WriterLimits
+from adapter.log.writer import LogWriter, Record, StateEntry, WriteBatch, WriterLimits
 from topology.naming import writer_transactional_id
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,12 @@ class SlotWriters:
         if slot not in self._ready:
             raise LogUnavailable(f"write slot {slot} is not owned here (ownership is moving)")
         return await self._slots[slot].writer.submit(records, finalize)
+
+    def enqueue(self, slot: int, batch: WriteBatch) -> WriteBatch:
+        """Queue a batch without waiting for it (its future tells the outcome)."""
+        if slot not in self._ready:
+            raise LogUnavailable(f"write slot {slot} is not owned here (ownership is moving)")
+        return self._slots[slot].writer.enqueue(batch)
 
     # -- ownership changes -----------------------------------------------------------------
 

@@ -43,11 +43,28 @@ class Record:
 
 @dataclass
 class WriteBatch:
-    """One request's records; `finalize` maps their offsets to the state to commit with them."""
+    """One request's records; `finalize` maps their offsets to the state to commit with them.
+
+    `after` is the batch this one was decided against (the same stream's previous append, not
+    yet committed when this one was decided): if it fails, this one must fail too, never
+    commit. `on_commit` runs on the event loop once the batch has committed, in commit order.
+    The future is never cancelled by a waiter (they wait through `asyncio.shield`), so it
+    always tells the batch's outcome.
+    """
 
     records: list[Record]
     finalize: Callable[[list[int]], list[StateEntry]]
+    after: WriteBatch | None = None
+    on_commit: Callable[[list[int]], None] | None = None
     future: asyncio.Future[list[int]] = field(init=False)
+
+    @property
+    def failed(self) -> bool:
+        return self.future.done() and self.future.exception() is not None
+
+    def fail(self, error: LogUnavailable) -> None:
+        if not self.future.done():
+            self.future.set_exception(error)
 
 
 class LogWriter:
@@ -95,11 +112,14 @@ class LogWriter:
         self, records: list[Record], finalize: Callable[[list[int]], list[StateEntry]]
     ) -> list[int]:
         """Write the records and their metadata atomically; return the records' offsets."""
-        batch = WriteBatch(records, finalize)
+        return await asyncio.shield(self.enqueue(WriteBatch(records, finalize)).future)
+
+    def enqueue(self, batch: WriteBatch) -> WriteBatch:
+        """Queue a batch for the next transaction; its future tells the outcome."""
         batch.future = asyncio.get_running_loop().create_future()
         self._idle.clear()
         self._queue.put_nowait(batch)
-        return await batch.future
+        return batch
 
     async def run(self) -> None:
         """The group-commit loop; runs until cancelled."""
@@ -107,25 +127,26 @@ class LogWriter:
             batches = [await self._queue.get()]
             while not self._queue.empty() and len(batches) < MAX_BATCHES_PER_TRANSACTION:
                 batches.append(self._queue.get_nowait())
+            batches = _unbroken(batches)
+            if not batches:
+                if self._queue.empty():
+                    self._idle.set()
+                continue
             try:
                 results = await self._on_thread(self._commit, batches)
             except asyncio.CancelledError:
                 # Retired mid-commit: its outcome is unknown, the clients' retries settle it.
                 for batch in batches:
-                    if not batch.future.done():
-                        batch.future.set_exception(LogUnavailable("the write slot moved; retry"))
+                    batch.fail(LogUnavailable("the write slot moved; retry"))
                 raise
             except LogUnavailable as error:
                 for batch in batches:
-                    if not batch.future.done():
-                        batch.future.set_exception(LogUnavailable(str(error)))
+                    batch.fail(LogUnavailable(str(error)))
                 continue
             finally:
                 if self._queue.empty():
                     self._idle.set()
-            for batch, offsets in zip(batches, results, strict=True):
-                if not batch.future.done():
-                    batch.future.set_result(offsets)
+            _committed(batches, results)
 
     async def drain(self, timeout_s: float) -> bool:
         """Wait until every submitted batch has its outcome; False if time ran out."""
@@ -138,9 +159,7 @@ class LogWriter:
     def fail_pending(self, reason: str) -> None:
         """Answer every batch still queued with LogUnavailable (the writer is going away)."""
         while not self._queue.empty():
-            batch = self._queue.get_nowait()
-            if not batch.future.done():
-                batch.future.set_exception(LogUnavailable(reason))
+            self._queue.get_nowait().fail(LogUnavailable(reason))
 
     async def close(self) -> None:
         self._producer = None  # librdkafka tears the producer down when it is collected
@@ -202,9 +221,14 @@ class LogWriter:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "flush timed out"))
         if failures:
             raise KafkaException(failures[0])
+        # In order: a batch's finalize may build on the one before it. For a compacted topic
+        # only the last record of a key counts, so each key is produced once.
+        state: dict[tuple[str, str], bytes | None] = {}
         for batch, batch_offsets in zip(batches, offsets, strict=True):
             for topic, key, value in batch.finalize(batch_offsets):
-                producer.produce(topic, value=value, key=key.encode(), partition=0)
+                state[(topic, key)] = value
+        for (topic, key), value in state.items():
+            producer.produce(topic, value=value, key=key.encode(), partition=0)
         self._commit_transaction(producer)
         return offsets
 
@@ -241,6 +265,29 @@ class LogWriter:
 class WriterLimits:
     timeout_s: float
     max_message_bytes: int
+
+
+def _unbroken(batches: list[WriteBatch]) -> list[WriteBatch]:
+    """The batches that may commit: each one's predecessor committed already or goes first in
+    this same transaction. The rest fail (their decision rested on a state that never was)."""
+    kept: list[WriteBatch] = []
+    here: set[int] = set()
+    for batch in batches:
+        after, batch.after = batch.after, None  # no chain of every batch stays reachable
+        if after is None or id(after) in here or (after.future.done() and not after.failed):
+            kept.append(batch)
+            here.add(id(batch))
+        else:
+            batch.fail(LogUnavailable("an earlier append to this stream did not commit; retry"))
+    return kept
+
+
+def _committed(batches: list[WriteBatch], results: list[list[int]]) -> None:
+    for batch, offsets in zip(batches, results, strict=True):
+        if batch.on_commit is not None:
+            batch.on_commit(offsets)
+        if not batch.future.done():
+            batch.future.set_result(offsets)
 
 
 def _delivered(

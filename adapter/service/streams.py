@@ -1,8 +1,10 @@
 """Buckets and streams: each command is decided against the catalog and carried out on the log.
 
-Every change to a stream runs under that stream's lock, from validation until its transaction
-has committed and the catalog holds the result, so each decision sees the state left by the one
-before it, and the meta record committed with the data always describes the latest state.
+Every change to a stream is decided under that stream's lock, so each decision sees the state
+left by the one before it. An accepted append lets the lock go once its batch is queued: the
+next one is decided against the pending state (`adapter/service/chains.py`), and fails if the
+batch it was decided against fails. Refusals, repeats, If-Match, create and delete decide
+against committed state only. The catalog moves in commit order, from the writer loop.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.live.hub import LiveHub
-from adapter.log.writer import Record, StateEntry
+from adapter.log.writer import Record, StateEntry, WriteBatch
 from adapter.protocol import json_mode
 from adapter.protocol.commands import (
     Append,
@@ -42,6 +45,7 @@ from adapter.protocol.stream_rules import (
     split_messages,
 )
 from adapter.service.buckets import BucketService
+from adapter.service.chains import Chain, Chains, Written
 from adapter.service.locks import KeyedLocks
 from adapter.service.reads import ReadPath
 from adapter.service.records import control_record, data_records
@@ -55,6 +59,16 @@ Clock = Callable[[], int]
 
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class _Write:
+    """An append decided and due to be written."""
+
+    meta: StreamMeta  # the state it was decided against
+    command: Append
+    messages: list[bytes]
+    producer: ProducerState | None
 
 
 class StreamService:
@@ -76,6 +90,7 @@ class StreamService:
         self.clock = clock
         self.topics = buckets.topics
         self._locks = KeyedLocks()
+        self._chains = Chains()
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -105,6 +120,7 @@ class StreamService:
             self.buckets.creating_stream(ref.bucket_id),
             self._locks.hold((ref.bucket_id, ref.stream_id)),
         ):
+            await self._settle((ref.bucket_id, ref.stream_id))
             existing = self.catalog.stream(ref.bucket_id, ref.stream_id)
             if existing is not None and not existing.expired(self.clock()):
                 check_same_config(existing, command)
@@ -115,33 +131,71 @@ class StreamService:
             return Created(await self._create(command, forget), created=True)
 
     async def append(self, command: Append) -> Appended:
-        ref = command.ref
-        async with self._locks.hold((ref.bucket_id, ref.stream_id)):
-            meta = self.touch(self.live(ref))
-            decision = self._producer_decision(meta, command)
-            if meta.closed:
-                return closed_append(meta, command, decision)
-            check_body(meta, command)
-            messages = split_messages(meta.content_type, command.body)
-            if isinstance(decision, Duplicate):  # before Stream-Seq: a retry repeats its seq
-                return Appended(meta, False, ProducerState(decision.epoch, decision.last_seq))
-            check_producer(decision)
-            check_order(meta, command)
-            accepted = decision.state if isinstance(decision, Accepted) else None
-            written = await self._append(meta, command, messages, accepted)
-            return Appended(written, appended=True, producer=accepted)
+        key = (command.ref.bucket_id, command.ref.stream_id)
+        async with self._locks.hold(key):
+            chain = self._chains.get(key)
+            if chain is not None and (chain.broken or command.if_match is not None):
+                # If-Match compares the tail, which only a commit gives.
+                await self._settle(key)
+                chain = None
+            try:
+                outcome = self._decide(command, chain)
+            except ProtocolError:
+                if chain is None:
+                    raise
+                outcome = None
+            if chain is not None and not isinstance(outcome, _Write):
+                # Refusals and repeats answer with the committed state, never a pending one.
+                await self._settle(key)
+                chain = None
+                outcome = self._decide(command, chain)
+            if isinstance(outcome, Appended):
+                return outcome
+            assert outcome is not None
+            batch, written = self._queue_append(outcome, chain)
+        await asyncio.shield(batch.future)
+        assert written.meta is not None
+        return Appended(written.meta, appended=True, producer=outcome.producer)
 
-    def _producer_decision(self, meta: StreamMeta, command: Append) -> Decision | None:
+    def _decide(self, command: Append, chain: Chain | None) -> Appended | _Write:
+        """Decide an append against the stream's state after its queued appends."""
+        meta = self.touch(self.live(command.ref)) if chain is None else self._pending(chain)
+        decision = self._producer_decision(meta, command, chain)
+        if meta.closed:
+            return closed_append(meta, command, decision)
+        check_body(meta, command)
+        messages = split_messages(meta.content_type, command.body)
+        if isinstance(decision, Duplicate):  # before Stream-Seq: a retry repeats its seq
+            return Appended(meta, False, ProducerState(decision.epoch, decision.last_seq))
+        check_producer(decision)
+        check_order(meta, command)
+        accepted = decision.state if isinstance(decision, Accepted) else None
+        return _Write(meta, command, messages, accepted)
+
+    def _pending(self, chain: Chain) -> StreamMeta:
+        meta = chain.meta
+        if meta.expired(self.clock()):
+            raise ProtocolError(ErrorCode.STREAM_NOT_FOUND, f"stream {meta.stream_id!r} not found")
+        return meta
+
+    async def _settle(self, key: tuple[str, str]) -> None:
+        await self._chains.settle(key, self.writers.limits.timeout_s * 4)
+
+    def _producer_decision(
+        self, meta: StreamMeta, command: Append, chain: Chain | None
+    ) -> Decision | None:
         if command.producer is None:
             return None
-        stored = self.catalog.producers(meta.bucket_id, meta.stream_id).get(
-            command.producer.producer_id
-        )
-        state = ProducerState(stored.epoch, stored.last_seq) if stored else None
+        producer_id = command.producer.producer_id
+        state = chain.producers.get(producer_id) if chain is not None else None
+        if state is None:
+            stored = self.catalog.producers(meta.bucket_id, meta.stream_id).get(producer_id)
+            state = ProducerState(stored.epoch, stored.last_seq) if stored else None
         return decide(state, command.producer)
 
     async def delete(self, ref: StreamRef) -> None:
         async with self._locks.hold((ref.bucket_id, ref.stream_id)):
+            await self._settle((ref.bucket_id, ref.stream_id))
             meta = self.live(ref)
             topic = self.buckets.topic(ref.bucket_id)
             record = control_record(topic, meta.partition, ref.stream_id, "delete")
@@ -267,13 +321,9 @@ class StreamService:
         )
         return meta
 
-    async def _append(
-        self,
-        meta: StreamMeta,
-        command: Append,
-        messages: list[bytes],
-        producer: ProducerState | None,
-    ) -> StreamMeta:
+    def _queue_append(self, write: _Write, chain: Chain | None) -> tuple[WriteBatch, Written]:
+        """Queue the append's batch; the stream's next append may be decided at once."""
+        meta, command, messages = write.meta, write.command, write.messages
         topic = self.buckets.topic(meta.bucket_id)
         records = data_records(
             topic, meta.partition, meta.stream_id, meta.content_type, messages, command.producer
@@ -281,33 +331,54 @@ class StreamService:
         if command.close:
             records.append(control_record(topic, meta.partition, meta.stream_id, "close"))
         now = self.clock()
+        decided = meta.evolve(
+            closed=meta.closed or command.close,
+            last_seq=command.seq or meta.last_seq,
+            last_write_at_ms=now,
+            last_access_ms=now if meta.ttl_seconds is not None else meta.last_access_ms,
+            message_count=meta.message_count + len(messages),
+        )
+        record = self._producer_record(write, now)
+        written = Written(chain.written if chain is not None else None, meta.next_offset)
 
-        def finalize(offsets: list[int]) -> StreamMeta:
-            return meta.evolve(
-                next_offset=offsets[len(messages) - 1] + 1 if messages else meta.next_offset,
-                closed=meta.closed or command.close,
-                last_seq=command.seq or meta.last_seq,
-                last_write_at_ms=now,
-                last_access_ms=now if meta.ttl_seconds is not None else meta.last_access_ms,
-                message_count=meta.message_count + len(messages),
-            )
+        def finalize(offsets: list[int]) -> list[StateEntry]:
+            start = written.settle_start()  # in commit order: the previous batch is final
+            tail = offsets[len(messages) - 1] + 1 if messages else start
+            written.meta = decided.evolve(next_offset=tail)
+            entries = [stream_entry(self.topics, written.meta)]
+            return entries + ([producer_entry(self.topics, record)] if record else [])
 
-        record = None
-        if producer is not None and command.producer is not None:
-            record = ProducerRecord(
-                meta.bucket_id,
-                meta.stream_id,
-                command.producer.producer_id,
-                producer.epoch,
-                producer.last_seq,
-                now,
-            )
+        def on_commit(offsets: list[int]) -> None:
+            assert written.meta is not None
+            if record is not None:
+                self.catalog.put_producer(record)
+            self.catalog.put_stream(written.meta)
+            key = (meta.bucket_id, meta.stream_id)
+            data = offsets[: len(messages)]
+            self.reads.cache.record(key, written.start, written.meta.next_offset, data, messages)
+            self.hub.notify(key)
+
         slot = self.slots.of_stream(meta.bucket_id, meta.partition)
-        written, offsets = await self._commit(slot, records, finalize, record)
-        key = (meta.bucket_id, meta.stream_id)
-        data = offsets[: len(messages)]
-        self.reads.cache.record(key, meta.next_offset, written.next_offset, data, messages)
-        return written
+        before = chain.last if chain is not None else None
+        batch = self.writers.enqueue(slot, WriteBatch(records, finalize, before, on_commit))
+        producer = None
+        if record is not None:
+            producer = (record.producer_id, ProducerState(record.epoch, record.last_seq))
+        self._chains.extend((meta.bucket_id, meta.stream_id), decided, batch, written, producer)
+        return batch, written
+
+    def _producer_record(self, write: _Write, now: int) -> ProducerRecord | None:
+        if write.producer is None or write.command.producer is None:
+            return None
+        meta = write.meta
+        return ProducerRecord(
+            meta.bucket_id,
+            meta.stream_id,
+            write.command.producer.producer_id,
+            write.producer.epoch,
+            write.producer.last_seq,
+            now,
+        )
 
     async def _commit(
         self,

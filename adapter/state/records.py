@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Self, TypeVar
 
 import fastavro
@@ -120,7 +120,8 @@ Record = BucketMeta | StreamMeta | ProducerRecord | SlotOwner
 def encode(record: Record) -> bytes:
     out = io.BytesIO()
     out.write(FORMAT_V1)
-    fastavro.schemaless_writer(out, _PARSED[type(record)], asdict(record))
+    # Every field is a scalar: the instance's own dict serves, without asdict's deep copy.
+    fastavro.schemaless_writer(out, _PARSED[type(record)], vars(record))
     return out.getvalue()
 
 

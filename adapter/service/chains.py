@@ -1,0 +1,100 @@
+"""A stream's appends in flight: the state they will leave, known before they commit.
+
+Appends to one stream are decided one at a time under the stream's lock, but the lock is let
+go once an append's batch is queued, so the next append is decided against the *pending*
+state (closure, last Stream-Seq, producer states, message count; everything but offsets) and
+many appends of one stream share one transaction. Each queued batch names the one it was
+decided against (`WriteBatch.after`); the writer fails a batch whose predecessor failed, so
+no batch commits on a state that never was. A chain lives while its last batch is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from adapter.log.errors import LogUnavailable
+from adapter.log.writer import WriteBatch
+from adapter.protocol.producers import ProducerState
+from adapter.state.records import StreamMeta
+
+StreamKey = tuple[str, str]
+
+
+@dataclass
+class Written:
+    """What a queued batch wrote, filled in by its finalize, which runs in commit order."""
+
+    previous: Written | None  # the stream's batch queued before this one, if in flight
+    tail: int  # the committed tail when decided (used when there is no previous)
+    start: int = 0
+    meta: StreamMeta | None = None
+
+    def settle_start(self) -> int:
+        """Where this batch's data starts: the tail the previous batch left."""
+        if self.previous is not None:
+            assert self.previous.meta is not None, "finalized out of order"
+            self.tail = self.previous.meta.next_offset
+            self.previous = None  # no chain of every append ever made stays reachable
+        self.start = self.tail
+        return self.start
+
+
+@dataclass
+class Chain:
+    """The state after the last queued batch of a stream (its next_offset is stale)."""
+
+    meta: StreamMeta
+    last: WriteBatch
+    written: Written
+    producers: dict[str, ProducerState] = field(default_factory=dict)
+    broken: bool = False  # a batch of it failed: the pending state is not to be trusted
+
+
+class Chains:
+    def __init__(self) -> None:
+        self._chains: dict[StreamKey, Chain] = {}
+
+    def get(self, key: StreamKey) -> Chain | None:
+        """The stream's chain while a batch of it is in flight."""
+        chain = self._chains.get(key)
+        if chain is not None and chain.last.future.done():
+            del self._chains[key]
+            return None
+        return chain
+
+    def extend(
+        self,
+        key: StreamKey,
+        meta: StreamMeta,
+        batch: WriteBatch,
+        written: Written,
+        producer: tuple[str, ProducerState] | None,
+    ) -> None:
+        """Record a batch just queued and the state it leaves."""
+        chain = self._chains.get(key)
+        if chain is None or chain.last.future.done():
+            chain = self._chains[key] = Chain(meta, batch, written)
+        chain.meta, chain.last, chain.written = meta, batch, written
+        if producer is not None:
+            chain.producers[producer[0]] = producer[1]
+        batch.future.add_done_callback(lambda _f: self._settled(key, chain, batch))
+
+    async def settle(self, key: StreamKey, timeout_s: float) -> None:
+        """Wait until every batch of the stream in flight has its outcome."""
+        chain = self._chains.get(key)
+        if chain is None:
+            return
+        done, _ = await asyncio.wait([chain.last.future], timeout=timeout_s)
+        if not done:
+            raise LogUnavailable("earlier appends to this stream are still in flight; retry")
+        self.get(key)
+
+    def _settled(self, key: StreamKey, chain: Chain, batch: WriteBatch) -> None:
+        if batch.failed:
+            chain.broken = True
+        if chain.last is batch and self._chains.get(key) is chain:
+            del self._chains[key]
+
+    def __len__(self) -> int:
+        return len(self._chains)

@@ -1,0 +1,71 @@
+"""A stream's appends in flight: pending state, settling, and offsets handed down in order."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from adapter.log.errors import LogUnavailable
+from adapter.log.writer import Record, WriteBatch
+from adapter.protocol.producers import ProducerState
+from adapter.service.chains import Chains, Written
+from adapter.state.records import StreamMeta
+
+KEY = ("b", "s")
+META = StreamMeta("b", "s", 0, "text/plain", 0, 0, 5, 0, 0)
+
+
+def _queued() -> WriteBatch:
+    batch = WriteBatch([Record("t", 0, b"k", b"v")], lambda _offsets: [])
+    batch.future = asyncio.get_running_loop().create_future()
+    return batch
+
+
+async def test_a_chain_lives_while_its_last_batch_is_in_flight() -> None:
+    chains = Chains()
+    first, second = _queued(), _queued()
+    chains.extend(KEY, META, first, Written(None, 5), ("p", ProducerState(0, 0)))
+    chains.extend(KEY, META.evolve(closed=True), second, Written(None, 5), None)
+    chain = chains.get(KEY)
+    assert chain is not None
+    assert chain.last is second
+    assert chain.meta.closed
+    assert chain.producers == {"p": ProducerState(0, 0)}
+    first.future.set_result([5])
+    second.future.set_result([6])
+    await asyncio.sleep(0)
+    assert chains.get(KEY) is None
+    assert len(chains) == 0
+
+
+async def test_a_failed_batch_breaks_its_chain() -> None:
+    chains = Chains()
+    first, second = _queued(), _queued()
+    chains.extend(KEY, META, first, Written(None, 5), None)
+    chains.extend(KEY, META, second, Written(None, 5), None)
+    first.fail(LogUnavailable("kafka"))
+    await asyncio.sleep(0)
+    chain = chains.get(KEY)
+    assert chain is not None
+    assert chain.broken
+
+
+async def test_settle_waits_for_the_last_batch_and_is_bounded() -> None:
+    chains = Chains()
+    batch = _queued()
+    chains.extend(KEY, META, batch, Written(None, 5), None)
+    with pytest.raises(LogUnavailable):
+        await chains.settle(KEY, 0.01)
+    asyncio.get_running_loop().call_soon(batch.future.set_result, [5])
+    await chains.settle(KEY, 1)
+    assert chains.get(KEY) is None
+
+
+def test_each_batch_starts_at_the_tail_the_previous_one_left() -> None:
+    first = Written(None, 5)
+    second = Written(first, 5)  # decided while `first` was in flight: its tail is stale
+    assert first.settle_start() == 5
+    first.meta = META.evolve(next_offset=9)
+    assert second.settle_start() == 9
+    assert second.previous is None  # the link is cut once used
