@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +64,9 @@ class SlotOwnership:
         self._confirmed = threading.Event()
         self._confirm_error: KafkaError | None = None
         self._late_answers = 0  # answers to confirmations that timed out, still to come
+        self._questions: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._holding = threading.Lock()
+        self._held: set[int] = set()  # the slots assigned to us, as the callbacks said
         self.joined = False
         self.member_id = ""
         self._stop = threading.Event()
@@ -92,23 +96,22 @@ class SlotOwnership:
         commit for partition `slot` of the (empty) slots topic: the coordinator accepts it
         only from a member of the current generation, and librdkafka refuses it locally for
         a partition no longer assigned.
+
+        Only the consumer's own thread touches the consumer: calling it from a writer's
+        thread while that thread polls was seen to block for good (in `assignment()` and in
+        `commit()`), hanging the slot's requests. So the question is handed to the polling
+        loop, and the answer awaited for `timeout_s` at most.
         """
-        consumer = self._consumer
-        if consumer is None:
-            return False
         with self._confirming:
+            with self._holding:
+                if self._consumer is None or slot not in self._held:
+                    return False
             self._confirmed.clear()
             self._confirm_error = None
-            try:
-                assigned = {tp.partition for tp in consumer.assignment()}
-                if slot not in assigned:
-                    return False
-                consumer.commit(offsets=[TopicPartition(self.topic, slot, 0)], asynchronous=True)
-            except KafkaException as error:
-                log.warning("cannot confirm ownership of slot %d: %s", slot, error)
-                return False
+            self._questions.put(slot)
             if not self._confirmed.wait(self.timeout_s):
-                self._late_answers += 1
+                with self._holding:
+                    self._late_answers += 1
                 log.warning("cannot confirm ownership of slot %d: no answer in time", slot)
                 return False
             if self._confirm_error is not None:
@@ -116,10 +119,24 @@ class SlotOwnership:
                 return False
             return True
 
+    def _ask(self, consumer: Consumer) -> None:
+        """Send the pending ownership questions (on the consumer's thread, between polls)."""
+        while True:
+            try:
+                slot = self._questions.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                consumer.commit(offsets=[TopicPartition(self.topic, slot, 0)], asynchronous=True)
+            except KafkaException as error:
+                self._committed(error.args[0], [])
+
     def _committed(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
         """The answer to `confirm`'s commit (served by poll() on the consumer's thread)."""
-        if self._late_answers:  # answers come in order: this one's question gave up
-            self._late_answers -= 1
+        with self._holding:
+            late = self._late_answers > 0
+            self._late_answers -= late
+        if late:  # answers come in order: this one's question gave up
             return
         self._confirm_error = error
         self._confirmed.set()
@@ -133,6 +150,7 @@ class SlotOwnership:
         try:
             while not self._stop.is_set():
                 consumer.poll(POLL_S)  # a rebalance callback's exception comes out here too
+                self._ask(consumer)
                 self.member_id = consumer.memberid() or ""
         except Exception as error:
             # Without this thread the instance owns no slot and never will again: stop it
@@ -148,11 +166,20 @@ class SlotOwnership:
     def _assigned(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.joined = True
         slots = sorted(tp.partition for tp in partitions)
+        self._hold(slots, held=True)
         log.info("assigned write slots %s", slots)
         self._on_loop(self.writers.gain(slots), wait_s=None)
 
+    def _hold(self, slots: list[int], held: bool) -> None:
+        with self._holding:
+            if held:
+                self._held.update(slots)
+            else:
+                self._held.difference_update(slots)
+
     def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         slots = sorted(tp.partition for tp in partitions)
+        self._hold(slots, held=False)  # from now on no writer of these may re-init
         log.info("revoked write slots %s", slots)
         # Finishing the transactions in flight before the new owner fences them spares
         # their clients a 503; waiting here holds the rebalance back for that long at most.
@@ -160,6 +187,7 @@ class SlotOwnership:
 
     def _lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         slots = sorted(tp.partition for tp in partitions)
+        self._hold(slots, held=False)
         log.warning("lost write slots %s (left the group); their writers are fenced", slots)
         self._on_loop(self.writers.lose(slots, 0), wait_s=self.timeout_s)
 
