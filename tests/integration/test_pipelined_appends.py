@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LogWriter, Record, WriteBatch, WriterLimits
 from tests.conftest import Client
+from tests.kafka_reads import committed_values
 
 TEXT = {"Content-Type": "text/plain"}
 APPENDS = 120
@@ -126,7 +126,7 @@ async def test_a_failed_transaction_fails_every_batch_chained_after_it(
         await writer.close()
     assert all(isinstance(outcome, LogUnavailable) for outcome in outcomes[:4])
     assert not isinstance(outcomes[4], BaseException)  # E committed (in a later transaction)
-    assert await asyncio.to_thread(_committed_values, kafka_bootstrap, topic) == [b"e"]
+    assert await asyncio.to_thread(committed_values, kafka_bootstrap, topic) == [b"e"]
 
 
 LIMITS = WriterLimits(timeout_s=5, max_message_bytes=1 << 20)
@@ -134,22 +134,3 @@ LIMITS = WriterLimits(timeout_s=5, max_message_bytes=1 << 20)
 
 def _batch(topic: str, value: bytes, after: WriteBatch | None) -> WriteBatch:
     return WriteBatch([Record(topic, 0, b"k", value)], lambda _offsets: [], after)
-
-
-def _committed_values(bootstrap: str, topic: str) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "never-joined",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
-    try:
-        while (message := consumer.poll(10)) is not None and message.error() is None:
-            values.append(message.value() or b"")
-    finally:
-        consumer.close()
-    return values

@@ -5,34 +5,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LogWriter, Record, WriterLimits
+from tests.kafka_reads import committed_values
 
 pytestmark = pytest.mark.integration
 
 LIMITS = WriterLimits(timeout_s=5, max_message_bytes=1 << 20)
-
-
-def _committed_values(bootstrap: str, topic: str) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "never-joined",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
-    try:
-        while (message := consumer.poll(10)) is not None and message.error() is None:
-            values.append(message.value() or b"")
-    finally:
-        consumer.close()
-    return values
 
 
 async def _write(writer: LogWriter, topic: str, value: bytes) -> list[int]:
@@ -62,5 +43,5 @@ async def test_a_fenced_slot_writer_fails_and_never_fences_back(
         await asyncio.gather(*tasks, return_exceptions=True)
         await old.close()
         await new.close()
-    values = await asyncio.to_thread(_committed_values, kafka_bootstrap, topic)
+    values = await asyncio.to_thread(committed_values, kafka_bootstrap, topic)
     assert values == [b"before", b"after", b"after", b"after"]

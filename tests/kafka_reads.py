@@ -1,0 +1,25 @@
+"""Reading a test topic back as any Kafka consumer would: committed records only."""
+
+from __future__ import annotations
+
+from confluent_kafka import Consumer, TopicPartition
+
+
+def committed_values(bootstrap: str, topic: str) -> list[bytes]:
+    """Every committed record value of partition 0 of `topic`, in order (read_committed)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "never-joined",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    try:
+        while (message := consumer.poll(10)) is not None and message.error() is None:
+            values.append(message.value() or b"")
+    finally:
+        consumer.close()
+    return values
