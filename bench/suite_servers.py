@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import time
@@ -48,11 +50,71 @@ def start(target: str, log_dir: Path, options: targets.TargetOptions, instances:
         for index in range(instances):
             deployment.servers.append(_start_instance(index, log_dir, options))
         if instances > 1:
+            _wait_settled(deployment, timeout_s=60)
             _check_writes(deployment)
     except targets.TargetError:
         deployment.stop()
         raise
     return deployment
+
+
+SETTLE_POLL_S = 0.2
+_OWNS = re.compile(r"^owns (\d+)/(\d+) slots: ([\d,]+|none)")
+
+
+def owned_slots(detail: str) -> tuple[set[int], int] | None:
+    """The slots and slot count in a `/readyz` ownership detail ("owns 4/8 slots: 0,2,5,7")."""
+    match = _OWNS.match(detail)
+    if match is None:
+        return None
+    listed = match.group(3)
+    slots: set[int] = set() if listed == "none" else {int(k) for k in listed.split(",")}
+    return slots, int(match.group(2))
+
+
+def settled(details: list[str]) -> bool:
+    """Every slot owned by exactly one instance (and none initialising) per their details."""
+    seen: list[int] = []
+    counts: set[int] = set()
+    for detail in details:
+        parsed = owned_slots(detail)
+        if parsed is None or "initialising" in detail:
+            return False
+        seen += sorted(parsed[0])
+        counts.add(parsed[1])
+    return len(counts) == 1 and sorted(seen) == list(range(counts.pop()))
+
+
+def _wait_settled(deployment: Deployment, timeout_s: float) -> None:
+    """Wait until the write slots are divided: a rebalance leaves some unowned for a while.
+
+    With cooperative rebalancing a joining instance is assigned nothing in the first round
+    (so it is ready, owning 0 slots) while the slots revoked from the others stay unowned
+    until the second round, which starts at the joiner's next heartbeat; writes to them
+    answer 503 until their new owner has initialised them.
+    """
+    deadline = time.monotonic() + timeout_s
+    details: list[str] = []
+    while time.monotonic() < deadline:
+        details = [_ownership(server) for server in deployment.servers]
+        if settled(details):
+            return
+        time.sleep(SETTLE_POLL_S)
+    raise targets.TargetError(
+        f"the {len(deployment.servers)} durable-kafka instances did not divide the write "
+        f"slots within {timeout_s:.0f} s: {details}"
+    )
+
+
+def _ownership(server: targets.Server) -> str:
+    """The ownership detail of one instance's `/readyz` ("" if not ready or unreachable)."""
+    try:
+        with urllib.request.urlopen(f"{server.url}/readyz", timeout=2) as reply:
+            report = json.loads(reply.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return ""
+    detail = report.get("checks", {}).get("ownership", {}).get("detail", "")
+    return detail if isinstance(detail, str) else ""
 
 
 def _check_writes(deployment: Deployment) -> None:
@@ -69,8 +131,8 @@ def _check_writes(deployment: Deployment) -> None:
             status = str(error)
         raise targets.TargetError(
             f"durable-kafka instance {index + 1} of {len(deployment.servers)} is ready but "
-            f"refused a write ({status}): several instances on one prefix need issue 6's "
-            f"partition ownership; see {server.log_path}"
+            f"refused a write ({status}) after the write slots were divided; "
+            f"see {server.log_path}"
         )
 
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -76,9 +77,35 @@ func (t *Target) do(ctx context.Context, method, url string, body []byte, header
 	return Result{Status: response.StatusCode, Header: response.Header, Bytes: n, Err: err}
 }
 
-// Create is PUT on the stream (201 new, 200 already there with the same config).
+// createRetries bounds how often Create retries a 503 (a write slot changing owner).
+const createRetries = 10
+
+// Create is PUT on the stream (201 new, 200 already there with the same config). A 503 is
+// retried after its Retry-After (1 s if absent or unreadable, at most 5 s), createRetries
+// times at most: durable-kafka answers 503 while a stream's write slot changes owner.
 func (t *Target) Create(ctx context.Context, url string) Result {
-	return t.do(ctx, http.MethodPut, url, nil, nil)
+	r := t.do(ctx, http.MethodPut, url, nil, nil)
+	for attempt := 0; attempt < createRetries && r.Err == nil && r.Status == http.StatusServiceUnavailable; attempt++ {
+		select {
+		case <-ctx.Done():
+			return r
+		case <-time.After(retryAfter(r.Header)):
+		}
+		r = t.do(ctx, http.MethodPut, url, nil, nil)
+	}
+	return r
+}
+
+// retryAfter is a 503's Retry-After in seconds: 1 s if absent or unreadable, at most 5 s.
+func retryAfter(header http.Header) time.Duration {
+	seconds, err := strconv.Atoi(header.Get("Retry-After"))
+	if err != nil || seconds < 0 {
+		seconds = 1
+	}
+	if seconds > 5 {
+		seconds = 5
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 // Append is POST of one body, with producer headers when given.
