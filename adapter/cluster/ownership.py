@@ -34,6 +34,17 @@ log = logging.getLogger(__name__)
 POLL_S = 0.2
 
 
+def heartbeat_ms(session_timeout_ms: int) -> int:
+    """How often the owners' consumer heartbeats: a third of the session, at most 1 s.
+
+    With cooperative-sticky a join moves slots in two rounds; between them the slots revoked
+    from their old owner are nobody's (writes to them answer 503) until the joining member
+    hears of the second round at its next heartbeat. A third of a 10 s session left them
+    unowned ~3.4 s (measured, docs/performance.md); 1 s should cut that to about a second.
+    """
+    return max(100, min(1000, session_timeout_ms // 3))
+
+
 class SlotOwnership:
     def __init__(
         self,
@@ -54,7 +65,7 @@ class SlotOwnership:
             "client.id": advertised_url,
             "partition.assignment.strategy": "cooperative-sticky",
             "session.timeout.ms": session_timeout_ms,
-            "heartbeat.interval.ms": max(100, session_timeout_ms // 3),
+            "heartbeat.interval.ms": heartbeat_ms(session_timeout_ms),
             "enable.auto.commit": False,
             "on_commit": self._committed,
             "logger": logging.getLogger("librdkafka.owners"),
