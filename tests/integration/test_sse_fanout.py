@@ -87,8 +87,9 @@ async def test_a_slow_subscriber_is_dropped_while_others_keep_receiving(
     body = await asyncio.wait_for(reading, 60)
     assert body.count(b"x" * 1024) == 48 * 256  # the reading client got every byte
     assert body.rstrip().endswith(b'"streamClosed":true,"upToDate":true}')
-    received = await asyncio.wait_for(_read_until_cut(silent), 60)
-    assert b"streamClosed" not in received  # the silent one was cut off, not served to the end
+    received = await asyncio.wait_for(_read_until_cut(silent), 120)
+    # The silent one was cut off, not served to the end.
+    assert b"streamClosed" not in received, f"served to the end ({len(received)} bytes)"
     assert received.count(b"x" * 1024) < 48 * 256
     silent.close()
     await _until(lambda: fanout.tailers == 0, "nobody left")
@@ -107,11 +108,17 @@ async def _silent_subscriber(client: Client, path: str) -> socket.socket:
     return sock
 
 
-async def _read_until_cut(sock: socket.socket) -> bytes:
+async def _read_until_cut(sock: socket.socket, quiet_s: float = 5) -> bytes:
+    """What the client still gets: until the connection ends, or nothing comes for `quiet_s`.
+
+    A cut connection may still deliver what the kernel had buffered before it ends; a quiet
+    spell stops the read as well, so what the server did is judged by the bytes, not by how
+    soon the socket reports its end.
+    """
     loop = asyncio.get_running_loop()
     chunks = []
-    with contextlib.suppress(ConnectionResetError):
-        while chunk := await loop.sock_recv(sock, 2**20):
+    with contextlib.suppress(ConnectionResetError, TimeoutError):
+        while chunk := await asyncio.wait_for(loop.sock_recv(sock, 2**20), quiet_s):
             chunks.append(chunk)
     return b"".join(chunks)
 
