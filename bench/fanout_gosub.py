@@ -8,7 +8,6 @@ messages as a Python worker, as JSON lines on stdout, and takes the same command
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -16,23 +15,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from devstack.paths import cache_dir
+from bench import gobuild
 
 SOURCE = Path(__file__).resolve().parent / "sse_sub"
 
 
 def build() -> Path:
-    """`go build` into the cache, once per version of the sources (named by their hash)."""
-    digest = hashlib.sha256()
-    for path in sorted(SOURCE.glob("*")):
-        digest.update(path.name.encode() + path.read_bytes())
-    binary = cache_dir() / "bench" / f"sse_sub-{digest.hexdigest()[:12]}"
-    if not binary.exists():
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        partial = binary.with_suffix(f".{os.getpid()}.tmp")
-        subprocess.run(["go", "build", "-o", str(partial), "."], cwd=SOURCE, check=True)
-        partial.replace(binary)
-    return binary
+    return gobuild.build(SOURCE, "sse_sub")
 
 
 class GoWorker:

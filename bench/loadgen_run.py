@@ -2,57 +2,25 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import targets
+from bench import gobuild, targets
 
 SOURCE = targets.REPO / "bench" / "loadgen"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "durable-kafka" / "bench"
-GO_FALLBACK = Path("/usr/local/go/bin/go")
 
 
 class LoadgenError(RuntimeError):
-    """The generator did not build, did not finish, or printed no report."""
+    """The generator did not finish, or printed no report."""
 
 
-def go_binary() -> str:
-    found = shutil.which("go") or (str(GO_FALLBACK) if GO_FALLBACK.exists() else None)
-    if found is None:
-        raise LoadgenError("no `go` on PATH (nor /usr/local/go/bin/go): needed for bench/loadgen")
-    return found
-
-
-def build(cache: Path = CACHE) -> Path:
-    """`go build` into the cache, keyed by the sources' hash; reused while they are unchanged."""
-    digest = hashlib.sha256()
-    for path in sorted(SOURCE.glob("*")):
-        if path.suffix in (".go", ".mod"):
-            digest.update(path.name.encode() + path.read_bytes())
-    binary = cache / f"loadgen-{digest.hexdigest()[:12]}"
-    if binary.exists():
-        return binary
-    cache.mkdir(parents=True, exist_ok=True)
-    env = os.environ | {"CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
-    done = subprocess.run(
-        [go_binary(), "build", "-o", str(binary), "."],
-        cwd=SOURCE,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise LoadgenError(f"go build failed: {done.stderr.strip()}")
-    return binary
+def build(cache: Path = gobuild.CACHE) -> Path:
+    return gobuild.build(SOURCE, "loadgen", cache)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from typing import Any
 
 import confluent_kafka
 
-from bench import loadgen_run, profiling, suite_memory, suite_servers, targets
+from bench import gobuild, loadgen_run, profiling, suite_memory, suite_servers, targets
 from bench.sse_fanout import REFERENCE_PACKAGE, log, wait_quiet
 from bench.suite_goals import fanout_goal, goal_table, goals
 from bench.suite_measure import RAW_KAFKA, Context, Row, http_row, raw_row
@@ -102,7 +102,7 @@ def machine(args: argparse.Namespace) -> dict[str, Any]:
         "confluent_kafka": metadata.version("confluent-kafka"),
         "librdkafka": confluent_kafka.libversion()[0],
         "go": subprocess.run(
-            [loadgen_run.go_binary(), "version"], capture_output=True, text=True, check=False
+            [gobuild.go_binary(), "version"], capture_output=True, text=True, check=False
         ).stdout.strip(),
         "durable_kafka": targets.code_version(),
         "instances": args.instances,
