@@ -87,6 +87,9 @@ async def test_a_slow_subscriber_is_dropped_while_others_keep_receiving(
     body = await asyncio.wait_for(reading, 60)
     assert body.count(b"x" * 1024) == 48 * 256  # the reading client got every byte
     assert body.rstrip().endswith(b'"streamClosed":true,"upToDate":true}')
+    # Stay silent well past the write timeout: a session still catching up on its own must
+    # meet a full backlog and be cut, rather than find a client that has begun to read.
+    await asyncio.sleep(10 * 0.5)
     received = await asyncio.wait_for(_read_until_cut(silent), 120)
     # The silent one was cut off, not served to the end.
     assert b"streamClosed" not in received, f"served to the end ({len(received)} bytes)"
