@@ -7,6 +7,11 @@ from confluent_kafka import Consumer, TopicPartition
 
 def committed_values(bootstrap: str, topic: str) -> list[bytes]:
     """Every committed record value of partition 0 of `topic`, in order (read_committed)."""
+    return [value for _offset, value in committed_records(bootstrap, topic)]
+
+
+def committed_records(bootstrap: str, topic: str) -> list[tuple[int, bytes]]:
+    """(offset, value) of every committed record of partition 0 of `topic`, in order."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -16,10 +21,10 @@ def committed_values(bootstrap: str, topic: str) -> list[bytes]:
         }
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
+    records: list[tuple[int, bytes]] = []
     try:
         while (message := consumer.poll(10)) is not None and message.error() is None:
-            values.append(message.value() or b"")
+            records.append((message.offset() or 0, message.value() or b""))
     finally:
         consumer.close()
-    return values
+    return records

@@ -16,7 +16,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapter.log.errors import LogUnavailable
-from adapter.log.writer import LogWriter, Record, StateEntry, WriteBatch, WriterLimits
+from adapter.log.writer import (
+    GuessCounts,
+    LogWriter,
+    Record,
+    StateEntry,
+    WriteBatch,
+    WriterLimits,
+)
 from topology.naming import writer_transactional_id
 
 log = logging.getLogger(__name__)
@@ -77,6 +84,11 @@ class SlotWriters:
         if slot not in self._ready:
             raise LogUnavailable(f"write slot {slot} is not owned here (ownership is moving)")
         return self._slots[slot].writer.enqueue(batch)
+
+    def guesses(self) -> GuessCounts:
+        """Offset guesses of the writers this instance has now (see adapter/log/tails.py)."""
+        counts = [entry.writer.guesses for entry in self._slots.values()]
+        return GuessCounts(sum(c.one_round for c in counts), sum(c.missed for c in counts))
 
     # -- ownership changes -----------------------------------------------------------------
 

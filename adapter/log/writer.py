@@ -2,8 +2,10 @@
 
 Each request submits a `WriteBatch` (its records plus a function that turns their offsets into
 metadata updates). A single loop takes every batch waiting, writes them all in one transaction
-(data records, flush to learn their offsets, then the metadata records), commits, and resolves
-each batch's future with its offsets. A transaction costs about the same whatever it holds, so
+(data records and the metadata records built from their offsets), commits, and resolves each
+batch's future with its offsets. The offsets are guessed where the writer knows its partitions'
+tails, so data and metadata go in one round trip (`adapter/log/tails.py`); otherwise a flush
+tells them before the metadata is written. A transaction costs about the same whatever it holds, so
 throughput comes from batching; a request waits for exactly the commit that holds its records.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from adapter.log.errors import LogUnavailable
+from adapter.log.tails import PartitionTails
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,9 @@ class Record:
 @dataclass
 class WriteBatch:
     """One request's records; `finalize` maps their offsets to the state to commit with them.
+
+    `finalize` runs on the writer's thread, in queue order, and may run more than once (again
+    with the true offsets when a guess was wrong): it must depend on its offsets alone.
 
     `after` is the batch this one was decided against (the same stream's previous append, not
     yet committed when this one was decided): if it fails, this one must fail too, never
@@ -98,6 +104,8 @@ class LogWriter:
             "logger": logging.getLogger("librdkafka.writer"),
         }
         self._producer: Producer | None = None
+        self._tails = PartitionTails()  # touched only on the writer's thread
+        self.guesses = GuessCounts()
         self.fenced = False
         self._queue: asyncio.Queue[WriteBatch] = asyncio.Queue()
         # Every producer call runs on this one thread: librdkafka transactions are not
@@ -174,6 +182,7 @@ class LogWriter:
             producer.init_transactions(self.limits.timeout_s)
         except KafkaException as error:
             raise LogUnavailable(f"initialising the transactional producer: {error}") from error
+        self._tails.forget()  # whatever was left open before is aborted now, taking offsets
         self._producer = producer
         return producer
 
@@ -204,6 +213,13 @@ class LogWriter:
         self.fenced = True
 
     def _transaction(self, producer: Producer, batches: list[WriteBatch]) -> list[list[int]]:
+        """Data and metadata in one transaction; in one round trip when the offsets are known.
+
+        With a guess (`adapter/log/tails.py`) the metadata is built from it and sent with the
+        data; the transaction commits only if every record landed where guessed. Otherwise
+        the data goes first, the flush tells its offsets, and the metadata follows.
+        """
+        guessed = self._tails.guess([batch.records for batch in batches])
         producer.begin_transaction()
         offsets: list[list[int]] = [[-1] * len(batch.records) for batch in batches]
         failures: list[KafkaError] = []
@@ -217,19 +233,26 @@ class LogWriter:
                     headers=record.headers,
                     on_delivery=_delivered(offsets[b], r, failures),
                 )
+        if guessed is not None:
+            _produce_state(producer, batches, guessed)
         if producer.flush(self.limits.timeout_s) > 0:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "flush timed out"))
         if failures:
             raise KafkaException(failures[0])
-        # In order: a batch's finalize may build on the one before it. For a compacted topic
-        # only the last record of a key counts, so each key is produced once.
-        state: dict[tuple[str, str], bytes | None] = {}
-        for batch, batch_offsets in zip(batches, offsets, strict=True):
-            for topic, key, value in batch.finalize(batch_offsets):
-                state[(topic, key)] = value
-        for (topic, key), value in state.items():
-            producer.produce(topic, value=value, key=key.encode(), partition=0)
+        if guessed is None:
+            _produce_state(producer, batches, offsets)
+        elif offsets != guessed:
+            log.info(
+                "%s: records landed off the guessed offsets; writing again", self.transactional_id
+            )
+            self.guesses.missed += 1
+            self._tails.forget()
+            producer.abort_transaction(self.limits.timeout_s)
+            return self._transaction(producer, batches)
         self._commit_transaction(producer)
+        self._tails.committed([batch.records for batch in batches], offsets)
+        if guessed is not None:
+            self.guesses.one_round += 1
         return offsets
 
     def _commit_transaction(self, producer: Producer) -> None:
@@ -250,6 +273,7 @@ class LogWriter:
         producer out of step with the broker; a new one, fenced in by init_transactions, is
         cheap beside a failed commit and never inherits that state.
         """
+        self._tails.forget()  # an aborted or unknown outcome moves the partitions' tails
         inner = error.args[0] if error is not None and error.args else None
         if isinstance(inner, KafkaError) and inner.code() in FENCING_CODES:
             self._fence(inner)
@@ -261,10 +285,32 @@ class LogWriter:
         self._producer = None
 
 
+@dataclass
+class GuessCounts:
+    """Transactions committed in one round trip, and guesses that missed (aborted, redone)."""
+
+    one_round: int = 0
+    missed: int = 0
+
+
 @dataclass(frozen=True)
 class WriterLimits:
     timeout_s: float
     max_message_bytes: int
+
+
+def _produce_state(producer: Producer, batches: list[WriteBatch], offsets: list[list[int]]) -> None:
+    """The batches' metadata records, built from their data's offsets.
+
+    In order: a batch's finalize may build on the one before it. For a compacted topic only
+    the last record of a key counts, so each key is produced once.
+    """
+    state: dict[tuple[str, str], bytes | None] = {}
+    for batch, batch_offsets in zip(batches, offsets, strict=True):
+        for topic, key, value in batch.finalize(batch_offsets):
+            state[(topic, key)] = value
+    for (topic, key), value in state.items():
+        producer.produce(topic, value=value, key=key.encode(), partition=0)
 
 
 def _unbroken(batches: list[WriteBatch]) -> list[WriteBatch]:

@@ -31,13 +31,21 @@ class Written:
     meta: StreamMeta | None = None
 
     def settle_start(self) -> int:
-        """Where this batch's data starts: the tail the previous batch left."""
+        """Where this batch's data starts: the tail the previous batch left.
+
+        Runs in commit order on the writer's thread, perhaps twice (see `WriteBatch`), so it
+        reads the previous batch's outcome every time and changes nothing it depends on.
+        """
         if self.previous is not None:
             assert self.previous.meta is not None, "finalized out of order"
-            self.tail = self.previous.meta.next_offset
-            self.previous = None  # no chain of every append ever made stays reachable
-        self.start = self.tail
+            self.start = self.previous.meta.next_offset
+        else:
+            self.start = self.tail
         return self.start
+
+    def committed(self) -> None:
+        """The batch committed: cut the link, so no chain of every append stays reachable."""
+        self.tail, self.previous = self.start, None
 
 
 @dataclass

@@ -350,6 +350,7 @@ class StreamService:
 
         def on_commit(offsets: list[int]) -> None:
             assert written.meta is not None
+            written.committed()
             if record is not None:
                 self.catalog.put_producer(record)
             self.catalog.put_stream(written.meta)
@@ -395,7 +396,7 @@ class StreamService:
         result: list[StreamMeta] = []
 
         def entries(offsets: list[int]) -> list[StateEntry]:
-            result.append(finalize(offsets))
+            result[:] = [finalize(offsets)]  # again with the true offsets if a guess was wrong
             state = [*(forget or []), stream_entry(self.topics, result[0])]
             return state + ([producer_entry(self.topics, producer)] if producer else [])
 

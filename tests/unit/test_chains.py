@@ -68,4 +68,8 @@ def test_each_batch_starts_at_the_tail_the_previous_one_left() -> None:
     assert first.settle_start() == 5
     first.meta = META.evolve(next_offset=9)
     assert second.settle_start() == 9
-    assert second.previous is None  # the link is cut once used
+    first.meta = META.evolve(next_offset=11)  # finalized again, with the true offsets
+    assert second.settle_start() == 11  # so is the next one, and it follows
+    second.committed()
+    assert second.previous is None  # the link is cut once committed
+    assert second.settle_start() == 11
