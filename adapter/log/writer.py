@@ -5,8 +5,9 @@ metadata updates). A single loop takes every batch waiting, writes them all in o
 (data records and the metadata records built from their offsets), commits, and resolves each
 batch's future with its offsets. The offsets are guessed where the writer knows its partitions'
 tails, so data and metadata go in one round trip (`adapter/log/tails.py`); otherwise a flush
-tells them before the metadata is written. A transaction costs about the same whatever it holds, so
-throughput comes from batching; a request waits for exactly the commit that holds its records.
+tells them before the metadata is written. A transaction costs about the same whatever it
+holds, so throughput comes from batching; a request waits for exactly the commit that holds
+its records.
 """
 
 from __future__ import annotations
