@@ -38,7 +38,7 @@ conformance: deps  ## the protocol's conformance suite against an adapter on a f
 bench: venv conformance/node_modules/.installed  ## benchmarks vs the Node reference and raw Kafka, as ratios (~20 min; BENCH_ARGS=...)
 	$(PY) -m bench.suite $(BENCH_ARGS)
 
-bench-smoke: venv conformance/node_modules/.installed  ## the same harness at tiny sizes (~2 min)
+bench-smoke: venv conformance/node_modules/.installed  ## the same harness at tiny sizes (~1.5 min warm)
 	$(PY) -m bench.suite --smoke $(BENCH_ARGS)
 
 lint: venv  ## ruff format check and lint

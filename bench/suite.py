@@ -7,7 +7,7 @@ Kafka equivalent. Load comes from the compiled generator in bench/loadgen (Go), 
 process; SSE fan-out is bench.sse_fanout's, run as a subprocess and folded in.
 
     .venv/bin/python -m bench.suite                 # the full run (~20 min on 2 cores)
-    .venv/bin/python -m bench.suite --smoke         # tiny sizes (~3 min)
+    .venv/bin/python -m bench.suite --smoke         # tiny sizes (~1.5 min warm)
     .venv/bin/python -m bench.suite --instances 2   # durable-kafka as two processes
 
 Table on stdout, everything in bench/results/latest.json. Method and figures:
