@@ -36,6 +36,11 @@ def slot_of(prefix: str, stream_id: str) -> int:
     return SlotMap(prefix, SLOTS).of_stream("_default", partition)
 
 
+def stream_in(prefix: str, slots: set[int], stem: str) -> str:
+    """A stream id `{stem}{i}` whose write slot is one of `slots`."""
+    return next(f"{stem}{i}" for i in range(1000) if slot_of(prefix, f"{stem}{i}") in slots)
+
+
 async def owned(session: aiohttp.ClientSession, base: str) -> set[int] | None:
     """The slots an instance accepts writes for (from /readyz), None if it does not answer."""
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, slot_of, until_owned
+from tests.cluster import TEXT, cluster_env, stream_in, until_owned
 from topology.slots import SlotMap
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -47,9 +47,7 @@ async def test_two_instances_share_a_prefix_and_read_their_writes(
                 assert await _read(session, old + stream) == b"abcbcbc"
 
                 # Read-your-writes through the instance that forwarded the append.
-                owned_by_old = next(
-                    f"r{i}" for i in range(1000) if slot_of(prefix, f"r{i}") in owners[old]
-                )
+                owned_by_old = stream_in(prefix, owners[old], "r")
                 url = f"{new}/v1/stream/{owned_by_old}"
                 assert (await session.put(url, headers=TEXT)).status == 201
                 assert await _post(session, url, b"forwarded") == 204
@@ -91,7 +89,7 @@ async def test_a_forwarded_write_is_never_forwarded_again(
             running_adapter(env, tmp_path / "b.log", free_port()) as b,
         ):
             owners = await until_owned(session, {a: None, b: None})
-            stream = next(f"f{i}" for i in range(1000) if slot_of(prefix, f"f{i}") in owners[a])
+            stream = stream_in(prefix, owners[a], "f")
             headers = TEXT | {"Durable-Kafka-Forwarded": "1"}
             async with session.put(f"{b}/v1/stream/{stream}", headers=headers) as reply:
                 assert reply.status == 503

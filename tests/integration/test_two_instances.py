@@ -11,7 +11,7 @@ import pytest
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, signal_adapter, slot_of, until_owned
+from tests.cluster import TEXT, cluster_env, signal_adapter, slot_of, stream_in, until_owned
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -113,7 +113,7 @@ async def test_a_resumed_zombie_never_applies_a_write(
             running_adapter(env, tmp_path / "b.log", free_port()) as b,
         ):
             owners = await until_owned(session, {a: None, b: None})
-            stream = next(f"z{i}" for i in range(1000) if slot_of(prefix, f"z{i}") in owners[a])
+            stream = stream_in(prefix, owners[a], "z")
             assert (await session.put(f"{a}/v1/stream/{stream}", headers=TEXT)).status == 201
             if await _post(session, a, stream, "a0\n") != 204:  # A writes as the owner
                 raise AssertionError("the owner refused a plain append")
