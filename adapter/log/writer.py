@@ -220,7 +220,8 @@ class LogWriter:
         data; the transaction commits only if every record landed where guessed. Otherwise
         the data goes first, the flush tells its offsets, and the metadata follows.
         """
-        guessed = self._tails.guess([batch.records for batch in batches])
+        batch_records = [batch.records for batch in batches]
+        guessed = self._tails.guess(batch_records)
         producer.begin_transaction()
         offsets: list[list[int]] = [[-1] * len(batch.records) for batch in batches]
         failures: list[KafkaError] = []
@@ -251,7 +252,7 @@ class LogWriter:
             producer.abort_transaction(self.limits.timeout_s)
             return self._transaction(producer, batches)
         self._commit_transaction(producer)
-        self._tails.committed([batch.records for batch in batches], offsets)
+        self._tails.committed(batch_records, offsets)
         if guessed is not None:
             self.guesses.one_round += 1
         return offsets
