@@ -18,7 +18,7 @@ from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
 from adapter.http.live import LiveLimits
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import cors_middleware
-from adapter.live.hub import LiveHub
+from adapter.service.hub import LiveHub
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import WriterLimits

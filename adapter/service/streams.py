@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.live.hub import LiveHub
+from adapter.service.hub import LiveHub
 from adapter.log.writer import Record, StateEntry, WriteBatch
 from adapter.protocol import json_mode
 from adapter.protocol.commands import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from adapter.live.hub import LiveHub
+from adapter.service.hub import LiveHub
 
 
 async def test_notify_wakes_every_waiter_of_that_stream_only() -> None:

@@ -1,4 +1,4 @@
-"""Where live readers wait for a stream to change, and who wakes them.
+"""Where waiters on a stream (live reads, forwarded writes) wait for it to change.
 
 One future per watched stream, shared by all its waiters and replaced when it fires: waking
 a thousand long-polls on one stream is one `set_result`. Entries exist only while somebody
