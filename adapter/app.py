@@ -18,14 +18,15 @@ from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
 from adapter.http.live import LiveLimits
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import cors_middleware
-from adapter.service.hub import LiveHub
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import WriterLimits
 from adapter.objects.factory import object_store
+from adapter.protocol import stream_machine
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.readiness import Readiness
 from adapter.service.buckets import BucketService
+from adapter.service.hub import LiveHub
 from adapter.service.reads import ReadPath
 from adapter.service.state_entries import owner_entry
 from adapter.service.streams import StreamService, wall_clock_ms
@@ -113,7 +114,14 @@ def build_parts(settings: Settings) -> Parts:
     )
     bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
     reads = ReadPath(reader, HotCache(settings.hot_cache_bytes))
-    stream_service = StreamService(catalog, writers, bucket_service, reads, hub)
+    stream_service = StreamService(
+        catalog,
+        writers,
+        bucket_service,
+        reads,
+        hub,
+        limits=stream_machine.Limits(settings.max_append_messages),
+    )
     return Parts(
         admin,
         catalog,

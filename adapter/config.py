@@ -37,6 +37,7 @@ class Settings:
     min_insync_replicas: int = 1
     max_message_bytes: int = 8 * 1024 * 1024
     kafka_timeout_ms: int = 10_000
+    max_append_messages: int = 10_000
     read_chunk_bytes: int = 1024 * 1024
     read_scan_bytes: int = 16 * 1024 * 1024
     hot_cache_bytes: int = 64 * 1024 * 1024
@@ -97,6 +98,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "min_insync_replicas": ("kafka", "min_insync_replicas"),
     "max_message_bytes": ("kafka", "max_message_bytes"),
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
+    "max_append_messages": ("server", "max_append_messages"),
     "read_chunk_bytes": ("server", "read_chunk_bytes"),
     "read_scan_bytes": ("server", "read_scan_bytes"),
     "hot_cache_bytes": ("server", "hot_cache_bytes"),
@@ -206,6 +208,10 @@ def validate(settings: Settings) -> None:
         ),
         (settings.max_message_bytes >= 65536, "max_message_bytes must be >= 65536"),
         (settings.kafka_timeout_ms >= 100, "kafka_timeout_ms must be >= 100"),
+        (
+            1 <= settings.max_append_messages <= 50_000,
+            "max_append_messages must be in 1..50000",
+        ),
         (settings.read_chunk_bytes >= 1, "read_chunk_bytes must be >= 1"),
         (
             settings.read_scan_bytes >= settings.read_chunk_bytes,

@@ -64,7 +64,7 @@ async def long_poll(
 ) -> tuple[Chunk | None, StreamMeta, dict[str, str]]:
     """Wait for data at the position; return the chunk (None on timeout or closure)."""
     timeout_s = poll_timeout(request, limits)
-    meta = service.live(ref)
+    meta = service.existing(ref)
     position = resolve_start(meta, start)
     if position >= meta.next_offset and not meta.closed:
         meta = await service.wait_for_data(ref, position, timeout_s)
@@ -96,7 +96,7 @@ async def sse(
     start: ReadFrom,
     limits: LiveLimits,
 ) -> web.StreamResponse:
-    meta = service.live(ref)
+    meta = service.existing(ref)
     response = web.StreamResponse(status=200)
     response.headers["Content-Type"] = CONTENT_TYPE
     response.headers["Cache-Control"] = NO_CACHE
@@ -157,7 +157,7 @@ class _SseSession:
     async def _catch_up(self, position: int) -> tuple[int, bool]:
         """Write until the client has every committed message; True once the stream closed."""
         while True:
-            meta = self.service.live(self.ref)
+            meta = self.service.existing(self.ref)
             if position < meta.next_offset:
                 position, closed = await self._send_chunk(position)
                 if closed:

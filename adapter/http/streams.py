@@ -28,7 +28,7 @@ from adapter.protocol.headers import (
 )
 from adapter.protocol.identifiers import split_compat_path, validate_bucket_id, validate_stream_id
 from adapter.protocol.offsets import ReadFrom, Start, encode, parse_offset
-from adapter.protocol.stream_rules import range_etag, stream_etag
+from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.state.records import StreamMeta
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"

@@ -77,7 +77,7 @@ class StreamFeed:
             self._task = None
 
     async def _deliver(self) -> None:
-        meta = self.service.live(self.ref)
+        meta = self.service.existing(self.ref)
         groups: dict[int, list[Tailer]] = {}
         for tailer in self.tailers:
             groups.setdefault(tailer.position, []).append(tailer)
@@ -131,7 +131,7 @@ class StreamFeed:
     def sweep(self, now: float, heartbeat_s: float, heartbeat: Payload) -> None:
         """Heartbeats, deadlines, departures; and the stream is still there (a read: TTL)."""
         try:
-            self.service.touch(self.service.live(self.ref))
+            self.service.touch(self.service.existing(self.ref))
         except ProtocolError:
             self.end_all(Ending.LOST)  # deleted or expired: the handlers end their responses
             return

@@ -22,39 +22,11 @@ StreamKey = tuple[str, str]
 
 
 @dataclass
-class Written:
-    """What a queued batch wrote, filled in by its finalize, which runs in commit order."""
-
-    previous: Written | None  # the stream's batch queued before this one, if in flight
-    tail: int  # the committed tail when decided (used when there is no previous)
-    start: int = 0
-    meta: StreamMeta | None = None
-
-    def settle_start(self) -> int:
-        """Where this batch's data starts: the tail the previous batch left.
-
-        Runs in commit order on the writer's thread, perhaps twice (see `WriteBatch`), so it
-        reads the previous batch's outcome every time and changes nothing it depends on.
-        """
-        if self.previous is not None:
-            assert self.previous.meta is not None, "finalized out of order"
-            self.start = self.previous.meta.next_offset
-        else:
-            self.start = self.tail
-        return self.start
-
-    def committed(self) -> None:
-        """The batch committed: cut the link, so no chain of every append stays reachable."""
-        self.tail, self.previous = self.start, None
-
-
-@dataclass
 class Chain:
     """The state after the last queued batch of a stream (its next_offset is stale)."""
 
     meta: StreamMeta
     last: WriteBatch
-    written: Written
     producers: dict[str, ProducerState] = field(default_factory=dict)
     broken: bool = False  # a batch of it failed: the pending state is not to be trusted
 
@@ -76,14 +48,13 @@ class Chains:
         key: StreamKey,
         meta: StreamMeta,
         batch: WriteBatch,
-        written: Written,
         producer: tuple[str, ProducerState] | None,
     ) -> None:
         """Record a batch just queued and the state it leaves."""
-        chain = self._chains.get(key)
-        if chain is None or chain.last.future.done():
-            chain = self._chains[key] = Chain(meta, batch, written)
-        chain.meta, chain.last, chain.written = meta, batch, written
+        chain = self.get(key)
+        if chain is None:
+            chain = self._chains[key] = Chain(meta, batch)
+        chain.meta, chain.last = meta, batch
         if producer is not None:
             chain.producers[producer[0]] = producer[1]
         batch.future.add_done_callback(lambda _f: self._settled(key, chain, batch))

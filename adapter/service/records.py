@@ -11,6 +11,7 @@ from adapter.log.reader import (
 )
 from adapter.log.writer import Record
 from adapter.protocol.headers import ProducerHeaders
+from adapter.protocol.stream_machine import Lifecycle, Write
 
 
 def data_records(
@@ -35,3 +36,18 @@ def data_records(
 def control_record(topic: str, partition: int, stream_id: str, event: str) -> Record:
     """A lifecycle event (create, close, delete), ordered with the data in its partition."""
     return Record(topic, partition, stream_id.encode(), b"", [(CONTROL_HEADER, event.encode())])
+
+
+def write_records(
+    topic: str, partition: int, stream_id: str, content_type: str, write: Write
+) -> list[Record]:
+    """The Kafka records of a decided write, in the order of its entries."""
+    data = iter(
+        data_records(topic, partition, stream_id, content_type, write.messages, write.stamp)
+    )
+    return [
+        control_record(topic, partition, stream_id, entry.value)
+        if isinstance(entry, Lifecycle)
+        else next(data)
+        for entry in write.entries
+    ]

@@ -5,8 +5,15 @@ from __future__ import annotations
 import time
 
 from adapter.log.writer import StateEntry
+from adapter.protocol.stream_machine import Write
 from adapter.state.catalog import Catalog
-from adapter.state.records import ProducerRecord, SlotOwner, StreamMeta, stream_key
+from adapter.state.records import (
+    ProducerRecord,
+    SlotOwner,
+    StreamMeta,
+    producer_key,
+    stream_key,
+)
 from adapter.state.records import encode as encode_state
 from topology.naming import StateTopics
 
@@ -17,6 +24,34 @@ def stream_entry(topics: StateTopics, meta: StreamMeta) -> StateEntry:
 
 def producer_entry(topics: StateTopics, record: ProducerRecord) -> StateEntry:
     return (topics.producers, record.key, encode_state(record))
+
+
+def write_entries(
+    topics: StateTopics, key: tuple[str, str], write: Write, settled: StreamMeta | None
+) -> list[StateEntry]:
+    """The state records committed with a write: producer states forgotten, the stream's new
+    state (or its tombstone), and the producer state it accepted."""
+    bucket_id, stream_id = key
+    entries: list[StateEntry] = [
+        (topics.producers, producer_key(bucket_id, stream_id, producer_id), None)
+        for producer_id in write.forget
+    ]
+    if settled is None:
+        entries.append((topics.meta, stream_key(bucket_id, stream_id), None))
+    else:
+        entries.append(stream_entry(topics, settled))
+    record = producer_record(key, write)
+    if record is not None:
+        entries.append(producer_entry(topics, record))
+    return entries
+
+
+def producer_record(key: tuple[str, str], write: Write) -> ProducerRecord | None:
+    """The producer state a write accepted, as stored."""
+    if write.producer is None:
+        return None
+    producer_id, state = write.producer
+    return ProducerRecord(*key, producer_id, state.epoch, state.last_seq, write.at_ms)
 
 
 def stream_tombstones(

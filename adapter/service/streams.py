@@ -1,10 +1,11 @@
-"""Buckets and streams: each command is decided against the catalog and carried out on the log.
+"""Streams: the async driver of the stream state machine (`adapter/protocol/stream_machine.py`).
 
-Every change to a stream is decided under that stream's lock, so each decision sees the state
-left by the one before it. An accepted append lets the lock go once its batch is queued: the
-next one is decided against the pending state (`adapter/service/chains.py`), and fails if the
-batch it was decided against fails. Refusals, repeats, If-Match, create and delete decide
-against committed state only. The catalog moves in commit order, from the writer loop.
+The machine decides; this module holds the stream's lock while it does, hands the records to
+the stream's write slot, and once they commit moves the catalog, the hot tail and the live
+hub. Every change to a stream is decided under that stream's lock, so each decision sees the
+state left by the one before it. An accepted append lets the lock go once its batch is queued:
+the next one is decided against the pending state (`adapter/service/chains.py`), and fails if
+the batch it was decided against fails. The catalog moves in commit order, on the event loop.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
 
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.service.hub import LiveHub
-from adapter.log.writer import Record, StateEntry, WriteBatch
-from adapter.protocol import json_mode
+from adapter.log.writer import StateEntry, WriteBatch
+from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import (
     Append,
     Appended,
@@ -28,47 +29,24 @@ from adapter.protocol.commands import (
     StreamRef,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.headers import is_json
-from adapter.protocol.producers import (
-    Accepted,
-    Decision,
-    Duplicate,
-    ProducerState,
-    decide,
-)
-from adapter.protocol.stream_rules import (
-    check_body,
-    check_order,
-    check_producer,
-    check_same_config,
-    closed_append,
-    split_messages,
-)
+from adapter.protocol.producers import ProducerState
 from adapter.service.buckets import BucketService
-from adapter.service.chains import Chain, Chains, Written
+from adapter.service.chains import Chain, Chains, StreamKey
+from adapter.service.hub import LiveHub
 from adapter.service.locks import KeyedLocks
 from adapter.service.reads import ReadPath
-from adapter.service.records import control_record, data_records
-from adapter.service.state_entries import producer_entry, stream_entry, stream_tombstones
+from adapter.service.records import write_records
+from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
-from adapter.state.records import ProducerRecord, StreamMeta
+from adapter.state.records import StreamMeta, producer_key
 from topology.placement import partition_for
 
 Clock = Callable[[], int]
+R = TypeVar("R", Appended, Created)
 
 
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
-
-
-@dataclass(frozen=True)
-class _Write:
-    """An append decided and due to be written."""
-
-    meta: StreamMeta  # the state it was decided against
-    command: Append
-    messages: list[bytes]
-    producer: ProducerState | None
 
 
 class StreamService:
@@ -80,6 +58,7 @@ class StreamService:
         reads: ReadPath,
         hub: LiveHub,
         clock: Clock = wall_clock_ms,
+        limits: machine.Limits = machine.DEFAULT_LIMITS,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -88,127 +67,103 @@ class StreamService:
         self.reads = reads
         self.hub = hub
         self.clock = clock
+        self.limits = limits
         self.topics = buckets.topics
         self._locks = KeyedLocks()
         self._chains = Chains()
 
     # -- lookups ---------------------------------------------------------------------------
 
-    def live(self, ref: StreamRef) -> StreamMeta:
+    def existing(self, ref: StreamRef) -> StreamMeta:
         """The stream, unless it does not exist or has expired (both 404)."""
-        if self.catalog.bucket(ref.bucket_id) is None and not ref.create_bucket:
-            raise ProtocolError(ErrorCode.BUCKET_NOT_FOUND, f"bucket {ref.bucket_id!r} not found")
-        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+        meta = self._committed(ref)
         if meta is None or meta.expired(self.clock()):
-            raise ProtocolError(ErrorCode.STREAM_NOT_FOUND, f"stream {ref.stream_id!r} not found")
+            raise machine.not_found(ref.stream_id)
         return meta
 
     def touch(self, meta: StreamMeta) -> StreamMeta:
         """Renew a sliding TTL on a read or write; persisted with the stream's next write."""
-        if meta.ttl_seconds is None:
-            return meta
-        renewed = meta.evolve(last_access_ms=self.clock())
-        self.catalog.put_stream(renewed)
+        renewed = machine.renewed(meta, self.clock())
+        if renewed is not meta:
+            self.catalog.put_stream(renewed)
         return renewed
+
+    def _committed(self, ref: StreamRef) -> StreamMeta | None:
+        """The stream as committed (None if absent); its bucket must exist unless made on demand."""
+        if self.catalog.bucket(ref.bucket_id) is None and not ref.create_bucket:
+            raise ProtocolError(ErrorCode.BUCKET_NOT_FOUND, f"bucket {ref.bucket_id!r} not found")
+        return self.catalog.stream(ref.bucket_id, ref.stream_id)
 
     # -- commands --------------------------------------------------------------------------
 
     async def create(self, command: CreateStream) -> Created:
         ref = command.ref
-        await self.buckets.require(ref.bucket_id, ref.create_bucket, self._creation_slot(ref))
-        async with (
-            self.buckets.creating_stream(ref.bucket_id),
-            self._locks.hold((ref.bucket_id, ref.stream_id)),
-        ):
-            await self._settle((ref.bucket_id, ref.stream_id))
-            existing = self.catalog.stream(ref.bucket_id, ref.stream_id)
-            if existing is not None and not existing.expired(self.clock()):
-                check_same_config(existing, command)
-                return Created(existing, created=False)
-            # A stream created where an expired one was starts with no producer state.
-            stale = stream_tombstones(self.catalog, self.topics, ref.bucket_id, ref.stream_id)
-            forget = [entry for entry in stale if entry[0] == self.topics.producers]
-            return Created(await self._create(command, forget), created=True)
+        key = (ref.bucket_id, ref.stream_id)
+        bucket = await self.buckets.require(
+            ref.bucket_id, ref.create_bucket, self._creation_slot(ref)
+        )
+        partition = partition_for(ref.stream_id.encode(), bucket.partitions)
+        async with self.buckets.creating_stream(ref.bucket_id), self._locks.hold(key):
+            await self._settle(key)
+            view = self._view(key, self.catalog.stream(*key))
+            step = machine.create(view, command, self.clock(), partition, self.limits)
+            if isinstance(step, machine.Write):
+                settled = await self._carry_out(key, partition, step)
+                assert settled is not None
+                return Created(settled, created=True)
+        return _reply(step, Created)
 
     async def append(self, command: Append) -> Appended:
         key = (command.ref.bucket_id, command.ref.stream_id)
         async with self._locks.hold(key):
-            chain = self._chains.get(key)
-            if chain is not None and (chain.broken or command.if_match is not None):
-                # If-Match compares the tail, which only a commit gives.
-                await self._settle(key)
-                chain = None
-            try:
-                outcome = self._decide(command, chain)
-            except ProtocolError:
-                if chain is None:
-                    raise
-                outcome = None
-            if chain is not None and not isinstance(outcome, _Write):
-                # Refusals and repeats answer with the committed state, never a pending one.
-                await self._settle(key)
-                chain = None
-                outcome = self._decide(command, chain)
-            if isinstance(outcome, Appended):
-                return outcome
-            assert outcome is not None
-            batch, written = self._queue_append(outcome, chain)
-        await asyncio.shield(batch.future)
-        assert written.meta is not None
-        return Appended(written.meta, appended=True, producer=outcome.producer)
+            step = await self._decide_append(key, command)
+            if not isinstance(step, machine.Write):
+                return _reply(step, Appended)
+            assert step.state is not None
+            batch = self._queue(key, step.state.partition, step)
+        offsets = await asyncio.shield(batch.future)
+        settled = machine.settle(step, offsets)
+        assert settled is not None
+        producer = step.producer[1] if step.producer is not None else None
+        return Appended(settled, appended=True, producer=producer)
 
-    def _decide(self, command: Append, chain: Chain | None) -> Appended | _Write:
-        """Decide an append against the stream's state after its queued appends."""
-        meta = self.touch(self.live(command.ref)) if chain is None else self._pending(chain)
-        decision = self._producer_decision(meta, command, chain)
-        if meta.closed:
-            return closed_append(meta, command, decision)
-        check_body(meta, command)
-        messages = split_messages(meta.content_type, command.body)
-        if isinstance(decision, Duplicate):  # before Stream-Seq: a retry repeats its seq
-            return Appended(meta, False, ProducerState(decision.epoch, decision.last_seq))
-        check_producer(decision)
-        check_order(meta, command)
-        accepted = decision.state if isinstance(decision, Accepted) else None
-        return _Write(meta, command, messages, accepted)
-
-    def _pending(self, chain: Chain) -> StreamMeta:
-        meta = chain.meta
-        if meta.expired(self.clock()):
-            raise ProtocolError(ErrorCode.STREAM_NOT_FOUND, f"stream {meta.stream_id!r} not found")
-        return meta
-
-    async def _settle(self, key: tuple[str, str]) -> None:
-        await self._chains.settle(key, self.writers.limits.timeout_s * 4)
-
-    def _producer_decision(
-        self, meta: StreamMeta, command: Append, chain: Chain | None
-    ) -> Decision | None:
-        if command.producer is None:
-            return None
-        producer_id = command.producer.producer_id
-        state = chain.producers.get(producer_id) if chain is not None else None
-        if state is None:
-            stored = self.catalog.producers(meta.bucket_id, meta.stream_id).get(producer_id)
-            state = ProducerState(stored.epoch, stored.last_seq) if stored else None
-        return decide(state, command.producer)
+    async def _decide_append(self, key: StreamKey, command: Append) -> machine.Step:
+        """Decide against the pending state, or the committed one when the machine says so."""
+        chain = self._chains.get(key)
+        if chain is not None:
+            step = machine.append(
+                self._pending_view(key, chain), command, self.clock(), self.limits
+            )
+            if step is not machine.SETTLE:
+                return step
+            await self._settle(key)
+        meta = self._committed(command.ref)
+        if meta is not None and not meta.expired(self.clock()):
+            meta = self.touch(meta)
+        return machine.append(self._view(key, meta), command, self.clock(), self.limits)
 
     async def delete(self, ref: StreamRef) -> None:
-        async with self._locks.hold((ref.bucket_id, ref.stream_id)):
-            await self._settle((ref.bucket_id, ref.stream_id))
-            meta = self.live(ref)
-            topic = self.buckets.topic(ref.bucket_id)
-            record = control_record(topic, meta.partition, ref.stream_id, "delete")
-            entries = stream_tombstones(self.catalog, self.topics, ref.bucket_id, ref.stream_id)
-            slot = self.slots.of_stream(ref.bucket_id, meta.partition)
-            await self.writers.submit(slot, [record], lambda _offsets: entries)
-            self.catalog.drop_stream(ref.bucket_id, ref.stream_id)
-            self.reads.cache.forget((ref.bucket_id, ref.stream_id))
-            self.hub.notify((ref.bucket_id, ref.stream_id))
+        key = (ref.bucket_id, ref.stream_id)
+        async with self._locks.hold(key):
+            await self._settle(key)
+            meta = self._committed(ref)
+            step = machine.delete(self._view(key, meta), ref.stream_id, self.clock())
+            if isinstance(step, machine.Refused):
+                raise step.error
+            assert isinstance(step, machine.Write)
+            assert meta is not None
+            await self._carry_out(key, meta.partition, step)
 
     async def head(self, ref: StreamRef) -> StreamMeta:
         """Metadata only: a HEAD does not count as an access for the sliding TTL."""
-        return self.live(ref)
+        return self.existing(ref)
+
+    async def read(self, command: Read) -> Chunk:
+        meta = self.touch(self.existing(command.ref))
+        topic = self.buckets.topic(command.ref.bucket_id)
+        return await self.reads.read(topic, meta, command.start)
+
+    # -- waiting for changes ---------------------------------------------------------------
 
     async def wait_for_data(self, ref: StreamRef, position: int, timeout_s: float) -> StreamMeta:
         """The stream once its tail passes `position`, once it is closed, or when time is up.
@@ -216,48 +171,47 @@ class StreamService:
         Waiting registers with the hub before yielding, and wake-ups come from this event
         loop, so a commit landing between the check and the wait cannot be missed.
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while True:
-            meta = self.touch(self.live(ref))
-            remaining = deadline - loop.time()
-            if meta.next_offset > position or meta.closed or remaining <= 0:
-                return meta
-            await self.hub.wait((ref.bucket_id, ref.stream_id), remaining)
+        found: list[StreamMeta] = []
 
-    async def read(self, command: Read) -> Chunk:
-        meta = self.touch(self.live(command.ref))
-        topic = self.buckets.topic(command.ref.bucket_id)
-        return await self.reads.read(topic, meta, command.start)
+        def moved() -> bool:
+            found[:] = [self.touch(self.existing(ref))]
+            return found[0].next_offset > position or found[0].closed
+
+        await self._wait_until((ref.bucket_id, ref.stream_id), moved, timeout_s)
+        return found[0]
 
     async def applied(self, ref: StreamRef, next_offset: int | None, timeout_s: float) -> bool:
         """Wait until the catalog shows a write made elsewhere: the stream's tail at or past
         `next_offset`, or, when None, the stream gone. False if time ran out."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
         key = (ref.bucket_id, ref.stream_id)
-        while True:
+
+        def shown() -> bool:
             meta = self.catalog.stream(*key)
-            done = (
-                meta is None
-                if next_offset is None
-                else meta is not None and (meta.next_offset >= next_offset or meta.closed)
-            )
-            remaining = deadline - loop.time()
-            if done or remaining <= 0:
-                return done
-            await self.hub.wait(key, remaining)
+            if next_offset is None:
+                return meta is None
+            return meta is not None and (meta.next_offset >= next_offset or meta.closed)
+
+        return await self._wait_until(key, shown, timeout_s)
 
     async def bucket_applied(self, bucket_id: str, exists: bool, timeout_s: float) -> bool:
         """Wait until the catalog shows a bucket created (or deleted) elsewhere."""
+        return await self._wait_until(
+            (bucket_id, ""),
+            lambda: (self.catalog.bucket(bucket_id) is not None) == exists,
+            timeout_s,
+        )
+
+    async def _wait_until(self, key: StreamKey, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Check `done` each time the hub says the key changed, until it holds or time is up."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while (self.catalog.bucket(bucket_id) is not None) != exists:
+        while True:
+            if done():
+                return True
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
-            await self.hub.wait((bucket_id, ""), remaining)
-        return True
+            await self.hub.wait(key, remaining)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -275,138 +229,79 @@ class StreamService:
             ref.bucket_id, partition_for(ref.stream_id.encode(), partitions)
         )
 
-    async def _create(self, command: CreateStream, forget: list[StateEntry]) -> StreamMeta:
-        ref = command.ref
-        bucket = await self.buckets.require(
-            ref.bucket_id, ref.create_bucket, self._creation_slot(ref)
-        )
-        partition = partition_for(ref.stream_id.encode(), bucket.partitions)
-        messages = (
-            json_mode.split_initial(command.body)
-            if is_json(command.content_type)
-            else ([command.body] if command.body else [])
-        )
-        now = self.clock()
-        records = [control_record(bucket.topic, partition, ref.stream_id, "create")]
-        records += data_records(
-            bucket.topic, partition, ref.stream_id, command.content_type, messages
-        )
-        if command.closed:
-            records.append(control_record(bucket.topic, partition, ref.stream_id, "close"))
-        template = StreamMeta(
-            bucket_id=ref.bucket_id,
-            stream_id=ref.stream_id,
-            partition=partition,
-            content_type=command.content_type,
-            created_at_ms=now,
-            start_offset=0,
-            next_offset=0,
-            last_access_ms=now,
-            last_write_at_ms=now,
-            closed=command.closed,
-            ttl_seconds=command.ttl_seconds,
-            expires_at_ms=command.expires_at_ms,
-            message_count=len(messages),
-        )
+    def _view(self, key: StreamKey, meta: StreamMeta | None) -> machine.View:
+        """The committed state a command is decided against."""
+        producers = {
+            producer_id: ProducerState(record.epoch, record.last_seq)
+            for producer_id, record in self.catalog.producers(*key).items()
+        }
+        return machine.View(meta, producers)
 
-        def finalize(offsets: list[int]) -> StreamMeta:
-            tail = offsets[len(messages)] + 1 if messages else offsets[0] + 1
-            return template.evolve(start_offset=offsets[0], next_offset=tail)
+    def _pending_view(self, key: StreamKey, chain: Chain) -> machine.View:
+        """The state the stream's queued appends will leave."""
+        committed = self._view(key, chain.meta)
+        producers = {**committed.producers, **chain.producers}
+        return machine.View(chain.meta, producers, pending=True, broken=chain.broken)
 
-        slot = self.slots.of_stream(ref.bucket_id, partition)
-        meta, offsets = await self._commit(slot, records, finalize, forget=forget)
-        data = offsets[1 : 1 + len(messages)]
-        self.reads.cache.record(
-            (ref.bucket_id, ref.stream_id), offsets[0], meta.next_offset, data, messages
+    async def _settle(self, key: StreamKey) -> None:
+        await self._chains.settle(key, self.writers.limits.timeout_s * 4)
+
+    async def _carry_out(
+        self, key: StreamKey, partition: int, write: machine.Write
+    ) -> StreamMeta | None:
+        """Write and wait for the commit (creations and deletions, decided on committed state)."""
+        offsets = await asyncio.shield(self._queue(key, partition, write).future)
+        return machine.settle(write, offsets)
+
+    def _queue(self, key: StreamKey, partition: int, write: machine.Write) -> WriteBatch:
+        """Queue a decided write on its slot; its future tells the records' offsets."""
+        bucket_id, stream_id = key
+        meta = write.state
+        content_type = meta.content_type if meta is not None else ""
+        topic = self.buckets.topic(bucket_id)
+        records = write_records(topic, partition, stream_id, content_type, write)
+        chain = self._chains.get(key)
+        batch = WriteBatch(
+            records,
+            finalize=partial(self._state_of, key, write),
+            after=chain.last if chain is not None else None,
+            on_commit=partial(self._committed_write, key, write),
         )
-        return meta
+        self.writers.enqueue(self.slots.of_stream(bucket_id, partition), batch)
+        if meta is not None:
+            self._chains.extend(key, meta, batch, write.producer)
+        return batch
 
-    def _queue_append(self, write: _Write, chain: Chain | None) -> tuple[WriteBatch, Written]:
-        """Queue the append's batch; the stream's next append may be decided at once."""
-        meta, command, messages = write.meta, write.command, write.messages
-        topic = self.buckets.topic(meta.bucket_id)
-        records = data_records(
-            topic, meta.partition, meta.stream_id, meta.content_type, messages, command.producer
-        )
-        if command.close:
-            records.append(control_record(topic, meta.partition, meta.stream_id, "close"))
-        now = self.clock()
-        decided = meta.evolve(
-            closed=meta.closed or command.close,
-            last_seq=command.seq or meta.last_seq,
-            last_write_at_ms=now,
-            last_access_ms=now if meta.ttl_seconds is not None else meta.last_access_ms,
-            message_count=meta.message_count + len(messages),
-        )
-        record = self._producer_record(write, now)
-        written = Written(chain.written if chain is not None else None, meta.next_offset)
+    def _state_of(
+        self, key: StreamKey, write: machine.Write, offsets: list[int]
+    ) -> list[StateEntry]:
+        """The state records committed with the write (on the writer's thread: pure)."""
+        return write_entries(self.topics, key, write, machine.settle(write, offsets))
 
-        def finalize(offsets: list[int]) -> list[StateEntry]:
-            start = written.settle_start()  # in commit order: the previous batch is final
-            tail = offsets[len(messages) - 1] + 1 if messages else start
-            written.meta = decided.evolve(next_offset=tail)
-            entries = [stream_entry(self.topics, written.meta)]
-            return entries + ([producer_entry(self.topics, record)] if record else [])
-
-        def on_commit(offsets: list[int]) -> None:
-            assert written.meta is not None
-            written.committed()
-            if record is not None:
-                self.catalog.put_producer(record)
-            self.catalog.put_stream(written.meta)
-            key = (meta.bucket_id, meta.stream_id)
-            data = offsets[: len(messages)]
-            self.reads.cache.record(key, written.start, written.meta.next_offset, data, messages)
-            self.hub.notify(key)
-
-        slot = self.slots.of_stream(meta.bucket_id, meta.partition)
-        before = chain.last if chain is not None else None
-        batch = self.writers.enqueue(slot, WriteBatch(records, finalize, before, on_commit))
-        producer = None
+    def _committed_write(self, key: StreamKey, write: machine.Write, offsets: list[int]) -> None:
+        """Apply a committed write to the catalog, the hot tail and the live hub (commit order)."""
+        settled = machine.settle(write, offsets)
+        for producer_id in write.forget:
+            self.catalog.apply_producer(producer_key(*key, producer_id), None)
+        if settled is None:
+            self.catalog.drop_stream(*key)
+            self.reads.cache.forget(key)
+        else:
+            before = self.catalog.stream(*key)
+            since = offsets[0] if write.creates or before is None else before.next_offset
+            data = machine.message_offsets(write, offsets)
+            self.reads.cache.record(key, since, settled.next_offset, data, write.messages)
+            self.catalog.put_stream(settled)
+        record = producer_record(key, write)
         if record is not None:
-            producer = (record.producer_id, ProducerState(record.epoch, record.last_seq))
-        self._chains.extend((meta.bucket_id, meta.stream_id), decided, batch, written, producer)
-        return batch, written
+            self.catalog.put_producer(record)
+        self.hub.notify(key)
 
-    def _producer_record(self, write: _Write, now: int) -> ProducerRecord | None:
-        if write.producer is None or write.command.producer is None:
-            return None
-        meta = write.meta
-        return ProducerRecord(
-            meta.bucket_id,
-            meta.stream_id,
-            write.command.producer.producer_id,
-            write.producer.epoch,
-            write.producer.last_seq,
-            now,
-        )
 
-    async def _commit(
-        self,
-        slot: int,
-        records: list[Record],
-        finalize: Callable[[list[int]], StreamMeta],
-        producer: ProducerRecord | None = None,
-        forget: list[StateEntry] | None = None,
-    ) -> tuple[StreamMeta, list[int]]:
-        """Write the records, the stream's new meta and producer state in one transaction.
-
-        Returns the stream's new meta and the Kafka offsets of the records.
-        """
-        result: list[StreamMeta] = []
-
-        def entries(offsets: list[int]) -> list[StateEntry]:
-            result[:] = [finalize(offsets)]  # again with the true offsets if a guess was wrong
-            state = [*(forget or []), stream_entry(self.topics, result[0])]
-            return state + ([producer_entry(self.topics, producer)] if producer else [])
-
-        offsets = await self.writers.submit(slot, records, entries)
-        meta = result[0]
-        for _topic, key, _value in forget or []:
-            if _topic == self.topics.producers:
-                self.catalog.apply_producer(key, None)
-        if producer is not None:
-            self.catalog.put_producer(producer)
-        self.catalog.put_stream(meta)
-        self.hub.notify((meta.bucket_id, meta.stream_id))
-        return meta, offsets
+def _reply(step: machine.Step, kind: type[R]) -> R:
+    """The reply of a step that writes nothing: its result, or its refusal raised."""
+    if isinstance(step, machine.Refused):
+        raise step.error
+    assert isinstance(step, machine.Done)
+    assert isinstance(step.reply, kind)
+    return step.reply

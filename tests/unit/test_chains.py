@@ -1,4 +1,4 @@
-"""A stream's appends in flight: pending state, settling, and offsets handed down in order."""
+"""A stream's appends in flight: pending state, settling, and a failure breaking the chain."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import Record, WriteBatch
 from adapter.protocol.producers import ProducerState
-from adapter.service.chains import Chains, Written
+from adapter.service.chains import Chains
 from adapter.state.records import StreamMeta
 
 KEY = ("b", "s")
@@ -25,8 +25,8 @@ def _queued() -> WriteBatch:
 async def test_a_chain_lives_while_its_last_batch_is_in_flight() -> None:
     chains = Chains()
     first, second = _queued(), _queued()
-    chains.extend(KEY, META, first, Written(None, 5), ("p", ProducerState(0, 0)))
-    chains.extend(KEY, META.evolve(closed=True), second, Written(None, 5), None)
+    chains.extend(KEY, META, first, ("p", ProducerState(0, 0)))
+    chains.extend(KEY, META.evolve(closed=True), second, None)
     chain = chains.get(KEY)
     assert chain is not None
     assert chain.last is second
@@ -42,8 +42,8 @@ async def test_a_chain_lives_while_its_last_batch_is_in_flight() -> None:
 async def test_a_failed_batch_breaks_its_chain() -> None:
     chains = Chains()
     first, second = _queued(), _queued()
-    chains.extend(KEY, META, first, Written(None, 5), None)
-    chains.extend(KEY, META, second, Written(None, 5), None)
+    chains.extend(KEY, META, first, None)
+    chains.extend(KEY, META, second, None)
     first.fail(LogUnavailable("kafka"))
     await asyncio.sleep(0)
     chain = chains.get(KEY)
@@ -54,22 +54,9 @@ async def test_a_failed_batch_breaks_its_chain() -> None:
 async def test_settle_waits_for_the_last_batch_and_is_bounded() -> None:
     chains = Chains()
     batch = _queued()
-    chains.extend(KEY, META, batch, Written(None, 5), None)
+    chains.extend(KEY, META, batch, None)
     with pytest.raises(LogUnavailable):
         await chains.settle(KEY, 0.01)
     asyncio.get_running_loop().call_soon(batch.future.set_result, [5])
     await chains.settle(KEY, 1)
     assert chains.get(KEY) is None
-
-
-def test_each_batch_starts_at_the_tail_the_previous_one_left() -> None:
-    first = Written(None, 5)
-    second = Written(first, 5)  # decided while `first` was in flight: its tail is stale
-    assert first.settle_start() == 5
-    first.meta = META.evolve(next_offset=9)
-    assert second.settle_start() == 9
-    first.meta = META.evolve(next_offset=11)  # finalized again, with the true offsets
-    assert second.settle_start() == 11  # so is the next one, and it follows
-    second.committed()
-    assert second.previous is None  # the link is cut once committed
-    assert second.settle_start() == 11

@@ -1,0 +1,404 @@
+"""The stream state machine, without I/O: every write-side rule, and properties over random runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapter.protocol import stream_machine as machine
+from adapter.protocol.commands import Append, Appended, Created, CreateStream, StreamRef
+from adapter.protocol.errors import ErrorCode
+from adapter.protocol.headers import ProducerHeaders
+from adapter.protocol.offsets import encode
+from adapter.protocol.producers import ProducerState
+from adapter.protocol.stream_etags import stream_etag
+from adapter.state.records import StreamMeta
+
+REF = StreamRef("bucket", "s")
+NOW = 1_000_000
+TEXT = "text/plain"
+JSON = "application/json"
+
+
+def _meta(**changes: object) -> StreamMeta:
+    base = StreamMeta("bucket", "s", 2, TEXT, 0, 10, 20, 0, 0)
+    return base.evolve(**changes)
+
+
+def _create(content_type: str = TEXT, body: bytes = b"", **changes: Any) -> CreateStream:
+    return replace(CreateStream(REF, content_type, None, None, False, body), **changes)
+
+
+def _append(body: bytes = b"x", content_type: str | None = TEXT, **changes: Any) -> Append:
+    return replace(Append(REF, content_type, body, False, None, None), **changes)
+
+
+def _producer(epoch: int, seq: int, producer_id: str = "p") -> ProducerHeaders:
+    return ProducerHeaders(producer_id, epoch, seq)
+
+
+def _refusal(step: machine.Step) -> ErrorCode:
+    assert isinstance(step, machine.Refused), step
+    return step.error.code
+
+
+def _write(step: machine.Step) -> machine.Write:
+    assert isinstance(step, machine.Write), step
+    return step
+
+
+def _done(step: machine.Step) -> Appended | Created:
+    assert isinstance(step, machine.Done), step
+    return step.reply
+
+
+# -- create ---------------------------------------------------------------------------------
+
+
+def test_create_writes_its_control_record_then_the_initial_messages() -> None:
+    write = _write(machine.create(machine.View(None), _create(JSON, b"[1, 2]"), NOW, 4))
+    assert write.entries == (machine.Lifecycle.CREATE, machine.Message(b"1"), machine.Message(b"2"))
+    assert write.creates
+    assert write.state is not None
+    assert (write.state.partition, write.state.message_count) == (4, 2)
+    settled = machine.settle(write, [7, 8, 9])
+    assert settled is not None
+    assert (settled.start_offset, settled.next_offset) == (7, 10)
+
+
+def test_create_closed_empty_stream_ends_at_its_create_record() -> None:
+    write = _write(machine.create(machine.View(None), _create(closed=True), NOW, 0))
+    assert write.entries == (machine.Lifecycle.CREATE, machine.Lifecycle.CLOSE)
+    settled = machine.settle(write, [3, 4])
+    assert settled is not None
+    assert (settled.start_offset, settled.next_offset, settled.closed) == (3, 4, True)
+
+
+def test_create_again_with_the_same_configuration_is_a_success_that_writes_nothing() -> None:
+    existing = _meta()
+    reply = _done(
+        machine.create(machine.View(existing), _create("text/plain; charset=utf-8"), NOW, 2)
+    )
+    assert reply == Created(existing, created=False)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"content_type": JSON}, {"ttl_seconds": 60}, {"expires_at_ms": NOW * 2}, {"closed": True}],
+)
+def test_create_again_with_another_configuration_conflicts(changes: dict[str, Any]) -> None:
+    step = machine.create(machine.View(_meta()), _create(**changes), NOW, 2)
+    assert _refusal(step) is ErrorCode.STREAM_EXISTS
+
+
+def test_create_over_an_expired_stream_starts_afresh_and_forgets_its_producers() -> None:
+    expired = _meta(expires_at_ms=NOW - 1)
+    view = machine.View(expired, {"p": ProducerState(0, 3), "q": ProducerState(1, 0)})
+    write = _write(machine.create(view, _create(), NOW, 2))
+    assert write.forget == ("p", "q")
+    assert write.state is not None
+    assert write.state.created_at_ms == NOW
+
+
+def test_create_refuses_invalid_json_and_too_many_messages() -> None:
+    assert _refusal(machine.create(machine.View(None), _create(JSON, b"[1,"), NOW, 0)) is (
+        ErrorCode.INVALID_JSON
+    )
+    small = machine.Limits(max_append_messages=2)
+    step = machine.create(machine.View(None), _create(JSON, b"[1,2,3]"), NOW, 0, small)
+    assert _refusal(step) is ErrorCode.PAYLOAD_TOO_LARGE
+
+
+# -- append ---------------------------------------------------------------------------------
+
+
+def test_append_to_a_missing_or_expired_stream_is_not_found() -> None:
+    assert (
+        _refusal(machine.append(machine.View(None), _append(), NOW)) is ErrorCode.STREAM_NOT_FOUND
+    )
+    expired = machine.View(_meta(ttl_seconds=1, last_access_ms=NOW - 1000))
+    assert _refusal(machine.append(expired, _append(), NOW)) is ErrorCode.STREAM_NOT_FOUND
+
+
+def test_append_writes_one_record_and_its_tail_follows_it() -> None:
+    write = _write(machine.append(machine.View(_meta()), _append(b"hello"), NOW))
+    assert write.entries == (machine.Message(b"hello"),)
+    assert write.state is not None
+    assert (write.state.message_count, write.state.last_write_at_ms) == (1, NOW)
+    settled = machine.settle(write, [25])
+    assert settled is not None
+    assert settled.next_offset == 26
+
+
+def test_json_arrays_are_flattened_into_one_record_per_element() -> None:
+    view = machine.View(_meta(content_type=JSON))
+    write = _write(machine.append(view, _append(b'[{"a":1}, 2]', JSON), NOW))
+    assert write.messages == [b'{"a":1}', b"2"]
+    assert _refusal(machine.append(view, _append(b"[]", JSON), NOW)) is ErrorCode.EMPTY_JSON_ARRAY
+    assert _refusal(machine.append(view, _append(b"{", JSON), NOW)) is ErrorCode.INVALID_JSON
+
+
+def test_an_array_over_the_message_limit_is_too_large_and_writes_nothing() -> None:
+    view = machine.View(_meta(content_type=JSON))
+    body = b"[" + b",".join([b"0"] * 11) + b"]"
+    step = machine.append(view, _append(body, JSON), NOW, machine.Limits(max_append_messages=10))
+    assert _refusal(step) is ErrorCode.PAYLOAD_TOO_LARGE
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        (_append(b""), ErrorCode.EMPTY_BODY),
+        (_append(b"x", None), ErrorCode.BAD_REQUEST),
+        (_append(b"x", JSON), ErrorCode.CONTENT_TYPE_MISMATCH),
+    ],
+)
+def test_bodies_that_cannot_be_appended(command: Append, code: ErrorCode) -> None:
+    assert _refusal(machine.append(machine.View(_meta()), command, NOW)) is code
+
+
+def test_closing_writes_a_close_record_after_the_data() -> None:
+    write = _write(machine.append(machine.View(_meta()), _append(b"last", close=True), NOW))
+    assert write.entries == (machine.Message(b"last"), machine.Lifecycle.CLOSE)
+    settled = machine.settle(write, [30, 31])
+    assert settled is not None
+    assert (settled.next_offset, settled.closed) == (31, True)
+
+
+def test_a_close_without_data_keeps_the_tail() -> None:
+    write = _write(machine.append(machine.View(_meta()), _append(b"", None, close=True), NOW))
+    settled = machine.settle(write, [40])
+    assert settled is not None
+    assert (settled.next_offset, settled.closed) == (20, True)
+
+
+def test_a_closed_stream_takes_only_repeats() -> None:
+    closed = machine.View(_meta(closed=True), {"p": ProducerState(0, 4)})
+    again = _done(machine.append(closed, _append(b"", None, close=True), NOW))
+    assert again == Appended(closed.stream, appended=False)  # type: ignore[arg-type]
+    step = machine.append(closed, _append(b"more"), NOW)
+    assert _refusal(step) is ErrorCode.STREAM_CLOSED
+    assert isinstance(step, machine.Refused)
+    assert step.error.headers == {"Stream-Closed": "true", "Stream-Next-Offset": encode(20)}
+    retry = _done(machine.append(closed, _append(b"x", producer=_producer(0, 4)), NOW))
+    assert isinstance(retry, Appended)
+    assert retry.producer == ProducerState(0, 4)
+    zombie = machine.append(closed, _append(b"x", producer=_producer(0, 5)), NOW)
+    assert _refusal(zombie) is ErrorCode.STREAM_CLOSED
+
+
+def test_a_stale_epoch_on_a_closed_stream_is_forbidden() -> None:
+    closed = machine.View(_meta(closed=True), {"p": ProducerState(3, 4)})
+    step = machine.append(closed, _append(b"x", producer=_producer(2, 0)), NOW)
+    assert _refusal(step) is ErrorCode.STALE_PRODUCER_EPOCH
+
+
+def test_stream_seq_must_grow() -> None:
+    view = machine.View(_meta(last_seq="0005"))
+    write = _write(machine.append(view, _append(seq="0006"), NOW))
+    assert write.state is not None
+    assert write.state.last_seq == "0006"
+    assert _refusal(machine.append(view, _append(seq="0005"), NOW)) is ErrorCode.SEQUENCE_CONFLICT
+    assert _refusal(machine.append(view, _append(seq="0004"), NOW)) is ErrorCode.SEQUENCE_CONFLICT
+
+
+def test_if_match_compares_the_streams_etag() -> None:
+    meta = _meta()
+    view = machine.View(meta)
+    _write(machine.append(view, _append(if_match=stream_etag(meta)), NOW))
+    wrong = machine.append(view, _append(if_match='"nope"'), NOW)
+    assert _refusal(wrong) is ErrorCode.PRECONDITION_FAILED
+
+
+def test_producers_are_accepted_in_sequence_and_repeats_are_answered_without_writing() -> None:
+    view = machine.View(_meta(), {"p": ProducerState(1, 4)})
+    write = _write(machine.append(view, _append(producer=_producer(1, 5)), NOW))
+    assert write.producer == ("p", ProducerState(1, 5))
+    assert write.stamp == _producer(1, 5)
+    duplicate = _done(machine.append(view, _append(producer=_producer(1, 3)), NOW))
+    assert duplicate == Appended(_meta(), False, ProducerState(1, 4))
+    gap = machine.append(view, _append(producer=_producer(1, 7)), NOW)
+    assert _refusal(gap) is ErrorCode.PRODUCER_SEQUENCE_GAP
+    assert isinstance(gap, machine.Refused)
+    assert gap.error.headers == {"Producer-Expected-Seq": "5", "Producer-Received-Seq": "7"}
+    stale = machine.append(view, _append(producer=_producer(0, 5)), NOW)
+    assert _refusal(stale) is ErrorCode.STALE_PRODUCER_EPOCH
+    bumped = machine.append(view, _append(producer=_producer(2, 1)), NOW)
+    assert _refusal(bumped) is ErrorCode.INVALID_PRODUCER_EPOCH
+    fresh = _write(machine.append(view, _append(producer=_producer(2, 0)), NOW))
+    assert fresh.producer == ("p", ProducerState(2, 0))
+
+
+def test_a_new_producer_starts_at_seq_zero() -> None:
+    view = machine.View(_meta())
+    _write(machine.append(view, _append(producer=_producer(0, 0, "new")), NOW))
+    step = machine.append(view, _append(producer=_producer(0, 1, "new")), NOW)
+    assert _refusal(step) is ErrorCode.PRODUCER_SEQUENCE_GAP
+
+
+def test_a_duplicate_is_recognised_before_stream_seq() -> None:
+    view = machine.View(_meta(last_seq="9"), {"p": ProducerState(0, 0)})
+    retry = machine.append(view, _append(seq="9", producer=_producer(0, 0)), NOW)
+    assert isinstance(_done(retry), Appended)
+
+
+def test_a_write_renews_a_sliding_ttl_only() -> None:
+    sliding = _meta(ttl_seconds=60, last_access_ms=NOW - 10)
+    write = _write(machine.append(machine.View(sliding), _append(), NOW))
+    assert write.state is not None
+    assert write.state.last_access_ms == NOW
+    fixed = _meta(expires_at_ms=NOW * 2, last_access_ms=5)
+    write = _write(machine.append(machine.View(fixed), _append(), NOW))
+    assert write.state is not None
+    assert write.state.last_access_ms == 5
+    assert machine.renewed(fixed, NOW) is fixed
+    assert machine.renewed(sliding, NOW).last_access_ms == NOW
+
+
+# -- pending state ----------------------------------------------------------------------------
+
+
+def test_against_a_pending_state_only_writes_with_data_are_decided() -> None:
+    pending = machine.View(_meta(), {"p": ProducerState(0, 1)}, pending=True)
+    _write(machine.append(pending, _append(), NOW))
+    assert machine.append(pending, _append(b""), NOW) is machine.SETTLE  # a refusal
+    assert machine.append(pending, _append(producer=_producer(0, 1)), NOW) is machine.SETTLE
+    assert machine.append(pending, _append(if_match='"x"'), NOW) is machine.SETTLE
+    assert machine.append(pending, _append(b"", None, close=True), NOW) is machine.SETTLE
+    broken = machine.View(_meta(), pending=True, broken=True)
+    assert machine.append(broken, _append(), NOW) is machine.SETTLE
+
+
+# -- delete -----------------------------------------------------------------------------------
+
+
+def test_delete_writes_a_control_record_and_forgets_the_stream_and_its_producers() -> None:
+    view = machine.View(_meta(), {"p": ProducerState(0, 0)})
+    write = _write(machine.delete(view, "s", NOW))
+    assert write.entries == (machine.Lifecycle.DELETE,)
+    assert write.forget == ("p",)
+    assert machine.settle(write, [50]) is None
+    assert _refusal(machine.delete(machine.View(None), "s", NOW)) is ErrorCode.STREAM_NOT_FOUND
+
+
+# -- properties over random runs ----------------------------------------------------------
+
+
+@dataclass
+class _Log:
+    """A driver without I/O: decides each command, queues writes, and commits them in order."""
+
+    stream: StreamMeta | None = None
+    producers: dict[str, ProducerState] = field(default_factory=dict)
+    pending: list[machine.Write] = field(default_factory=list)
+    pending_state: StreamMeta | None = None
+    pending_producers: dict[str, ProducerState] = field(default_factory=dict)
+    offset: int = 0
+    tails: list[int] = field(default_factory=list)
+    accepted: list[tuple[str, int, int]] = field(default_factory=list)
+    seqs: list[str] = field(default_factory=list)
+
+    def view(self) -> machine.View:
+        if self.pending:
+            merged = {**self.producers, **self.pending_producers}
+            return machine.View(self.pending_state, merged, pending=True)
+        return machine.View(self.stream, dict(self.producers))
+
+    def commit(self, gap: int) -> None:
+        for write in self.pending:
+            self.offset += gap  # other streams' records share the partition
+            offsets = list(range(self.offset, self.offset + len(write.entries)))
+            self.offset += len(write.entries)
+            settled = machine.settle(write, offsets)
+            for producer_id in write.forget:
+                self.producers.pop(producer_id, None)
+            if write.producer is not None:
+                self.producers[write.producer[0]] = write.producer[1]
+            if settled is not None and self.stream is not None and not write.creates:
+                assert settled.next_offset >= self.stream.next_offset  # offsets only grow
+                if write.messages:
+                    assert settled.next_offset > self.stream.next_offset
+                assert self.stream.closed <= settled.closed  # closed stays closed
+            self.stream = settled
+            if settled is not None:
+                self.tails.append(settled.next_offset)
+        self.pending.clear()
+        self.pending_producers.clear()
+
+    def run(self, command: Append | CreateStream | None, gap: int) -> None:
+        if command is None:
+            self.commit(gap)
+            step = machine.delete(self.view(), "s", NOW)
+            if isinstance(step, machine.Write):
+                self.accepted = [a for a in self.accepted if a[0] not in step.forget]
+                self.pending.append(step)
+                self.commit(gap)
+            return
+        step = self._decide(command, gap)
+        if isinstance(step, machine.Write):
+            self._queued(step, command)
+
+    def _decide(self, command: Append | CreateStream, gap: int) -> machine.Step:
+        if isinstance(command, CreateStream):
+            self.commit(gap)
+            return machine.create(self.view(), command, NOW, 0)
+        step = machine.append(self.view(), command, NOW)
+        if step is machine.SETTLE:
+            self.commit(gap)
+            step = machine.append(self.view(), command, NOW)
+            assert step is not machine.SETTLE
+        return step
+
+    def _queued(self, write: machine.Write, command: Append | CreateStream) -> None:
+        if isinstance(command, Append):
+            if write.producer is not None:
+                producer_id, state = write.producer
+                key = (producer_id, state.epoch, state.last_seq)
+                assert key not in self.accepted  # accepted at most once
+                self.accepted.append(key)
+                self.pending_producers[producer_id] = state
+            if command.seq is not None:
+                assert all(command.seq > seq for seq in self.seqs)  # Stream-Seq grows
+                self.seqs.append(command.seq)
+        else:
+            self.seqs.clear()
+            self.accepted = [a for a in self.accepted if a[0] not in write.forget]
+        self.pending.append(write)
+        self.pending_state = write.state
+
+
+_APPENDS = st.builds(
+    lambda body, close, seq, producer: _append(
+        body, TEXT if body else None, close=close, seq=seq, producer=producer
+    ),
+    st.sampled_from([b"", b"a", b"bc"]),
+    st.integers(0, 9).map(lambda n: n == 0),  # a closed stream takes little: close rarely
+    st.none() | st.integers(0, 6).map(lambda n: f"{n:02d}"),
+    st.none()
+    | st.builds(ProducerHeaders, st.sampled_from(["p", "q"]), st.integers(0, 2), st.integers(0, 4)),
+)
+_COMMANDS = st.lists(
+    st.tuples(
+        st.one_of(_APPENDS, _APPENDS, _APPENDS, st.just(_create()), st.none()),
+        st.integers(0, 3),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_COMMANDS)
+def test_random_runs_keep_the_invariants(
+    commands: list[tuple[Append | CreateStream | None, int]],
+) -> None:
+    log = _Log()
+    log.run(_create(), 0)
+    for command, gap in commands:
+        log.run(command, gap)
+    log.commit(0)
+    # The partition's offsets only grow, so every tail a stream of this name had does too.
+    assert all(a <= b for a, b in zip(log.tails, log.tails[1:], strict=False))
