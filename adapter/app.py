@@ -96,7 +96,9 @@ def build_parts(settings: Settings) -> Parts:
         catalog,
         settings.kafka_timeout_s,
         on_change=lambda key: hub.notify(stream_of_key(key)),
-        local=lambda bucket_id, partition: writers.accepting(slots.of_stream(bucket_id, partition)),
+        owns_slot=lambda bucket_id, partition: writers.accepting(
+            slots.of_stream(bucket_id, partition)
+        ),
     )
     ownership = SlotOwnership(
         settings.bootstrap_servers,

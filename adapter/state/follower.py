@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import poll_batch
-from adapter.state.catalog import Catalog, Local
+from adapter.state.catalog import Catalog, OwnsSlot
 from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
@@ -42,13 +42,13 @@ class MetaFollower:
         catalog: Catalog,
         timeout_s: float,
         on_change: Callable[[str], None],
-        local: Local = lambda _bucket, _partition: False,
+        owns_slot: OwnsSlot = lambda _bucket, _partition: False,
     ) -> None:
         self.topics = topics
         self.catalog = catalog
         self.timeout_s = timeout_s
         self.on_change = on_change
-        self.local = local
+        self.owns_slot = owns_slot
         self._positions: dict[str, int] = {}
         self._progress = asyncio.Event()
         self._config: dict[str, Any] = {
@@ -117,11 +117,11 @@ class MetaFollower:
         self._advance(topic, (message.offset() or 0) + 1)
         key = (message.key() or b"").decode()
         if topic == self.topics.producers:
-            self.catalog.apply_remote_producer(key, message.value(), self.local)
+            self.catalog.apply_remote_producer(key, message.value(), self.owns_slot)
         elif topic == self.topics.owners:
             self.catalog.apply_owner(key, message.value())
         else:
-            self.catalog.apply_remote(key, message.value(), self.local)
+            self.catalog.apply_remote(key, message.value(), self.owns_slot)
             self.on_change(key)
 
     def _advance(self, topic: str, position: int) -> None:
