@@ -18,7 +18,6 @@ from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
 from adapter.http.live import LiveLimits
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import cors_middleware
-from adapter.service.hub import LiveHub
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import WriterLimits
@@ -26,6 +25,7 @@ from adapter.objects.factory import object_store
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.readiness import Readiness
 from adapter.service.buckets import BucketService
+from adapter.service.hub import LiveHub
 from adapter.service.reads import ReadPath
 from adapter.service.state_entries import owner_entry
 from adapter.service.streams import StreamService, wall_clock_ms
@@ -176,13 +176,13 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
 
     tasks: list[asyncio.Task[None]] = []
 
-    async def load_state() -> str:
+    async def load_state() -> int:
         count = await parts.follower.replay()
         follow = asyncio.create_task(parts.follower.follow(), name="follower")
         follow.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(follow)
         parts.ownership.start()  # join the owners' group: slots arrive from here on
-        return f"replayed {count} records"
+        return count
 
     supervisor = Supervisor(parts.admin, object_store(settings), readiness, load_state)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
@@ -211,11 +211,23 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
 def _report_ownership(readiness: Readiness, parts: Parts) -> None:
     """Ready once the group gave us slots and every one of them accepts writes."""
     assigned, ready = parts.writers.assigned, parts.writers.ready
-    owned = ",".join(str(k) for k in sorted(ready)) or "none"
-    detail = f"owns {len(ready)}/{parts.writers.count} slots: {owned}"
-    if assigned != ready:
-        detail += f" (initialising {sorted(assigned - ready)})"
-    readiness.set(OWNERSHIP, parts.ownership.joined and assigned == ready, detail)
+    owned, initialising = sorted(ready), sorted(assigned - ready)
+    detail = f"owns {len(owned)}/{parts.writers.count} slots: {_listed(owned)}"
+    if initialising:
+        detail += f" (initialising {initialising})"
+    readiness.set(
+        OWNERSHIP,
+        parts.ownership.joined and assigned == ready,
+        detail,
+        joined=parts.ownership.joined,
+        slot_count=parts.writers.count,
+        owned_slots=owned,
+        initialising=initialising,
+    )
+
+
+def _listed(slots: list[int]) -> str:
+    return ",".join(str(k) for k in slots) or "none"
 
 
 def _report(task: asyncio.Task[None], fatal: asyncio.Future[BaseException]) -> None:

@@ -36,11 +36,14 @@ def json_response(
     )
 
 
-def error_response(error: ProtocolError) -> web.Response:
-    headers = dict(error.headers)
+def error_response(
+    error: ProtocolError, headers: Mapping[str, str] | None = None, **extra: object
+) -> web.Response:
+    """`{"error": {"code", "message"}}` (and `extra` fields beside it) with the code's status."""
+    headers = dict(headers or {}) | error.headers
     if error.retriable:
         headers.setdefault("Retry-After", RETRY_AFTER_S)
-    body = {"error": {"code": error.code.code, "message": error.message}}
+    body = {"error": {"code": error.code.code, "message": error.message}} | extra
     return json_response(body, status=error.code.status, headers=headers)
 
 
