@@ -1,4 +1,8 @@
-"""Readiness: the adapter serves only once every dependency has been checked."""
+"""Readiness: named checks, each with a `detail` for people and JSON fields for programs.
+
+`/readyz` answers 200 only when every check holds; of them, only `catalog` gates requests
+(`app.readiness_gate`).
+"""
 
 from __future__ import annotations
 

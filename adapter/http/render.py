@@ -1,4 +1,9 @@
-"""The one place that turns results and errors into HTTP responses."""
+"""Errors into HTTP responses, in one middleware; and the JSON body every JSON answer uses.
+
+Every failure a handler raises becomes `{"error": {"code", "message"}}` with its code's status
+here, and nowhere else builds an error body. Successful results are rendered by their own
+handlers (`streams.py`, `buckets.py`, `live.py`, `health.py`).
+"""
 
 from __future__ import annotations
 

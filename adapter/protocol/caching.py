@@ -1,4 +1,4 @@
-"""HTTP caching of reads (spec §8, §5.5, §10.7): ETags, If-None-Match, and Cache-Control values."""
+"""HTTP caching (spec §8, §5.5, §10.7): ETags, If-None-Match, If-Match, and reads' Cache-Control."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The in-memory catalog of buckets and streams, mirrored from the compacted meta topic."""
+"""The in-memory catalog of buckets, streams, producer states and slot owners, mirrored from
+the compacted meta, producers and owners topics."""
 
 from __future__ import annotations
 

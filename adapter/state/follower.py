@@ -1,15 +1,17 @@
-"""The one Kafka consumer of an instance: it rebuilds the catalog, then follows the meta topic.
+"""The instance's one consumer of the state topics: it rebuilds the catalog, then follows them.
 
-At start it replays the compacted meta topic (read_committed) to its end into the catalog;
-then it keeps reading it (and the producers topic). Every commit rewrites the meta record of
-each stream it touched, so this small topic says exactly when a stream got new data or was
+At start it replays the compacted meta, producers and owners topics (read_committed) to their
+ends into the catalog; then it keeps reading all three. Every commit rewrites the meta record
+of each stream it touched, so this small topic says exactly when a stream got new data or was
 closed, without reading the data topics. A followed change of a stream whose write slot
 another instance owns is applied to the catalog; the echo of a change this instance made is
 not (its commit path updated the catalog first). Either way the stream's live readers wake.
+Producer states follow the same rule; owner records are applied as they come.
 
-`caught_up` lets a new slot owner wait until every change committed before it fenced the
-previous owner is in the catalog: positions count past transaction markers (the end-of-
-partition event carries the fetch position), so they reach the end offsets.
+`caught_up` lets a new slot owner wait until every change committed to the meta and producers
+topics before it fenced the previous owner is in the catalog: positions count past
+transaction markers (the end-of-partition event carries the fetch position), so they reach
+the end offsets.
 """
 
 from __future__ import annotations

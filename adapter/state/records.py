@@ -1,4 +1,5 @@
-"""Bucket and stream metadata, and their Avro encoding in the compacted meta topic."""
+"""The state records (bucket and stream metadata, producer states, slot owners), their keys,
+and their Avro encoding in the compacted meta, producers and owners topics."""
 
 from __future__ import annotations
 
