@@ -97,7 +97,9 @@ def build_parts(settings: Settings) -> Parts:
         catalog,
         settings.kafka_timeout_s,
         on_change=lambda key: hub.notify(stream_of_key(key)),
-        local=lambda bucket_id, partition: writers.accepting(slots.of_stream(bucket_id, partition)),
+        owns_slot=lambda bucket_id, partition: writers.accepting(
+            slots.of_stream(bucket_id, partition)
+        ),
     )
     ownership = SlotOwnership(
         settings.bootstrap_servers,
@@ -182,13 +184,13 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
 
     tasks: list[asyncio.Task[None]] = []
 
-    async def load_state() -> str:
+    async def load_state() -> int:
         count = await parts.follower.replay()
         follow = asyncio.create_task(parts.follower.follow(), name="follower")
         follow.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(follow)
         parts.ownership.start()  # join the owners' group: slots arrive from here on
-        return f"replayed {count} records"
+        return count
 
     supervisor = Supervisor(parts.admin, object_store(settings), readiness, load_state)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
@@ -217,11 +219,23 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
 def _report_ownership(readiness: Readiness, parts: Parts) -> None:
     """Ready once the group gave us slots and every one of them accepts writes."""
     assigned, ready = parts.writers.assigned, parts.writers.ready
-    owned = ",".join(str(k) for k in sorted(ready)) or "none"
-    detail = f"owns {len(ready)}/{parts.writers.count} slots: {owned}"
-    if assigned != ready:
-        detail += f" (initialising {sorted(assigned - ready)})"
-    readiness.set(OWNERSHIP, parts.ownership.joined and assigned == ready, detail)
+    owned, initialising = sorted(ready), sorted(assigned - ready)
+    detail = f"owns {len(owned)}/{parts.writers.count} slots: {_listed(owned)}"
+    if initialising:
+        detail += f" (initialising {initialising})"
+    readiness.set(
+        OWNERSHIP,
+        parts.ownership.joined and assigned == ready,
+        detail,
+        joined=parts.ownership.joined,
+        slot_count=parts.writers.count,
+        owned_slots=owned,
+        initialising=initialising,
+    )
+
+
+def _listed(slots: list[int]) -> str:
+    return ",".join(str(k) for k in slots) or "none"
 
 
 def _report(task: asyncio.Task[None], fatal: asyncio.Future[BaseException]) -> None:

@@ -1,4 +1,4 @@
-"""The start-up and monitoring worker: topology, writer, catalog replay, then health checks."""
+"""The start-up and monitoring worker: Kafka and the internal topics, the state once, S3."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ CHECKS = [KAFKA, TOPICS, CATALOG, OWNERSHIP, OBJECTS]
 class Supervisor:
     """Flips readiness as dependencies come and go; a non-retriable fault ends the process.
 
-    `load_state` starts the writer and replays the catalog; it runs once, after the internal
-    topics are verified, and the adapter serves streams only after it has completed.
+    `load_state` replays the state topics into the catalog, starts following them and joins
+    the owners' group (slot writers start as slots are assigned), returning how many records
+    it replayed. It runs once, after the internal topics are verified; until it has
+    completed, the `catalog` check is false and the adapter serves no streams.
     """
 
     def __init__(
@@ -34,7 +36,7 @@ class Supervisor:
         admin: TopologyAdmin,
         objects: ObjectStore,
         readiness: Readiness,
-        load_state: Callable[[], Awaitable[str]],
+        load_state: Callable[[], Awaitable[int]],
         interval_s: float = 2.0,
     ) -> None:
         self.admin = admin
@@ -55,7 +57,8 @@ class Supervisor:
         try:
             if not self.readiness.is_ok(TOPICS):
                 created = await self.admin.ensure_internal_topics()
-                self.readiness.set(TOPICS, True, f"verified (created {len(created)})")
+                detail = f"verified (created {len(created)})"
+                self.readiness.set(TOPICS, True, detail, created=sorted(created))
             else:
                 await self.admin.topic_names()
             self.readiness.set(KAFKA, True, "metadata answered")
@@ -70,7 +73,8 @@ class Supervisor:
         if self.readiness.is_ok(CATALOG) or not self.readiness.is_ok(TOPICS):
             return
         try:
-            self.readiness.set(CATALOG, True, await self.load_state())
+            count = await self.load_state()
+            self.readiness.set(CATALOG, True, f"replayed {count} records", replayed_records=count)
         except LogUnavailable as error:
             log.warning("catalog not loaded yet: %s", error)
             self.readiness.set(CATALOG, False, str(error))

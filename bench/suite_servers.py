@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 from bench import targets
 
@@ -59,29 +59,44 @@ def start(target: str, log_dir: Path, options: targets.TargetOptions, instances:
 
 
 SETTLE_POLL_S = 0.2
-_OWNS = re.compile(r"^owns (\d+)/(\d+) slots: ([\d,]+|none)")
 
 
-def owned_slots(detail: str) -> tuple[set[int], int] | None:
-    """The slots and slot count in a `/readyz` ownership detail ("owns 4/8 slots: 0,2,5,7")."""
-    match = _OWNS.match(detail)
-    if match is None:
+@dataclass(frozen=True)
+class Ownership:
+    """One instance's write slots, from the fields of its `/readyz` `ownership` check."""
+
+    owned: frozenset[int]
+    slot_count: int
+    initialising: frozenset[int]
+
+
+def ownership(report: object) -> Ownership | None:
+    """The ownership check of a `/readyz` report (None: absent, or not the fields expected)."""
+    check = report.get("checks", {}).get("ownership") if isinstance(report, dict) else None
+    if not isinstance(check, dict):
         return None
-    listed = match.group(3)
-    slots: set[int] = set() if listed == "none" else {int(k) for k in listed.split(",")}
-    return slots, int(match.group(2))
+    owned, count, initialising = (check.get(k) for k in _OWNERSHIP_FIELDS)
+    if not (_slots(owned) and _slots(initialising) and isinstance(count, int)):
+        return None
+    return Ownership(frozenset(owned), count, frozenset(initialising))
 
 
-def settled(details: list[str]) -> bool:
-    """Every slot owned by exactly one instance (and none initialising) per their details."""
+_OWNERSHIP_FIELDS = ("owned_slots", "slot_count", "initialising")
+
+
+def _slots(value: object) -> TypeGuard[list[int]]:
+    return isinstance(value, list) and all(isinstance(k, int) for k in value)
+
+
+def settled(instances: list[Ownership | None]) -> bool:
+    """Every slot owned by exactly one instance, none initialising, all reporting alike."""
     seen: list[int] = []
     counts: set[int] = set()
-    for detail in details:
-        parsed = owned_slots(detail)
-        if parsed is None or "initialising" in detail:
+    for found in instances:
+        if found is None or found.initialising:
             return False
-        seen += sorted(parsed[0])
-        counts.add(parsed[1])
+        seen += found.owned
+        counts.add(found.slot_count)
     return len(counts) == 1 and sorted(seen) == list(range(counts.pop()))
 
 
@@ -94,27 +109,25 @@ def _wait_settled(deployment: Deployment, timeout_s: float) -> None:
     answer 503 until their new owner has initialised them.
     """
     deadline = time.monotonic() + timeout_s
-    details: list[str] = []
+    found: list[Ownership | None] = []
     while time.monotonic() < deadline:
-        details = [_ownership(server) for server in deployment.servers]
-        if settled(details):
+        found = [_ownership(server) for server in deployment.servers]
+        if settled(found):
             return
         time.sleep(SETTLE_POLL_S)
     raise targets.TargetError(
         f"the {len(deployment.servers)} durable-kafka instances did not divide the write "
-        f"slots within {timeout_s:.0f} s: {details}"
+        f"slots within {timeout_s:.0f} s: {found}"
     )
 
 
-def _ownership(server: targets.Server) -> str:
-    """The ownership detail of one instance's `/readyz` ("" if not ready or unreachable)."""
+def _ownership(server: targets.Server) -> Ownership | None:
+    """One instance's ownership per its `/readyz` (None if not ready, unreachable or unparsable)."""
     try:
         with urllib.request.urlopen(f"{server.url}/readyz", timeout=2) as reply:
-            report = json.loads(reply.read())
-    except (urllib.error.URLError, OSError, ValueError):
-        return ""
-    detail = report.get("checks", {}).get("ownership", {}).get("detail", "")
-    return detail if isinstance(detail, str) else ""
+            return ownership(json.loads(reply.read()))
+    except (urllib.error.URLError, OSError, ValueError):  # HTTPError (503) included
+        return None
 
 
 def _check_writes(deployment: Deployment) -> None:

@@ -45,11 +45,10 @@ async def owned(session: aiohttp.ClientSession, base: str) -> set[int] | None:
     """The slots an instance accepts writes for (from /readyz), None if it does not answer."""
     try:
         async with session.get(f"{base}/readyz", timeout=aiohttp.ClientTimeout(total=2)) as r:
-            detail = str((await r.json())["checks"]["ownership"]["detail"])
+            slots = (await r.json())["checks"]["ownership"]["owned_slots"]
     except (aiohttp.ClientError, TimeoutError):
         return None
-    listed = detail.split(": ", 1)[1].split(" ", 1)[0]
-    return set() if listed == "none" else {int(k) for k in listed.split(",")}
+    return {int(k) for k in slots}
 
 
 async def until_owned(

@@ -1,1 +1,2 @@
-"""Naming and placement on Kafka: bucket topics, internal compacted topics, and their admin."""
+"""The layout on Kafka, without HTTP: names, a stream's partition, write slots, topic specs,
+and the admin that creates and verifies the topics."""

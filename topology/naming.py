@@ -1,4 +1,5 @@
-"""Topic names: one data topic per bucket, and the internal compacted topics, under one prefix."""
+"""Names under one prefix: a data topic per bucket, the internal topics, the owners' group
+and the writers' transactional ids."""
 
 from __future__ import annotations
 

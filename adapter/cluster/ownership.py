@@ -2,16 +2,20 @@
 
 Every instance joins the group `{prefix}owners` subscribed to `{prefix}internal.slots`, a topic
 with one partition per write slot; holding partition k means owning slot k. Nothing is ever
-read from that topic: the group only divides its partitions. The classic protocol with the
-cooperative-sticky assignor is used (not KIP-848's `group.protocol=consumer`) because its
-session timeout is the client's `session.timeout.ms`, so a dead owner's slots move within a
-few seconds; under KIP-848 the session timeout is a broker-side group setting (at least 45 s
-by default) that an application cannot lower by itself. Cooperative-sticky moves only the
-slots that must move, so a joining instance does not stall every slot.
+read from or written to that topic: the group divides its partitions, and an offset commit for
+partition k asks the coordinator whether we still hold slot k (`confirm`). The classic protocol
+with the cooperative-sticky assignor is used (not KIP-848's `group.protocol=consumer`) because
+its session timeout is the client's `session.timeout.ms`, so a dead owner's slots move within a
+few seconds; under KIP-848 the session timeout is a broker-side group setting (at least 45 s by
+default) that an application cannot lower by itself. Cooperative-sticky moves only the slots
+that must move, so a joining instance does not stall every slot.
 
 The consumer is polled on a thread of its own, so `max.poll.interval.ms` never runs out while
-the event loop is busy. Its `client.id` is the instance's advertised URL: the owner directory
-reads it back from the group's description to know where to forward.
+the event loop is busy, and only that thread touches it. Slots gained and lost are handed to
+the slot writers on the event loop. Its `client.id` is the instance's advertised URL, so the
+group's description (`kafka-consumer-groups --describe`) names each member by where it
+serves; forwarding does not read it: each new owner of a slot commits its URL to the owners
+topic (`adapter/cluster/slot_writers.py`, `adapter/cluster/routing.py`).
 """
 
 from __future__ import annotations

@@ -17,11 +17,15 @@ from adapter.cluster.slot_writers import SlotWriters
 
 @dataclass(frozen=True)
 class Local:
+    """This instance accepts writes for the slot: the request is handled here."""
+
     slot: int
 
 
 @dataclass(frozen=True)
 class Forward:
+    """Another instance owns the slot: the request is proxied to its advertised `url`."""
+
     slot: int
     url: str
 

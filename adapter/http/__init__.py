@@ -1,1 +1,2 @@
-"""The HTTP edge: routes, header parsing into typed commands, and the one renderer."""
+"""The HTTP edge: routes and middlewares; handlers turn requests into typed commands and
+results into responses, and the rest of the adapter never sees a request."""

@@ -1,11 +1,11 @@
-"""`/healthz` (the process answers) and `/readyz` (Kafka reachable, topics verified)."""
+"""`/healthz` (the process answers) and `/readyz` (every readiness check, with its fields)."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from adapter.http.render import json_response
-from adapter.protocol.errors import ErrorCode
+from adapter.http.render import error_response, json_response
+from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.readiness import Readiness
 
 READINESS = web.AppKey("readiness", Readiness)
@@ -25,7 +25,5 @@ async def readyz(request: web.Request) -> web.Response:
     report = readiness.report()
     if readiness.ready:
         return json_response(report, headers=NO_STORE)
-    waiting = ", ".join(readiness.failing())
-    error = {"code": ErrorCode.NOT_READY.code, "message": f"waiting for: {waiting}"}
-    headers = NO_STORE | {"Retry-After": "1"}
-    return json_response({"error": error} | report, status=503, headers=headers)
+    waiting = ProtocolError(ErrorCode.NOT_READY, f"waiting for: {', '.join(readiness.failing())}")
+    return error_response(waiting, NO_STORE, **report)

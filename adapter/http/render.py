@@ -1,4 +1,9 @@
-"""The one place that turns results and errors into HTTP responses."""
+"""Errors into HTTP responses, in one middleware; and the JSON body every JSON answer uses.
+
+Every failure a handler raises becomes `{"error": {"code", "message"}}` with its code's status
+here, and nowhere else builds an error body. Successful results are rendered by their own
+handlers (`streams.py`, `buckets.py`, `live.py`, `health.py`).
+"""
 
 from __future__ import annotations
 
@@ -36,11 +41,14 @@ def json_response(
     )
 
 
-def error_response(error: ProtocolError) -> web.Response:
-    headers = dict(error.headers)
+def error_response(
+    error: ProtocolError, headers: Mapping[str, str] | None = None, **extra: object
+) -> web.Response:
+    """`{"error": {"code", "message"}}` (and `extra` fields beside it) with the code's status."""
+    headers = dict(headers or {}) | error.headers
     if error.retriable:
         headers.setdefault("Retry-After", RETRY_AFTER_S)
-    body = {"error": {"code": error.code.code, "message": error.message}}
+    body = {"error": {"code": error.code.code, "message": error.message}} | extra
     return json_response(body, status=error.code.status, headers=headers)
 
 

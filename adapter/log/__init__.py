@@ -1,1 +1,2 @@
-"""The Kafka side: the transactional writer with group commit, and the catch-up reader."""
+"""The Kafka side: the transactional writer with group commit, the catch-up reader and the
+hot tail in memory; Kafka errors become `LogUnavailable` here."""

@@ -1,4 +1,4 @@
-"""HTTP caching of reads (spec §8, §5.5, §10.7): ETags, If-None-Match, and Cache-Control values."""
+"""HTTP caching (spec §8, §5.5, §10.7): ETags, If-None-Match, If-Match, and reads' Cache-Control."""
 
 from __future__ import annotations
 
@@ -69,26 +69,6 @@ def cache_control_for_read(
         return NO_STORE
     scope = "public" if shared else "private"
     return f"{scope}, max-age={MAX_AGE_S}, stale-while-revalidate={STALE_WHILE_REVALIDATE_S}"
-
-
-def cache_control_for_offset_now() -> str:
-    """A catch-up read at offset=now only reveals the tail, which moves: not stored (§6)."""
-    return NO_STORE
-
-
-def cache_control_for_head() -> str:
-    """HEAD reports the tail offset and closure, both of which change: not stored (§5.5)."""
-    return NO_STORE
-
-
-def cache_control_for_long_poll_timeout() -> str:
-    """A long-poll 204 means "nothing yet": caching it would delay everyone (§8.1)."""
-    return NO_STORE
-
-
-def cache_control_for_sse() -> str:
-    """SSE responses must reach the client unbuffered and uncached."""
-    return NO_CACHE
 
 
 def _opaque(etag: str) -> str:

@@ -1,4 +1,5 @@
-"""The in-memory catalog of buckets and streams, mirrored from the compacted meta topic."""
+"""The in-memory catalog of buckets, streams, producer states and slot owners, mirrored from
+the compacted meta, producers and owners topics."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from adapter.state.records import (
     stream_of_key,
 )
 
-# Whether this instance writes a stream's slot now: (bucket id, partition) -> bool.
-Local = Callable[[str, int], bool]
+# Whether this instance owns the write slot of (bucket id, partition) now, so it wrote
+# that partition's records itself.
+OwnsSlot = Callable[[str, int], bool]
 
 
 @dataclass
@@ -136,7 +138,7 @@ class Catalog:
 
     # -- changes committed by other instances (the meta follower) ---------------------------
 
-    def apply_remote(self, key: str, value: bytes | None, local: Local) -> None:
+    def apply_remote(self, key: str, value: bytes | None, owns_slot: OwnsSlot) -> None:
         """Apply a followed meta record, unless it is the echo of a slot written here.
 
         The writer of a slot updates its catalog before its commit is followed, and may have
@@ -149,23 +151,23 @@ class Catalog:
             return
         current = self._streams.get((bucket_id, stream_id))
         if value is None:
-            if current is not None and not local(bucket_id, current.partition):
+            if current is not None and not owns_slot(bucket_id, current.partition):
                 self.drop_stream(bucket_id, stream_id)
             return
         record = decode_as(StreamMeta, key, value)
-        if not local(bucket_id, record.partition):
+        if not owns_slot(bucket_id, record.partition):
             self.put_stream(newer(current, record))
         elif current is not None and newer(current, record) is not current:
             # Written here, yet later than what we hold: another owner wrote it while this
             # instance still believed it owned the slot (a resumed zombie). Catch up.
             self.put_stream(newer(current, record))
 
-    def apply_remote_producer(self, key: str, value: bytes | None, local: Local) -> None:
+    def apply_remote_producer(self, key: str, value: bytes | None, owns_slot: OwnsSlot) -> None:
         """Apply a followed producer-state record, unless its stream's slot is written here."""
         stream, _, producer_id = key.partition("\x00")
         bucket_id, _, stream_id = stream.partition("/")
         meta = self._streams.get((bucket_id, stream_id))
-        here = meta is not None and local(bucket_id, meta.partition)
+        here = meta is not None and owns_slot(bucket_id, meta.partition)
         if value is None:
             if not here:
                 self.apply_producer(key, None)

@@ -1,15 +1,17 @@
-"""The one Kafka consumer of an instance: it rebuilds the catalog, then follows the meta topic.
+"""The instance's one consumer of the state topics: it rebuilds the catalog, then follows them.
 
-At start it replays the compacted meta topic (read_committed) to its end into the catalog;
-then it keeps reading it (and the producers topic). Every commit rewrites the meta record of
-each stream it touched, so this small topic says exactly when a stream got new data or was
+At start it replays the compacted meta, producers and owners topics (read_committed) to their
+ends into the catalog; then it keeps reading all three. Every commit rewrites the meta record
+of each stream it touched, so this small topic says exactly when a stream got new data or was
 closed, without reading the data topics. A followed change of a stream whose write slot
 another instance owns is applied to the catalog; the echo of a change this instance made is
 not (its commit path updated the catalog first). Either way the stream's live readers wake.
+Producer states follow the same rule; owner records are applied as they come.
 
-`caught_up` lets a new slot owner wait until every change committed before it fenced the
-previous owner is in the catalog: positions count past transaction markers (the end-of-
-partition event carries the fetch position), so they reach the end offsets.
+`caught_up` lets a new slot owner wait until every change committed to the meta and producers
+topics before it fenced the previous owner is in the catalog: positions count past
+transaction markers (the end-of-partition event carries the fetch position), so they reach
+the end offsets.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import poll_batch
-from adapter.state.catalog import Catalog, Local
+from adapter.state.catalog import Catalog, OwnsSlot
 from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
@@ -42,13 +44,13 @@ class MetaFollower:
         catalog: Catalog,
         timeout_s: float,
         on_change: Callable[[str], None],
-        local: Local = lambda _bucket, _partition: False,
+        owns_slot: OwnsSlot = lambda _bucket, _partition: False,
     ) -> None:
         self.topics = topics
         self.catalog = catalog
         self.timeout_s = timeout_s
         self.on_change = on_change
-        self.local = local
+        self.owns_slot = owns_slot
         self._positions: dict[str, int] = {}
         self._progress = asyncio.Event()
         self._config: dict[str, Any] = {
@@ -117,11 +119,11 @@ class MetaFollower:
         self._advance(topic, (message.offset() or 0) + 1)
         key = (message.key() or b"").decode()
         if topic == self.topics.producers:
-            self.catalog.apply_remote_producer(key, message.value(), self.local)
+            self.catalog.apply_remote_producer(key, message.value(), self.owns_slot)
         elif topic == self.topics.owners:
             self.catalog.apply_owner(key, message.value())
         else:
-            self.catalog.apply_remote(key, message.value(), self.local)
+            self.catalog.apply_remote(key, message.value(), self.owns_slot)
             self.on_change(key)
 
     def _advance(self, topic: str, position: int) -> None:

@@ -1,4 +1,5 @@
-"""Bucket and stream metadata, and their Avro encoding in the compacted meta topic."""
+"""The state records (bucket and stream metadata, producer states, slot owners), their keys,
+and their Avro encoding in the compacted meta, producers and owners topics."""
 
 from __future__ import annotations
 
@@ -114,10 +115,10 @@ _PARSED = {
     SlotOwner: fastavro.parse_schema(schemas.load("slot_owner")),
 }
 
-Record = BucketMeta | StreamMeta | ProducerRecord | SlotOwner
+StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner
 
 
-def encode(record: Record) -> bytes:
+def encode(record: StateRecord) -> bytes:
     out = io.BytesIO()
     out.write(FORMAT_V1)
     # Every field is a scalar: the instance's own dict serves, without asdict's deep copy.

@@ -38,7 +38,14 @@ async def test_ready_once_topics_are_verified(
         "ownership",
         "object_store",
     }
-    assert body["checks"]["ownership"]["detail"].startswith("owns 8/8 slots")
+    ownership = body["checks"]["ownership"]
+    assert ownership["detail"] == "owns 8/8 slots: 0,1,2,3,4,5,6,7"
+    assert ownership["owned_slots"] == list(range(8))
+    assert ownership["slot_count"] == 8
+    assert ownership["initialising"] == []
+    assert ownership["joined"] is True
+    assert isinstance(body["checks"]["catalog"]["replayed_records"], int)
+    assert isinstance(body["checks"]["internal_topics"]["created"], list)
     assert all(check["ok"] for check in body["checks"].values())
 
 

@@ -7,13 +7,8 @@ import re
 import pytest
 
 from adapter.protocol.caching import (
-    NO_CACHE,
     NO_STORE,
-    cache_control_for_head,
-    cache_control_for_long_poll_timeout,
-    cache_control_for_offset_now,
     cache_control_for_read,
-    cache_control_for_sse,
     etag,
     if_match_matches,
     if_none_match_matches,
@@ -99,16 +94,6 @@ def test_cache_control_for_read(
         has_data=has_data, closed=closed, seconds_left=seconds_left, shared=shared
     )
     assert value == expected
-
-
-def test_cache_control_of_uncacheable_responses() -> None:
-    # Browser Security Headers: should include Cache-Control: no-store on HEAD responses
-    assert cache_control_for_head() == NO_STORE == "no-store"
-    # Offset Validation and Resumability: should accept offset=now as sentinel (no-store)
-    assert cache_control_for_offset_now() == NO_STORE
-    assert cache_control_for_long_poll_timeout() == NO_STORE
-    # SSE Mode: should have correct SSE headers (no Content-Length, proper Cache-Control)
-    assert cache_control_for_sse() == NO_CACHE == "no-cache"
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,8 @@
-"""Readiness: ready only when every named check holds."""
+"""Readiness: ready only when every named check holds; each check reports its fields."""
 
 from __future__ import annotations
+
+import pytest
 
 from adapter.readiness import Readiness
 
@@ -22,9 +24,29 @@ def test_ready_only_when_all_checks_pass() -> None:
     }
 
 
+def test_fields_are_reported_beside_the_detail() -> None:
+    readiness = Readiness(["ownership"])
+    readiness.set("ownership", True, "owns 2/4 slots: 1,3", owned_slots=[1, 3], slot_count=4)
+    assert readiness.report()["checks"] == {
+        "ownership": {
+            "ok": True,
+            "detail": "owns 2/4 slots: 1,3",
+            "since_ms": readiness.since("ownership"),
+            "owned_slots": [1, 3],
+            "slot_count": 4,
+        }
+    }
+
+
+def test_a_field_may_not_hide_ok_detail_or_since() -> None:
+    readiness = Readiness(["kafka"])
+    with pytest.raises(ValueError, match="since_ms"):
+        readiness.set("kafka", True, "ok", since_ms=0)
+
+
 def test_unchanged_state_keeps_its_timestamp() -> None:
     readiness = Readiness(["kafka"])
-    readiness.set("kafka", True, "ok")
+    readiness.set("kafka", True, "ok", tries=[1])
     first = readiness.since("kafka")
-    readiness.set("kafka", True, "ok")
+    readiness.set("kafka", True, "ok", tries=[1])
     assert readiness.since("kafka") == first

@@ -31,3 +31,13 @@ def test_every_code_is_unique_with_an_error_status() -> None:
     codes = [code.code for code in ErrorCode]
     assert len(codes) == len(set(codes))
     assert all(400 <= code.status < 600 for code in ErrorCode)
+
+
+def test_extra_fields_sit_beside_the_error() -> None:
+    error = ProtocolError(ErrorCode.NOT_READY, "waiting for: kafka")
+    response = error_response(error, {"Cache-Control": "no-store"}, ready=False)
+    assert isinstance(response.body, bytes)
+    body = {"error": {"code": "not_ready", "message": "waiting for: kafka"}, "ready": False}
+    assert _body(response.body) == body
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Retry-After"] == "1"
