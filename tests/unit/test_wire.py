@@ -126,6 +126,7 @@ def _loaded_after(statement: str) -> set[str]:
     [
         "import topology.wire",
         "import topology, topology.naming",
+        "import spark_streaming, spark_streaming.source",
     ],
 )
 def test_readers_of_the_format_load_no_kafka_client_or_http_server(statement: str) -> None:
