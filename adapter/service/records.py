@@ -1,16 +1,13 @@
-"""How stream events become Kafka records: data records carry exactly the bytes appended."""
+"""How stream events become Kafka records, in the format `topology.wire` defines.
+
+Data records carry exactly the bytes appended.
+"""
 
 from __future__ import annotations
 
-from adapter.log.reader import (
-    CONTENT_TYPE_HEADER,
-    CONTROL_HEADER,
-    PRODUCER_EPOCH_HEADER,
-    PRODUCER_ID_HEADER,
-    PRODUCER_SEQ_HEADER,
-)
 from adapter.log.writer import Record
 from adapter.protocol.headers import ProducerHeaders
+from topology.wire import ControlEvent, ProducerStamp, control_headers, data_headers, stream_key
 
 
 def data_records(
@@ -21,17 +18,17 @@ def data_records(
     messages: list[bytes],
     producer: ProducerHeaders | None = None,
 ) -> list[Record]:
-    headers: list[tuple[str, str | bytes | None]] = [(CONTENT_TYPE_HEADER, content_type.encode())]
-    if producer is not None:
-        headers += [
-            (PRODUCER_ID_HEADER, producer.producer_id.encode()),
-            (PRODUCER_EPOCH_HEADER, str(producer.epoch).encode()),
-            (PRODUCER_SEQ_HEADER, str(producer.seq).encode()),
-        ]
-    key = stream_id.encode()
+    stamp = None if producer is None else _stamp(producer)
+    headers = data_headers(content_type, stamp)
+    key = stream_key(stream_id)
     return [Record(topic, partition, key, message, headers) for message in messages]
 
 
 def control_record(topic: str, partition: int, stream_id: str, event: str) -> Record:
     """A lifecycle event (create, close, delete), ordered with the data in its partition."""
-    return Record(topic, partition, stream_id.encode(), b"", [(CONTROL_HEADER, event.encode())])
+    headers = control_headers(ControlEvent(event))
+    return Record(topic, partition, stream_key(stream_id), b"", headers)
+
+
+def _stamp(producer: ProducerHeaders) -> ProducerStamp:
+    return ProducerStamp(producer.producer_id, producer.epoch, producer.seq)
