@@ -10,6 +10,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from topology.naming import DEFAULT_PREFIX
+
 ENV_PREFIX = "DURABLE_KAFKA_"
 CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
 _TOPIC_PREFIX = re.compile(r"^[a-zA-Z0-9._-]{1,100}$")
@@ -31,7 +33,7 @@ class Settings:
     listen: str = "127.0.0.1:4437"
     log_level: str = "info"
     bootstrap_servers: str = "127.0.0.1:9092"
-    topic_prefix: str = "durable-kafka."
+    topic_prefix: str = DEFAULT_PREFIX
     partitions: int = 12
     replication_factor: int = 1
     min_insync_replicas: int = 1

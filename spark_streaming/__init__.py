@@ -10,7 +10,6 @@ Rows follow `schemas/stream_row.avsc` (see `row_schema()`); docs/spark.md has th
 from spark_streaming.schema import LIFECYCLE_SCHEMA, row_schema
 from spark_streaming.session import JARS_ENV, build_session, connector_jars
 from spark_streaming.source import (
-    DEFAULT_PREFIX,
     decode_lifecycle,
     decode_streams,
     kafka_options,
@@ -19,6 +18,7 @@ from spark_streaming.source import (
     read_streams,
     read_streams_batch,
 )
+from topology.naming import DEFAULT_PREFIX
 
 __all__ = [
     "DEFAULT_PREFIX",

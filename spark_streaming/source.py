@@ -3,7 +3,8 @@
 Every read is `read_committed`: aborted transactions are skipped and open ones are waited for,
 so a row exists only for a message the HTTP API acknowledged. A bucket topic also holds the
 streams' lifecycle control records (header `dk-control`, empty value); they are never data
-rows: `read_streams` drops them and `read_lifecycle` returns them.
+rows: `read_streams` drops them and `read_lifecycle` returns them. The record format (header
+names, the token's width) comes from `topology.wire`, which needs no Kafka client.
 """
 
 from __future__ import annotations
@@ -14,18 +15,17 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType
 
-from adapter.log.reader import (
+from spark_streaming.schema import LIFECYCLE_SCHEMA, row_schema
+from topology.naming import BUCKET_INFIX, DEFAULT_PREFIX, bucket_topic, bucket_topic_pattern
+from topology.wire import (
     CONTENT_TYPE_HEADER,
     CONTROL_HEADER,
     PRODUCER_EPOCH_HEADER,
     PRODUCER_ID_HEADER,
     PRODUCER_SEQ_HEADER,
+    TOKEN_GROUP_DIGITS,
+    TOKEN_SEPARATOR,
 )
-from spark_streaming.schema import LIFECYCLE_SCHEMA, row_schema
-from topology.naming import BUCKET_INFIX, bucket_topic, bucket_topic_pattern
-
-DEFAULT_PREFIX = "durable-kafka."
-_DIGITS = 16  # adapter.protocol.offsets: a token is two groups of 16 decimal digits
 
 
 def kafka_options(
@@ -68,13 +68,14 @@ def _header(name: str) -> Column:
 
 
 def offset_token(kafka_offset: Column) -> Column:
-    """The HTTP API's token of a Kafka offset (`adapter.protocol.offsets.encode`), in SQL.
+    """The HTTP API's token of a Kafka offset (`topology.wire.encode_token`), in SQL.
 
     Zero-padded to 32 digits as text and split 16/16: exact for every offset, no arithmetic.
     """
-    digits = F.lpad(kafka_offset.cast(LongType()).cast(StringType()), 2 * _DIGITS, "0")
+    width = TOKEN_GROUP_DIGITS
+    digits = F.lpad(kafka_offset.cast(LongType()).cast(StringType()), 2 * width, "0")
     return F.concat(
-        F.substring(digits, 1, _DIGITS), F.lit("_"), F.substring(digits, _DIGITS + 1, _DIGITS)
+        F.substring(digits, 1, width), F.lit(TOKEN_SEPARATOR), F.substring(digits, width + 1, width)
     )
 
 

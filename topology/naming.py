@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+# The adapter's `topic_prefix` unless configured; Spark jobs assume it too unless told.
+DEFAULT_PREFIX = "durable-kafka."
+
 # Bucket ids never contain '.', so the infixes keep data and internal topics apart for any id.
 BUCKET_INFIX = "bucket."
 INTERNAL_INFIX = "internal."

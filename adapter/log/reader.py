@@ -17,15 +17,9 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from adapter.log.errors import LogUnavailable
+from topology.wire import is_control
 
 log = logging.getLogger(__name__)
-
-CONTROL_HEADER = "dk-control"
-CONTENT_TYPE_HEADER = "content-type"
-# On data records appended with Producer-Id/Epoch/Seq: who wrote them, for Kafka consumers.
-PRODUCER_ID_HEADER = "producer-id"
-PRODUCER_EPOCH_HEADER = "producer-epoch"
-PRODUCER_SEQ_HEADER = "producer-seq"
 
 
 @dataclass(frozen=True)
@@ -131,7 +125,7 @@ class LogReader:
                     return ReadResult(messages, request.stop, True)
                 value = message.value() or b""
                 scanned += len(value)
-                if message.key() == request.key and not _is_control(message.headers()):
+                if message.key() == request.key and not is_control(message.headers()):
                     if messages and read_bytes + len(value) > self.limits.max_read_bytes:
                         return ReadResult(messages, offset, False)
                     messages.append(value)
@@ -156,8 +150,3 @@ def _next_batch(consumer: Consumer, timeout_s: float, topic: str) -> list[Messag
     if not batch:
         raise LogUnavailable(f"no data from {topic} before the timeout")
     return batch
-
-
-def _is_control(headers: object) -> bool:
-    """Lifecycle records carry the control header; data records never do."""
-    return isinstance(headers, list) and any(name == CONTROL_HEADER for name, _ in headers)

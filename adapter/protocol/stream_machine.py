@@ -44,6 +44,7 @@ from adapter.protocol.producers import (
 )
 from adapter.protocol.stream_etags import stream_etag
 from adapter.state.records import StreamMeta
+from topology.wire import ControlEvent
 
 # An append of a JSON array becomes one record per element, all in one transaction.
 DEFAULT_MAX_APPEND_MESSAGES: Final = 10_000
@@ -79,15 +80,8 @@ class Message:
     body: bytes
 
 
-class Lifecycle(Enum):
-    """A control record, ordered with the data in the stream's partition."""
-
-    CREATE = "create"
-    CLOSE = "close"
-    DELETE = "delete"
-
-
-Entry = Message | Lifecycle
+# A data record, or a lifecycle (control) record ordered with the data in the partition.
+Entry = Message | ControlEvent
 
 
 @dataclass(frozen=True)
@@ -163,8 +157,8 @@ def create(
         expires_at_ms=command.expires_at_ms,
         message_count=len(messages),
     )
-    closing = (Lifecycle.CLOSE,) if command.closed else ()
-    entries = (Lifecycle.CREATE, *(Message(m) for m in messages), *closing)
+    closing = (ControlEvent.CLOSE,) if command.closed else ()
+    entries = (ControlEvent.CREATE, *(Message(m) for m in messages), *closing)
     # A stream created where an expired one was starts with no producer state.
     return Write(entries, state, now_ms, forget=tuple(view.producers), creates=True)
 
@@ -189,7 +183,7 @@ def delete(view: View, stream_id: str, now_ms: int) -> Step:
     meta = view.stream
     if meta is None or meta.expired(now_ms):
         return Refused(not_found(stream_id))
-    return Write((Lifecycle.DELETE,), None, now_ms, forget=tuple(view.producers))
+    return Write((ControlEvent.DELETE,), None, now_ms, forget=tuple(view.producers))
 
 
 def settle(write: Write, offsets: Sequence[int]) -> StreamMeta | None:
@@ -260,7 +254,7 @@ def _append(view: View, command: Append, now_ms: int, limits: Limits) -> Write |
         last_access_ms=now_ms if meta.ttl_seconds is not None else meta.last_access_ms,
         message_count=meta.message_count + len(messages),
     )
-    closing = (Lifecycle.CLOSE,) if command.close else ()
+    closing = (ControlEvent.CLOSE,) if command.close else ()
     producer = None
     if isinstance(decision, Accepted) and command.producer is not None:
         producer = (command.producer.producer_id, decision.state)

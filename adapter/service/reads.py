@@ -7,6 +7,7 @@ from adapter.log.reader import LogReader, ReadRequest
 from adapter.protocol.commands import Chunk
 from adapter.protocol.offsets import ReadFrom, Start
 from adapter.state.records import StreamMeta
+from topology.wire import stream_key
 
 
 class ReadPath:
@@ -21,8 +22,8 @@ class ReadPath:
         key = (meta.bucket_id, meta.stream_id)
         result = self.cache.read(key, first, meta.next_offset, self.reader.limits.max_read_bytes)
         if result is None:
-            stream_key = meta.stream_id.encode()
-            request = ReadRequest(topic, meta.partition, stream_key, first, meta.next_offset)
+            record_key = stream_key(meta.stream_id)
+            request = ReadRequest(topic, meta.partition, record_key, first, meta.next_offset)
             result = await self.reader.read(request)
         return Chunk(meta, result.messages, first, result.next_offset, result.complete)
 

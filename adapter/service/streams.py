@@ -40,6 +40,7 @@ from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
 from adapter.state.records import StreamMeta, producer_key
 from topology.placement import partition_for
+from topology.wire import stream_key
 
 Clock = Callable[[], int]
 R = TypeVar("R", Appended, Created)
@@ -102,7 +103,7 @@ class StreamService:
         bucket = await self.buckets.require(
             ref.bucket_id, ref.create_bucket, self._creation_slot(ref)
         )
-        partition = partition_for(ref.stream_id.encode(), bucket.partitions)
+        partition = partition_for(stream_key(ref.stream_id), bucket.partitions)
         async with self.buckets.creating_stream(ref.bucket_id), self._locks.hold(key):
             await self._settle(key)
             view = self._view(key, self.catalog.stream(*key))
@@ -226,7 +227,7 @@ class StreamService:
         """The slot of a stream about to be created (its partition follows from its id)."""
         partitions = self.buckets.partitions_of(ref.bucket_id)
         return self.slots.of_stream(
-            ref.bucket_id, partition_for(ref.stream_id.encode(), partitions)
+            ref.bucket_id, partition_for(stream_key(ref.stream_id), partitions)
         )
 
     def _view(self, key: StreamKey, meta: StreamMeta | None) -> machine.View:

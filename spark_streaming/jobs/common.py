@@ -10,7 +10,7 @@ from types import FrameType
 
 from pyspark.sql.streaming.query import StreamingQuery
 
-from spark_streaming.source import DEFAULT_PREFIX
+from topology.naming import DEFAULT_PREFIX
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 

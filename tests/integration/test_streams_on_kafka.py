@@ -7,11 +7,11 @@ import uuid
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from adapter.app import SETTINGS
-from adapter.log.reader import CONTROL_HEADER
 from adapter.protocol.offsets import encode
 from tests.conftest import Client
 from topology.naming import bucket_topic
 from topology.placement import partition_for
+from topology.wire import CONTROL_HEADER
 
 PARTITIONS = 3  # make_settings' partitions per bucket topic
 

@@ -25,6 +25,7 @@ from tests.conftest import Client
 from tests.spark.conftest import SPARK_TEST
 from topology.naming import bucket_topic
 from topology.placement import partition_for
+from topology.wire import data_headers, stream_key
 
 pytestmark = SPARK_TEST
 
@@ -164,9 +165,9 @@ def produce_in_transaction(producer: Producer, topic: str, stream_id: str, value
     producer.produce(
         topic,
         value,
-        key=stream_id.encode(),
-        partition=partition_for(stream_id.encode(), PARTITIONS),
-        headers=[("content-type", BINARY.encode())],
+        key=stream_key(stream_id),
+        partition=partition_for(stream_key(stream_id), PARTITIONS),
+        headers=data_headers(BINARY),
     )
     assert producer.flush(30) == 0
 

@@ -17,6 +17,7 @@ from adapter.protocol.offsets import encode
 from adapter.protocol.producers import ProducerState
 from adapter.protocol.stream_etags import stream_etag
 from adapter.state.records import StreamMeta
+from topology.wire import ControlEvent
 
 REF = StreamRef("bucket", "s")
 NOW = 1_000_000
@@ -61,7 +62,7 @@ def _done(step: machine.Step) -> Appended | Created:
 
 def test_create_writes_its_control_record_then_the_initial_messages() -> None:
     write = _write(machine.create(machine.View(None), _create(JSON, b"[1, 2]"), NOW, 4))
-    assert write.entries == (machine.Lifecycle.CREATE, machine.Message(b"1"), machine.Message(b"2"))
+    assert write.entries == (ControlEvent.CREATE, machine.Message(b"1"), machine.Message(b"2"))
     assert write.creates
     assert write.state is not None
     assert (write.state.partition, write.state.message_count) == (4, 2)
@@ -72,7 +73,7 @@ def test_create_writes_its_control_record_then_the_initial_messages() -> None:
 
 def test_create_closed_empty_stream_ends_at_its_create_record() -> None:
     write = _write(machine.create(machine.View(None), _create(closed=True), NOW, 0))
-    assert write.entries == (machine.Lifecycle.CREATE, machine.Lifecycle.CLOSE)
+    assert write.entries == (ControlEvent.CREATE, ControlEvent.CLOSE)
     settled = machine.settle(write, [3, 4])
     assert settled is not None
     assert (settled.start_offset, settled.next_offset, settled.closed) == (3, 4, True)
@@ -163,7 +164,7 @@ def test_bodies_that_cannot_be_appended(command: Append, code: ErrorCode) -> Non
 
 def test_closing_writes_a_close_record_after_the_data() -> None:
     write = _write(machine.append(machine.View(_meta()), _append(b"last", close=True), NOW))
-    assert write.entries == (machine.Message(b"last"), machine.Lifecycle.CLOSE)
+    assert write.entries == (machine.Message(b"last"), ControlEvent.CLOSE)
     settled = machine.settle(write, [30, 31])
     assert settled is not None
     assert (settled.next_offset, settled.closed) == (31, True)
@@ -279,7 +280,7 @@ def test_against_a_pending_state_only_writes_with_data_are_decided() -> None:
 def test_delete_writes_a_control_record_and_forgets_the_stream_and_its_producers() -> None:
     view = machine.View(_meta(), {"p": ProducerState(0, 0)})
     write = _write(machine.delete(view, "s", NOW))
-    assert write.entries == (machine.Lifecycle.DELETE,)
+    assert write.entries == (ControlEvent.DELETE,)
     assert write.forget == ("p",)
     assert machine.settle(write, [50]) is None
     assert _refusal(machine.delete(machine.View(None), "s", NOW)) is ErrorCode.STREAM_NOT_FOUND
