@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import TypeGuard
 
 EPOCH_MS = 1_728_432_000_000  # 2024-10-09T00:00:00Z
 INTERVAL_S = 20
@@ -31,10 +32,15 @@ def cursor_after(
     interval: int, client: int | None, jitter_s: Callable[[], int] | None = None
 ) -> str:
     """The cursor for a client whose cursor was parsed already (None: none or unreadable)."""
-    if client is None or client < interval:
-        return str(interval)
-    seconds = (jitter_s or _random_jitter)()
-    return str(client + max(1, seconds // INTERVAL_S))
+    if jitters(client, interval):
+        seconds = (jitter_s or _random_jitter)()
+        return str(client + max(1, seconds // INTERVAL_S))
+    return str(interval)
+
+
+def jitters(client: int | None, interval: int) -> TypeGuard[int]:
+    """Whether the client's cursor is not behind: its answer is its own, not the interval."""
+    return client is not None and client >= interval
 
 
 def parse_cursor(value: str | None) -> int | None:

@@ -8,6 +8,7 @@ from adapter.protocol.cursors import (
     EPOCH_MS,
     current_interval,
     cursor_after,
+    jitters,
     next_cursor,
     parse_cursor,
 )
@@ -46,3 +47,7 @@ def test_parsed_cursors_give_the_same_answers() -> None:
     assert cursor_after(100, None) == "100"
     assert cursor_after(100, 99) == "100"
     assert cursor_after(100, 100, lambda: 40) == "102"
+
+
+def test_only_a_cursor_not_behind_jitters() -> None:
+    assert [jitters(c, 100) for c in (None, 0, 99, 100, 101)] == [False] * 3 + [True] * 2
