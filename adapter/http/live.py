@@ -14,14 +14,14 @@ from adapter.live.shared_reads import SharedReads
 from adapter.live.tailers import Ending, Payload, Tailer
 from adapter.protocol.caching import NO_CACHE, NO_STORE
 from adapter.protocol.commands import Chunk, Read, StreamRef
-from adapter.protocol.cursors import current_interval, cursor_after, next_cursor, parse_cursor
+from adapter.protocol.cursors import next_cursor, parse_cursor
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import ReadFrom, encode
 from adapter.protocol.sse import (
     CONTENT_TYPE,
     ENCODING_HEADER,
-    control_event,
-    data_event,
+    chunk_events,
+    tail_events,
     uses_base64,
 )
 from adapter.service.reads import resolve_start
@@ -159,16 +159,16 @@ class _SseSession:
         while True:
             meta = self.service.existing(self.ref)
             if position < meta.next_offset:
-                position, closed = await self._send_chunk(position)
-                if closed:
-                    return position, True
-            elif meta.closed:
-                await self._write(control_event(encode(position), None, True, True))
-                return position, True
-            elif not self.announced:
-                await self._write(self._control(position, up_to_date=True))
+                chunk = await self.service.read(Read(self.ref, position))
+                events = chunk_events(chunk, self.service.clock())
+            elif meta.closed or not self.announced:
+                events = tail_events(position, meta.closed, self.service.clock())
             else:
                 return position, False  # nothing awaited since `meta`: safe to park
+            await self._write(events.for_client(self.cursor))  # data and control: one write
+            position = events.position
+            if events.closed:
+                return position, True
 
     async def _park(self, position: int, deadline: float) -> tuple[Ending, int]:
         loop = asyncio.get_running_loop()
@@ -182,22 +182,6 @@ class _SseSession:
             return Ending.EXPIRED, tailer.position  # the sweep is late: end anyway
         finally:
             self.fanout.leave(self.ref, tailer)
-
-    async def _send_chunk(self, position: int) -> tuple[int, bool]:
-        chunk = await self.service.read(Read(self.ref, position))
-        closed = chunk.meta.closed and chunk.up_to_date
-        events = data_event(chunk.meta.content_type, chunk.messages) if chunk.messages else b""
-        if closed:
-            events += control_event(encode(chunk.next_offset), None, True, True)
-        else:
-            events += self._control(chunk.next_offset, chunk.up_to_date)
-        await self._write(events)  # one write: a data event never arrives without its control
-        return chunk.next_offset, closed
-
-    def _control(self, position: int, up_to_date: bool) -> bytes:
-        interval = current_interval(self.service.clock())
-        cursor = cursor_after(interval, self.cursor)
-        return control_event(encode(position), cursor, up_to_date, closed=False)
 
     async def _write(self, data: bytes) -> None:
         self.announced = True

@@ -17,11 +17,9 @@ from collections.abc import Callable, Hashable
 from adapter.live.shared_reads import SharedReads
 from adapter.live.tailers import Ending, Payload, Tailer
 from adapter.log.errors import LogUnavailable
-from adapter.protocol.commands import Chunk, StreamRef
-from adapter.protocol.cursors import current_interval, cursor_after
+from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ProtocolError
-from adapter.protocol.offsets import encode
-from adapter.protocol.sse import HEARTBEAT, control_event, data_event
+from adapter.protocol.sse import HEARTBEAT, Events, chunk_events, tail_events
 from adapter.service.streams import StreamService
 
 READ_TIMEOUT_S = 30.0  # the reader bounds its Kafka calls itself; this bounds the await
@@ -85,22 +83,19 @@ class StreamFeed:
             if position < meta.next_offset:
                 async with asyncio.timeout(READ_TIMEOUT_S):
                     chunk = await self.reads.read(self.ref, position)
-                await self._send_chunk(chunk, group)
+                await self._send(chunk_events(chunk, self.service.clock()), group)
             elif meta.closed:
-                self._send_all(group, Payload(_final(position)), Ending.CLOSED)
+                await self._send(tail_events(position, True, self.service.clock()), group)
 
-    async def _send_chunk(self, chunk: Chunk, group: list[Tailer]) -> None:
-        data = data_event(chunk.meta.content_type, chunk.messages) if chunk.messages else b""
-        if chunk.meta.closed and chunk.up_to_date:
+    async def _send(self, events: Events, group: list[Tailer]) -> None:
+        shared = Payload(events.shared)
+        if events.closed:
             for tailer in group:
-                tailer.position = chunk.next_offset
-            self._send_all(group, Payload(data + _final(chunk.next_offset)), Ending.CLOSED)
+                tailer.position = events.position
+            self._send_all(group, shared, Ending.CLOSED)
             return
-        if not chunk.up_to_date:
+        if not events.up_to_date:
             self._dirty = True  # the read stopped at its size limit: more to come
-        interval = current_interval(self.service.clock())
-        offset = encode(chunk.next_offset)
-        shared = Payload(data + control_event(offset, str(interval), chunk.up_to_date, False))
         loop = asyncio.get_running_loop()
         for index, tailer in enumerate(group):
             if index % SLICE == 0 and index:
@@ -108,10 +103,9 @@ class StreamFeed:
             if tailer not in self.tailers:
                 continue  # it left while we yielded
             payload = shared
-            if tailer.cursor is not None and tailer.cursor >= interval:  # §8.1 jitter
-                cursor = cursor_after(interval, tailer.cursor)
-                payload = Payload(data + control_event(offset, cursor, chunk.up_to_date, False))
-            tailer.position = chunk.next_offset
+            if not events.shared_by(tailer.cursor):  # §8.1 jitter: a control event of its own
+                payload = Payload(events.for_client(tailer.cursor))
+            tailer.position = events.position
             self.write(tailer, payload, loop.time())
 
     def _send_all(self, group: list[Tailer], payload: Payload, then: Ending) -> None:
@@ -142,10 +136,6 @@ class StreamFeed:
                 self.drop(tailer, Ending.EXPIRED)
             elif now - tailer.written_at >= heartbeat_s:
                 self.write(tailer, heartbeat, now)
-
-
-def _final(position: int) -> bytes:
-    return control_event(encode(position), None, True, True)
 
 
 class Fanout:
