@@ -22,6 +22,7 @@ from adapter.log.writer import (
     Record,
     StateEntry,
     WriteBatch,
+    WriterFaults,
     WriterLimits,
 )
 from topology.naming import writer_transactional_id
@@ -63,6 +64,7 @@ class SlotWriters:
         self._changes = asyncio.Lock()
         self._retries: set[asyncio.Task[None]] = set()
         self.on_change: Callable[[], None] = lambda: None
+        self.faults = WriterFaults()  # test-only fault injection, shared by every writer
         # Called when a writer's loop or a change of ownership dies of a bug: the instance
         # can no longer write its slots, so it must stop rather than look ready.
         self.on_failure: Callable[[BaseException], None] = lambda _error: None
@@ -130,6 +132,7 @@ class SlotWriters:
             writer_transactional_id(self.prefix, slot),
             self.limits,
             may_reinit=lambda: self._may_reinit(slot),
+            faults=self.faults,
         )
         task: asyncio.Task[None] | None = None
         try:

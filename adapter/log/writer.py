@@ -15,13 +15,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from adapter.log import outcomes
 from adapter.log.errors import LogUnavailable
+from adapter.log.outcomes import Probe
 from adapter.log.tails import PartitionTails
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,7 @@ FENCING_CODES = frozenset(
     {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 )
 FENCED_MESSAGE = "fenced: another instance owns this write slot now; retry"
+UNKNOWN_MESSAGE = "the outcome of this write could not be learned"
 
 # (topic, key, value or None for a tombstone) of a record for a compacted state topic.
 StateEntry = tuple[str, str, bytes | None]
@@ -88,6 +92,7 @@ class LogWriter:
         transactional_id: str,
         settings: WriterLimits,
         may_reinit: Callable[[], bool] = lambda: True,
+        faults: WriterFaults | None = None,
     ) -> None:
         self.limits = settings
         self.transactional_id = transactional_id
@@ -108,6 +113,8 @@ class LogWriter:
         self._tails = PartitionTails()  # touched only on the writer's thread
         self.guesses = GuessCounts()
         self.fenced = False
+        self.faults = faults or WriterFaults()
+        self._stopping = False  # retired: stop trying to learn an unknown outcome
         self._queue: asyncio.Queue[WriteBatch] = asyncio.Queue()
         # Every producer call runs on this one thread: librdkafka transactions are not
         # meant to be driven from several threads at once.
@@ -141,12 +148,11 @@ class LogWriter:
                 if self._queue.empty():
                     self._idle.set()
                 continue
+            commit = asyncio.ensure_future(self._on_thread(self._commit, batches))
             try:
-                results = await self._on_thread(self._commit, batches)
+                results = await asyncio.shield(commit)
             except asyncio.CancelledError:
-                # Retired mid-commit: its outcome is unknown, the clients' retries settle it.
-                for batch in batches:
-                    batch.fail(LogUnavailable("the write slot moved; retry"))
+                await self._answer_retired(commit, batches)
                 raise
             except LogUnavailable as error:
                 for batch in batches:
@@ -156,6 +162,23 @@ class LogWriter:
                 if self._queue.empty():
                     self._idle.set()
             _committed(batches, results)
+
+    async def _answer_retired(
+        self, commit: asyncio.Future[list[list[int]]], batches: list[WriteBatch]
+    ) -> None:
+        """Retired mid-commit: answer with the commit's real outcome if it comes in time."""
+        self._stopping = True
+        done, _ = await asyncio.wait([commit], timeout=self.limits.timeout_s * 2)
+        if done and commit.exception() is None:
+            _committed(batches, commit.result())
+            return
+        error = commit.exception() if done else None
+        for batch in batches:
+            batch.fail(
+                error
+                if isinstance(error, LogUnavailable)
+                else LogUnavailable(f"{UNKNOWN_MESSAGE} (the write slot moved)")
+            )
 
     async def drain(self, timeout_s: float) -> bool:
         """Wait until every submitted batch has its outcome; False if time ran out."""
@@ -193,6 +216,16 @@ class LogWriter:
         producer = self._producer or self._reinit()
         try:
             return self._transaction(producer, batches)
+        except _CommitUnknown as unknown:
+            self._producer = None  # never abort it: the commit may have happened
+            self._tails.forget()
+            if unknown.fencing is not None:
+                self._fence(unknown.fencing)
+            if self._learn(unknown.probe):
+                log.warning("%s: a commit without an answer did commit", self.transactional_id)
+                self._tails.committed([batch.records for batch in batches], unknown.offsets)
+                return unknown.offsets
+            raise LogUnavailable(f"kafka: the commit did not happen ({unknown.reason})") from None
         except (KafkaException, SystemError) as error:
             # A fatal error met inside a delivery callback (a fencing among them) comes out
             # of flush() as a SystemError whose cause is the KafkaException.
@@ -235,14 +268,15 @@ class LogWriter:
                     headers=record.headers,
                     on_delivery=_delivered(offsets[b], r, failures),
                 )
+        state_offsets: list[Probe] = []
         if guessed is not None:
-            _produce_state(producer, batches, guessed)
+            _produce_state(producer, batches, guessed, state_offsets)
         if producer.flush(self.limits.timeout_s) > 0:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "flush timed out"))
         if failures:
             raise KafkaException(failures[0])
         if guessed is None:
-            _produce_state(producer, batches, offsets)
+            _produce_state(producer, batches, offsets, state_offsets)
         elif offsets != guessed:
             log.info(
                 "%s: records landed off the guessed offsets; writing again", self.transactional_id
@@ -251,22 +285,62 @@ class LogWriter:
             self._tails.forget()
             producer.abort_transaction(self.limits.timeout_s)
             return self._transaction(producer, batches)
-        self._commit_transaction(producer)
+        self._commit_transaction(producer, lambda: _probe(batches, offsets, state_offsets), offsets)
         self._tails.committed(batch_records, offsets)
         if guessed is not None:
             self.guesses.one_round += 1
         return offsets
 
-    def _commit_transaction(self, producer: Producer) -> None:
-        """Commit; a retriable failure leaves the outcome unknown, so commit again, never abort."""
+    def _commit_transaction(
+        self, producer: Producer, probe_of: Callable[[], Probe | None], offsets: list[list[int]]
+    ) -> None:
+        """Commit; a retriable failure leaves the outcome unknown, so commit again, never abort.
+
+        A failure that does not say the transaction was aborted leaves its outcome unknown:
+        `_CommitUnknown` carries what the writer needs to find it out.
+        """
         for attempt in range(3):
             try:
+                if self.faults.drop_commit_requests > 0:
+                    self.faults.drop_commit_requests -= 1
+                    raise _lost("EndTxn request lost (test fault)")
                 producer.commit_transaction(self.limits.timeout_s)
+                if self.faults.drop_commit_replies > 0:
+                    self.faults.drop_commit_replies -= 1
+                    raise _lost("EndTxn reply lost (test fault)")
                 return
             except KafkaException as error:
-                inner = error.args[0] if error is not None and error.args else None
-                if attempt == 2 or not isinstance(inner, KafkaError) or not inner.retriable():
-                    raise
+                inner = error.args[0] if error.args else None
+                if not isinstance(inner, KafkaError) or inner.txn_requires_abort():
+                    raise  # definite: not committed, to be aborted
+                if attempt < 2 and inner.retriable():
+                    continue
+                probe = probe_of()  # the commit flushed the state records: their offsets too
+                if probe is None:
+                    raise  # no record of it was acknowledged: nothing can have committed
+                fencing = inner if inner.code() in FENCING_CODES else None
+                raise _CommitUnknown(probe, offsets, inner.str(), fencing) from error
+
+    def _learn(self, probe: Probe) -> bool:
+        """Find out whether an unanswered commit happened (see `adapter/log/outcomes.py`).
+
+        A producer with the transactional id is initialised first (not when fenced: the new
+        owner's did that), which ends the transaction either way. Retried until known, or
+        until the writer is retired; meanwhile this slot takes no other transaction.
+        """
+        bootstrap = str(self._config["bootstrap.servers"])
+        while not self._stopping:
+            try:
+                if not self.fenced and self._producer is None:
+                    self._reinit()
+                known = outcomes.committed(bootstrap, probe, self.limits.timeout_s)
+            except LogUnavailable as error:
+                log.warning("%s: outcome not known yet: %s", self.transactional_id, error)
+                known = None
+            if known is not None:
+                return known
+            time.sleep(min(1.0, self.limits.timeout_s))
+        raise LogUnavailable(f"{UNKNOWN_MESSAGE} (the write slot moved)")
 
     def _recover(self, producer: Producer, error: KafkaException | None) -> None:
         """Abort what can be aborted, then start the next transaction on a fresh producer.
@@ -287,6 +361,29 @@ class LogWriter:
         self._producer = None
 
 
+class _CommitUnknown(Exception):
+    """A commit failed without saying whether it happened."""
+
+    def __init__(
+        self, probe: Probe, offsets: list[list[int]], reason: str, fencing: KafkaError | None
+    ) -> None:
+        super().__init__(reason)
+        self.probe, self.offsets, self.reason, self.fencing = probe, offsets, reason, fencing
+
+
+def _lost(reason: str) -> KafkaException:
+    """What a commit whose retries all timed out raises."""
+    return KafkaException(KafkaError(KafkaError._TIMED_OUT, reason))
+
+
+@dataclass
+class WriterFaults:
+    """Test-only fault injection: commits whose request or reply is lost (counts to inject)."""
+
+    drop_commit_requests: int = 0  # the commit never reaches the coordinator: it aborts
+    drop_commit_replies: int = 0  # the commit happens, its answer is lost
+
+
 @dataclass
 class GuessCounts:
     """Transactions committed in one round trip, and guesses that missed (aborted, redone)."""
@@ -301,7 +398,12 @@ class WriterLimits:
     max_message_bytes: int
 
 
-def _produce_state(producer: Producer, batches: list[WriteBatch], offsets: list[list[int]]) -> None:
+def _produce_state(
+    producer: Producer,
+    batches: list[WriteBatch],
+    offsets: list[list[int]],
+    delivered: list[Probe],
+) -> None:
     """The batches' metadata records, built from their data's offsets.
 
     In order: a batch's finalize may build on the one before it. For a compacted topic only
@@ -312,7 +414,27 @@ def _produce_state(producer: Producer, batches: list[WriteBatch], offsets: list[
         for topic, key, value in batch.finalize(batch_offsets):
             state[(topic, key)] = value
     for (topic, key), value in state.items():
-        producer.produce(topic, value=value, key=key.encode(), partition=0)
+        producer.produce(
+            topic, value=value, key=key.encode(), partition=0, on_delivery=_noted(delivered)
+        )
+
+
+def _noted(delivered: list[Probe]) -> Callable[[KafkaError | None, Message], None]:
+    def report(error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            topic, partition = message.topic() or "", message.partition() or 0
+            delivered.append(Probe(topic, partition, message.offset() or 0))
+
+    return report
+
+
+def _probe(batches: list[WriteBatch], offsets: list[list[int]], state: list[Probe]) -> Probe | None:
+    """A record of the transaction to look for when its outcome is unknown."""
+    for batch, batch_offsets in zip(batches, offsets, strict=True):
+        if batch.records:
+            record = batch.records[0]
+            return Probe(record.topic, record.partition, batch_offsets[0])
+    return state[0] if state else None
 
 
 def _unbroken(batches: list[WriteBatch]) -> list[WriteBatch]:

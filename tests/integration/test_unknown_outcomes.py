@@ -1,0 +1,77 @@
+"""A commit that gets no answer is settled before the request is: 2xx only if it committed.
+
+The writer's test faults lose a commit's request (the transaction is then aborted by the next
+producer of the slot) or its reply (the commit happened). Either way the client must get the
+real outcome, and the log, read back by a fresh `read_committed` consumer, must hold the
+append once or not at all.
+"""
+
+from __future__ import annotations
+
+from adapter.app import PARTS, create_app
+from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.kafka_reads import committed_values
+
+TEXT = {"Content-Type": "text/plain"}
+
+
+async def _client(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory
+) -> tuple[Client, str, str]:
+    settings = make_settings(partitions=1, write_slots=1)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    assert (await client.put("/outcomes")).status == 201
+    assert (await client.put("/outcomes/s", headers=TEXT)).status == 201
+    topic = f"{settings.topic_prefix}bucket.outcomes"
+    return client, topic, settings.bootstrap_servers
+
+
+def _data(values: list[bytes]) -> list[bytes]:
+    return [value for value in values if value]  # control records have empty values
+
+
+async def test_a_commit_whose_reply_is_lost_is_acknowledged_and_written_once(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory
+) -> None:
+    client, topic, bootstrap = await _client(aiohttp_client, make_settings)
+    faults = client.app[PARTS].writers.faults
+    faults.drop_commit_replies = 1
+    async with client.post("/outcomes/s", data=b"x", headers=TEXT) as reply:
+        assert reply.status == 204, await reply.text()
+    assert faults.drop_commit_replies == 0  # the fault did happen
+    async with client.post("/outcomes/s", data=b"y", headers=TEXT) as reply:
+        assert reply.status == 204  # and the slot writes again
+    assert _data(committed_values(bootstrap, topic)) == [b"x", b"y"]
+    async with client.get("/outcomes/s", params={"offset": "-1"}) as reply:
+        assert await reply.read() == b"xy"
+
+
+async def test_a_commit_that_never_arrived_is_refused_and_not_written(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory
+) -> None:
+    client, topic, bootstrap = await _client(aiohttp_client, make_settings)
+    faults = client.app[PARTS].writers.faults
+    faults.drop_commit_requests = 1
+    async with client.post("/outcomes/s", data=b"x", headers=TEXT) as reply:
+        assert reply.status == 503
+        assert (await reply.json())["error"]["code"] == "unavailable"
+    assert faults.drop_commit_requests == 0
+    async with client.post("/outcomes/s", data=b"y", headers=TEXT) as reply:
+        assert reply.status == 204
+    assert _data(committed_values(bootstrap, topic)) == [b"y"]
+    async with client.get("/outcomes/s", params={"offset": "-1"}) as reply:
+        assert await reply.read() == b"y"
+
+
+async def test_a_producer_retry_after_a_lost_reply_is_a_duplicate(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory
+) -> None:
+    client, topic, bootstrap = await _client(aiohttp_client, make_settings)
+    client.app[PARTS].writers.faults.drop_commit_replies = 1
+    producer = {**TEXT, "Producer-Id": "p", "Producer-Epoch": "0", "Producer-Seq": "0"}
+    async with client.post("/outcomes/s", data=b"x", headers=producer) as reply:
+        assert reply.status == 200
+    async with client.post("/outcomes/s", data=b"x", headers=producer) as reply:
+        assert reply.status == 204  # the retry is recognised: the catalog saw the commit
+    assert _data(committed_values(bootstrap, topic)) == [b"x"]
