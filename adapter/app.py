@@ -36,7 +36,6 @@ from adapter.state.records import stream_of_key
 from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, Supervisor
 from topology.admin import TopologyAdmin
 from topology.naming import StateTopics
-from topology.slots import SlotMap
 from topology.specs import TopicLayout
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -79,7 +78,6 @@ def build_parts(settings: Settings) -> Parts:
     layout = topic_layout(settings)
     admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
     catalog = Catalog()
-    slots = SlotMap(settings.topic_prefix, settings.write_slots)
     topics = StateTopics.of(settings.topic_prefix)
     hub = LiveHub()
     writers = SlotWriters(
@@ -90,6 +88,9 @@ def build_parts(settings: Settings) -> Parts:
         catch_up=lambda: follower.caught_up(),
         may_reinit=lambda slot: ownership.confirm(slot),
         announce=lambda slot: owner_entry(topics, slot, settings.advertised_url),
+        on_state_written=lambda state: catalog.wrote(
+            [(record.topic, record.key, record.offset) for record in state]
+        ),
     )
     follower = MetaFollower(
         settings.bootstrap_servers,
@@ -97,9 +98,6 @@ def build_parts(settings: Settings) -> Parts:
         catalog,
         settings.kafka_timeout_s,
         on_change=lambda key: hub.notify(stream_of_key(key)),
-        owns_slot=lambda bucket_id, partition: writers.accepting(
-            slots.of_stream(bucket_id, partition)
-        ),
     )
     ownership = SlotOwnership(
         settings.bootstrap_servers,

@@ -21,6 +21,7 @@ from adapter.log.writer import (
     LogWriter,
     Record,
     StateEntry,
+    StateWritten,
     WriteBatch,
     WriterFaults,
     WriterLimits,
@@ -50,6 +51,7 @@ class SlotWriters:
         catch_up: Callable[[], Awaitable[None]],
         may_reinit: Callable[[int], bool],
         announce: Callable[[int], StateEntry],
+        on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.prefix = prefix
@@ -58,6 +60,7 @@ class SlotWriters:
         self._catch_up = catch_up
         self._may_reinit = may_reinit
         self._announce = announce
+        self._on_state_written = on_state_written
         self._assigned: set[int] = set()  # what the group gave us
         self._slots: dict[int, _Slot] = {}  # producers initialised
         self._ready: set[int] = set()  # caught up: accepting writes
@@ -133,6 +136,7 @@ class SlotWriters:
             self.limits,
             may_reinit=lambda: self._may_reinit(slot),
             faults=self.faults,
+            on_state_written=self._on_state_written,
         )
         task: asyncio.Task[None] | None = None
         try:

@@ -93,6 +93,7 @@ class LogWriter:
         settings: WriterLimits,
         may_reinit: Callable[[], bool] = lambda: True,
         faults: WriterFaults | None = None,
+        on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
     ) -> None:
         self.limits = settings
         self.transactional_id = transactional_id
@@ -114,6 +115,7 @@ class LogWriter:
         self.guesses = GuessCounts()
         self.fenced = False
         self.faults = faults or WriterFaults()
+        self._on_state_written = on_state_written  # called on the event loop, in commit order
         self._stopping = False  # retired: stop trying to learn an unknown outcome
         self._queue: asyncio.Queue[WriteBatch] = asyncio.Queue()
         # Every producer call runs on this one thread: librdkafka transactions are not
@@ -150,7 +152,7 @@ class LogWriter:
                 continue
             commit = asyncio.ensure_future(self._on_thread(self._commit, batches))
             try:
-                results = await asyncio.shield(commit)
+                done = await asyncio.shield(commit)
             except asyncio.CancelledError:
                 await self._answer_retired(commit, batches)
                 raise
@@ -161,16 +163,18 @@ class LogWriter:
             finally:
                 if self._queue.empty():
                     self._idle.set()
-            _committed(batches, results)
+            _committed(batches, done.offsets)
+            self._on_state_written(done.state)
 
     async def _answer_retired(
-        self, commit: asyncio.Future[list[list[int]]], batches: list[WriteBatch]
+        self, commit: asyncio.Future[Committed], batches: list[WriteBatch]
     ) -> None:
         """Retired mid-commit: answer with the commit's real outcome if it comes in time."""
         self._stopping = True
         done, _ = await asyncio.wait([commit], timeout=self.limits.timeout_s * 2)
         if done and commit.exception() is None:
-            _committed(batches, commit.result())
+            _committed(batches, commit.result().offsets)
+            self._on_state_written(commit.result().state)
             return
         error = commit.exception() if done else None
         for batch in batches:
@@ -210,7 +214,7 @@ class LogWriter:
         self._producer = producer
         return producer
 
-    def _commit(self, batches: list[WriteBatch]) -> list[list[int]]:
+    def _commit(self, batches: list[WriteBatch]) -> Committed:
         if self.fenced:
             raise LogUnavailable(FENCED_MESSAGE)
         producer = self._producer or self._reinit()
@@ -223,8 +227,8 @@ class LogWriter:
                 self._fence(unknown.fencing)
             if self._learn(unknown.probe):
                 log.warning("%s: a commit without an answer did commit", self.transactional_id)
-                self._tails.committed([batch.records for batch in batches], unknown.offsets)
-                return unknown.offsets
+                self._tails.committed([batch.records for batch in batches], unknown.done.offsets)
+                return unknown.done
             raise LogUnavailable(f"kafka: the commit did not happen ({unknown.reason})") from None
         except (KafkaException, SystemError) as error:
             # A fatal error met inside a delivery callback (a fencing among them) comes out
@@ -246,7 +250,7 @@ class LogWriter:
             log.warning("%s %s (%s)", self.transactional_id, FENCED_MESSAGE, error.str())
         self.fenced = True
 
-    def _transaction(self, producer: Producer, batches: list[WriteBatch]) -> list[list[int]]:
+    def _transaction(self, producer: Producer, batches: list[WriteBatch]) -> Committed:
         """Data and metadata in one transaction; in one round trip when the offsets are known.
 
         With a guess (`adapter/log/tails.py`) the metadata is built from it and sent with the
@@ -268,15 +272,16 @@ class LogWriter:
                     headers=record.headers,
                     on_delivery=_delivered(offsets[b], r, failures),
                 )
-        state_offsets: list[Probe] = []
+        state_offsets: list[StateWritten] = []
+        state_count = 0
         if guessed is not None:
-            _produce_state(producer, batches, guessed, state_offsets)
+            state_count = _produce_state(producer, batches, guessed, state_offsets)
         if producer.flush(self.limits.timeout_s) > 0:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "flush timed out"))
         if failures:
             raise KafkaException(failures[0])
         if guessed is None:
-            _produce_state(producer, batches, offsets, state_offsets)
+            state_count = _produce_state(producer, batches, offsets, state_offsets)
         elif offsets != guessed:
             log.info(
                 "%s: records landed off the guessed offsets; writing again", self.transactional_id
@@ -285,14 +290,19 @@ class LogWriter:
             self._tails.forget()
             producer.abort_transaction(self.limits.timeout_s)
             return self._transaction(producer, batches)
-        self._commit_transaction(producer, lambda: _probe(batches, offsets, state_offsets), offsets)
+        done = Committed(offsets, state_offsets)
+        self._commit_transaction(producer, lambda: _probe(batches, offsets, state_offsets), done)
         self._tails.committed(batch_records, offsets)
         if guessed is not None:
             self.guesses.one_round += 1
-        return offsets
+        for _ in range(50):  # every record is delivered once committed; serve the last reports
+            if len(state_offsets) >= state_count:
+                break
+            producer.poll(0.01)
+        return done
 
     def _commit_transaction(
-        self, producer: Producer, probe_of: Callable[[], Probe | None], offsets: list[list[int]]
+        self, producer: Producer, probe_of: Callable[[], Probe | None], done: Committed
     ) -> None:
         """Commit; a retriable failure leaves the outcome unknown, so commit again, never abort.
 
@@ -319,7 +329,7 @@ class LogWriter:
                 if probe is None:
                     raise  # no record of it was acknowledged: nothing can have committed
                 fencing = inner if inner.code() in FENCING_CODES else None
-                raise _CommitUnknown(probe, offsets, inner.str(), fencing) from error
+                raise _CommitUnknown(probe, done, inner.str(), fencing) from error
 
     def _learn(self, probe: Probe) -> bool:
         """Find out whether an unanswered commit happened (see `adapter/log/outcomes.py`).
@@ -361,14 +371,32 @@ class LogWriter:
         self._producer = None
 
 
+@dataclass(frozen=True)
+class StateWritten:
+    """A state record of a committed transaction, where it landed (each state topic has one
+    partition): the meta follower will see it again, and must know it for an echo."""
+
+    topic: str
+    key: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What a transaction wrote: each batch's record offsets, and its state records."""
+
+    offsets: list[list[int]]
+    state: list[StateWritten]
+
+
 class _CommitUnknown(Exception):
     """A commit failed without saying whether it happened."""
 
     def __init__(
-        self, probe: Probe, offsets: list[list[int]], reason: str, fencing: KafkaError | None
+        self, probe: Probe, done: Committed, reason: str, fencing: KafkaError | None
     ) -> None:
         super().__init__(reason)
-        self.probe, self.offsets, self.reason, self.fencing = probe, offsets, reason, fencing
+        self.probe, self.done, self.reason, self.fencing = probe, done, reason, fencing
 
 
 def _lost(reason: str) -> KafkaException:
@@ -402,12 +430,12 @@ def _produce_state(
     producer: Producer,
     batches: list[WriteBatch],
     offsets: list[list[int]],
-    delivered: list[Probe],
-) -> None:
-    """The batches' metadata records, built from their data's offsets.
+    delivered: list[StateWritten],
+) -> int:
+    """The batches' state records, built from their data's offsets; returns how many.
 
-    In order: a batch's finalize may build on the one before it. For a compacted topic only
-    the last record of a key counts, so each key is produced once.
+    For a compacted topic only the last record of a key counts, so each key is produced once
+    (the last batch's value). Each one's offset is noted in `delivered` for the follower.
     """
     state: dict[tuple[str, str], bytes | None] = {}
     for batch, batch_offsets in zip(batches, offsets, strict=True):
@@ -417,24 +445,27 @@ def _produce_state(
         producer.produce(
             topic, value=value, key=key.encode(), partition=0, on_delivery=_noted(delivered)
         )
+    return len(state)
 
 
-def _noted(delivered: list[Probe]) -> Callable[[KafkaError | None, Message], None]:
+def _noted(delivered: list[StateWritten]) -> Callable[[KafkaError | None, Message], None]:
     def report(error: KafkaError | None, message: Message) -> None:
         if error is None:
-            topic, partition = message.topic() or "", message.partition() or 0
-            delivered.append(Probe(topic, partition, message.offset() or 0))
+            key = (message.key() or b"").decode()
+            delivered.append(StateWritten(message.topic() or "", key, message.offset() or 0))
 
     return report
 
 
-def _probe(batches: list[WriteBatch], offsets: list[list[int]], state: list[Probe]) -> Probe | None:
+def _probe(
+    batches: list[WriteBatch], offsets: list[list[int]], state: list[StateWritten]
+) -> Probe | None:
     """A record of the transaction to look for when its outcome is unknown."""
     for batch, batch_offsets in zip(batches, offsets, strict=True):
         if batch.records:
             record = batch.records[0]
             return Probe(record.topic, record.partition, batch_offsets[0])
-    return state[0] if state else None
+    return Probe(state[0].topic, 0, state[0].offset) if state else None
 
 
 def _unbroken(batches: list[WriteBatch]) -> list[WriteBatch]:

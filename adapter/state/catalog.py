@@ -4,7 +4,7 @@ the compacted meta, producers and owners topics."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from adapter.state.records import (
@@ -16,10 +16,6 @@ from adapter.state.records import (
     decode_as,
     stream_of_key,
 )
-
-# Whether this instance owns the write slot of (bucket id, partition) now, so it wrote
-# that partition's records itself.
-OwnsSlot = Callable[[str, int], bool]
 
 
 @dataclass
@@ -36,6 +32,9 @@ class Catalog:
         self._streams: dict[tuple[str, str], StreamMeta] = {}
         self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
+        # (topic, key) -> offset of the last state record this instance wrote there, until
+        # the follower sees it (see `is_news`).
+        self._echoes: dict[tuple[str, str], int] = {}
 
     def producers(self, bucket_id: str, stream_id: str) -> dict[str, ProducerRecord]:
         """The idempotent producers of a stream, by producer id (a copy)."""
@@ -108,8 +107,10 @@ class Catalog:
             bisect.insort(entry.stream_ids, meta.stream_id)
         self._streams[key] = meta
 
-    def drop_stream(self, bucket_id: str, stream_id: str) -> None:
-        self._producers.pop((bucket_id, stream_id), None)
+    def drop_stream(self, bucket_id: str, stream_id: str, producers: bool = True) -> None:
+        """Forget a stream, and its producer states unless the log says so separately."""
+        if producers:
+            self._producers.pop((bucket_id, stream_id), None)
         if self._streams.pop((bucket_id, stream_id), None) is None:
             return
         entry = self._buckets.get(bucket_id)
@@ -119,7 +120,10 @@ class Catalog:
                 del entry.stream_ids[index]
 
     def apply(self, key: str, value: bytes | None) -> None:
-        """Apply one record of the meta topic: a value upserts, a tombstone removes."""
+        """Apply one record of the meta topic, in log order: a value upserts, a tombstone
+        removes. A stream's producer states are not touched: the producers topic has its own
+        tombstones, written in the same transaction, and the two topics are replayed in no
+        particular order relative to each other."""
         if value is None:
             self._forget(key)
             return
@@ -127,58 +131,31 @@ class Catalog:
         if isinstance(record, BucketMeta):
             self.put_bucket(record)
         else:
-            self.put_stream(record)
+            self.put_stream(newer(self._streams.get((record.bucket_id, record.stream_id)), record))
 
     def _forget(self, key: str) -> None:
         bucket_id, stream_id = stream_of_key(key)
         if stream_id:
-            self.drop_stream(bucket_id, stream_id)
+            self.drop_stream(bucket_id, stream_id, producers=False)
         else:
             self.drop_bucket(bucket_id)
 
-    # -- changes committed by other instances (the meta follower) ---------------------------
+    # -- the follower: echoes of this instance's own commits --------------------------------
 
-    def apply_remote(self, key: str, value: bytes | None, owns_slot: OwnsSlot) -> None:
-        """Apply a followed meta record, unless it is the echo of a slot written here.
+    def wrote(self, records: list[tuple[str, str, int]]) -> None:
+        """State records (topic, key, offset) this instance committed and applied already."""
+        for topic, key, offset in records:
+            self._echoes[(topic, key)] = max(offset, self._echoes.get((topic, key), -1))
 
-        The writer of a slot updates its catalog before its commit is followed, and may have
-        renewed sliding TTLs since; so its own echoes are skipped, and an older state of a
-        stream (an echo arriving after the slot moved away) never replaces a newer one.
-        """
-        bucket_id, stream_id = stream_of_key(key)
-        if not stream_id:
-            self.apply(key, value)  # bucket records: idempotent, applied by everyone
-            return
-        current = self._streams.get((bucket_id, stream_id))
-        if value is None:
-            if current is not None and not owns_slot(bucket_id, current.partition):
-                self.drop_stream(bucket_id, stream_id)
-            return
-        record = decode_as(StreamMeta, key, value)
-        if not owns_slot(bucket_id, record.partition):
-            self.put_stream(newer(current, record))
-        elif current is not None and newer(current, record) is not current:
-            # Written here, yet later than what we hold: another owner wrote it while this
-            # instance still believed it owned the slot (a resumed zombie). Catch up.
-            self.put_stream(newer(current, record))
-
-    def apply_remote_producer(self, key: str, value: bytes | None, owns_slot: OwnsSlot) -> None:
-        """Apply a followed producer-state record, unless its stream's slot is written here."""
-        stream, _, producer_id = key.partition("\x00")
-        bucket_id, _, stream_id = stream.partition("/")
-        meta = self._streams.get((bucket_id, stream_id))
-        here = meta is not None and owns_slot(bucket_id, meta.partition)
-        if value is None:
-            if not here:
-                self.apply_producer(key, None)
-            return
-        record = decode_as(ProducerRecord, key, value)
-        known = self._producers.get((bucket_id, stream_id), {}).get(producer_id)
-        if known is None:
-            if not here:  # here: the stream was deleted since; its producers with it
-                self.put_producer(record)
-        elif (record.epoch, record.last_seq) > (known.epoch, known.last_seq):
-            self.put_producer(record)
+    def is_news(self, topic: str, key: str, offset: int) -> bool:
+        """Whether a followed state record is to be applied: not the echo of (or a record older
+        than) one this instance wrote itself. An echo is forgotten once seen."""
+        mine = self._echoes.get((topic, key))
+        if mine is None or offset > mine:
+            return True
+        if offset == mine:
+            del self._echoes[(topic, key)]
+        return False
 
 
 def newer(current: StreamMeta | None, incoming: StreamMeta) -> StreamMeta:

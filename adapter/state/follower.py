@@ -3,10 +3,12 @@
 At start it replays the compacted meta, producers and owners topics (read_committed) to their
 ends into the catalog; then it keeps reading all three. Every commit rewrites the meta record
 of each stream it touched, so this small topic says exactly when a stream got new data or was
-closed, without reading the data topics. A followed change of a stream whose write slot
-another instance owns is applied to the catalog; the echo of a change this instance made is
-not (its commit path updated the catalog first). Either way the stream's live readers wake.
-Producer states follow the same rule; owner records are applied as they come.
+closed, without reading the data topics. Every followed record is applied in log order, like
+the replay, except the echo of one this instance wrote: its commit updated the catalog
+already, and the writer told the catalog where that record landed (`Catalog.wrote`), so the
+echo is known by its offset (`Catalog.is_news`). A record written by anyone else is applied,
+whoever owns the stream's slot now: a resumed zombie sees the new owner's creations,
+deletions and producer states. Owner records are applied as they come.
 
 `caught_up` lets a new slot owner wait until every change committed to the meta and producers
 topics before it fenced the previous owner is in the catalog: positions count past
@@ -28,7 +30,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import poll_batch
-from adapter.state.catalog import Catalog, OwnsSlot
+from adapter.state.catalog import Catalog
 from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
@@ -44,13 +46,11 @@ class MetaFollower:
         catalog: Catalog,
         timeout_s: float,
         on_change: Callable[[str], None],
-        owns_slot: OwnsSlot = lambda _bucket, _partition: False,
     ) -> None:
         self.topics = topics
         self.catalog = catalog
         self.timeout_s = timeout_s
         self.on_change = on_change
-        self.owns_slot = owns_slot
         self._positions: dict[str, int] = {}
         self._progress = asyncio.Event()
         self._config: dict[str, Any] = {
@@ -116,14 +116,17 @@ class MetaFollower:
             else:
                 log.warning("following %s: %s", topic, error)
             return
-        self._advance(topic, (message.offset() or 0) + 1)
+        offset = message.offset() or 0
+        self._advance(topic, offset + 1)
         key = (message.key() or b"").decode()
-        if topic == self.topics.producers:
-            self.catalog.apply_remote_producer(key, message.value(), self.owns_slot)
-        elif topic == self.topics.owners:
+        if topic == self.topics.owners:
             self.catalog.apply_owner(key, message.value())
+        elif not self.catalog.is_news(topic, key, offset):
+            return  # the echo of a commit of ours: applied when it committed
+        elif topic == self.topics.producers:
+            self.catalog.apply_producer(key, message.value())
         else:
-            self.catalog.apply_remote(key, message.value(), self.owns_slot)
+            self.catalog.apply(key, message.value())
             self.on_change(key)
 
     def _advance(self, topic: str, position: int) -> None:

@@ -1,4 +1,4 @@
-"""The catalog applying other instances' followed changes, and skipping its own echoes."""
+"""The catalog: the log applied in order, echoes of our own commits known by their offsets."""
 
 from __future__ import annotations
 
@@ -9,44 +9,71 @@ BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
 META = StreamMeta("b", "s", 1, "text/plain", 100, 0, 5, 1_000, 1_000, ttl_seconds=60)
 
 
-def _remote(_bucket: str, _partition: int) -> bool:
-    return False
-
-
-def _local(_bucket: str, _partition: int) -> bool:
-    return True
-
-
 def _catalog() -> Catalog:
     catalog = Catalog()
     catalog.put_bucket(BUCKET)
     return catalog
 
 
-def test_a_remote_change_is_applied() -> None:
+def test_records_are_applied_in_log_order() -> None:
     catalog = _catalog()
-    catalog.apply_remote(META.key, encode(META), _remote)
+    catalog.apply(META.key, encode(META))
     assert catalog.stream("b", "s") == META
-    catalog.apply_remote(META.key, None, _remote)
+    catalog.apply(META.key, None)
     assert catalog.stream("b", "s") is None
 
 
-def test_an_echo_of_our_own_write_does_not_undo_what_came_after() -> None:
+def test_an_echo_is_known_by_its_offset_and_seen_once() -> None:
+    catalog = _catalog()
+    catalog.wrote([("meta", META.key, 7), ("producers", "b/s\x00p", 8)])
+    assert not catalog.is_news("meta", META.key, 3)  # older than ours
+    assert not catalog.is_news("meta", META.key, 7)  # ours
+    assert catalog.is_news("meta", META.key, 9)  # someone else's, after ours
+    assert catalog.is_news("meta", META.key, 7)  # forgotten once seen
+    assert catalog.is_news("meta", "stream:b/other", 1)  # never written here
+    assert not catalog.is_news("producers", "b/s\x00p", 8)
+
+
+def test_an_echo_of_an_older_state_never_undoes_a_newer_one() -> None:
     catalog = _catalog()
     current = META.evolve(next_offset=9, last_access_ms=5_000)
     catalog.put_stream(current)
-    catalog.apply_remote(META.key, encode(META), _local)
+    catalog.apply(META.key, encode(META))
     assert catalog.stream("b", "s") == current
-    catalog.apply_remote(META.key, None, _local)  # our own delete was applied already
-    assert catalog.stream("b", "s") == current
+    later = META.evolve(next_offset=12, last_access_ms=500)
+    catalog.apply(META.key, encode(later))
+    assert catalog.stream("b", "s") == later.evolve(last_access_ms=5_000)
 
 
-def test_a_later_state_of_a_local_slot_is_caught_up_with() -> None:
+def test_producer_states_survive_any_replay_order_of_the_two_topics() -> None:
+    """Delete, re-create and a new producer: the producers topic may be replayed first."""
+    recreated = META.evolve(created_at_ms=200, next_offset=20)
+    new_state = ProducerRecord("b", "s", "p", 0, 0, 2)
+    for order in ("producers first", "meta first"):
+        catalog = _catalog()
+        producers = [(new_state.key, None), (new_state.key, encode(new_state))]
+        meta = [(META.key, encode(META)), (META.key, None), (META.key, encode(recreated))]
+        if order == "producers first":
+            for key, value in producers:
+                catalog.apply_producer(key, value)
+        for key, value in meta:
+            catalog.apply(key, value)
+        if order == "meta first":
+            for key, value in producers:
+                catalog.apply_producer(key, value)
+        assert catalog.stream("b", "s") == recreated, order
+        assert catalog.producers("b", "s") == {"p": new_state}, order
+
+
+def test_a_deletion_forgets_producers_only_when_made_here() -> None:
     catalog = _catalog()
     catalog.put_stream(META)
-    later = META.evolve(next_offset=8, last_access_ms=500)
-    catalog.apply_remote(META.key, encode(later), _local)
-    assert catalog.stream("b", "s") == later.evolve(last_access_ms=1_000)
+    catalog.put_producer(ProducerRecord("b", "s", "p", 0, 4, 1))
+    catalog.apply(META.key, None)  # from the log: the producers topic has its own tombstones
+    assert catalog.producers("b", "s") != {}
+    catalog.put_stream(META)
+    catalog.drop_stream("b", "s")  # a deletion committed here
+    assert catalog.producers("b", "s") == {}
 
 
 def test_newer_keeps_the_later_access_and_never_goes_back() -> None:
@@ -58,26 +85,6 @@ def test_newer_keeps_the_later_access_and_never_goes_back() -> None:
     recreated = META.evolve(created_at_ms=200, next_offset=1)
     assert newer(renewed, recreated) is recreated
     assert newer(None, META) is META
-
-
-def test_producer_state_only_moves_forward() -> None:
-    catalog = _catalog()
-    catalog.put_stream(META)
-    state = ProducerRecord("b", "s", "p", 0, 4, 1)
-    catalog.apply_remote_producer(state.key, encode(state), _remote)
-    older = ProducerRecord("b", "s", "p", 0, 2, 1)
-    catalog.apply_remote_producer(older.key, encode(older), _remote)
-    assert catalog.producers("b", "s")["p"] == state
-    catalog.apply_remote_producer(state.key, None, _local)  # our own: already applied
-    assert catalog.producers("b", "s")["p"] == state
-    catalog.apply_remote_producer(state.key, None, _remote)
-    assert catalog.producers("b", "s") == {}
-
-
-def test_bucket_records_are_applied_by_everyone() -> None:
-    catalog = Catalog()
-    catalog.apply_remote("bucket:b", encode(BUCKET), _local)
-    assert catalog.bucket("b") == BUCKET
 
 
 def test_the_latest_owner_record_of_a_slot_wins() -> None:
