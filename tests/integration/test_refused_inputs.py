@@ -1,0 +1,44 @@
+"""Inputs that would store something a 2xx cannot stand for are refused whole, nothing
+written (issue 14, defect 9)."""
+
+from __future__ import annotations
+
+import pytest
+from aiohttp import ClientResponse
+
+from tests.conftest import Client
+
+TEXT = {"Content-Type": "text/plain"}
+
+
+async def _error_code(response: ClientResponse) -> str:
+    body = await response.json()
+    code = body["error"]["code"]
+    assert isinstance(code, str)
+    return code
+
+
+async def _bucket(client: Client, name: str) -> str:
+    assert (await client.put(f"/{name}")).status == 201
+    return f"/{name}"
+
+
+@pytest.mark.parametrize("expires_at", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"])
+async def test_an_unrepresentable_expiry_is_400_and_nothing_created(
+    client: Client, unique: str, expires_at: str
+) -> None:
+    path = await _bucket(client, f"exp-{unique}") + "/notes"
+    response = await client.put(path, headers={**TEXT, "Stream-Expires-At": expires_at})
+    assert response.status == 400
+    assert await _error_code(response) == "invalid_header"
+    assert (await client.head(path)).status == 404
+
+
+async def test_the_last_representable_expiry_round_trips(client: Client, unique: str) -> None:
+    path = await _bucket(client, f"exp-{unique}") + "/notes"
+    last = {**TEXT, "Stream-Expires-At": "9999-12-31T00:00:59.999-23:59"}
+    assert (await client.put(path, headers=last)).status == 201
+    response = await client.head(path)
+    assert response.status == 200
+    assert response.headers["Stream-Expires-At"] == "9999-12-31T23:59:59.999Z"
+    assert (await client.put(path, headers=last)).status == 200
