@@ -13,6 +13,7 @@ from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import Settings
 from adapter.http import buckets, health, streams
+from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
 from adapter.http.live import LiveLimits
@@ -149,8 +150,15 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
-        middlewares=[cors_middleware, errors_middleware, readiness_gate, forwarding_middleware],
+        middlewares=[
+            cors_middleware,
+            errors_middleware,
+            content_encoding_middleware,
+            readiness_gate,
+            forwarding_middleware,
+        ],
         client_max_size=settings.max_body_bytes,
+        handler_args=RAW_BODIES,
     )
     parts = build_parts(settings)
     app[SETTINGS] = settings
