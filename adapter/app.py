@@ -34,7 +34,7 @@ from adapter.service.streams import StreamService, wall_clock_ms
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import stream_of_key
-from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, Supervisor
+from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, Durability, Supervisor
 from topology.admin import TopologyAdmin
 from topology.naming import StateTopics
 from topology.slots import SlotMap
@@ -200,7 +200,13 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         parts.ownership.start()  # join the owners' group: slots arrive from here on
         return count
 
-    supervisor = Supervisor(parts.admin, object_store(settings), readiness, load_state)
+    durability = Durability(
+        settings.replication_factor,
+        settings.min_insync_replicas,
+        settings.kafka_timeout_ms,
+        settings.require_durable_topics,
+    )
+    supervisor = Supervisor(parts.admin, object_store(settings), readiness, load_state, durability)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
     app[FATAL] = fatal
 
