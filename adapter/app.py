@@ -13,6 +13,7 @@ from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import Settings
 from adapter.http import buckets, health, streams
+from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
 from adapter.http.live import LiveLimits
@@ -33,7 +34,7 @@ from adapter.service.streams import StreamService, wall_clock_ms
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import stream_of_key
-from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, Supervisor
+from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, Durability, Supervisor
 from topology.admin import TopologyAdmin
 from topology.naming import StateTopics
 from topology.specs import TopicLayout
@@ -147,8 +148,15 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
-        middlewares=[cors_middleware, errors_middleware, readiness_gate, forwarding_middleware],
+        middlewares=[
+            cors_middleware,
+            errors_middleware,
+            content_encoding_middleware,
+            readiness_gate,
+            forwarding_middleware,
+        ],
         client_max_size=settings.max_body_bytes,
+        handler_args=RAW_BODIES,
     )
     parts = build_parts(settings)
     app[SETTINGS] = settings
@@ -190,7 +198,13 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         parts.ownership.start()  # join the owners' group: slots arrive from here on
         return count
 
-    supervisor = Supervisor(parts.admin, object_store(settings), readiness, load_state)
+    durability = Durability(
+        settings.replication_factor,
+        settings.min_insync_replicas,
+        settings.kafka_timeout_ms,
+        settings.require_durable_topics,
+    )
+    supervisor = Supervisor(parts.admin, object_store(settings), readiness, load_state, durability)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
     app[FATAL] = fatal
 

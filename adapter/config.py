@@ -37,6 +37,7 @@ class Settings:
     partitions: int = 12
     replication_factor: int = 1
     min_insync_replicas: int = 1
+    require_durable_topics: bool = False
     max_message_bytes: int = 8 * 1024 * 1024
     kafka_timeout_ms: int = 10_000
     max_append_messages: int = 10_000
@@ -98,6 +99,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "partitions": ("kafka", "partitions"),
     "replication_factor": ("kafka", "replication_factor"),
     "min_insync_replicas": ("kafka", "min_insync_replicas"),
+    "require_durable_topics": ("kafka", "require_durable_topics"),
     "max_message_bytes": ("kafka", "max_message_bytes"),
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
     "max_append_messages": ("server", "max_append_messages"),
@@ -181,6 +183,10 @@ def _default(name: str) -> Any:
 
 
 def _parse(name: str, raw: str, origin: str) -> Any:
+    if isinstance(_default(name), bool):  # before int: a bool is an int
+        if raw.lower() not in ("true", "false"):
+            raise ConfigError(f"{origin}: {raw!r} is not true or false")
+        return raw.lower() == "true"
     if isinstance(_default(name), int):
         try:
             return int(raw)

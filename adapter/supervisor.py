@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from adapter.log.errors import LogUnavailable
 from adapter.objects.base import ObjectStore, ObjectStoreError
@@ -20,6 +21,80 @@ CATALOG = "catalog"
 OBJECTS = "object_store"
 OWNERSHIP = "ownership"  # set by the slot writers: joined the owners' group, slots initialised
 CHECKS = [KAFKA, TOPICS, CATALOG, OWNERSHIP, OBJECTS]
+
+# What a cluster of 3 brokers or more allows: an acknowledged append survives losing a broker.
+DURABLE_BROKERS = 3
+DURABLE_REPLICATION_FACTOR = 3
+DURABLE_MIN_INSYNC_REPLICAS = 2
+# adapter/log/writer.py: its producers' transaction.timeout.ms, and how often it commits one
+# transaction (commit_transaction, each with the kafka timeout) before giving up.
+TRANSACTION_TIMEOUT_MS = 60_000
+COMMIT_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Durability:
+    """The settings the start-up durability checks judge (see `durability_findings`)."""
+
+    replication_factor: int
+    min_insync_replicas: int
+    kafka_timeout_ms: int
+    require_durable_topics: bool = False
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the checks found: warnings to log, and whether start-up must stop."""
+
+    warnings: list[str]
+    refuse: bool
+
+
+class WeakTopics(TopologyError):
+    """Topics would be less durable than the cluster allows, and require_durable_topics is on."""
+
+
+def weak_topics(brokers: int, durability: Durability) -> str | None:
+    """Why our topics would be weaker than a cluster of this size allows; None if they are not."""
+    rf, isr = durability.replication_factor, durability.min_insync_replicas
+    if brokers < DURABLE_BROKERS or (
+        rf >= DURABLE_REPLICATION_FACTOR and isr >= DURABLE_MIN_INSYNC_REPLICAS
+    ):
+        return None
+    return (
+        f"the cluster has {brokers} brokers but our topics get replication_factor={rf} and"
+        f" min_insync_replicas={isr}: one broker lost can lose acknowledged appends; set"
+        f" replication_factor={DURABLE_REPLICATION_FACTOR} and min_insync_replicas="
+        f"{DURABLE_MIN_INSYNC_REPLICAS} (topics that exist already keep theirs)"
+    )
+
+
+def worst_transaction_ms(kafka_timeout_ms: int) -> int:
+    """The longest a writer's transaction can stay open: its flush waits up to one kafka
+    timeout, then each of its commit attempts up to one more."""
+    return kafka_timeout_ms * (1 + COMMIT_ATTEMPTS)
+
+
+def slow_transactions(kafka_timeout_ms: int) -> str | None:
+    """Why a transaction could outlive transaction.timeout.ms; None if it cannot."""
+    worst = worst_transaction_ms(kafka_timeout_ms)
+    if worst < TRANSACTION_TIMEOUT_MS:
+        return None
+    most = (TRANSACTION_TIMEOUT_MS - 1) // (1 + COMMIT_ATTEMPTS)
+    return (
+        f"kafka_timeout_ms={kafka_timeout_ms} lets a transaction stay open {worst} ms (a flush"
+        f" and {COMMIT_ATTEMPTS} commit attempts), not below the writer's transaction.timeout.ms"
+        f" of {TRANSACTION_TIMEOUT_MS}: the broker may abort a transaction we still commit;"
+        f" set kafka_timeout_ms to at most {most}"
+    )
+
+
+def durability_findings(brokers: int, durability: Durability) -> Findings:
+    """Start-up's judgement: warn about weak topics (refuse them if required) and slow commits."""
+    weak = weak_topics(brokers, durability)
+    slow = slow_transactions(durability.kafka_timeout_ms)
+    warnings = [finding for finding in (weak, slow) if finding is not None]
+    return Findings(warnings, refuse=weak is not None and durability.require_durable_topics)
 
 
 class Supervisor:
@@ -37,13 +112,16 @@ class Supervisor:
         objects: ObjectStore,
         readiness: Readiness,
         load_state: Callable[[], Awaitable[int]],
+        durability: Durability,
         interval_s: float = 2.0,
     ) -> None:
         self.admin = admin
         self.objects = objects
         self.readiness = readiness
         self.load_state = load_state
+        self.durability = durability
         self.interval_s = interval_s
+        self._durability_judged = False
 
     async def run(self) -> None:
         """Return never; raise TopologyError when an operator must fix something first."""
@@ -56,6 +134,7 @@ class Supervisor:
     async def _check_kafka_and_topics(self) -> None:
         try:
             if not self.readiness.is_ok(TOPICS):
+                await self._judge_durability_once()
                 created = await self.admin.ensure_internal_topics()
                 detail = f"verified (created {len(created)})"
                 self.readiness.set(TOPICS, True, detail, created=sorted(created))
@@ -68,6 +147,18 @@ class Supervisor:
                 raise
             log.warning("kafka not reachable: %s", error)
             self.readiness.set(KAFKA, False, str(error))
+
+    async def _judge_durability_once(self) -> None:
+        """Before any topic is created: log each finding; raise WeakTopics if required."""
+        if self._durability_judged:
+            return
+        brokers = await self.admin.broker_count()
+        findings = durability_findings(brokers, self.durability)
+        self._durability_judged = True
+        for warning in findings.warnings:
+            log.warning("weak durability: %s", warning)
+        if findings.refuse:
+            raise WeakTopics(f"{findings.warnings[0]}; require_durable_topics is true")
 
     async def _load_state_once(self) -> None:
         if self.readiness.is_ok(CATALOG) or not self.readiness.is_ok(TOPICS):

@@ -101,18 +101,58 @@ class ServiceProcess:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the pid is a running process: a zombie (exited, not reaped) is dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    # A zombie child of ours still answers kill(0); reap it if it is one.
+    # A zombie of ours is reaped here; one whose parent never reaps it (a service orphaned
+    # to a PID 1 that reaps nothing, as in many containers) still answers kill(0) for good.
     with contextlib.suppress(ChildProcessError):
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done == pid:
             return False
-    return True
+    return _state(pid) not in ("Z", "X", None)
+
+
+def _state(pid: int) -> str | None:
+    """The process state letter of /proc/<pid>/stat (R, S, Z, ...); "" where /proc is not
+    mounted, None when the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None if Path("/proc/self/stat").exists() else ""
+    except OSError:
+        return ""
+    # The command name in parentheses may hold spaces and parentheses: split after the last.
+    return stat.rpartition(")")[2].split()[0]
+
+
+def listening_pids(port: int) -> set[int]:
+    """The pids (of those we may inspect) holding a TCP socket listening on `port`.
+
+    Read from /proc/net/tcp{,6} and each process's fds; empty where /proc is not mounted.
+    """
+    sockets = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    pids: set[int] = set()
+    for entry in Path("/proc").glob("[0-9]*") if sockets else ():
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) in sockets for fd in (entry / "fd").iterdir()):
+                pids.add(int(entry.name))
+    return pids
+
+
+def _listening_inodes(port: int) -> set[str]:
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()  # sl local rem st ... inode (st 0A is LISTEN)
+                if fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port:
+                    inodes.add(fields[9])
+    return inodes
 
 
 def port_open(host: str, port: int) -> bool:

@@ -40,6 +40,14 @@ class TopologyAdmin:
             raise BrokerUnavailable(f"metadata request failed: {error}") from error
         return set(metadata.topics)
 
+    async def broker_count(self) -> int:
+        """How many brokers the cluster's metadata lists; BrokerUnavailable on a timeout."""
+        try:
+            metadata = await asyncio.to_thread(self._client.list_topics, timeout=self.timeout_s)
+        except KafkaException as error:
+            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+        return len(metadata.brokers)
+
     async def ensure_internal_topics(self) -> list[str]:
         """Create the missing internal topics, verify the existing ones; return those created."""
         slots = slots_topic_spec(self.layout)

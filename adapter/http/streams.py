@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 
 from aiohttp import web
 
@@ -19,6 +18,7 @@ from adapter.protocol.caching import (
 from adapter.protocol.commands import Append, Chunk, CreateStream, Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import (
+    format_expires_at,
     is_json,
     is_true,
     normalize_content_type,
@@ -188,10 +188,7 @@ def _state_headers(meta: StreamMeta, now_ms: int) -> dict[str, str]:
         remaining_ms = (meta.deadline_ms() or now_ms) - now_ms
         headers["Stream-TTL"] = str(max(0, math.ceil(remaining_ms / 1000)))
     if meta.expires_at_ms is not None:
-        moment = datetime.fromtimestamp(meta.expires_at_ms / 1000, tz=UTC)
-        headers["Stream-Expires-At"] = moment.isoformat(timespec="milliseconds").replace(
-            "+00:00", "Z"
-        )
+        headers["Stream-Expires-At"] = format_expires_at(meta.expires_at_ms)
     return headers
 
 

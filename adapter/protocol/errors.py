@@ -36,6 +36,7 @@ class ErrorCode(Enum):
     GONE = ("gone", 410)
     PRECONDITION_FAILED = ("precondition_failed", 412)
     PAYLOAD_TOO_LARGE = ("payload_too_large", 413)
+    UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", 415)
     NOT_READY = ("not_ready", 503)
     UNAVAILABLE = ("unavailable", 503)
     INTERNAL = ("internal_error", 500)

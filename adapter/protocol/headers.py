@@ -1,12 +1,15 @@
 """Request header values of the protocol, parsed strictly into typed values.
 
 Each parser takes the raw header value (None when the header is absent) and either returns a
-typed value or raises INVALID_HEADER with a message naming the header and what was wrong.
+typed value or raises INVALID_HEADER with a message naming the header and what was wrong;
+a Content-Encoding we would have to decode is UNSUPPORTED_MEDIA_TYPE instead. The answer's
+Stream-Expires-At is rendered here too, beside its parser.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Final
@@ -25,6 +28,10 @@ _RFC3339: Final = re.compile(
 )
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MS: Final = timedelta(milliseconds=1)
+# The instants Stream-Expires-At can name: years 1 to 9999 once converted to UTC.
+_REPRESENTABLE: Final = "a real date and time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
+_FIRST_MS: Final = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _MS
+_LAST_MS: Final = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _MS
 # RFC 9110 §5.6.2 token, and the media-type grammar of §8.3.1.
 _TOKEN: Final = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _MEDIA_TYPE: Final = re.compile(rf"[ \t]*({_TOKEN})/({_TOKEN})[ \t]*")
@@ -78,10 +85,21 @@ def parse_expires_at(value: str | None) -> int | None:
     if match is None:
         raise _invalid("Stream-Expires-At", value, "an RFC 3339 timestamp")
     try:
-        moment = _moment(match)
+        moment = _moment(match).astimezone(UTC)  # in UTC, the year must still be 1 to 9999
     except (ValueError, OverflowError):
-        raise _invalid("Stream-Expires-At", value, "a real date and time") from None
+        raise _invalid("Stream-Expires-At", value, _REPRESENTABLE) from None
     return (moment - _EPOCH) // _MS + _fraction_ms(match[7])
+
+
+def format_expires_at(expires_at_ms: int) -> str:
+    """Stream-Expires-At as answered: UTC, milliseconds, `Z` (`2030-01-02T03:04:05.678Z`).
+
+    Total over every stored value: one outside the range `parse_expires_at` takes (written
+    before it checked the range) is clamped to that range's nearest end, never an error.
+    """
+    clamped = min(max(expires_at_ms, _FIRST_MS), _LAST_MS)
+    moment = _EPOCH + clamped * _MS
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_expiry(ttl: str | None, expires_at: str | None) -> Expiry:
@@ -91,6 +109,21 @@ def parse_expiry(ttl: str | None, expires_at: str | None) -> Expiry:
             ErrorCode.INVALID_HEADER, "send either Stream-TTL or Stream-Expires-At, not both"
         )
     return Expiry(ttl_seconds=parse_ttl(ttl), expires_at_ms=parse_expires_at(expires_at))
+
+
+def require_identity_encoding(values: Iterable[str]) -> None:
+    """Content-Encoding (every line of it): nothing, or `identity` only; else 415.
+
+    A body is stored as the exact bytes sent, never decoded, so a 2xx can only mean those
+    bytes are in the log whole: a compressed (or truncated compressed) body is refused.
+    """
+    codings = (coding.strip(" \t").lower() for value in values for coding in value.split(","))
+    unsupported = [coding for coding in codings if coding and coding != "identity"]
+    if unsupported:
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            f"Content-Encoding {', '.join(unsupported)} is not taken: send the body uncoded",
+        )
 
 
 def normalize_content_type(value: str | None) -> str | None:

@@ -55,3 +55,7 @@ async def test_unreachable_broker_is_retriable(make_settings: SettingsFactory) -
     with pytest.raises(BrokerUnavailable) as raised:
         await admin.ensure_internal_topics()
     assert raised.value.retriable
+
+
+async def test_counts_the_brokers(make_settings: SettingsFactory) -> None:
+    assert await _admin(make_settings()).broker_count() == 1  # the session's single node

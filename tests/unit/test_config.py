@@ -105,3 +105,23 @@ def test_the_advertised_url_defaults_to_the_listen_address() -> None:
 def test_cluster_settings_are_validated(flags: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load(None, {}, flags)
+
+
+def test_require_durable_topics_comes_from_every_source(tmp_path: Path) -> None:
+    assert Settings().require_durable_topics is False
+    config = _toml(tmp_path, "[kafka]\nrequire_durable_topics = true\n")
+    assert load(config, {}, {}).require_durable_topics is True
+    env = {env_name("require_durable_topics"): "TRUE"}
+    assert load(None, env, {}).require_durable_topics is True
+    assert load(config, env, {"require_durable_topics": "false"}).require_durable_topics is False
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "", "on"])
+def test_a_bool_setting_is_true_or_false(value: str) -> None:
+    with pytest.raises(ConfigError, match="not true or false"):
+        load(None, {env_name("require_durable_topics"): value}, {})
+
+
+def test_a_bool_setting_in_toml_is_a_toml_bool(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="expected bool"):
+        load(_toml(tmp_path, "[kafka]\nrequire_durable_topics = 1\n"), {}, {})

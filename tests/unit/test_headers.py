@@ -12,6 +12,7 @@ from adapter.protocol.headers import (
     Expiry,
     ProducerHeaders,
     content_types_match,
+    format_expires_at,
     is_json,
     is_text_like,
     is_true,
@@ -22,8 +23,12 @@ from adapter.protocol.headers import (
     parse_producer,
     parse_stream_seq,
     parse_ttl,
+    require_identity_encoding,
     seq_is_greater,
 )
+
+FIRST_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z
+LAST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 
 
 def _ms(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int:
@@ -95,6 +100,12 @@ def test_invalid_ttl(value: str) -> None:
         ("2016-12-31T23:59:60Z", _ms(2017, 1, 1, 0, 0, 0)),
         ("1970-01-01T00:00:00Z", 0),
         ("1969-12-31T23:59:59.999Z", -1),
+        ("9999-12-31T23:59:59.999Z", LAST_MS),  # the last instant of year 9999 in UTC
+        ("9999-12-31T23:59:59.999+00:00", LAST_MS),
+        ("9999-12-31T23:59:59.999-00:00", LAST_MS),
+        ("0001-01-01T00:00:00Z", FIRST_MS),
+        ("0001-01-01T23:59:00+23:59", FIRST_MS),
+        ("9999-12-31T00:00:59.999-23:59", LAST_MS),
     ],
 )
 def test_expires_at(value: str | None, expected: int | None) -> None:
@@ -123,6 +134,10 @@ def test_expires_at(value: str | None, expected: int | None) -> None:
         "2030-01-02T03:04:05+02:60",
         "0000-01-01T00:00:00Z",
         "9999-12-31T23:59:60Z",
+        "9999-12-31T23:59:59-23:59",  # year 10000 in UTC
+        "9999-12-31T00:01:00-23:59",
+        "0001-01-01T00:00:00+23:59",  # year 0 in UTC
+        "0001-01-01T00:00:00.999+00:01",
         " 2030-01-02T03:04:05Z",
         "2030-01-02T03:04:05Z\n",
         "1735689600000",
@@ -318,3 +333,72 @@ def test_invalid_producer(pid: str | None, epoch: str | None, seq: str | None, n
     with pytest.raises(ProtocolError) as excinfo:
         parse_producer(pid, epoch, seq)
     _invalid_header(excinfo, named)
+
+
+@pytest.mark.parametrize(
+    ("expires_at_ms", "expected"),
+    [
+        (0, "1970-01-01T00:00:00.000Z"),
+        (-1, "1969-12-31T23:59:59.999Z"),
+        (1_893_553_445_678, "2030-01-02T03:04:05.678Z"),
+        (LAST_MS, "9999-12-31T23:59:59.999Z"),
+        (FIRST_MS, "0001-01-01T00:00:00.000Z"),
+    ],
+)
+def test_format_expires_at(expires_at_ms: int, expected: str) -> None:
+    assert format_expires_at(expires_at_ms) == expected
+    assert parse_expires_at(expected) == expires_at_ms
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        (LAST_MS + 1, "9999-12-31T23:59:59.999Z"),
+        (253_402_387_139_000, "9999-12-31T23:59:59.999Z"),  # ...23:59:59-23:59, once stored
+        (2**63 - 1, "9999-12-31T23:59:59.999Z"),
+        (FIRST_MS - 1, "0001-01-01T00:00:00.000Z"),
+        (-(2**63), "0001-01-01T00:00:00.000Z"),
+    ],
+)
+def test_format_expires_at_never_raises_for_a_stored_value(stored: int, expected: str) -> None:
+    assert format_expires_at(stored) == expected
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [],
+        [""],
+        ["identity"],
+        ["IDENTITY"],
+        [" identity "],
+        ["identity, identity"],
+        ["identity", ""],
+    ],
+)
+def test_identity_encoding_is_taken(values: list[str]) -> None:
+    require_identity_encoding(values)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["gzip"],
+        ["GZIP"],
+        ["x-gzip"],
+        ["deflate"],
+        ["br"],
+        ["zstd"],
+        ["compress"],
+        ["identity, gzip"],
+        ["identity", "gzip"],
+        ["gzip, identity"],
+        ["bogus"],
+    ],
+)
+def test_any_other_encoding_is_415(values: list[str]) -> None:
+    with pytest.raises(ProtocolError) as excinfo:
+        require_identity_encoding(values)
+    assert excinfo.value.code is ErrorCode.UNSUPPORTED_MEDIA_TYPE
+    assert excinfo.value.code.status == 415
+    assert "Content-Encoding" in excinfo.value.message
