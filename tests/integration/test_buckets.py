@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import random
+import time
 from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.conftest import Client
+from adapter.app import PARTS, create_app
+from adapter.state.catalog import Catalog
+from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from topology.naming import bucket_topic
 
 
@@ -120,4 +124,104 @@ async def test_a_foreign_topic_in_the_way_is_a_conflict(
     body = await _json(client, "PUT", f"/{bucket}", 409)
     assert body["error"]["code"] == "topic_conflict"
     assert "cleanup.policy" in body["error"]["message"]
+    assert await _error_code(client, "GET", f"/{bucket}", 404) == "bucket_not_found"
+
+
+ROUNDS = 6
+TASKS = 50
+
+
+def _mix(rng: random.Random, bucket: str, task: int) -> tuple[str, str]:
+    """One request of the churn: the bucket or one of five streams, created or deleted."""
+    stream = f"s{task % 5}"
+    return rng.choice(
+        [
+            ("PUT", f"/{bucket}"),
+            ("DELETE", f"/{bucket}"),
+            ("PUT", f"/{bucket}/{stream}"),
+            ("PUT", f"/v1/stream/{bucket}/{stream}"),  # creates the bucket on demand
+            ("DELETE", f"/{bucket}/{stream}"),
+        ]
+    )
+
+
+def _bucket_topics(bootstrap: str, prefix: str) -> set[str]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return {name for name in admin.list_topics(timeout=10).topics if name.startswith(prefix)}
+
+
+def _view(catalog: Catalog) -> dict[str, object]:
+    """What a catalog says of every bucket it knows: its record, its streams' records."""
+    return {
+        bucket_id: (
+            catalog.bucket(bucket_id),
+            [catalog.stream(bucket_id, s) for s in catalog.stream_ids(bucket_id, "", None)],
+        )
+        for bucket_id in catalog.bucket_ids()
+    }
+
+
+async def test_bucket_and_stream_churn_leaves_no_orphan_and_no_5xx(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, kafka_bootstrap: str
+) -> None:
+    """Issue 14, defect 7: 50 tasks creating and deleting one bucket and its streams."""
+    settings = make_settings(partitions=12)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    catalog = client.app[PARTS].catalog
+    bucket, rng = "churn", random.Random(14)
+    deadline_s = client.app[PARTS].buckets.deadline_s
+    topic = bucket_topic(settings.topic_prefix, bucket)
+
+    async def timed(method: str, path: str) -> tuple[int, float, str]:
+        started = time.monotonic()
+        response = await client.request(method, path, headers={"Content-Type": "text/plain"})
+        return response.status, time.monotonic() - started, f"{method} {path}"
+
+    for _ in range(ROUNDS):
+        requests = [_mix(rng, bucket, task) for task in range(TASKS)]
+        answers = await asyncio.gather(*(timed(*request) for request in requests))
+        assert [a for a in answers if a[0] >= 500 or a[1] > deadline_s] == []
+        registered = catalog.bucket(bucket) is not None
+        assert _bucket_topics(kafka_bootstrap, f"{settings.topic_prefix}bucket.") == (
+            {topic} if registered else set()
+        )
+        for stream in rng.sample(range(5), rng.randint(0, 5)):  # start the next round anew
+            assert (await client.delete(f"/{bucket}/s{stream}")).status in (204, 404)
+        assert (await client.delete(f"/{bucket}")).status in (204, 404, 409)
+    if catalog.bucket(bucket) is None:  # end with something to replay
+        assert (await client.put(f"/v1/stream/{bucket}/last")).status == 201
+
+    restarted = await aiohttp_client(create_app(settings))  # replays the same topics
+    await wait_ready(restarted)
+    assert _view(restarted.app[PARTS].catalog) == _view(catalog)
+
+
+async def _drop_topic(bootstrap: str, topic: str) -> None:
+    """Delete a bucket's topic behind the adapter's back, as a half-done deletion leaves it."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    await asyncio.wrap_future(admin.delete_topics([topic], operation_timeout=10)[topic])
+    for _ in range(100):
+        if topic not in admin.list_topics(timeout=10).topics:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{topic} still listed 10 s after its deletion")
+
+
+async def test_a_bucket_whose_topic_vanished_gets_it_back(
+    client: Client, unique: str, kafka_bootstrap: str
+) -> None:
+    bucket = f"vanish-{unique}"
+    topic = bucket_topic(f"t{unique}.", bucket)
+    await _json(client, "PUT", f"/{bucket}", 201)
+    await _drop_topic(kafka_bootstrap, topic)
+    started = time.monotonic()  # no write slot held until a flush times out (5 s here)
+    assert (await client.put(f"/{bucket}/s", data=b"x")).status == 201
+    assert time.monotonic() - started < 3
+    assert (await client.get(f"/{bucket}/s?offset=-1")).status == 200
+    assert topic in _bucket_topics(kafka_bootstrap, topic)
+
+    assert (await client.delete(f"/{bucket}/s")).status == 204
+    await _drop_topic(kafka_bootstrap, topic)
+    assert (await client.delete(f"/{bucket}")).status == 204  # a topic already gone: deleted
     assert await _error_code(client, "GET", f"/{bucket}", 404) == "bucket_not_found"
