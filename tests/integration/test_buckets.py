@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
+from aiohttp import web
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from adapter.app import PARTS, create_app
 from adapter.state.catalog import Catalog
+from devstack.process import free_port
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.kafka_reads import compacted_entries
 from topology.naming import bucket_topic
 
 
@@ -225,3 +229,69 @@ async def test_a_bucket_whose_topic_vanished_gets_it_back(
     await _drop_topic(kafka_bootstrap, topic)
     assert (await client.delete(f"/{bucket}")).status == 204  # a topic already gone: deleted
     assert await _error_code(client, "GET", f"/{bucket}", 404) == "bucket_not_found"
+
+
+class ServerFactory(Protocol):
+    """pytest-aiohttp's `aiohttp_client`, called with the port to serve on."""
+
+    def __call__(
+        self, app: web.Application, *, server_kwargs: dict[str, Any]
+    ) -> Awaitable[Client]: ...
+
+
+async def _two_instances(
+    aiohttp_client: ServerFactory, make_settings: SettingsFactory
+) -> tuple[Client, Client]:
+    """Two in-process adapters on one topic prefix, each owning some of the write slots."""
+    clients = []
+    for port in (free_port(), free_port()):
+        settings = make_settings(advertise_url=f"http://127.0.0.1:{port}", partitions=12)
+        clients.append(await aiohttp_client(create_app(settings), server_kwargs={"port": port}))
+    for each in clients:
+        await wait_ready(each)
+    a, b = clients
+    for _ in range(600):
+        owned = [each.app[PARTS].writers.ready for each in (a, b)]
+        if all(owned) and len(owned[0] | owned[1]) == a.app[PARTS].writers.count:
+            return a, b
+        await asyncio.sleep(0.1)
+    raise AssertionError("the two instances never shared the write slots")
+
+
+def _owned_streams(instance: Client, bucket: str) -> list[str]:
+    """Four stream ids of `bucket` whose write slots `instance` owns."""
+    parts = instance.app[PARTS]
+    ids = (f"s{i}" for i in range(1000))
+    return [s for s in ids if parts.streams.slot_of(bucket, s) in parts.writers.ready][:4]
+
+
+async def test_two_instances_creating_one_bucket_on_demand_keep_its_streams(
+    aiohttp_client: ServerFactory, make_settings: SettingsFactory, unique: str, kafka_bootstrap: str
+) -> None:
+    """Issue 14, defect 5: both instances may write the bucket's record; no stream is lost
+    from its list, even replayed as compaction leaves the log, and the bucket (whose topic
+    holds their data) cannot be deleted."""
+    a, b = await _two_instances(aiohttp_client, make_settings)
+    bucket = f"od-{unique}"
+    by_owner = {each: _owned_streams(each, bucket) for each in (a, b)}
+    streams = sorted(by_owner[a] + by_owner[b])
+    # Each owner creates the bucket for its own streams; asked through the other instance,
+    # which answers once its own catalog shows the stream (read-your-writes).
+    answers = await asyncio.gather(
+        *(
+            other.put(f"/v1/stream/{bucket}/{stream}", data=stream.encode())
+            for other, owner in ((a, b), (b, a))
+            for stream in by_owner[owner]
+        )
+    )
+    assert [answer.status for answer in answers] == [201] * len(streams)
+    replayed = Catalog()  # a fresh instance's replay after compaction
+    for key, value in compacted_entries(kafka_bootstrap, a.app[PARTS].buckets.topics.meta):
+        replayed.apply(key, value)
+    assert list(replayed.stream_ids(bucket, "", None)) == streams
+    for each in (a, b):
+        listed = await _json(each, "GET", f"/{bucket}/streams", 200)
+        assert [s["stream_id"] for s in listed["streams"]] == streams
+        assert await _error_code(each, "DELETE", f"/{bucket}", 409) == "bucket_not_empty"
+    for stream in streams:
+        assert await (await a.get(f"/{bucket}/{stream}?offset=-1")).read() == stream.encode()
