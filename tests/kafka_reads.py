@@ -28,3 +28,26 @@ def committed_records(bootstrap: str, topic: str) -> list[tuple[int, bytes]]:
     finally:
         consumer.close()
     return records
+
+
+def compacted_entries(bootstrap: str, topic: str) -> list[tuple[str, bytes | None]]:
+    """(key, value) of partition 0 of `topic` as compaction could leave it: each key's last
+    record only, in the order of those last records (tombstones kept, as within
+    `delete.retention.ms`)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "never-joined",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    last: dict[str, tuple[int, bytes | None]] = {}
+    try:
+        while (message := consumer.poll(10)) is not None and message.error() is None:
+            key = (message.key() or b"").decode()
+            last[key] = (message.offset() or 0, message.value())
+    finally:
+        consumer.close()
+    return [(key, value) for key, (_offset, value) in sorted(last.items(), key=lambda e: e[1][0])]

@@ -125,7 +125,22 @@ class TopologyAdmin:
             raise _translate(error, f"describing topic {topic}") from error
         return {key: entry.value for key, entry in entries.items()}
 
+    async def topic_exists(self, name: str) -> bool:
+        """Whether the cluster's metadata has the topic (one being created counts, one the
+        broker says is unknown does not); BrokerUnavailable when the broker does not answer."""
+        try:
+            metadata = await asyncio.to_thread(
+                self._client.list_topics, topic=name, timeout=self.timeout_s
+            )
+        except KafkaException as error:
+            if _code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return False
+            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+        topic = metadata.topics.get(name)
+        return topic is not None and not _unknown(topic.error)
+
     async def delete_topics(self, names: list[str]) -> None:
+        """Delete the topics; one that is already gone counts as deleted (retries are safe)."""
         if not names:
             return
         futures = self._client.delete_topics(names, operation_timeout=self.timeout_s)
@@ -133,7 +148,8 @@ class TopologyAdmin:
             try:
                 await self._wait(future)
             except KafkaException as error:
-                raise _translate(error, f"deleting topic {name}") from error
+                if _code(error) != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise _translate(error, f"deleting topic {name}") from error
 
     async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
         try:
@@ -145,6 +161,10 @@ class TopologyAdmin:
 def _code(error: KafkaException) -> int | None:
     inner = error.args[0] if error.args else None
     return inner.code() if isinstance(inner, KafkaError) else None
+
+
+def _unknown(error: KafkaError | None) -> bool:
+    return error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
 def _translate(error: KafkaException, doing: str) -> Exception:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 
 from adapter.cluster.slot_writers import SlotWriters
@@ -23,8 +24,13 @@ from topology.naming import StateTopics
 from topology.slots import SlotMap
 from topology.specs import TopicLayout, TopicSpec, bucket_topic_spec
 
+log = logging.getLogger(__name__)
+
 TOPIC_RETRY_S = 0.5
 TOPIC_GOING_AWAY = ("marked for deletion", "unknown topic or partition")
+# A bucket operation (waiting for the bucket's lock included) answers within this many
+# Kafka timeouts, else 503: its topic steps and one transaction fit with room to spare.
+DEADLINE_TIMEOUTS = 3
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class BucketService:
         self.layout = layout
         self.topics = StateTopics.of(layout.prefix)
         self.clock = clock
+        self.deadline_s = DEADLINE_TIMEOUTS * admin.timeout_s
         self._locks = KeyedLocks()
         self._creating: Counter[str] = Counter()  # stream creations in flight, per bucket
         self._deleting: set[str] = set()
@@ -58,10 +65,8 @@ class BucketService:
     @contextlib.asynccontextmanager
     async def creating_stream(self, bucket_id: str) -> AsyncIterator[None]:
         """Hold off a bucket delete while a stream is being created in it (and vice versa)."""
-        if bucket_id in self._deleting:
-            raise ProtocolError(
-                ErrorCode.BUCKET_NOT_FOUND, f"bucket {bucket_id!r} is being deleted"
-            )
+        self._refuse_if_deleting(bucket_id)
+        self.get(bucket_id)  # deleted since `require` looked: no stream may be created in it
         self._creating[bucket_id] += 1
         try:
             yield
@@ -79,17 +84,56 @@ class BucketService:
             raise ProtocolError(ErrorCode.BUCKET_NOT_FOUND, f"bucket {bucket_id!r} not found")
         return meta
 
+    def _refuse_if_deleting(self, bucket_id: str) -> None:
+        if bucket_id in self._deleting:
+            raise ProtocolError(
+                ErrorCode.BUCKET_NOT_FOUND, f"bucket {bucket_id!r} is being deleted"
+            )
+
+    @contextlib.asynccontextmanager
+    async def _bounded(self, doing: str) -> AsyncIterator[None]:
+        """Answer 503 once `deadline_s` has passed, whatever the step that is waiting."""
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                yield
+        except TimeoutError as error:
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, f"{doing} did not finish within {self.deadline_s:g}s; retry"
+            ) from error
+
     async def require(self, bucket_id: str, create: bool, slot: int) -> BucketMeta:
-        """The bucket; created first when `create` (the /v1/stream surface) and missing.
+        """The bucket, with its topic; created first when `create` (the /v1/stream surface)
+        and missing.
 
         An on-demand creation is written through `slot`, the slot of the stream being created
-        (its owner decides; creating the topic twice is harmless).
+        (its owner decides; creating the topic twice is harmless). A registered bucket whose
+        topic is gone gets it back (`_repair`): records sent to a missing topic would hold the
+        slot's whole transaction until the flush timed out.
         """
-        if create and self.catalog.bucket(bucket_id) is None:
-            async with self._locks.hold(bucket_id):
-                if self.catalog.bucket(bucket_id) is None:
-                    await self._create(bucket_id, slot)
-        return self.get(bucket_id)
+        async with self._bounded(f"preparing bucket {bucket_id!r}"):
+            self._refuse_if_deleting(bucket_id)
+            if create and self.catalog.bucket(bucket_id) is None:
+                async with self._locks.hold(bucket_id):
+                    if self.catalog.bucket(bucket_id) is None:
+                        await self._create(bucket_id, slot)
+            if not await self.admin.topic_exists(self.get(bucket_id).topic):
+                await self._repair(bucket_id)
+            return self.get(bucket_id)
+
+    async def _repair(self, bucket_id: str) -> None:
+        """Re-create, empty, the topic of a bucket registered without one.
+
+        Deletion drops the topic before the bucket's records, so a deletion that failed in
+        between leaves this state; its request was answered 5xx, which means not done, so the
+        bucket stays and gets its topic back (a retried delete finishes the job instead).
+        """
+        async with self._locks.hold(bucket_id):
+            meta = self.get(bucket_id)  # a deletion finished while we waited: 404
+            if await self.admin.topic_exists(meta.topic):
+                return
+            log.warning("bucket %r has no topic %s: re-creating it", bucket_id, meta.topic)
+            spec = bucket_topic_spec(self.layout, bucket_id)
+            await self._ensure_topic(replace(spec, name=meta.topic, partitions=meta.partitions))
 
     def partitions_of(self, bucket_id: str) -> int:
         """The bucket's partitions, or those it will have when created on demand."""
@@ -97,13 +141,13 @@ class BucketService:
         return meta.partitions if meta else self.layout.partitions
 
     async def create(self, bucket_id: str) -> BucketMeta:
-        async with self._locks.hold(bucket_id):
+        async with self._bounded(f"creating bucket {bucket_id!r}"), self._locks.hold(bucket_id):
             if self.catalog.bucket(bucket_id) is not None:
                 raise ProtocolError(ErrorCode.BUCKET_EXISTS, f"bucket {bucket_id!r} exists")
             return await self._create(bucket_id, self.slots.of_bucket(bucket_id))
 
     async def delete(self, bucket_id: str) -> None:
-        async with self._locks.hold(bucket_id):
+        async with self._bounded(f"deleting bucket {bucket_id!r}"), self._locks.hold(bucket_id):
             meta = self.get(bucket_id)
             if self.live_count(bucket_id) or self._creating[bucket_id]:
                 raise ProtocolError(ErrorCode.BUCKET_NOT_EMPTY, f"bucket {bucket_id!r} has streams")
@@ -114,7 +158,17 @@ class BucketService:
                 self._deleting.discard(bucket_id)
 
     async def _delete(self, bucket_id: str, meta: BucketMeta) -> None:
-        """Forget the bucket and its expired streams, then drop its topic."""
+        """Drop the topic, wait until it is gone, then forget the bucket and its expired streams.
+
+        In this order no failure leaves a topic that no bucket names (an orphan, which a later
+        bucket of that name would adopt, old records included): a failure after the topic
+        went leaves the bucket registered without it, which a retried delete finishes (a
+        topic already gone counts as deleted) and a stream creation repairs (`_repair`).
+        Waiting until the metadata no longer lists the topic keeps a re-creation of the bucket
+        from verifying and adopting the topic on its way out.
+        """
+        await self.admin.delete_topics([meta.topic])
+        await self._until_gone(meta.topic)
         expired = list(self.catalog.stream_ids(bucket_id, "", None))
         entries: list[StateEntry] = [(self.topics.meta, bucket_key(bucket_id), None)]
         for stream_id in expired:
@@ -123,7 +177,12 @@ class BucketService:
         for stream_id in expired:
             self.catalog.drop_stream(bucket_id, stream_id)
         self.catalog.drop_bucket(bucket_id)
-        await self.admin.delete_topics([meta.topic])
+
+    async def _until_gone(self, topic: str) -> None:
+        while True:  # bounded by the caller's deadline (`_bounded`)
+            if not await self.admin.topic_exists(topic):
+                return
+            await asyncio.sleep(TOPIC_RETRY_S)
 
     def live_count(self, bucket_id: str) -> int:
         now = self.clock()
@@ -162,7 +221,7 @@ class BucketService:
         A topic of that name configured otherwise (say, compacted) is not ours to write to:
         the bucket cannot be created until an operator renames or removes it.
         """
-        for _ in range(40):
+        while True:  # bounded by the caller's deadline (`_bounded`)
             try:
                 await self.admin.ensure([spec])
                 return
@@ -173,4 +232,3 @@ class BucketService:
                 if not any(sign in str(error).lower() for sign in TOPIC_GOING_AWAY):
                     raise
                 await asyncio.sleep(TOPIC_RETRY_S)
-        raise ProtocolError(ErrorCode.UNAVAILABLE, f"topic {spec.name} is still being deleted")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from adapter.state.records import (
     BucketMeta,
@@ -18,17 +17,18 @@ from adapter.state.records import (
 )
 
 
-@dataclass
-class _Bucket:
-    meta: BucketMeta
-    stream_ids: list[str] = field(default_factory=list)  # kept sorted, for listing
-
-
 class Catalog:
-    """Buckets and streams by id. Applying the meta topic's records in order rebuilds it."""
+    """Buckets and streams by id. Applying the meta topic's records in order rebuilds it.
+
+    A bucket's streams are indexed from the stream records alone, whether or not the bucket's
+    record was applied first: compaction keeps only a key's last record, so a bucket record
+    rewritten after its streams' (two instances creating one bucket on demand) is replayed
+    after them, and membership must not depend on that order.
+    """
 
     def __init__(self) -> None:
-        self._buckets: dict[str, _Bucket] = {}
+        self._buckets: dict[str, BucketMeta] = {}
+        self._members: dict[str, list[str]] = {}  # bucket id -> its stream ids, kept sorted
         self._streams: dict[tuple[str, str], StreamMeta] = {}
         self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
@@ -68,19 +68,21 @@ class Catalog:
             self._owners[record.slot] = record.url
 
     def bucket(self, bucket_id: str) -> BucketMeta | None:
-        entry = self._buckets.get(bucket_id)
-        return entry.meta if entry else None
+        return self._buckets.get(bucket_id)
+
+    def bucket_ids(self) -> list[str]:
+        return sorted(self._buckets)
 
     def stream(self, bucket_id: str, stream_id: str) -> StreamMeta | None:
         return self._streams.get((bucket_id, stream_id))
 
     def stream_count(self, bucket_id: str) -> int:
-        entry = self._buckets.get(bucket_id)
-        return len(entry.stream_ids) if entry else 0
+        """Streams recorded in the bucket (expired ones included)."""
+        return len(self._members.get(bucket_id, ()))
 
     def stream_ids(self, bucket_id: str, prefix: str, after: str | None) -> Iterator[str]:
         """Ids in byte order that start with `prefix`, strictly after `after`."""
-        ids = self._buckets[bucket_id].stream_ids
+        ids = self._members.get(bucket_id, [])
         if after is not None and after >= prefix:
             index = bisect.bisect_right(ids, after)
         else:
@@ -91,20 +93,16 @@ class Catalog:
             yield stream_id
 
     def put_bucket(self, meta: BucketMeta) -> None:
-        entry = self._buckets.get(meta.bucket_id)
-        if entry:
-            entry.meta = meta
-        else:
-            self._buckets[meta.bucket_id] = _Bucket(meta)
+        self._buckets[meta.bucket_id] = meta
 
     def drop_bucket(self, bucket_id: str) -> None:
+        """Forget the bucket record; its streams go only with their own tombstones."""
         self._buckets.pop(bucket_id, None)
 
     def put_stream(self, meta: StreamMeta) -> None:
         key = (meta.bucket_id, meta.stream_id)
-        entry = self._buckets.get(meta.bucket_id)
-        if key not in self._streams and entry is not None:
-            bisect.insort(entry.stream_ids, meta.stream_id)
+        if key not in self._streams:
+            bisect.insort(self._members.setdefault(meta.bucket_id, []), meta.stream_id)
         self._streams[key] = meta
 
     def drop_stream(self, bucket_id: str, stream_id: str, producers: bool = True) -> None:
@@ -113,11 +111,10 @@ class Catalog:
             self._producers.pop((bucket_id, stream_id), None)
         if self._streams.pop((bucket_id, stream_id), None) is None:
             return
-        entry = self._buckets.get(bucket_id)
-        if entry is not None:
-            index = bisect.bisect_left(entry.stream_ids, stream_id)
-            if index < len(entry.stream_ids) and entry.stream_ids[index] == stream_id:
-                del entry.stream_ids[index]
+        ids = self._members[bucket_id]
+        del ids[bisect.bisect_left(ids, stream_id)]
+        if not ids:
+            del self._members[bucket_id]
 
     def apply(self, key: str, value: bytes | None) -> None:
         """Apply one record of the meta topic, in log order: a value upserts, a tombstone

@@ -59,3 +59,14 @@ async def test_unreachable_broker_is_retriable(make_settings: SettingsFactory) -
 
 async def test_counts_the_brokers(make_settings: SettingsFactory) -> None:
     assert await _admin(make_settings()).broker_count() == 1  # the session's single node
+
+
+async def test_deleting_a_topic_already_gone_succeeds(make_settings: SettingsFactory) -> None:
+    settings = make_settings()
+    admin = _admin(settings)
+    name = f"{settings.topic_prefix}bucket.gone"
+    assert not await admin.topic_exists(name)
+    await admin.ensure([TopicSpec(name, 1, 1, {"cleanup.policy": "delete"})])
+    assert await admin.topic_exists(name)
+    await admin.delete_topics([name])
+    await admin.delete_topics([name])  # a retry of a deletion that took effect

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from adapter.state.catalog import Catalog, newer
 from adapter.state.records import BucketMeta, ProducerRecord, SlotOwner, StreamMeta, encode
 
@@ -94,3 +96,36 @@ def test_the_latest_owner_record_of_a_slot_wins() -> None:
         record = SlotOwner(3, url, 1)
         catalog.apply_owner(record.key, encode(record))
     assert catalog.owner(3) == "http://b:1"
+
+
+def test_a_stream_applied_before_its_bucket_is_listed() -> None:
+    """Compaction keeps a bucket record rewritten after its streams' (two instances creating
+    it on demand), so a replay can meet the stream first."""
+    catalog = Catalog()
+    catalog.apply(META.key, encode(META))
+    catalog.apply("bucket:b", encode(BUCKET))
+    assert list(catalog.stream_ids("b", "", None)) == ["s"]
+    assert catalog.stream_count("b") == 1
+
+
+def test_membership_is_the_same_in_any_replay_order() -> None:
+    other = META.evolve(stream_id="r")
+    records = [("bucket:b", encode(BUCKET)), (META.key, encode(META)), (other.key, encode(other))]
+    orders = [records, records[::-1], [records[1], records[0], records[2]]]
+    for order in orders:
+        catalog = Catalog()
+        for key, value in order:
+            catalog.apply(key, value)
+        assert list(catalog.stream_ids("b", "", None)) == ["r", "s"]
+
+
+def test_a_bucket_record_rewritten_keeps_its_streams() -> None:
+    catalog = _catalog()
+    catalog.put_stream(META)
+    catalog.apply("bucket:b", encode(replace(BUCKET, created_at_ms=2)))
+    assert catalog.stream_count("b") == 1
+    catalog.drop_bucket("b")  # a bucket tombstone: streams go only with their own
+    assert catalog.stream_count("b") == 1
+    catalog.drop_stream("b", "s")
+    assert (catalog.stream_count("b"), list(catalog.stream_ids("b", "", None))) == (0, [])
+    assert catalog.bucket_ids() == []
