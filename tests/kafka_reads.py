@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from confluent_kafka import Consumer, TopicPartition
+from collections.abc import Iterator
+
+from confluent_kafka import Consumer, Message, TopicPartition
 
 
 def committed_values(bootstrap: str, topic: str) -> list[bytes]:
@@ -12,28 +14,21 @@ def committed_values(bootstrap: str, topic: str) -> list[bytes]:
 
 def committed_records(bootstrap: str, topic: str) -> list[tuple[int, bytes]]:
     """(offset, value) of every committed record of partition 0 of `topic`, in order."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "never-joined",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    records: list[tuple[int, bytes]] = []
-    try:
-        while (message := consumer.poll(10)) is not None and message.error() is None:
-            records.append((message.offset() or 0, message.value() or b""))
-    finally:
-        consumer.close()
-    return records
+    return [(m.offset() or 0, m.value() or b"") for m in _committed(bootstrap, topic)]
 
 
 def compacted_entries(bootstrap: str, topic: str) -> list[tuple[str, bytes | None]]:
     """(key, value) of partition 0 of `topic` as compaction could leave it: each key's last
     record only, in the order of those last records (tombstones kept, as within
     `delete.retention.ms`)."""
+    last: dict[str, tuple[int, bytes | None]] = {}
+    for message in _committed(bootstrap, topic):
+        last[(message.key() or b"").decode()] = (message.offset() or 0, message.value())
+    return [(key, value) for key, (_offset, value) in sorted(last.items(), key=lambda e: e[1][0])]
+
+
+def _committed(bootstrap: str, topic: str) -> Iterator[Message]:
+    """The committed records of partition 0 of `topic`, read by a fresh consumer."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -43,11 +38,8 @@ def compacted_entries(bootstrap: str, topic: str) -> list[tuple[str, bytes | Non
         }
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
-    last: dict[str, tuple[int, bytes | None]] = {}
     try:
         while (message := consumer.poll(10)) is not None and message.error() is None:
-            key = (message.key() or b"").decode()
-            last[key] = (message.offset() or 0, message.value())
+            yield message
     finally:
         consumer.close()
-    return [(key, value) for key, (_offset, value) in sorted(last.items(), key=lambda e: e[1][0])]
