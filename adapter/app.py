@@ -13,6 +13,7 @@ from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import Settings
 from adapter.http import buckets, health, streams
+from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
 from adapter.http.live import LiveLimits
@@ -148,12 +149,20 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 
 def create_app(settings: Settings) -> web.Application:
+    budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
     app = web.Application(
-        middlewares=[cors_middleware, errors_middleware, readiness_gate, forwarding_middleware],
+        middlewares=[
+            cors_middleware,
+            errors_middleware,
+            body_budget_middleware(budget),
+            readiness_gate,
+            forwarding_middleware,
+        ],
         client_max_size=settings.max_body_bytes,
     )
     parts = build_parts(settings)
     app[SETTINGS] = settings
+    app[BODY_BUDGET] = budget
     app[PARTS] = parts
     app[ADMIN] = parts.admin
     app[BUCKETS] = parts.buckets
