@@ -13,6 +13,7 @@ from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import Settings
 from adapter.http import buckets, health, streams
+from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
@@ -147,11 +148,13 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 
 def create_app(settings: Settings) -> web.Application:
+    budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
     app = web.Application(
         middlewares=[
             cors_middleware,
             errors_middleware,
             content_encoding_middleware,
+            body_budget_middleware(budget),
             readiness_gate,
             forwarding_middleware,
         ],
@@ -160,6 +163,7 @@ def create_app(settings: Settings) -> web.Application:
     )
     parts = build_parts(settings)
     app[SETTINGS] = settings
+    app[BODY_BUDGET] = budget
     app[PARTS] = parts
     app[ADMIN] = parts.admin
     app[BUCKETS] = parts.buckets

@@ -41,6 +41,7 @@ class Settings:
     max_message_bytes: int = 8 * 1024 * 1024
     kafka_timeout_ms: int = 10_000
     max_append_messages: int = 10_000
+    max_inflight_body_bytes: int = 256 * 1024 * 1024
     read_chunk_bytes: int = 1024 * 1024
     read_scan_bytes: int = 16 * 1024 * 1024
     hot_cache_bytes: int = 64 * 1024 * 1024
@@ -103,6 +104,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "max_message_bytes": ("kafka", "max_message_bytes"),
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
     "max_append_messages": ("server", "max_append_messages"),
+    "max_inflight_body_bytes": ("server", "max_inflight_body_bytes"),
     "read_chunk_bytes": ("server", "read_chunk_bytes"),
     "read_scan_bytes": ("server", "read_scan_bytes"),
     "hot_cache_bytes": ("server", "hot_cache_bytes"),
@@ -219,6 +221,10 @@ def validate(settings: Settings) -> None:
         (
             1 <= settings.max_append_messages <= 50_000,
             "max_append_messages must be in 1..50000",
+        ),
+        (
+            settings.max_inflight_body_bytes >= settings.max_body_bytes,
+            "max_inflight_body_bytes must be >= max_message_bytes - 16384 (the largest body)",
         ),
         (settings.read_chunk_bytes >= 1, "read_chunk_bytes must be >= 1"),
         (

@@ -7,7 +7,8 @@ batch's future with its offsets. The offsets are guessed where the writer knows 
 tails, so data and metadata go in one round trip (`adapter/log/tails.py`); otherwise a flush
 tells them before the metadata is written. A transaction costs about the same whatever it
 holds, so throughput comes from batching; a request waits for exactly the commit that holds
-its records.
+its records. What a transaction takes, how long a batch may wait and how much may wait are
+bounded (`adapter/log/batching.py`), so no request or flood overflows librdkafka's queue.
 """
 
 from __future__ import annotations
@@ -17,65 +18,29 @@ import concurrent.futures
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from adapter.log import outcomes
+from adapter.log import batching, outcomes
+from adapter.log.batches import Record as Record  # re-exported: importers predate batches.py
+from adapter.log.batches import StateEntry as StateEntry
+from adapter.log.batches import WriteBatch as WriteBatch
+from adapter.log.batches import committed, expired, unbroken
 from adapter.log.errors import LogUnavailable
 from adapter.log.outcomes import Probe
 from adapter.log.tails import PartitionTails
 
 log = logging.getLogger(__name__)
 
-MAX_BATCHES_PER_TRANSACTION = 1000
 FENCING_CODES = frozenset(
     {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 )
 FENCED_MESSAGE = "fenced: another instance owns this write slot now; retry"
 UNKNOWN_MESSAGE = "the outcome of this write could not be learned"
-
-# (topic, key, value or None for a tombstone) of a record for a compacted state topic.
-StateEntry = tuple[str, str, bytes | None]
-
-
-@dataclass(frozen=True)
-class Record:
-    topic: str
-    partition: int
-    key: bytes
-    value: bytes
-    headers: list[tuple[str, str | bytes | None]] = field(default_factory=list)
-
-
-@dataclass
-class WriteBatch:
-    """One request's records; `finalize` maps their offsets to the state to commit with them.
-
-    `finalize` runs on the writer's thread, in queue order, and may run more than once (again
-    with the true offsets when a guess was wrong): it must depend on its offsets alone.
-
-    `after` is the batch this one was decided against (the same stream's previous append, not
-    yet committed when this one was decided): if it fails, this one must fail too, never
-    commit. `on_commit` runs on the event loop once the batch has committed, in commit order.
-    The future is never cancelled by a waiter (they wait through `asyncio.shield`), so it
-    always tells the batch's outcome.
-    """
-
-    records: list[Record]
-    finalize: Callable[[list[int]], list[StateEntry]]
-    after: WriteBatch | None = None
-    on_commit: Callable[[list[int]], None] | None = None
-    future: asyncio.Future[list[int]] = field(init=False)
-
-    @property
-    def failed(self) -> bool:
-        return self.future.done() and self.future.exception() is not None
-
-    def fail(self, error: LogUnavailable) -> None:
-        if not self.future.done():
-            self.future.set_exception(error)
+BUSY_MESSAGE = "write slot busy: too much is waiting to be written; retry"
+QUEUE_FULL_MESSAGE = "kafka: the producer's queue is full; nothing was written; retry"
 
 
 class LogWriter:
@@ -96,6 +61,7 @@ class LogWriter:
         on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
     ) -> None:
         self.limits = settings
+        self.bounds = batching.policy(settings.max_message_bytes, settings.timeout_s)
         self.transactional_id = transactional_id
         self._may_reinit = may_reinit
         self._idle = asyncio.Event()  # nothing queued, no commit running
@@ -106,6 +72,8 @@ class LogWriter:
             "acks": "all",
             "enable.idempotence": True,
             "linger.ms": 0,
+            "queue.buffering.max.messages": batching.QUEUE_MESSAGES,
+            "queue.buffering.max.kbytes": self.bounds.queue_kbytes,
             "message.max.bytes": settings.max_message_bytes + 64 * 1024,
             "transaction.timeout.ms": 60_000,
             "logger": logging.getLogger("librdkafka.writer"),
@@ -117,7 +85,9 @@ class LogWriter:
         self.faults = faults or WriterFaults()
         self._on_state_written = on_state_written  # called on the event loop, in commit order
         self._stopping = False  # retired: stop trying to learn an unknown outcome
-        self._queue: asyncio.Queue[WriteBatch] = asyncio.Queue()
+        self._committing = False  # a transaction is being written (on the thread)
+        self._queue = batching.SlotQueue[WriteBatch](self.bounds)
+        self._arrived = asyncio.Event()  # set when the queue may hold a batch
         # Every producer call runs on this one thread: librdkafka transactions are not
         # meant to be driven from several threads at once.
         self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-writer")
@@ -133,38 +103,67 @@ class LogWriter:
         return await asyncio.shield(self.enqueue(WriteBatch(records, finalize)).future)
 
     def enqueue(self, batch: WriteBatch) -> WriteBatch:
-        """Queue a batch for the next transaction; its future tells the outcome."""
-        batch.future = asyncio.get_running_loop().create_future()
+        """Queue a batch for the next transaction; its future tells the outcome.
+
+        Raises LogUnavailable at once when the queue is full (`adapter/log/batching.py`); a
+        queued batch not taken into a transaction within the deadline fails unwritten.
+        """
+        loop = asyncio.get_running_loop()
+        batch.future = loop.create_future()
+        if not self._queue.offer(batch, batch.size, loop.time()):
+            raise LogUnavailable(BUSY_MESSAGE)
         self._idle.clear()
-        self._queue.put_nowait(batch)
+        self._arrived.set()
+        loop.call_later(self.bounds.deadline_s * 1.01, self._expire)
         return batch
 
     async def run(self) -> None:
         """The group-commit loop; runs until cancelled."""
         while True:
-            batches = [await self._queue.get()]
-            while not self._queue.empty() and len(batches) < MAX_BATCHES_PER_TRANSACTION:
-                batches.append(self._queue.get_nowait())
-            batches = _unbroken(batches)
+            await self._arrived.wait()
+            taken = self._queue.take(asyncio.get_running_loop().time())
+            expired(taken.expired)
+            batches = unbroken(taken.batches)
+            if not len(self._queue):
+                self._arrived.clear()
             if not batches:
-                if self._queue.empty():
-                    self._idle.set()
+                self._settle_idle()
                 continue
-            commit = asyncio.ensure_future(self._on_thread(self._commit, batches))
+            self._committing = True
             try:
-                done = await asyncio.shield(commit)
-            except asyncio.CancelledError:
-                await self._answer_retired(commit, batches)
-                raise
-            except LogUnavailable as error:
-                for batch in batches:
-                    batch.fail(LogUnavailable(str(error)))
-                continue
+                await self._write(batches)
             finally:
-                if self._queue.empty():
-                    self._idle.set()
-            _committed(batches, done.offsets)
-            self._on_state_written(done.state)
+                self._committing = False
+                self._settle_idle()
+
+    async def _write(self, batches: list[WriteBatch]) -> None:
+        """One transaction of the batches; each one's future gets its outcome."""
+        commit = asyncio.ensure_future(self._on_thread(self._commit, batches))
+        try:
+            done = await asyncio.shield(commit)
+        except asyncio.CancelledError:
+            await self._answer_retired(commit, batches)
+            raise
+        except LogUnavailable as error:
+            for batch in batches:
+                batch.fail(LogUnavailable(str(error)))
+            return
+        except Exception:
+            # A bug: the loop dies and the process stops, but no request is left unanswered.
+            for batch in [*batches, *self._queue.clear()]:
+                batch.fail(LogUnavailable("the slot's writer stopped; retry"))
+            raise
+        committed(batches, done.offsets)
+        self._on_state_written(done.state)
+
+    def _expire(self) -> None:
+        """Fail the batches that waited past the deadline (never one already in a transaction)."""
+        expired(self._queue.expire(asyncio.get_running_loop().time()))
+        self._settle_idle()
+
+    def _settle_idle(self) -> None:
+        if not len(self._queue) and not self._committing:
+            self._idle.set()
 
     async def _answer_retired(
         self, commit: asyncio.Future[Committed], batches: list[WriteBatch]
@@ -173,7 +172,7 @@ class LogWriter:
         self._stopping = True
         done, _ = await asyncio.wait([commit], timeout=self.limits.timeout_s * 2)
         if done and commit.exception() is None:
-            _committed(batches, commit.result().offsets)
+            committed(batches, commit.result().offsets)
             self._on_state_written(commit.result().state)
             return
         error = commit.exception() if done else None
@@ -194,8 +193,9 @@ class LogWriter:
 
     def fail_pending(self, reason: str) -> None:
         """Answer every batch still queued with LogUnavailable (the writer is going away)."""
-        while not self._queue.empty():
-            self._queue.get_nowait().fail(LogUnavailable(reason))
+        for batch in self._queue.clear():
+            batch.fail(LogUnavailable(reason))
+        self._settle_idle()
 
     async def close(self) -> None:
         self._producer = None  # librdkafka tears the producer down when it is collected
@@ -230,6 +230,11 @@ class LogWriter:
                 self._tails.committed([batch.records for batch in batches], unknown.done.offsets)
                 return unknown.done
             raise LogUnavailable(f"kafka: the commit did not happen ({unknown.reason})") from None
+        except BufferError as error:
+            # Backpressure, not a failure of Kafka: the caps should have made it impossible.
+            log.warning("%s: %s (%s)", self.transactional_id, QUEUE_FULL_MESSAGE, error)
+            self._recover(producer, KafkaException(KafkaError(KafkaError._QUEUE_FULL)))
+            raise LogUnavailable(QUEUE_FULL_MESSAGE) from error
         except (KafkaException, SystemError) as error:
             # A fatal error met inside a delivery callback (a fencing among them) comes out
             # of flush() as a SystemError whose cause is the KafkaException.
@@ -466,29 +471,6 @@ def _probe(
             record = batch.records[0]
             return Probe(record.topic, record.partition, batch_offsets[0])
     return Probe(state[0].topic, 0, state[0].offset) if state else None
-
-
-def _unbroken(batches: list[WriteBatch]) -> list[WriteBatch]:
-    """The batches that may commit: each one's predecessor committed already or goes first in
-    this same transaction. The rest fail (their decision rested on a state that never was)."""
-    kept: list[WriteBatch] = []
-    here: set[int] = set()
-    for batch in batches:
-        after, batch.after = batch.after, None  # no chain of every batch stays reachable
-        if after is None or id(after) in here or (after.future.done() and not after.failed):
-            kept.append(batch)
-            here.add(id(batch))
-        else:
-            batch.fail(LogUnavailable("an earlier append to this stream did not commit; retry"))
-    return kept
-
-
-def _committed(batches: list[WriteBatch], results: list[list[int]]) -> None:
-    for batch, offsets in zip(batches, results, strict=True):
-        if batch.on_commit is not None:
-            batch.on_commit(offsets)
-        if not batch.future.done():
-            batch.future.set_result(offsets)
 
 
 def _delivered(

@@ -68,11 +68,22 @@ def test_bad_toml_names_the_problem(tmp_path: Path, text: str, message: str) -> 
         ("cold_backend", "ftp", "cold_backend"),
         ("min_insync_replicas", "2", "min_insync_replicas"),
         ("log_level", "loud", "log_level"),
+        ("max_inflight_body_bytes", "1000", "max_inflight_body_bytes"),
     ],
 )
 def test_bad_values_are_refused(name: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load(None, {env_name(name): value}, {})
+
+
+def test_the_inflight_body_limit_comes_from_every_source(tmp_path: Path) -> None:
+    assert Settings().max_inflight_body_bytes == 256 * 1024 * 1024
+    config = _toml(tmp_path, "[server]\nmax_inflight_body_bytes = 100000000\n")
+    assert load(config, {}, {}).max_inflight_body_bytes == 100_000_000
+    env = {env_name("max_inflight_body_bytes"): "200000000"}
+    assert load(config, env, {}).max_inflight_body_bytes == 200_000_000
+    flags = {"max_inflight_body_bytes": "300000000"}
+    assert load(config, env, flags).max_inflight_body_bytes == 300_000_000
 
 
 def test_names_of_sources() -> None:

@@ -1,0 +1,61 @@
+"""A process-wide budget of request body bytes in flight: past it, 503 before a body is read.
+
+A request's body stays in memory from when it is read until the request is answered (an
+append's until its transaction commits), so the bodies of the requests in flight are what
+the process holds for them. A request with a body reserves its `Content-Length` (a chunked
+body, of unknown size, reserves the largest body allowed) until it is answered; one that does
+not fit is answered 503 `unavailable` with `Retry-After` at once, its body unread.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from adapter.http.render import Handler
+from adapter.protocol.errors import ErrorCode, ProtocolError
+
+OVER_BUDGET_MESSAGE = "too many request bytes in flight in this instance; retry"
+
+
+class BodyBudget:
+    """Bytes reserved by the bodies of requests in flight, up to `limit`."""
+
+    def __init__(self, limit: int, largest_body: int) -> None:
+        self.limit = limit
+        self.largest_body = largest_body
+        self.in_flight = 0
+
+    def cost(self, content_length: int | None) -> int:
+        """What a body reserves: its length, or the largest body when it is not known yet."""
+        if content_length is None:
+            return self.largest_body
+        return min(content_length, self.largest_body)  # a longer one is refused (413) unread
+
+    def reserve(self, cost: int) -> bool:
+        if self.in_flight + cost > self.limit:
+            return False
+        self.in_flight += cost
+        return True
+
+    def release(self, cost: int) -> None:
+        self.in_flight -= cost
+
+
+BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
+
+
+def body_budget_middleware(budget: BodyBudget) -> Middleware:
+    @web.middleware
+    async def body_budget(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not request.body_exists:
+            return await handler(request)
+        cost = budget.cost(request.content_length)
+        if not budget.reserve(cost):
+            raise ProtocolError(ErrorCode.UNAVAILABLE, OVER_BUDGET_MESSAGE)
+        try:
+            return await handler(request)
+        finally:
+            budget.release(cost)
+
+    return body_budget
