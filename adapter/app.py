@@ -82,6 +82,7 @@ def build_parts(settings: Settings) -> Parts:
     catalog = Catalog()
     topics = StateTopics.of(settings.topic_prefix)
     hub = LiveHub()
+    hot_tail = HotCache(settings.hot_cache_bytes)
     writers = SlotWriters(
         settings.bootstrap_servers,
         settings.topic_prefix,
@@ -90,7 +91,7 @@ def build_parts(settings: Settings) -> Parts:
         catch_up=lambda: follower.caught_up(),
         may_reinit=lambda slot: ownership.confirm(slot),
         announce=lambda slot: owner_entry(topics, slot, settings.advertised_url),
-        on_state_written=lambda state: catalog.wrote(
+        on_state_written=lambda state: catalog.echoes.wrote(
             [(record.topic, record.key, record.offset) for record in state]
         ),
     )
@@ -99,7 +100,7 @@ def build_parts(settings: Settings) -> Parts:
         topics,
         catalog,
         settings.kafka_timeout_s,
-        on_change=lambda key: hub.notify(stream_of_key(key)),
+        on_change=lambda key: _changed_elsewhere(stream_of_key(key), hot_tail, hub),
     )
     ownership = SlotOwnership(
         settings.bootstrap_servers,
@@ -115,7 +116,7 @@ def build_parts(settings: Settings) -> Parts:
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
     )
     bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
-    reads = ReadPath(reader, HotCache(settings.hot_cache_bytes))
+    reads = ReadPath(reader, hot_tail)
     stream_service = StreamService(
         catalog,
         writers,
@@ -136,6 +137,14 @@ def build_parts(settings: Settings) -> Parts:
         bucket_service,
         stream_service,
     )
+
+
+def _changed_elsewhere(key: tuple[str, str], hot_tail: HotCache, hub: LiveHub) -> None:
+    """A meta record not written by this instance: its hot tail of the stream may lack what
+    was written (by a new owner, or a commit this instance never applied), so reads of it go
+    to Kafka until this instance writes it again; its live readers wake."""
+    hot_tail.forget(key)
+    hub.notify(key)
 
 
 def live_limits(settings: Settings) -> LiveLimits:

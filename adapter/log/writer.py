@@ -83,7 +83,9 @@ class LogWriter:
         self.guesses = GuessCounts()
         self.fenced = False
         self.faults = faults or WriterFaults()
-        self._on_state_written = on_state_written  # called on the event loop, in commit order
+        # Told, on the writer's thread, where a transaction's state records are, just before
+        # it commits (see adapter/state/echoes.py).
+        self._on_state_written = on_state_written
         self._stopping = False  # retired: stop trying to learn an unknown outcome
         self._committing = False  # a transaction is being written (on the thread)
         self._queue = batching.SlotQueue[WriteBatch](self.bounds)
@@ -154,7 +156,6 @@ class LogWriter:
                 batch.fail(LogUnavailable("the slot's writer stopped; retry"))
             raise
         committed(batches, done.offsets)
-        self._on_state_written(done.state)
 
     def _expire(self) -> None:
         """Fail the batches that waited past the deadline (never one already in a transaction)."""
@@ -173,7 +174,6 @@ class LogWriter:
         done, _ = await asyncio.wait([commit], timeout=self.limits.timeout_s * 2)
         if done and commit.exception() is None:
             committed(batches, commit.result().offsets)
-            self._on_state_written(commit.result().state)
             return
         error = commit.exception() if done else None
         for batch in batches:
@@ -278,15 +278,16 @@ class LogWriter:
                     on_delivery=_delivered(offsets[b], r, failures),
                 )
         state_offsets: list[StateWritten] = []
-        state_count = 0
         if guessed is not None:
-            state_count = _produce_state(producer, batches, guessed, state_offsets)
+            _produce_state(producer, batches, guessed, state_offsets)
         if producer.flush(self.limits.timeout_s) > 0:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "flush timed out"))
         if failures:
             raise KafkaException(failures[0])
         if guessed is None:
-            state_count = _produce_state(producer, batches, offsets, state_offsets)
+            _produce_state(producer, batches, offsets, state_offsets)
+            if producer.flush(self.limits.timeout_s) > 0:  # the state records' offsets too
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "flush timed out"))
         elif offsets != guessed:
             log.info(
                 "%s: records landed off the guessed offsets; writing again", self.transactional_id
@@ -296,14 +297,12 @@ class LogWriter:
             producer.abort_transaction(self.limits.timeout_s)
             return self._transaction(producer, batches)
         done = Committed(offsets, state_offsets)
+        # Before the commit makes them visible: the follower must know these for echoes.
+        self._on_state_written(state_offsets)
         self._commit_transaction(producer, lambda: _probe(batches, offsets, state_offsets), done)
         self._tails.committed(batch_records, offsets)
         if guessed is not None:
             self.guesses.one_round += 1
-        for _ in range(50):  # every record is delivered once committed; serve the last reports
-            if len(state_offsets) >= state_count:
-                break
-            producer.poll(0.01)
         return done
 
     def _commit_transaction(
@@ -311,8 +310,10 @@ class LogWriter:
     ) -> None:
         """Commit; a retriable failure leaves the outcome unknown, so commit again, never abort.
 
-        A failure that does not say the transaction was aborted leaves its outcome unknown:
-        `_CommitUnknown` carries what the writer needs to find it out.
+        Any other failure leaves the outcome unknown too, even one that asks for an abort: after
+        a timed-out attempt the coordinator may have written the commit already, and an error
+        surfacing from a broker restart says nothing of what it wrote before. So the writer
+        never trusts an error here: `_CommitUnknown` carries what it needs to find out.
         """
         for attempt in range(3):
             try:
@@ -324,17 +325,16 @@ class LogWriter:
                     self.faults.drop_commit_replies -= 1
                     raise _lost("EndTxn reply lost (test fault)")
                 return
-            except KafkaException as error:
-                inner = error.args[0] if error.args else None
-                if not isinstance(inner, KafkaError) or inner.txn_requires_abort():
-                    raise  # definite: not committed, to be aborted
-                if attempt < 2 and inner.retriable():
+            except (KafkaException, SystemError) as error:
+                inner = _kafka_error(error)
+                if attempt < 2 and inner is not None and _retry_commit(inner):
                     continue
                 probe = probe_of()  # the commit flushed the state records: their offsets too
                 if probe is None:
                     raise  # no record of it was acknowledged: nothing can have committed
-                fencing = inner if inner.code() in FENCING_CODES else None
-                raise _CommitUnknown(probe, done, inner.str(), fencing) from error
+                fencing = inner if inner is not None and inner.code() in FENCING_CODES else None
+                reason = inner.str() if inner is not None else str(error)
+                raise _CommitUnknown(probe, done, reason, fencing) from error
 
     def _learn(self, probe: Probe) -> bool:
         """Find out whether an unanswered commit happened (see `adapter/log/outcomes.py`).
@@ -404,6 +404,18 @@ class _CommitUnknown(Exception):
         self.probe, self.done, self.reason, self.fencing = probe, done, reason, fencing
 
 
+def _retry_commit(error: KafkaError) -> bool:
+    return bool(error.retriable()) and not error.txn_requires_abort()
+
+
+def _kafka_error(error: BaseException) -> KafkaError | None:
+    """The KafkaError behind an exception of the client (a SystemError wraps one raised in a
+    callback)."""
+    cause = error if isinstance(error, KafkaException) else error.__cause__
+    inner = cause.args[0] if isinstance(cause, KafkaException) and cause.args else None
+    return inner if isinstance(inner, KafkaError) else None
+
+
 def _lost(reason: str) -> KafkaException:
     """What a commit whose retries all timed out raises."""
     return KafkaException(KafkaError(KafkaError._TIMED_OUT, reason))
@@ -436,8 +448,8 @@ def _produce_state(
     batches: list[WriteBatch],
     offsets: list[list[int]],
     delivered: list[StateWritten],
-) -> int:
-    """The batches' state records, built from their data's offsets; returns how many.
+) -> None:
+    """The batches' state records, built from their data's offsets.
 
     For a compacted topic only the last record of a key counts, so each key is produced once
     (the last batch's value). Each one's offset is noted in `delivered` for the follower.
@@ -450,7 +462,6 @@ def _produce_state(
         producer.produce(
             topic, value=value, key=key.encode(), partition=0, on_delivery=_noted(delivered)
         )
-    return len(state)
 
 
 def _noted(delivered: list[StateWritten]) -> Callable[[KafkaError | None, Message], None]:

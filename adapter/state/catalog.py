@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 
+from adapter.state.echoes import Echoes
 from adapter.state.records import (
     BucketMeta,
     ProducerRecord,
@@ -32,9 +33,7 @@ class Catalog:
         self._streams: dict[tuple[str, str], StreamMeta] = {}
         self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
-        # (topic, key) -> offset of the last state record this instance wrote there, until
-        # the follower sees it (see `is_news`).
-        self._echoes: dict[tuple[str, str], int] = {}
+        self.echoes = Echoes()  # this instance's own state records, for the follower
 
     def producers(self, bucket_id: str, stream_id: str) -> dict[str, ProducerRecord]:
         """The idempotent producers of a stream, by producer id (a copy)."""
@@ -136,23 +135,6 @@ class Catalog:
             self.drop_stream(bucket_id, stream_id, producers=False)
         else:
             self.drop_bucket(bucket_id)
-
-    # -- the follower: echoes of this instance's own commits --------------------------------
-
-    def wrote(self, records: list[tuple[str, str, int]]) -> None:
-        """State records (topic, key, offset) this instance committed and applied already."""
-        for topic, key, offset in records:
-            self._echoes[(topic, key)] = max(offset, self._echoes.get((topic, key), -1))
-
-    def is_news(self, topic: str, key: str, offset: int) -> bool:
-        """Whether a followed state record is to be applied: not the echo of (or a record older
-        than) one this instance wrote itself. An echo is forgotten once seen."""
-        mine = self._echoes.get((topic, key))
-        if mine is None or offset > mine:
-            return True
-        if offset == mine:
-            del self._echoes[(topic, key)]
-        return False
 
 
 def newer(current: StreamMeta | None, incoming: StreamMeta) -> StreamMeta:

@@ -5,8 +5,8 @@ ends into the catalog; then it keeps reading all three. Every commit rewrites th
 of each stream it touched, so this small topic says exactly when a stream got new data or was
 closed, without reading the data topics. Every followed record is applied in log order, like
 the replay, except the echo of one this instance wrote: its commit updated the catalog
-already, and the writer told the catalog where that record landed (`Catalog.wrote`), so the
-echo is known by its offset (`Catalog.is_news`). A record written by anyone else is applied,
+already, and the writer said where that record landed before committing it, so the echo is
+known by its offset (`adapter/state/echoes.py`). A record written by anyone else is applied,
 whoever owns the stream's slot now: a resumed zombie sees the new owner's creations,
 deletions and producer states. Owner records are applied as they come.
 
@@ -121,7 +121,7 @@ class MetaFollower:
         key = (message.key() or b"").decode()
         if topic == self.topics.owners:
             self.catalog.apply_owner(key, message.value())
-        elif not self.catalog.is_news(topic, key, offset):
+        elif not self.catalog.echoes.is_news(topic, key, offset):
             return  # the echo of a commit of ours: applied when it committed
         elif topic == self.topics.producers:
             self.catalog.apply_producer(key, message.value())

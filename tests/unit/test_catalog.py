@@ -25,17 +25,6 @@ def test_records_are_applied_in_log_order() -> None:
     assert catalog.stream("b", "s") is None
 
 
-def test_an_echo_is_known_by_its_offset_and_seen_once() -> None:
-    catalog = _catalog()
-    catalog.wrote([("meta", META.key, 7), ("producers", "b/s\x00p", 8)])
-    assert not catalog.is_news("meta", META.key, 3)  # older than ours
-    assert not catalog.is_news("meta", META.key, 7)  # ours
-    assert catalog.is_news("meta", META.key, 9)  # someone else's, after ours
-    assert catalog.is_news("meta", META.key, 7)  # forgotten once seen
-    assert catalog.is_news("meta", "stream:b/other", 1)  # never written here
-    assert not catalog.is_news("producers", "b/s\x00p", 8)
-
-
 def test_an_echo_of_an_older_state_never_undoes_a_newer_one() -> None:
     catalog = _catalog()
     current = META.evolve(next_offset=9, last_access_ms=5_000)
