@@ -122,6 +122,10 @@ class TopologyAdmin:
         try:
             entries: dict[str, Any] = await self._wait(futures[resource])
         except KafkaException as error:
+            if _code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                # Asked only of a topic the metadata listed or another instance just created:
+                # the broker answering has not learnt of it yet. Retried, never fatal.
+                raise BrokerUnavailable(f"describing topic {topic}: not known yet") from error
             raise _translate(error, f"describing topic {topic}") from error
         return {key: entry.value for key, entry in entries.items()}
 

@@ -70,3 +70,13 @@ async def test_deleting_a_topic_already_gone_succeeds(make_settings: SettingsFac
     assert await admin.topic_exists(name)
     await admin.delete_topics([name])
     await admin.delete_topics([name])  # a retry of a deletion that took effect
+
+
+async def test_describing_a_topic_not_known_yet_is_retriable(
+    make_settings: SettingsFactory,
+) -> None:
+    """What a broker that has not learnt of a topic another instance just created answers."""
+    settings = make_settings()
+    with pytest.raises(BrokerUnavailable) as raised:
+        await _admin(settings).describe_configs(f"{settings.topic_prefix}never.made")
+    assert raised.value.retriable
