@@ -23,13 +23,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import queue
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
+from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
 from topology.naming import owners_group, slots_topic
 
@@ -63,6 +63,7 @@ class SlotOwnership:
         self.group = owners_group(prefix)
         self.writers = writers
         self.timeout_s = timeout_s
+        self._confirmations = Confirmations(self.topic)
         self._config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
             "group.id": self.group,
@@ -71,15 +72,10 @@ class SlotOwnership:
             "session.timeout.ms": session_timeout_ms,
             "heartbeat.interval.ms": heartbeat_ms(session_timeout_ms),
             "enable.auto.commit": False,
-            "on_commit": self._committed,
+            "on_commit": self._confirmations.answered,
             "logger": logging.getLogger("librdkafka.owners"),
         }
         self._consumer: Consumer | None = None
-        self._confirming = threading.Lock()
-        self._confirmed = threading.Event()
-        self._confirm_error: KafkaError | None = None
-        self._late_answers = 0  # answers to confirmations that timed out, still to come
-        self._questions: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._holding = threading.Lock()
         self._held: set[int] = set()  # the slots assigned to us, as the callbacks said
         self.joined = False
@@ -115,46 +111,23 @@ class SlotOwnership:
         Only the consumer's own thread touches the consumer: calling it from a writer's
         thread while that thread polls was seen to block for good (in `assignment()` and in
         `commit()`), hanging the slot's requests. So the question is handed to the polling
-        loop, and the answer awaited for `timeout_s` at most.
+        loop (`adapter/cluster/confirmations.py`), and the answer awaited for `timeout_s` at
+        most, whatever other slots ask meanwhile.
         """
-        with self._confirming:
-            with self._holding:
-                if self._consumer is None or slot not in self._held:
-                    return False
-            self._confirmed.clear()
-            self._confirm_error = None
-            self._questions.put(slot)
-            if not self._confirmed.wait(self.timeout_s):
-                with self._holding:
-                    self._late_answers += 1
-                log.warning("cannot confirm ownership of slot %d: no answer in time", slot)
-                return False
-            if self._confirm_error is not None:
-                log.warning("ownership of slot %d not confirmed: %s", slot, self._confirm_error)
-                return False
-            return True
+        if not self._holds(slot):
+            return False
+        question = self._confirmations.ask(slot, self.timeout_s)
+        if question is None:
+            log.warning("cannot confirm ownership of slot %d: no answer in time", slot)
+            return False
+        if question.error is not None:
+            log.warning("ownership of slot %d not confirmed: %s", slot, question.error)
+            return False
+        return self._holds(slot)  # not revoked while the question was out
 
-    def _ask(self, consumer: Consumer) -> None:
-        """Send the pending ownership questions (on the consumer's thread, between polls)."""
-        while True:
-            try:
-                slot = self._questions.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                consumer.commit(offsets=[TopicPartition(self.topic, slot, 0)], asynchronous=True)
-            except KafkaException as error:
-                self._committed(error.args[0], [])
-
-    def _committed(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
-        """The answer to `confirm`'s commit (served by poll() on the consumer's thread)."""
+    def _holds(self, slot: int) -> bool:
         with self._holding:
-            late = self._late_answers > 0
-            self._late_answers -= late
-        if late:  # answers come in order: this one's question gave up
-            return
-        self._confirm_error = error
-        self._confirmed.set()
+            return self._consumer is not None and slot in self._held
 
     def _run(self) -> None:
         consumer = Consumer(self._config)
@@ -165,7 +138,7 @@ class SlotOwnership:
         try:
             while not self._stop.is_set():
                 consumer.poll(POLL_S)  # a rebalance callback's exception comes out here too
-                self._ask(consumer)
+                self._confirmations.send(consumer)
                 self.member_id = consumer.memberid() or ""
         except Exception as error:
             # Without this thread the instance owns no slot and never will again: stop it
@@ -174,6 +147,7 @@ class SlotOwnership:
             self._fail(error)
         finally:
             self._consumer = None
+            self._confirmations.abandon()
             consumer.close()  # revokes every slot through _revoked, then leaves the group
 
     # The callbacks run on the consumer's thread, inside poll() or close().
