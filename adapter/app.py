@@ -105,6 +105,7 @@ def build_parts(settings: Settings) -> Parts:
         settings.bootstrap_servers,
         settings.topic_prefix,
         settings.advertised_url,
+        settings.group_instance_id,
         settings.owner_session_timeout_ms,
         writers,
         settings.kafka_timeout_s,
