@@ -14,9 +14,9 @@ T is `kafka_timeout_ms`, the deadline of each broker call. A write on the owner:
 
 So the owner answers within 4T + 8T + 8T + 3T + 1 s = 23T + 1 s, provided at most one
 round of learning is needed and the queue holds at most one transaction's worth of batches;
-the writer does not enforce either yet (docs/operations.md, "Deadlines of a write"). The forwarder
-waits that long plus a margin for the hop, so a slow owner is never cut off while it can
-still answer, and the client then gets the owner's real answer.
+the writer does not enforce either yet (docs/operations.md, "Deadlines of a write"). The
+forwarder waits that long plus a margin for the hop, so a slow owner is never cut off while
+it can still answer, and the client then gets the owner's real answer.
 """
 
 from __future__ import annotations
