@@ -190,7 +190,7 @@ async def test_an_owner_killed_and_restarted_at_once_takes_its_slots_straight_ba
                 after = {a: await owned(session, a), b: await owned(session, b)}
                 forwarded = await _post(session, b, stream, "second\n")
                 body = await _read(session, a, stream)
-            b_since_kill = b_log.read_text()[b_seen:]
+                b_since_kill = b_log.read_text()[b_seen:]  # before A leaves, handing B its slots
     assert first == 204  # accepted at the first try, no 503 while ownership moves
     assert after == before  # the same slots, no other member's assignment changed
     assert not [line for line in b_since_kill.splitlines() if _changes_ownership(line)]
