@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from adapter.cluster.deadlines import forward_timeout_s
 from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
@@ -106,6 +107,7 @@ def build_parts(settings: Settings) -> Parts:
         settings.bootstrap_servers,
         settings.topic_prefix,
         settings.advertised_url,
+        settings.group_instance_id,
         settings.owner_session_timeout_ms,
         writers,
         settings.kafka_timeout_s,
@@ -178,7 +180,7 @@ def create_app(settings: Settings) -> web.Application:
     app[BUCKETS] = parts.buckets
     app[STREAMS] = parts.streams
     app[ROUTER] = parts.router
-    app[FORWARDER] = Forwarder(settings.kafka_timeout_s * 2 + 5)
+    app[FORWARDER] = Forwarder(forward_timeout_s(settings.kafka_timeout_s))
     app[LIVE_LIMITS] = live_limits(settings)
     app[health.READINESS] = Readiness(CHECKS)
     app.add_routes(health.routes)

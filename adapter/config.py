@@ -16,6 +16,9 @@ ENV_PREFIX = "DURABLE_KAFKA_"
 CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
 _TOPIC_PREFIX = re.compile(r"^[a-zA-Z0-9._-]{1,100}$")
 _ADVERTISE = re.compile(r"^https?://[^/\s]+/?$")
+# What Kafka accepts as a group.instance.id (the rule of topic names).
+_INSTANCE_ID = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_NOT_IN_INSTANCE_ID = re.compile(r"[^a-zA-Z0-9._-]")
 
 ColdBackend = Literal["fs", "s3"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
@@ -59,6 +62,7 @@ class Settings:
     write_slots: int = 8
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
+    instance_id: str = ""
 
     @property
     def host(self) -> str:
@@ -85,6 +89,12 @@ class Settings:
         elif ":" in host:
             host = f"[{host}]"
         return f"http://{host}:{self.port}"
+
+    @property
+    def group_instance_id(self) -> str:
+        """This instance's static member id in the owners' group: `instance_id`, else derived
+        from the advertised URL (every character Kafka refuses in an id made `_`)."""
+        return self.instance_id or _NOT_IN_INSTANCE_ID.sub("_", self.advertised_url)[:249]
 
     @property
     def kafka_timeout_s(self) -> float:
@@ -122,6 +132,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "write_slots": ("cluster", "write_slots"),
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
+    "instance_id": ("cluster", "instance_id"),
 }
 
 
@@ -247,6 +258,10 @@ def validate(settings: Settings) -> None:
         (
             1000 <= settings.owner_session_timeout_ms <= 300_000,
             "owner_session_timeout_ms must be in 1000..300000",
+        ),
+        (
+            not settings.instance_id or bool(_INSTANCE_ID.match(settings.instance_id)),
+            "instance_id: 1 to 249 of [a-zA-Z0-9._-]",
         ),
     ]
     for ok, message in checks:

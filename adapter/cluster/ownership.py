@@ -16,6 +16,14 @@ the slot writers on the event loop. Its `client.id` is the instance's advertised
 group's description (`kafka-consumer-groups --describe`) names each member by where it
 serves; forwarding does not read it: each new owner of a slot commits its URL to the owners
 topic (`adapter/cluster/slot_writers.py`, `adapter/cluster/routing.py`).
+
+Membership is static (`group.instance.id`, stable per instance): an instance killed and
+restarted at once rejoins as the same member and gets its slots back without a rebalance,
+instead of waiting for its dead incarnation's session to expire. A static member sends no
+LeaveGroup when it closes, so a clean stop unsubscribes first (which does send it): the slots
+move at once on a clean stop, after the session timeout on a crash. Two live processes with
+one instance id would fence each other in turn: one found in the group under another URL at
+start is refused, and a member fenced by a newcomer stops the process (exit 1).
 """
 
 from __future__ import annotations
@@ -23,19 +31,25 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka.admin import AdminClient, MemberDescription
 
+from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
 from topology.naming import owners_group, slots_topic
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2
+LEAVE_POLLS = 10  # after unsubscribe(): the revocation comes in the first, the rest is spare
+
+
+class InstanceIdInUse(RuntimeError):
+    """Another live process is the owners' group member with this instance's id."""
 
 
 def heartbeat_ms(session_timeout_ms: int) -> int:
@@ -55,31 +69,31 @@ class SlotOwnership:
         bootstrap_servers: str,
         prefix: str,
         advertised_url: str,
+        instance_id: str,
         session_timeout_ms: int,
         writers: SlotWriters,
         timeout_s: float,
     ) -> None:
         self.topic = slots_topic(prefix)
         self.group = owners_group(prefix)
+        self.url = advertised_url
+        self.instance_id = instance_id
         self.writers = writers
         self.timeout_s = timeout_s
+        self._confirmations = Confirmations(self.topic)
         self._config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
             "group.id": self.group,
+            "group.instance.id": instance_id,
             "client.id": advertised_url,
             "partition.assignment.strategy": "cooperative-sticky",
             "session.timeout.ms": session_timeout_ms,
             "heartbeat.interval.ms": heartbeat_ms(session_timeout_ms),
             "enable.auto.commit": False,
-            "on_commit": self._committed,
+            "on_commit": self._confirmations.answered,
             "logger": logging.getLogger("librdkafka.owners"),
         }
         self._consumer: Consumer | None = None
-        self._confirming = threading.Lock()
-        self._confirmed = threading.Event()
-        self._confirm_error: KafkaError | None = None
-        self._late_answers = 0  # answers to confirmations that timed out, still to come
-        self._questions: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._holding = threading.Lock()
         self._held: set[int] = set()  # the slots assigned to us, as the callbacks said
         self.joined = False
@@ -100,7 +114,7 @@ class SlotOwnership:
         self._stop.set()
         thread = self._thread
         if thread is not None:
-            await asyncio.to_thread(thread.join, self.timeout_s * 2)
+            await asyncio.to_thread(thread.join, self.timeout_s * 2 + LEAVE_POLLS * POLL_S)
 
     def confirm(self, slot: int) -> bool:
         """Ask the group coordinator (blocking; for a writer's thread) whether we hold `slot`.
@@ -115,66 +129,94 @@ class SlotOwnership:
         Only the consumer's own thread touches the consumer: calling it from a writer's
         thread while that thread polls was seen to block for good (in `assignment()` and in
         `commit()`), hanging the slot's requests. So the question is handed to the polling
-        loop, and the answer awaited for `timeout_s` at most.
+        loop (`adapter/cluster/confirmations.py`), and the answer awaited for `timeout_s` at
+        most, whatever other slots ask meanwhile.
         """
-        with self._confirming:
-            with self._holding:
-                if self._consumer is None or slot not in self._held:
-                    return False
-            self._confirmed.clear()
-            self._confirm_error = None
-            self._questions.put(slot)
-            if not self._confirmed.wait(self.timeout_s):
-                with self._holding:
-                    self._late_answers += 1
-                log.warning("cannot confirm ownership of slot %d: no answer in time", slot)
-                return False
-            if self._confirm_error is not None:
-                log.warning("ownership of slot %d not confirmed: %s", slot, self._confirm_error)
-                return False
-            return True
+        if not self._holds(slot):
+            return False
+        question = self._confirmations.ask(slot, self.timeout_s)
+        if question is None:
+            log.warning("cannot confirm ownership of slot %d: no answer in time", slot)
+            return False
+        if question.error is not None:
+            log.warning("ownership of slot %d not confirmed: %s", slot, question.error)
+            return False
+        return self._holds(slot)  # not revoked while the question was out
 
-    def _ask(self, consumer: Consumer) -> None:
-        """Send the pending ownership questions (on the consumer's thread, between polls)."""
-        while True:
-            try:
-                slot = self._questions.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                consumer.commit(offsets=[TopicPartition(self.topic, slot, 0)], asynchronous=True)
-            except KafkaException as error:
-                self._committed(error.args[0], [])
-
-    def _committed(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
-        """The answer to `confirm`'s commit (served by poll() on the consumer's thread)."""
+    def _holds(self, slot: int) -> bool:
         with self._holding:
-            late = self._late_answers > 0
-            self._late_answers -= late
-        if late:  # answers come in order: this one's question gave up
-            return
-        self._confirm_error = error
-        self._confirmed.set()
+            return self._consumer is not None and slot in self._held
 
     def _run(self) -> None:
+        try:
+            self._refuse_an_impostor()
+        except InstanceIdInUse as error:
+            log.error("%s", error)
+            self._fail(error)
+            return
         consumer = Consumer(self._config)
         self._consumer = consumer
         consumer.subscribe(
             [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
         )
+        failed = True
         try:
             while not self._stop.is_set():
-                consumer.poll(POLL_S)  # a rebalance callback's exception comes out here too
-                self._ask(consumer)
+                _check(consumer.poll(POLL_S))  # a rebalance callback's exception too
+                self._confirmations.send(consumer)
                 self.member_id = consumer.memberid() or ""
+            failed = False
+        except InstanceIdInUse as error:
+            log.error("%s", error)
+            self._fail(error)
         except Exception as error:
             # Without this thread the instance owns no slot and never will again: stop it
             # (exit 1) so that it is restarted, rather than let it look ready.
             log.exception("the slot ownership consumer failed")
             self._fail(error)
         finally:
+            self._close(consumer, leave=not failed)
+
+    def _close(self, consumer: Consumer, leave: bool) -> None:
+        """Close the consumer; on a clean stop, leave the group first (see the module doc)."""
+        try:
+            if leave:
+                consumer.unsubscribe()  # the revocation and the LeaveGroup are served in poll()
+                for _ in range(LEAVE_POLLS):
+                    consumer.poll(POLL_S)
+                    with self._holding:
+                        if not self._held:
+                            break
+                consumer.poll(POLL_S)  # sends the LeaveGroup, which close() alone would not
+        except KafkaException:
+            log.warning("leaving the owners' group failed", exc_info=True)
+        finally:
             self._consumer = None
-            consumer.close()  # revokes every slot through _revoked, then leaves the group
+            self._confirmations.abandon()
+            consumer.close()  # revokes every slot still held through _revoked
+
+    def _refuse_an_impostor(self) -> None:
+        """Refuse to start when our instance id is a member serving under another URL."""
+        config: dict[str, Any] = {
+            "bootstrap.servers": self._config["bootstrap.servers"],
+            "logger": logging.getLogger("librdkafka.owners"),  # not stderr
+        }
+        admin = AdminClient(config)
+        # librdkafka's own deadline ends the request (a described group timing out in our
+        # wait instead once crashed librdkafka, see docs/architecture.md, "Forwarding").
+        groups = admin.describe_consumer_groups([self.group], request_timeout=self.timeout_s)
+        try:
+            members = groups[self.group].result(self.timeout_s + 1).members
+        except (KafkaException, concurrent.futures.TimeoutError) as error:
+            log.warning("cannot check the owners' group for our instance id: %s", error)
+            return
+        other = impostor(members, self.instance_id, self.url)
+        if other is not None:
+            raise InstanceIdInUse(
+                f"instance id {self.instance_id!r} is already a member of {self.group} "
+                f"serving {other}: give each instance its own instance_id (or, if that "
+                f"instance is gone, wait for its session timeout to end)"
+            )
 
     # The callbacks run on the consumer's thread, inside poll() or close().
 
@@ -231,3 +273,28 @@ class SlotOwnership:
             log.warning("releasing write slots took longer than %.1fs", wait_s)
         except concurrent.futures.CancelledError:
             pass
+
+
+def impostor(members: Iterable[MemberDescription], instance_id: str, url: str) -> str | None:
+    """The URL another process serves under while holding our instance id, if any.
+
+    The same URL is our own former incarnation (killed, not yet expired): taking its place is
+    what static membership is for.
+    """
+    for member in members:
+        if member.group_instance_id == instance_id and member.client_id != url:
+            return str(member.client_id)
+    return None
+
+
+def _check(message: Message | None) -> None:
+    """Raise on a fatal consumer error (the only one: fenced by a member with our id)."""
+    error = None if message is None else message.error()
+    if error is None:
+        return
+    if error.code() == KafkaError._FATAL or error.fatal():
+        raise InstanceIdInUse(
+            f"the owners' consumer stopped: {error.str()}. Another process joined with this "
+            "instance's id: give each instance its own instance_id (or advertise_url)"
+        )
+    log.debug("owners' consumer: %s", error.str())

@@ -5,7 +5,10 @@ the previous owner's producer and aborts its open transaction), commit the slot'
 (this instance's URL) with that producer, then wait until the meta follower has applied the
 state topics up to their end offsets taken after that init, and only then accept writes for
 k. Losing slot k: refuse new writes at once, let the batches
-already submitted finish (bounded), then drop the producer.
+already submitted finish (bounded), then drop the producer. A writer fenced while the group
+still gives us its slot (its transaction outlived `transaction.timeout.ms`, say) would refuse
+every write for good: the first write that finds it fenced asks the coordinator, and if the
+slot is still ours, the writer is retired and the slot gained again with a new producer.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class SlotWriters:
         self._ready: set[int] = set()  # caught up: accepting writes
         self._changes = asyncio.Lock()
         self._retries: set[asyncio.Task[None]] = set()
+        self._renewing: set[int] = set()  # slots whose fenced writer is being replaced
         self.on_change: Callable[[], None] = lambda: None
         self.faults = WriterFaults()  # test-only fault injection, shared by every writer
         # Called when a writer's loop or a change of ownership dies of a bug: the instance
@@ -80,15 +84,20 @@ class SlotWriters:
     async def submit(
         self, slot: int, records: list[Record], finalize: Callable[[list[int]], list[StateEntry]]
     ) -> list[int]:
-        if slot not in self._ready:
-            raise LogUnavailable(f"write slot {slot} is not owned here (ownership is moving)")
-        return await self._slots[slot].writer.submit(records, finalize)
+        return await self._writer(slot).submit(records, finalize)
 
     def enqueue(self, slot: int, batch: WriteBatch) -> WriteBatch:
         """Queue a batch without waiting for it (its future tells the outcome)."""
+        return self._writer(slot).enqueue(batch)
+
+    def _writer(self, slot: int) -> LogWriter:
         if slot not in self._ready:
             raise LogUnavailable(f"write slot {slot} is not owned here (ownership is moving)")
-        return self._slots[slot].writer.enqueue(batch)
+        writer = self._slots[slot].writer
+        if writer.fenced:
+            self._renew_soon(slot, writer)
+            raise LogUnavailable(f"write slot {slot}: its producer was fenced; retry")
+        return writer
 
     def guesses(self) -> GuessCounts:
         """Offset guesses of the writers this instance has now (see adapter/log/tails.py)."""
@@ -157,6 +166,30 @@ class SlotWriters:
             return False
         self._slots[slot] = _Slot(writer, task)
         return True
+
+    def _renew_soon(self, slot: int, writer: LogWriter) -> None:
+        if slot in self._renewing:
+            return
+        self._renewing.add(slot)
+        task = asyncio.create_task(self._renew(slot, writer), name=f"renew-{slot}")
+        self._retries.add(task)
+        task.add_done_callback(self._retries.discard)
+        task.add_done_callback(lambda _task: self._renewing.discard(slot))
+        task.add_done_callback(self._gain_ended)
+
+    async def _renew(self, slot: int, writer: LogWriter) -> None:
+        """Replace a fenced writer if the coordinator says the slot is still ours."""
+        if not await asyncio.to_thread(self._may_reinit, slot):
+            return  # not ours: the rebalance that says so retires the writer
+        async with self._changes:
+            entry = self._slots.get(slot)
+            if entry is None or entry.writer is not writer or slot not in self._assigned:
+                return
+            log.warning("write slot %d: still ours but its writer was fenced; renewing", slot)
+            self._ready.discard(slot)
+            self.on_change()
+            await self._retire(slot, 0)
+        await self.gain([slot])
 
     def _retry(self, slot: int) -> None:
         if slot in self._assigned and slot not in self._slots:

@@ -1,4 +1,5 @@
-"""Two adapter processes on one topic prefix: kill -9 of a slot owner, and a resumed zombie."""
+"""Two adapter processes on one topic prefix: kill -9 of a slot owner (with and without a
+restart), and a resumed zombie."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ import pytest
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, signal_adapter, slot_of, stream_in, until_owned
+from tests.cluster import (
+    TEXT,
+    cluster_env,
+    owned,
+    signal_adapter,
+    slot_of,
+    stream_in,
+    until_owned,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -145,3 +154,45 @@ async def test_a_resumed_zombie_never_applies_a_write(
     assert lines[0] == "a0\n"
     assert lines.index("b1\n") < lines.index("b2\n")
     assert "lost write slots" in (tmp_path / "a.log").read_text()  # A saw it was replaced
+
+
+OWNERSHIP_CHANGES = ("assigned write slots", "revoked write slots", "lost write slots")
+
+
+def _changes_ownership(log_line: str) -> bool:
+    """A log line of a slot gained or lost (cooperative rebalances also log empty rounds)."""
+    return any(change in log_line for change in OWNERSHIP_CHANGES) and "[]" not in log_line
+
+
+@pytest.mark.timeout(300)
+async def test_an_owner_killed_and_restarted_at_once_takes_its_slots_straight_back(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"static{unique}."
+    # The dead incarnation's session outlasts the test: only static membership can hand
+    # its slots back (a new dynamic member would wait for it and never become ready).
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    env["DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS"] = "300000"
+    a_port, b_log = free_port(), tmp_path / "b.log"
+    # A fresh connection per request: none kept alive to the killed process is reused.
+    connector = aiohttp.TCPConnector(force_close=True)
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        with running_adapter(env, b_log, free_port()) as b:
+            with running_adapter(env, tmp_path / "a.log", a_port) as a:
+                before = await until_owned(session, {a: None, b: None})
+                stream = stream_in(prefix, before[a], "s")
+                assert (await session.put(f"{a}/v1/stream/{stream}", headers=TEXT)).status == 201
+                b_seen = len(b_log.read_text())
+                signal_adapter(a_port, signal.SIGKILL)
+            with running_adapter(env, tmp_path / "a2.log", a_port) as a:  # /readyz said 200
+                first = await _post(session, a, stream, "first\n")
+                after = {a: await owned(session, a), b: await owned(session, b)}
+                forwarded = await _post(session, b, stream, "second\n")
+                body = await _read(session, a, stream)
+                b_since_kill = b_log.read_text()[b_seen:]  # before A leaves, handing B its slots
+    assert first == 204  # accepted at the first try, no 503 while ownership moves
+    assert after == before  # the same slots, no other member's assignment changed
+    assert not [line for line in b_since_kill.splitlines() if _changes_ownership(line)]
+    assert forwarded == 204
+    assert body == "first\nsecond\n"

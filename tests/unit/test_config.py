@@ -105,12 +105,25 @@ def test_the_advertised_url_defaults_to_the_listen_address() -> None:
     assert Settings(listen="0.0.0.0:4000").advertised_url != "http://0.0.0.0:4000"
 
 
+def test_the_instance_id_is_stable_and_derived_from_the_advertised_url() -> None:
+    assert Settings(listen="127.0.0.1:4000").group_instance_id == "http___127.0.0.1_4000"
+    assert Settings(listen="[::1]:4000").group_instance_id == "http______1__4000"
+    assert Settings(advertise_url="https://a.b:1/").group_instance_id == "https___a.b_1"
+
+
+def test_an_instance_id_given_is_taken_as_it_is(tmp_path: Path) -> None:
+    settings = load(_toml(tmp_path, '[cluster]\ninstance_id = "adapter-1"\n'), {}, {})
+    assert settings.group_instance_id == "adapter-1"
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
         ({"write_slots": "0"}, "write_slots"),
         ({"advertise_url": "adapter:4437"}, "advertise_url"),
         ({"owner_session_timeout_ms": "10"}, "owner_session_timeout_ms"),
+        ({"instance_id": "adapter 1"}, "instance_id"),
+        ({"instance_id": "a" * 250}, "instance_id"),
     ],
 )
 def test_cluster_settings_are_validated(flags: dict[str, str], message: str) -> None:

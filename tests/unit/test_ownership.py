@@ -1,10 +1,11 @@
-"""The owners' group consumer's settings: heartbeats short enough to keep rebalances brief."""
+"""The owners' group consumer: heartbeats short enough to keep rebalances brief; no impostor."""
 
 from __future__ import annotations
 
 import pytest
+from confluent_kafka.admin import MemberAssignment, MemberDescription
 
-from adapter.cluster.ownership import heartbeat_ms
+from adapter.cluster.ownership import heartbeat_ms, impostor
 
 
 @pytest.mark.parametrize(
@@ -14,3 +15,19 @@ def test_owners_heartbeat_is_a_third_of_the_session_at_most_a_second(
     session_ms: int, heartbeat: int
 ) -> None:
     assert heartbeat_ms(session_ms) == heartbeat
+
+
+def _member(instance_id: str, client_id: str) -> MemberDescription:
+    return MemberDescription(
+        "m", client_id, "/127.0.0.1", MemberAssignment([]), group_instance_id=instance_id
+    )
+
+
+def test_our_former_incarnation_is_no_impostor() -> None:
+    members = [_member("a", "http://a:1"), _member("b", "http://b:1")]
+    assert impostor(members, "a", "http://a:1") is None
+    assert impostor(members, "c", "http://c:1") is None
+
+
+def test_our_instance_id_under_another_url_is_an_impostor() -> None:
+    assert impostor([_member("a", "http://b:1")], "a", "http://a:1") == "http://b:1"
