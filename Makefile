@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help run up down status test conformance bench bench-smoke lint typecheck deps venv clean
+.PHONY: help run up down status cluster-up cluster-down faults test conformance bench bench-smoke lint typecheck deps venv clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -25,6 +25,16 @@ up: venv  ## the same stack in the background; returns when /readyz answers 200
 
 down: venv  ## stop the background adapter, Kafka and MinIO (idempotent)
 	$(PY) -m devstack down adapter kafka minio
+
+cluster-up: venv  ## three Kafka brokers (KRaft, 3 voters) on 127.0.0.1:19092,19192,19292
+	$(PY) -m devstack up cluster
+	@echo "use: DURABLE_KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:19092,127.0.0.1:19192,127.0.0.1:19292 DURABLE_KAFKA_REPLICATION_FACTOR=3 DURABLE_KAFKA_MIN_INSYNC_REPLICAS=2"
+
+cluster-down: venv  ## stop the three brokers of cluster-up (their data stays in .data/cluster)
+	$(PY) -m devstack down cluster
+
+faults: deps  ## the long fault suite on its own 3-broker cluster (SEED=n, ONLY="leader_kill ...")
+	$(PY) -m tests.faults --seed $(or $(SEED),1) $(if $(ONLY),--only $(ONLY))
 
 status: venv  ## which local services answer
 	$(PY) -m devstack status

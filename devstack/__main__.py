@@ -7,12 +7,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from devstack import adapter, browser, kafka, minio, spark
+from devstack import adapter, browser, cluster, kafka, minio, spark
 from devstack.paths import data_dir
 from devstack.process import ServiceError
 
 KAFKA = kafka.KafkaNode(home=data_dir() / "kafka")
 MINIO = minio.MinioNode(home=data_dir() / "minio")
+# `make cluster-up`: three brokers on fixed loopback ports, apart from the single node's.
+CLUSTER_HOME = data_dir() / "cluster"
+CLUSTER_PORTS = [(19092, 19093), (19192, 19193), (19292, 19293)]
 ADAPTER_HOME = data_dir() / "adapter"
 ADAPTER_URL = "http://127.0.0.1:4437"  # the protocol's default port, on loopback
 
@@ -31,6 +34,12 @@ SERVICES: dict[str, Service] = {
         down=lambda: kafka.stop(KAFKA),
         fetch=kafka.jars_dir,
         status=lambda: kafka.answers_metadata(KAFKA.bootstrap_servers),
+    ),
+    "cluster": Service(
+        up=lambda: cluster.start_cluster(CLUSTER_HOME, CLUSTER_PORTS),
+        down=lambda: cluster.stop_cluster(CLUSTER_HOME),
+        fetch=kafka.jars_dir,
+        status=lambda: cluster.is_up(CLUSTER_HOME),
     ),
     "minio": Service(
         up=lambda: minio.start(MINIO),
@@ -60,6 +69,10 @@ SERVICES: dict[str, Service] = {
 }
 
 
+# Not part of "all" (but of status): the 3-broker cluster is asked for by name (`make cluster-up`).
+OPT_IN = {"cluster"}
+
+
 def run(action: str, service: Service) -> str:
     if action == "up":
         return f"up at {service.up()}"
@@ -80,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown service(s): {', '.join(sorted(unknown))}")
     try:
-        for name in args.services or list(SERVICES):
+        default = [n for n in SERVICES if args.action == "status" or n not in OPT_IN]
+        for name in args.services or default:
             print(f"{name}: {run(args.action, SERVICES[name])}", flush=True)
     except ServiceError as error:
         print(f"error: {error}", file=sys.stderr)

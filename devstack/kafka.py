@@ -16,6 +16,9 @@ from devstack.process import ServiceError, ServiceProcess, port_open, run_checke
 KAFKA_VERSION = "4.3.1"
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 START_TIMEOUT_S = 90.0
+# Partitions of __transaction_state (and __consumer_offsets): which one holds a transactional
+# id, and so which broker coordinates it, follows from this count.
+TRANSACTION_STATE_PARTITIONS = 10
 
 _LOG4J2 = """\
 status = warn
@@ -40,6 +43,11 @@ class KafkaNode:
     port: int = 9092
     controller_port: int = 9093
     heap: str = "512m"
+    node_id: int = 1
+    # A multi-node quorum: `id@host:port,...` of every voter, and the replicas of the internal
+    # topics. Empty: this node is the only voter and every internal topic has one replica.
+    voters: str = ""
+    replicas: int = 1
 
     @property
     def bootstrap_servers(self) -> str:
@@ -57,12 +65,15 @@ def jars_dir() -> Path:
 
 
 def server_properties(node: KafkaNode) -> str:
-    """Single-node settings: transactions and compacted topics work with one replica."""
+    """Combined broker+controller settings; on one node, transactions and compacted topics work
+    with one replica, on three the internal topics get 3 replicas and need 2 in sync."""
+    voters = node.voters or f"{node.node_id}@127.0.0.1:{node.controller_port}"
+    min_isr = min(2, node.replicas)
     return "\n".join(
         [
             "process.roles=broker,controller",
-            "node.id=1",
-            f"controller.quorum.voters=1@127.0.0.1:{node.controller_port}",
+            f"node.id={node.node_id}",
+            f"controller.quorum.voters={voters}",
             f"listeners=PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
             f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port}",
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -71,13 +82,15 @@ def server_properties(node: KafkaNode) -> str:
             f"log.dirs={node.home / 'logs'}",
             "num.partitions=1",
             "auto.create.topics.enable=false",
-            "offsets.topic.replication.factor=1",
-            "offsets.topic.num.partitions=10",
-            "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1",
-            "transaction.state.log.num.partitions=10",
-            "share.coordinator.state.topic.replication.factor=1",
-            "share.coordinator.state.topic.min.isr=1",
+            f"offsets.topic.replication.factor={node.replicas}",
+            f"offsets.topic.num.partitions={TRANSACTION_STATE_PARTITIONS}",
+            f"transaction.state.log.replication.factor={node.replicas}",
+            f"transaction.state.log.min.isr={min_isr}",
+            f"transaction.state.log.num.partitions={TRANSACTION_STATE_PARTITIONS}",
+            f"share.coordinator.state.topic.replication.factor={node.replicas}",
+            f"share.coordinator.state.topic.min.isr={min_isr}",
+            # The default of topics created without one (__consumer_offsets among them).
+            f"min.insync.replicas={min_isr}",
             "group.initial.rebalance.delay.ms=0",
             "",
         ]
@@ -105,15 +118,17 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
-def _format_storage(node: KafkaNode) -> None:
-    """Write the config and format the log directory once; later starts reuse both."""
+def _format_storage(node: KafkaNode, cluster_id: str | None = None) -> None:
+    """Write the config and format the log directory once; later starts reuse both.
+
+    The nodes of one cluster are formatted with the same `cluster_id`."""
     node.home.mkdir(parents=True, exist_ok=True)
     config = node.home / "server.properties"
     config.write_text(server_properties(node))
     (node.home / "log4j2.properties").write_text(_LOG4J2)
     if (node.home / "logs" / "meta.properties").exists():
         return
-    cluster_id = new_cluster_id()
+    cluster_id = cluster_id or new_cluster_id()
     run_checked(
         _java_argv(
             node, "kafka.tools.StorageTool", "format", "-g", "-t", cluster_id, "-c", str(config)
@@ -139,15 +154,19 @@ def start(node: KafkaNode) -> str:
     """Start the broker unless one already answers there; return its bootstrap servers."""
     if answers_metadata(node.bootstrap_servers):
         return node.bootstrap_servers
-    if node.process.pid() is None:
-        if port_open("127.0.0.1", node.port) or port_open("127.0.0.1", node.controller_port):
-            raise ServiceError(
-                f"ports {node.port}/{node.controller_port} are taken by another process"
-            )
-        _format_storage(node)
-        node.process.spawn(_java_argv(node, "kafka.Kafka", str(node.home / "server.properties")))
+    spawn(node)
     node.process.wait_ready(lambda: answers_metadata(node.bootstrap_servers), START_TIMEOUT_S)
     return node.bootstrap_servers
+
+
+def spawn(node: KafkaNode, cluster_id: str | None = None) -> None:
+    """Start the broker's process unless it runs already; do not wait for it to answer."""
+    if node.process.pid() is not None:
+        return
+    if port_open("127.0.0.1", node.port) or port_open("127.0.0.1", node.controller_port):
+        raise ServiceError(f"ports {node.port}/{node.controller_port} are taken by another process")
+    _format_storage(node, cluster_id)
+    node.process.spawn(_java_argv(node, "kafka.Kafka", str(node.home / "server.properties")))
 
 
 def stop(node: KafkaNode) -> None:

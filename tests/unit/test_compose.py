@@ -21,6 +21,8 @@ from adapter.config import ENV_PREFIX, ConfigError, Settings, env_name, load, se
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("kafka", "minio", "minio-init", "adapter", "spark")
+BROKERS = ("kafka-1", "kafka-2", "kafka-3")  # the `cluster` profile
+CLUSTER = (*BROKERS, "adapter-cluster")
 
 
 # --- docker-compose.yml ---------------------------------------------------------------------
@@ -77,10 +79,10 @@ def published(name: str) -> dict[int, int]:
     return {int(container): int(host) for host, container in pairs}
 
 
-def listeners(variable: str) -> dict[str, tuple[str, int]]:
-    """`NAME://host:port,...` from the kafka service's environment, by listener name."""
+def listeners(variable: str, broker: str = "kafka") -> dict[str, tuple[str, int]]:
+    """`NAME://host:port,...` from a broker service's environment, by listener name."""
     found: dict[str, tuple[str, int]] = {}
-    for entry in environment("kafka")[variable].split(","):
+    for entry in environment(broker)[variable].split(","):
         listener, _, address = entry.partition("://")
         host, _, port = address.rpartition(":")
         found[listener] = (host, int(port))
@@ -100,19 +102,22 @@ def test_every_service_exists() -> None:
     assert set(SERVICES) <= set(compose()["services"])
 
 
-def test_only_spark_is_behind_a_profile() -> None:
-    assert service("spark")["profiles"] == ["spark"]
-    assert [name for name in SERVICES if "profiles" in service(name)] == ["spark"]
+def test_only_spark_and_the_cluster_are_behind_profiles() -> None:
+    profiled = {name: spec.get("profiles") for name, spec in compose()["services"].items()}
+    assert {name: p for name, p in profiled.items() if p} == {
+        "spark": ["spark"],
+        **{name: ["cluster"] for name in CLUSTER},
+    }
 
 
 def test_every_durable_kafka_variable_is_a_setting() -> None:
     known = {env_name(name) for name in setting_names()}
-    used = {(name, var) for name in SERVICES for var in durable_environment(name)}
+    used = {(name, var) for name in SERVICES + CLUSTER for var in durable_environment(name)}
     assert used, "no service sets a DURABLE_KAFKA_* variable"
     assert {(name, var) for name, var in used if var not in known} == set()
 
 
-@pytest.mark.parametrize("name", SERVICES)
+@pytest.mark.parametrize("name", SERVICES + CLUSTER)
 def test_durable_kafka_values_load(name: str) -> None:
     env = durable_environment(name)
     try:
@@ -190,6 +195,63 @@ def test_start_order_waits_for_health() -> None:
 def test_adapter_healthcheck_asks_readyz_on_the_listen_port() -> None:
     check = " ".join(argv(service("adapter")["healthcheck"]["test"]))
     assert f":{adapter_settings().port}/readyz" in check
+
+
+# --- the `cluster` profile: three brokers, an adapter with durable topics on them -----------
+
+
+def cluster_settings() -> Settings:
+    return load(None, durable_environment("adapter-cluster"), {})
+
+
+def test_cluster_brokers_form_one_three_voter_quorum() -> None:
+    ids = [environment(name)["KAFKA_NODE_ID"] for name in BROKERS]
+    assert sorted(ids) == ["1", "2", "3"]
+    assert len({environment(name)["CLUSTER_ID"] for name in BROKERS}) == 1
+    for name, node_id in zip(BROKERS, ids, strict=True):
+        env = environment(name)
+        assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+        voters = dict(v.split("@") for v in env["KAFKA_CONTROLLER_QUORUM_VOTERS"].split(","))
+        controllers = {
+            voter: host_port(address) for voter, address in voters.items()
+        }  # every voter is a broker service's CONTROLLER listener
+        assert set(controllers) == {"1", "2", "3"}
+        assert controllers[node_id] == (
+            service(name)["hostname"],
+            listeners("KAFKA_LISTENERS", name)["CONTROLLER"][1],
+        )
+
+
+def test_cluster_internal_topics_have_three_replicas_two_in_sync() -> None:
+    for name in BROKERS:
+        env = environment(name)
+        assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "3"
+        assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == "3"
+        assert env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == "2"
+        assert env["KAFKA_MIN_INSYNC_REPLICAS"] == "2"
+
+
+def test_cluster_adapter_writes_durable_topics_on_every_broker() -> None:
+    settings = cluster_settings()
+    assert (settings.replication_factor, settings.min_insync_replicas) == (3, 2)
+    assert settings.topic_prefix != adapter_settings().topic_prefix
+    hosts = {host_port(address) for address in settings.bootstrap_servers.split(",")}
+    advertised = {listeners("KAFKA_ADVERTISED_LISTENERS", b)["PLAINTEXT"] for b in BROKERS}
+    assert hosts == advertised
+    assert set(depends_on("adapter-cluster")) == {*BROKERS, "minio-init"}
+    assert all(depends_on("adapter-cluster")[b] == "service_healthy" for b in BROKERS)
+
+
+def test_cluster_host_listeners_are_published_apart() -> None:
+    ports = []
+    for name in BROKERS:
+        host, port = listeners("KAFKA_ADVERTISED_LISTENERS", name)["EXTERNAL"]
+        assert host == "localhost"
+        assert published(name) == {port: port}
+        ports.append(port)
+    assert len(set(ports)) == 3
+    assert 4437 not in published("adapter-cluster").values()
+    assert list(published("adapter-cluster")) == [cluster_settings().port]
 
 
 # --- Dockerfile and pyproject.toml ----------------------------------------------------------

@@ -1,0 +1,182 @@
+"""The checker: a recorded history against what Kafka holds, and each instance's final view
+against a fresh replay. Pure: the runner gathers the inputs, this decides.
+
+Invariants (each breach is an anomaly, and any anomaly fails the run):
+- lost: an acknowledged append (or close) is not in the log;
+- duplicated: one logical append is in the log more than once;
+- reordered: a producer's records are not in increasing `Producer-Seq` order;
+- phantom: data whose every attempt was answered 4xx (or every one 5xx) is in the log;
+- closure: data after a stream's close record, or an append acknowledged after its close was;
+- stale reads: what a client was served differs from the log's data records at those offsets;
+- divergent: an instance's HEAD/GET of a stream differs from a fresh instance's, or the fresh
+  instance's from the log.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tests.faults.history import History, LogRecord, Outcome, View, Write
+
+KINDS = ("lost", "duplicated", "reordered", "phantom", "closure", "stale_reads", "divergent")
+
+
+@dataclass
+class Report:
+    name: str
+    operations: int = 0
+    acknowledged: int = 0
+    longest_unavailable_s: float = 0.0
+    anomalies: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+
+    def add(self, kind: str, detail: str) -> None:
+        self.anomalies[kind].append(detail)
+
+    def count(self, kind: str) -> int:
+        return len(self.anomalies[kind])
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.anomalies.values())
+
+    def line(self) -> str:
+        counts = " ".join(f"{kind}={self.count(kind)}" for kind in KINDS)
+        return (
+            f"{self.name}: operations={self.operations} acknowledged={self.acknowledged} "
+            f"{counts} longest_unavailable={self.longest_unavailable_s:.1f}s"
+        )
+
+    def details(self, limit: int = 5) -> str:
+        return "\n".join(
+            f"  {kind}: {detail}"
+            for kind, found in self.anomalies.items()
+            for detail in found[:limit]
+        )
+
+
+def check(
+    name: str,
+    history: History,
+    log: Iterable[LogRecord],
+    views: Mapping[str, Mapping[str, View]] | None = None,
+    fresh: str = "",
+) -> Report:
+    records = sorted(log, key=lambda r: (r.stream, r.offset))
+    by_stream: dict[str, list[LogRecord]] = defaultdict(list)
+    for record in records:
+        by_stream[record.stream].append(record)
+    report = Report(name, history.operations)
+    report.acknowledged = sum(w.outcome is Outcome.ACK for w in history.writes)
+    report.longest_unavailable_s = longest_unavailable(history.writes)
+    _exactly_once(report, history.writes, records)
+    _producer_order(report, records)
+    _closures(report, history.writes, by_stream)
+    _reads(report, history, by_stream)
+    if views:
+        _views(report, views, fresh, by_stream)
+    return report
+
+
+def _exactly_once(report: Report, writes: list[Write], records: list[LogRecord]) -> None:
+    found = Counter(r.payload for r in records if r.payload is not None)
+    attempts: dict[str, list[Write]] = defaultdict(list)
+    for write in writes:
+        if write.payload is not None:
+            attempts[write.payload].append(write)
+    for payload, tries in attempts.items():
+        outcomes = {t.outcome for t in tries}
+        if Outcome.ACK in outcomes and found[payload] == 0:
+            report.add("lost", f"{payload} acknowledged on {tries[0].stream}, not in the log")
+        if found[payload] and outcomes <= {Outcome.REJECTED}:
+            report.add("phantom", f"{payload}: every attempt answered 4xx, yet in the log")
+        if found[payload] and outcomes <= {Outcome.FAILED}:
+            report.add("phantom", f"{payload}: every attempt answered 5xx, yet in the log")
+    for payload, count in found.items():
+        if count > 1:
+            report.add("duplicated", f"{payload} is in the log {count} times")
+
+
+def _producer_order(report: Report, records: list[LogRecord]) -> None:
+    last: dict[tuple[str, str, int], int] = {}
+    for record in records:
+        if record.producer is None:
+            continue
+        key = (record.stream, record.producer.producer_id, record.producer.epoch)
+        if key in last and record.producer.seq <= last[key]:
+            report.add(
+                "reordered",
+                f"{key}: seq {record.producer.seq} at offset {record.offset} after {last[key]}",
+            )
+        last[key] = max(last.get(key, -1), record.producer.seq)
+
+
+def _closures(
+    report: Report, writes: list[Write], by_stream: Mapping[str, list[LogRecord]]
+) -> None:
+    for stream, records in by_stream.items():
+        closes = [r.offset for r in records if r.control == "close"]
+        if closes:
+            after = [r for r in records if r.payload is not None and r.offset > closes[0]]
+            if after:
+                report.add("closure", f"{stream}: {len(after)} data record(s) after its close")
+    closed_at: dict[str, float] = {}
+    for write in writes:
+        if write.close and write.outcome is Outcome.ACK:
+            closed_at[write.stream] = min(
+                closed_at.get(write.stream, write.completed), write.completed
+            )
+            if not any(r.control == "close" for r in by_stream.get(write.stream, [])):
+                report.add("lost", f"{write.stream}: close acknowledged, no close record")
+    for write in writes:
+        done = closed_at.get(write.stream)
+        acked_data = not write.close and write.outcome is Outcome.ACK
+        if done is not None and acked_data and write.invoked > done:
+            report.add("closure", f"{write.payload} acknowledged after {write.stream} closed")
+
+
+def _reads(report: Report, history: History, by_stream: Mapping[str, list[LogRecord]]) -> None:
+    for read in history.reads:
+        expected = tuple(
+            r.payload
+            for r in by_stream.get(read.stream, [])
+            if r.payload is not None and read.start <= r.offset < read.next_offset
+        )
+        if expected != read.payloads:
+            report.add(
+                "stale_reads",
+                f"{read.kind} of {read.stream} [{read.start}, {read.next_offset}) served "
+                f"{list(read.payloads)[:4]}…, the log holds {list(expected)[:4]}…",
+            )
+
+
+def _views(
+    report: Report,
+    views: Mapping[str, Mapping[str, View]],
+    fresh: str,
+    by_stream: Mapping[str, list[LogRecord]],
+) -> None:
+    reference = views[fresh]
+    for stream, view in reference.items():
+        if view.status == 200:
+            logged = tuple(r.payload for r in by_stream.get(stream, []) if r.payload is not None)
+            if view.payloads != logged:
+                report.add("divergent", f"{fresh} serves {stream} unlike the log")
+    for instance, seen in views.items():
+        for stream, view in seen.items():
+            if instance != fresh and view != reference.get(stream):
+                report.add(
+                    "divergent", f"{instance} {stream}: {view} vs fresh {reference.get(stream)}"
+                )
+
+
+def longest_unavailable(writes: list[Write]) -> float:
+    """The longest time between two acknowledged writes while writes were being tried."""
+    if not writes:
+        return 0.0
+    acks = sorted(w.completed for w in writes if w.outcome is Outcome.ACK)
+    start, end = min(w.invoked for w in writes), max(w.completed for w in writes)
+    marks = [start, *acks, end]
+    return max(b - a for a, b in itertools.pairwise(marks))

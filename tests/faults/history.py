@@ -1,0 +1,111 @@
+"""What the fault suite records: every client operation with its times and outcome, and every
+record a fresh `read_committed` consumer finds in Kafka."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    """How one HTTP attempt ended, as the client saw it."""
+
+    ACK = "ack"  # 2xx
+    REJECTED = "rejected"  # 4xx: the server says it did nothing
+    FAILED = "failed"  # 5xx: the server says it did nothing (or answers the real outcome)
+    TIMEOUT = "timeout"  # no answer in time: unknown
+    LOST = "lost"  # connection lost: unknown
+
+    @classmethod
+    def of_status(cls, status: int) -> Outcome:
+        if 200 <= status < 300:
+            return cls.ACK
+        return cls.REJECTED if 400 <= status < 500 else cls.FAILED
+
+
+@dataclass(frozen=True)
+class Producer:
+    producer_id: str
+    epoch: int
+    seq: int
+
+
+@dataclass(frozen=True)
+class Write:
+    """One attempt of an append (or a close: `close` with or without a payload).
+
+    `payload` names the logical append: the same across retries of one append with
+    `Producer-*` or `Stream-Seq`, fresh for every attempt of a plain append (never retried).
+    """
+
+    stream: str
+    payload: str | None
+    invoked: float
+    completed: float
+    outcome: Outcome
+    status: int = 0
+    producer: Producer | None = None
+    close: bool = False
+    instance: str = ""
+
+
+@dataclass(frozen=True)
+class Read:
+    """Messages a client was served (GET, long-poll or one SSE data+control pair), with the
+    Kafka offsets they came from: every data record of the stream in [start, next_offset)."""
+
+    stream: str
+    start: int
+    next_offset: int
+    payloads: tuple[str, ...]
+    completed: float
+    kind: str = "get"
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """A create or delete of a stream."""
+
+    stream: str
+    action: str  # "create" | "delete"
+    invoked: float
+    completed: float
+    outcome: Outcome
+    status: int = 0
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One committed record of a stream, decoded with topology/wire.py."""
+
+    stream: str
+    offset: int
+    payload: str | None  # a data record's payload id; None for a control record
+    control: str | None = None  # "create" | "close" | "delete"
+    producer: Producer | None = None
+
+
+@dataclass(frozen=True)
+class View:
+    """What one instance answers for a stream at the end: HEAD and a full GET."""
+
+    status: int
+    next_offset: int | None
+    closed: bool
+    payloads: tuple[str, ...]
+
+
+@dataclass
+class History:
+    writes: list[Write] = field(default_factory=list)
+    reads: list[Read] = field(default_factory=list)
+    lifecycle: list[Lifecycle] = field(default_factory=list)
+
+    @staticmethod
+    def now() -> float:
+        return time.monotonic()
+
+    @property
+    def operations(self) -> int:
+        return len(self.writes) + len(self.reads) + len(self.lifecycle)

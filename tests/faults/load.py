@@ -1,0 +1,248 @@
+"""Mixed client load through several instances, every attempt recorded in a History."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+import aiohttp
+
+from tests.faults.history import History, Lifecycle, Outcome, Producer, Read, View, Write
+from topology.wire import decode_token
+
+JSON = {"Content-Type": "application/json"}
+REQUEST_TIMEOUT_S = 8.0
+PAUSE_S = 0.02  # between a worker's operations: load, not a flood, on 2 shared cores
+
+
+@dataclass
+class Answer:
+    outcome: Outcome
+    status: int = 0
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+@dataclass
+class Load:
+    session: aiohttp.ClientSession
+    bases: dict[str, str]  # instance name -> base URL, the ones clients may use now
+    rng: random.Random
+    history: History = field(default_factory=History)
+    streams: set[str] = field(default_factory=set)
+    running: bool = True
+    counter: int = 0
+    workers: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def spawn(self, work: Awaitable[None]) -> None:
+        """Run a worker until the load stops (`running` false); `finish` awaits them all."""
+        self.workers.append(asyncio.ensure_future(work))
+
+    async def finish(self, timeout_s: float) -> None:
+        self.running = False
+        await asyncio.wait_for(asyncio.gather(*self.workers), timeout_s)
+
+    def url(self, stream: str, instance: str | None = None) -> tuple[str, str]:
+        name = instance or self.rng.choice(sorted(self.bases))
+        return name, f"{self.bases[name]}/v1/stream/{stream}"
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    async def call(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> Answer:
+        timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
+        try:
+            async with self.session.request(
+                method, url, headers=headers, data=body, timeout=timeout
+            ) as reply:
+                content = await reply.read()
+                return Answer(Outcome.of_status(reply.status), reply.status, reply.headers, content)
+        except TimeoutError:
+            return Answer(Outcome.TIMEOUT)
+        except aiohttp.ClientError:
+            return Answer(Outcome.LOST)
+
+    async def write(
+        self,
+        stream: str,
+        payload: str | None,
+        producer: Producer | None = None,
+        close: bool = False,
+        seq: str | None = None,
+    ) -> Write:
+        headers = dict(JSON)
+        if producer is not None:
+            headers |= {
+                "Producer-Id": producer.producer_id,
+                "Producer-Epoch": str(producer.epoch),
+                "Producer-Seq": str(producer.seq),
+            }
+        if close:
+            headers["Stream-Closed"] = "true"
+        if seq is not None:
+            headers["Stream-Seq"] = seq
+        body = json.dumps({"p": payload}).encode() if payload is not None else b""
+        instance, url = self.url(stream)
+        invoked = self.history.now()
+        answer = await self.call("POST", url, headers, body)
+        write = Write(
+            stream, payload, invoked, self.history.now(), answer.outcome, answer.status,
+            producer, close, instance,
+        )  # fmt: skip
+        self.history.writes.append(write)
+        return write
+
+    async def lifecycle(self, stream: str, action: str, instance: str | None = None) -> Answer:
+        _, url = self.url(stream, instance)
+        invoked = self.history.now()
+        answer = await self.call("PUT" if action == "create" else "DELETE", url, JSON)
+        self.history.lifecycle.append(
+            Lifecycle(stream, action, invoked, self.history.now(), answer.outcome, answer.status)
+        )
+        if action == "create":
+            self.streams.add(stream)
+        return answer
+
+    async def create(self, stream: str, instance: str | None = None) -> None:
+        """Create until acknowledged (a retried create of the same stream is idempotent)."""
+        while self.running:
+            if (await self.lifecycle(stream, "create", instance)).outcome is Outcome.ACK:
+                return
+            await asyncio.sleep(0.2)
+
+    # --- writers ---------------------------------------------------------------------------
+
+    async def producer(self, stream: str, pid: str) -> None:
+        """Producer-* appends, seq 0, 1, ...; each retried with the same seq until answered."""
+        seq = 0
+        while self.running:
+            stamp = Producer(pid, 0, seq)
+            write = await self.write(stream, f"{pid}.{seq}", stamp)
+            if write.outcome is Outcome.REJECTED:
+                return  # a 4xx for a retried seq: stop this producer rather than guess
+            if write.outcome is Outcome.ACK:
+                seq += 1
+            await asyncio.sleep(PAUSE_S)
+
+    async def plain(self, stream: str) -> None:
+        """Appends without producer headers: never retried, each attempt a new payload."""
+        while self.running:
+            await self.write(stream, self.fresh(f"{stream}.plain."))
+            await asyncio.sleep(PAUSE_S)
+
+    async def sequenced(self, stream: str) -> None:
+        """Stream-Seq appends (zero-padded, so lexicographic is numeric); retried on unknown."""
+        n = 0
+        while self.running:
+            write = await self.write(stream, f"{stream}.seq.{n}", seq=f"{n:08d}")
+            if write.outcome in (Outcome.ACK, Outcome.REJECTED):
+                n += 1  # a 409 on a retry: the first attempt landed
+            await asyncio.sleep(PAUSE_S)
+
+    async def closer(self) -> None:
+        """New streams: a few appends, a close (retried until answered), one append after."""
+        while self.running:
+            stream = self.fresh("closed")
+            await self.create(stream)
+            for _ in range(3):
+                await self.write(stream, self.fresh(f"{stream}."))
+            while self.running:
+                close = await self.write(stream, None, close=True)
+                if close.outcome in (Outcome.ACK, Outcome.REJECTED):
+                    break
+            await self.write(stream, self.fresh(f"{stream}.late."))  # must be refused
+
+    async def churn(self, instance: str | None = None) -> None:
+        """Streams created, written by a new producer, deleted."""
+        while self.running:
+            stream = self.fresh("churn")
+            await self.create(stream, instance)
+            await self.write(stream, f"{stream}.0", Producer(stream, 0, 0))
+            await self.lifecycle(stream, "delete", instance)
+
+    # --- readers ---------------------------------------------------------------------------
+
+    async def long_poll(self, stream: str) -> None:
+        offset = "-1"
+        while self.running:
+            _, url = self.url(stream)
+            answer = await self.call("GET", f"{url}?offset={offset}&live=long-poll", {})
+            if answer.outcome is not Outcome.ACK:
+                await asyncio.sleep(0.2)
+                continue
+            token = answer.headers.get("Stream-Next-Offset", offset)
+            if answer.status == 200:
+                self._read(stream, offset, token, json.loads(answer.body), "long-poll")
+            offset = token
+
+    async def sse(self, stream: str) -> None:
+        offset = "-1"
+        while self.running:
+            _, url = self.url(stream)
+            try:
+                offset = await self._sse_session(stream, f"{url}?live=sse&offset=", offset)
+            except (aiohttp.ClientError, TimeoutError, ValueError):
+                await asyncio.sleep(0.2)
+
+    async def _sse_session(self, stream: str, url: str, offset: str) -> str:
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=REQUEST_TIMEOUT_S)
+        async with self.session.get(url + offset, timeout=timeout) as reply:
+            if reply.status != 200:
+                await asyncio.sleep(0.2)
+                return offset
+            event, data, pending = "", "", list[object]()
+            async for raw in reply.content:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("event:"):
+                    event, data = line[6:].strip(), ""
+                elif line.startswith("data:"):
+                    data += line[5:].removeprefix(" ")
+                elif not line and event == "data":
+                    pending += json.loads(data)
+                elif not line and event == "control":
+                    token = json.loads(data)["streamNextOffset"]
+                    if pending:
+                        self._read(stream, offset, token, pending, "sse")
+                    offset, pending = token, []
+                if not self.running:
+                    break
+        return offset
+
+    def _read(self, stream: str, start: str, token: str, messages: list[object], kind: str) -> None:
+        payloads = tuple(str(m["p"]) for m in messages if isinstance(m, dict))
+        first = 0 if start == "-1" else decode_token(start)
+        read = Read(stream, first, decode_token(token), payloads, self.history.now(), kind)
+        self.history.reads.append(read)
+
+
+async def view(load: Load, base: str, stream: str) -> View:
+    """HEAD and a whole GET of a stream through one instance (retried while unavailable)."""
+    url = f"{base}/v1/stream/{stream}"
+    for _ in range(30):
+        head = await load.call("HEAD", url, {})
+        if head.outcome is Outcome.ACK or head.status == 404:
+            break
+        await asyncio.sleep(1)
+    if head.status != 200:
+        return View(head.status, None, False, ())
+    payloads: list[str] = []
+    offset = "-1"
+    while True:
+        answer = await load.call("GET", f"{url}?offset={offset}", {})
+        if answer.status != 200:
+            return View(answer.status, None, False, tuple(payloads))
+        payloads += [str(m["p"]) for m in json.loads(answer.body)]
+        offset = answer.headers["Stream-Next-Offset"]
+        if answer.headers.get("Stream-Up-To-Date") == "true":
+            break
+    closed = head.headers.get("Stream-Closed") == "true"
+    return View(200, decode_token(head.headers["Stream-Next-Offset"]), closed, tuple(payloads))
+
+
+Worker = Callable[[], Awaitable[None]]
