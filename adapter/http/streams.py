@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 import re
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
-from yarl import URL
 
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
@@ -96,7 +95,7 @@ def fork_from(request: web.Request, ref: StreamRef) -> ForkFrom | None:
 
 def _source_id(value: str, ref: StreamRef) -> str:
     """The stream a `Stream-Forked-From` path (or URL) names: one of the fork's bucket."""
-    path = URL(value).path
+    path = urlsplit(value).path
     if path.startswith(FORK_PREFIX):
         bucket_id, stream_id = split_compat_path(unquote(path.removeprefix(FORK_PREFIX)))
     else:

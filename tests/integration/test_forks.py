@@ -3,6 +3,8 @@ point, soft deletion and the cascade up a chain."""
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import ClientResponse
 
 from adapter.http.keys import STREAMS
@@ -168,3 +170,13 @@ async def test_a_long_poll_on_a_fork_answers_inherited_data_then_waits_for_its_o
     assert (await client.post(fork, data=b"b", headers=TEXT)).status == 204
     response = await waiting
     assert (response.status, await response.read()) == (200, b"b")
+
+
+async def test_an_expired_fork_does_not_keep_its_source(client: Client, unique: str) -> None:
+    source, _ = await _source(client, unique, b"a")
+    fork = source.replace("/src", "/fork")
+    assert (await client.put(fork, headers=_fork_of(source, **{"Stream-TTL": "1"}))).status == 201
+    await asyncio.sleep(1.2)
+    assert (await client.head(fork)).status == 404
+    assert (await client.delete(source)).status == 204
+    assert (await client.head(source)).status == 404  # deleted outright, not soft
