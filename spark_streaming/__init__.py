@@ -7,6 +7,7 @@
 Rows follow `schemas/stream_row.avsc` (see `row_schema()`); docs/spark.md has the details.
 """
 
+from spark_streaming.history import History, Range, history_of, read_history
 from spark_streaming.schema import LIFECYCLE_SCHEMA, row_schema
 from spark_streaming.session import JARS_ENV, build_session, connector_jars
 from spark_streaming.source import (
@@ -24,12 +25,16 @@ __all__ = [
     "DEFAULT_PREFIX",
     "JARS_ENV",
     "LIFECYCLE_SCHEMA",
+    "History",
+    "Range",
     "build_session",
     "connector_jars",
     "decode_lifecycle",
     "decode_streams",
+    "history_of",
     "kafka_options",
     "offset_token",
+    "read_history",
     "read_lifecycle",
     "read_streams",
     "read_streams_batch",

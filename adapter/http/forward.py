@@ -20,7 +20,7 @@ from multidict import CIMultiDict
 from adapter.cluster.routing import Forward, Local, Router
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.render import Handler
-from adapter.http.streams import stream_ref
+from adapter.http.streams import fork_from, stream_ref
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id
 from adapter.protocol.offsets import parse_offset
@@ -95,7 +95,9 @@ def _write_slot(request: web.Request) -> int | None:
     info = request.match_info
     if "path" in info or "stream" in info:
         ref = stream_ref(request)
-        return request.app[STREAMS].slot_of(ref.bucket_id, ref.stream_id)
+        fork = fork_from(request, ref) if request.method == "PUT" else None
+        source_id = fork.source_id if fork is not None else None
+        return request.app[STREAMS].slot_of(ref.bucket_id, ref.stream_id, source_id)
     if "bucket" in info:
         return request.app[BUCKETS].slots.of_bucket(validate_bucket_id(info["bucket"]))
     return None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
@@ -15,7 +17,7 @@ from adapter.protocol.caching import (
     cache_control_for_read,
     if_none_match_matches,
 )
-from adapter.protocol.commands import Append, Chunk, CreateStream, Read, StreamRef
+from adapter.protocol.commands import Append, Chunk, CreateStream, ForkFrom, Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import (
     format_expires_at,
@@ -27,11 +29,13 @@ from adapter.protocol.headers import (
     parse_stream_seq,
 )
 from adapter.protocol.identifiers import split_compat_path, validate_bucket_id, validate_stream_id
-from adapter.protocol.offsets import ReadFrom, Start, encode, parse_offset
+from adapter.protocol.offsets import BEGINNING, NOW, ReadFrom, Start, encode, parse_offset
 from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.state.records import StreamMeta
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
+FORK_PREFIX = "/v1/stream/"
+SUB_OFFSET = re.compile(r"0|[1-9][0-9]{0,17}")
 
 routes = web.RouteTableDef()
 
@@ -50,13 +54,17 @@ async def create_stream(request: web.Request) -> web.Response:
         request.headers.get("Stream-TTL"), request.headers.get("Stream-Expires-At")
     )
     content_type = normalize_content_type(request.headers.get("Content-Type"))
+    ref = stream_ref(request)
+    fork = fork_from(request, ref)
     command = CreateStream(
-        ref=stream_ref(request),
-        content_type=content_type or DEFAULT_CONTENT_TYPE,
+        ref=ref,
+        # A fork without Content-Type inherits its source's.
+        content_type=content_type or (None if fork else DEFAULT_CONTENT_TYPE),
         ttl_seconds=expiry.ttl_seconds,
         expires_at_ms=expiry.expires_at_ms,
         closed=is_true(request.headers.get("Stream-Closed")),
         body=await request.read(),
+        fork=fork,
     )
     service = request.app[STREAMS]
     result = await service.create(command)
@@ -64,6 +72,52 @@ async def create_stream(request: web.Request) -> web.Response:
     if result.created:
         headers["Location"] = str(request.url.with_query(None))
     return web.Response(status=201 if result.created else 200, headers=headers)
+
+
+def fork_from(request: web.Request, ref: StreamRef) -> ForkFrom | None:
+    """The fork a PUT asks for (`Stream-Forked-From` and its offsets), or None."""
+    source = request.headers.get("Stream-Forked-From")
+    sub_offset = request.headers.get("Stream-Fork-Sub-Offset")
+    if source is None:
+        if sub_offset is not None:
+            raise ProtocolError(ErrorCode.INVALID_HEADER, "a sub-offset needs Stream-Forked-From")
+        return None
+    if sub_offset is not None and not SUB_OFFSET.fullmatch(sub_offset):
+        raise ProtocolError(
+            ErrorCode.INVALID_HEADER, f"Stream-Fork-Sub-Offset {sub_offset!r} is not a count"
+        )
+    return ForkFrom(
+        _source_id(source, ref),
+        _fork_offset(request.headers.get("Stream-Fork-Offset")),
+        int(sub_offset or 0),
+    )
+
+
+def _source_id(value: str, ref: StreamRef) -> str:
+    """The stream a `Stream-Forked-From` path (or URL) names: one of the fork's bucket."""
+    path = urlsplit(value).path
+    if path.startswith(FORK_PREFIX):
+        bucket_id, stream_id = split_compat_path(unquote(path.removeprefix(FORK_PREFIX)))
+    else:
+        parts = path.strip("/").split("/")
+        if len(parts) != 2:
+            raise ProtocolError(ErrorCode.INVALID_HEADER, f"Stream-Forked-From {value!r}")
+        bucket_id = validate_bucket_id(parts[0])
+        stream_id = validate_stream_id(bucket_id, unquote(parts[1]))
+    if bucket_id != ref.bucket_id:
+        # A fork lives in its source's partition: both in one bucket topic.
+        raise ProtocolError(ErrorCode.INVALID_HEADER, "a fork must be in its source's bucket")
+    return stream_id
+
+
+def _fork_offset(value: str | None) -> int | None:
+    """The `Stream-Fork-Offset` as a Kafka offset; None (absent, or `now`) means the tail."""
+    if value is None:
+        return None
+    offset = parse_offset(value)
+    if offset is NOW:
+        return None
+    return 0 if offset is BEGINNING else int(offset)
 
 
 async def append(request: web.Request) -> web.Response:

@@ -19,13 +19,23 @@ class StreamRef:
 
 
 @dataclass(frozen=True)
+class ForkFrom:
+    """Where a fork branches: `Stream-Forked-From`, `Stream-Fork-Offset`, `-Sub-Offset`."""
+
+    source_id: str  # a stream of the fork's own bucket
+    offset: int | None  # a Kafka offset of the source's history; None: the source's tail
+    sub_offset: int = 0  # bytes (binary) or messages (JSON) past `offset`, copied
+
+
+@dataclass(frozen=True)
 class CreateStream:
     ref: StreamRef
-    content_type: str
+    content_type: str | None  # None: omitted (the source's for a fork, else the default)
     ttl_seconds: int | None
     expires_at_ms: int | None
     closed: bool
     body: bytes
+    fork: ForkFrom | None = None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ class ErrorCode(Enum):
     BUCKET_EXISTS = ("bucket_exists", 409)
     BUCKET_NOT_EMPTY = ("bucket_not_empty", 409)
     STREAM_EXISTS = ("stream_exists", 409)
+    SOURCE_DELETED = ("source_deleted", 409)
     TOPIC_CONFLICT = ("topic_conflict", 409)
     STREAM_CLOSED = ("stream_closed", 409)
     CONTENT_TYPE_MISMATCH = ("content_type_mismatch", 409)

@@ -2,8 +2,9 @@
 
 Every protocol rule decided when a stream changes lives here: content-type match, closure,
 `Stream-Seq`, `If-Match`, idempotent producers (epoch and seq), TTL and expiry, JSON
-flattening and its limits. Given what a command is decided against (a `View`), the command and
-the time, a function returns one `Step`:
+flattening and its limits, forks (what they inherit, `adapter/protocol/forks.py`) and the
+soft deletion of a stream its forks still read. Given what a command is decided against (a
+`View`), the command and the time, a function returns one `Step`:
 
 - `Write`: the records to append (Kafka-free: messages and lifecycle events), the stream's
   next state and the producer state to commit with them; `settle` turns it into the
@@ -26,9 +27,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final, Literal
 
-from adapter.protocol import json_mode
+from adapter.protocol import forks, json_mode
 from adapter.protocol.caching import if_match_matches
-from adapter.protocol.commands import Append, Appended, Created, CreateStream
+from adapter.protocol.commands import Append, Appended, Created, CreateStream, ForkFrom
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import ProducerHeaders, content_types_match, is_json, seq_is_greater
 from adapter.protocol.offsets import encode
@@ -48,6 +49,7 @@ from topology.wire import ControlEvent
 
 # An append of a JSON array becomes one record per element, all in one transaction.
 DEFAULT_MAX_APPEND_MESSAGES: Final = 10_000
+DEFAULT_CONTENT_TYPE: Final = "application/octet-stream"
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,21 @@ class View:
     `stream` is None when the stream does not exist. `pending` says the state is the one the
     stream's queued, uncommitted appends will leave (its `next_offset` is then stale), and
     `broken` that one of them failed, so that state is not to be trusted.
+
+    For a fork's creation, `source` is the source as committed and `following` its messages
+    from the fork offset on (read only for a sub-offset). For a deletion, `forks` counts the
+    stream's live forks, and `ancestors` are the streams it was forked from, nearest first,
+    each with its own count of live forks.
     """
 
     stream: StreamMeta | None
     producers: Mapping[str, ProducerState] = field(default_factory=dict)
     pending: bool = False
     broken: bool = False
+    source: StreamMeta | None = None
+    following: Sequence[bytes] = ()
+    forks: int = 0
+    ancestors: Sequence[tuple[StreamMeta, int]] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,7 @@ class Write:
     stamp: ProducerHeaders | None = None  # who wrote the data, for its records' headers
     forget: tuple[str, ...] = ()  # producer ids whose states go with this write
     creates: bool = False
+    collects: tuple[str, ...] = ()  # soft-deleted ancestors (same partition) forgotten with it
 
     @property
     def messages(self) -> list[bytes]:
@@ -126,8 +138,18 @@ Step = Write | Done | Refused | Literal[_Settle.SETTLE]
 def create(
     view: View, command: CreateStream, now_ms: int, partition: int, limits: Limits = DEFAULT_LIMITS
 ) -> Step:
-    """Create a stream; an existing one with the same configuration is a success."""
+    """Create a stream (or fork one); an existing one with the same configuration is a success.
+
+    A fork lives in its source's partition, so `partition` applies to plain streams only.
+    """
     existing = view.stream
+    if existing is not None and existing.soft_deleted:
+        return Refused(
+            ProtocolError(
+                ErrorCode.STREAM_EXISTS,
+                f"stream {existing.stream_id!r} was deleted while forks of it live on",
+            )
+        )
     if existing is not None and not existing.expired(now_ms):
         if same_config(existing, command):
             return Done(Created(existing, created=False))
@@ -137,8 +159,11 @@ def create(
                 f"stream {existing.stream_id!r} exists with another configuration",
             )
         )
+    if command.fork is not None:
+        return _fork(view, command, command.fork, now_ms, limits)
+    content_type = command.content_type or DEFAULT_CONTENT_TYPE
     try:
-        messages = _initial_messages(command, limits)
+        messages = _initial_messages(command, content_type, limits)
     except ProtocolError as error:
         return Refused(error)
     ref = command.ref
@@ -146,7 +171,7 @@ def create(
         bucket_id=ref.bucket_id,
         stream_id=ref.stream_id,
         partition=partition,
-        content_type=command.content_type,
+        content_type=content_type,
         created_at_ms=now_ms,
         start_offset=0,
         next_offset=0,
@@ -160,6 +185,60 @@ def create(
     closing = (ControlEvent.CLOSE,) if command.closed else ()
     entries = (ControlEvent.CREATE, *(Message(m) for m in messages), *closing)
     # A stream created where an expired one was starts with no producer state.
+    return Write(entries, state, now_ms, forget=tuple(view.producers), creates=True)
+
+
+def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits: Limits) -> Step:
+    """A fork: the source's history up to the fork offset, then the fork's own records."""
+    source = view.source
+    if source is None or source.expired(now_ms):
+        return Refused(not_found(fork.source_id))
+    if source.soft_deleted:
+        return Refused(
+            ProtocolError(ErrorCode.SOURCE_DELETED, f"stream {fork.source_id!r} was deleted")
+        )
+    content_type = command.content_type or source.content_type
+    if not content_types_match(source.content_type, content_type):
+        return Refused(
+            ProtocolError(
+                ErrorCode.CONTENT_TYPE_MISMATCH,
+                f"source has Content-Type {source.content_type!r}, not {content_type!r}",
+            )
+        )
+    try:
+        at = forks.cut(source, fork.offset)
+        copied = forks.taken(source.content_type, view.following, fork.sub_offset)
+        messages = _within([*copied, *_initial_messages(command, content_type, limits)], limits)
+    except ProtocolError as error:
+        return Refused(error)
+    own_expiry = command.ttl_seconds is not None or command.expires_at_ms is not None
+    ttl, expires_at = (
+        (command.ttl_seconds, command.expires_at_ms)
+        if own_expiry
+        else (source.ttl_seconds, source.expires_at_ms)  # no expiry of its own: inherited
+    )
+    ref = command.ref
+    state = StreamMeta(
+        bucket_id=ref.bucket_id,
+        stream_id=ref.stream_id,
+        partition=source.partition,
+        content_type=content_type,
+        created_at_ms=now_ms,
+        start_offset=0,
+        next_offset=0,
+        last_access_ms=now_ms,
+        last_write_at_ms=now_ms,
+        closed=command.closed,
+        ttl_seconds=ttl,
+        expires_at_ms=expires_at,
+        message_count=len(messages),
+        forked_from=source.stream_id,
+        fork_offset=source.next_offset if fork.offset is None else fork.offset,
+        fork_sub_offset=fork.sub_offset,
+        inherited=forks.inherited(source, at),
+    )
+    closing = (ControlEvent.CLOSE,) if command.closed else ()
+    entries = (ControlEvent.CREATE, *(Message(m) for m in messages), *closing)
     return Write(entries, state, now_ms, forget=tuple(view.producers), creates=True)
 
 
@@ -179,11 +258,31 @@ def append(view: View, command: Append, now_ms: int, limits: Limits = DEFAULT_LI
 
 
 def delete(view: View, stream_id: str, now_ms: int) -> Step:
-    """Delete a stream: a control record, and its state and producers forgotten."""
+    """Delete a stream: a control record, and its state and producers forgotten.
+
+    A stream with live forks is only soft-deleted: its forks still read its records. Deleting
+    the last fork of a soft-deleted stream forgets that one too, and so on up the chain.
+    """
     meta = view.stream
+    if meta is not None and meta.soft_deleted:
+        return Refused(gone(stream_id))
     if meta is None or meta.expired(now_ms):
         return Refused(not_found(stream_id))
-    return Write((ControlEvent.DELETE,), None, now_ms, forget=tuple(view.producers))
+    forget = tuple(view.producers)
+    if view.forks:
+        state = meta.evolve(soft_deleted=True)
+        return Write((ControlEvent.DELETE,), state, now_ms, forget=forget)
+    return Write((ControlEvent.DELETE,), None, now_ms, forget=forget, collects=_collected(view))
+
+
+def _collected(view: View) -> tuple[str, ...]:
+    """The soft-deleted ancestors whose last live fork is going (nearest first)."""
+    collected: list[str] = []
+    for ancestor, live_forks in view.ancestors:
+        if not ancestor.soft_deleted or live_forks > 1:
+            break
+        collected.append(ancestor.stream_id)
+    return tuple(collected)
 
 
 def settle(write: Write, offsets: Sequence[int]) -> StreamMeta | None:
@@ -218,22 +317,51 @@ def not_found(stream_id: str) -> ProtocolError:
     return ProtocolError(ErrorCode.STREAM_NOT_FOUND, f"stream {stream_id!r} not found")
 
 
+def gone(stream_id: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.GONE, f"stream {stream_id!r} was deleted (forks of it still read its data)"
+    )
+
+
 def renewed(meta: StreamMeta, now_ms: int) -> StreamMeta:
     """The stream after an access: a sliding TTL starts again (absolute expiry does not)."""
     return meta if meta.ttl_seconds is None else meta.evolve(last_access_ms=now_ms)
 
 
 def same_config(existing: StreamMeta, command: CreateStream) -> bool:
+    if command.fork is not None:
+        return _same_fork(existing, command, command.fork)
+    content_type = command.content_type or DEFAULT_CONTENT_TYPE
     return (
-        content_types_match(existing.content_type, command.content_type)
+        existing.forked_from is None
+        and content_types_match(existing.content_type, content_type)
         and existing.ttl_seconds == command.ttl_seconds
         and existing.expires_at_ms == command.expires_at_ms
         and existing.closed == command.closed
     )
 
 
+def _same_fork(existing: StreamMeta, command: CreateStream, fork: ForkFrom) -> bool:
+    """What a fork request leaves out (offset, content type, expiry) it inherits: any matches."""
+    own_expiry = command.ttl_seconds is not None or command.expires_at_ms is not None
+    expiry = (existing.ttl_seconds, existing.expires_at_ms)
+    return (
+        existing.forked_from == fork.source_id
+        and existing.fork_sub_offset == fork.sub_offset
+        and fork.offset in (None, existing.fork_offset)
+        and (
+            command.content_type is None
+            or content_types_match(existing.content_type, command.content_type)
+        )
+        and (not own_expiry or expiry == (command.ttl_seconds, command.expires_at_ms))
+        and existing.closed == command.closed
+    )
+
+
 def _append(view: View, command: Append, now_ms: int, limits: Limits) -> Write | Done:
     meta = view.stream
+    if meta is not None and meta.soft_deleted:
+        raise gone(command.ref.stream_id)
     if meta is None or meta.expired(now_ms):
         raise not_found(command.ref.stream_id)
     decision = None
@@ -331,8 +459,8 @@ def _messages(content_type: str, body: bytes, limits: Limits) -> list[bytes]:
     return _within(messages, limits)
 
 
-def _initial_messages(command: CreateStream, limits: Limits) -> list[bytes]:
-    if is_json(command.content_type):
+def _initial_messages(command: CreateStream, content_type: str, limits: Limits) -> list[bytes]:
+    if is_json(content_type):
         return _within(json_mode.split_initial(command.body), limits)
     return [command.body] if command.body else []
 

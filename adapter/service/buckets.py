@@ -187,13 +187,13 @@ class BucketService:
     def live_count(self, bucket_id: str) -> int:
         now = self.clock()
         ids = self.catalog.stream_ids(bucket_id, "", None)
-        return sum(1 for meta in self._metas(bucket_id, ids) if not meta.expired(now))
+        return sum(1 for meta in self._metas(bucket_id, ids) if _listed(meta, now))
 
     def page(self, bucket_id: str, prefix: str, after: str | None, limit: int) -> StreamPage:
         self.get(bucket_id)
         now = self.clock()
         ids = self.catalog.stream_ids(bucket_id, prefix, after)
-        live = (m for m in self._metas(bucket_id, ids) if not m.expired(now))
+        live = (m for m in self._metas(bucket_id, ids) if _listed(m, now))
         found = list(islice(live, limit + 1))
         more = len(found) > limit
         streams = found[:limit]
@@ -232,3 +232,8 @@ class BucketService:
                 if not any(sign in str(error).lower() for sign in TOPIC_GOING_AWAY):
                     raise
                 await asyncio.sleep(TOPIC_RETRY_S)
+
+
+def _listed(meta: StreamMeta, now_ms: int) -> bool:
+    """A stream clients can see: not expired, and not soft-deleted (kept for its forks)."""
+    return not meta.soft_deleted and not meta.expired(now_ms)

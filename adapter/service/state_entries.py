@@ -30,7 +30,8 @@ def write_entries(
     topics: StateTopics, key: tuple[str, str], write: Write, settled: StreamMeta | None
 ) -> list[StateEntry]:
     """The state records committed with a write: producer states forgotten, the stream's new
-    state (or its tombstone), and the producer state it accepted."""
+    state (or its tombstone), the tombstones of the sources it collects, and the producer
+    state it accepted."""
     bucket_id, stream_id = key
     entries: list[StateEntry] = [
         (topics.producers, producer_key(bucket_id, stream_id, producer_id), None)
@@ -40,6 +41,7 @@ def write_entries(
         entries.append((topics.meta, stream_key(bucket_id, stream_id), None))
     else:
         entries.append(stream_entry(topics, settled))
+    entries += [(topics.meta, stream_key(bucket_id, gone), None) for gone in write.collects]
     record = producer_record(key, write)
     if record is not None:
         entries.append(producer_entry(topics, record))

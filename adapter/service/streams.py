@@ -11,13 +11,16 @@ the batch it was decided against fails. The catalog moves in commit order, on th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from functools import partial
 from typing import TypeVar
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.writer import StateEntry, WriteBatch
+from adapter.protocol import forks
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import (
     Append,
@@ -25,6 +28,7 @@ from adapter.protocol.commands import (
     Chunk,
     Created,
     CreateStream,
+    ForkFrom,
     Read,
     StreamRef,
 )
@@ -43,6 +47,9 @@ from topology.placement import partition_for
 from topology.wire import stream_key
 
 Clock = Callable[[], int]
+# How far up a chain of forks a deletion looks for sources to collect (a guard, not a limit
+# anyone should meet: each fork of a fork adds one range to every read of it).
+MAX_FORK_DEPTH = 1000
 R = TypeVar("R", Appended, Created)
 
 
@@ -78,6 +85,8 @@ class StreamService:
     def existing(self, ref: StreamRef) -> StreamMeta:
         """The stream, unless it does not exist or has expired (both 404)."""
         meta = self._committed(ref)
+        if meta is not None and meta.soft_deleted:
+            raise machine.gone(ref.stream_id)
         if meta is None or meta.expired(self.clock()):
             raise machine.not_found(ref.stream_id)
         return meta
@@ -98,6 +107,8 @@ class StreamService:
     # -- commands --------------------------------------------------------------------------
 
     async def create(self, command: CreateStream) -> Created:
+        if command.fork is not None:
+            return await self._fork(command, command.fork)
         ref = command.ref
         key = (ref.bucket_id, ref.stream_id)
         bucket = await self.buckets.require(
@@ -113,6 +124,68 @@ class StreamService:
                 assert settled is not None
                 return Created(settled, created=True)
         return _reply(step, Created)
+
+    async def _fork(self, command: CreateStream, fork: ForkFrom) -> Created:
+        """Create a fork, in its source's partition, under the source's lock and its own."""
+        ref = command.ref
+        if self.catalog.bucket(ref.bucket_id) is None:
+            raise machine.not_found(fork.source_id)
+        key, source_key = (ref.bucket_id, ref.stream_id), (ref.bucket_id, fork.source_id)
+        async with self.buckets.creating_stream(ref.bucket_id), self._holding(source_key, key):
+            await self._settle(source_key)
+            await self._settle(key)
+            source = self.catalog.stream(*source_key)
+            view = replace(
+                self._view(key, self.catalog.stream(*key)),
+                source=source,
+                following=await self._following(source, fork),
+            )
+            step = machine.create(view, command, self.clock(), 0, self.limits)
+            if isinstance(step, machine.Write):
+                assert step.state is not None
+                settled = await self._carry_out(key, step.state.partition, step)
+                assert settled is not None
+                return Created(settled, created=True)
+        return _reply(step, Created)
+
+    async def _following(self, source: StreamMeta | None, fork: ForkFrom) -> list[bytes]:
+        """The source's messages from the fork offset on, when a sub-offset needs them."""
+        if fork.sub_offset == 0 or source is None or source.soft_deleted:
+            return []
+        try:
+            at = forks.cut(source, fork.offset)
+        except ProtocolError:
+            return []  # the machine refuses it
+        chunk = await self.reads.read(self.buckets.topic(source.bucket_id), source, at)
+        return chunk.messages
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, *keys: StreamKey) -> AsyncIterator[None]:
+        """Hold the locks of several streams, ancestors first (so two holders never cross)."""
+        async with contextlib.AsyncExitStack() as stack:
+            for key in dict.fromkeys(keys):
+                await stack.enter_async_context(self._locks.hold(key))
+            yield
+
+    def _live_forks(self, bucket_id: str, stream_id: str) -> int:
+        """Forks that still need the stream's records: unexpired, or soft-deleted themselves."""
+        now = self.clock()
+        metas = self.catalog.forks_of(bucket_id, stream_id)
+        return sum(1 for meta in metas if meta.soft_deleted or not meta.expired(now))
+
+    def _ancestors(self, meta: StreamMeta | None) -> list[tuple[StreamMeta, int]]:
+        """The streams `meta` was forked from, nearest first, with their live forks."""
+        if meta is None:
+            return []
+        found: list[tuple[StreamMeta, int]] = []
+        source_id = meta.forked_from
+        while source_id is not None and len(found) < MAX_FORK_DEPTH:
+            source = self.catalog.stream(meta.bucket_id, source_id)
+            if source is None:
+                break
+            found.append((source, self._live_forks(source.bucket_id, source_id)))
+            source_id = source.forked_from
+        return found
 
     async def append(self, command: Append) -> Appended:
         key = (command.ref.bucket_id, command.ref.stream_id)
@@ -145,10 +218,16 @@ class StreamService:
 
     async def delete(self, ref: StreamRef) -> None:
         key = (ref.bucket_id, ref.stream_id)
-        async with self._locks.hold(key):
+        chain = [(ref.bucket_id, a.stream_id) for a, _ in self._ancestors(self._committed(ref))]
+        async with self._holding(*reversed(chain), key):
             await self._settle(key)
             meta = self._committed(ref)
-            step = machine.delete(self._view(key, meta), ref.stream_id, self.clock())
+            view = replace(
+                self._view(key, meta),
+                forks=self._live_forks(*key),
+                ancestors=self._ancestors(meta),
+            )
+            step = machine.delete(view, ref.stream_id, self.clock())
             if isinstance(step, machine.Refused):
                 raise step.error
             assert isinstance(step, machine.Write)
@@ -216,9 +295,12 @@ class StreamService:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def slot_of(self, bucket_id: str, stream_id: str) -> int:
-        """The write slot of a stream, existing or about to be created."""
+    def slot_of(self, bucket_id: str, stream_id: str, forked_from: str | None = None) -> int:
+        """The write slot of a stream, existing or about to be created (a fork's is its
+        source's: it lives in the source's partition)."""
         meta = self.catalog.stream(bucket_id, stream_id)
+        if meta is None and forked_from is not None:
+            meta = self.catalog.stream(bucket_id, forked_from)
         if meta is not None:
             return self.slots.of_stream(bucket_id, meta.partition)
         return self._creation_slot(StreamRef(bucket_id, stream_id))
@@ -297,6 +379,10 @@ class StreamService:
         if record is not None:
             self.catalog.put_producer(record)
         self.hub.notify(key)
+        for source_id in write.collects:
+            self.catalog.drop_stream(key[0], source_id)
+            self.reads.cache.forget((key[0], source_id))
+            self.hub.notify((key[0], source_id))
 
 
 def _reply(step: machine.Step, kind: type[R]) -> R:

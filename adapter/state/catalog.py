@@ -31,6 +31,7 @@ class Catalog:
         self._buckets: dict[str, BucketMeta] = {}
         self._members: dict[str, list[str]] = {}  # bucket id -> its stream ids, kept sorted
         self._streams: dict[tuple[str, str], StreamMeta] = {}
+        self._forks: dict[tuple[str, str], set[str]] = {}  # (bucket, source) -> its forks' ids
         self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
         self.echoes = Echoes()  # this instance's own state records, for the follower
@@ -98,22 +99,44 @@ class Catalog:
         """Forget the bucket record; its streams go only with their own tombstones."""
         self._buckets.pop(bucket_id, None)
 
+    def forks_of(self, bucket_id: str, stream_id: str) -> list[StreamMeta]:
+        """The streams forked from this one (expired ones included)."""
+        ids = sorted(self._forks.get((bucket_id, stream_id), ()))
+        return [self._streams[(bucket_id, fork_id)] for fork_id in ids]
+
     def put_stream(self, meta: StreamMeta) -> None:
         key = (meta.bucket_id, meta.stream_id)
-        if key not in self._streams:
+        before = self._streams.get(key)
+        if before is None:
             bisect.insort(self._members.setdefault(meta.bucket_id, []), meta.stream_id)
+        elif before.forked_from != meta.forked_from:
+            self._unlink(before)
         self._streams[key] = meta
+        if meta.forked_from is not None:
+            self._forks.setdefault((meta.bucket_id, meta.forked_from), set()).add(meta.stream_id)
 
     def drop_stream(self, bucket_id: str, stream_id: str, producers: bool = True) -> None:
         """Forget a stream, and its producer states unless the log says so separately."""
         if producers:
             self._producers.pop((bucket_id, stream_id), None)
-        if self._streams.pop((bucket_id, stream_id), None) is None:
+        meta = self._streams.pop((bucket_id, stream_id), None)
+        if meta is None:
             return
+        self._unlink(meta)
         ids = self._members[bucket_id]
         del ids[bisect.bisect_left(ids, stream_id)]
         if not ids:
             del self._members[bucket_id]
+
+    def _unlink(self, meta: StreamMeta) -> None:
+        """Forget that `meta` is a fork of its source."""
+        if meta.forked_from is None:
+            return
+        source = (meta.bucket_id, meta.forked_from)
+        forks = self._forks.get(source, set())
+        forks.discard(meta.stream_id)
+        if not forks:
+            self._forks.pop(source, None)
 
     def apply(self, key: str, value: bytes | None) -> None:
         """Apply one record of the meta topic, in log order: a value upserts, a tombstone

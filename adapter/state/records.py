@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, fields, replace
-from typing import Any, Self, TypeVar
+from typing import Any, NamedTuple, Self, TypeVar
 
 import fastavro
 
@@ -13,6 +13,8 @@ import schemas
 
 # One leading byte names the encoding, so a later schema change can be read beside this one.
 FORMAT_V1 = b"\x01"
+# StreamMeta with fork fields; its 0x01 records are read through `stream_meta_v1.avsc`.
+FORMAT_V2 = b"\x02"
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,14 @@ class BucketMeta:
     topic: str
     partitions: int
     created_at_ms: int
+
+
+class Segment(NamedTuple):
+    """Part of a fork's history: the records keyed `stream_id` at Kafka offsets [start, end)."""
+
+    stream_id: str
+    start: int
+    end: int
 
 
 @dataclass(frozen=True)
@@ -39,10 +49,24 @@ class StreamMeta:
     expires_at_ms: int | None = None
     last_seq: str | None = None
     message_count: int = 0
+    forked_from: str | None = None
+    fork_offset: int | None = None
+    fork_sub_offset: int = 0
+    inherited: tuple[Segment, ...] = ()
+    soft_deleted: bool = False
 
     @property
     def key(self) -> str:
         return stream_key(self.bucket_id, self.stream_id)
+
+    @property
+    def history_start(self) -> int:
+        """The first offset of the stream's history: its inherited range's, or its own."""
+        return self.inherited[0].start if self.inherited else self.start_offset
+
+    def segments(self) -> tuple[Segment, ...]:
+        """Its whole history as ranges of its partition: inherited ones, then its own."""
+        return (*self.inherited, Segment(self.stream_id, self.start_offset, self.next_offset))
 
     def deadline_ms(self) -> int | None:
         """When the stream expires: absolute, or the end of its sliding TTL window."""
@@ -115,14 +139,20 @@ _PARSED = {
     SlotOwner: fastavro.parse_schema(schemas.load("slot_owner")),
 }
 
+_STREAM_META_V1 = fastavro.parse_schema(schemas.load("stream_meta_v1"))
+
 StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner
 
 
 def encode(record: StateRecord) -> bytes:
     out = io.BytesIO()
-    out.write(FORMAT_V1)
-    # Every field is a scalar: the instance's own dict serves, without asdict's deep copy.
-    fastavro.schemaless_writer(out, _PARSED[type(record)], vars(record))
+    data = vars(record)  # scalars, without asdict's deep copy
+    if isinstance(record, StreamMeta):
+        out.write(FORMAT_V2)
+        data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
+    else:
+        out.write(FORMAT_V1)
+    fastavro.schemaless_writer(out, _PARSED[type(record)], data)
     return out.getvalue()
 
 
@@ -137,10 +167,21 @@ def decode(key: str, value: bytes) -> BucketMeta | StreamMeta:
 
 
 def decode_as(kind: type[R], key: str, value: bytes) -> R:
-    if not value.startswith(FORMAT_V1):
-        raise ValueError(f"record {key!r} has an unknown format byte")
-    data = fastavro.schemaless_reader(io.BytesIO(value[1:]), _PARSED[kind], None)
+    writer, reader = _schemas_of(kind, key, value[:1])
+    data = fastavro.schemaless_reader(io.BytesIO(value[1:]), writer, reader)
     if not isinstance(data, dict):
         raise ValueError(f"record {key!r} is not a record")
     names = {field.name for field in fields(kind)}
-    return kind(**{name: data[name] for name in names})
+    values = {name: data[name] for name in names}
+    if kind is StreamMeta:
+        values["inherited"] = tuple(Segment(**segment) for segment in values["inherited"])
+    return kind(**values)
+
+
+def _schemas_of(kind: type[R], key: str, format_byte: bytes) -> tuple[Any, Any]:
+    """(writer schema, reader schema) of a record by its format byte."""
+    if kind is StreamMeta and format_byte == FORMAT_V1:
+        return _STREAM_META_V1, _PARSED[StreamMeta]
+    if format_byte == (FORMAT_V2 if kind is StreamMeta else FORMAT_V1):
+        return _PARSED[kind], None
+    raise ValueError(f"record {key!r} has an unknown format byte")

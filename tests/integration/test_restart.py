@@ -40,12 +40,19 @@ def populate(base: str) -> None:
     assert call("POST", f"{base}/shop/done", Stream_Closed="true")[0] == 204
     expires = {"Stream_Expires_At": "2099-01-01T00:00:00Z"}
     assert call("PUT", f"{base}/v1/stream/flat", b"\x00\x01", **expires)[0] == 201
+    # A fork of a fork, and their source soft-deleted: links and states in the meta topic.
+    assert call("PUT", f"{base}/shop/base", b"x", **text)[0] == 201
+    assert call("PUT", f"{base}/shop/branch", Stream_Forked_From="/shop/base")[0] == 201
+    assert call("POST", f"{base}/shop/base", b"later", **text)[0] == 204
+    assert call("POST", f"{base}/shop/branch", b"y", **text)[0] == 204
+    assert call("PUT", f"{base}/shop/twig", Stream_Forked_From="/shop/branch")[0] == 201
+    assert call("DELETE", f"{base}/shop/base")[0] == 204
 
 
 def snapshot(base: str) -> dict[str, object]:
     """What a client can observe of every stream: HEAD state, bytes, listing, bucket."""
     seen: dict[str, object] = {}
-    for path in ("/shop/log", "/shop/done", "/v1/stream/flat"):
+    for path in ("/shop/log", "/shop/done", "/v1/stream/flat", "/shop/base", "/shop/twig"):
         status, headers, _ = call("HEAD", base + path)
         seen[f"HEAD {path}"] = (status, {h: headers.get(h) for h in STATE_HEADERS})
         seen[f"GET {path}"] = call("GET", f"{base}{path}?offset=-1")[2]
@@ -85,5 +92,14 @@ def test_state_survives_restarting_adapter_and_broker(tmp_path: Path) -> None:
                 call("POST", f"{base}/shop/done", b"[3]", Content_Type="application/json")[0] == 409
             )
             assert call("GET", f"{base}/shop/log?offset=-1")[2] == b"abpc"
+            # Fork links and the soft deletion came back: the chain still reads, the source
+            # stays 410 and blocked, and deleting its forks collects it.
+            assert call("GET", f"{base}/shop/twig?offset=-1")[2] == b"xy"
+            assert call("PUT", f"{base}/shop/base", b"", **text)[0] == 409
+            assert call("DELETE", f"{base}/shop/branch")[0] == 204
+            assert call("HEAD", f"{base}/shop/base")[0] == 410
+            assert call("DELETE", f"{base}/shop/twig")[0] == 204
+            assert call("HEAD", f"{base}/shop/base")[0] == 404
+            assert call("HEAD", f"{base}/shop/branch")[0] == 404
     finally:
         kafka.stop(node)

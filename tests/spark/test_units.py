@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from pyspark.sql.types import BinaryType, LongType, StringType, TimestampType
 
+from adapter.state.records import Segment, StreamMeta, encode
 from devstack import spark as devstack_spark
 from devstack.process import ServiceError
 from schemas import load
-from spark_streaming import connector_jars, kafka_options, row_schema
+from spark_streaming import History, Range, connector_jars, history_of, kafka_options, row_schema
+from spark_streaming.history import history_offsets
 from spark_streaming.jobs import bucket_activity, console
 
 JARS = [
@@ -108,3 +111,27 @@ def test_job_arguments_and_help(capsys: pytest.CaptureFixture[str]) -> None:
         assert option in text
     assert console.parse_args([], {}).buckets is None
     json.dumps(vars(args))  # plain values only
+
+
+def test_a_forks_history_is_decoded_from_its_meta_record_and_spans_its_ranges() -> None:
+    fork = StreamMeta(
+        "shop",
+        "fork",
+        2,
+        "text/plain",
+        0,
+        40,
+        45,
+        0,
+        0,
+        inherited=(Segment("root", 3, 9), Segment("mid", 20, 31)),
+    )
+    history = history_of(encode(fork))
+    assert history == History(
+        "shop", "fork", 2, (Range("root", 3, 9), Range("mid", 20, 31), Range("fork", 40, 45))
+    )
+    starting, ending = history_offsets(history, "p.")
+    assert json.loads(starting) == {"p.bucket.shop": {"2": 3}}
+    assert json.loads(ending) == {"p.bucket.shop": {"2": 45}}
+    plain = history_of(encode(replace(fork, inherited=())))
+    assert plain.ranges == (Range("fork", 40, 45),)

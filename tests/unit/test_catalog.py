@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 
+import fastavro
+
+import schemas
 from adapter.state.catalog import Catalog, newer
-from adapter.state.records import BucketMeta, ProducerRecord, SlotOwner, StreamMeta, encode
+from adapter.state.records import (
+    FORMAT_V1,
+    FORMAT_V2,
+    BucketMeta,
+    ProducerRecord,
+    Segment,
+    SlotOwner,
+    StreamMeta,
+    decode,
+    encode,
+)
 
 BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
 META = StreamMeta("b", "s", 1, "text/plain", 100, 0, 5, 1_000, 1_000, ttl_seconds=60)
+V1_FIELDS = {field["name"] for field in schemas.load("stream_meta_v1")["fields"]}
 
 
 def _catalog() -> Catalog:
@@ -118,3 +133,25 @@ def test_a_bucket_record_rewritten_keeps_its_streams() -> None:
     catalog.drop_stream("b", "s")
     assert (catalog.stream_count("b"), list(catalog.stream_ids("b", "", None))) == (0, [])
     assert catalog.bucket_ids() == []
+
+
+def test_forks_are_indexed_by_source_in_any_replay_order() -> None:
+    fork = replace(META, stream_id="f", forked_from="s", inherited=(Segment("s", 0, 3),))
+    for order in ((META, fork), (fork, META)):
+        catalog = _catalog()
+        for meta in order:
+            catalog.apply(meta.key, encode(meta))
+        assert catalog.forks_of("b", "s") == [fork]
+        catalog.apply(fork.key, None)
+        assert catalog.forks_of("b", "s") == []
+
+
+def test_a_stream_record_written_before_forks_reads_with_their_defaults() -> None:
+    out = io.BytesIO()
+    out.write(FORMAT_V1)
+    old = {k: v for k, v in vars(META).items() if k in V1_FIELDS}
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schemas.load("stream_meta_v1")), old)
+    decoded = decode(META.key, out.getvalue())
+    assert decoded == META
+    assert (decoded.inherited, decoded.forked_from, decoded.soft_deleted) == ((), None, False)
+    assert encode(META)[:1] == FORMAT_V2

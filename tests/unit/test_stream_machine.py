@@ -9,14 +9,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adapter.protocol import forks
 from adapter.protocol import stream_machine as machine
-from adapter.protocol.commands import Append, Appended, Created, CreateStream, StreamRef
+from adapter.protocol.commands import (
+    Append,
+    Appended,
+    Created,
+    CreateStream,
+    ForkFrom,
+    StreamRef,
+)
 from adapter.protocol.errors import ErrorCode
 from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.offsets import encode
 from adapter.protocol.producers import ProducerState
 from adapter.protocol.stream_etags import stream_etag
-from adapter.state.records import StreamMeta
+from adapter.state.records import Segment, StreamMeta
 from topology.wire import ControlEvent
 
 REF = StreamRef("bucket", "s")
@@ -30,7 +38,7 @@ def _meta(**changes: object) -> StreamMeta:
     return base.evolve(**changes)
 
 
-def _create(content_type: str = TEXT, body: bytes = b"", **changes: Any) -> CreateStream:
+def _create(content_type: str | None = TEXT, body: bytes = b"", **changes: Any) -> CreateStream:
     return replace(CreateStream(REF, content_type, None, None, False, body), **changes)
 
 
@@ -284,6 +292,153 @@ def test_delete_writes_a_control_record_and_forgets_the_stream_and_its_producers
     assert write.forget == ("p",)
     assert machine.settle(write, [50]) is None
     assert _refusal(machine.delete(machine.View(None), "s", NOW)) is ErrorCode.STREAM_NOT_FOUND
+
+
+# -- forks ----------------------------------------------------------------------------------
+
+SOURCE = _meta(stream_id="src", start_offset=10, next_offset=20, ttl_seconds=60, last_access_ms=NOW)
+
+
+def _fork(
+    offset: int | None = None, sub_offset: int = 0, content_type: str | None = None, **changes: Any
+) -> CreateStream:
+    return _create(content_type, fork=ForkFrom("src", offset, sub_offset), **changes)
+
+
+def _forked(
+    command: CreateStream, source: StreamMeta = SOURCE, following: tuple[bytes, ...] = ()
+) -> machine.Step:
+    return machine.create(machine.View(None, source=source, following=following), command, NOW, 9)
+
+
+def test_a_fork_lives_in_its_sources_partition_and_inherits_its_history_up_to_the_cut() -> None:
+    write = _write(_forked(_fork(15)))
+    assert write.state is not None
+    assert write.state.partition == SOURCE.partition  # not the 9 its own key would give
+    assert write.state.inherited == (Segment("src", 10, 15),)
+    assert write.entries == (ControlEvent.CREATE,)  # nothing of the source is copied
+    settled = machine.settle(write, [30])
+    assert settled is not None
+    assert settled.segments() == (Segment("src", 10, 15), Segment("s", 30, 31))
+    assert settled.history_start == 10
+
+
+def test_a_fork_defaults_to_the_sources_tail_type_and_expiry() -> None:
+    state = _write(_forked(_fork())).state
+    assert state is not None
+    assert (state.fork_offset, state.content_type, state.ttl_seconds) == (20, TEXT, 60)
+    assert state.inherited == (Segment("src", 10, 20),)
+    own = _write(_forked(_fork(expires_at_ms=NOW + 5))).state
+    assert own is not None
+    assert (own.ttl_seconds, own.expires_at_ms) == (None, NOW + 5)
+
+
+def test_a_fork_of_a_fork_clips_the_chain() -> None:
+    middle = SOURCE.evolve(inherited=(Segment("root", 2, 6),), start_offset=10)
+    assert forks.inherited(middle, 4) == (Segment("root", 2, 4),)
+    assert forks.inherited(middle, 12) == (Segment("root", 2, 6), Segment("src", 10, 12))
+    assert forks.cut(middle, 0) == 2  # before the history: its beginning
+
+
+@pytest.mark.parametrize(
+    ("command", "source", "code"),
+    [
+        (_fork(), None, ErrorCode.STREAM_NOT_FOUND),
+        (_fork(), SOURCE.evolve(ttl_seconds=1, last_access_ms=0), ErrorCode.STREAM_NOT_FOUND),
+        (_fork(), SOURCE.evolve(soft_deleted=True), ErrorCode.SOURCE_DELETED),
+        (_fork(content_type=JSON), SOURCE, ErrorCode.CONTENT_TYPE_MISMATCH),
+        (_fork(21), SOURCE, ErrorCode.INVALID_OFFSET),
+        (_fork(sub_offset=1), SOURCE, ErrorCode.INVALID_HEADER),  # nothing past the tail
+    ],
+)
+def test_forks_refused(command: CreateStream, source: StreamMeta | None, code: ErrorCode) -> None:
+    view = machine.View(None, source=source)
+    assert _refusal(machine.create(view, command, NOW, 0)) is code
+
+
+def test_a_sub_offset_copies_a_prefix_before_the_initial_body() -> None:
+    write = _write(_forked(_fork(12, 3, body=b"XY"), following=(b"hello", b"more")))
+    assert write.messages == [b"hel", b"XY"]
+    assert _refusal(_forked(_fork(12, 6), following=(b"hello",))) is ErrorCode.INVALID_HEADER
+    json_source = SOURCE.evolve(content_type=JSON)
+    write = _write(_forked(_fork(12, 2), json_source, (b"1", b"2", b"3")))
+    assert write.messages == [b"1", b"2"]
+    assert _refusal(_forked(_fork(12, 4), json_source, (b"1",))) is ErrorCode.INVALID_HEADER
+
+
+def test_a_fork_created_again_is_the_same_only_with_the_same_fork_point() -> None:
+    existing = _write(_forked(_fork(12, 2), following=(b"hello",))).state
+    assert existing is not None
+    view = machine.View(existing, source=SOURCE)
+    assert isinstance(machine.create(view, _fork(12, 2), NOW, 0), machine.Done)
+    assert isinstance(machine.create(view, _fork(None, 2), NOW, 0), machine.Done)
+    for other in (_fork(12, 3), _fork(11, 2), _create()):
+        assert _refusal(machine.create(view, other, NOW, 0)) is ErrorCode.STREAM_EXISTS
+
+
+def test_a_stream_with_live_forks_is_soft_deleted_and_then_gone() -> None:
+    view = machine.View(_meta(), {"p": ProducerState(0, 0)}, forks=1)
+    write = _write(machine.delete(view, "s", NOW))
+    assert write.state is not None
+    assert write.state.soft_deleted
+    assert write.forget == ("p",)
+    gone = machine.View(write.state)
+    assert _refusal(machine.delete(gone, "s", NOW)) is ErrorCode.GONE
+    assert _refusal(machine.append(gone, _append(), NOW)) is ErrorCode.GONE
+    assert _refusal(machine.create(gone, _create(), NOW, 0)) is ErrorCode.STREAM_EXISTS
+
+
+def test_deleting_the_last_fork_collects_soft_deleted_sources_up_the_chain() -> None:
+    root, middle = _meta(stream_id="root", soft_deleted=True), _meta(stream_id="mid")
+    chain = ((middle.evolve(soft_deleted=True), 1), (root, 1))
+    write = _write(machine.delete(machine.View(_meta(), ancestors=chain), "s", NOW))
+    assert write.state is None
+    assert write.collects == ("mid", "root")
+    shared = ((middle.evolve(soft_deleted=True), 2), (root, 1))
+    assert _write(machine.delete(machine.View(_meta(), ancestors=shared), "s", NOW)).collects == ()
+    alive = ((middle, 1), (root, 1))
+    assert _write(machine.delete(machine.View(_meta(), ancestors=alive), "s", NOW)).collects == ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 4)), max_size=6))
+def test_a_forks_history_is_its_sources_below_the_cut_then_its_own(
+    steps: list[tuple[int, int, int]],
+) -> None:
+    """Fork chains over one partition: reading a fork's segments gives exactly the messages
+    of its source's history below the fork offset, then the fork's own."""
+    log: list[tuple[str, bytes]] = []  # the partition: (key, value) per offset
+    history: dict[str, list[tuple[int, bytes]]] = {"s0": []}
+    metas = {"s0": _meta(stream_id="s0", start_offset=0, next_offset=1)}
+    log.append(("s0", b""))
+    for pick, cut_back, appends in steps:
+        source = metas[sorted(metas)[pick % len(metas)]]
+        offset = max(source.history_start, source.next_offset - cut_back)
+        name = f"s{len(metas)}"
+        fork = _create(None, ref=StreamRef("bucket", name), fork=ForkFrom(source.stream_id, offset))
+        write = _write(machine.create(machine.View(None, source=source), fork, NOW, 0))
+        settled = machine.settle(write, [len(log)])
+        assert settled is not None
+        log.append((name, b""))
+        history[name] = [(o, m) for o, m in history[source.stream_id] if o < offset]
+        for index in range(appends):
+            body = f"{name}-{index}".encode()
+            history[name].append((len(log), body))
+            log.append((name, body))
+        metas[name] = settled.evolve(next_offset=len(log))
+        for other in (n for n in metas if n != name):  # others write on after the fork
+            body = f"{other}-late".encode()
+            history[other].append((len(log), body))
+            log.append((other, body))
+            metas[other] = metas[other].evolve(next_offset=len(log))
+    for name, meta in metas.items():
+        read = [
+            value
+            for segment in meta.segments()
+            for offset, (key, value) in enumerate(log)
+            if key == segment.stream_id and segment.start <= offset < segment.end and value
+        ]
+        assert read == [m for _o, m in history[name]]
 
 
 # -- properties over random runs ----------------------------------------------------------

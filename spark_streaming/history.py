@@ -1,0 +1,107 @@
+"""A stream's whole history as one batch DataFrame: for a fork, the ranges of its sources it
+inherits (recursively), then its own records.
+
+A fork lives in its source's partition and copies nothing: its history is a list of ranges of
+that partition, each the records of one stream id between two Kafka offsets, recorded in its
+metadata (`schemas/stream_meta.avsc`, field `inherited`). `history_of` decodes a value of the
+compacted meta topic into that list; `read_history` reads just the partition between the
+first range's start and the last range's end and keeps the records inside a range.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from functools import cache, reduce
+from typing import Any, NamedTuple
+
+import fastavro
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from schemas import load
+from spark_streaming.source import decode_streams, kafka_options
+from topology.naming import DEFAULT_PREFIX, bucket_topic
+
+# The meta topic's format bytes (`adapter/state/records.py`): 0x01 was written before forks.
+_SCHEMAS = {b"\x01": "stream_meta_v1", b"\x02": "stream_meta"}
+
+
+class Range(NamedTuple):
+    """The records keyed `stream_id` at Kafka offsets [start, end) of the stream's partition."""
+
+    stream_id: str
+    start: int
+    end: int
+
+
+class History(NamedTuple):
+    bucket: str
+    stream_id: str
+    partition: int
+    ranges: tuple[Range, ...]  # in offset order; the last is the stream's own records
+
+
+def history_of(meta_value: bytes) -> History:
+    """The history of the stream whose meta-topic value (key `stream:{bucket}/{id}`) this is."""
+    schema = _SCHEMAS.get(meta_value[:1])
+    if schema is None:
+        raise ValueError("not a stream metadata record of a known format")
+    meta: Any = fastavro.schemaless_reader(io.BytesIO(meta_value[1:]), _parsed(schema), None)
+    inherited = [Range(r["stream_id"], r["start"], r["end"]) for r in meta.get("inherited", [])]
+    own = Range(meta["stream_id"], meta["start_offset"], meta["next_offset"])
+    return History(meta["bucket_id"], meta["stream_id"], meta["partition"], (*inherited, own))
+
+
+def history_offsets(history: History, topic_prefix: str = DEFAULT_PREFIX) -> tuple[str, str]:
+    """Spark's `startingOffsets` and `endingOffsets` (JSON) spanning the history."""
+    topic = bucket_topic(topic_prefix, history.bucket)
+    partition = str(history.partition)
+    start, end = history.ranges[0].start, history.ranges[-1].end
+    return json.dumps({topic: {partition: start}}), json.dumps({topic: {partition: end}})
+
+
+def in_history(history: History) -> Column:
+    """True for a decoded row inside one of the history's ranges."""
+    return reduce(
+        lambda either, other: either | other,
+        (
+            (F.col("stream_id") == F.lit(r.stream_id))
+            & (F.col("kafka_offset") >= F.lit(r.start))
+            & (F.col("kafka_offset") < F.lit(r.end))
+            for r in history.ranges
+        ),
+    )
+
+
+def read_history(
+    spark: SparkSession,
+    bootstrap_servers: str,
+    history: History,
+    *,
+    topic_prefix: str = DEFAULT_PREFIX,
+    options: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """The stream's messages in history order, as rows of the stream (its id on every row),
+    at the same offset tokens the HTTP API answers with."""
+    starting, ending = history_offsets(history, topic_prefix)
+    chosen = kafka_options(
+        bootstrap_servers,
+        buckets=[history.bucket],
+        topic_prefix=topic_prefix,
+        starting=starting,
+        ending=ending,
+    )
+    # Only the stream's partition: offsets given for one partition need it assigned alone.
+    del chosen["subscribe"]
+    chosen["assign"] = json.dumps({bucket_topic(topic_prefix, history.bucket): [history.partition]})
+    chosen.update(options or {})
+    raw = spark.read.format("kafka").options(**chosen).load()
+    rows = decode_streams(raw, topic_prefix).where(in_history(history))
+    return rows.withColumn("stream_id", F.lit(history.stream_id)).orderBy("kafka_offset")
+
+
+@cache
+def _parsed(name: str) -> Any:
+    return fastavro.parse_schema(load(name))
