@@ -10,7 +10,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from topology.errors import BrokerUnavailable, TopologyError, TopologyMismatch
+from topology.errors import BrokerUnavailable, TopicNotKnownYet, TopologyError, TopologyMismatch
 from topology.specs import TopicLayout, TopicSpec, internal_topic_specs, slots_topic_spec
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class TopologyAdmin:
 
     async def _verify(self, specs: list[TopicSpec]) -> None:
         for spec in specs:
-            actual = await self.describe_configs(spec.name)
+            actual = await self._configs_of_existing(spec.name)
             for key, wanted in spec.configs.items():
                 if actual.get(key) == wanted:
                     continue
@@ -116,6 +116,19 @@ class TopologyAdmin:
                     "topic %s has %s=%r (expected %r)", spec.name, key, actual.get(key), wanted
                 )
 
+    async def _configs_of_existing(self, topic: str) -> dict[str, str]:
+        """The configs of a topic the metadata listed or a creation found existing: the broker
+        asked may not have learnt of it yet (another instance created it a moment ago), so it
+        is asked again until `timeout_s` has passed."""
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        while True:
+            try:
+                return await self.describe_configs(topic)
+            except TopicNotKnownYet:
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise
+                await asyncio.sleep(0.1)
+
     async def describe_configs(self, topic: str) -> dict[str, str]:
         resource = ConfigResource(ResourceType.TOPIC, topic)
         futures = self._client.describe_configs([resource], request_timeout=self.timeout_s)
@@ -123,9 +136,7 @@ class TopologyAdmin:
             entries: dict[str, Any] = await self._wait(futures[resource])
         except KafkaException as error:
             if _code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                # Asked only of a topic the metadata listed or another instance just created:
-                # the broker answering has not learnt of it yet. Retried, never fatal.
-                raise BrokerUnavailable(f"describing topic {topic}: not known yet") from error
+                raise TopicNotKnownYet(f"describing topic {topic}: not known yet") from error
             raise _translate(error, f"describing topic {topic}") from error
         return {key: entry.value for key, entry in entries.items()}
 

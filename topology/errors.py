@@ -15,3 +15,8 @@ class BrokerUnavailable(TopologyError):
 
 class TopologyMismatch(TopologyError):
     """An existing topic is configured in a way we must not write to: an operator must act."""
+
+
+class TopicNotKnownYet(BrokerUnavailable):
+    """The broker answering has not learnt of a topic that exists (just created, perhaps by
+    another instance): ask again in a moment."""
