@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
             cluster.start_cluster(home / "cluster")
             for name in args.only or list(faults.ALL):
                 report = asyncio.run(
-                    runner.run(name, faults.ALL[name], home, args.seed, LONG_LOAD_S)
+                    runner.run(
+                        name, faults.ALL[name], home, args.seed, LONG_LOAD_S, faults.ENV.get(name)
+                    )
                 )
                 print(report.line(), flush=True)
                 if not report.ok:
