@@ -63,7 +63,7 @@ class Settings:
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
     instance_id: str = ""
-    # Test-only (docs/operations.md, "Test-only settings"): never set them in production.
+    # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
 
