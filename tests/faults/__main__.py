@@ -22,10 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.faults", description=__doc__)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", nargs="*", choices=sorted(faults.ALL), default=None)
+    parser.add_argument("--keep", type=Path, default=None, help="work here, and keep the logs")
     args = parser.parse_args(argv)
     failed = False
     with tempfile.TemporaryDirectory(prefix="durable-kafka-faults-") as tmp:
-        home = Path(tmp)
+        home = args.keep or Path(tmp)
         try:
             cluster.start_cluster(home / "cluster")
             for name in args.only or list(faults.ALL):
