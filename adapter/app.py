@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
 from adapter.http.live import LiveLimits
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import cors_middleware
+from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import WriterLimits
@@ -78,6 +80,12 @@ def topic_layout(settings: Settings) -> TopicLayout:
 
 
 def build_parts(settings: Settings) -> Parts:
+    if settings.lose_commit_every or settings.trust_unknown_outcomes:
+        logging.getLogger(__name__).warning(
+            "test-only faults on: lose_commit_every=%d trust_unknown_outcomes=%s",
+            settings.lose_commit_every,
+            settings.trust_unknown_outcomes,
+        )
     layout = topic_layout(settings)
     admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
     catalog = Catalog()
@@ -94,6 +102,10 @@ def build_parts(settings: Settings) -> Parts:
         announce=lambda slot: owner_entry(topics, slot, settings.advertised_url),
         on_state_written=lambda state: catalog.echoes.wrote(
             [(record.topic, record.key, record.offset) for record in state]
+        ),
+        faults=WriterFaults(
+            every=settings.lose_commit_every,
+            trust_unknown_outcomes=settings.trust_unknown_outcomes,
         ),
     )
     follower = MetaFollower(

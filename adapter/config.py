@@ -63,6 +63,9 @@ class Settings:
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
     instance_id: str = ""
+    # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
+    lose_commit_every: int = 0
+    trust_unknown_outcomes: bool = False
 
     @property
     def host(self) -> str:
@@ -133,6 +136,8 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
     "instance_id": ("cluster", "instance_id"),
+    "lose_commit_every": ("testing", "lose_commit_every"),
+    "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
 }
 
 
@@ -263,6 +268,7 @@ def validate(settings: Settings) -> None:
             not settings.instance_id or bool(_INSTANCE_ID.match(settings.instance_id)),
             "instance_id: 1 to 249 of [a-zA-Z0-9._-]",
         ),
+        (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
     ]
     for ok, message in checks:
         if not ok:

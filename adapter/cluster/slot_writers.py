@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapter.log.errors import LogUnavailable
+from adapter.log.faults import WriterFaults
 from adapter.log.writer import (
     GuessCounts,
     LogWriter,
@@ -26,7 +27,6 @@ from adapter.log.writer import (
     StateEntry,
     StateWritten,
     WriteBatch,
-    WriterFaults,
     WriterLimits,
 )
 from topology.naming import writer_transactional_id
@@ -55,6 +55,7 @@ class SlotWriters:
         may_reinit: Callable[[int], bool],
         announce: Callable[[int], StateEntry],
         on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
+        faults: WriterFaults | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.prefix = prefix
@@ -71,7 +72,8 @@ class SlotWriters:
         self._retries: set[asyncio.Task[None]] = set()
         self._renewing: set[int] = set()  # slots whose fenced writer is being replaced
         self.on_change: Callable[[], None] = lambda: None
-        self.faults = WriterFaults()  # test-only fault injection, shared by every writer
+        # Test-only fault injection (settings of the `[testing]` table), shared by every writer.
+        self.faults = faults or WriterFaults()
         # Called when a writer's loop or a change of ownership dies of a bug: the instance
         # can no longer write its slots, so it must stop rather than look ready.
         self.on_failure: Callable[[BaseException], None] = lambda _error: None

@@ -29,6 +29,7 @@ from adapter.log.batches import StateEntry as StateEntry
 from adapter.log.batches import WriteBatch as WriteBatch
 from adapter.log.batches import committed, expired, unbroken
 from adapter.log.errors import LogUnavailable
+from adapter.log.faults import WriterFaults as WriterFaults  # re-exported for its importers
 from adapter.log.outcomes import Probe
 from adapter.log.tails import PartitionTails
 
@@ -225,6 +226,9 @@ class LogWriter:
             self._tails.forget()
             if unknown.fencing is not None:
                 self._fence(unknown.fencing)
+            if self.faults.trust_unknown_outcomes:  # the broken build of the checker's test
+                log.warning("%s: unknown outcome trusted as failed", self.transactional_id)
+                raise LogUnavailable(f"{UNKNOWN_MESSAGE} ({unknown.reason})") from None
             if self._learn(unknown.probe):
                 log.warning("%s: a commit without an answer did commit", self.transactional_id)
                 self._tails.committed([batch.records for batch in batches], unknown.done.offsets)
@@ -315,14 +319,13 @@ class LogWriter:
         surfacing from a broker restart says nothing of what it wrote before. So the writer
         never trusts an error here: `_CommitUnknown` carries what it needs to find out.
         """
+        lose_request, lose_reply = self.faults.next_commit()
         for attempt in range(3):
             try:
-                if self.faults.drop_commit_requests > 0:
-                    self.faults.drop_commit_requests -= 1
+                if lose_request:
                     raise _lost("EndTxn request lost (test fault)")
                 producer.commit_transaction(self.limits.timeout_s)
-                if self.faults.drop_commit_replies > 0:
-                    self.faults.drop_commit_replies -= 1
+                if lose_reply:
                     raise _lost("EndTxn reply lost (test fault)")
                 return
             except (KafkaException, SystemError) as error:
@@ -419,14 +422,6 @@ def _kafka_error(error: BaseException) -> KafkaError | None:
 def _lost(reason: str) -> KafkaException:
     """What a commit whose retries all timed out raises."""
     return KafkaException(KafkaError(KafkaError._TIMED_OUT, reason))
-
-
-@dataclass
-class WriterFaults:
-    """Test-only fault injection: commits whose request or reply is lost (counts to inject)."""
-
-    drop_commit_requests: int = 0  # the commit never reaches the coordinator: it aborts
-    drop_commit_replies: int = 0  # the commit happens, its answer is lost
 
 
 @dataclass

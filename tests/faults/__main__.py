@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from devstack import cluster
+from devstack.process import ServiceError
 from tests.faults import faults, runner
 
 LONG_LOAD_S = 10.0
@@ -22,23 +23,33 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.faults", description=__doc__)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", nargs="*", choices=sorted(faults.ALL), default=None)
+    parser.add_argument("--keep", type=Path, default=None, help="work here, and keep the logs")
     args = parser.parse_args(argv)
     failed = False
     with tempfile.TemporaryDirectory(prefix="durable-kafka-faults-") as tmp:
-        home = Path(tmp)
+        home = args.keep or Path(tmp)
         try:
             cluster.start_cluster(home / "cluster")
             for name in args.only or list(faults.ALL):
-                report = asyncio.run(
-                    runner.run(name, faults.ALL[name], home, args.seed, LONG_LOAD_S)
-                )
-                print(report.line(), flush=True)
-                if not report.ok:
-                    failed = True
-                    print(report.details(), flush=True)
+                failed = not _scenario(name, home, args.seed) or failed
         finally:
             cluster.stop_cluster(home / "cluster")
     return 1 if failed else 0
+
+
+def _scenario(name: str, home: Path, seed: int) -> bool:
+    """Run one fault and print its line; one that could not finish (the instances never
+    settled, say) is a failure too, and the next fault still runs."""
+    scenario = runner.run(name, faults.ALL[name], home, seed, LONG_LOAD_S, faults.ENV.get(name))
+    try:
+        report = asyncio.run(scenario)
+    except (AssertionError, ServiceError, TimeoutError) as error:
+        print(f"{name}: did not finish: {str(error)[:2000]}", flush=True)
+        return False
+    print(report.line(), flush=True)
+    if not report.ok:
+        print(report.details(), flush=True)
+    return report.ok
 
 
 if __name__ == "__main__":

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
 
-from devstack import cluster
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
+
+from devstack import cluster, kafka
+from devstack.process import port_open
 from tests.cluster import slot_of
 from tests.faults.runner import BUSY, Context, Fault
-from topology.naming import writer_transactional_id
+from topology.naming import InternalTopic, internal_topic, writer_transactional_id
 
 DOWN_S = 8.0
 # Past the brokers' default broker.session.timeout.ms (9 s): the controller fences the node.
@@ -79,6 +91,95 @@ async def rolling_restart(ctx: Context) -> None:
         await asyncio.sleep(2.0)
 
 
+# endtxn_lost: one commit in every N loses its EndTxn reply, the next such its request.
+LOSE_COMMIT_EVERY = 10
+ENDTXN_S = 12.0
+# What an adapter logs when it met a lost commit: learned, or (the broken build) trusted.
+UNKNOWN_MET = ("a commit without an answer did commit", "unknown outcome trusted as failed")
+COMPACTED = (InternalTopic.META, InternalTopic.PRODUCERS)
+# Small enough that a segment rolls every second and the cleaner takes it at its next pass.
+COMPACT_NOW = {
+    "segment.ms": "1000",
+    "min.cleanable.dirty.ratio": "0.01",
+    "max.compaction.lag.ms": "1000",
+    "delete.retention.ms": "1000",
+}
+COMPACTION_WAIT_S = 120.0
+
+
+async def endtxn_lost(ctx: Context) -> None:
+    """Both adapters (started with `lose_commit_every`) lose EndTxn replies and requests under
+    the load; returns once each has met an unknown outcome."""
+    await asyncio.sleep(ENDTXN_S)
+    await asyncio.to_thread(_until, lambda: all(_met_unknown(i.log) for i in ctx.live()), 60)
+
+
+def _met_unknown(log: Path) -> bool:
+    text = log.read_text(errors="replace")
+    return any(mark in text for mark in UNKNOWN_MET)
+
+
+async def compaction_restart(ctx: Context) -> None:
+    """The meta and producers topics compacted under the load (segments rolled every second,
+    cleaned at once), then a full restart: both adapters and every broker stopped, the
+    brokers started, then the adapters (which replay the compacted topics)."""
+    topics = [internal_topic(ctx.prefix, which) for which in COMPACTED]
+    await asyncio.to_thread(_alter_configs, ctx.bootstrap, topics, COMPACT_NOW)
+    await asyncio.to_thread(_until, lambda: _cleaned(ctx.cluster, topics), COMPACTION_WAIT_S)
+    for instance in ctx.live():
+        await asyncio.to_thread(instance.stop)
+    # All together: the last of three stopped one by one has no quorum to shut down with.
+    nodes = ctx.cluster.nodes
+    await asyncio.gather(
+        *(asyncio.to_thread(cluster.stop_node, ctx.cluster, n.node_id) for n in nodes)
+    )
+    await asyncio.to_thread(_until, lambda: not any(map(_listening, nodes)), 60)
+    await asyncio.to_thread(cluster.start_cluster, ctx.cluster.home)
+    for instance in ctx.live():
+        instance.start()
+    for instance in ctx.live():
+        await asyncio.to_thread(instance.wait_ready)
+
+
+def _listening(node: kafka.KafkaNode) -> bool:
+    return port_open("127.0.0.1", node.port) or port_open("127.0.0.1", node.controller_port)
+
+
+def _alter_configs(bootstrap: str, topics: list[str], configs: dict[str, str]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entries = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()
+    ]
+    resources = [
+        ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries) for topic in topics
+    ]
+    for future in admin.incremental_alter_configs(resources).values():
+        future.result(timeout=30)
+
+
+def _cleaned(layout: cluster.KafkaCluster, topics: list[str]) -> bool:
+    """Whether the log cleaner of some broker has cleaned each topic past offset 0 (its
+    `cleaner-offset-checkpoint`: a version line, a count line, then `topic partition offset`)."""
+    cleaned: set[str] = set()
+    for node in layout.nodes:
+        checkpoint = node.home / "logs" / "cleaner-offset-checkpoint"
+        lines = checkpoint.read_text().splitlines()[2:] if checkpoint.exists() else []
+        for line in lines:
+            topic, _, offset = line.split()
+            if topic in topics and int(offset) > 0:
+                cleaned.add(topic)
+    return cleaned == set(topics)
+
+
+def _until(done: Callable[[], bool], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s:.0f}s: {done}")
+        time.sleep(1.0)
+
+
 ALL: dict[str, Fault] = {
     "leader_kill": leader_kill,
     "coordinator_kill": coordinator_kill,
@@ -86,6 +187,12 @@ ALL: dict[str, Fault] = {
     "adapter_kill": adapter_kill,
     "adapter_pause": adapter_pause,
     "rolling_restart": rolling_restart,
+    "endtxn_lost": endtxn_lost,
+    "compaction_restart": compaction_restart,
+}
+# Settings of the two adapters under test that a fault needs from their start.
+ENV: dict[str, dict[str, str]] = {
+    "endtxn_lost": {"DURABLE_KAFKA_LOSE_COMMIT_EVERY": str(LOSE_COMMIT_EVERY)},
 }
 # The bounded run of `make test`: a broker, an adapter and a zombie.
 BOUNDED = ("leader_kill", "adapter_kill", "adapter_pause")

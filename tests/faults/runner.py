@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,26 +54,33 @@ class Context:
 Fault = Callable[[Context], Awaitable[None]]
 
 
-def adapter_env(bootstrap: str, prefix: str, home: Path, weak: bool = False) -> dict[str, str]:
-    env = cluster_env(bootstrap, prefix, home) | {
+def adapter_env(bootstrap: str, prefix: str, home: Path) -> dict[str, str]:
+    return cluster_env(bootstrap, prefix, home) | {
         "DURABLE_KAFKA_LONG_POLL_TIMEOUT_MS": "2000",
         "DURABLE_KAFKA_SSE_MAX_DURATION_MS": "5000",
         **cluster.TOPIC_ENV,
     }
-    if weak:  # the broken build of the checker's own test: one replica, acks from one
-        env |= {"DURABLE_KAFKA_REPLICATION_FACTOR": "1", "DURABLE_KAFKA_MIN_INSYNC_REPLICAS": "1"}
-    return env
 
 
 async def run(
-    name: str, fault: Fault, home: Path, seed: int, load_s: float = WARMUP_S, weak: bool = False
+    name: str,
+    fault: Fault,
+    home: Path,
+    seed: int,
+    load_s: float = WARMUP_S,
+    faulty: Mapping[str, str] | None = None,
 ) -> Report:
+    """`faulty`: more settings of the two adapters under test (the fresh one never has them),
+    such as the test-only `[testing]` ones."""
     layout = cluster.layout(home / "cluster")
     prefix = f"f{name.replace('_', '')}{uuid.uuid4().hex[:6]}."
     work = home / prefix.rstrip(".")
     work.mkdir(parents=True)
-    env = adapter_env(layout.bootstrap_servers, prefix, work, weak)
-    instances = {n: Instance(n, env, work / f"{n}.log") for n in ("a", "b", "fresh")}
+    env = adapter_env(layout.bootstrap_servers, prefix, work)
+    instances = {
+        n: Instance(n, env | dict(faulty or {}) if n != "fresh" else env, work / f"{n}.log")
+        for n in ("a", "b", "fresh")
+    }
     async with aiohttp.ClientSession() as session:
         try:
             return await _run(name, fault, layout, prefix, instances, session, seed, load_s)

@@ -149,3 +149,17 @@ def test_a_bool_setting_is_true_or_false(value: str) -> None:
 def test_a_bool_setting_in_toml_is_a_toml_bool(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="expected bool"):
         load(_toml(tmp_path, "[kafka]\nrequire_durable_topics = 1\n"), {}, {})
+
+
+def test_test_only_faults_come_from_every_source(tmp_path: Path) -> None:
+    config = _toml(tmp_path, "[testing]\nlose_commit_every = 7\ntrust_unknown_outcomes = true\n")
+    assert load(config, {}, {}).lose_commit_every == 7
+    assert load(config, {}, {}).trust_unknown_outcomes
+    env = {env_name("lose_commit_every"): "5", env_name("trust_unknown_outcomes"): "false"}
+    assert load(config, env, {}).lose_commit_every == 5
+    assert not load(config, env, {}).trust_unknown_outcomes
+    assert load(config, env, {"lose_commit_every": "0"}).lose_commit_every == 0
+    assert Settings().lose_commit_every == 0
+    assert not Settings().trust_unknown_outcomes
+    with pytest.raises(ConfigError, match="lose_commit_every"):
+        load(None, {}, {"lose_commit_every": "-1"})

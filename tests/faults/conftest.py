@@ -1,0 +1,20 @@
+"""One 3-broker cluster for every scenario test of `tests/faults` (started once per session)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devstack import cluster
+
+
+@pytest.fixture(scope="session")
+def cluster_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("faults")
+    try:
+        cluster.start_cluster(home / "cluster")
+        yield home
+    finally:
+        cluster.stop_cluster(home / "cluster")
