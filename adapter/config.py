@@ -44,6 +44,7 @@ class Settings:
     max_message_bytes: int = 8 * 1024 * 1024
     kafka_timeout_ms: int = 10_000
     max_append_messages: int = 10_000
+    max_snapshot_bytes: int = 128 * 1024 * 1024
     max_inflight_body_bytes: int = 256 * 1024 * 1024
     read_chunk_bytes: int = 1024 * 1024
     read_scan_bytes: int = 16 * 1024 * 1024
@@ -114,6 +115,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "max_message_bytes": ("kafka", "max_message_bytes"),
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
     "max_append_messages": ("server", "max_append_messages"),
+    "max_snapshot_bytes": ("server", "max_snapshot_bytes"),
     "max_inflight_body_bytes": ("server", "max_inflight_body_bytes"),
     "read_chunk_bytes": ("server", "read_chunk_bytes"),
     "read_scan_bytes": ("server", "read_scan_bytes"),
@@ -233,6 +235,7 @@ def validate(settings: Settings) -> None:
             1 <= settings.max_append_messages <= 50_000,
             "max_append_messages must be in 1..50000",
         ),
+        (settings.max_snapshot_bytes >= 1, "max_snapshot_bytes must be >= 1"),
         (
             settings.max_inflight_body_bytes >= settings.max_body_bytes,
             "max_inflight_body_bytes must be >= max_message_bytes - 16384 (the largest body)",
