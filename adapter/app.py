@@ -13,7 +13,7 @@ from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import Settings
-from adapter.http import buckets, health, snapshots, streams
+from adapter.http import bootstrap, buckets, health, snapshots, streams
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
@@ -195,6 +195,7 @@ def create_app(settings: Settings) -> web.Application:
     app.add_routes(buckets.routes)
     streams.add_routes(app)
     snapshots.add_routes(app)
+    bootstrap.add_routes(app)
     app.cleanup_ctx.append(_lifecycle)
     return app
 

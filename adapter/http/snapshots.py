@@ -6,6 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from adapter.http.keys import SNAPSHOTS, STREAMS
+from adapter.http.security import decorate
 from adapter.http.streams import DEFAULT_CONTENT_TYPE, stream_ref
 from adapter.protocol.caching import NO_STORE
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -60,12 +61,24 @@ async def latest(request: web.Request) -> web.Response:
     return web.Response(status=307, headers=headers | {"Cache-Control": NO_STORE})
 
 
-async def read(request: web.Request) -> web.Response:
+async def read(request: web.Request) -> web.StreamResponse:
+    """The blob, range by range (the first fetched before answering: a blob gone is a 404)."""
     service = request.app[SNAPSHOTS]
     meta, pointer = service.at(stream_ref(request), path_offset(request))
-    body = await service.blob(pointer)
+    first = await service.first_range(pointer)
     headers = snapshot_headers(meta, pointer) | {"Content-Type": pointer.content_type}
-    return web.Response(status=200, body=body, headers=headers)
+    response = web.StreamResponse(status=200, headers=headers)
+    response.content_length = pointer.size
+    decorate(response, request)
+    await response.prepare(request)
+    try:
+        await response.write(first)
+        async for piece in service.rest_of(pointer):
+            await response.write(piece)
+    except ConnectionResetError:
+        return response
+    await response.write_eof()
+    return response
 
 
 async def delete(request: web.Request) -> web.Response:

@@ -12,18 +12,37 @@ import asyncio
 import hashlib
 import logging
 import uuid
-from collections.abc import Awaitable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass
+from typing import Final, TypeVar
 
 from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.protocol import snapshots
 from adapter.protocol.commands import PublishSnapshot, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.offsets import BEGINNING, ReadFrom
 from adapter.service.streams import StreamService
 from adapter.state.records import SnapshotPointer, StreamMeta
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# A blob is sent to a bootstrap client in ranges of this size, never held whole.
+BLOB_RANGE_BYTES: Final = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """What a `/bootstrap` answers: the stream as of the request, its snapshot, and the first
+    range of the blob (fetched before answering, so a blob gone meanwhile is a 404, not a
+    broken response)."""
+
+    meta: StreamMeta
+    snapshot: SnapshotPointer | None
+    first_range: bytes
+
+    @property
+    def updates_from(self) -> ReadFrom:
+        return BEGINNING if self.snapshot is None else self.snapshot.offset
 
 
 class SnapshotService:
@@ -72,11 +91,44 @@ class SnapshotService:
             )
         return meta, pointer
 
-    async def blob(self, pointer: SnapshotPointer) -> bytes:
-        data = await _translated(self.store.get(pointer.object_key))
+    async def bootstrap(self, ref: StreamRef) -> Bootstrap:
+        """Start a bootstrap: the stream (its tail bounds what follows) and its snapshot."""
+        meta = self.streams.touch(self.streams.existing(ref))
+        pointer = self.streams.snapshot(meta)
+        if pointer is None:
+            return Bootstrap(meta, None, b"")
+        return Bootstrap(meta, pointer, await self.first_range(pointer))
+
+    async def first_range(self, pointer: SnapshotPointer) -> bytes:
+        """The blob's first range: 404 when the blob is gone (replaced and collected)."""
+        return await self._range(pointer, 0)
+
+    async def rest_of(self, pointer: SnapshotPointer | None) -> AsyncIterator[bytes]:
+        """The blob's bytes after its first range, range by range (memory: one range)."""
+        if pointer is None:
+            return
+        for start in range(BLOB_RANGE_BYTES, pointer.size, BLOB_RANGE_BYTES):
+            yield await self._range(pointer, start)
+
+    async def _range(self, pointer: SnapshotPointer, start: int) -> bytes:
+        end = min(start + BLOB_RANGE_BYTES, pointer.size)
+        data = await _translated(self.store.get(pointer.object_key, start, end))
         if data is None:  # collected after a newer one replaced it while we looked
             raise ProtocolError(ErrorCode.SNAPSHOT_NOT_FOUND, "the snapshot was replaced")
         return data
+
+    async def updates(self, boot: Bootstrap) -> AsyncIterator[list[bytes]]:
+        """The retained messages after the snapshot up to the tail as of the request, one
+        bounded read at a time (the same reads, and message boundaries, as catch-up)."""
+        meta = boot.meta
+        topic = self.streams.buckets.topic(meta.bucket_id)
+        position = boot.updates_from
+        while True:
+            chunk = await self.streams.reads.read(topic, meta, position)
+            yield chunk.messages
+            if chunk.up_to_date or chunk.next_offset == position:
+                return
+            position = chunk.next_offset
 
     def delete_refusal(self, ref: StreamRef, offset: int) -> ProtocolError:
         """Why a delete is refused: only one snapshot is visible and `/bootstrap` needs it
