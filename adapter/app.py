@@ -32,6 +32,7 @@ from adapter.readiness import Readiness
 from adapter.service.buckets import BucketService
 from adapter.service.hub import LiveHub
 from adapter.service.reads import ReadPath
+from adapter.service.snapshot_gc import SnapshotCollector
 from adapter.service.snapshots import SnapshotService
 from adapter.service.state_entries import owner_entry
 from adapter.service.streams import StreamService, wall_clock_ms
@@ -65,6 +66,7 @@ class Parts:
     streams: StreamService
     store: ObjectStore
     snapshots: SnapshotService
+    collector: SnapshotCollector
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -144,7 +146,15 @@ def build_parts(settings: Settings) -> Parts:
         bucket_service,
         stream_service,
         store,
-        SnapshotService(stream_service, store),
+        SnapshotService(stream_service, store, settings.snapshot_gc_grace_ms),
+        SnapshotCollector(
+            store,
+            catalog,
+            follower.caught_up,
+            wall_clock_ms,
+            settings.snapshot_gc_grace_ms,
+            settings.snapshot_gc_interval_ms / 1000,
+        ),
     )
 
 
@@ -220,6 +230,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         follow = asyncio.create_task(parts.follower.follow(), name="follower")
         follow.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(follow)
+        collect = asyncio.create_task(parts.collector.run(), name="snapshot-collector")
+        collect.add_done_callback(lambda done: _report(done, fatal))
+        tasks.append(collect)
         parts.ownership.start()  # join the owners' group: slots arrive from here on
         return count
 

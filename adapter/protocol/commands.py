@@ -59,6 +59,7 @@ class PublishSnapshot:
     size: int
     object_key: str
     sha256: str
+    commit_by_ms: int  # past it the blob may be collected as an orphan: refuse, never commit
 
 
 @dataclass(frozen=True)

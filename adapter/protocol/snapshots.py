@@ -23,9 +23,13 @@ OBJECT_PREFIX: Final = "snapshots/"
 EARLIEST_HEADER: Final = "Stream-Earliest-Offset"
 
 
-def check_publish(meta: StreamMeta, command: PublishSnapshot, max_bytes: int) -> None:
+def check_publish(meta: StreamMeta, command: PublishSnapshot, max_bytes: int, now_ms: int) -> None:
     """Raise the refusal of a publish at `command.offset`, if any (the stream exists)."""
     offset = command.offset
+    if now_ms > command.commit_by_ms:
+        raise ProtocolError(
+            ErrorCode.UNAVAILABLE, "the snapshot took too long to publish; publish it again"
+        )
     if command.size > max_bytes:
         raise ProtocolError(ErrorCode.PAYLOAD_TOO_LARGE, f"a snapshot is at most {max_bytes} bytes")
     if offset > meta.next_offset:

@@ -298,7 +298,7 @@ def publish(
     if meta is None or meta.expired(now_ms):
         return Refused(not_found(command.ref.stream_id))
     try:
-        snapshots.check_publish(meta, command, limits.max_snapshot_bytes)
+        snapshots.check_publish(meta, command, limits.max_snapshot_bytes, now_ms)
     except ProtocolError as error:
         return Refused(error)
     state = meta.evolve(retained_from=command.offset)

@@ -3,7 +3,7 @@
 A publish stores the blob first, under a key no other publish uses, and only then commits its
 pointer with the stream's new retention (`StreamService.publish`, one Kafka transaction). A
 publish interrupted before that commit leaves a blob nothing points to, never a visible half
-snapshot; such orphans and superseded blobs are left for a collector **(planned)**.
+snapshot; such orphans and superseded blobs are the collector's (`service/snapshot_gc.py`).
 """
 
 from __future__ import annotations
@@ -46,9 +46,10 @@ class Bootstrap:
 
 
 class SnapshotService:
-    def __init__(self, streams: StreamService, store: ObjectStore) -> None:
+    def __init__(self, streams: StreamService, store: ObjectStore, grace_ms: int) -> None:
         self.streams = streams
         self.store = store
+        self.grace_ms = grace_ms
 
     async def publish(
         self, ref: StreamRef, offset: int, content_type: str, blob: bytes
@@ -56,7 +57,10 @@ class SnapshotService:
         """Store the blob, then make it the stream's latest snapshot."""
         key = snapshots.object_key(ref.bucket_id, ref.stream_id, offset, uuid.uuid4().hex)
         digest = hashlib.sha256(blob).hexdigest()
-        command = PublishSnapshot(ref, offset, content_type, len(blob), key, digest)
+        # The collector deletes a blob nothing points to once it has seen it so for a grace
+        # period: a publish commits its pointer within half of it from the upload, or not at all.
+        commit_by = self.streams.clock() + self.grace_ms // 2
+        command = PublishSnapshot(ref, offset, content_type, len(blob), key, digest, commit_by)
         await self.streams.publish(command, check_only=True)  # refuse before uploading
         await _translated(self.store.put(key, blob))
         try:

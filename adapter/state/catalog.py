@@ -74,9 +74,14 @@ class Catalog:
         pointer = self._snapshots.get((meta.bucket_id, meta.stream_id))
         return pointer if pointer is not None and pointer.belongs_to(meta) else None
 
-    def snapshot_pointers(self) -> list[SnapshotPointer]:
-        """Every pointer held (visible or not): the blobs the collector must keep."""
-        return list(self._snapshots.values())
+    def visible_snapshot_keys(self) -> set[str]:
+        """The object keys of every visible snapshot: the blobs the collector keeps."""
+        kept = set()
+        for (bucket_id, stream_id), pointer in self._snapshots.items():
+            meta = self._streams.get((bucket_id, stream_id))
+            if meta is not None and pointer.belongs_to(meta):
+                kept.add(pointer.object_key)
+        return kept
 
     def put_snapshot(self, pointer: SnapshotPointer) -> None:
         self._snapshots[(pointer.bucket_id, pointer.stream_id)] = pointer

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from adapter.app import create_app
+from adapter.app import PARTS, create_app
 from adapter.objects.local import LocalObjectStore
 from adapter.objects.s3 import S3ObjectStore
+from adapter.protocol.snapshots import OBJECT_PREFIX, object_key
+from adapter.service.snapshot_gc import SnapshotCollector
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.services import S3Server
 
@@ -193,3 +195,38 @@ async def test_unknown_stream_is_404(client: Client, unique: str, method: str) -
     missing = path.replace("/doc", "/nope")
     response = await client.request(method, f"{missing}/snapshot/{tails[0]}")
     assert response.status == 404
+
+
+async def test_superseded_and_orphaned_blobs_are_collected_after_the_grace_period(
+    client: Client, unique: str
+) -> None:
+    parts = client.app[PARTS]
+    path, tails = await _stream(client, unique, b"a", b"b")
+    gone_path = path.replace("/doc", "/gone")
+    assert (await client.put(gone_path, headers=TEXT)).status == 201
+    gone_tail = (await client.head(gone_path)).headers["Stream-Next-Offset"]
+    assert await _publish(client, gone_path, gone_tail, b"G") == 204
+    assert (await client.delete(gone_path)).status == 204
+    assert await _publish(client, path, tails[1], b"A") == 204
+    assert await _publish(client, path, tails[2], b"AB") == 204
+    # An interrupted publish: its blob stored, its pointer never committed. Never visible.
+    orphan = object_key(f"sn-{unique}", "doc", 0, "interrupted")
+    await parts.store.put(orphan, b"half")
+    assert (await client.get(f"{path}/snapshot/{tails[2]}")).status == 200
+    assert (await client.head(path)).headers["Stream-Snapshot-Offset"] == tails[2]
+    assert len(await parts.store.keys(OBJECT_PREFIX)) == 4
+
+    now = [0]
+    collector = SnapshotCollector(
+        parts.store, parts.catalog, parts.follower.caught_up, lambda: now[0], 1000, 1
+    )
+    assert await collector.collect_once() == []  # first seen unreferenced: the grace starts
+    now[0] = 999
+    assert await collector.collect_once() == []
+    now[0] = 1000
+    assert len(await collector.collect_once()) == 3  # superseded, deleted stream's, orphan
+    [kept] = await parts.store.keys(OBJECT_PREFIX)
+    assert await parts.store.get(kept) == b"AB"
+    assert await collector.collect_once() == []  # idempotent
+    blob = await client.get(f"{path}/snapshot/{tails[2]}")
+    assert (blob.status, await blob.read()) == (200, b"AB")

@@ -567,7 +567,7 @@ def test_random_runs_keep_the_invariants(
 
 
 def _publish(offset: int, size: int = 3) -> PublishSnapshot:
-    return PublishSnapshot(REF, offset, "application/x-state", size, "snapshots/k", "00")
+    return PublishSnapshot(REF, offset, "application/x-state", size, "snapshots/k", "00", NOW)
 
 
 @pytest.mark.parametrize("offset", [10, 15, 20])
@@ -610,6 +610,11 @@ def test_a_snapshot_over_the_limit_is_refused() -> None:
 def test_a_snapshot_at_the_retained_offset_again_replaces_it() -> None:
     view = machine.View(_meta(retained_from=15))
     assert _write(machine.publish(view, _publish(15), NOW)).state is not None
+
+
+def test_a_publish_past_its_commit_deadline_is_refused() -> None:
+    step = machine.publish(machine.View(_meta()), _publish(15), NOW + 1)
+    assert _refusal(step) == ErrorCode.UNAVAILABLE
 
 
 def test_publish_is_decided_on_committed_state() -> None:
