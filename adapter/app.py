@@ -14,11 +14,11 @@ from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import Settings
-from adapter.http import buckets, health, streams
+from adapter.http import bootstrap, buckets, health, snapshots, streams
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
-from adapter.http.keys import BUCKETS, LIVE_LIMITS, STREAMS
+from adapter.http.keys import BUCKETS, LIVE_LIMITS, SNAPSHOTS, STREAMS
 from adapter.http.live import LiveLimits
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import cors_middleware
@@ -26,6 +26,7 @@ from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import WriterLimits
+from adapter.objects.base import ObjectStore
 from adapter.objects.factory import object_store
 from adapter.protocol import stream_machine
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -33,6 +34,8 @@ from adapter.readiness import Readiness
 from adapter.service.buckets import BucketService
 from adapter.service.hub import LiveHub
 from adapter.service.reads import ReadPath
+from adapter.service.snapshot_gc import SnapshotCollector
+from adapter.service.snapshots import SnapshotService
 from adapter.service.state_entries import owner_entry
 from adapter.service.streams import StreamService, wall_clock_ms
 from adapter.state.catalog import Catalog
@@ -63,6 +66,9 @@ class Parts:
     hub: LiveHub
     buckets: BucketService
     streams: StreamService
+    store: ObjectStore
+    snapshots: SnapshotService
+    collector: SnapshotCollector
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -137,8 +143,9 @@ def build_parts(settings: Settings) -> Parts:
         bucket_service,
         reads,
         hub,
-        limits=stream_machine.Limits(settings.max_append_messages),
+        limits=stream_machine.Limits(settings.max_append_messages, settings.max_snapshot_bytes),
     )
+    store = object_store(settings)
     return Parts(
         admin,
         catalog,
@@ -150,6 +157,16 @@ def build_parts(settings: Settings) -> Parts:
         hub,
         bucket_service,
         stream_service,
+        store,
+        SnapshotService(stream_service, store, settings.snapshot_gc_grace_ms),
+        SnapshotCollector(
+            store,
+            catalog,
+            follower.caught_up,
+            wall_clock_ms,
+            settings.snapshot_gc_grace_ms,
+            settings.snapshot_gc_interval_ms / 1000,
+        ),
     )
 
 
@@ -191,6 +208,7 @@ def create_app(settings: Settings) -> web.Application:
     app[ADMIN] = parts.admin
     app[BUCKETS] = parts.buckets
     app[STREAMS] = parts.streams
+    app[SNAPSHOTS] = parts.snapshots
     app[ROUTER] = parts.router
     app[FORWARDER] = Forwarder(forward_timeout_s(settings.kafka_timeout_s))
     app[LIVE_LIMITS] = live_limits(settings)
@@ -198,6 +216,8 @@ def create_app(settings: Settings) -> web.Application:
     app.add_routes(health.routes)
     app.add_routes(buckets.routes)
     streams.add_routes(app)
+    snapshots.add_routes(app)
+    bootstrap.add_routes(app)
     app.cleanup_ctx.append(_lifecycle)
     return app
 
@@ -222,6 +242,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         follow = asyncio.create_task(parts.follower.follow(), name="follower")
         follow.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(follow)
+        collect = asyncio.create_task(parts.collector.run(), name="snapshot-collector")
+        collect.add_done_callback(lambda done: _report(done, fatal))
+        tasks.append(collect)
         parts.ownership.start()  # join the owners' group: slots arrive from here on
         return count
 
@@ -231,7 +254,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         settings.kafka_timeout_ms,
         settings.require_durable_topics,
     )
-    supervisor = Supervisor(parts.admin, object_store(settings), readiness, load_state, durability)
+    supervisor = Supervisor(parts.admin, parts.store, readiness, load_state, durability)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
     app[FATAL] = fatal
 

@@ -44,6 +44,9 @@ class Settings:
     max_message_bytes: int = 8 * 1024 * 1024
     kafka_timeout_ms: int = 10_000
     max_append_messages: int = 10_000
+    max_snapshot_bytes: int = 128 * 1024 * 1024
+    snapshot_gc_grace_ms: int = 600_000
+    snapshot_gc_interval_ms: int = 60_000
     max_inflight_body_bytes: int = 256 * 1024 * 1024
     read_chunk_bytes: int = 1024 * 1024
     read_scan_bytes: int = 16 * 1024 * 1024
@@ -117,6 +120,9 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "max_message_bytes": ("kafka", "max_message_bytes"),
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
     "max_append_messages": ("server", "max_append_messages"),
+    "max_snapshot_bytes": ("server", "max_snapshot_bytes"),
+    "snapshot_gc_grace_ms": ("server", "snapshot_gc_grace_ms"),
+    "snapshot_gc_interval_ms": ("server", "snapshot_gc_interval_ms"),
     "max_inflight_body_bytes": ("server", "max_inflight_body_bytes"),
     "read_chunk_bytes": ("server", "read_chunk_bytes"),
     "read_scan_bytes": ("server", "read_scan_bytes"),
@@ -238,6 +244,13 @@ def validate(settings: Settings) -> None:
             1 <= settings.max_append_messages <= 50_000,
             "max_append_messages must be in 1..50000",
         ),
+        (settings.max_snapshot_bytes >= 1, "max_snapshot_bytes must be >= 1"),
+        (
+            settings.snapshot_gc_grace_ms >= 10 * settings.kafka_timeout_ms,
+            "snapshot_gc_grace_ms must be >= 10 x kafka_timeout_ms (a publish commits within "
+            "half of it)",
+        ),
+        (settings.snapshot_gc_interval_ms >= 1000, "snapshot_gc_interval_ms must be >= 1000"),
         (
             settings.max_inflight_body_bytes >= settings.max_body_bytes,
             "max_inflight_body_bytes must be >= max_message_bytes - 16384 (the largest body)",

@@ -24,8 +24,9 @@ from schemas import load
 from spark_streaming.source import decode_streams, kafka_options
 from topology.naming import DEFAULT_PREFIX, bucket_topic
 
-# The meta topic's format bytes (`adapter/state/records.py`): 0x01 was written before forks.
-_SCHEMAS = {b"\x01": "stream_meta_v1", b"\x02": "stream_meta"}
+# The meta topic's format bytes (`adapter/state/records.py`): 0x01 was written before forks,
+# 0x02 before snapshots.
+_SCHEMAS = {b"\x01": "stream_meta_v1", b"\x02": "stream_meta_v2", b"\x03": "stream_meta"}
 
 
 class Range(NamedTuple):

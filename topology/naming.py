@@ -68,6 +68,7 @@ class StateTopics:
     meta: str
     producers: str
     owners: str
+    snapshots: str
 
     @classmethod
     def of(cls, prefix: str) -> StateTopics:
@@ -75,4 +76,5 @@ class StateTopics:
             internal_topic(prefix, InternalTopic.META),
             internal_topic(prefix, InternalTopic.PRODUCERS),
             internal_topic(prefix, InternalTopic.OWNERS),
+            internal_topic(prefix, InternalTopic.SNAPSHOTS),
         )

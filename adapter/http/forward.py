@@ -92,6 +92,8 @@ def _write_slot(request: web.Request) -> int | None:
     """The slot a write request changes; None for reads and routes that write nothing."""
     if request.method not in WRITES:
         return None
+    if request.method == "DELETE" and "offset" in request.match_info:
+        return None  # deleting a snapshot is always refused: it writes nothing
     info = request.match_info
     if "path" in info or "stream" in info:
         ref = stream_ref(request)

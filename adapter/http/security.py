@@ -36,6 +36,7 @@ EXPOSED_HEADERS = ", ".join(
         "Stream-TTL",
         "Stream-Expires-At",
         "Stream-Snapshot-Offset",
+        "Stream-Earliest-Offset",
         "Stream-SSE-Data-Encoding",
         "Producer-Epoch",
         "Producer-Seq",

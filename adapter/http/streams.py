@@ -153,6 +153,9 @@ async def head(request: web.Request) -> web.Response:
     service = request.app[STREAMS]
     meta = await service.head(stream_ref(request))
     headers = _state_headers(meta, service.clock())
+    pointer = service.snapshot(meta)
+    if pointer is not None:
+        headers["Stream-Snapshot-Offset"] = encode(pointer.offset)
     headers |= {"Cache-Control": NO_STORE, "ETag": stream_etag(meta)}
     return web.Response(status=200, headers=headers)
 

@@ -50,6 +50,19 @@ class Append:
 
 
 @dataclass(frozen=True)
+class PublishSnapshot:
+    """A snapshot blob already stored under `object_key`, to become the stream's latest."""
+
+    ref: StreamRef
+    offset: int  # a Kafka offset decoded from the path's token
+    content_type: str
+    size: int
+    object_key: str
+    sha256: str
+    commit_by_ms: int  # past it the blob may be collected as an orphan: refuse, never commit
+
+
+@dataclass(frozen=True)
 class Read:
     ref: StreamRef
     start: ReadFrom  # a sentinel, or a Kafka offset decoded from a token

@@ -2,8 +2,9 @@
 
 Every protocol rule decided when a stream changes lives here: content-type match, closure,
 `Stream-Seq`, `If-Match`, idempotent producers (epoch and seq), TTL and expiry, JSON
-flattening and its limits, forks (what they inherit, `adapter/protocol/forks.py`) and the
-soft deletion of a stream its forks still read. Given what a command is decided against (a
+flattening and its limits, forks (what they inherit, `adapter/protocol/forks.py`), the
+soft deletion of a stream its forks still read, and snapshot publication with the retention it
+moves (`adapter/protocol/snapshots.py`). Given what a command is decided against (a
 `View`), the command and the time, a function returns one `Step`:
 
 - `Write`: the records to append (Kafka-free: messages and lifecycle events), the stream's
@@ -27,9 +28,16 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final, Literal
 
-from adapter.protocol import forks, json_mode
+from adapter.protocol import forks, json_mode, snapshots
 from adapter.protocol.caching import if_match_matches
-from adapter.protocol.commands import Append, Appended, Created, CreateStream, ForkFrom
+from adapter.protocol.commands import (
+    Append,
+    Appended,
+    Created,
+    CreateStream,
+    ForkFrom,
+    PublishSnapshot,
+)
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import ProducerHeaders, content_types_match, is_json, seq_is_greater
 from adapter.protocol.offsets import encode
@@ -44,7 +52,7 @@ from adapter.protocol.producers import (
     decide,
 )
 from adapter.protocol.stream_etags import stream_etag
-from adapter.state.records import StreamMeta
+from adapter.state.records import SnapshotPointer, StreamMeta
 from topology.wire import ControlEvent
 
 # An append of a JSON array becomes one record per element, all in one transaction.
@@ -79,6 +87,7 @@ class View:
 @dataclass(frozen=True)
 class Limits:
     max_append_messages: int = DEFAULT_MAX_APPEND_MESSAGES
+    max_snapshot_bytes: int = snapshots.DEFAULT_MAX_SNAPSHOT_BYTES
 
 
 DEFAULT_LIMITS: Final = Limits()
@@ -108,6 +117,7 @@ class Write:
     forget: tuple[str, ...] = ()  # producer ids whose states go with this write
     creates: bool = False
     collects: tuple[str, ...] = ()  # soft-deleted ancestors (same partition) forgotten with it
+    snapshot: SnapshotPointer | None = None  # the stream's new latest snapshot
 
     @property
     def messages(self) -> list[bytes]:
@@ -273,6 +283,26 @@ def delete(view: View, stream_id: str, now_ms: int) -> Step:
         state = meta.evolve(soft_deleted=True)
         return Write((ControlEvent.DELETE,), state, now_ms, forget=forget)
     return Write((ControlEvent.DELETE,), None, now_ms, forget=forget, collects=_collected(view))
+
+
+def publish(
+    view: View, command: PublishSnapshot, now_ms: int, limits: Limits = DEFAULT_LIMITS
+) -> Step:
+    """Publish a snapshot: its pointer, and the earliest retained offset moved to it, commit
+    together, with no record in the stream's partition. Decided on committed state."""
+    if view.pending:
+        return SETTLE
+    meta = view.stream
+    if meta is not None and meta.soft_deleted:
+        return Refused(gone(command.ref.stream_id))
+    if meta is None or meta.expired(now_ms):
+        return Refused(not_found(command.ref.stream_id))
+    try:
+        snapshots.check_publish(meta, command, limits.max_snapshot_bytes, now_ms)
+    except ProtocolError as error:
+        return Refused(error)
+    state = meta.evolve(retained_from=command.offset)
+    return Write((), state, now_ms, snapshot=snapshots.pointer(meta, command, now_ms))
 
 
 def _collected(view: View) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadRequest, ReadResult
 from adapter.protocol.commands import Chunk
 from adapter.protocol.offsets import ReadFrom, Start
+from adapter.protocol.snapshots import check_readable
 from adapter.state.records import Segment, StreamMeta
 from topology.wire import stream_key
 
@@ -24,6 +25,8 @@ class ReadPath:
         self.cache = cache
 
     async def read(self, topic: str, meta: StreamMeta, start: ReadFrom) -> Chunk:
+        """Messages from `start` on (410 below the earliest retained offset)."""
+        check_readable(meta, start)
         first = position = resolve_start(meta, start)
         messages: list[bytes] = []
         size = 0

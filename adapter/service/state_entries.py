@@ -12,6 +12,7 @@ from adapter.state.records import (
     SlotOwner,
     StreamMeta,
     producer_key,
+    snapshot_key,
     stream_key,
 )
 from adapter.state.records import encode as encode_state
@@ -30,8 +31,8 @@ def write_entries(
     topics: StateTopics, key: tuple[str, str], write: Write, settled: StreamMeta | None
 ) -> list[StateEntry]:
     """The state records committed with a write: producer states forgotten, the stream's new
-    state (or its tombstone), the tombstones of the sources it collects, and the producer
-    state it accepted."""
+    state (or its tombstone and its snapshot pointer's), the tombstones of the sources it
+    collects, the producer state it accepted, and the snapshot pointer it publishes."""
     bucket_id, stream_id = key
     entries: list[StateEntry] = [
         (topics.producers, producer_key(bucket_id, stream_id, producer_id), None)
@@ -39,9 +40,14 @@ def write_entries(
     ]
     if settled is None:
         entries.append((topics.meta, stream_key(bucket_id, stream_id), None))
+        entries.append((topics.snapshots, snapshot_key(bucket_id, stream_id), None))
     else:
         entries.append(stream_entry(topics, settled))
-    entries += [(topics.meta, stream_key(bucket_id, gone), None) for gone in write.collects]
+    for gone in write.collects:
+        entries.append((topics.meta, stream_key(bucket_id, gone), None))
+        entries.append((topics.snapshots, snapshot_key(bucket_id, gone), None))
+    if write.snapshot is not None:
+        entries.append((topics.snapshots, write.snapshot.key, encode_state(write.snapshot)))
     record = producer_record(key, write)
     if record is not None:
         entries.append(producer_entry(topics, record))

@@ -29,6 +29,7 @@ from adapter.protocol.commands import (
     Created,
     CreateStream,
     ForkFrom,
+    PublishSnapshot,
     Read,
     StreamRef,
 )
@@ -42,7 +43,7 @@ from adapter.service.reads import ReadPath
 from adapter.service.records import write_records
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
-from adapter.state.records import StreamMeta, producer_key
+from adapter.state.records import SnapshotPointer, StreamMeta, producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
 
@@ -234,6 +235,34 @@ class StreamService:
             assert meta is not None
             await self._carry_out(key, meta.partition, step)
 
+    async def publish(self, command: PublishSnapshot, check_only: bool = False) -> StreamMeta:
+        """Make a stored blob the stream's latest snapshot (its pointer and the retention it
+        moves commit in one transaction), or with `check_only` just raise what the machine
+        would refuse now. Appends queued before it commit first; later ones wait for it."""
+        key = (command.ref.bucket_id, command.ref.stream_id)
+        if check_only:
+            step = machine.publish(
+                self._view(key, self._committed(command.ref)), command, self.clock(), self.limits
+            )
+            if isinstance(step, machine.Refused):
+                raise step.error
+            return self.existing(command.ref)
+        async with self._locks.hold(key):
+            await self._settle(key)
+            view = self._view(key, self._committed(command.ref))
+            step = machine.publish(view, command, self.clock(), self.limits)
+            if isinstance(step, machine.Refused):
+                raise step.error
+            assert isinstance(step, machine.Write)
+            assert step.state is not None
+            settled = await self._carry_out(key, step.state.partition, step)
+            assert settled is not None
+            return settled
+
+    def snapshot(self, meta: StreamMeta) -> SnapshotPointer | None:
+        """The stream's visible snapshot, if one was published."""
+        return self.catalog.snapshot(meta)
+
     async def head(self, ref: StreamRef) -> StreamMeta:
         """Metadata only: a HEAD does not count as an access for the sliding TTL."""
         return self.existing(ref)
@@ -368,6 +397,7 @@ class StreamService:
             self.catalog.apply_producer(producer_key(*key, producer_id), None)
         if settled is None:
             self.catalog.drop_stream(*key)
+            self.catalog.apply_snapshot(snapshot_key(*key), None)
             self.reads.cache.forget(key)
         else:
             before = self.catalog.stream(*key)
@@ -378,9 +408,12 @@ class StreamService:
         record = producer_record(key, write)
         if record is not None:
             self.catalog.put_producer(record)
+        if write.snapshot is not None:
+            self.catalog.put_snapshot(write.snapshot)
         self.hub.notify(key)
         for source_id in write.collects:
             self.catalog.drop_stream(key[0], source_id)
+            self.catalog.apply_snapshot(snapshot_key(key[0], source_id), None)
             self.reads.cache.forget((key[0], source_id))
             self.hub.notify((key[0], source_id))
 

@@ -1,5 +1,5 @@
-"""The in-memory catalog of buckets, streams, producer states and slot owners, mirrored from
-the compacted meta, producers and owners topics."""
+"""The in-memory catalog of buckets, streams, producer states, slot owners and snapshot
+pointers, mirrored from the compacted meta, producers, owners and snapshots topics."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from adapter.state.records import (
     BucketMeta,
     ProducerRecord,
     SlotOwner,
+    SnapshotPointer,
     StreamMeta,
     decode,
     decode_as,
@@ -34,6 +35,7 @@ class Catalog:
         self._forks: dict[tuple[str, str], set[str]] = {}  # (bucket, source) -> its forks' ids
         self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
+        self._snapshots: dict[tuple[str, str], SnapshotPointer] = {}
         self.echoes = Echoes()  # this instance's own state records, for the follower
 
     def producers(self, bucket_id: str, stream_id: str) -> dict[str, ProducerRecord]:
@@ -66,6 +68,31 @@ class Catalog:
         if value is not None:
             record = decode_as(SlotOwner, key, value)
             self._owners[record.slot] = record.url
+
+    def snapshot(self, meta: StreamMeta) -> SnapshotPointer | None:
+        """The stream's visible snapshot: the pointer its `retained_from` names, if any."""
+        pointer = self._snapshots.get((meta.bucket_id, meta.stream_id))
+        return pointer if pointer is not None and pointer.belongs_to(meta) else None
+
+    def visible_snapshot_keys(self) -> set[str]:
+        """The object keys of every visible snapshot: the blobs the collector keeps."""
+        kept = set()
+        for (bucket_id, stream_id), pointer in self._snapshots.items():
+            meta = self._streams.get((bucket_id, stream_id))
+            if meta is not None and pointer.belongs_to(meta):
+                kept.add(pointer.object_key)
+        return kept
+
+    def put_snapshot(self, pointer: SnapshotPointer) -> None:
+        self._snapshots[(pointer.bucket_id, pointer.stream_id)] = pointer
+
+    def apply_snapshot(self, key: str, value: bytes | None) -> None:
+        """Apply one record of the snapshots topic (compacted: the last one of a key wins)."""
+        if value is not None:
+            self.put_snapshot(decode_as(SnapshotPointer, key, value))
+            return
+        bucket_id, _, stream_id = key.removeprefix("snapshot:").partition("/")
+        self._snapshots.pop((bucket_id, stream_id), None)
 
     def bucket(self, bucket_id: str) -> BucketMeta | None:
         return self._buckets.get(bucket_id)

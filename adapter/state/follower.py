@@ -1,14 +1,14 @@
 """The instance's one consumer of the state topics: it rebuilds the catalog, then follows them.
 
-At start it replays the compacted meta, producers and owners topics (read_committed) to their
-ends into the catalog; then it keeps reading all three. Every commit rewrites the meta record
-of each stream it touched, so this small topic says exactly when a stream got new data or was
-closed, without reading the data topics. Every followed record is applied in log order, like
-the replay, except the echo of one this instance wrote: its commit updated the catalog
+At start it replays the compacted meta, producers, owners and snapshots topics (read_committed)
+to their ends into the catalog; then it keeps reading all four. Every commit rewrites the meta
+record of each stream it touched, so this small topic says exactly when a stream got new data
+or was closed, without reading the data topics. Every followed record is applied in log order,
+like the replay, except the echo of one this instance wrote: its commit updated the catalog
 already, and the writer said where that record landed before committing it, so the echo is
 known by its offset (`adapter/state/echoes.py`). A record written by anyone else is applied,
-whoever owns the stream's slot now: a resumed zombie sees the new owner's creations,
-deletions and producer states. Owner records are applied as they come.
+whoever owns the stream's slot now: a resumed zombie sees the new owner's creations, deletions
+and producer states. Owner records are applied as they come.
 
 `caught_up` lets a new slot owner wait until every change committed to the meta and producers
 topics before it fenced the previous owner is in the catalog: positions count past
@@ -97,7 +97,7 @@ class MetaFollower:
         if self._consumer is None:
             raise LogUnavailable("the follower has not replayed yet")
         ends = {}
-        for topic in (self.topics.meta, self.topics.producers):
+        for topic in (self.topics.meta, self.topics.producers, self.topics.snapshots):
             try:
                 _, high = self._consumer.get_watermark_offsets(
                     TopicPartition(topic, 0), self.timeout_s, cached=False
@@ -125,6 +125,8 @@ class MetaFollower:
             return  # the echo of a commit of ours: applied when it committed
         elif topic == self.topics.producers:
             self.catalog.apply_producer(key, message.value())
+        elif topic == self.topics.snapshots:
+            self.catalog.apply_snapshot(key, message.value())
         else:
             self.catalog.apply(key, message.value())
             self.on_change(key)
@@ -143,7 +145,12 @@ class MetaFollower:
     def _replay(self) -> int:
         consumer = self._consumer or Consumer(self._config)
         self._consumer = consumer
-        topics = [self.topics.meta, self.topics.producers, self.topics.owners]
+        topics = [
+            self.topics.meta,
+            self.topics.producers,
+            self.topics.owners,
+            self.topics.snapshots,
+        ]
         try:
             starts = [self._start(consumer, topic) for topic in topics]
             consumer.assign(starts)
@@ -181,6 +188,8 @@ class MetaFollower:
             self.catalog.apply_producer(key, message.value())
         elif message.topic() == self.topics.owners:
             self.catalog.apply_owner(key, message.value())
+        elif message.topic() == self.topics.snapshots:
+            self.catalog.apply_snapshot(key, message.value())
         else:
             self.catalog.apply(key, message.value())
 

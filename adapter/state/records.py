@@ -1,5 +1,5 @@
-"""The state records (bucket and stream metadata, producer states, slot owners), their keys,
-and their Avro encoding in the compacted meta, producers and owners topics."""
+"""The state records (bucket and stream metadata, producer states, slot owners, snapshot
+pointers), their keys, and their Avro encoding in the compacted state topics."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import schemas
 FORMAT_V1 = b"\x01"
 # StreamMeta with fork fields; its 0x01 records are read through `stream_meta_v1.avsc`.
 FORMAT_V2 = b"\x02"
+# StreamMeta with `retained_from`; its 0x02 records are read through `stream_meta_v2.avsc`.
+FORMAT_V3 = b"\x03"
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,16 @@ class StreamMeta:
     fork_sub_offset: int = 0
     inherited: tuple[Segment, ...] = ()
     soft_deleted: bool = False
+    retained_from: int | None = None
 
     @property
     def key(self) -> str:
         return stream_key(self.bucket_id, self.stream_id)
+
+    @property
+    def earliest_offset(self) -> int:
+        """The first offset still readable: its snapshot's, else the start of its history."""
+        return self.history_start if self.retained_from is None else self.retained_from
 
     @property
     def history_start(self) -> int:
@@ -109,6 +117,33 @@ class SlotOwner:
         return f"slot:{self.slot}"
 
 
+@dataclass(frozen=True)
+class SnapshotPointer:
+    """Where the latest snapshot of a stream is: its blob in the object store, and what it is."""
+
+    bucket_id: str
+    stream_id: str
+    offset: int
+    content_type: str
+    size: int
+    object_key: str
+    sha256: str
+    stream_created_at_ms: int
+    published_at_ms: int
+
+    @property
+    def key(self) -> str:
+        return snapshot_key(self.bucket_id, self.stream_id)
+
+    def belongs_to(self, meta: StreamMeta) -> bool:
+        """Whether this is the stream's visible snapshot (not one of an earlier stream)."""
+        return meta.created_at_ms == self.stream_created_at_ms and meta.retained_from == self.offset
+
+
+def snapshot_key(bucket_id: str, stream_id: str) -> str:
+    return f"snapshot:{bucket_id}/{stream_id}"
+
+
 def producer_key(bucket_id: str, stream_id: str, producer_id: str) -> str:
     # Stream ids never contain NUL, and HTTP header values (producer ids) cannot either.
     return f"{bucket_id}/{stream_id}\x00{producer_id}"
@@ -137,18 +172,22 @@ _PARSED = {
     StreamMeta: fastavro.parse_schema(schemas.load("stream_meta")),
     ProducerRecord: fastavro.parse_schema(schemas.load("producer_state")),
     SlotOwner: fastavro.parse_schema(schemas.load("slot_owner")),
+    SnapshotPointer: fastavro.parse_schema(schemas.load("snapshot_pointer")),
 }
 
-_STREAM_META_V1 = fastavro.parse_schema(schemas.load("stream_meta_v1"))
+_OLDER_STREAM_META = {
+    FORMAT_V1: fastavro.parse_schema(schemas.load("stream_meta_v1")),
+    FORMAT_V2: fastavro.parse_schema(schemas.load("stream_meta_v2")),
+}
 
-StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner
+StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPointer
 
 
 def encode(record: StateRecord) -> bytes:
     out = io.BytesIO()
     data = vars(record)  # scalars, without asdict's deep copy
     if isinstance(record, StreamMeta):
-        out.write(FORMAT_V2)
+        out.write(FORMAT_V3)
         data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
     else:
         out.write(FORMAT_V1)
@@ -156,7 +195,7 @@ def encode(record: StateRecord) -> bytes:
     return out.getvalue()
 
 
-R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner)
+R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner, SnapshotPointer)
 
 
 def decode(key: str, value: bytes) -> BucketMeta | StreamMeta:
@@ -180,8 +219,8 @@ def decode_as(kind: type[R], key: str, value: bytes) -> R:
 
 def _schemas_of(kind: type[R], key: str, format_byte: bytes) -> tuple[Any, Any]:
     """(writer schema, reader schema) of a record by its format byte."""
-    if kind is StreamMeta and format_byte == FORMAT_V1:
-        return _STREAM_META_V1, _PARSED[StreamMeta]
-    if format_byte == (FORMAT_V2 if kind is StreamMeta else FORMAT_V1):
+    if kind is StreamMeta and format_byte in _OLDER_STREAM_META:
+        return _OLDER_STREAM_META[format_byte], _PARSED[StreamMeta]
+    if format_byte == (FORMAT_V3 if kind is StreamMeta else FORMAT_V1):
         return _PARSED[kind], None
     raise ValueError(f"record {key!r} has an unknown format byte")

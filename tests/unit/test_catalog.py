@@ -12,10 +12,12 @@ from adapter.state.catalog import Catalog, newer
 from adapter.state.records import (
     FORMAT_V1,
     FORMAT_V2,
+    FORMAT_V3,
     BucketMeta,
     ProducerRecord,
     Segment,
     SlotOwner,
+    SnapshotPointer,
     StreamMeta,
     decode,
     encode,
@@ -24,6 +26,7 @@ from adapter.state.records import (
 BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
 META = StreamMeta("b", "s", 1, "text/plain", 100, 0, 5, 1_000, 1_000, ttl_seconds=60)
 V1_FIELDS = {field["name"] for field in schemas.load("stream_meta_v1")["fields"]}
+V2_FIELDS = {field["name"] for field in schemas.load("stream_meta_v2")["fields"]}
 
 
 def _catalog() -> Catalog:
@@ -154,4 +157,27 @@ def test_a_stream_record_written_before_forks_reads_with_their_defaults() -> Non
     decoded = decode(META.key, out.getvalue())
     assert decoded == META
     assert (decoded.inherited, decoded.forked_from, decoded.soft_deleted) == ((), None, False)
-    assert encode(META)[:1] == FORMAT_V2
+    assert encode(META)[:1] == FORMAT_V3
+
+
+def test_a_stream_record_written_before_snapshots_reads_with_no_retention() -> None:
+    out = io.BytesIO()
+    out.write(FORMAT_V2)
+    old = {k: v for k, v in vars(META).items() if k in V2_FIELDS}
+    old["inherited"] = []
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schemas.load("stream_meta_v2")), old)
+    decoded = decode(META.key, out.getvalue())
+    assert decoded == META
+    assert decoded.retained_from is None
+
+
+def test_the_visible_snapshot_is_the_one_the_stream_retains_from() -> None:
+    catalog = _catalog()
+    pointer = SnapshotPointer("b", "s", 5, "text/plain", 3, "k", "00", META.created_at_ms, 1)
+    catalog.apply_snapshot(pointer.key, encode(pointer))
+    assert catalog.snapshot(META) is None  # the stream does not retain from 5
+    retaining = META.evolve(retained_from=5)
+    assert catalog.snapshot(retaining) == pointer
+    assert catalog.snapshot(retaining.evolve(created_at_ms=9)) is None  # an earlier stream's
+    catalog.apply_snapshot(pointer.key, None)
+    assert catalog.snapshot(retaining) is None

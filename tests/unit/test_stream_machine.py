@@ -17,12 +17,15 @@ from adapter.protocol.commands import (
     Created,
     CreateStream,
     ForkFrom,
+    PublishSnapshot,
     StreamRef,
 )
-from adapter.protocol.errors import ErrorCode
+from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import ProducerHeaders
-from adapter.protocol.offsets import encode
+from adapter.protocol.offsets import BEGINNING, encode
+from adapter.protocol.offsets import NOW as AT_TAIL
 from adapter.protocol.producers import ProducerState
+from adapter.protocol.snapshots import check_readable
 from adapter.protocol.stream_etags import stream_etag
 from adapter.state.records import Segment, StreamMeta
 from topology.wire import ControlEvent
@@ -558,3 +561,74 @@ def test_random_runs_keep_the_invariants(
     log.commit(0)
     # The partition's offsets only grow, so every tail a stream of this name had does too.
     assert all(a <= b for a, b in zip(log.tails, log.tails[1:], strict=False))
+
+
+# -- publish (snapshots) ----------------------------------------------------------------------
+
+
+def _publish(offset: int, size: int = 3) -> PublishSnapshot:
+    return PublishSnapshot(REF, offset, "application/x-state", size, "snapshots/k", "00", NOW)
+
+
+@pytest.mark.parametrize("offset", [10, 15, 20])
+def test_a_snapshot_anywhere_in_the_history_moves_retention_and_writes_no_record(
+    offset: int,
+) -> None:
+    write = _write(machine.publish(machine.View(_meta()), _publish(offset), NOW))
+    assert write.entries == ()
+    assert write.state is not None
+    assert write.state.retained_from == offset
+    assert write.snapshot is not None
+    assert (write.snapshot.offset, write.snapshot.size) == (offset, 3)
+    assert write.snapshot.stream_created_at_ms == _meta().created_at_ms
+    settled = machine.settle(write, [])
+    assert settled is not None
+    assert settled.next_offset == 20  # the tail does not move
+
+
+@pytest.mark.parametrize(
+    ("meta", "offset", "code"),
+    [
+        (None, 15, ErrorCode.STREAM_NOT_FOUND),
+        (_meta(expires_at_ms=NOW), 15, ErrorCode.STREAM_NOT_FOUND),
+        (_meta(soft_deleted=True), 15, ErrorCode.GONE),
+        (_meta(), 21, ErrorCode.OFFSET_BEYOND_TAIL),
+        (_meta(), 9, ErrorCode.INVALID_OFFSET),  # before the stream began: not its boundary
+        (_meta(retained_from=16), 15, ErrorCode.OFFSET_GONE),
+    ],
+)
+def test_publish_refusals(meta: StreamMeta | None, offset: int, code: ErrorCode) -> None:
+    assert _refusal(machine.publish(machine.View(meta), _publish(offset), NOW)) == code
+
+
+def test_a_snapshot_over_the_limit_is_refused() -> None:
+    limits = machine.Limits(max_snapshot_bytes=2)
+    step = machine.publish(machine.View(_meta()), _publish(15, size=3), NOW, limits)
+    assert _refusal(step) == ErrorCode.PAYLOAD_TOO_LARGE
+
+
+def test_a_snapshot_at_the_retained_offset_again_replaces_it() -> None:
+    view = machine.View(_meta(retained_from=15))
+    assert _write(machine.publish(view, _publish(15), NOW)).state is not None
+
+
+def test_a_publish_past_its_commit_deadline_is_refused() -> None:
+    step = machine.publish(machine.View(_meta()), _publish(15), NOW + 1)
+    assert _refusal(step) == ErrorCode.UNAVAILABLE
+
+
+def test_publish_is_decided_on_committed_state() -> None:
+    view = machine.View(_meta(), pending=True)
+    assert machine.publish(view, _publish(15), NOW) is machine.SETTLE
+
+
+def test_reads_below_the_retained_offset_are_gone() -> None:
+    meta = _meta(retained_from=15)
+    for start in (BEGINNING, 10, 14):
+        with pytest.raises(ProtocolError) as raised:
+            check_readable(meta, start)
+        assert raised.value.code == ErrorCode.OFFSET_GONE
+        assert raised.value.headers["Stream-Earliest-Offset"] == encode(15)
+    for start in (AT_TAIL, 15, 20):
+        check_readable(meta, start)
+    check_readable(_meta(), BEGINNING)

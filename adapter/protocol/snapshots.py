@@ -1,0 +1,86 @@
+"""Snapshot and retention rules: where a snapshot may be published, and what stays readable.
+
+A snapshot at offset `o` folds the stream's messages before `o`; publishing it makes `o` the
+stream's earliest retained offset (`StreamMeta.retained_from`), so every read below it (and
+from `-1`) answers 410 with `Stream-Earliest-Offset`. Every Kafka offset from the start of a
+stream's history to its tail falls between two records, so each is a message boundary of the
+stream (the same boundaries ordinary reads and `/bootstrap` use); offsets before the history
+begins are not positions of this stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Final
+
+from adapter.protocol.commands import PublishSnapshot
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.offsets import ReadFrom, Start, encode
+from adapter.state.records import SnapshotPointer, StreamMeta
+
+DEFAULT_MAX_SNAPSHOT_BYTES: Final = 128 * 1024 * 1024
+OBJECT_PREFIX: Final = "snapshots/"
+EARLIEST_HEADER: Final = "Stream-Earliest-Offset"
+
+
+def check_publish(meta: StreamMeta, command: PublishSnapshot, max_bytes: int, now_ms: int) -> None:
+    """Raise the refusal of a publish at `command.offset`, if any (the stream exists)."""
+    offset = command.offset
+    if now_ms > command.commit_by_ms:
+        raise ProtocolError(
+            ErrorCode.UNAVAILABLE, "the snapshot took too long to publish; publish it again"
+        )
+    if command.size > max_bytes:
+        raise ProtocolError(ErrorCode.PAYLOAD_TOO_LARGE, f"a snapshot is at most {max_bytes} bytes")
+    if offset > meta.next_offset:
+        raise ProtocolError(
+            ErrorCode.OFFSET_BEYOND_TAIL,
+            f"snapshot offset {encode(offset)} is past the tail {encode(meta.next_offset)}",
+        )
+    if meta.retained_from is not None and offset < meta.retained_from:
+        raise gone_before(meta)
+    if offset < meta.history_start:
+        raise ProtocolError(
+            ErrorCode.INVALID_OFFSET,
+            f"offset {encode(offset)} is before the stream begins ({encode(meta.history_start)})",
+        )
+
+
+def pointer(meta: StreamMeta, command: PublishSnapshot, now_ms: int) -> SnapshotPointer:
+    return SnapshotPointer(
+        bucket_id=meta.bucket_id,
+        stream_id=meta.stream_id,
+        offset=command.offset,
+        content_type=command.content_type,
+        size=command.size,
+        object_key=command.object_key,
+        sha256=command.sha256,
+        stream_created_at_ms=meta.created_at_ms,
+        published_at_ms=now_ms,
+    )
+
+
+def check_readable(meta: StreamMeta, start: ReadFrom) -> None:
+    """Raise 410 when a read starts below the earliest retained offset (`-1` included)."""
+    if meta.retained_from is None or start is Start.NOW:
+        return
+    position = meta.history_start if start is Start.BEGINNING else start
+    if position < meta.retained_from:
+        raise gone_before(meta)
+
+
+def gone_before(meta: StreamMeta) -> ProtocolError:
+    earliest = encode(meta.earliest_offset)
+    return ProtocolError(
+        ErrorCode.OFFSET_GONE,
+        f"data before {earliest} was replaced by a snapshot: GET the stream's /bootstrap",
+        headers={EARLIEST_HEADER: earliest},
+    )
+
+
+def object_key(bucket_id: str, stream_id: str, offset: int, unique: str) -> str:
+    """A new blob's key: unique per publish, so a retry never overwrites a committed blob.
+
+    Stream ids may hold any character; their hash keeps keys safe for every store."""
+    digest = hashlib.sha256(stream_id.encode()).hexdigest()[:32]
+    return f"{OBJECT_PREFIX}{bucket_id}/{digest}/{offset:020d}-{unique}"

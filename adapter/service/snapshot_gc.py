@@ -1,0 +1,84 @@
+"""The collector of snapshot blobs nothing points to: superseded ones, those of deleted
+streams, and those of publishes that never committed.
+
+The invariant: a blob is deleted only after this collector has seen it unreferenced for a
+whole grace period, with its catalog caught up on the state topics. A publish commits its
+pointer within half the grace period of its upload or not at all (`stream_machine.publish`
+refuses it past `commit_by_ms`), and its upload came before the collector first saw the blob,
+so a committed pointer is always in the catalog before its blob could be judged an orphan.
+A reader of a superseded snapshot has the grace period to finish. Deleting is idempotent, so
+every instance may run a collector; forgetting what it saw (a restart) only delays deletion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+from adapter.log.errors import LogUnavailable
+from adapter.objects.base import ObjectStore, ObjectStoreError
+from adapter.protocol.snapshots import OBJECT_PREFIX
+from adapter.state.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+
+def due(
+    keys: Iterable[str], kept: set[str], seen: dict[str, int], now_ms: int, grace_ms: int
+) -> tuple[list[str], dict[str, int]]:
+    """(blobs to delete, when each other unreferenced blob was first seen so), from the blobs
+    in the store, those visible snapshots point to, and what was seen before."""
+    doomed: list[str] = []
+    still: dict[str, int] = {}
+    for key in keys:
+        if key in kept:
+            continue
+        first = seen.get(key, now_ms)
+        if now_ms - first >= grace_ms:
+            doomed.append(key)
+        else:
+            still[key] = first
+    return doomed, still
+
+
+class SnapshotCollector:
+    def __init__(
+        self,
+        store: ObjectStore,
+        catalog: Catalog,
+        caught_up: Callable[[], Awaitable[None]],
+        clock: Callable[[], int],
+        grace_ms: int,
+        interval_s: float,
+    ) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.caught_up = caught_up
+        self.clock = clock
+        self.grace_ms = grace_ms
+        self.interval_s = interval_s
+        self._seen: dict[str, int] = {}
+
+    async def run(self) -> None:
+        """Collect every interval until cancelled; a failed pass is logged and tried again."""
+        while True:
+            await asyncio.sleep(self.interval_s)
+            try:
+                await self.collect_once()
+            except (ObjectStoreError, LogUnavailable) as error:
+                log.warning("snapshot collection failed, trying again later: %s", error)
+
+    async def collect_once(self) -> list[str]:
+        """One pass: list the blobs, catch up on the state topics, delete what is due."""
+        now = self.clock()
+        keys = await self.store.keys(OBJECT_PREFIX)
+        await self.caught_up()
+        doomed, self._seen = due(
+            keys, self.catalog.visible_snapshot_keys(), self._seen, now, self.grace_ms
+        )
+        for key in doomed:
+            await self.store.delete(key)
+        if doomed:
+            log.info("collected %d snapshot blobs", len(doomed))
+        return doomed

@@ -1,0 +1,232 @@
+"""Snapshots on a real broker and object store: every status code of publish, read and delete,
+the retention a publish moves (410 below it), and what a restart keeps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapter.app import PARTS, create_app
+from adapter.objects.local import LocalObjectStore
+from adapter.objects.s3 import S3ObjectStore
+from adapter.protocol.snapshots import OBJECT_PREFIX, object_key
+from adapter.service.snapshot_gc import SnapshotCollector
+from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.services import S3Server
+
+TEXT = {"Content-Type": "text/plain"}
+BIG = 64 * 1024
+
+
+async def _code(response: object) -> str:
+    body = await response.json()  # type: ignore[attr-defined]
+    code = body["error"]["code"]
+    assert isinstance(code, str)
+    return code
+
+
+async def _stream(client: Client, unique: str, *bodies: bytes) -> tuple[str, list[str]]:
+    """A bucket and a text stream with one message per body; the tail after each."""
+    bucket = f"/sn-{unique}"
+    assert (await client.put(bucket)).status == 201
+    path = f"{bucket}/doc"
+    created = await client.put(path, headers=TEXT)
+    assert created.status == 201
+    tails = [created.headers["Stream-Next-Offset"]]
+    for body in bodies:
+        response = await client.post(path, data=body, headers=TEXT)
+        assert response.status == 204
+        tails.append(response.headers["Stream-Next-Offset"])
+    return path, tails
+
+
+async def _publish(client: Client, path: str, offset: str, blob: bytes) -> int:
+    headers = {"Content-Type": "application/x-state"}
+    return (await client.put(f"{path}/snapshot/{offset}", data=blob, headers=headers)).status
+
+
+async def test_publish_moves_retention_and_reads_below_answer_410(
+    client: Client, unique: str
+) -> None:
+    path, tails = await _stream(client, unique, b"a", b"b", b"c")
+    assert await _publish(client, path, tails[2], b"AB") == 204
+    for offset in ("-1", tails[0], tails[1]):
+        gone = await client.get(path, params={"offset": offset})
+        assert gone.status == 410
+        assert gone.headers["Stream-Earliest-Offset"] == tails[2]
+        assert await _code(gone) == "offset_gone"
+    kept = await client.get(path, params={"offset": tails[2]})
+    assert (kept.status, await kept.read()) == (200, b"c")
+    live = await client.get(path, params={"offset": tails[0], "live": "long-poll"})
+    assert live.status == 410
+    head = await client.head(path)
+    assert head.headers["Stream-Snapshot-Offset"] == tails[2]
+
+
+async def test_read_the_latest_and_at_an_offset(client: Client, unique: str) -> None:
+    path, tails = await _stream(client, unique, b"a", b"b")
+    assert "Stream-Snapshot-Offset" not in (await client.head(path)).headers
+    assert (await client.get(f"{path}/snapshot", allow_redirects=False)).status == 404
+    assert await _publish(client, path, tails[1], b"A") == 204
+    redirect = await client.get(f"{path}/snapshot", allow_redirects=False)
+    assert redirect.status == 307
+    assert redirect.headers["Location"].endswith(f"{path}/snapshot/{tails[1]}")
+    blob = await client.get(f"{path}/snapshot/{tails[1]}")
+    assert blob.status == 200
+    assert await blob.read() == b"A"
+    assert blob.headers["Content-Type"] == "application/x-state"
+    assert blob.headers["Stream-Snapshot-Offset"] == tails[1]
+    assert blob.headers["Stream-Next-Offset"] == tails[1]
+    assert blob.headers["Stream-Up-To-Date"] == "false"  # "b" follows it
+    # Offsets in paths are URL-decoded.
+    encoded = tails[1].replace("_", "%5F")
+    assert (await client.get(f"{path}/snapshot/{encoded}")).status == 200
+    assert (await client.get(f"{path}/snapshot/{tails[0]}")).status == 404
+
+
+async def test_a_newer_snapshot_replaces_the_old_at_once(client: Client, unique: str) -> None:
+    path, tails = await _stream(client, unique, b"a", b"b")
+    assert await _publish(client, path, tails[1], b"A") == 204
+    assert await _publish(client, path, tails[2], b"AB") == 204
+    assert (await client.get(f"{path}/snapshot/{tails[1]}")).status == 404
+    latest = await client.get(f"{path}/snapshot/{tails[2]}")
+    assert (await latest.read(), latest.headers["Stream-Up-To-Date"]) == (b"AB", "true")
+    assert await _publish(client, path, tails[1], b"A") == 410  # older than retained now
+
+
+async def test_publish_refusals(
+    client: Client, unique: str, make_settings: SettingsFactory
+) -> None:
+    path, tails = await _stream(client, unique, b"a")
+    assert await _publish(client, path, "nonsense", b"x") == 400
+    assert await _publish(client, path, "-1", b"x") == 400
+    assert await _publish(client, path, "now", b"x") == 400
+    beyond = f"0000000000000000_{int(tails[1][-16:]) + 5:016d}"
+    assert await _publish(client, path, beyond, b"x") == 409
+    missing = path.replace("/doc", "/nope")
+    assert await _publish(client, missing, tails[0], b"x") == 404
+
+
+async def test_a_snapshot_over_the_limit_is_413(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    client = await aiohttp_client(create_app(make_settings(max_snapshot_bytes=BIG)))
+    await wait_ready(client)
+    path, tails = await _stream(client, unique, b"a")
+    assert await _publish(client, path, tails[1], b"x" * (BIG + 1)) == 413
+    assert await _publish(client, path, tails[1], b"x" * BIG) == 204
+
+
+async def test_delete_follows_the_bootstrap_safety_rules(client: Client, unique: str) -> None:
+    path, tails = await _stream(client, unique, b"a", b"b")
+    assert (await client.delete(f"{path}/snapshot/{tails[1]}")).status == 404  # none yet
+    assert await _publish(client, path, tails[1], b"A") == 204
+    assert await _publish(client, path, tails[2], b"AB") == 204
+    assert (await client.delete(f"{path}/snapshot/{tails[1]}")).status == 404  # superseded
+    latest = await client.delete(f"{path}/snapshot/{tails[2]}")
+    assert (latest.status, await _code(latest)) == (409, "snapshot_in_use")
+    assert (await client.get(f"{path}/snapshot/{tails[2]}")).status == 200
+
+
+async def test_a_deleted_stream_created_again_has_no_snapshot(client: Client, unique: str) -> None:
+    path, tails = await _stream(client, unique, b"a")
+    assert await _publish(client, path, tails[1], b"A") == 204
+    assert (await client.delete(path)).status == 204
+    assert (await client.put(path, headers=TEXT)).status == 201
+    assert (await client.get(f"{path}/snapshot", allow_redirects=False)).status == 404
+    assert (await client.get(path, params={"offset": "-1"})).status == 200
+
+
+async def test_restart_keeps_snapshots_and_retention(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    first = await aiohttp_client(create_app(make_settings()))
+    await wait_ready(first)
+    path, tails = await _stream(first, unique, b"a", b"b")
+    assert await _publish(first, path, tails[1], b"A") == 204
+    await first.close()
+    second = await aiohttp_client(create_app(make_settings()))
+    await wait_ready(second)
+    assert (await second.get(path, params={"offset": "-1"})).status == 410
+    blob = await second.get(f"{path}/snapshot/{tails[1]}")
+    assert (blob.status, await blob.read()) == (200, b"A")
+    assert (await second.head(path)).headers["Stream-Snapshot-Offset"] == tails[1]
+
+
+async def test_blobs_live_in_the_local_folder(client: Client, unique: str, tmp_path: Path) -> None:
+    path, tails = await _stream(client, unique, b"a")
+    assert await _publish(client, path, tails[1], b"local blob") == 204
+    store = LocalObjectStore(tmp_path / "cold")
+    keys = await store.keys("snapshots/")
+    assert len(keys) == 1
+    assert await store.get(keys[0]) == b"local blob"
+
+
+async def test_blobs_live_in_s3(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> None:
+    s3_settings = {
+        "cold_backend": "s3",
+        "s3_bucket": f"snap-{unique}",
+        "s3_endpoint_url": s3.endpoint_url,
+        "s3_access_key_id": s3.access_key_id,
+        "s3_secret_access_key": s3.secret_access_key,
+    }
+    client = await aiohttp_client(create_app(make_settings(**s3_settings)))
+    await wait_ready(client)
+    path, tails = await _stream(client, unique, b"a")
+    assert await _publish(client, path, tails[1], b"s3 blob") == 204
+    blob = await client.get(f"{path}/snapshot/{tails[1]}")
+    assert (blob.status, await blob.read()) == (200, b"s3 blob")
+    store = S3ObjectStore(
+        bucket=f"snap-{unique}",
+        timeout_s=5,
+        endpoint_url=s3.endpoint_url,
+        access_key_id=s3.access_key_id,
+        secret_access_key=s3.secret_access_key,
+    )
+    assert len(await store.keys("snapshots/")) == 1
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+async def test_unknown_stream_is_404(client: Client, unique: str, method: str) -> None:
+    path, tails = await _stream(client, unique)
+    missing = path.replace("/doc", "/nope")
+    response = await client.request(method, f"{missing}/snapshot/{tails[0]}")
+    assert response.status == 404
+
+
+async def test_superseded_and_orphaned_blobs_are_collected_after_the_grace_period(
+    client: Client, unique: str
+) -> None:
+    parts = client.app[PARTS]
+    path, tails = await _stream(client, unique, b"a", b"b")
+    gone_path = path.replace("/doc", "/gone")
+    assert (await client.put(gone_path, headers=TEXT)).status == 201
+    gone_tail = (await client.head(gone_path)).headers["Stream-Next-Offset"]
+    assert await _publish(client, gone_path, gone_tail, b"G") == 204
+    assert (await client.delete(gone_path)).status == 204
+    assert await _publish(client, path, tails[1], b"A") == 204
+    assert await _publish(client, path, tails[2], b"AB") == 204
+    # An interrupted publish: its blob stored, its pointer never committed. Never visible.
+    orphan = object_key(f"sn-{unique}", "doc", 0, "interrupted")
+    await parts.store.put(orphan, b"half")
+    assert (await client.get(f"{path}/snapshot/{tails[2]}")).status == 200
+    assert (await client.head(path)).headers["Stream-Snapshot-Offset"] == tails[2]
+    assert len(await parts.store.keys(OBJECT_PREFIX)) == 4
+
+    now = [0]
+    collector = SnapshotCollector(
+        parts.store, parts.catalog, parts.follower.caught_up, lambda: now[0], 1000, 1
+    )
+    assert await collector.collect_once() == []  # first seen unreferenced: the grace starts
+    now[0] = 999
+    assert await collector.collect_once() == []
+    now[0] = 1000
+    assert len(await collector.collect_once()) == 3  # superseded, deleted stream's, orphan
+    [kept] = await parts.store.keys(OBJECT_PREFIX)
+    assert await parts.store.get(kept) == b"AB"
+    assert await collector.collect_once() == []  # idempotent
+    blob = await client.get(f"{path}/snapshot/{tails[2]}")
+    assert (blob.status, await blob.read()) == (200, b"AB")
