@@ -123,8 +123,8 @@ class SlotOwnership:
         unless the coordinator says this member still holds the slot: a resumed zombie would
         otherwise take its slot back from the rightful owner. The question is an offset
         commit for partition `slot` of the (empty) slots topic: the coordinator accepts it
-        only from a member of the current generation, and librdkafka refuses it locally for
-        a partition no longer assigned.
+        only from a member of the current generation (it accepts one for a partition the member
+        no longer holds: the held-slots check before asking is what answers "no" for those).
 
         Only the consumer's own thread touches the consumer: calling it from a writer's
         thread while that thread polls was seen to block for good (in `assignment()` and in
@@ -148,12 +148,21 @@ class SlotOwnership:
             return self._consumer is not None and slot in self._held
 
     def _run(self) -> None:
-        try:
-            self._refuse_an_impostor()
-        except InstanceIdInUse as error:
-            log.error("%s", error)
-            self._fail(error)
-            return
+        while not self._stop.is_set():
+            try:
+                self._refuse_an_impostor()
+            except InstanceIdInUse as error:
+                log.error("%s", error)
+                self._fail(error)
+                return
+            if not self._member():
+                return
+            # Fenced, yet no other process holds our id: our own earlier membership did it
+            # (the group coordinator restarted or moved while we rejoined). Join again.
+            log.warning("the owners' consumer was fenced by its own earlier membership; rejoining")
+
+    def _member(self) -> bool:
+        """Be a member of the owners' group until stopped; True if fenced (to rejoin)."""
         consumer = Consumer(self._config)
         self._consumer = consumer
         consumer.subscribe(
@@ -167,8 +176,8 @@ class SlotOwnership:
                 self.member_id = consumer.memberid() or ""
             failed = False
         except InstanceIdInUse as error:
-            log.error("%s", error)
-            self._fail(error)
+            log.warning("%s", error)
+            return True
         except Exception as error:
             # Without this thread the instance owns no slot and never will again: stop it
             # (exit 1) so that it is restarted, rather than let it look ready.
@@ -176,6 +185,7 @@ class SlotOwnership:
             self._fail(error)
         finally:
             self._close(consumer, leave=not failed)
+        return False
 
     def _close(self, consumer: Consumer, leave: bool) -> None:
         """Close the consumer; on a clean stop, leave the group first (see the module doc)."""
@@ -294,7 +304,7 @@ def _check(message: Message | None) -> None:
         return
     if error.code() == KafkaError._FATAL or error.fatal():
         raise InstanceIdInUse(
-            f"the owners' consumer stopped: {error.str()}. Another process joined with this "
-            "instance's id: give each instance its own instance_id (or advertise_url)"
+            f"the owners' consumer was fenced: {error.str()} (another member with this "
+            "instance's id joined: our own earlier membership, or another process)"
         )
     log.debug("owners' consumer: %s", error.str())

@@ -38,7 +38,7 @@ async def test_an_instance_id_in_use_under_another_url_is_refused_at_start(
 
 
 @pytest.mark.timeout(120)
-async def test_a_member_fenced_by_a_newcomer_with_its_id_stops(
+async def test_a_member_fenced_by_a_newcomer_with_its_id_says_so_and_rejoins(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     env = cluster_env(kafka_bootstrap, f"ids{unique}.", tmp_path)
@@ -46,12 +46,15 @@ async def test_a_member_fenced_by_a_newcomer_with_its_id_stops(
     with running_adapter(env, tmp_path / "a.log"):
         second = _serve(env, tmp_path / "b.log")
         try:
-            for _ in range(600):  # until the newcomer fences the first, which stops (exit 1)
-                if "stopping: " in (tmp_path / "a.log").read_text():
+            for _ in range(600):  # until the newcomer fences the first, which rejoins
+                if "rejoining" in (tmp_path / "a.log").read_text():
                     break
                 await asyncio.sleep(0.1)
         finally:
             second.terminate()
             second.wait(30)
     first_log = (tmp_path / "a.log").read_text()
-    assert "Another process joined with this instance's id" in first_log
+    # A fencing is what a coordinator restart causes too, so it is never fatal (it was: every
+    # broker restart could stop an instance); the log says what happened.
+    assert "the owners' consumer was fenced" in first_log
+    assert "rejoining" in first_log
