@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapter.log.errors import LogUnavailable
+from adapter.log.writer import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.readiness import Readiness
 from topology.admin import TopologyAdmin
@@ -26,10 +27,6 @@ CHECKS = [KAFKA, TOPICS, CATALOG, OWNERSHIP, OBJECTS]
 DURABLE_BROKERS = 3
 DURABLE_REPLICATION_FACTOR = 3
 DURABLE_MIN_INSYNC_REPLICAS = 2
-# adapter/log/writer.py: its producers' transaction.timeout.ms, and how often it commits one
-# transaction (commit_transaction, each with the kafka timeout) before giving up.
-TRANSACTION_TIMEOUT_MS = 60_000
-COMMIT_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)

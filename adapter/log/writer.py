@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 FENCING_CODES = frozenset(
     {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 )
+# Its producers' transaction.timeout.ms, and how often one transaction's commit is tried (each
+# bounded by the Kafka timeout) before its outcome counts as unknown.
+TRANSACTION_TIMEOUT_MS = 60_000
+COMMIT_ATTEMPTS = 3
 FENCED_MESSAGE = "fenced: another instance owns this write slot now; retry"
 UNKNOWN_MESSAGE = "the outcome of this write could not be learned"
 BUSY_MESSAGE = "write slot busy: too much is waiting to be written; retry"
@@ -76,7 +80,7 @@ class LogWriter:
             "queue.buffering.max.messages": batching.QUEUE_MESSAGES,
             "queue.buffering.max.kbytes": self.bounds.queue_kbytes,
             "message.max.bytes": settings.max_message_bytes + 64 * 1024,
-            "transaction.timeout.ms": 60_000,
+            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
             "logger": logging.getLogger("librdkafka.writer"),
         }
         self._producer: Producer | None = None
@@ -237,14 +241,15 @@ class LogWriter:
         except BufferError as error:
             # Backpressure, not a failure of Kafka: the caps should have made it impossible.
             log.warning("%s: %s (%s)", self.transactional_id, QUEUE_FULL_MESSAGE, error)
-            self._recover(producer, KafkaException(KafkaError(KafkaError._QUEUE_FULL)))
+            self._recover(producer, KafkaError(KafkaError._QUEUE_FULL))
             raise LogUnavailable(QUEUE_FULL_MESSAGE) from error
         except (KafkaException, SystemError) as error:
             # A fatal error met inside a delivery callback (a fencing among them) comes out
             # of flush() as a SystemError whose cause is the KafkaException.
-            cause = error if isinstance(error, KafkaException) else error.__cause__
-            self._recover(producer, cause if isinstance(cause, KafkaException) else None)
-            raise LogUnavailable(FENCED_MESSAGE if self.fenced else f"kafka: {cause}") from error
+            inner = _kafka_error(error)
+            self._recover(producer, inner)
+            reason = inner.str() if inner is not None else str(error)
+            raise LogUnavailable(FENCED_MESSAGE if self.fenced else f"kafka: {reason}") from error
 
     def _reinit(self) -> Producer:
         if not self._may_reinit():
@@ -320,7 +325,7 @@ class LogWriter:
         never trusts an error here: `_CommitUnknown` carries what it needs to find out.
         """
         lose_request, lose_reply = self.faults.next_commit()
-        for attempt in range(3):
+        for attempt in range(COMMIT_ATTEMPTS):
             try:
                 if lose_request:
                     raise _lost("EndTxn request lost (test fault)")
@@ -330,7 +335,7 @@ class LogWriter:
                 return
             except (KafkaException, SystemError) as error:
                 inner = _kafka_error(error)
-                if attempt < 2 and inner is not None and _retry_commit(inner):
+                if attempt < COMMIT_ATTEMPTS - 1 and inner is not None and _retry_commit(inner):
                     continue
                 probe = probe_of()  # the commit flushed the state records: their offsets too
                 if probe is None:
@@ -360,7 +365,7 @@ class LogWriter:
             time.sleep(min(1.0, self.limits.timeout_s))
         raise LogUnavailable(f"{UNKNOWN_MESSAGE} (the write slot moved)")
 
-    def _recover(self, producer: Producer, error: KafkaException | None) -> None:
+    def _recover(self, producer: Producer, inner: KafkaError | None) -> None:
         """Abort what can be aborted, then start the next transaction on a fresh producer.
 
         A refused record (too large, topic gone) can leave the idempotent sequence of the old
@@ -368,10 +373,9 @@ class LogWriter:
         cheap beside a failed commit and never inherits that state.
         """
         self._tails.forget()  # an aborted or unknown outcome moves the partitions' tails
-        inner = error.args[0] if error is not None and error.args else None
-        if isinstance(inner, KafkaError) and inner.code() in FENCING_CODES:
+        if inner is not None and inner.code() in FENCING_CODES:
             self._fence(inner)
-        if isinstance(inner, KafkaError) and not inner.fatal():
+        if inner is not None and not inner.fatal():
             try:
                 producer.abort_transaction(self.limits.timeout_s)
             except KafkaException:

@@ -7,8 +7,19 @@ transaction as the data, so a retry after any crash meets the state that matches
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from adapter.protocol.headers import ProducerHeaders
+
+
+class Position(Protocol):
+    """Where a producer stands: its epoch and highest accepted seq (a stored record has both)."""
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def last_seq(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,7 @@ class EpochMustStartAtZero:
 Decision = Accepted | Duplicate | StaleEpoch | SequenceGap | EpochMustStartAtZero
 
 
-def decide(state: ProducerState | None, request: ProducerHeaders) -> Decision:
+def decide(state: Position | None, request: ProducerHeaders) -> Decision:
     """The outcome of an append carrying `request`, given the producer's stored state."""
     epoch, seq = request.epoch, request.seq
     if state is None:

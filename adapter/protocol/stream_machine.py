@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from adapter.protocol import forks, json_mode, snapshots
 from adapter.protocol.caching import if_match_matches
@@ -46,6 +46,7 @@ from adapter.protocol.producers import (
     Decision,
     Duplicate,
     EpochMustStartAtZero,
+    Position,
     ProducerState,
     SequenceGap,
     StaleEpoch,
@@ -75,7 +76,7 @@ class View:
     """
 
     stream: StreamMeta | None
-    producers: Mapping[str, ProducerState] = field(default_factory=dict)
+    producers: Mapping[str, Position] = field(default_factory=dict)
     pending: bool = False
     broken: bool = False
     source: StreamMeta | None = None
@@ -176,26 +177,8 @@ def create(
         messages = _initial_messages(command, content_type, limits)
     except ProtocolError as error:
         return Refused(error)
-    ref = command.ref
-    state = StreamMeta(
-        bucket_id=ref.bucket_id,
-        stream_id=ref.stream_id,
-        partition=partition,
-        content_type=content_type,
-        created_at_ms=now_ms,
-        start_offset=0,
-        next_offset=0,
-        last_access_ms=now_ms,
-        last_write_at_ms=now_ms,
-        closed=command.closed,
-        ttl_seconds=command.ttl_seconds,
-        expires_at_ms=command.expires_at_ms,
-        message_count=len(messages),
-    )
-    closing = (ControlEvent.CLOSE,) if command.closed else ()
-    entries = (ControlEvent.CREATE, *(Message(m) for m in messages), *closing)
-    # A stream created where an expired one was starts with no producer state.
-    return Write(entries, state, now_ms, forget=tuple(view.producers), creates=True)
+    expiry = (command.ttl_seconds, command.expires_at_ms)
+    return _creation(view, command, now_ms, partition, content_type, messages, expiry)
 
 
 def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits: Limits) -> Step:
@@ -227,11 +210,34 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         if own_expiry
         else (source.ttl_seconds, source.expires_at_ms)  # no expiry of its own: inherited
     )
+    lineage = {
+        "forked_from": source.stream_id,
+        "fork_offset": source.next_offset if fork.offset is None else fork.offset,
+        "fork_sub_offset": fork.sub_offset,
+        "inherited": forks.inherited(source, at),
+    }
+    expiry = (ttl, expires_at)
+    return _creation(
+        view, command, now_ms, source.partition, content_type, messages, expiry, lineage
+    )
+
+
+def _creation(
+    view: View,
+    command: CreateStream,
+    now_ms: int,
+    partition: int,
+    content_type: str,
+    messages: list[bytes],
+    expiry: tuple[int | None, int | None],
+    lineage: dict[str, Any] | None = None,
+) -> Write:
+    """The write creating a stream: its `create` record, initial messages, perhaps `close`."""
     ref = command.ref
     state = StreamMeta(
         bucket_id=ref.bucket_id,
         stream_id=ref.stream_id,
-        partition=source.partition,
+        partition=partition,
         content_type=content_type,
         created_at_ms=now_ms,
         start_offset=0,
@@ -239,16 +245,14 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         last_access_ms=now_ms,
         last_write_at_ms=now_ms,
         closed=command.closed,
-        ttl_seconds=ttl,
-        expires_at_ms=expires_at,
+        ttl_seconds=expiry[0],
+        expires_at_ms=expiry[1],
         message_count=len(messages),
-        forked_from=source.stream_id,
-        fork_offset=source.next_offset if fork.offset is None else fork.offset,
-        fork_sub_offset=fork.sub_offset,
-        inherited=forks.inherited(source, at),
+        **(lineage or {}),
     )
     closing = (ControlEvent.CLOSE,) if command.closed else ()
     entries = (ControlEvent.CREATE, *(Message(m) for m in messages), *closing)
+    # A stream created where an expired one was starts with no producer state.
     return Write(entries, state, now_ms, forget=tuple(view.producers), creates=True)
 
 

@@ -34,7 +34,7 @@ from adapter.protocol.commands import (
     StreamRef,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.producers import ProducerState
+from adapter.protocol.producers import Position
 from adapter.service.buckets import BucketService
 from adapter.service.chains import Chain, Chains, StreamKey
 from adapter.service.hub import LiveHub
@@ -206,9 +206,8 @@ class StreamService:
         """Decide against the pending state, or the committed one when the machine says so."""
         chain = self._chains.get(key)
         if chain is not None:
-            step = machine.append(
-                self._pending_view(key, chain), command, self.clock(), self.limits
-            )
+            view = self._pending_view(key, chain, command)
+            step = machine.append(view, command, self.clock(), self.limits)
             if step is not machine.SETTLE:
                 return step
             await self._settle(key)
@@ -342,17 +341,20 @@ class StreamService:
         )
 
     def _view(self, key: StreamKey, meta: StreamMeta | None) -> machine.View:
-        """The committed state a command is decided against."""
-        producers = {
-            producer_id: ProducerState(record.epoch, record.last_seq)
-            for producer_id, record in self.catalog.producers(*key).items()
-        }
-        return machine.View(meta, producers)
+        """The committed state a command is decided against (the catalog's, not copied)."""
+        return machine.View(meta, self.catalog.producer_states(*key))
 
-    def _pending_view(self, key: StreamKey, chain: Chain) -> machine.View:
-        """The state the stream's queued appends will leave."""
-        committed = self._view(key, chain.meta)
-        producers = {**committed.producers, **chain.producers}
+    def _pending_view(self, key: StreamKey, chain: Chain, command: Append) -> machine.View:
+        """The state the stream's queued appends will leave: only the command's producer is
+        looked up (an append decides on no other)."""
+        producers: dict[str, Position] = {}
+        if command.producer is not None:
+            producer_id = command.producer.producer_id
+            state = chain.producers.get(producer_id) or self.catalog.producer_states(*key).get(
+                producer_id
+            )
+            if state is not None:
+                producers[producer_id] = state
         return machine.View(chain.meta, producers, pending=True, broken=chain.broken)
 
     async def _settle(self, key: StreamKey) -> None:
@@ -396,9 +398,7 @@ class StreamService:
         for producer_id in write.forget:
             self.catalog.apply_producer(producer_key(*key, producer_id), None)
         if settled is None:
-            self.catalog.drop_stream(*key)
-            self.catalog.apply_snapshot(snapshot_key(*key), None)
-            self.reads.cache.forget(key)
+            self._forget(key)
         else:
             before = self.catalog.stream(*key)
             since = offsets[0] if write.creates or before is None else before.next_offset
@@ -412,10 +412,14 @@ class StreamService:
             self.catalog.put_snapshot(write.snapshot)
         self.hub.notify(key)
         for source_id in write.collects:
-            self.catalog.drop_stream(key[0], source_id)
-            self.catalog.apply_snapshot(snapshot_key(key[0], source_id), None)
-            self.reads.cache.forget((key[0], source_id))
+            self._forget((key[0], source_id))
             self.hub.notify((key[0], source_id))
+
+    def _forget(self, key: StreamKey) -> None:
+        """A stream deleted (or collected): its state, its snapshot pointer, its hot tail."""
+        self.catalog.drop_stream(*key)
+        self.catalog.apply_snapshot(snapshot_key(*key), None)
+        self.reads.cache.forget(key)
 
 
 def _reply(step: machine.Step, kind: type[R]) -> R:

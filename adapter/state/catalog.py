@@ -4,7 +4,8 @@ pointers, mirrored from the compacted meta, producers, owners and snapshots topi
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 from adapter.state.echoes import Echoes
 from adapter.state.records import (
@@ -41,6 +42,10 @@ class Catalog:
     def producers(self, bucket_id: str, stream_id: str) -> dict[str, ProducerRecord]:
         """The idempotent producers of a stream, by producer id (a copy)."""
         return dict(self._producers.get((bucket_id, stream_id), {}))
+
+    def producer_states(self, bucket_id: str, stream_id: str) -> Mapping[str, ProducerRecord]:
+        """The idempotent producers of a stream, by producer id (read-only, not a copy)."""
+        return MappingProxyType(self._producers.get((bucket_id, stream_id), {}))
 
     def put_producer(self, record: ProducerRecord) -> None:
         self._producers.setdefault((record.bucket_id, record.stream_id), {})[record.producer_id] = (

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
 from typing import cast
 
 import pytest
 
-from adapter.log import writer
 from adapter.objects.base import ObjectStore
 from adapter.readiness import Readiness
 from adapter.supervisor import (
     CHECKS,
-    COMMIT_ATTEMPTS,
-    TRANSACTION_TIMEOUT_MS,
     Durability,
     Supervisor,
     WeakTopics,
@@ -81,34 +76,6 @@ def test_slow_commits_warn_but_never_refuse() -> None:
     assert not findings.refuse
     both = durability_findings(3, _durability(1, 1, timeout_ms=30_000, require=True))
     assert (len(both.warnings), both.refuse) == (2, True)
-
-
-def test_the_mirrored_writer_numbers_are_the_writers() -> None:
-    """The supervisor's copy of the writer's transaction.timeout.ms and commit attempts."""
-    tree = ast.parse(Path(writer.__file__).read_text())
-    timeouts = [
-        value.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Dict)
-        for key, value in zip(node.keys, node.values, strict=True)
-        if isinstance(key, ast.Constant) and key.value == "transaction.timeout.ms"
-        if isinstance(value, ast.Constant)
-    ]
-    assert timeouts == [TRANSACTION_TIMEOUT_MS]
-    commit = next(
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef) and node.name == "_commit_transaction"
-    )
-    attempts = [
-        node.args[0].value
-        for node in ast.walk(commit)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "range"
-        and isinstance(node.args[0], ast.Constant)
-    ]
-    assert attempts == [COMMIT_ATTEMPTS]
 
 
 class ThreeBrokers:
