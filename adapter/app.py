@@ -106,9 +106,8 @@ def build_parts(settings: Settings) -> Parts:
         catch_up=lambda: follower.caught_up(),
         may_reinit=lambda slot: ownership.confirm(slot),
         announce=lambda slot: owner_entry(topics, slot, settings.advertised_url),
-        on_state_written=lambda state: catalog.echoes.wrote(
-            [(record.topic, record.key, record.offset) for record in state]
-        ),
+        on_state_written=lambda state: follower.wrote(state),
+        on_state_settled=lambda state, applied: follower.settled(state, applied),
         faults=WriterFaults(
             every=settings.lose_commit_every,
             trust_unknown_outcomes=settings.trust_unknown_outcomes,

@@ -55,6 +55,7 @@ class SlotWriters:
         may_reinit: Callable[[int], bool],
         announce: Callable[[int], StateEntry],
         on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
+        on_state_settled: Callable[[list[StateWritten], bool], None] = lambda _s, _a: None,
         faults: WriterFaults | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
@@ -65,6 +66,7 @@ class SlotWriters:
         self._may_reinit = may_reinit
         self._announce = announce
         self._on_state_written = on_state_written
+        self._on_state_settled = on_state_settled
         self._assigned: set[int] = set()  # what the group gave us
         self._slots: dict[int, _Slot] = {}  # producers initialised
         self._ready: set[int] = set()  # caught up: accepting writes
@@ -148,6 +150,7 @@ class SlotWriters:
             may_reinit=lambda: self._may_reinit(slot),
             faults=self.faults,
             on_state_written=self._on_state_written,
+            on_state_settled=self._on_state_settled,
         )
         task: asyncio.Task[None] | None = None
         try:

@@ -64,6 +64,7 @@ class LogWriter:
         may_reinit: Callable[[], bool] = lambda: True,
         faults: WriterFaults | None = None,
         on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
+        on_state_settled: Callable[[list[StateWritten], bool], None] = lambda _s, _a: None,
     ) -> None:
         self.limits = settings
         self.bounds = batching.policy(settings.max_message_bytes, settings.timeout_s)
@@ -91,6 +92,9 @@ class LogWriter:
         # Told, on the writer's thread, where a transaction's state records are, just before
         # it commits (see adapter/state/echoes.py).
         self._on_state_written = on_state_written
+        # Told, on the event loop, whether those records' commit was applied to the catalog
+        # (True) or answered without it (False: its outcome unknown, or aborted).
+        self._on_state_settled = on_state_settled
         self._stopping = False  # retired: stop trying to learn an unknown outcome
         self._committing = False  # a transaction is being written (on the thread)
         self._queue = batching.SlotQueue[WriteBatch](self.bounds)
@@ -152,6 +156,7 @@ class LogWriter:
             await self._answer_retired(commit, batches)
             raise
         except LogUnavailable as error:
+            self._unapplied(error)
             for batch in batches:
                 batch.fail(LogUnavailable(str(error)))
             return
@@ -161,6 +166,22 @@ class LogWriter:
                 batch.fail(LogUnavailable("the slot's writer stopped; retry"))
             raise
         committed(batches, done.offsets)
+        self._on_state_settled(done.state, True)
+
+    def _unapplied(self, error: BaseException | None) -> None:
+        """A commit answered without its outcome applied: its state records' echoes are news."""
+        if isinstance(error, _NotApplied):
+            self._on_state_settled(error.state, False)
+
+    def _settled_late(self, commit: asyncio.Future[Committed]) -> None:
+        """A commit that outlived its answer (503): whatever it did was never applied."""
+        if commit.cancelled():
+            return
+        error = commit.exception()
+        if error is None:
+            self._on_state_settled(commit.result().state, False)
+        else:
+            self._unapplied(error)
 
     def _expire(self) -> None:
         """Fail the batches that waited past the deadline (never one already in a transaction)."""
@@ -179,8 +200,13 @@ class LogWriter:
         done, _ = await asyncio.wait([commit], timeout=self.limits.timeout_s * 2)
         if done and commit.exception() is None:
             committed(batches, commit.result().offsets)
+            self._on_state_settled(commit.result().state, True)
             return
         error = commit.exception() if done else None
+        if done:
+            self._unapplied(error)
+        else:
+            commit.add_done_callback(self._settled_late)
         for batch in batches:
             batch.fail(
                 error
@@ -233,11 +259,17 @@ class LogWriter:
             if self.faults.trust_unknown_outcomes:  # the broken build of the checker's test
                 log.warning("%s: unknown outcome trusted as failed", self.transactional_id)
                 raise LogUnavailable(f"{UNKNOWN_MESSAGE} ({unknown.reason})") from None
-            if self._learn(unknown.probe):
+            try:
+                happened = self._learn(unknown.probe)
+            except LogUnavailable as error:
+                raise _NotApplied(str(error), unknown.done.state) from None
+            if happened:
                 log.warning("%s: a commit without an answer did commit", self.transactional_id)
                 self._tails.committed([batch.records for batch in batches], unknown.done.offsets)
                 return unknown.done
-            raise LogUnavailable(f"kafka: the commit did not happen ({unknown.reason})") from None
+            raise _NotApplied(
+                f"kafka: the commit did not happen ({unknown.reason})", unknown.done.state
+            ) from None
         except BufferError as error:
             # Backpressure, not a failure of Kafka: the caps should have made it impossible.
             log.warning("%s: %s (%s)", self.transactional_id, QUEUE_FULL_MESSAGE, error)
@@ -399,6 +431,15 @@ class Committed:
 
     offsets: list[list[int]]
     state: list[StateWritten]
+
+
+class _NotApplied(LogUnavailable):
+    """A commit whose state records were written but not applied to the catalog: it did
+    not happen, or whether it did is not known."""
+
+    def __init__(self, message: str, state: list[StateWritten]) -> None:
+        super().__init__(message)
+        self.state = state
 
 
 class _CommitUnknown(Exception):

@@ -23,13 +23,14 @@ import concurrent.futures
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import poll_batch
+from adapter.log.writer import StateWritten
 from adapter.state.catalog import Catalog
 from topology.naming import StateTopics
 
@@ -121,15 +122,30 @@ class MetaFollower:
         key = (message.key() or b"").decode()
         if topic == self.topics.owners:
             self.catalog.apply_owner(key, message.value())
-        elif not self.catalog.echoes.is_news(topic, key, offset):
-            return  # the echo of a commit of ours: applied when it committed
-        elif topic == self.topics.producers:
-            self.catalog.apply_producer(key, message.value())
+        elif self.catalog.echoes.is_news(topic, key, offset, message.value()):
+            self._apply_news(topic, key, message.value())
+        # else the echo of a commit of ours: applied when it committed
+
+    def _apply_news(self, topic: str, key: str, value: bytes | None) -> None:
+        if topic == self.topics.producers:
+            self.catalog.apply_producer(key, value)
         elif topic == self.topics.snapshots:
-            self.catalog.apply_snapshot(key, message.value())
+            self.catalog.apply_snapshot(key, value)
         else:
-            self.catalog.apply(key, message.value())
+            self.catalog.apply(key, value)
             self.on_change(key)
+
+    def wrote(self, state: Sequence[StateWritten]) -> None:
+        """A slot writer is about to commit these state records (on its thread)."""
+        self.catalog.echoes.wrote([(record.topic, record.key, record.offset) for record in state])
+
+    def settled(self, state: Sequence[StateWritten], applied: bool) -> None:
+        """A commit's outcome reached the catalog (applied), or it never will (unknown or
+        aborted, answered 503): then its echoes are news, and one already seen applies now."""
+        written = [(record.topic, record.key, record.offset) for record in state]
+        for topic, key, value in self.catalog.echoes.settled(written, applied):
+            log.warning("applying %s %r: its commit's outcome was not learned", topic, key)
+            self._apply_news(topic, key, value)
 
     def _advance(self, topic: str, position: int) -> None:
         self._positions[topic] = max(self._positions.get(topic, 0), position)

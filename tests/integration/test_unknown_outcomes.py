@@ -8,9 +8,14 @@ append once or not at all.
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from adapter.app import PARTS, create_app
+from adapter.log import outcomes
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
-from tests.kafka_reads import committed_values
+from tests.kafka_reads import committed_records, committed_values
 
 TEXT = {"Content-Type": "text/plain"}
 
@@ -75,3 +80,42 @@ async def test_a_producer_retry_after_a_lost_reply_is_a_duplicate(
     async with client.post("/outcomes/s", data=b"x", headers=producer) as reply:
         assert reply.status == 204  # the retry is recognised: the catalog saw the commit
     assert _data(committed_values(bootstrap, topic)) == [b"x"]
+
+
+async def test_a_commit_answered_503_that_happened_reaches_the_catalog(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slot moves while its writer cannot learn a commit's outcome: the client gets 503,
+    the catalog is left as it was. The commit did happen, so when its state records come
+    back through the follower they are news, not an echo to skip: reads and the next append
+    must see the message (read back from Kafka), not a tail that silently lacks it."""
+    client, topic, bootstrap = await _client(aiohttp_client, make_settings)
+    parts = client.app[PARTS]
+    async with client.post("/outcomes/s", data=b"a", headers=TEXT) as reply:
+        assert reply.status == 204
+    parts.writers.faults.drop_commit_replies = 1
+    monkeypatch.setattr(outcomes, "committed", lambda *_args: None)  # the broker never says
+    append = asyncio.create_task(client.post("/outcomes/s", data=b"b", headers=TEXT))
+    for _ in range(200):  # until the commit happened; its writer then tries to learn it
+        if not parts.writers.faults.drop_commit_replies:
+            break
+        await asyncio.sleep(0.05)
+    await parts.writers.lose([0], drain_s=0)  # the slot moves away mid-learning
+    async with await append as reply:
+        assert reply.status == 503, await reply.text()
+    assert _data(committed_values(bootstrap, topic)) == [b"a", b"b"]
+    monkeypatch.undo()
+    await parts.writers.gain([0])
+    tail = committed_records(bootstrap, topic)[-1][0] + 1
+    for _ in range(100):  # the follower brings the commit into the catalog
+        meta = parts.catalog.stream("outcomes", "s")
+        if meta is not None and meta.next_offset >= tail:
+            break
+        await asyncio.sleep(0.1)
+    async with client.get("/outcomes/s", params={"offset": "-1"}) as reply:
+        assert await reply.read() == b"ab"
+    async with client.post("/outcomes/s", data=b"c", headers=TEXT) as reply:
+        assert reply.status == 204
+    async with client.get("/outcomes/s", params={"offset": "-1"}) as reply:
+        assert await reply.read() == b"abc"
+    assert _data(committed_values(bootstrap, topic)) == [b"a", b"b", b"c"]

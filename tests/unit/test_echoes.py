@@ -26,3 +26,44 @@ def test_the_last_offset_written_counts() -> None:
     assert not echoes.is_news("meta", KEY, 7)
     assert not echoes.is_news("meta", KEY, 9)
     assert echoes.is_news("meta", KEY, 10)
+
+
+def test_an_applied_commit_hides_its_echo() -> None:
+    echoes = Echoes()
+    echoes.wrote([("meta", KEY, 7)])
+    assert echoes.settled([("meta", KEY, 7)], applied=True) == []
+    assert not echoes.is_news("meta", KEY, 7)
+
+
+def test_the_echo_of_a_commit_settled_unapplied_is_news() -> None:
+    """An unknown outcome answered 503: if the commit happened after all, its state records
+    must reach the catalog (and drop the hot tail) like anyone else's."""
+    echoes = Echoes()
+    echoes.wrote([("meta", KEY, 7)])
+    assert echoes.settled([("meta", KEY, 7)], applied=False) == []
+    assert echoes.is_news("meta", KEY, 7, b"v")
+    assert len(echoes) == 0
+
+
+def test_an_echo_seen_while_open_comes_back_when_settled_unapplied() -> None:
+    echoes = Echoes()
+    echoes.wrote([("meta", KEY, 7), ("producers", "b/s\x00p", 8)])
+    assert not echoes.is_news("meta", KEY, 7, b"meta-7")
+    assert not echoes.is_news("producers", "b/s\x00p", 8, b"producer-8")
+    late = echoes.settled([("meta", KEY, 7), ("producers", "b/s\x00p", 8)], applied=False)
+    assert late == [("meta", KEY, b"meta-7"), ("producers", "b/s\x00p", b"producer-8")]
+
+
+def test_a_held_echo_superseded_by_news_is_not_handed_back() -> None:
+    echoes = Echoes()
+    echoes.wrote([("meta", KEY, 7)])
+    assert not echoes.is_news("meta", KEY, 7, b"meta-7")
+    assert echoes.is_news("meta", KEY, 12, b"meta-12")  # a newer owner's record, applied
+    assert echoes.settled([("meta", KEY, 7)], applied=False) == []
+
+
+def test_an_echo_seen_while_open_is_dropped_when_applied() -> None:
+    echoes = Echoes()
+    echoes.wrote([("meta", KEY, 7)])
+    assert not echoes.is_news("meta", KEY, 7, b"meta-7")
+    assert echoes.settled([("meta", KEY, 7)], applied=True) == []
