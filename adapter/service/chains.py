@@ -5,7 +5,10 @@ go once an append's batch is queued, so the next append is decided against the *
 state (closure, last Stream-Seq, producer states, message count; everything but offsets) and
 many appends of one stream share one transaction. Each queued batch names the one it was
 decided against (`WriteBatch.after`); the writer fails a batch whose predecessor failed, so
-no batch commits on a state that never was. A chain lives while its last batch is in flight.
+no batch commits on a state that never was. A chain lives while *any* of its batches is in
+flight: a later batch can fail (expired in the queue) while an earlier one is still committing
+or having its outcome learned, and an append decided on the committed state meanwhile would
+repeat what that earlier one wrote (a producer's seq written twice).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class Chain:
     last: WriteBatch
     producers: dict[str, ProducerState] = field(default_factory=dict)
     broken: bool = False  # a batch of it failed: the pending state is not to be trusted
+    inflight: dict[int, WriteBatch] = field(default_factory=dict)  # by id: not answered yet
 
 
 class Chains:
@@ -36,12 +40,8 @@ class Chains:
         self._chains: dict[StreamKey, Chain] = {}
 
     def get(self, key: StreamKey) -> Chain | None:
-        """The stream's chain while a batch of it is in flight."""
-        chain = self._chains.get(key)
-        if chain is not None and chain.last.future.done():
-            del self._chains[key]
-            return None
-        return chain
+        """The stream's chain while any batch of it is in flight."""
+        return self._chains.get(key)
 
     def extend(
         self,
@@ -55,24 +55,29 @@ class Chains:
         if chain is None:
             chain = self._chains[key] = Chain(meta, batch)
         chain.meta, chain.last = meta, batch
+        chain.inflight[id(batch)] = batch
         if producer is not None:
             chain.producers[producer[0]] = producer[1]
         batch.future.add_done_callback(lambda _f: self._settled(key, chain, batch))
 
     async def settle(self, key: StreamKey, timeout_s: float) -> None:
-        """Wait until every batch of the stream in flight has its outcome."""
+        """Wait until every batch of the stream in flight has its outcome (not only the last:
+        a later batch can fail, expired in the queue, while an earlier one still commits)."""
         chain = self._chains.get(key)
         if chain is None:
             return
-        done, _ = await asyncio.wait([chain.last.future], timeout=timeout_s)
-        if not done:
-            raise LogUnavailable("earlier appends to this stream are still in flight; retry")
-        self.get(key)
+        futures = [batch.future for batch in chain.inflight.values()]
+        if futures:
+            _done, pending = await asyncio.wait(futures, timeout=timeout_s)
+            if pending:
+                raise LogUnavailable("earlier appends to this stream are still in flight; retry")
+        await asyncio.sleep(0)  # their done-callbacks retire the chain
 
     def _settled(self, key: StreamKey, chain: Chain, batch: WriteBatch) -> None:
         if batch.failed:
             chain.broken = True
-        if chain.last is batch and self._chains.get(key) is chain:
+        chain.inflight.pop(id(batch), None)
+        if not chain.inflight and self._chains.get(key) is chain:
             del self._chains[key]
 
     def __len__(self) -> int:

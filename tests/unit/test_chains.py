@@ -22,7 +22,7 @@ def _queued() -> WriteBatch:
     return batch
 
 
-async def test_a_chain_lives_while_its_last_batch_is_in_flight() -> None:
+async def test_a_chain_lives_while_a_batch_of_it_is_in_flight() -> None:
     chains = Chains()
     first, second = _queued(), _queued()
     chains.extend(KEY, META, first, ("p", ProducerState(0, 0)))
@@ -58,5 +58,26 @@ async def test_settle_waits_for_the_last_batch_and_is_bounded() -> None:
     with pytest.raises(LogUnavailable):
         await chains.settle(KEY, 0.01)
     asyncio.get_running_loop().call_soon(batch.future.set_result, [5])
+    await chains.settle(KEY, 1)
+    assert chains.get(KEY) is None
+
+
+async def test_a_chain_outlives_a_failed_last_batch_while_an_earlier_one_commits() -> None:
+    """An append whose commit is being learned, then a later one that expires in the queue:
+    the stream still has a write in flight, so a retry must not be decided on the committed
+    state (it would write the first append's producer seq again)."""
+    chains = Chains()
+    first, second = _queued(), _queued()
+    chains.extend(KEY, META, first, ("p", ProducerState(0, 7)))
+    chains.extend(KEY, META, second, None)
+    second.fail(LogUnavailable("expired in the queue"))
+    await asyncio.sleep(0)
+    chain = chains.get(KEY)
+    assert chain is not None
+    assert chain.broken
+    assert chain.producers == {"p": ProducerState(0, 7)}
+    with pytest.raises(LogUnavailable):
+        await chains.settle(KEY, 0.01)  # settling waits for the first one too
+    asyncio.get_running_loop().call_soon(first.future.set_result, [5])
     await chains.settle(KEY, 1)
     assert chains.get(KEY) is None
