@@ -134,10 +134,19 @@ def resume_node(cluster: KafkaCluster, node_id: int) -> None:
     _signal(cluster, node_id, signal.SIGCONT)
 
 
+# A restarted broker first recovers the log of every partition it holds; after a long fault
+# run on a loaded machine (seed 404 of `make faults` at load average 30) that took over 90 s.
+RESTART_TIMEOUT_S = 240.0
+
+
 def restart_node(cluster: KafkaCluster, node_id: int) -> None:
     """Start a stopped or killed node again; return once the cluster lists it as a broker."""
     kafka.spawn(cluster.node(node_id), cluster.cluster_id)
-    _wait(cluster, lambda: node_id in live_brokers(cluster.node(node_id).bootstrap_servers))
+    _wait(
+        cluster,
+        lambda: node_id in live_brokers(cluster.node(node_id).bootstrap_servers),
+        RESTART_TIMEOUT_S,
+    )
 
 
 def partition_leader(bootstrap_servers: str, topic: str, partition: int) -> int:
