@@ -8,8 +8,8 @@ Invariants (each breach is an anomaly, and any anomaly fails the run):
 - phantom: data whose every attempt was answered 4xx (or every one 5xx) is in the log;
 - closure: data after a stream's close record, or an append acknowledged after its close was;
 - stale reads: what a client was served differs from the log's data records at those offsets;
-- divergent: an instance's HEAD/GET of a stream differs from a fresh instance's, or the fresh
-  instance's from the log.
+- divergent: an instance's HEAD/GET of a stream differs (still, after up to 15 s) from a fresh
+  instance's, or the fresh instance's from the log.
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ from topology.placement import partition_for
 BUSY = "busy"  # the stream with the most load: its slot, leader and coordinator are the targets
 WARMUP_S = 3.0
 AFTER_S = 5.0
+# How long an instance's view may lag the log's once the load has stopped (its follower).
+CONVERGE_S = 15.0
 
 
 @dataclass
@@ -136,11 +138,27 @@ async def _run(
 
 
 async def _views(ctx: Context, streams: list[str]) -> dict[str, dict[str, View]]:
-    """Each instance's view of every stream, then a fresh instance's, replayed from scratch."""
+    """A fresh instance's view of every stream, replayed from scratch, then each instance's.
+
+    An instance that is not a stream's owner learns the owner's last commits through its
+    follower a moment later (a poll, more on a loaded machine), so an instance whose view
+    differs is asked again for up to `CONVERGE_S`: a lag converges, a divergence stays.
+    """
     await until_owned(ctx.session, {i.base: None for i in ctx.live()})
-    found = {i.name: {s: await view(ctx.load, i.base, s) for s in streams} for i in ctx.live()}
     fresh = ctx.instances["fresh"]
     fresh.start()
     await asyncio.to_thread(fresh.wait_ready)
-    found["fresh"] = {s: await view(ctx.load, fresh.base, s) for s in streams}
-    return found
+    reference = {s: await view(ctx.load, fresh.base, s) for s in streams}
+    found = {i.name: await _converged(ctx, i.base, streams, reference) for i in ctx.live()}
+    return found | {"fresh": reference}
+
+
+async def _converged(
+    ctx: Context, base: str, streams: list[str], reference: dict[str, View]
+) -> dict[str, View]:
+    deadline = asyncio.get_running_loop().time() + CONVERGE_S
+    while True:
+        seen = {s: await view(ctx.load, base, s) for s in streams}
+        if seen == reference or asyncio.get_running_loop().time() > deadline:
+            return seen
+        await asyncio.sleep(0.5)
