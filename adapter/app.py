@@ -23,6 +23,7 @@ from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middle
 from adapter.http.hosts import allowed_hosts, host_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, SNAPSHOTS, STREAMS
 from adapter.http.live import LiveLimits
+from adapter.http.rate_limits import Limits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import CORS, CorsPolicy, cors_middleware
 from adapter.log.faults import WriterFaults
@@ -200,6 +201,7 @@ def create_app(settings: Settings) -> web.Application:
             errors_middleware,
             host_middleware(allowed_hosts(settings)),
             auth_middleware(gate),
+            rate_limit_middleware(Limits.of(settings)),
             content_encoding_middleware,
             body_budget_middleware(budget),
             readiness_gate,

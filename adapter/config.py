@@ -82,6 +82,10 @@ class Settings:
     auth_query_token: bool = False
     allowed_hosts: str = ""
     cors_origins: str = ""
+    rate_limit_requests: int = 0
+    rate_limit_burst: int = 0
+    rate_limit_append_bytes: int = 0
+    max_live_readers_per_bucket: int = 0
     # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
@@ -191,6 +195,10 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "auth_query_token": ("auth", "query_token"),
     "allowed_hosts": ("http", "allowed_hosts"),
     "cors_origins": ("http", "cors_origins"),
+    "rate_limit_requests": ("limits", "requests_per_s"),
+    "rate_limit_burst": ("limits", "request_burst"),
+    "rate_limit_append_bytes": ("limits", "append_bytes_per_s"),
+    "max_live_readers_per_bucket": ("limits", "live_readers_per_bucket"),
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
 }
@@ -332,6 +340,13 @@ def validate(settings: Settings) -> None:
         ),
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
         *_auth_checks(settings),
+        (settings.rate_limit_requests >= 0, "rate_limit_requests must be >= 0 (0: off)"),
+        (settings.rate_limit_burst >= 0, "rate_limit_burst must be >= 0"),
+        (settings.rate_limit_append_bytes >= 0, "rate_limit_append_bytes must be >= 0 (0: off)"),
+        (
+            settings.max_live_readers_per_bucket >= 0,
+            "max_live_readers_per_bucket must be >= 0 (0: no cap)",
+        ),
     ]
     for ok, message in checks:
         if not ok:

@@ -215,3 +215,18 @@ def test_auth_settings_come_from_the_auth_table(tmp_path: Path) -> None:
         "streams.example",
         "https://app.example",
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "rate_limit_requests",
+        "rate_limit_burst",
+        "rate_limit_append_bytes",
+        "max_live_readers_per_bucket",
+    ],
+)
+def test_limits_are_not_negative(name: str) -> None:
+    assert getattr(load(None, {}, {}), name) == 0  # off by default
+    with pytest.raises(ConfigError, match=name):
+        load(None, {env_name(name): "-1"}, {})
