@@ -13,15 +13,19 @@ from adapter.cluster.deadlines import forward_timeout_s
 from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.config import Settings
+from adapter.config import Settings, comma_list
 from adapter.http import bootstrap, buckets, health, snapshots, streams
+from adapter.http.auth import GATE, auth_middleware
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
+from adapter.http.credentials import build_gate, jwks_refresher
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
+from adapter.http.hosts import allowed_hosts, host_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, SNAPSHOTS, STREAMS
 from adapter.http.live import LiveLimits
+from adapter.http.rate_limits import Limits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
-from adapter.http.security import cors_middleware
+from adapter.http.security import CORS, CorsPolicy, cors_middleware
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadLimits
@@ -188,10 +192,15 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 def create_app(settings: Settings) -> web.Application:
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
+    gate = build_gate(settings)
+    cors = CorsPolicy(frozenset(comma_list(settings.cors_origins)))
     app = web.Application(
         middlewares=[
-            cors_middleware,
+            cors_middleware(cors),
             errors_middleware,
+            host_middleware(allowed_hosts(settings)),
+            auth_middleware(gate),
+            rate_limit_middleware(Limits.of(settings)),
             content_encoding_middleware,
             body_budget_middleware(budget),
             readiness_gate,
@@ -203,6 +212,8 @@ def create_app(settings: Settings) -> web.Application:
     parts = build_parts(settings)
     app[SETTINGS] = settings
     app[BODY_BUDGET] = budget
+    app[GATE] = gate
+    app[CORS] = cors
     app[PARTS] = parts
     app[ADMIN] = parts.admin
     app[BUCKETS] = parts.buckets
@@ -218,6 +229,8 @@ def create_app(settings: Settings) -> web.Application:
     snapshots.add_routes(app)
     bootstrap.add_routes(app)
     app.cleanup_ctx.append(_lifecycle)
+    if settings.auth_mode == "jwt" and settings.auth_jwt_jwks_url:
+        app.cleanup_ctx.append(jwks_refresher(settings.auth_jwt_jwks_url))
     return app
 
 

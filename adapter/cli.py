@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from adapter.app import FATAL, create_app
+from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
 from adapter.config import setting_names as names
 
@@ -39,11 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=name.split("_")[-1].upper(),
             help=f"default {getattr(defaults, name)!r}; env {env_name(name)}",
         )
+    hash_token = commands.add_parser(
+        "hash-token",
+        help="print the sha256 of a bearer token for an auth_token_file",
+        description="Reads the token from standard input (so it stays out of shell history).",
+    )
+    hash_token.add_argument(
+        "--new", action="store_true", help="make a new random token and print it with its hash"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "hash-token":
+        return _hash_token(args.new)
     flags = {name: value for name in names() if (value := getattr(args, name)) is not None}
     try:
         settings = load(args.config, os.environ, flags)
@@ -54,7 +65,23 @@ def main(argv: list[str] | None = None) -> int:
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    return asyncio.run(serve(settings))
+    try:
+        return asyncio.run(serve(settings))
+    except ConfigError as error:  # a token or key file named by the settings is unusable
+        print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
+        return 2
+
+
+def _hash_token(new: bool) -> int:
+    """`[[token]]` lines for the token file; with --new, the token too (shown once only)."""
+    token = new_token() if new else sys.stdin.readline().strip()
+    if len(token) < MIN_TOKEN_CHARS:
+        print(f"durable-kafka: a token needs >= {MIN_TOKEN_CHARS} characters", file=sys.stderr)
+        return 2
+    if new:
+        print(f"# the token (give it to the client; it is not stored): {token}")
+    print(f'sha256 = "{digest(token)}"')
+    return 0
 
 
 async def serve(settings: Settings) -> int:

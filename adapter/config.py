@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 import tomllib
@@ -21,6 +22,7 @@ _INSTANCE_ID = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _NOT_IN_INSTANCE_ID = re.compile(r"[^a-zA-Z0-9._-]")
 
 ColdBackend = Literal["fs", "s3"]
+AuthMode = Literal["off", "static", "jwt"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
 
@@ -66,6 +68,24 @@ class Settings:
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
     instance_id: str = ""
+    auth_mode: AuthMode = "off"
+    auth_off_beyond_loopback: bool = False
+    auth_token_file: str = ""
+    auth_jwt_issuer: str = ""
+    auth_jwt_audience: str = ""
+    auth_jwt_jwks_file: str = ""
+    auth_jwt_jwks_url: str = ""
+    auth_jwt_algorithms: str = "RS256,ES256,EdDSA"
+    auth_jwt_leeway_s: int = 30
+    auth_public_read: str = ""
+    auth_conceal: bool = False
+    auth_query_token: bool = False
+    allowed_hosts: str = ""
+    cors_origins: str = ""
+    rate_limit_requests: int = 0
+    rate_limit_burst: int = 0
+    rate_limit_append_bytes: int = 0
+    max_live_readers_per_bucket: int = 0
     # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
@@ -106,6 +126,25 @@ class Settings:
     def kafka_timeout_s(self) -> float:
         return self.kafka_timeout_ms / 1000
 
+    @property
+    def loopback(self) -> bool:
+        """Whether the listener is reachable only from this machine."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def jwt_algorithms(self) -> tuple[str, ...]:
+        return comma_list(self.auth_jwt_algorithms)
+
+
+def comma_list(value: str) -> tuple[str, ...]:
+    """A comma-separated setting as its non-empty, stripped items."""
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
 
 # Where each setting lives in the TOML file: (table, key).
 TOML_KEYS: dict[str, tuple[str, str]] = {
@@ -142,6 +181,24 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
     "instance_id": ("cluster", "instance_id"),
+    "auth_mode": ("auth", "mode"),
+    "auth_off_beyond_loopback": ("auth", "off_beyond_loopback"),
+    "auth_token_file": ("auth", "token_file"),
+    "auth_jwt_issuer": ("auth", "jwt_issuer"),
+    "auth_jwt_audience": ("auth", "jwt_audience"),
+    "auth_jwt_jwks_file": ("auth", "jwt_jwks_file"),
+    "auth_jwt_jwks_url": ("auth", "jwt_jwks_url"),
+    "auth_jwt_algorithms": ("auth", "jwt_algorithms"),
+    "auth_jwt_leeway_s": ("auth", "jwt_leeway_s"),
+    "auth_public_read": ("auth", "public_read"),
+    "auth_conceal": ("auth", "conceal"),
+    "auth_query_token": ("auth", "query_token"),
+    "allowed_hosts": ("http", "allowed_hosts"),
+    "cors_origins": ("http", "cors_origins"),
+    "rate_limit_requests": ("limits", "requests_per_s"),
+    "rate_limit_burst": ("limits", "request_burst"),
+    "rate_limit_append_bytes": ("limits", "append_bytes_per_s"),
+    "max_live_readers_per_bucket": ("limits", "live_readers_per_bucket"),
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
 }
@@ -282,10 +339,51 @@ def validate(settings: Settings) -> None:
             "instance_id: 1 to 249 of [a-zA-Z0-9._-]",
         ),
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
+        *_auth_checks(settings),
+        (settings.rate_limit_requests >= 0, "rate_limit_requests must be >= 0 (0: off)"),
+        (settings.rate_limit_burst >= 0, "rate_limit_burst must be >= 0"),
+        (settings.rate_limit_append_bytes >= 0, "rate_limit_append_bytes must be >= 0 (0: off)"),
+        (
+            settings.max_live_readers_per_bucket >= 0,
+            "max_live_readers_per_bucket must be >= 0 (0: no cap)",
+        ),
     ]
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+
+
+# Signature algorithms a JWT may use: asymmetric only, so the adapter never holds a signing key.
+JWT_ALGORITHMS = frozenset(
+    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+)
+
+
+def _auth_checks(settings: Settings) -> list[tuple[bool, str]]:
+    mode = settings.auth_mode
+    jwt = mode == "jwt"
+    return [
+        (mode in ("off", "static", "jwt"), "auth_mode must be 'off', 'static' or 'jwt'"),
+        (
+            mode != "off" or settings.loopback or settings.auth_off_beyond_loopback,
+            f"auth_mode 'off' needs a loopback listen address (not {settings.listen!r}): set "
+            "auth_mode to 'static' or 'jwt', or auth_off_beyond_loopback = true if a proxy "
+            "in front authenticates every request",
+        ),
+        (mode != "static" or bool(settings.auth_token_file), "auth_token_file is required"),
+        (not jwt or bool(settings.auth_jwt_issuer), "auth_jwt_issuer is required"),
+        (not jwt or bool(settings.auth_jwt_audience), "auth_jwt_audience is required"),
+        (
+            not jwt or bool(settings.auth_jwt_jwks_file) != bool(settings.auth_jwt_jwks_url),
+            "exactly one of auth_jwt_jwks_file and auth_jwt_jwks_url is required",
+        ),
+        (
+            bool(settings.jwt_algorithms) and set(settings.jwt_algorithms) <= JWT_ALGORITHMS,
+            f"auth_jwt_algorithms: a comma list of {sorted(JWT_ALGORITHMS)} ('none' and "
+            "shared-secret algorithms are refused)",
+        ),
+        (0 <= settings.auth_jwt_leeway_s <= 300, "auth_jwt_leeway_s must be in 0..300"),
+    ]
 
 
 def _valid_listen(listen: str) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from adapter.http.auth import seconds_left
 from adapter.http.security import decorate
 from adapter.http.sse_sink import TransportSink
 from adapter.live.fanout import Fanout
@@ -21,6 +22,7 @@ from adapter.protocol.sse import (
     CONTENT_TYPE,
     ENCODING_HEADER,
     chunk_events,
+    credential_expired_event,
     tail_events,
     uses_base64,
 )
@@ -64,6 +66,9 @@ async def long_poll(
 ) -> tuple[Chunk | None, StreamMeta, dict[str, str]]:
     """Wait for data at the position; return the chunk (None on timeout or closure)."""
     timeout_s = poll_timeout(request, limits)
+    left = seconds_left(request)
+    if left is not None:  # answer (204) by the time the token expires: the client renews it
+        timeout_s = max(0.0, min(timeout_s, left))
     meta = service.existing(ref)
     position = resolve_start(meta, start)
     if position >= meta.next_offset and not meta.closed:
@@ -107,7 +112,9 @@ async def sse(
     sink = TransportSink(request, response, SSE_BACKLOG_BYTES)
     session = _SseSession(request, sink, service, fanout, ref, limits)
     try:
-        await session.run(resolve_start(meta, start))
+        await session.run(resolve_start(meta, start), seconds_left(request))
+        if session.credential_expired:
+            await session.write(credential_expired_event(encode(session.position)))
     except (ClientGone, ConnectionResetError):
         return response
     except ProtocolError:
@@ -138,21 +145,34 @@ class _SseSession:
         self.limits = limits
         self.cursor = parse_cursor(request.query.get("cursor"))
         self.announced = False
+        self.position = 0  # the next offset the client has not been sent
+        self.credential_expired = False  # the response ends because the caller's token does
 
-    async def run(self, position: int) -> None:
+    async def run(self, position: int, credential_left_s: float | None) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.limits.sse_max_duration_s
+        duration = self.limits.sse_max_duration_s
+        token_bound = credential_left_s is not None and credential_left_s < duration
+        if credential_left_s is not None and token_bound:
+            duration = max(0.0, credential_left_s)
+        deadline = loop.time() + duration
         while True:
             position, done = await self._catch_up(position)
-            if done or loop.time() >= deadline:
+            self.position = position
+            if done:
+                return
+            if loop.time() >= deadline:
+                self.credential_expired = token_bound
                 return
             ending, position = await self._park(position, deadline)
+            self.position = position
             if ending is Ending.GONE:
                 raise ClientGone("the client disconnected")
             if ending is Ending.BEHIND:
                 await self._drained()
             elif ending is not Ending.LOST:
-                return  # closed (final event written), expired or shutting down
+                # closed (final event written), expired or shutting down
+                self.credential_expired = token_bound and ending is Ending.EXPIRED
+                return
 
     async def _catch_up(self, position: int) -> tuple[int, bool]:
         """Write until the client has every committed message; True once the stream closed."""
@@ -165,7 +185,7 @@ class _SseSession:
                 events = tail_events(position, meta.closed, self.service.clock())
             else:
                 return position, False  # nothing awaited since `meta`: safe to park
-            await self._write(events.for_client(self.cursor))  # data and control: one write
+            await self.write(events.for_client(self.cursor))  # data and control: one write
             position = events.position
             if events.closed:
                 return position, True
@@ -183,7 +203,7 @@ class _SseSession:
         finally:
             self.fanout.leave(self.ref, tailer)
 
-    async def _write(self, data: bytes) -> None:
+    async def write(self, data: bytes) -> None:
         self.announced = True
         ending = self.sink.send(Payload(data))
         if ending is Ending.GONE:

@@ -1,10 +1,23 @@
-"""CORS (preflight on every route, the protocol's headers exposed) and browser security headers."""
+"""CORS with an allow-list of origins, and the browser security headers every response carries.
+
+`cors_origins` empty (the default) means same-origin only: a cross-origin request, preflight
+or not, is refused 403 `origin_not_allowed` before it does anything (a "simple" POST would
+otherwise append before the browser hides the answer). Listed origins get their own origin
+back in `Access-Control-Allow-Origin`; `*` (opt-in) lets any origin in and answers `*`.
+Credentials are never allowed (tokens travel in `Authorization`, which needs none). A
+preflight is answered before routing, so it is the same for resources that exist and not.
+"""
 
 from __future__ import annotations
 
-from aiohttp import web
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-from adapter.http.render import Handler
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from adapter.http.render import Handler, error_response
+from adapter.protocol.errors import ErrorCode, ProtocolError
 
 ALLOWED_METHODS = "GET, HEAD, POST, PUT, DELETE, OPTIONS"
 ALLOWED_HEADERS = ", ".join(
@@ -43,6 +56,7 @@ EXPOSED_HEADERS = ", ".join(
         "Producer-Expected-Seq",
         "Producer-Received-Seq",
         "Retry-After",
+        "WWW-Authenticate",
     ]
 )
 SECURITY_HEADERS = {
@@ -51,25 +65,61 @@ SECURITY_HEADERS = {
 }
 
 
-@web.middleware
-async def cors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Answer preflights for any path; add CORS and security headers to every response."""
-    if request.method == "OPTIONS":
-        response: web.StreamResponse = web.Response(status=204, headers=_preflight(request))
-    else:
-        response = await handler(request)
-    if not response.prepared:
-        decorate(response, request)
-    return response
+@dataclass(frozen=True)
+class CorsPolicy:
+    origins: frozenset[str]  # exact origins (scheme://host[:port]); "*" lets any in
+
+    @property
+    def any_origin(self) -> bool:
+        return "*" in self.origins
+
+    def allows(self, origin: str, request: web.Request) -> bool:
+        return self.any_origin or origin in self.origins or _same_origin(origin, request)
+
+
+CORS = web.AppKey("cors", CorsPolicy)
+
+
+def _same_origin(origin: str, request: web.Request) -> bool:
+    try:
+        return urlsplit(origin).netloc.lower() == request.host.lower()
+    except ValueError:
+        return False
+
+
+def cors_middleware(policy: CorsPolicy) -> Middleware:
+    @web.middleware
+    async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Refuse other origins; answer preflights for any path; decorate every response."""
+        origin = request.headers.get("Origin")
+        if origin is not None and not policy.allows(origin, request):
+            response: web.StreamResponse = error_response(
+                ProtocolError(
+                    ErrorCode.ORIGIN_NOT_ALLOWED, "this origin is not allowed (cors_origins)"
+                )
+            )
+        elif request.method == "OPTIONS":
+            response = web.Response(status=204, headers=_preflight(request))
+        else:
+            response = await handler(request)
+        if not response.prepared:
+            decorate(response, request)
+        return response
+
+    return cors
 
 
 def decorate(response: web.StreamResponse, request: web.Request) -> None:
     """Add the headers every response carries (called before a streaming response starts)."""
     response.headers.update(SECURITY_HEADERS)
-    response.headers["Access-Control-Allow-Origin"] = request.headers.get("Origin", "*")
+    origin = request.headers.get("Origin")
+    policy = request.app[CORS]
+    if not policy.any_origin:
+        response.headers["Vary"] = "Origin"  # the answer depends on it, for every cache
+    if origin is None or not policy.allows(origin, request):
+        return
+    response.headers["Access-Control-Allow-Origin"] = "*" if policy.any_origin else origin
     response.headers["Access-Control-Expose-Headers"] = EXPOSED_HEADERS
-    if "Origin" in request.headers:
-        response.headers["Vary"] = "Origin"
 
 
 def _preflight(request: web.Request) -> dict[str, str]:

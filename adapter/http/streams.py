@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
+from adapter.http.auth import principal_of
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
 from adapter.live.fanout import Fanout
@@ -20,6 +22,7 @@ from adapter.protocol.caching import (
 from adapter.protocol.commands import Append, Chunk, CreateStream, ForkFrom, Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import (
+    ProducerHeaders,
     format_expires_at,
     is_json,
     is_true,
@@ -128,10 +131,13 @@ async def append(request: web.Request) -> web.Response:
         close=is_true(request.headers.get("Stream-Closed")),
         seq=parse_stream_seq(request.headers.get("Stream-Seq")),
         if_match=request.headers.get("If-Match"),
-        producer=parse_producer(
-            request.headers.get("Producer-Id"),
-            request.headers.get("Producer-Epoch"),
-            request.headers.get("Producer-Seq"),
+        producer=_scoped(
+            request,
+            parse_producer(
+                request.headers.get("Producer-Id"),
+                request.headers.get("Producer-Epoch"),
+                request.headers.get("Producer-Seq"),
+            ),
         ),
     )
     result = await request.app[STREAMS].append(command)
@@ -142,6 +148,17 @@ async def append(request: web.Request) -> web.Response:
     # With producer headers, new data is 200 and a duplicate 204 (§5.2.1).
     status = 200 if command.producer and result.appended and command.body else 204
     return web.Response(status=status, headers=headers)
+
+
+def _scoped(request: web.Request, producer: ProducerHeaders | None) -> ProducerHeaders | None:
+    """With auth on, a producer id is the caller's own: `<len>:<principal>:<Producer-Id>`, so
+    one tenant's producer can never fence (or be taken for) another's of the same name. The
+    length prefix keeps the spelling unambiguous whatever either part holds."""
+    principal = principal_of(request)
+    if producer is None or principal is None:
+        return producer
+    name = principal.name
+    return replace(producer, producer_id=f"{len(name)}:{name}:{producer.producer_id}")
 
 
 async def delete_stream(request: web.Request) -> web.Response:

@@ -110,6 +110,13 @@ def control_event(next_offset: str, cursor: str | None, up_to_date: bool, closed
     return event("control", json.dumps(body, separators=(",", ":")))
 
 
+def credential_expired_event(next_offset: str) -> bytes:
+    """The last event of a response whose caller's token expired: a control event (clients
+    resume from its offset as from any other) that says why, so they reconnect with a new one."""
+    body = {"streamNextOffset": next_offset, "credentialExpired": True}
+    return event("control", json.dumps(body, separators=(",", ":")))
+
+
 def event(name: str, text: str) -> bytes:
     """An SSE event; every line of `text` becomes a `data:` line (SSE joins them with \\n).
 

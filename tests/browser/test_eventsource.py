@@ -68,20 +68,29 @@ es.addEventListener("control", (event) => {
 
 
 @pytest.fixture(scope="module")
-def adapter_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The real `durable-kafka serve` process on the test broker, with topics of its own."""
+def page_port() -> int:
+    return free_port()
+
+
+@pytest.fixture(scope="module")
+def adapter_url(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, page_port: int
+) -> Iterator[str]:
+    """The real `durable-kafka serve` process on the test broker, with topics of its own;
+    the page's origin is the one cross-origin caller it lets in."""
     home = tmp_path_factory.mktemp("browser-adapter")
     env = {
         "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
         "DURABLE_KAFKA_TOPIC_PREFIX": f"br{uuid.uuid4().hex[:10]}.",
         "DURABLE_KAFKA_COLD_DIR": str(home / "cold"),
+        "DURABLE_KAFKA_CORS_ORIGINS": f"http://127.0.0.1:{page_port}",
     }
     with running_adapter(env, home / "adapter.log") as base_url:
         yield base_url
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def page_origin() -> AsyncIterator[str]:
+async def page_origin(page_port: int) -> AsyncIterator[str]:
     """A second origin that serves only the page."""
 
     async def page(_: web.Request) -> web.Response:
@@ -91,10 +100,9 @@ async def page_origin() -> AsyncIterator[str]:
     app.router.add_get("/", page)
     runner = web.AppRunner(app)
     await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    await web.TCPSite(runner, "127.0.0.1", page_port).start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{page_port}"
     finally:
         await runner.cleanup()
 

@@ -23,6 +23,8 @@ def test_conformance_suite(kafka_bootstrap: str, unique: str, tmp_path: Path) ->
         "DURABLE_KAFKA_TOPIC_PREFIX": f"conf{unique}.",
         "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
         "DURABLE_KAFKA_LONG_POLL_TIMEOUT_MS": LONG_POLL_TIMEOUT_MS,
+        # The suite's preflight test asks as a page of this origin (same-origin is the default).
+        "DURABLE_KAFKA_CORS_ORIGINS": "https://example.com",
     }
     with running_adapter(env, tmp_path / "adapter.log") as base_url:
         result = subprocess.run(

@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from adapter.auth.static_tokens import StaticTokens, digest
 from devstack.process import free_port
 
 SCRIPT = str(Path(sys.executable).with_name("durable-kafka"))
@@ -55,6 +56,40 @@ def test_bad_configuration_exits_2_with_the_reason(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "partitions" in result.stderr
+
+
+def test_hash_token_prints_the_digest_of_the_token_read_from_stdin() -> None:
+    token = "a-long-enough-client-token-0123"
+    result = subprocess.run(
+        [SCRIPT, "hash-token"], input=token + "\n", capture_output=True, text=True, check=True
+    )
+    assert result.stdout == f'sha256 = "{digest(token)}"\n'
+    short = subprocess.run(
+        [SCRIPT, "hash-token"], input="short\n", capture_output=True, text=True, check=False
+    )
+    assert short.returncode == 2
+
+
+def test_hash_token_new_makes_a_token_that_the_file_accepts(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [SCRIPT, "hash-token", "--new"], capture_output=True, text=True, check=True
+    )
+    comment, entry = result.stdout.splitlines()
+    token = comment.rsplit(" ", 1)[1]
+    path = tmp_path / "tokens.toml"
+    path.write_text(f'[[token]]\nname = "bot"\n{entry}\nscopes = ["read:logs"]\n')
+    assert StaticTokens.load(path).verify(token, time.time()).name == "bot"
+
+
+def test_a_token_file_that_does_not_load_exits_2(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [SCRIPT, "serve", "--auth-mode", "static", "--auth-token-file", str(tmp_path / "no")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "cannot read token file" in result.stderr
 
 
 def test_serves_ready_and_stops_cleanly(kafka_bootstrap: str, unique: str, tmp_path: Path) -> None:

@@ -124,8 +124,13 @@ def test_durable_kafka_values_load(name: str) -> None:
         settings = load(None, env, {})
     except ConfigError as error:
         pytest.fail(f"{name}: {error}")
-    by_variable = {env_name(field): str(getattr(settings, field)) for field in setting_names()}
+    by_variable = {env_name(field): _text(getattr(settings, field)) for field in setting_names()}
     assert {var: by_variable.get(var) for var in env} == env
+
+
+def _text(value: object) -> str:
+    """A setting as the environment spells it (booleans `true`/`false`)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def test_adapter_publishes_its_listen_port() -> None:
@@ -313,7 +318,9 @@ def pyproject() -> dict[str, Any]:
 def test_default_target_exposes_the_listen_port() -> None:
     final = stages()[-1]
     variable = env_name("listen")
-    listen = load(None, {variable: image_env(final)[variable]}, {})
+    # The image listens beyond loopback, so it needs auth configured (or explicitly off).
+    auth = {env_name("auth_mode"): "static", env_name("auth_token_file"): "/etc/tokens.toml"}
+    listen = load(None, {variable: image_env(final)[variable]} | auth, {})
     assert instructions(final, "EXPOSE") == [str(listen.port)]
     assert listen.port == adapter_settings().port
 

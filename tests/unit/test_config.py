@@ -27,7 +27,7 @@ def test_each_source_overrides_the_one_before(tmp_path: Path) -> None:
     config = _toml(
         tmp_path,
         '[server]\nlisten = "0.0.0.0:1000"\n[kafka]\npartitions = 5\ntopic_prefix = "toml."\n'
-        '[cold]\nbackend = "s3"\ns3_bucket = "from-toml"\n',
+        '[cold]\nbackend = "s3"\ns3_bucket = "from-toml"\n[auth]\noff_beyond_loopback = true\n',
     )
     env = {env_name("partitions"): "7", env_name("topic_prefix"): "env."}
     settings = load(config, env, {"topic_prefix": "flag."})
@@ -163,3 +163,70 @@ def test_test_only_faults_come_from_every_source(tmp_path: Path) -> None:
     assert not Settings().trust_unknown_outcomes
     with pytest.raises(ConfigError, match="lose_commit_every"):
         load(None, {}, {"lose_commit_every": "-1"})
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"listen": "0.0.0.0:4437"}, "needs a loopback listen address"),
+        ({"listen": "10.1.2.3:4437"}, "needs a loopback listen address"),
+        ({"auth_mode": "basic"}, "auth_mode"),
+        ({"auth_mode": "static"}, "auth_token_file"),
+        ({"auth_mode": "jwt", "auth_jwt_audience": "a", "auth_jwt_jwks_file": "k"}, "issuer"),
+        ({"auth_mode": "jwt", "auth_jwt_issuer": "i", "auth_jwt_jwks_file": "k"}, "audience"),
+        ({"auth_mode": "jwt", "auth_jwt_issuer": "i", "auth_jwt_audience": "a"}, "exactly one"),
+        ({"auth_jwt_algorithms": "RS256,none"}, "auth_jwt_algorithms"),
+        ({"auth_jwt_algorithms": "HS256"}, "auth_jwt_algorithms"),
+        ({"auth_jwt_algorithms": ""}, "auth_jwt_algorithms"),
+        ({"auth_jwt_leeway_s": "3600"}, "leeway"),
+    ],
+)
+def test_auth_settings_are_validated(flags: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(None, {}, flags)
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:1", "127.9.9.9:1", "[::1]:1", "localhost:1"])
+def test_auth_may_be_off_on_loopback(listen: str) -> None:
+    assert load(None, {}, {"listen": listen}).auth_mode == "off"
+
+
+def test_auth_off_beyond_loopback_is_an_explicit_choice(tmp_path: Path) -> None:
+    config = _toml(tmp_path, '[server]\nlisten = "0.0.0.0:4437"\n')
+    with pytest.raises(ConfigError):
+        load(config, {}, {})
+    settings = load(config, {env_name("auth_off_beyond_loopback"): "true"}, {})
+    assert (settings.auth_mode, settings.auth_off_beyond_loopback) == ("off", True)
+
+
+def test_auth_settings_come_from_the_auth_table(tmp_path: Path) -> None:
+    config = _toml(
+        tmp_path,
+        '[server]\nlisten = "0.0.0.0:4437"\n'
+        '[auth]\nmode = "jwt"\njwt_issuer = "https://id.example"\njwt_audience = "streams"\n'
+        'jwt_jwks_url = "https://id.example/jwks"\njwt_algorithms = "ES256, EdDSA"\n'
+        'jwt_leeway_s = 5\npublic_read = "pub-*"\nconceal = true\nquery_token = true\n'
+        '[http]\nallowed_hosts = "streams.example"\ncors_origins = "https://app.example"\n',
+    )
+    settings = load(config, {}, {})
+    assert settings.jwt_algorithms == ("ES256", "EdDSA")
+    assert (settings.auth_jwt_leeway_s, settings.auth_conceal) == (5, True)
+    assert (settings.allowed_hosts, settings.cors_origins) == (
+        "streams.example",
+        "https://app.example",
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "rate_limit_requests",
+        "rate_limit_burst",
+        "rate_limit_append_bytes",
+        "max_live_readers_per_bucket",
+    ],
+)
+def test_limits_are_not_negative(name: str) -> None:
+    assert getattr(load(None, {}, {}), name) == 0  # off by default
+    with pytest.raises(ConfigError, match=name):
+        load(None, {env_name(name): "-1"}, {})

@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"http"}),  # the only users of aiohttp's server side
     frozenset({"live"}),  # SSE fan-out and shared reads for live readers
     frozenset({"service"}),  # the stream logic and the live hub
-    frozenset({"protocol"}),  # pure protocol rules
+    frozenset({"protocol", "auth"}),  # pure protocol rules; tokens, scopes, access decision
     frozenset({"state", "cluster"}),  # the catalog and its follower; slot ownership
     frozenset({"log", "objects"}),  # Kafka and the object store
     frozenset({"config", "readiness"}),  # leaves

@@ -1,0 +1,122 @@
+"""Authentication and authorization at the edge: bearer token → principal → scope check.
+
+Runs after the errors middleware (so refusals are JSON) and before anything reads a body or
+forwards a write. `/healthz` and `/readyz` stay open; a preflight is answered before it.
+Every other route is mapped to an operation class by its method (`operations.need_of`).
+A token comes from `Authorization: Bearer`, or from `?access_token=` only when
+`auth_query_token` is on; it is never put in a message or a log line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from adapter.auth.policy import Need, Policy, Verdict
+from adapter.auth.principals import InvalidToken, Principal, Verifier
+from adapter.auth.scopes import Operation, needed
+from adapter.http.operations import PUBLIC_PATHS, need_of
+from adapter.http.render import Handler
+from adapter.protocol.errors import ErrorCode, ProtocolError
+
+REALM = 'Bearer realm="durable-kafka"'
+QUERY_TOKEN = "access_token"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """How this instance checks callers; `verifier` None means `auth_mode = "off"`."""
+
+    verifier: Verifier | None
+    policy: Policy = field(default_factory=Policy)
+    conceal: bool = False
+    query_token: bool = False
+    clock: Callable[[], float] = field(default=time.time)
+
+
+GATE = web.AppKey("auth_gate", Gate)
+PRINCIPAL = web.RequestKey("principal", Principal)
+
+
+def principal_of(request: web.Request) -> Principal | None:
+    return request.get(PRINCIPAL)
+
+
+def seconds_left(request: web.Request) -> float | None:
+    """How long the caller's credential stays valid (None: no credential, or no expiry)."""
+    principal = principal_of(request)
+    return None if principal is None else principal.seconds_left(request.app[GATE].clock())
+
+
+def auth_middleware(gate: Gate) -> Middleware:
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if gate.verifier is None or request.path in PUBLIC_PATHS:
+            return await handler(request)
+        principal = _principal(request, gate, gate.verifier)
+        need = need_of(request)
+        verdict = gate.policy.decide(principal, need)
+        if verdict is Verdict.UNAUTHENTICATED:
+            raise ProtocolError(
+                ErrorCode.UNAUTHORIZED,
+                "this request needs a bearer token",
+                headers={"WWW-Authenticate": REALM},
+            )
+        if verdict is Verdict.INSUFFICIENT_SCOPE:
+            raise _refusal(gate, principal, need)
+        if principal is not None:
+            request[PRINCIPAL] = principal
+        return await handler(request)
+
+    return authenticate
+
+
+def _principal(request: web.Request, gate: Gate, verifier: Verifier) -> Principal | None:
+    token = _token(request, gate)
+    if token is None:
+        return None
+    try:
+        return verifier.verify(token, gate.clock())
+    except InvalidToken as error:
+        raise ProtocolError(
+            ErrorCode.UNAUTHORIZED,
+            f"invalid bearer token: {error}",
+            headers={"WWW-Authenticate": f'{REALM}, error="invalid_token"'},
+        ) from None
+
+
+def _token(request: web.Request, gate: Gate) -> str | None:
+    header = request.headers.get("Authorization")
+    query = request.query.getall(QUERY_TOKEN, []) if gate.query_token else []
+    if (header is not None and query) or len(query) > 1:
+        raise ProtocolError(ErrorCode.BAD_REQUEST, "send the token one way only (RFC 6750)")
+    if query:
+        return query[0]
+    if header is None:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ProtocolError(
+            ErrorCode.UNAUTHORIZED,
+            "Authorization must be 'Bearer <token>'",
+            headers={"WWW-Authenticate": f'{REALM}, error="invalid_token"'},
+        )
+    return token.strip()
+
+
+def _refusal(gate: Gate, principal: Principal | None, need: Need) -> ProtocolError:
+    """403 naming the scope needed; 404 instead when concealing from a caller who may not
+    even read the bucket (it learns nothing about what exists there)."""
+    operation, bucket_id = need.operation or Operation.ADMIN, need.bucket_id or ""
+    if gate.conceal and not (principal and principal.may(Operation.READ, bucket_id)):
+        return ProtocolError(ErrorCode.NOT_FOUND, "no such resource")
+    scope = needed(operation, bucket_id)
+    return ProtocolError(
+        ErrorCode.INSUFFICIENT_SCOPE,
+        f"the token lacks the scope {scope}",
+        headers={"WWW-Authenticate": f'{REALM}, error="insufficient_scope", scope="{scope}"'},
+    )

@@ -1,0 +1,34 @@
+"""Which operation class each route is, and on which bucket: what a request needs to be let in.
+
+One rule covers every route: GET and HEAD read, POST appends, PUT and DELETE administer
+(bucket and stream create/delete, fork, snapshot publish/delete). `tests/unit/test_operations`
+checks it against a table of every route the app serves, so a new route is a decision.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from adapter.auth.policy import Need
+from adapter.auth.scopes import Operation
+from adapter.protocol.identifiers import split_compat_path, validate_bucket_id
+
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+_BY_METHOD = {
+    "GET": Operation.READ,
+    "HEAD": Operation.READ,
+    "POST": Operation.APPEND,
+    "PUT": Operation.ADMIN,
+    "DELETE": Operation.ADMIN,
+}
+
+
+def need_of(request: web.Request) -> Need:
+    """What the request does; a path no route serves needs only a valid token (then 404)."""
+    info = request.match_info
+    if info.http_exception is not None:
+        return Need(None)
+    operation = _BY_METHOD.get(request.method, Operation.ADMIN)  # an unknown method: fail closed
+    if "path" in info:
+        return Need(operation, split_compat_path(info["path"])[0])
+    return Need(operation, validate_bucket_id(info["bucket"]))

@@ -1,0 +1,90 @@
+"""Every route the app serves has an operation class, written out here: a new route fails this
+until someone decides what scope it needs."""
+
+from __future__ import annotations
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
+
+from adapter.app import create_app
+from adapter.auth.policy import Need
+from adapter.auth.scopes import Operation
+from adapter.config import Settings
+from adapter.http.operations import PUBLIC_PATHS, need_of
+
+R, A, D = Operation.READ, Operation.APPEND, Operation.ADMIN
+PUBLIC = None
+# (method, route template) -> the operation it needs, and a concrete path to try it with.
+EXPECTED: dict[tuple[str, str], tuple[Operation | None, str]] = {
+    ("GET", "/healthz"): (PUBLIC, "/healthz"),
+    ("HEAD", "/healthz"): (PUBLIC, "/healthz"),
+    ("GET", "/readyz"): (PUBLIC, "/readyz"),
+    ("HEAD", "/readyz"): (PUBLIC, "/readyz"),
+    ("PUT", "/{bucket}"): (D, "/logs"),
+    ("GET", "/{bucket}"): (R, "/logs"),
+    ("HEAD", "/{bucket}"): (R, "/logs"),
+    ("DELETE", "/{bucket}"): (D, "/logs"),
+    ("GET", "/{bucket}/streams"): (R, "/logs/streams"),
+    ("HEAD", "/{bucket}/streams"): (R, "/logs/streams"),
+    ("PUT", "/{bucket}/{stream}"): (D, "/logs/s"),
+    ("POST", "/{bucket}/{stream}"): (A, "/logs/s"),
+    ("GET", "/{bucket}/{stream}"): (R, "/logs/s"),
+    ("HEAD", "/{bucket}/{stream}"): (R, "/logs/s"),
+    ("DELETE", "/{bucket}/{stream}"): (D, "/logs/s"),
+    ("PUT", "/v1/stream/{path}"): (D, "/v1/stream/logs/s"),
+    ("POST", "/v1/stream/{path}"): (A, "/v1/stream/logs/s"),
+    ("GET", "/v1/stream/{path}"): (R, "/v1/stream/logs/s"),
+    ("HEAD", "/v1/stream/{path}"): (R, "/v1/stream/logs/s"),
+    ("DELETE", "/v1/stream/{path}"): (D, "/v1/stream/logs/s"),
+    ("GET", "/{bucket}/{stream}/snapshot"): (R, "/logs/s/snapshot"),
+    ("PUT", "/{bucket}/{stream}/snapshot/{offset}"): (D, "/logs/s/snapshot/x"),
+    ("GET", "/{bucket}/{stream}/snapshot/{offset}"): (R, "/logs/s/snapshot/x"),
+    ("DELETE", "/{bucket}/{stream}/snapshot/{offset}"): (D, "/logs/s/snapshot/x"),
+    ("GET", "/{bucket}/{stream}/bootstrap"): (R, "/logs/s/bootstrap"),
+}
+
+
+@pytest.fixture(scope="module")
+def app() -> web.Application:
+    return create_app(Settings())
+
+
+def served(app: web.Application) -> set[tuple[str, str]]:
+    return {
+        (route.method, route.resource.canonical)
+        for route in app.router.routes()
+        if route.resource is not None
+    }
+
+
+def test_every_served_route_is_in_the_table(app: web.Application) -> None:
+    assert served(app) == set(EXPECTED)
+
+
+@pytest.mark.parametrize(("method", "template"), sorted(EXPECTED))
+async def test_each_route_needs_its_operation(
+    app: web.Application, method: str, template: str
+) -> None:
+    operation, path = EXPECTED[(method, template)]
+    request = make_mocked_request(method, path, app=app)
+    match = await app.router.resolve(request)
+    assert match.route.resource is not None
+    assert match.route.resource.canonical == template
+    if operation is PUBLIC:
+        assert path in PUBLIC_PATHS
+        return
+    assert need_of(resolved(request, match)) == Need(operation, "logs")
+
+
+async def test_a_path_no_route_serves_needs_only_a_token(app: web.Application) -> None:
+    request = make_mocked_request("GET", "/a/b/c/d/e", app=app)
+    match = await app.router.resolve(request)
+    assert match.http_exception is not None
+    assert need_of(resolved(request, match)) == Need(None)
+
+
+def resolved(request: web.Request, match: web.UrlMappingMatchInfo) -> web.Request:
+    """The request as routing leaves it, with its match (as aiohttp's own handler sets it)."""
+    request._match_info = match
+    return request
