@@ -8,12 +8,14 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
+import uvloop
 from aiohttp import web
 
 from adapter.app import FATAL, create_app
-from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
+from adapter.config import CONFIG_ENV, ConfigError, EventLoop, Settings, env_name, flag_name, load
 from adapter.config import setting_names as names
 
 log = logging.getLogger("durable-kafka")
@@ -54,7 +56,14 @@ def main(argv: list[str] | None = None) -> int:
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    return asyncio.run(serve(settings))
+    with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
+        return runner.run(serve(settings))
+
+
+def loop_factory(kind: EventLoop) -> Callable[[], asyncio.AbstractEventLoop]:
+    """uvloop's event loop (libuv: the loop's own work in C), or the standard library's as the
+    fallback. What each costs per append: docs/performance.md."""
+    return uvloop.new_event_loop if kind == "uvloop" else asyncio.new_event_loop
 
 
 async def serve(settings: Settings) -> int:
@@ -64,7 +73,12 @@ async def serve(settings: Settings) -> int:
     await runner.setup()
     try:
         await web.TCPSite(runner, settings.host, settings.port).start()
-        log.info("serving on http://%s (kafka %s)", settings.listen, settings.bootstrap_servers)
+        log.info(
+            "serving on http://%s (kafka %s, %s event loop)",
+            settings.listen,
+            settings.bootstrap_servers,
+            settings.event_loop,
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

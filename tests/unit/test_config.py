@@ -68,6 +68,7 @@ def test_bad_toml_names_the_problem(tmp_path: Path, text: str, message: str) -> 
         ("cold_backend", "ftp", "cold_backend"),
         ("min_insync_replicas", "2", "min_insync_replicas"),
         ("log_level", "loud", "log_level"),
+        ("event_loop", "trio", "event_loop"),
         ("max_inflight_body_bytes", "1000", "max_inflight_body_bytes"),
     ],
 )
@@ -163,3 +164,12 @@ def test_test_only_faults_come_from_every_source(tmp_path: Path) -> None:
     assert not Settings().trust_unknown_outcomes
     with pytest.raises(ConfigError, match="lose_commit_every"):
         load(None, {}, {"lose_commit_every": "-1"})
+
+
+def test_the_event_loop_is_uvloop_unless_asked_otherwise(tmp_path: Path) -> None:
+    assert Settings().event_loop == "uvloop"
+    config = _toml(tmp_path, '[server]\nevent_loop = "asyncio"\n')
+    assert load(config, {}, {}).event_loop == "asyncio"
+    env = {env_name("event_loop"): "uvloop"}
+    assert load(config, env, {}).event_loop == "uvloop"
+    assert load(config, env, {"event_loop": "asyncio"}).event_loop == "asyncio"
