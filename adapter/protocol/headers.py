@@ -152,6 +152,7 @@ def normalize_content_type(value: str | None) -> str | None:
     return "; ".join(parts)
 
 
+@functools.lru_cache(maxsize=256)  # asked several times per append, of a few distinct types
 def media_type(content_type: str) -> str:
     """The `type/subtype` of a content type, lower-cased, without parameters."""
     return content_type.split(";", 1)[0].strip(" \t").lower()
