@@ -8,13 +8,15 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
+import uvloop
 from aiohttp import web
 
 from adapter.app import FATAL, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
-from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
+from adapter.config import CONFIG_ENV, ConfigError, EventLoop, Settings, env_name, flag_name, load
 from adapter.config import setting_names as names
 
 log = logging.getLogger("durable-kafka")
@@ -66,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        return asyncio.run(serve(settings))
+        with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
+            return runner.run(serve(settings))
     except ConfigError as error:  # a token or key file named by the settings is unusable
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2
@@ -84,6 +87,12 @@ def _hash_token(new: bool) -> int:
     return 0
 
 
+def loop_factory(kind: EventLoop) -> Callable[[], asyncio.AbstractEventLoop]:
+    """uvloop's event loop (libuv: the loop's own work in C), or the standard library's as the
+    fallback. What each costs per append: docs/performance.md."""
+    return uvloop.new_event_loop if kind == "uvloop" else asyncio.new_event_loop
+
+
 async def serve(settings: Settings) -> int:
     """Serve until SIGINT/SIGTERM (exit 0) or until a fault an operator must fix (exit 1)."""
     app = create_app(settings)
@@ -91,7 +100,12 @@ async def serve(settings: Settings) -> int:
     await runner.setup()
     try:
         await web.TCPSite(runner, settings.host, settings.port).start()
-        log.info("serving on http://%s (kafka %s)", settings.listen, settings.bootstrap_servers)
+        log.info(
+            "serving on http://%s (kafka %s, %s event loop)",
+            settings.listen,
+            settings.bootstrap_servers,
+            settings.event_loop,
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -23,6 +23,7 @@ _NOT_IN_INSTANCE_ID = re.compile(r"[^a-zA-Z0-9._-]")
 
 ColdBackend = Literal["fs", "s3"]
 AuthMode = Literal["off", "static", "jwt"]
+EventLoop = Literal["uvloop", "asyncio"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
 
@@ -37,6 +38,7 @@ class Settings:
 
     listen: str = "127.0.0.1:4437"
     log_level: str = "info"
+    event_loop: EventLoop = "uvloop"
     bootstrap_servers: str = "127.0.0.1:9092"
     topic_prefix: str = DEFAULT_PREFIX
     partitions: int = 12
@@ -150,6 +152,7 @@ def comma_list(value: str) -> tuple[str, ...]:
 TOML_KEYS: dict[str, tuple[str, str]] = {
     "listen": ("server", "listen"),
     "log_level": ("server", "log_level"),
+    "event_loop": ("server", "event_loop"),
     "bootstrap_servers": ("kafka", "bootstrap_servers"),
     "topic_prefix": ("kafka", "topic_prefix"),
     "partitions": ("kafka", "partitions"),
@@ -324,6 +327,7 @@ def validate(settings: Settings) -> None:
         (settings.sse_write_timeout_ms >= 100, "sse_write_timeout_ms must be >= 100"),
         (settings.cold_backend in ("fs", "s3"), "cold_backend must be 'fs' or 's3'"),
         (settings.log_level in ("debug", "info", "warning", "error"), "log_level: bad level"),
+        (settings.event_loop in ("uvloop", "asyncio"), "event_loop must be 'uvloop' or 'asyncio'"),
         (settings.cold_backend != "s3" or bool(settings.s3_bucket), "s3_bucket is required"),
         (1 <= settings.write_slots <= 1024, "write_slots must be in 1..1024"),
         (

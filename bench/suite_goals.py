@@ -55,6 +55,9 @@ def goals(
             theirs = _median(rows, scenario, other, "rate")
             ratio = dk / theirs if dk is not None and theirs else None
             out.append(_goal(f"{scenario}: durable-kafka / {other}", ratio, bound, True, "x"))
+    for scenario in (f"append-{small}-streams", f"append-{many}-streams", "append-hot-stream"):
+        cpu = _median(rows, scenario, DK, "server_cpu_us_per_op")
+        out.append(_goal(f"{scenario}: adapter CPU per append", cpu, 100.0, False, "µs"))
     errors = _errors(rows, f"append-{many}-streams", DK)
     out.append(_goal(f"append-{many}-streams: request errors", errors, 0, False, "errors"))
     dk_p50 = _median(rows, "append-latency", DK, "p50_ms")

@@ -18,7 +18,16 @@ from bench.suite_scenarios import Scenario
 from bench.suite_servers import Deployment
 
 RAW_KAFKA = "raw-kafka"
-FIGURES = ("rate", "mb_per_s", "p50_ms", "p99_ms", "loadgen_cpu", "server_cpu", "machine_busy")
+FIGURES = (
+    "rate",
+    "mb_per_s",
+    "p50_ms",
+    "p99_ms",
+    "loadgen_cpu",
+    "server_cpu",
+    "server_cpu_us_per_op",
+    "machine_busy",
+)
 
 
 @dataclass
@@ -89,7 +98,15 @@ def keep(report: dict[str, Any], cpu_share: float) -> dict[str, Any]:
     figures["statuses"] = report.get("statuses", {})
     figures["error_samples"] = report.get("error_samples", [])[:3]
     figures["loadgen_cpu"] = cpu_share
+    figures["server_cpu_us_per_op"] = cpu_per_op(report)
     return figures
+
+
+def cpu_per_op(report: dict[str, Any]) -> float | None:
+    """The servers' CPU microseconds per acknowledged request in the measured window: their
+    utime + stime from /proc, read by the generator as the window opens and closes."""
+    seconds, ok = report.get("server_cpu_s"), int(report.get("ok") or 0)
+    return None if seconds is None or not ok else float(seconds) / ok * 1e6
 
 
 def http_row(ctx: Context, deployment: Deployment, scenario: Scenario, timeout_s: float) -> Row:
@@ -97,6 +114,7 @@ def http_row(ctx: Context, deployment: Deployment, scenario: Scenario, timeout_s
     common: dict[str, object] = {
         "base": deployment.bases,
         "prefix": f"s-{ctx.run_tag}-{scenario.name}-",
+        "server-pids": ",".join(str(pid) for pid in deployment.pids),
     }
     try:
         if scenario.setup is not None:

@@ -41,15 +41,16 @@ def figure(row: dict[str, Any]) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = "| scenario | target | figure (median of reps) | ok / errors | RSS peak MiB "
-    head += "| server CPU | loadgen CPU | machine busy |"
-    lines = [head, "|" + "---|" * 8]
+    head += "| server CPU | server CPU µs/op | loadgen CPU | machine busy |"
+    lines = [head, "|" + "---|" * 9]
     for row in sorted(rows, key=lambda r: r["scenario"]):
         m = row["median"]
         rss = row["rss_peak_kib"]
         lines.append(
             f"| {row['scenario']} | {row['target']} | {figure(row)} | "
             f"{row['ok']:,} / {row['errors']:,} | {_num(rss / 1024 if rss else None)} | "
-            f"{_pct(m['server_cpu'])} | {_pct(m['loadgen_cpu'])} | {_pct(m['machine_busy'])} |"
+            f"{_pct(m['server_cpu'])} | {_num(m['server_cpu_us_per_op'])} | "
+            f"{_pct(m['loadgen_cpu'])} | {_pct(m['machine_busy'])} |"
             + (f" {row['failure']}" if row["failure"] else "")
         )
     return "\n".join(lines)
@@ -64,6 +65,11 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         key = HEADLINE[row["metric"]]
         entry: dict[str, Any] = {"scenario": scenario, "target": target, "figure": key}
+        entry["cpu_us_per_op"] = row["median"]["server_cpu_us_per_op"]
+        reference = by_key.get((scenario, targets.REFERENCE_MEMORY))
+        entry["reference_cpu_us_per_op"] = (
+            reference["median"]["server_cpu_us_per_op"] if reference else None
+        )
         for other in OTHERS:
             theirs = by_key.get((scenario, other))
             mine, their = row["median"][key], theirs["median"][key] if theirs else None
@@ -77,11 +83,13 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def ratio_table(entries: list[dict[str, Any]]) -> str:
     lines = [
-        "| scenario | durable-kafka target | figure | / ref memory | / ref file | / raw Kafka |"
+        "| scenario | durable-kafka target | figure | / ref memory | / ref file | / raw Kafka "
+        "| server CPU µs/op | ref memory's |"
     ]
-    lines.append("|" + "---|" * 6)
+    lines.append("|" + "---|" * 8)
     for e in entries:
         cells = [_ratio(e.get(other)) for other in OTHERS]
+        cells += [_num(e.get("cpu_us_per_op")), _num(e.get("reference_cpu_us_per_op"))]
         lines.append(
             f"| {e['scenario']} | {e['target']} | {e['figure']} | " + " | ".join(cells) + " |"
         )

@@ -9,10 +9,15 @@ salted `hash`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from topology.naming import bucket_topic
 from topology.placement import murmur2
+
+# Every write asks for its slot, and murmur2 in Python is ~25 calls: the answers (a few per
+# bucket partition) are remembered, up to this many.
+CACHED = 65_536
 
 
 def slot_of_partition(topic: str, partition: int, slots: int) -> int:
@@ -20,11 +25,13 @@ def slot_of_partition(topic: str, partition: int, slots: int) -> int:
     return _slot(f"p\x00{topic}\x00{partition}", slots)
 
 
+@functools.lru_cache(maxsize=CACHED)
 def slot_of_bucket(bucket_id: str, slots: int) -> int:
     """The slot that decides bucket-level changes (create, delete) of `bucket_id`."""
     return _slot(f"b\x00{bucket_id}", slots)
 
 
+@functools.lru_cache(maxsize=CACHED)
 def slot_of_stream(prefix: str, bucket_id: str, partition: int, slots: int) -> int:
     """The slot of a stream, from its bucket id and partition (topic names are derived)."""
     return slot_of_partition(bucket_topic(prefix, bucket_id), partition, slots)

@@ -126,6 +126,10 @@ class SlotQueue(Generic[T]):
         self._size += size
         return True
 
+    def next_deadline(self) -> float | None:
+        """When the oldest waiting batch will have waited past the deadline (None: empty)."""
+        return self._waiting[0].since + self.bounds.deadline_s if self._waiting else None
+
     def expire(self, now: float) -> list[T]:
         """Take out the batches that have waited longer than the deadline (the oldest first)."""
         expired: list[T] = []

@@ -99,6 +99,7 @@ class LogWriter:
         self._committing = False  # a transaction is being written (on the thread)
         self._queue = batching.SlotQueue[WriteBatch](self.bounds)
         self._arrived = asyncio.Event()  # set when the queue may hold a batch
+        self._expiry: asyncio.TimerHandle | None = None  # armed while the queue holds a batch
         # Every producer call runs on this one thread: librdkafka transactions are not
         # meant to be driven from several threads at once.
         self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafka-writer")
@@ -125,7 +126,8 @@ class LogWriter:
             raise LogUnavailable(BUSY_MESSAGE)
         self._idle.clear()
         self._arrived.set()
-        loop.call_later(self.bounds.deadline_s * 1.01, self._expire)
+        if self._expiry is None:
+            self._arm_expiry(loop)
         return batch
 
     async def run(self) -> None:
@@ -185,8 +187,19 @@ class LogWriter:
 
     def _expire(self) -> None:
         """Fail the batches that waited past the deadline (never one already in a transaction)."""
-        expired(self._queue.expire(asyncio.get_running_loop().time()))
+        loop = asyncio.get_running_loop()
+        self._expiry = None
+        expired(self._queue.expire(loop.time()))
         self._settle_idle()
+        self._arm_expiry(loop)
+
+    def _arm_expiry(self, loop: asyncio.AbstractEventLoop) -> None:
+        """One timer for the whole queue, due when its oldest batch passes the deadline (a timer
+        per batch cost every append a timer and a wake-up)."""
+        due = self._queue.next_deadline()
+        if due is not None:
+            slack = self.bounds.deadline_s * 0.01
+            self._expiry = loop.call_at(due + slack, self._expire)
 
     def _settle_idle(self) -> None:
         if not len(self._queue) and not self._committing:

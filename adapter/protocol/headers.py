@@ -8,6 +8,7 @@ Stream-Expires-At is rendered here too, beside its parser.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -126,6 +127,7 @@ def require_identity_encoding(values: Iterable[str]) -> None:
         )
 
 
+@functools.lru_cache(maxsize=256)  # every append sends one; a server sees few distinct ones
 def normalize_content_type(value: str | None) -> str | None:
     """A Content-Type in canonical form, or None when absent or blank.
 
@@ -150,6 +152,7 @@ def normalize_content_type(value: str | None) -> str | None:
     return "; ".join(parts)
 
 
+@functools.lru_cache(maxsize=256)  # asked several times per append, of a few distinct types
 def media_type(content_type: str) -> str:
     """The `type/subtype` of a content type, lower-cased, without parameters."""
     return content_type.split(";", 1)[0].strip(" \t").lower()

@@ -10,6 +10,7 @@ Two surfaces name streams:
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -61,6 +62,7 @@ def validate_stream_id(bucket_id: str, stream_id: str) -> str:
     return stream_id
 
 
+@functools.lru_cache(maxsize=4096)  # each request asks twice (routing, then the handler)
 def split_compat_path(path: str) -> tuple[str, str]:
     """The (bucket id, stream id) a `/v1/stream/{path}` path names (path already URL-decoded).
 

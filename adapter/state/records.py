@@ -4,7 +4,7 @@ pointers), their keys, and their Avro encoding in the compacted state topics."""
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, NamedTuple, Self, TypeVar
 
 import fastavro
@@ -89,7 +89,16 @@ class StreamMeta:
         return deadline is not None and now_ms >= deadline
 
     def evolve(self, **changes: Any) -> Self:
-        return replace(self, **changes)
+        """A copy with `changes`: `dataclasses.replace` without re-running `__init__` (several
+        per append; the fields are immutable values, so a shallow copy is a true one)."""
+        if not changes.keys() <= _STREAM_FIELDS:
+            raise TypeError(f"StreamMeta has no field {sorted(changes.keys() - _STREAM_FIELDS)}")
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__, **changes)
+        return copy
+
+
+_STREAM_FIELDS = frozenset(field.name for field in fields(StreamMeta))
 
 
 @dataclass(frozen=True)

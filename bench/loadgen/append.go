@@ -71,6 +71,7 @@ func (w *window) run(warmup, duration time.Duration, tally *Tally) time.Duration
 	started := time.Now()
 	time.Sleep(duration)
 	w.closed.Store(true)
+	tally.Close()
 	return time.Since(started)
 }
 

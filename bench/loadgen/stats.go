@@ -21,16 +21,28 @@ type Tally struct {
 	samples   []string
 	latencies []time.Duration
 	cpuStart  float64
+	// The servers' CPU seconds when the window opened and, once it closed, when it did.
+	serverStart, serverEnd float64
+	closed                 bool
 }
 
 func newTally() *Tally {
-	return &Tally{statuses: map[string]int64{}, cpuStart: cpuSeconds()}
+	return &Tally{statuses: map[string]int64{}, cpuStart: cpuSeconds(), serverStart: serverCPUSeconds()}
 }
 
-// Restart sets the CPU baseline: the report counts this process's CPU from now.
+// Restart sets the CPU baselines: the report counts this process's and the servers' CPU from now.
 func (t *Tally) Restart() {
 	t.mu.Lock()
 	t.cpuStart = cpuSeconds()
+	t.serverStart = serverCPUSeconds()
+	t.mu.Unlock()
+}
+
+// Close ends the servers' CPU count when the measured window closes (requests still in
+// flight then are not counted, so neither is their CPU).
+func (t *Tally) Close() {
+	t.mu.Lock()
+	t.serverEnd, t.closed = serverCPUSeconds(), true
 	t.mu.Unlock()
 }
 
@@ -72,7 +84,9 @@ type Report struct {
 	MaxMs        float64          `json:"max_ms"`
 	MeanMs       float64          `json:"mean_ms"`
 	CPUSeconds   float64          `json:"cpu_s"` // of this process, while measured
-	Extra        map[string]any   `json:"extra,omitempty"`
+	// Of the -server-pids processes while measured; absent without them.
+	ServerCPUSeconds *float64       `json:"server_cpu_s,omitempty"`
+	Extra            map[string]any `json:"extra,omitempty"`
 }
 
 func (t *Tally) Report(mode string, elapsed time.Duration) Report {
@@ -102,6 +116,14 @@ func (t *Tally) Report(mode string, elapsed time.Duration) Report {
 		r.MeanMs = ms(sum / time.Duration(n))
 	}
 	r.CPUSeconds = cpuSeconds() - t.cpuStart
+	if len(serverPIDs) > 0 {
+		end := t.serverEnd
+		if !t.closed {
+			end = serverCPUSeconds()
+		}
+		server := end - t.serverStart
+		r.ServerCPUSeconds = &server
+	}
 	return r
 }
 

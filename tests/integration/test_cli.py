@@ -12,6 +12,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from adapter.auth.static_tokens import StaticTokens, digest
 from devstack.process import free_port
 
@@ -92,12 +94,16 @@ def test_a_token_file_that_does_not_load_exits_2(tmp_path: Path) -> None:
     assert "cannot read token file" in result.stderr
 
 
-def test_serves_ready_and_stops_cleanly(kafka_bootstrap: str, unique: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_serves_ready_and_stops_cleanly(
+    kafka_bootstrap: str, unique: str, tmp_path: Path, loop: str
+) -> None:
     port = free_port()
     env = os.environ | {
         "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
         "DURABLE_KAFKA_TOPIC_PREFIX": f"cli{unique}.",
         "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+        "DURABLE_KAFKA_EVENT_LOOP": loop,
     }
     argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}"]
     log = tmp_path / "serve.log"
@@ -110,3 +116,4 @@ def test_serves_ready_and_stops_cleanly(kafka_bootstrap: str, unique: str, tmp_p
         finally:
             proc.kill()
     assert f"created topic cli{unique}.internal.meta" in log.read_text()
+    assert f"{loop} event loop" in log.read_text()

@@ -84,6 +84,18 @@ def test_expiry_between_transactions() -> None:
     assert queue.size == Size(0, 0)
 
 
+def test_the_next_deadline_is_the_oldest_waiting_batchs() -> None:
+    queue = SlotQueue[str](SMALL)
+    assert queue.next_deadline() is None
+    queue.offer("a", Size(1, 1), now=1.0)
+    queue.offer("b", Size(1, 1), now=1.5)
+    assert queue.next_deadline() == 3.0
+    assert queue.expire(now=3.1) == ["a"]
+    assert queue.next_deadline() == 3.5
+    queue.take(now=3.2)
+    assert queue.next_deadline() is None
+
+
 def test_a_batch_counts_its_records_with_room_for_its_state_records() -> None:
     size = batching.size_of([(b"key", b"value", 10), (b"k", b"", 0)])
     overhead = batching.RECORD_OVERHEAD

@@ -68,6 +68,7 @@ def test_bad_toml_names_the_problem(tmp_path: Path, text: str, message: str) -> 
         ("cold_backend", "ftp", "cold_backend"),
         ("min_insync_replicas", "2", "min_insync_replicas"),
         ("log_level", "loud", "log_level"),
+        ("event_loop", "trio", "event_loop"),
         ("max_inflight_body_bytes", "1000", "max_inflight_body_bytes"),
     ],
 )
@@ -230,3 +231,12 @@ def test_limits_are_not_negative(name: str) -> None:
     assert getattr(load(None, {}, {}), name) == 0  # off by default
     with pytest.raises(ConfigError, match=name):
         load(None, {env_name(name): "-1"}, {})
+
+
+def test_the_event_loop_is_uvloop_unless_asked_otherwise(tmp_path: Path) -> None:
+    assert Settings().event_loop == "uvloop"
+    config = _toml(tmp_path, '[server]\nevent_loop = "asyncio"\n')
+    assert load(config, {}, {}).event_loop == "asyncio"
+    env = {env_name("event_loop"): "uvloop"}
+    assert load(config, env, {}).event_loop == "uvloop"
+    assert load(config, env, {"event_loop": "asyncio"}).event_loop == "asyncio"
