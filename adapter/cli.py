@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from adapter.app import FATAL, create_app
+from adapter.app import FATAL, configured_mounts, create_app
 from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
 from adapter.config import setting_names as names
 
@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     flags = {name: value for name in names() if (value := getattr(args, name)) is not None}
     try:
         settings = load(args.config, os.environ, flags)
+        configured_mounts(settings)
     except ConfigError as error:
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2

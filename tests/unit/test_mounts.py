@@ -1,0 +1,50 @@
+"""Mount requests and `[[mounts]]` tables: what is accepted, and the precise refusal of the rest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.mounts import MountSpec, parse_configured, parse_mount
+
+
+def test_defaults_and_normalisation() -> None:
+    assert parse_mount({"topic": "orders"}) == MountSpec("orders")
+    spec = parse_mount(
+        {"topic": "a.b-c_1", "content_type": "Application/JSON", "content_type_header": "ct"}
+    )
+    assert (spec.content_type, spec.content_type_header) == ("application/json", "ct")
+
+
+@pytest.mark.parametrize(
+    ("document", "names"),
+    [
+        ("orders", "JSON object"),
+        ({}, "mount.topic"),
+        ({"topic": "bad topic"}, "mount.topic"),
+        ({"topic": "t" * 250}, "mount.topic"),
+        ({"topic": "t", "content_type": 3}, "mount.content_type"),
+        ({"topic": "t", "content_type": "nonsense"}, "mount.content_type"),
+        ({"topic": "t", "content_type_header": "a b"}, "mount.content_type_header"),
+        ({"topic": "t", "key_encoding": "latin1"}, "mount.key_encoding"),
+        ({"topic": "t", "appends": "yes"}, "mount.appends"),
+        ({"topic": "t", "appends": True}, "not supported"),
+        ({"topic": "t", "other": 1}, "unknown mount field"),
+    ],
+)
+def test_each_bad_field_is_named(document: Any, names: str) -> None:
+    with pytest.raises(ProtocolError) as raised:
+        parse_mount(document)
+    assert raised.value.code is ErrorCode.INVALID_MOUNT
+    assert names in raised.value.message
+
+
+def test_a_configured_mount_names_its_bucket() -> None:
+    mount = parse_configured({"bucket": "orders", "topic": "orders-v1"})
+    assert (mount.bucket_id, mount.spec.topic) == ("orders", "orders-v1")
+    with pytest.raises(ProtocolError):
+        parse_configured({"topic": "orders-v1"})
+    with pytest.raises(ProtocolError):
+        parse_configured({"bucket": "No", "topic": "orders-v1"})
