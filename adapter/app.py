@@ -24,6 +24,7 @@ from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import cors_middleware
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
+from adapter.log.mount_writer import MountWriter
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import WriterLimits
 from adapter.objects.base import ObjectStore
@@ -158,7 +159,9 @@ def build_parts(settings: Settings) -> Parts:
     )
     bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
     reads = ReadPath(reader, hot_tail)
-    mounted = MountedStreams(indexes, reader)
+    mounted = MountedStreams(
+        indexes, reader, MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s), hub
+    )
     stream_service = StreamService(
         catalog,
         writers,
@@ -316,6 +319,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await app[FORWARDER].close()
     await parts.follower.close()
     await parts.mounted.indexes.close()
+    await parts.mounted.writer.close()
     await parts.reader.close()
 
 

@@ -10,8 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
+from adapter.protocol import json_mode
+from adapter.protocol.commands import Append
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.headers import normalize_content_type
+from adapter.protocol.headers import content_types_match, is_json, normalize_content_type
 from adapter.protocol.identifiers import validate_bucket_id
 
 # Kafka's rule for topic names.
@@ -83,10 +85,7 @@ def _key_encoding(value: Any) -> str:
 def _appends(value: Any) -> bool:
     if not isinstance(value, bool):
         raise invalid("mount.appends must be true or false")
-    if value:
-        # Refused rather than accepted and ignored: writable mounts are not built yet.
-        raise invalid("mount.appends: writable mounts are not supported by this version")
-    return False
+    return value
 
 
 def invalid(message: str) -> ProtocolError:
@@ -107,3 +106,35 @@ def parse_configured(document: Any) -> ConfiguredMount:
         raise invalid("a [[mounts]] table needs bucket = '<bucket id>'")
     fields = {name: value for name, value in document.items() if name != "bucket"}
     return ConfiguredMount(validate_bucket_id(document["bucket"]), parse_mount(fields))
+
+
+def append_messages(content_type: str, command: Append) -> list[bytes]:
+    """The record values an append to a writable mount produces, one per message.
+
+    A mount's records are plain: no closure, no `Stream-Seq`, no `If-Match` and no idempotent
+    producer headers (there is no state of ours to keep them in), each refused precisely.
+    """
+    unsupported = [
+        name
+        for name, given in (
+            ("Stream-Closed", command.close),
+            ("Stream-Seq", command.seq is not None),
+            ("If-Match", command.if_match is not None),
+            ("Producer-Id", command.producer is not None),
+        )
+        if given
+    ]
+    if unsupported:
+        raise ProtocolError(
+            ErrorCode.INVALID_HEADER, f"{', '.join(unsupported)}: not supported on a mounted topic"
+        )
+    if not command.body:
+        raise ProtocolError(ErrorCode.EMPTY_BODY, "an append needs a body")
+    if command.content_type is None:
+        raise ProtocolError(ErrorCode.BAD_REQUEST, "an append needs a Content-Type")
+    if not content_types_match(content_type, command.content_type):
+        raise ProtocolError(
+            ErrorCode.CONTENT_TYPE_MISMATCH,
+            f"the stream is {content_type}, the append {command.content_type}",
+        )
+    return json_mode.split_append(command.body) if is_json(content_type) else [command.body]

@@ -3,21 +3,26 @@
 A mounted stream looks to the protocol layer like any other (`StreamMeta`): its offsets are
 read positions (`topology/mount_positions.py`), its tail is the position after the key's last
 indexed record, it is never closed and has no TTL. Reads walk the key's index: listed records
-are fetched where they are, a range the index dropped is scanned by key.
+are fetched where they are, a range the index dropped is scanned by key. A writable mount's
+appends are produced as plain records (`log/mount_writer.py`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from adapter.log.key_index import KeyPlaces
 from adapter.log.mount_reader import KeyRead, read_key
+from adapter.log.mount_writer import MountWriter
 from adapter.log.reader import LogReader
-from adapter.protocol.commands import Chunk, StreamRef
+from adapter.protocol.commands import Append, Appended, Chunk, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.mount_keys import key_of
+from adapter.protocol.mounts import append_messages
 from adapter.protocol.offsets import ReadFrom
 from adapter.protocol.stream_machine import not_found
+from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import Indexed, MountIndexes
 from adapter.service.reads import resolve_start
 from adapter.state.records import MountMeta, StreamMeta
@@ -57,9 +62,13 @@ def next_step(places: KeyPlaces, at: int) -> Step | None:
 
 
 class MountedStreams:
-    def __init__(self, indexes: MountIndexes, reader: LogReader) -> None:
+    def __init__(
+        self, indexes: MountIndexes, reader: LogReader, writer: MountWriter, hub: LiveHub
+    ) -> None:
         self.indexes = indexes
         self.reader = reader
+        self.writer = writer
+        self.hub = hub
         self.catalog = indexes.catalog
 
     def covers(self, bucket_id: str) -> bool:
@@ -68,12 +77,45 @@ class MountedStreams:
     def refuse_write(self, ref: StreamRef) -> ProtocolError:
         mount = self.catalog.mount(ref.bucket_id)
         topic = mount.topic if mount is not None else "?"
+        appends = mount is not None and mount.appends
         return ProtocolError(
             ErrorCode.MOUNT_READ_ONLY,
-            f"bucket {ref.bucket_id!r} mounts topic {topic!r} read-only: streams of a mount"
-            " cannot be created, appended to or deleted",
-            {"Allow": "GET, HEAD, OPTIONS"},
+            f"bucket {ref.bucket_id!r} mounts topic {topic!r}: its streams cannot be created"
+            + (" or deleted (only appended to)" if appends else ", appended to or deleted"),
+            {"Allow": "GET, HEAD, OPTIONS" + (", POST" if appends else "")},
         )
+
+    async def append(self, command: Append) -> Appended:
+        """Produce the messages as plain records keyed by the stream's key (a writable mount)."""
+        ref = command.ref
+        mount = self.catalog.mount(ref.bucket_id)
+        if mount is None or not mount.appends:
+            raise self.refuse_write(ref)
+        key = key_of(ref.stream_id)
+        if key is None:
+            raise not_found(ref.stream_id)
+        indexed = self.indexed(ref.bucket_id)
+        places = indexed.index.places(ref.stream_id)
+        content_type = (places.content_type if places else None) or mount.content_type
+        messages = append_messages(content_type, command)
+        written = await self.writer.produce(mount.topic, key, messages)
+        tail = position(*written[-1]) + 1
+        return Appended(await self._indexed_up_to(ref, tail), appended=True)
+
+    async def _indexed_up_to(self, ref: StreamRef, tail: int) -> StreamMeta:
+        """The stream once the index holds the records written (read-your-writes), or, if the
+        indexer is slower than `timeout_s`, as the write left it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.writer.timeout_s
+        key = (ref.bucket_id, ref.stream_id)
+        while True:
+            indexed = self.indexed(ref.bucket_id)
+            places = indexed.index.places(ref.stream_id)
+            if places is not None and places.tail >= tail:
+                return _meta(indexed.mount, ref.stream_id, places)
+            if loop.time() >= deadline:
+                return _meta(indexed.mount, ref.stream_id, KeyPlaces(tail - 1, None))
+            await self.hub.wait(key, deadline - loop.time())
 
     def indexed(self, bucket_id: str) -> Indexed:
         indexed = self.indexes.get(bucket_id)

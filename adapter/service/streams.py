@@ -201,6 +201,8 @@ class StreamService:
         return found
 
     async def append(self, command: Append) -> Appended:
+        if self.mounted is not None and self.mounted.covers(command.ref.bucket_id):
+            return await self.mounted.append(command)
         key = (command.ref.bucket_id, command.ref.stream_id)
         async with self._locks.hold(key):
             step = await self._decide_append(key, command)

@@ -209,10 +209,63 @@ async def test_mount_requests_are_validated(client: Client, unique: str) -> None
     assert await code({"topic": f"missing-{unique}"}, 404) == "topic_not_found"
     assert await code({}, 400) == "invalid_mount"
     assert await code({"topic": "x", "key_encoding": "latin1"}, 400) == "invalid_mount"
-    assert await code({"topic": "x", "appends": True}, 400) == "invalid_mount"
     assert await code({"topic": "x", "content_type": "nonsense"}, 400) == "invalid_mount"
     assert await code({"topic": "x", "surprise": 1}, 400) == "invalid_mount"
+    assert await code({"topic": "x", "appends": "yes"}, 400) == "invalid_mount"
     assert await code("topic", 400) == "invalid_mount"
     response = await client.put(f"/bad-{unique}", data=b"{not json", headers=JSON)
     assert (await _body(response, 400))["error"]["code"] == "invalid_json"
     assert (await client.get(f"/bad-{unique}")).status == 404  # nothing was registered
+
+
+async def test_a_writable_mount_produces_plain_records(
+    client: Client, kafka_bootstrap: str, unique: str
+) -> None:
+    topic, bucket = f"notes-{unique}", f"notes-{unique}"
+    _create_topic(kafka_bootstrap, topic)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "partitioner": "murmur2_random"})
+    producer.produce(topic, b"from kafka;", b"n-1")  # where a Java producer would put it
+    assert producer.flush(30) == 0
+    mount = {"topic": topic, "content_type": "text/plain", "appends": True}
+    await _mount(client, bucket, mount, 201)
+    await _indexed(client, bucket)
+    text = {"Content-Type": "text/plain"}
+
+    appended = await client.post(f"/{bucket}/n-1", data=b"from http", headers=text)
+    assert appended.status == 204, await appended.text()
+    data, tail = await _catch_up(client, f"/{bucket}/n-1")
+    assert (data, tail) == (b"from kafka;from http", appended.headers["Stream-Next-Offset"])
+    assert (await client.post(f"/{bucket}/new-key", data=b"first", headers=text)).status == 204
+    assert (await _catch_up(client, f"/{bucket}/new-key"))[0] == b"first"
+
+    refused = await client.post(f"/{bucket}/n-1", data=b"x", headers={**text, "Stream-Seq": "1"})
+    assert (await _body(refused, 400))["error"]["code"] == "invalid_header"
+    mismatch = await client.post(f"/{bucket}/n-1", data=b"{}", headers=JSON)
+    assert (await _body(mismatch, 409))["error"]["code"] == "content_type_mismatch"
+    assert (await client.delete(f"/{bucket}/n-1")).status == 405
+
+    # Any consumer sees ordinary records: our key, our bytes, no headers, the key's partition.
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap,
+            "group.id": f"plain-{unique}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe([topic])
+    seen: list[tuple[bytes | None, bytes | None, int | None, object]] = []
+    try:
+        for _ in range(100):
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                seen.append(
+                    (message.key(), message.value(), message.partition(), message.headers())
+                )
+            if len(seen) == 3:
+                break
+    finally:
+        consumer.close()
+    by_key = {(key, value): (partition, headers) for key, value, partition, headers in seen}
+    assert set(by_key) == {(b"n-1", b"from kafka;"), (b"n-1", b"from http"), (b"new-key", b"first")}
+    assert by_key[(b"n-1", b"from http")] == (by_key[(b"n-1", b"from kafka;")][0], None)
