@@ -1,7 +1,7 @@
 """Catch-up reads of one key of a mounted topic, in one partition, through the reader's pool.
 
 Two ways, chosen by the caller from the key's index (`key_index.py`): fetch the listed
-offsets (jumping over other keys' records by re-assigning the consumer when the next one is
+offsets (jumping over other keys' records by seeking the consumer when the next one is
 more than `JUMP` records ahead), or scan a range filtering by key, where the index dropped its
 list. Either way a record is served only if its key is the key and its value is not null
 (a tombstone), and the consumer is `read_committed`, so aborted records are never served.
@@ -25,7 +25,7 @@ from confluent_kafka import (
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import LogReader, ReadLimits, ReadResult, poll_batch
 
-JUMP = 256  # a gap of more records than this is skipped by re-assigning the consumer
+JUMP = 256  # a gap of more records than this is skipped by seeking the consumer
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class _Collect:
 
     def _jump(self, offset: int) -> None:
         tp = TopicPartition(self.request.topic, self.request.partition, offset)
-        self.consumer.assign([tp])
+        self.consumer.seek(tp)  # drops what was fetched past here; cheaper than re-assigning
         self.position = offset
 
     def _take(self, batch: list[Message]) -> ReadResult | None:
