@@ -269,3 +269,30 @@ async def test_a_writable_mount_produces_plain_records(
     by_key = {(key, value): (partition, headers) for key, value, partition, headers in seen}
     assert set(by_key) == {(b"n-1", b"from kafka;"), (b"n-1", b"from http"), (b"new-key", b"first")}
     assert by_key[(b"n-1", b"from http")] == (by_key[(b"n-1", b"from kafka;")][0], None)
+
+
+async def test_keys_past_the_index_bound_and_across_partitions_read_whole(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """With 4 positions per key, older records are found by scanning the key's partitions;
+    a key written to two partitions (as after a partition-count increase) reads partition by
+    partition."""
+    settings = make_settings(mount_index_positions_per_key=4, read_chunk_bytes=100)
+    topic, bucket = f"bound-{unique}", f"bound-{unique}"
+    _create_topic(settings.bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": settings.bootstrap_servers, "linger.ms": 5})
+    expected: dict[bytes, list[bytes]] = defaultdict(list)
+    for n in range(300):
+        key = f"key-{n % 5}".encode()
+        partition = 2 if key == b"key-4" and n >= 150 else n % 5 % 3  # key-4 "moves" to 2
+        value = f"{key.decode()}:{n};".encode()
+        producer.produce(topic, value, key, partition=partition)
+        expected[key].append(value)
+    assert producer.flush(30) == 0
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    await _mount(client, bucket, {"topic": topic, "content_type": "text/plain"}, 201)
+    await _indexed(client, bucket)
+    for key, values in expected.items():
+        data, _ = await _catch_up(client, f"/{bucket}/{key.decode()}")
+        assert data == b"".join(values), key
