@@ -28,7 +28,7 @@ class KeyPlaces:
         self.positions = array("q", [at])  # sorted; every record of the key at >= dense_from
         self.first = at  # the key's first record seen
         self.dense_from = at
-        self.partitions: tuple[int, ...] = (split(at)[0],)  # sorted
+        self.partitions = _shared((split(at)[0],))  # sorted
         self.content_type = content_type  # from the first record's header, if named
 
     @property
@@ -39,7 +39,7 @@ class KeyPlaces:
     def add(self, at: int, max_positions: int) -> None:
         partition = split(at)[0]
         if partition not in self.partitions:
-            self.partitions = tuple(sorted((*self.partitions, partition)))
+            self.partitions = _shared(tuple(sorted((*self.partitions, partition))))
         dropped = self.dense_from > self.first  # some of its records are not listed
         if at > self.positions[-1]:
             self.positions.append(at)
@@ -60,6 +60,14 @@ class KeyPlaces:
         """Up to `count` listed positions at or after `start`."""
         index = bisect.bisect_left(self.positions, start)
         return self.positions[index : index + count].tolist()
+
+
+_PARTITION_SETS: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def _shared(partitions: tuple[int, ...]) -> tuple[int, ...]:
+    """One tuple per distinct set of partitions, shared by every key in them (a few exist)."""
+    return _PARTITION_SETS.setdefault(partitions, partitions)
 
 
 @dataclass

@@ -87,6 +87,8 @@ class MountIndexes:
     def _stop(self, bucket_id: str) -> None:
         indexed = self._indexed.pop(bucket_id)
         indexed.task.cancel()
+        # Live readers of its keys wake, find the mount gone (or changed) and end or go on.
+        self.on_keys(bucket_id, set(indexed.index.ids("", None)))
         closing = asyncio.get_running_loop().create_task(self._close(indexed))
         self._closing.add(closing)
         closing.add_done_callback(self._closing.discard)

@@ -296,3 +296,9 @@ async def test_keys_past_the_index_bound_and_across_partitions_read_whole(
     for key, values in expected.items():
         data, _ = await _catch_up(client, f"/{bucket}/{key.decode()}")
         assert data == b"".join(values), key
+    # Unmounting ends the live readers of its keys (they would otherwise wait for nothing).
+    sse = await client.get(f"/{bucket}/key-0", params={"offset": "now", "live": "sse"})
+    assert (await sse.content.readline()).startswith(b"event: control")
+    assert (await client.delete(f"/{bucket}")).status == 204
+    rest = await asyncio.wait_for(sse.read(), 30)  # a guard against a hang, not a timing
+    assert b"event: data" not in rest
