@@ -13,7 +13,7 @@ from adapter.cluster.deadlines import forward_timeout_s
 from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.config import Settings, comma_list
+from adapter.config import ConfigError, Settings, comma_list
 from adapter.http import bootstrap, buckets, health, snapshots, streams
 from adapter.http.auth import GATE, auth_middleware
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
@@ -21,22 +21,27 @@ from adapter.http.credentials import build_gate, jwks_refresher
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
 from adapter.http.hosts import allowed_hosts, host_middleware
-from adapter.http.keys import BUCKETS, LIVE_LIMITS, SNAPSHOTS, STREAMS
+from adapter.http.keys import BUCKETS, LIVE_LIMITS, MOUNTED, MOUNTS, SNAPSHOTS, STREAMS
 from adapter.http.live import LiveLimits
 from adapter.http.rate_limits import Limits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.security import CORS, CorsPolicy, cors_middleware
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
+from adapter.log.mount_writer import MountWriter
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import WriterLimits
 from adapter.objects.base import ObjectStore
 from adapter.objects.factory import object_store
 from adapter.protocol import stream_machine
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.mounts import ConfiguredMount, parse_configured
 from adapter.readiness import Readiness
 from adapter.service.buckets import BucketService
 from adapter.service.hub import LiveHub
+from adapter.service.mount_indexes import MountIndexes
+from adapter.service.mounted_streams import MountedStreams
+from adapter.service.mounts import MountService
 from adapter.service.reads import ReadPath
 from adapter.service.snapshot_gc import SnapshotCollector
 from adapter.service.snapshots import SnapshotService
@@ -73,6 +78,8 @@ class Parts:
     store: ObjectStore
     snapshots: SnapshotService
     collector: SnapshotCollector
+    mounts: MountService
+    mounted: MountedStreams
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -87,6 +94,14 @@ def topic_layout(settings: Settings) -> TopicLayout:
         max_message_bytes=settings.max_message_bytes,
         write_slots=settings.write_slots,
     )
+
+
+def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
+    """The `[[mounts]]` of the settings, checked (ConfigError naming the problem)."""
+    try:
+        return tuple(parse_configured(table) for table in settings.mounts)
+    except ProtocolError as error:
+        raise ConfigError(f"[[mounts]]: {error.message}") from error
 
 
 def build_parts(settings: Settings) -> Parts:
@@ -117,12 +132,19 @@ def build_parts(settings: Settings) -> Parts:
             trust_unknown_outcomes=settings.trust_unknown_outcomes,
         ),
     )
+    indexes = MountIndexes(
+        settings.bootstrap_servers,
+        catalog,
+        settings.mount_index_positions_per_key,
+        settings.kafka_timeout_s,
+        on_keys=lambda bucket_id, ids: _keys_indexed(bucket_id, ids, hub),
+    )
     follower = MetaFollower(
         settings.bootstrap_servers,
         topics,
         catalog,
         settings.kafka_timeout_s,
-        on_change=lambda key: _changed_elsewhere(stream_of_key(key), hot_tail, hub),
+        on_change=lambda key: _changed_elsewhere(key, hot_tail, hub, indexes),
     )
     ownership = SlotOwnership(
         settings.bootstrap_servers,
@@ -140,6 +162,9 @@ def build_parts(settings: Settings) -> Parts:
     )
     bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
     reads = ReadPath(reader, hot_tail)
+    mounted = MountedStreams(
+        indexes, reader, MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s), hub
+    )
     stream_service = StreamService(
         catalog,
         writers,
@@ -147,6 +172,7 @@ def build_parts(settings: Settings) -> Parts:
         reads,
         hub,
         limits=stream_machine.Limits(settings.max_append_messages, settings.max_snapshot_bytes),
+        mounted=mounted,
     )
     store = object_store(settings)
     return Parts(
@@ -170,15 +196,29 @@ def build_parts(settings: Settings) -> Parts:
             settings.snapshot_gc_grace_ms,
             settings.snapshot_gc_interval_ms / 1000,
         ),
+        MountService(bucket_service, configured_mounts(settings), indexes.reconcile),
+        mounted,
     )
 
 
-def _changed_elsewhere(key: tuple[str, str], hot_tail: HotCache, hub: LiveHub) -> None:
+def _changed_elsewhere(
+    meta_key: str, hot_tail: HotCache, hub: LiveHub, indexes: MountIndexes
+) -> None:
     """A meta record not written by this instance: its hot tail of the stream may lack what
     was written (by a new owner, or a commit this instance never applied), so reads of it go
-    to Kafka until this instance writes it again; its live readers wake."""
+    to Kafka until this instance writes it again; its live readers wake. A mount record
+    starts or stops the mount's index."""
+    key = stream_of_key(meta_key)
     hot_tail.forget(key)
     hub.notify(key)
+    if meta_key.startswith("mount:"):
+        indexes.reconcile()
+
+
+def _keys_indexed(bucket_id: str, stream_ids: set[str], hub: LiveHub) -> None:
+    """Records of a mounted topic were indexed: wake the live readers of their keys."""
+    for stream_id in stream_ids:
+        hub.notify((bucket_id, stream_id))
 
 
 def live_limits(settings: Settings) -> LiveLimits:
@@ -219,6 +259,8 @@ def create_app(settings: Settings) -> web.Application:
     app[BUCKETS] = parts.buckets
     app[STREAMS] = parts.streams
     app[SNAPSHOTS] = parts.snapshots
+    app[MOUNTS] = parts.mounts
+    app[MOUNTED] = parts.mounted
     app[ROUTER] = parts.router
     app[FORWARDER] = Forwarder(forward_timeout_s(settings.kafka_timeout_s))
     app[LIVE_LIMITS] = live_limits(settings)
@@ -251,6 +293,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
 
     async def load_state() -> int:
         count = await parts.follower.replay()
+        parts.mounts.load_configured()  # and index every mount
         follow = asyncio.create_task(parts.follower.follow(), name="follower")
         follow.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(follow)
@@ -287,6 +330,8 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await asyncio.wait(tasks)  # their outcome, if any, is already in `fatal`
     await app[FORWARDER].close()
     await parts.follower.close()
+    await parts.mounted.indexes.close()
+    await parts.mounted.writer.close()
     await parts.reader.close()
 
 

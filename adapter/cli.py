@@ -14,7 +14,7 @@ from typing import Any
 import uvloop
 from aiohttp import web
 
-from adapter.app import FATAL, create_app
+from adapter.app import FATAL, configured_mounts, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import CONFIG_ENV, ConfigError, EventLoop, Settings, env_name, flag_name, load
 from adapter.config import setting_names as names
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     flags = {name: value for name in names() if (value := getattr(args, name)) is not None}
     try:
         settings = load(args.config, os.environ, flags)
+        configured_mounts(settings)
     except ConfigError as error:
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2

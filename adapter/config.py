@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 import socket
 import tomllib
@@ -88,6 +89,10 @@ class Settings:
     rate_limit_burst: int = 0
     rate_limit_append_bytes: int = 0
     max_live_readers_per_bucket: int = 0
+    # Existing topics served as buckets from start (`[[mounts]]`; env and flag: a JSON array),
+    # as tables; `adapter.protocol.mounts.parse_configured` checks each at start.
+    mounts: tuple[dict[str, Any], ...] = ()
+    mount_index_positions_per_key: int = 4096
     # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
@@ -202,6 +207,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "rate_limit_burst": ("limits", "request_burst"),
     "rate_limit_append_bytes": ("limits", "append_bytes_per_s"),
     "max_live_readers_per_bucket": ("limits", "live_readers_per_bucket"),
+    "mount_index_positions_per_key": ("server", "mount_index_positions_per_key"),
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
 }
@@ -240,11 +246,13 @@ def _from_toml(path: Path) -> dict[str, Any]:
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"cannot read config file {path}: {error}") from error
     known = {(table, key) for table, key in TOML_KEYS.values()}
+    values: dict[str, Any] = {}
+    if "mounts" in document:
+        values["mounts"] = _mounts(document.pop("mounts"), f"{path} [[mounts]]")
     for table, entries in document.items():
         for key in entries if isinstance(entries, dict) else [None]:
             if (table, key) not in known:
                 raise ConfigError(f"{path}: unknown setting [{table}] {key}")
-    values: dict[str, Any] = {}
     for name, (table, key) in TOML_KEYS.items():
         if key in document.get(table, {}):
             values[name] = _typed(name, document[table][key], f"{path} [{table}] {key}")
@@ -267,6 +275,12 @@ def _default(name: str) -> Any:
 
 
 def _parse(name: str, raw: str, origin: str) -> Any:
+    if name == "mounts":
+        try:
+            document = json.loads(raw)
+        except ValueError as error:
+            raise ConfigError(f"{origin}: not a JSON array of mounts: {error}") from error
+        return _mounts(document, origin)
     if isinstance(_default(name), bool):  # before int: a bool is an int
         if raw.lower() not in ("true", "false"):
             raise ConfigError(f"{origin}: {raw!r} is not true or false")
@@ -277,6 +291,17 @@ def _parse(name: str, raw: str, origin: str) -> Any:
         except ValueError as error:
             raise ConfigError(f"{origin}: {raw!r} is not an integer") from error
     return raw
+
+
+def _mounts(document: Any, origin: str) -> tuple[dict[str, Any], ...]:
+    """Mount tables from a list of tables (TOML `[[mounts]]`) or of JSON objects."""
+    if not isinstance(document, list) or not all(isinstance(t, dict) for t in document):
+        raise ConfigError(f"{origin}: expected a list of mount tables")
+    mounts = tuple(dict(table) for table in document)
+    names = [table.get("bucket") for table in mounts]
+    if len(set(map(str, names))) != len(names):
+        raise ConfigError(f"{origin}: a bucket is mounted twice")
+    return mounts
 
 
 def _typed(name: str, value: Any, origin: str) -> Any:
@@ -350,6 +375,10 @@ def validate(settings: Settings) -> None:
         (
             settings.max_live_readers_per_bucket >= 0,
             "max_live_readers_per_bucket must be >= 0 (0: no cap)",
+        ),
+        (
+            2 <= settings.mount_index_positions_per_key <= 1_000_000,
+            "mount_index_positions_per_key must be in 2..1000000",
         ),
     ]
     for ok, message in checks:

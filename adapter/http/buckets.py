@@ -1,15 +1,22 @@
-"""Bucket routes: `PUT/GET/DELETE /{bucket}` and `GET /{bucket}/streams`."""
+"""Bucket routes: `PUT/GET/DELETE /{bucket}` and `GET /{bucket}/streams`, for buckets and
+mounted topics alike."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from aiohttp import web
 
-from adapter.http.keys import BUCKETS
+from adapter.http.keys import BUCKETS, MOUNTED, MOUNTS
 from adapter.http.render import json_response
+from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.headers import is_json, normalize_content_type
 from adapter.protocol.identifiers import validate_bucket_id
+from adapter.protocol.mounts import MountSpec, invalid, parse_mount
 from adapter.protocol.offsets import encode
-from adapter.state.records import StreamMeta
+from adapter.state.records import MountMeta, StreamMeta
 
 MAX_LIMIT = 1000
 
@@ -22,28 +29,81 @@ def _bucket_id(request: web.Request) -> str:
 
 @routes.put("/{bucket}")
 async def create_bucket(request: web.Request) -> web.Response:
-    meta = await request.app[BUCKETS].create(_bucket_id(request))
+    bucket_id = _bucket_id(request)
+    location = {"Location": str(request.url.with_query(None))}
+    spec = await _mount_request(request)
+    if spec is not None:
+        mount = await request.app[MOUNTS].mount(bucket_id, spec)
+        return json_response(_mount_body(request, mount), status=201, headers=location)
+    meta = await request.app[BUCKETS].create(bucket_id)
     body = {"bucket_id": meta.bucket_id, "streams": 0, "created_at_ms": meta.created_at_ms}
-    return json_response(body, status=201, headers={"Location": str(request.url.with_query(None))})
+    return json_response(body, status=201, headers=location)
+
+
+async def _mount_request(request: web.Request) -> MountSpec | None:
+    """The mount a `PUT /{bucket}` asks for: a JSON body `{"mount": {...}}`; None without one."""
+    body = await request.read()
+    content_type = normalize_content_type(request.headers.get("Content-Type"))
+    if not body or content_type is None or not is_json(content_type):
+        return None  # a plain bucket: any other body is ignored, as it always was
+    try:
+        document: Any = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ProtocolError(ErrorCode.INVALID_JSON, f"bucket body: {error}") from None
+    if not isinstance(document, dict) or set(document) != {"mount"}:
+        raise invalid('a bucket body must be {"mount": {...}}')
+    return parse_mount(document["mount"])
 
 
 @routes.get("/{bucket}")
 async def get_bucket(request: web.Request) -> web.Response:
+    bucket_id = _bucket_id(request)
+    mount = request.app[MOUNTS].get(bucket_id)
+    if mount is not None:
+        return json_response(_mount_body(request, mount), headers={"Cache-Control": "no-store"})
     buckets = request.app[BUCKETS]
-    meta = buckets.get(_bucket_id(request))
+    meta = buckets.get(bucket_id)
     body = {
         "bucket_id": meta.bucket_id,
         "streams": buckets.live_count(meta.bucket_id),
         "created_at_ms": meta.created_at_ms,
         "topic": meta.topic,
         "partitions": meta.partitions,
+        "mounted": False,
     }
     return json_response(body, headers={"Cache-Control": "no-store"})
 
 
+def _mount_body(request: web.Request, mount: MountMeta) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "bucket_id": mount.bucket_id,
+        "created_at_ms": mount.created_at_ms,
+        "topic": mount.topic,
+        "mounted": True,
+        "mount": {
+            "topic": mount.topic,
+            "content_type": mount.content_type,
+            "content_type_header": mount.content_type_header,
+            "key_encoding": mount.key_encoding,
+            "appends": mount.appends,
+        },
+    }
+    indexed = request.app[MOUNTED].indexes.get(mount.bucket_id)
+    if indexed is not None:
+        progress = indexed.indexer.progress()
+        body |= {"streams": len(indexed.index), "partitions": progress["partitions"]}
+        body["index"] = {"caught_up": indexed.indexer.caught_up} | progress
+        body["index"] |= indexed.index.counts.as_dict()
+    return body
+
+
 @routes.delete("/{bucket}")
 async def delete_bucket(request: web.Request) -> web.Response:
-    await request.app[BUCKETS].delete(_bucket_id(request))
+    bucket_id = _bucket_id(request)
+    if request.app[MOUNTS].get(bucket_id) is not None:
+        await request.app[MOUNTS].unmount(bucket_id)
+    else:
+        await request.app[BUCKETS].delete(bucket_id)
     return web.Response(status=204)
 
 
@@ -53,16 +113,38 @@ async def list_streams(request: web.Request) -> web.Response:
     prefix = request.query.get("prefix", "")
     after = request.query.get("after")
     limit = _limit(request.query.get("limit"))
-    page = request.app[BUCKETS].page(bucket_id, prefix, after, limit)
+    if request.app[MOUNTS].get(bucket_id) is not None:
+        summaries, cursor = _mounted_page(request, bucket_id, prefix, after, limit)
+    else:
+        page = request.app[BUCKETS].page(bucket_id, prefix, after, limit)
+        summaries, cursor = [_summary(meta) for meta in page.streams], page.next_cursor
     body = {
-        "bucket_id": page.bucket_id,
-        "prefix": page.prefix,
-        "stream_count": len(page.streams),
-        "streams": [_summary(meta) for meta in page.streams],
-        "next_cursor": page.next_cursor,
-        "has_more": page.next_cursor is not None,
+        "bucket_id": bucket_id,
+        "prefix": prefix,
+        "stream_count": len(summaries),
+        "streams": summaries,
+        "next_cursor": cursor,
+        "has_more": cursor is not None,
     }
     return json_response(body, headers={"Cache-Control": "no-store"})
+
+
+def _mounted_page(
+    request: web.Request, bucket_id: str, prefix: str, after: str | None, limit: int
+) -> tuple[list[dict[str, object]], str | None]:
+    """A page of a mount's keys (stream ids), in order, and the cursor of the next one."""
+    mounted = request.app[MOUNTED]
+    index = mounted.indexed(bucket_id).index
+    ids = []
+    for stream_id in index.ids(prefix, after):
+        ids.append(stream_id)
+        if len(ids) > limit:
+            break
+    more = len(ids) > limit
+    summaries = [
+        _summary(mounted.existing(StreamRef(bucket_id, stream_id))) for stream_id in ids[:limit]
+    ]
+    return summaries, (ids[limit - 1] if more else None)
 
 
 def _limit(raw: str | None) -> int:

@@ -97,6 +97,8 @@ def _write_slot(request: web.Request) -> int | None:
     info = request.match_info
     if "path" in info or "stream" in info:
         ref = stream_ref(request)
+        if request.app[STREAMS].catalog.mount(ref.bucket_id) is not None:
+            return None  # a mount's streams are read-only: refused here, not forwarded
         fork = fork_from(request, ref) if request.method == "PUT" else None
         source_id = fork.source_id if fork is not None else None
         return request.app[STREAMS].slot_of(ref.bucket_id, ref.stream_id, source_id)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -20,6 +21,7 @@ from adapter.log.errors import LogUnavailable
 from topology.wire import is_control
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,13 @@ class LogReader:
     async def read(self, request: ReadRequest) -> ReadResult:
         if request.start >= request.stop:
             return ReadResult([], request.start, True)
+        return await self.lend(lambda consumer: self._scan(consumer, request))
+
+    async def lend(self, work: Callable[[Consumer], T]) -> T:
+        """Run `work` with a pooled consumer on a reader thread (it must unassign when done)."""
         consumer = await self._borrow()
         loop = asyncio.get_running_loop()
-        scan = loop.run_in_executor(self._threads, self._scan, consumer, request)
+        scan = loop.run_in_executor(self._threads, work, consumer)
         try:
             result = await asyncio.wait_for(asyncio.shield(scan), self.limits.timeout_s * 2)
         except TimeoutError as error:

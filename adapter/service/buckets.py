@@ -58,7 +58,7 @@ class BucketService:
         self.topics = StateTopics.of(layout.prefix)
         self.clock = clock
         self.deadline_s = DEADLINE_TIMEOUTS * admin.timeout_s
-        self._locks = KeyedLocks()
+        self.locks = KeyedLocks()  # per bucket id; mounts (`service/mounts.py`) share them
         self._creating: Counter[str] = Counter()  # stream creations in flight, per bucket
         self._deleting: set[str] = set()
 
@@ -91,7 +91,7 @@ class BucketService:
             )
 
     @contextlib.asynccontextmanager
-    async def _bounded(self, doing: str) -> AsyncIterator[None]:
+    async def bounded(self, doing: str) -> AsyncIterator[None]:
         """Answer 503 once `deadline_s` has passed, whatever the step that is waiting."""
         try:
             async with asyncio.timeout(self.deadline_s):
@@ -110,10 +110,10 @@ class BucketService:
         topic is gone gets it back (`_repair`): records sent to a missing topic would hold the
         slot's whole transaction until the flush timed out.
         """
-        async with self._bounded(f"preparing bucket {bucket_id!r}"):
+        async with self.bounded(f"preparing bucket {bucket_id!r}"):
             self._refuse_if_deleting(bucket_id)
             if create and self.catalog.bucket(bucket_id) is None:
-                async with self._locks.hold(bucket_id):
+                async with self.locks.hold(bucket_id):
                     if self.catalog.bucket(bucket_id) is None:
                         await self._create(bucket_id, slot)
             if not await self.admin.topic_exists(self.get(bucket_id).topic):
@@ -127,7 +127,7 @@ class BucketService:
         between leaves this state; its request was answered 5xx, which means not done, so the
         bucket stays and gets its topic back (a retried delete finishes the job instead).
         """
-        async with self._locks.hold(bucket_id):
+        async with self.locks.hold(bucket_id):
             meta = self.get(bucket_id)  # a deletion finished while we waited: 404
             if await self.admin.topic_exists(meta.topic):
                 return
@@ -141,13 +141,13 @@ class BucketService:
         return meta.partitions if meta else self.layout.partitions
 
     async def create(self, bucket_id: str) -> BucketMeta:
-        async with self._bounded(f"creating bucket {bucket_id!r}"), self._locks.hold(bucket_id):
-            if self.catalog.bucket(bucket_id) is not None:
+        async with self.bounded(f"creating bucket {bucket_id!r}"), self.locks.hold(bucket_id):
+            if self.catalog.bucket(bucket_id) is not None or self.catalog.mount(bucket_id):
                 raise ProtocolError(ErrorCode.BUCKET_EXISTS, f"bucket {bucket_id!r} exists")
             return await self._create(bucket_id, self.slots.of_bucket(bucket_id))
 
     async def delete(self, bucket_id: str) -> None:
-        async with self._bounded(f"deleting bucket {bucket_id!r}"), self._locks.hold(bucket_id):
+        async with self.bounded(f"deleting bucket {bucket_id!r}"), self.locks.hold(bucket_id):
             meta = self.get(bucket_id)
             if self.live_count(bucket_id) or self._creating[bucket_id]:
                 raise ProtocolError(ErrorCode.BUCKET_NOT_EMPTY, f"bucket {bucket_id!r} has streams")
@@ -179,7 +179,7 @@ class BucketService:
         self.catalog.drop_bucket(bucket_id)
 
     async def _until_gone(self, topic: str) -> None:
-        while True:  # bounded by the caller's deadline (`_bounded`)
+        while True:  # bounded by the caller's deadline (`bounded`)
             if not await self.admin.topic_exists(topic):
                 return
             await asyncio.sleep(TOPIC_RETRY_S)
@@ -221,7 +221,7 @@ class BucketService:
         A topic of that name configured otherwise (say, compacted) is not ours to write to:
         the bucket cannot be created until an operator renames or removes it.
         """
-        while True:  # bounded by the caller's deadline (`_bounded`)
+        while True:  # bounded by the caller's deadline (`bounded`)
             try:
                 await self.admin.ensure([spec])
                 return

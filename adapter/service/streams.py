@@ -39,6 +39,7 @@ from adapter.service.buckets import BucketService
 from adapter.service.chains import Chain, Chains, StreamKey
 from adapter.service.hub import LiveHub
 from adapter.service.locks import KeyedLocks
+from adapter.service.mounted_streams import MountedStreams
 from adapter.service.reads import ReadPath
 from adapter.service.records import write_records
 from adapter.service.state_entries import producer_record, write_entries
@@ -68,6 +69,7 @@ class StreamService:
         hub: LiveHub,
         clock: Clock = wall_clock_ms,
         limits: machine.Limits = machine.DEFAULT_LIMITS,
+        mounted: MountedStreams | None = None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -80,11 +82,14 @@ class StreamService:
         self.topics = buckets.topics
         self._locks = KeyedLocks()
         self._chains = Chains()
+        self.mounted = mounted  # buckets that are mounted topics: read-only, one stream per key
 
     # -- lookups ---------------------------------------------------------------------------
 
     def existing(self, ref: StreamRef) -> StreamMeta:
         """The stream, unless it does not exist or has expired (both 404)."""
+        if self.mounted is not None and self.mounted.covers(ref.bucket_id):
+            return self.mounted.existing(ref)
         meta = self._committed(ref)
         if meta is not None and meta.soft_deleted:
             raise machine.gone(ref.stream_id)
@@ -100,14 +105,21 @@ class StreamService:
         return renewed
 
     def _committed(self, ref: StreamRef) -> StreamMeta | None:
-        """The stream as committed (None if absent); its bucket must exist unless made on demand."""
+        """The stream as committed (None if absent); its bucket must exist unless made on demand.
+        A mounted topic's streams have no such state: the commands that need it are refused."""
+        self._refuse_if_mounted(ref)
         if self.catalog.bucket(ref.bucket_id) is None and not ref.create_bucket:
             raise ProtocolError(ErrorCode.BUCKET_NOT_FOUND, f"bucket {ref.bucket_id!r} not found")
         return self.catalog.stream(ref.bucket_id, ref.stream_id)
 
+    def _refuse_if_mounted(self, ref: StreamRef) -> None:
+        if self.mounted is not None and self.mounted.covers(ref.bucket_id):
+            raise self.mounted.refuse_write(ref)
+
     # -- commands --------------------------------------------------------------------------
 
     async def create(self, command: CreateStream) -> Created:
+        self._refuse_if_mounted(command.ref)
         if command.fork is not None:
             return await self._fork(command, command.fork)
         ref = command.ref
@@ -189,6 +201,8 @@ class StreamService:
         return found
 
     async def append(self, command: Append) -> Appended:
+        if self.mounted is not None and self.mounted.covers(command.ref.bucket_id):
+            return await self.mounted.append(command)
         key = (command.ref.bucket_id, command.ref.stream_id)
         async with self._locks.hold(key):
             step = await self._decide_append(key, command)
@@ -267,6 +281,8 @@ class StreamService:
         return self.existing(ref)
 
     async def read(self, command: Read) -> Chunk:
+        if self.mounted is not None and self.mounted.covers(command.ref.bucket_id):
+            return await self.mounted.read(command.ref, command.start)
         meta = self.touch(self.existing(command.ref))
         topic = self.buckets.topic(command.ref.bucket_id)
         return await self.reads.read(topic, meta, command.start)
@@ -302,12 +318,13 @@ class StreamService:
         return await self._wait_until(key, shown, timeout_s)
 
     async def bucket_applied(self, bucket_id: str, exists: bool, timeout_s: float) -> bool:
-        """Wait until the catalog shows a bucket created (or deleted) elsewhere."""
-        return await self._wait_until(
-            (bucket_id, ""),
-            lambda: (self.catalog.bucket(bucket_id) is not None) == exists,
-            timeout_s,
-        )
+        """Wait until the catalog shows a bucket (or mount) created or deleted elsewhere."""
+
+        def shown() -> bool:
+            found = self.catalog.bucket(bucket_id) or self.catalog.mount(bucket_id)
+            return (found is not None) == exists
+
+        return await self._wait_until((bucket_id, ""), shown, timeout_s)
 
     async def _wait_until(self, key: StreamKey, done: Callable[[], bool], timeout_s: float) -> bool:
         """Check `done` each time the hub says the key changed, until it holds or time is up."""

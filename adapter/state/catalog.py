@@ -10,6 +10,7 @@ from types import MappingProxyType
 from adapter.state.echoes import Echoes
 from adapter.state.records import (
     BucketMeta,
+    MountMeta,
     ProducerRecord,
     SlotOwner,
     SnapshotPointer,
@@ -31,6 +32,7 @@ class Catalog:
 
     def __init__(self) -> None:
         self._buckets: dict[str, BucketMeta] = {}
+        self._mounts: dict[str, MountMeta] = {}  # registered mounts (configured ones too)
         self._members: dict[str, list[str]] = {}  # bucket id -> its stream ids, kept sorted
         self._streams: dict[tuple[str, str], StreamMeta] = {}
         self._forks: dict[tuple[str, str], set[str]] = {}  # (bucket, source) -> its forks' ids
@@ -101,6 +103,18 @@ class Catalog:
 
     def bucket(self, bucket_id: str) -> BucketMeta | None:
         return self._buckets.get(bucket_id)
+
+    def mount(self, bucket_id: str) -> MountMeta | None:
+        return self._mounts.get(bucket_id)
+
+    def mounts(self) -> list[MountMeta]:
+        return [self._mounts[bucket_id] for bucket_id in sorted(self._mounts)]
+
+    def put_mount(self, meta: MountMeta) -> None:
+        self._mounts[meta.bucket_id] = meta
+
+    def drop_mount(self, bucket_id: str) -> None:
+        self._mounts.pop(bucket_id, None)
 
     def bucket_ids(self) -> list[str]:
         return sorted(self._buckets)
@@ -181,10 +195,15 @@ class Catalog:
         record = decode(key, value)
         if isinstance(record, BucketMeta):
             self.put_bucket(record)
+        elif isinstance(record, MountMeta):
+            self.put_mount(record)
         else:
             self.put_stream(newer(self._streams.get((record.bucket_id, record.stream_id)), record))
 
     def _forget(self, key: str) -> None:
+        if key.startswith("mount:"):
+            self.drop_mount(key.removeprefix("mount:"))
+            return
         bucket_id, stream_id = stream_of_key(key)
         if stream_id:
             self.drop_stream(bucket_id, stream_id, producers=False)

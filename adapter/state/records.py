@@ -27,6 +27,23 @@ class BucketMeta:
     created_at_ms: int
 
 
+@dataclass(frozen=True)
+class MountMeta:
+    """An existing topic served as a bucket (`adapter/protocol/mounts.py`)."""
+
+    bucket_id: str
+    topic: str
+    content_type: str
+    content_type_header: str | None
+    key_encoding: str
+    appends: bool
+    created_at_ms: int
+
+    @property
+    def key(self) -> str:
+        return mount_key(self.bucket_id)
+
+
 class Segment(NamedTuple):
     """Part of a fork's history: the records keyed `stream_id` at Kafka offsets [start, end)."""
 
@@ -162,15 +179,20 @@ def bucket_key(bucket_id: str) -> str:
     return f"bucket:{bucket_id}"
 
 
+def mount_key(bucket_id: str) -> str:
+    return f"mount:{bucket_id}"
+
+
 def stream_key(bucket_id: str, stream_id: str) -> str:
     # Bucket ids never contain '/', so the first '/' separates them even when stream ids do.
     return f"stream:{bucket_id}/{stream_id}"
 
 
 def stream_of_key(key: str) -> tuple[str, str]:
-    """(bucket_id, stream_id) of a `stream:` meta key; a `bucket:` key gives (bucket_id, "")."""
+    """(bucket_id, stream_id) of a `stream:` meta key; a `bucket:` or `mount:` key gives
+    (bucket_id, "")."""
     kind, _, rest = key.partition(":")
-    if kind == "bucket":
+    if kind in ("bucket", "mount"):
         return rest, ""
     bucket_id, _, stream_id = rest.partition("/")
     return bucket_id, stream_id
@@ -182,6 +204,7 @@ _PARSED = {
     ProducerRecord: fastavro.parse_schema(schemas.load("producer_state")),
     SlotOwner: fastavro.parse_schema(schemas.load("slot_owner")),
     SnapshotPointer: fastavro.parse_schema(schemas.load("snapshot_pointer")),
+    MountMeta: fastavro.parse_schema(schemas.load("mount_meta")),
 }
 
 _OLDER_STREAM_META = {
@@ -189,7 +212,7 @@ _OLDER_STREAM_META = {
     FORMAT_V2: fastavro.parse_schema(schemas.load("stream_meta_v2")),
 }
 
-StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPointer
+StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPointer | MountMeta
 
 
 def encode(record: StateRecord) -> bytes:
@@ -204,13 +227,15 @@ def encode(record: StateRecord) -> bytes:
     return out.getvalue()
 
 
-R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner, SnapshotPointer)
+R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner, SnapshotPointer, MountMeta)
 
 
-def decode(key: str, value: bytes) -> BucketMeta | StreamMeta:
+def decode(key: str, value: bytes) -> BucketMeta | StreamMeta | MountMeta:
     """Decode a meta-topic value; the key's prefix says which schema it has."""
     if key.startswith("bucket:"):
         return decode_as(BucketMeta, key, value)
+    if key.startswith("mount:"):
+        return decode_as(MountMeta, key, value)
     return decode_as(StreamMeta, key, value)
 
 

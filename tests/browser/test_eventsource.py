@@ -21,6 +21,8 @@ import aiohttp
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from playwright.async_api import BrowserContext, Page, Request, Response, async_playwright
 
 from devstack.browser import CHROMIUM_ARGS, chromium_path
@@ -267,3 +269,45 @@ async def test_json_stream_events_are_arrays(
     await assert_closed_without_reconnecting(sub, page_origin)
     assert await sub.value("window.received") == values
     assert "stream-sse-data-encoding" not in sub.responses[0].headers
+
+
+async def test_a_mounted_key_tails_records_of_a_plain_producer(
+    subscribe: Subscribe,
+    http: aiohttp.ClientSession,
+    adapter_url: str,
+    page_origin: str,
+    kafka_bootstrap: str,
+) -> None:
+    """An existing topic, written by a plain Kafka producer, tailed per key by `EventSource`."""
+    topic = f"orders-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "compression.type": "lz4"})
+    values: list[Any] = [{"order": 42, "status": "placed"}, {"order": 42, "status": "paid"}]
+    producer.produce(topic, json.dumps(values[0]).encode(), b"order-42")
+    producer.produce(topic, b'{"order": 7}', b"order-7")
+    producer.produce(topic, json.dumps(values[1]).encode(), b"order-42")
+    assert producer.flush(30) == 0
+    bucket = topic
+    mount = {"mount": {"topic": topic, "content_type": "application/json"}}
+    async with http.put(f"{adapter_url}/{bucket}", json=mount) as response:
+        assert response.status == 201
+    for _ in range(400):
+        async with http.get(f"{adapter_url}/{bucket}") as response:
+            if (await response.json())["index"]["caught_up"]:
+                break
+        await asyncio.sleep(0.05)
+
+    path = f"/{bucket}/order-42"
+    sub = await subscribe(path, "json")
+    await sub.wait_for("window.received.length >= 2")
+    shipped = {"order": 42, "status": "shipped"}
+    producer.produce(topic, json.dumps(shipped).encode(), b"order-42")
+    assert producer.flush(30) == 0
+    await sub.wait_for("window.received.length >= 3")
+
+    assert await sub.value("window.received") == [*values, shipped]
+    assert await sub.value("[window.opens, window.errors]") == [1, 0]
+    assert len(sub.requests) == 1
+    assert sub.responses[0].headers["access-control-allow-origin"] == page_origin
+    await sub.page.close()  # a mounted stream never closes: the client ends the tail

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from adapter.app import configured_mounts
 from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
 
 
@@ -240,3 +241,31 @@ def test_the_event_loop_is_uvloop_unless_asked_otherwise(tmp_path: Path) -> None
     env = {env_name("event_loop"): "uvloop"}
     assert load(config, env, {}).event_loop == "uvloop"
     assert load(config, env, {"event_loop": "asyncio"}).event_loop == "asyncio"
+
+
+def test_mounts_come_from_toml_tables_or_a_json_array(tmp_path: Path) -> None:
+    config = _toml(
+        tmp_path,
+        '[[mounts]]\nbucket = "orders"\ntopic = "orders-v1"\n'
+        '[[mounts]]\nbucket = "users"\ntopic = "users"\ncontent_type = "application/json"\n'
+        "[server]\nmount_index_positions_per_key = 64\n",
+    )
+    settings = load(config, {}, {})
+    assert [table["bucket"] for table in settings.mounts] == ["orders", "users"]
+    assert settings.mount_index_positions_per_key == 64
+    env = {"DURABLE_KAFKA_MOUNTS": '[{"bucket": "logs", "topic": "logs"}]'}
+    assert load(config, env, {}).mounts == ({"bucket": "logs", "topic": "logs"},)
+
+
+@pytest.mark.parametrize(
+    "raw", ["not json", '{"bucket": "x"}', '["x"]', '[{"bucket": "a"}, {"bucket": "a"}]']
+)
+def test_bad_mount_lists_are_refused(raw: str) -> None:
+    with pytest.raises(ConfigError, match="DURABLE_KAFKA_MOUNTS"):
+        load(None, {"DURABLE_KAFKA_MOUNTS": raw}, {})
+
+
+def test_a_bad_mount_table_is_a_configuration_error() -> None:
+    settings = load(None, {"DURABLE_KAFKA_MOUNTS": '[{"bucket": "logs", "topik": "x"}]'}, {})
+    with pytest.raises(ConfigError, match="unknown mount field"):
+        configured_mounts(settings)

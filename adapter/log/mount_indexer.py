@@ -1,0 +1,173 @@
+"""The one consumer of a mounted topic per instance: it builds the topic's key index.
+
+It reads every partition from its earliest offset (`read_committed`, so aborted records are
+never indexed), then follows the topic; partitions added to the topic later are picked up
+from their start. Records are handed to the event loop in batches, which applies them to the
+`KeyIndex` and wakes the live readers of the keys they touched. The mount is `caught_up` once
+every partition has reported its end: reads of it answer 503 until then, because an index
+still being built would call a key's tail what is only the part indexed so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+
+from adapter.log.key_index import KeyIndex
+from adapter.log.reader import poll_batch
+from topology.mount_positions import position
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2
+PARTITIONS_CHECK_S = 10.0  # how often a partition-count increase is looked for
+
+
+@dataclass(frozen=True)
+class Naming:
+    """How a mounted topic's records are named: which topic, the stream id of a key (None:
+    not addressable), and the media type of a content-type header's value (None: not one)."""
+
+    topic: str
+    stream_id_of: Callable[[bytes], str | None]
+    content_type_header: str | None
+    media_type: Callable[[bytes], str | None]
+
+
+class MountIndexer:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        naming: Naming,
+        index: KeyIndex,
+        timeout_s: float,
+        on_keys: Callable[[set[str]], None],
+    ) -> None:
+        self.naming = naming
+        self.index = index
+        self.timeout_s = timeout_s
+        self.on_keys = on_keys  # the stream ids that got records, on the event loop
+        self.partitions = 0
+        self._at_end: set[int] = set()
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": f"durable-kafka-mount-{uuid.uuid4().hex}",  # never joined or committed
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 100,
+            "logger": logging.getLogger("librdkafka.mount"),
+        }
+        self._consumer: Consumer | None = None
+        self._checked_at = 0.0
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, f"mount-{naming.topic}")
+
+    @property
+    def caught_up(self) -> bool:
+        return self.partitions > 0 and len(self._at_end) >= self.partitions
+
+    def progress(self) -> dict[str, int]:
+        return {"partitions": self.partitions, "partitions_caught_up": len(self._at_end)}
+
+    async def run(self) -> None:
+        """Index the topic and follow it; runs until cancelled."""
+        while True:
+            messages = await self._on_thread(self._poll)
+            touched: set[str] = set()
+            for message in messages:
+                stream_id = self._apply(message)
+                if stream_id is not None:
+                    touched.add(stream_id)
+            if touched:
+                self.on_keys(touched)
+
+    async def close(self) -> None:
+        if self._consumer is not None:
+            await self._on_thread(self._consumer.close)
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+    async def _on_thread(self, fn: Callable[[], Any]) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+
+    def _poll(self) -> list[Message]:
+        try:
+            if self._consumer is None:
+                self._consumer = Consumer(self._config)
+            if time.monotonic() - self._checked_at >= PARTITIONS_CHECK_S:
+                self._assign_new_partitions(self._consumer)
+            return poll_batch(self._consumer, POLL_S)
+        except KafkaException as error:
+            log.warning("indexing mounted topic %s: %s", self.naming.topic, error)
+            time.sleep(POLL_S)
+            return []
+
+    def _assign_new_partitions(self, consumer: Consumer) -> None:
+        metadata = consumer.list_topics(self.naming.topic, timeout=self.timeout_s)
+        topic = metadata.topics.get(self.naming.topic)
+        self._checked_at = time.monotonic()
+        if topic is None or topic.error is not None:
+            log.warning(
+                "mounted topic %s is not readable: %s", self.naming.topic, topic and topic.error
+            )
+            return
+        count = len(topic.partitions)
+        if count > self.partitions:
+            added = range(self.partitions, count)
+            consumer.incremental_assign(
+                [TopicPartition(self.naming.topic, p, OFFSET_BEGINNING) for p in added]
+            )
+            log.info("indexing %s partitions %d..%d", self.naming.topic, self.partitions, count - 1)
+            self.partitions = count
+
+    def _apply(self, message: Message) -> str | None:
+        """Index one record; the stream id it added to, if any."""
+        error = message.error()
+        partition = message.partition() or 0
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
+                self._at_end.add(partition)
+            else:
+                log.warning("indexing mounted topic %s: %s", self.naming.topic, error)
+            return None
+        key, value, counts = message.key(), message.value(), self.index.counts
+        if key is None:
+            counts.null_keys += 1
+            return None
+        if value is None:
+            counts.tombstones += 1
+            return None
+        stream_id = self.naming.stream_id_of(key)
+        if stream_id is None:
+            counts.unaddressable += 1
+            return None
+        at = position(partition, message.offset() or 0)
+        self.index.add(stream_id, at, self._content_type(message))
+        return stream_id
+
+    def _content_type(self, message: Message) -> str | None:
+        name = self.naming.content_type_header
+        if name is None:
+            return None
+        headers = message.headers() or []
+        pairs = list(headers.items()) if isinstance(headers, dict) else headers
+        for header, raw in pairs:
+            if header == name and raw:
+                return self.naming.media_type(raw if isinstance(raw, bytes) else raw.encode())
+        return None

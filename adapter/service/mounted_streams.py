@@ -1,0 +1,185 @@
+"""Streams of a mounted topic: one per record key, read through the topic's key index.
+
+A mounted stream looks to the protocol layer like any other (`StreamMeta`): its offsets are
+read positions (`topology/mount_positions.py`), its tail is the position after the key's last
+indexed record, it is never closed and has no TTL. Reads walk the key's index: listed records
+are fetched where they are, a range the index dropped is scanned by key. A writable mount's
+appends are produced as plain records (`log/mount_writer.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from adapter.log.key_index import KeyPlaces
+from adapter.log.mount_reader import KeyRead, read_key
+from adapter.log.mount_writer import MountWriter
+from adapter.log.reader import LogReader
+from adapter.protocol.commands import Append, Appended, Chunk, StreamRef
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.mount_keys import key_of
+from adapter.protocol.mounts import append_messages
+from adapter.protocol.offsets import ReadFrom
+from adapter.protocol.stream_machine import not_found
+from adapter.service.hub import LiveHub
+from adapter.service.mount_indexes import Indexed, MountIndexes
+from adapter.service.reads import resolve_start
+from adapter.state.records import MountMeta, StreamMeta
+from topology.mount_positions import position, split
+
+FETCH_BATCH = 512  # listed records asked for in one fetch
+MAX_STEPS = 16  # fetches or scans per read; the client continues from where it stopped
+
+
+@dataclass(frozen=True)
+class Step:
+    """One read of one partition that a catch-up read of a key takes next."""
+
+    partition: int
+    start: int
+    stop: int | None
+    wanted: tuple[int, ...] | None
+
+
+def next_step(places: KeyPlaces, at: int) -> Step | None:
+    """What to read from position `at` on (None: nothing, `at` is the key's tail or past it)."""
+    at = max(at, places.first)
+    if at >= places.tail:
+        return None
+    if at >= places.dense_from:
+        listed = places.listed_from(at, FETCH_BATCH)
+        partition = split(listed[0])[0]
+        offsets = tuple(split(p)[1] for p in listed if split(p)[0] == partition)
+        return Step(partition, offsets[0], offsets[-1] + 1, offsets)
+    partition, offset = split(at)
+    dense_partition, dense_offset = split(places.dense_from)
+    if partition not in places.partitions:
+        later = [p for p in places.partitions if p > partition]
+        return next_step(places, position(later[0], 0)) if later else None
+    stop = dense_offset if partition == dense_partition else None
+    return Step(partition, offset, stop, None)
+
+
+class MountedStreams:
+    def __init__(
+        self, indexes: MountIndexes, reader: LogReader, writer: MountWriter, hub: LiveHub
+    ) -> None:
+        self.indexes = indexes
+        self.reader = reader
+        self.writer = writer
+        self.hub = hub
+        self.catalog = indexes.catalog
+
+    def covers(self, bucket_id: str) -> bool:
+        return self.catalog.mount(bucket_id) is not None
+
+    def refuse_write(self, ref: StreamRef) -> ProtocolError:
+        mount = self.catalog.mount(ref.bucket_id)
+        topic = mount.topic if mount is not None else "?"
+        appends = mount is not None and mount.appends
+        return ProtocolError(
+            ErrorCode.MOUNT_READ_ONLY,
+            f"bucket {ref.bucket_id!r} mounts topic {topic!r}: its streams cannot be created"
+            + (" or deleted (only appended to)" if appends else ", appended to or deleted"),
+            {"Allow": "GET, HEAD, OPTIONS" + (", POST" if appends else "")},
+        )
+
+    async def append(self, command: Append) -> Appended:
+        """Produce the messages as plain records keyed by the stream's key (a writable mount)."""
+        ref = command.ref
+        mount = self.catalog.mount(ref.bucket_id)
+        if mount is None or not mount.appends:
+            raise self.refuse_write(ref)
+        key = key_of(ref.stream_id)
+        if key is None:
+            raise not_found(ref.stream_id)
+        indexed = self.indexed(ref.bucket_id)
+        places = indexed.index.places(ref.stream_id)
+        content_type = (places.content_type if places else None) or mount.content_type
+        messages = append_messages(content_type, command)
+        written = await self.writer.produce(mount.topic, key, messages)
+        tail = position(*written[-1]) + 1
+        return Appended(await self._indexed_up_to(ref, tail), appended=True)
+
+    async def _indexed_up_to(self, ref: StreamRef, tail: int) -> StreamMeta:
+        """The stream once the index holds the records written (read-your-writes), or, if the
+        indexer is slower than `timeout_s`, as the write left it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.writer.timeout_s
+        key = (ref.bucket_id, ref.stream_id)
+        while True:
+            indexed = self.indexed(ref.bucket_id)
+            places = indexed.index.places(ref.stream_id)
+            if places is not None and places.tail >= tail:
+                return _meta(indexed.mount, ref.stream_id, places)
+            if loop.time() >= deadline:
+                return _meta(indexed.mount, ref.stream_id, KeyPlaces(tail - 1, None))
+            await self.hub.wait(key, deadline - loop.time())
+
+    def indexed(self, bucket_id: str) -> Indexed:
+        indexed = self.indexes.get(bucket_id)
+        if indexed is None or indexed.task.done():
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, f"the index of mount {bucket_id!r} is not running; retry"
+            )
+        if not indexed.indexer.caught_up:
+            progress = indexed.indexer.progress()
+            raise ProtocolError(
+                ErrorCode.NOT_READY,
+                f"mount {bucket_id!r} is still being indexed: "
+                f"{progress['partitions_caught_up']}/{progress['partitions']} partitions",
+                {"Retry-After": "1"},
+            )
+        return indexed
+
+    def existing(self, ref: StreamRef) -> StreamMeta:
+        indexed = self.indexed(ref.bucket_id)
+        places = indexed.index.places(ref.stream_id)
+        if places is None:
+            raise not_found(ref.stream_id)
+        return _meta(indexed.mount, ref.stream_id, places)
+
+    async def read(self, ref: StreamRef, start: ReadFrom) -> Chunk:
+        indexed = self.indexed(ref.bucket_id)
+        places = indexed.index.places(ref.stream_id)
+        key = key_of(ref.stream_id)
+        if places is None or key is None:
+            raise not_found(ref.stream_id)
+        meta = _meta(indexed.mount, ref.stream_id, places)
+        first = at = resolve_start(meta, start)
+        messages: list[bytes] = []
+        size = 0
+        for _ in range(MAX_STEPS):
+            step = next_step(places, at)
+            if step is None:
+                at = max(at, meta.next_offset)
+                break
+            request = KeyRead(
+                indexed.mount.topic, step.partition, key, step.start, step.stop, step.wanted
+            )
+            result = await read_key(self.reader, request)
+            messages += result.messages
+            size += sum(len(message) for message in result.messages)
+            at = position(step.partition, result.next_offset)
+            if not result.complete or size >= self.reader.limits.max_read_bytes:
+                break
+            if step.stop is None:  # scanned to the partition's end: on to the next one
+                at = position(step.partition + 1, 0)
+        at = max(first, min(at, meta.next_offset))  # stepping to a next partition overshoots
+        return Chunk(meta, messages, first, at, at >= meta.next_offset)
+
+
+def _meta(mount: MountMeta, stream_id: str, places: KeyPlaces) -> StreamMeta:
+    return StreamMeta(
+        bucket_id=mount.bucket_id,
+        stream_id=stream_id,
+        partition=split(places.tail - 1)[0],
+        content_type=places.content_type or mount.content_type,
+        created_at_ms=mount.created_at_ms,
+        start_offset=0,
+        next_offset=places.tail,
+        last_access_ms=0,
+        last_write_at_ms=0,
+        message_count=0,
+    )
