@@ -21,6 +21,7 @@ _INSTANCE_ID = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _NOT_IN_INSTANCE_ID = re.compile(r"[^a-zA-Z0-9._-]")
 
 ColdBackend = Literal["fs", "s3"]
+ConsoleMode = Literal["off", "ro", "rw"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
 
@@ -66,6 +67,7 @@ class Settings:
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
     instance_id: str = ""
+    console: ConsoleMode = "rw"
     # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
@@ -142,6 +144,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
     "instance_id": ("cluster", "instance_id"),
+    "console": ("server", "console"),
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
 }
@@ -281,6 +284,7 @@ def validate(settings: Settings) -> None:
             not settings.instance_id or bool(_INSTANCE_ID.match(settings.instance_id)),
             "instance_id: 1 to 249 of [a-zA-Z0-9._-]",
         ),
+        (settings.console in ("off", "ro", "rw"), "console must be 'off', 'ro' or 'rw'"),
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
     ]
     for ok, message in checks:

@@ -1,0 +1,278 @@
+// One stream: its facts, where to start, the live tail into a bounded buffer, and actions.
+
+import { call, consoleApi, getJSON, streamPath } from "../api.js";
+import { Bounded, MAX_MESSAGES } from "../buffer.js";
+import { clear, download, h, note, status } from "../dom.js";
+import { splitArray } from "../json.js";
+import { message, ndjsonLine, row, span } from "../render.js";
+import { base64Bytes, LiveReader } from "../sse.js";
+import { actions } from "./actions.js";
+
+const FLUSH_MS = 100;
+
+export function kindOf(contentType) {
+  const media = contentType.split(";")[0].trim().toLowerCase();
+  if (media === "application/json") return "json";
+  return media.startsWith("text/") ? "text" : "binary";
+}
+
+function tokenToKafka(token) {
+  const [high, low] = token.split("_");
+  return (BigInt(high) * 10n ** 16n + BigInt(low)).toString();
+}
+
+function facts(path, headers, info) {
+  const entries = [
+    ["Content type", headers.get("Content-Type")],
+    ["Tail offset", headers.get("Stream-Next-Offset")],
+    ["Status", headers.get("Stream-Closed") === "true" ? "Closed" : "Open"],
+    ["TTL (s)", headers.get("Stream-TTL")],
+    ["Expires at", headers.get("Stream-Expires-At")],
+    ["ETag", headers.get("ETag")],
+    ["Kafka", `${info.topic} partition ${info.partition}`],
+  ];
+  for (const source of info.sources) {
+    entries.push(["Forked from", `${source.forked_from} at ${source.fork_offset}`]);
+  }
+  if (info.forks.length) entries.push(["Forks", info.forks.map((f) => f.stream_id).join(", ")]);
+  return h("dl", { class: "facts" }, entries.filter(([, v]) => v).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+export async function streamView(view, bucket, stream, params, context) {
+  const path = streamPath(bucket, stream);
+  const [head, info] = await Promise.all([call("HEAD", path), getJSON(consoleApi("stream", bucket, stream))]);
+  const contentType = head.headers.get("Content-Type");
+  const kind = kindOf(contentType);
+  const from = params.get("from") ?? "-1";
+  const state = {
+    bucket,
+    stream,
+    path,
+    contentType,
+    kind,
+    offset: from,
+    closed: head.headers.get("Stream-Closed") === "true",
+    buffer: new Bounded(),
+    pending: [],
+    paused: false,
+    pretty: true,
+    counter: 0,
+    reader: null,
+    context,
+  };
+
+  const badge = h("span", { id: "stream-status", class: `badge ${state.closed ? "closed" : "open"}` }, state.closed ? "Closed" : "Open");
+  const newBadge = h("span", { id: "new-count", class: "badge new", hidden: true });
+  const dropNotice = h("p", { id: "dropped", class: "note warn", hidden: true });
+  const counts = h("p", { id: "counts", class: "note" });
+  const list = kind === "text" ? h("pre", { id: "messages", class: "text-view", tabindex: "0", "aria-label": "Messages" }) : h("tbody", { id: "messages" });
+  const startNote = h("p", { id: "start-note", class: "note" });
+
+  const liveButton = h("button", { type: "button", id: "live", "aria-pressed": "true", "aria-keyshortcuts": "l" }, "Live");
+  const pauseButton = h("button", { type: "button", id: "pause", "aria-pressed": "false", "aria-keyshortcuts": "p" }, "Pause");
+  const prettyButton = kind === "json" ? h("button", { type: "button", id: "pretty", "aria-pressed": "true" }, "Pretty JSON") : null;
+  const exportButton = h("button", { type: "button", id: "export", "aria-keyshortcuts": "e" }, "Export NDJSON");
+
+  function rebuild() {
+    clear(list);
+    for (const item of state.buffer.items) item.node = null;
+    state.pending = [...state.buffer.items];
+    flush();
+  }
+
+  function flush() {
+    if (state.paused) {
+      newBadge.hidden = state.pending.length === 0;
+      newBadge.textContent = `${state.pending.length} new`;
+      return;
+    }
+    newBadge.hidden = true;
+    if (state.pending.length === 0) return;
+    const fragment = document.createDocumentFragment();
+    for (const item of state.pending) {
+      if (item.dropped) continue;
+      item.node = kind === "text" ? span(item) : row(item, stream, { pretty: state.pretty });
+      fragment.append(item.node);
+    }
+    state.pending = [];
+    list.append(fragment);
+    const { items, bytes, dropped } = state.buffer;
+    counts.textContent = `${items.length} messages loaded (${bytes} bytes), up to ${state.offset}`;
+    dropNotice.hidden = dropped === 0;
+    dropNotice.textContent = `${dropped} older messages were dropped: the view holds at most ${MAX_MESSAGES} messages or 16 MiB.`;
+    status(`${items.length} messages loaded`);
+  }
+
+  function add(item) {
+    for (const old of state.buffer.push(item)) {
+      old.dropped = true;
+      old.node?.remove();
+    }
+    state.pending.push(item);
+  }
+
+  function onBatch({ data, base64, control }) {
+    const next = control.streamNextOffset;
+    if (kind === "json") {
+      for (const text of splitArray(data)) add(message("json", text, ++state.counter, next));
+    } else if (base64) {
+      add(message("binary", base64Bytes(data), ++state.counter, next));
+    } else {
+      add(message(kind, data, ++state.counter, next));
+    }
+  }
+
+  function markClosed() {
+    state.closed = true;
+    badge.textContent = "Closed";
+    badge.className = "badge closed";
+    liveButton.setAttribute("aria-pressed", "false");
+    liveButton.disabled = true;
+    view.dispatchEvent(new Event("stream-closed"));
+    status("the stream is closed");
+  }
+
+  function startLive(offset) {
+    state.reader?.stop();
+    const reader = new LiveReader(path, offset, {
+      batch: onBatch,
+      control: (control) => {
+        state.offset = control.streamNextOffset;
+      },
+      closed: markClosed,
+      error: (error) => {
+        note(startNote, error.message);
+        liveButton.setAttribute("aria-pressed", "false");
+      },
+      status,
+    });
+    state.reader = reader;
+    liveButton.setAttribute("aria-pressed", "true");
+    window.consoleLive = reader; // for tests and the curious: connections made so far
+    reader.run();
+  }
+
+  function stopLive() {
+    state.reader?.stop();
+    state.reader = null;
+    liveButton.setAttribute("aria-pressed", "false");
+  }
+
+  const toggleLive = () => (state.reader ? stopLive() : state.closed || startLive(state.offset));
+  const togglePause = () => {
+    state.paused = !state.paused;
+    pauseButton.setAttribute("aria-pressed", String(state.paused));
+    flush();
+  };
+  const exportAll = () => {
+    const lines = state.buffer.items.map((item) => `${ndjsonLine(item)}\n`);
+    download(`${stream}.ndjson`, lines, "application/x-ndjson");
+  };
+  liveButton.addEventListener("click", toggleLive);
+  pauseButton.addEventListener("click", togglePause);
+  exportButton.addEventListener("click", exportAll);
+  prettyButton?.addEventListener("click", () => {
+    state.pretty = !state.pretty;
+    prettyButton.setAttribute("aria-pressed", String(state.pretty));
+    rebuild();
+  });
+
+  const startForm = startControls(bucket, stream, from, startNote);
+  const curl = `curl -N '${location.origin}${path}?offset=${from}&live=sse'`;
+  const kafkaStart = /^\d{16}_\d{16}$/.test(from) ? tokenToKafka(from) : from === "now" ? "end" : "beginning";
+  const kcat = `kcat -C -b "$BOOTSTRAP" -t '${info.topic}' -p ${info.partition} -o ${kafkaStart} -K '\\t' -e  # records keyed '${stream}'`;
+  view.append(
+    h("h1", {}, stream, " ", badge),
+    facts(path, head.headers, info),
+    h("p", { class: "actions" }, copyButton("Copy as curl", curl), " ", copyButton("Copy as kcat", kcat)),
+    startForm,
+    h(
+      "div",
+      { class: "toolbar", role: "group", "aria-label": "Reading" },
+      liveButton,
+      pauseButton,
+      newBadge,
+      prettyButton,
+      exportButton,
+    ),
+    dropNotice,
+    counts,
+    kind === "text"
+      ? list
+      : h(
+          "table",
+          { class: "messages" },
+          h("caption", { class: "visually-hidden" }, "Messages"),
+          h("thead", {}, h("tr", {}, ["#", "Up to offset", "Bytes", "Message", ""].map((t) => h("th", { scope: "col" }, t)))),
+          list,
+        ),
+    actions(state, view, { startLive, stopLive, add, flush, clearView: () => { state.buffer.clear(); state.pending = []; clear(list); } }),
+  );
+
+  context.shortcuts.set("l", toggleLive);
+  context.shortcuts.set("p", togglePause);
+  context.shortcuts.set("e", exportAll);
+  context.shortcuts.set("o", () => document.getElementById("start-offset").focus());
+  const timer = setInterval(flush, FLUSH_MS);
+  context.cleanup = () => {
+    clearInterval(timer);
+    state.reader?.stop();
+  };
+  startLive(from);
+}
+
+function copyButton(label, text) {
+  return h(
+    "button",
+    {
+      type: "button",
+      title: text,
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          status(`copied: ${text}`);
+        } catch {
+          status(text);
+        }
+      },
+    },
+    label,
+  );
+}
+
+function startControls(bucket, stream, from, startNote) {
+  const choice = h(
+    "select",
+    { id: "start-from" },
+    h("option", { value: "-1", selected: from === "-1" }, "the beginning"),
+    h("option", { value: "now", selected: from === "now" }, "now"),
+    h("option", { value: "offset", selected: from !== "-1" && from !== "now" }, "an offset"),
+  );
+  const offset = h("input", {
+    id: "start-offset",
+    value: from !== "-1" && from !== "now" ? from : "",
+    placeholder: "0000000000000000_0000000000000000",
+    autocomplete: "off",
+    spellcheck: "false",
+    "aria-describedby": "start-note",
+  });
+  const form = h(
+    "form",
+    { class: "inline", id: "start" },
+    h("label", { for: "start-from" }, "Start from"),
+    choice,
+    h("label", { for: "start-offset" }, "Offset"),
+    offset,
+    h("button", {}, "Go"),
+    startNote,
+  );
+  offset.addEventListener("input", () => { choice.value = "offset"; });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = choice.value === "offset" ? offset.value.trim() : choice.value;
+    const target = `#/s/${encodeURIComponent(bucket)}/${encodeURIComponent(stream)}?from=${encodeURIComponent(value)}`;
+    if (location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
+    else location.hash = target;
+  });
+  return form;
+}

@@ -1,0 +1,342 @@
+"""The web console at `/ui/` in a real browser, against a real adapter process and broker.
+
+Headless Debian Chromium driven by Playwright (never a downloaded browser). The adapter runs
+with an SSE connection lifetime of 2 s, so every live test also crosses reconnects. Numbered
+comments refer to the checks of issue 20. Screenshots of each view go to `artifacts/console/`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from playwright.async_api import BrowserContext, ConsoleMessage, Page, Request, async_playwright
+
+from devstack.browser import CHROMIUM_ARGS, chromium_path
+from tests.adapter_process import running_adapter
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+WAIT_MS = 30_000
+SSE_LIFETIME_MS = 2_000
+SIZE_BUDGET = 64 * 1024
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
+
+
+@pytest.fixture(scope="module")
+def adapter_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    home = tmp_path_factory.mktemp("console-adapter")
+    env = {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"ui{uuid.uuid4().hex[:10]}.",
+        "DURABLE_KAFKA_COLD_DIR": str(home / "cold"),
+        "DURABLE_KAFKA_SSE_MAX_DURATION_MS": str(SSE_LIFETIME_MS),
+        "DURABLE_KAFKA_CONSOLE": "rw",
+    }
+    with running_adapter(env, home / "adapter.log") as base_url:
+        yield base_url
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BrowserContext]:
+    profile = tmp_path_factory.mktemp("console-chromium")
+    async with async_playwright() as playwright:
+        context = await playwright.chromium.launch_persistent_context(
+            profile,
+            executable_path=chromium_path(),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            accept_downloads=True,
+            viewport={"width": 1280, "height": 900},
+        )
+        try:
+            yield context
+        finally:
+            await context.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def bucket(http: aiohttp.ClientSession, adapter_url: str) -> str:
+    bucket_id = f"ui-{uuid.uuid4().hex[:8]}"
+    async with http.put(f"{adapter_url}/{bucket_id}") as response:
+        assert response.status == 201, await response.text()
+    return bucket_id
+
+
+class Watched:
+    """A page, with every console error, page error and request it made."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.errors: list[str] = []
+        self.requests: list[Request] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.errors.append(f"pageerror: {error}"))
+        page.on("request", self._request)
+
+    def _request(self, request: Request) -> None:
+        self.requests.append(request)
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type in ("error", "warning"):
+            self.errors.append(f"{message.type}: {message.text}")
+
+    async def wait_for(self, function: str, arg: Any = None) -> None:
+        """Poll a JS function (never a bare expression: the page's CSP forbids eval)."""
+        await self.page.wait_for_function(function, arg=arg, timeout=WAIT_MS)
+
+    async def shot(self, name: str) -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        await self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def watched(browser: BrowserContext) -> AsyncIterator[Watched]:
+    page = await browser.new_page()
+    watched = Watched(page)
+    yield watched
+    await page.close()
+    assert watched.errors == []
+
+
+async def create_stream(
+    http: aiohttp.ClientSession, url: str, content_type: str = "application/json"
+) -> None:
+    async with http.put(url, headers={"Content-Type": content_type}) as response:
+        assert response.status == 201, await response.text()
+
+
+async def append(
+    http: aiohttp.ClientSession, url: str, body: bytes, content_type: str = "application/json"
+) -> None:
+    async with http.post(url, data=body, headers={"Content-Type": content_type}) as response:
+        assert response.status in (200, 204), await response.text()
+
+
+async def tail_offset(http: aiohttp.ClientSession, url: str) -> str:
+    async with http.head(url) as response:
+        assert response.status == 200
+        return response.headers["Stream-Next-Offset"]
+
+
+async def open_stream(watched: Watched, adapter_url: str, bucket: str, stream: str) -> None:
+    """The stream's view, live and caught up with the tail."""
+    await watched.page.goto(f"{adapter_url}/ui/#/s/{bucket}/{stream}")
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+
+
+async def json_rows(page: Page) -> list[Any]:
+    texts = await page.locator("#messages pre.msg").all_text_contents()
+    return [json.loads(text) for text in texts]
+
+
+async def wait_rows(watched: Watched, count: int) -> None:
+    await watched.wait_for(
+        "(n) => document.querySelectorAll('#messages tr').length === n"
+        " && !document.querySelector('#new-count:not([hidden])')",
+        count,
+    )
+
+
+async def test_loads_same_origin_within_budget_and_csp(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """1. `/ui/` loads with no request elsewhere, no console error or CSP report, in budget."""
+    page = watched.page
+    response = await page.goto(f"{adapter_url}/ui/")
+    assert response is not None
+    assert response.status == 200
+    assert response.headers["content-security-policy"].startswith("default-src 'self'")
+    await page.get_by_role("link", name=bucket).wait_for()
+    await page.wait_for_load_state("networkidle")
+    assert {r.url.split("/")[2] for r in watched.requests} == {adapter_url.split("/")[2]}
+    static = [r for r in watched.requests if "/ui/api/" not in r.url]
+    sizes = []
+    for request in static:
+        sent = await request.response()
+        assert sent is not None, request.url
+        assert sent.status == 200, request.url
+        sizes.append(len(await sent.body()))
+    total = sum(sizes)
+    print(f"console static files: {len(static)} requests, {total} bytes")
+    assert total <= SIZE_BUDGET
+    await watched.shot("1-buckets")
+
+
+async def test_burst_of_1000_in_order_once(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """4. A burst of 1,000 appends shows 1..1000 exactly once, in order."""
+    stream = f"burst-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    for n in range(1, 1001):
+        await append(http, url, json.dumps({"n": n}).encode())
+    await wait_rows(watched, 1000)
+    assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, 1001))
+    await watched.shot("4-stream-json")
+
+
+async def test_reconnects_leave_no_gap_or_duplicate(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """5. With SSE connections ending every 2 s, ten reconnects: no gap, no duplicate."""
+    stream = f"resume-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    first = await watched.page.evaluate("window.consoleLive.connections")
+    n = 0
+    while await watched.page.evaluate("window.consoleLive.connections") < first + 10:
+        n += 1
+        await append(http, url, json.dumps({"n": n}).encode())
+        await asyncio.sleep(0.1)
+    await wait_rows(watched, n)
+    assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, n + 1))
+
+
+async def test_closed_elsewhere_stops_and_disables_append(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """6. Closed by another client: "Closed" badge, append disabled, no further requests."""
+    stream = f"closing-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await append(http, url, b'{"before":"close"}')
+    await open_stream(watched, adapter_url, bucket, stream)
+    async with http.post(url, headers={"Stream-Closed": "true"}) as response:
+        assert response.status in (200, 204)
+    await watched.wait_for(
+        "() => document.getElementById('stream-status').textContent === 'Closed'"
+    )
+    assert await watched.page.locator("#append-send").is_disabled()
+    assert await watched.page.locator("#live").is_disabled()
+    seen = len(watched.requests)
+    await asyncio.sleep(SSE_LIFETIME_MS / 1000 * 2)  # past when a live reader would reconnect
+    assert watched.requests[seen:] == []
+    await watched.shot("6-stream-closed")
+
+
+async def test_json_array_keeps_big_numbers_and_refuses_malformed(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """8. A JSON array appends two rows, the big number exact; malformed JSON changes nothing."""
+    stream = f"append-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    page = watched.page
+    await page.get_by_label("A JSON array of messages").check()
+    await page.locator("#append-text").fill('[{"n":12345678901234567890},{"a":1}]')
+    await page.locator("#append-text").press("Control+Enter")
+    await wait_rows(watched, 2)
+    texts = await page.locator("#messages pre.msg").all_text_contents()
+    assert "12345678901234567890" in texts[0]
+    assert '"a": 1' in texts[1]
+    async with http.get(url) as response:
+        assert await response.text() == '[{"n":12345678901234567890},{"a":1}]'
+    before = await tail_offset(http, url)
+
+    await page.locator("#append-text").fill('[{"n":1},')
+    await page.locator("#append-send").click()
+    await watched.wait_for(
+        "() => document.getElementById('append-note').textContent.includes('JSON')"
+    )
+    assert "invalid JSON" in (await page.locator("#append-note").text_content() or "")
+    assert await tail_offset(http, url) == before
+    assert len(await json_rows(page)) == 2
+    await watched.shot("8-append")
+
+
+async def test_binary_hex_and_download(
+    watched: Watched,
+    adapter_url: str,
+    bucket: str,
+    http: aiohttp.ClientSession,
+    tmp_path: Path,
+) -> None:
+    """9. Bytes 0x00-0xFF show in hex and ASCII, and the download has the same SHA-256."""
+    stream = f"bytes-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    payload = bytes(range(256))
+    await create_stream(http, url, "application/octet-stream")
+    await append(http, url, payload, "application/octet-stream")
+    await open_stream(watched, adapter_url, bucket, stream)
+    await wait_rows(watched, 1)
+    dump = await watched.page.locator("#messages pre.binary").text_content()
+    assert dump == hexdump(payload)
+    async with watched.page.expect_download() as info:
+        await watched.page.get_by_role("button", name="Download (256 bytes)").click()
+    saved = tmp_path / "download.bin"
+    await (await info.value).save_as(saved)
+    assert hashlib.sha256(saved.read_bytes()).hexdigest() == hashlib.sha256(payload).hexdigest()
+    await watched.shot("9-stream-binary")
+
+
+def hexdump(data: bytes) -> str:
+    lines = []
+    for at in range(0, len(data), 16):
+        row = data[at : at + 16]
+        hexes = " ".join(f"{b:02x}" for b in row)
+        ascii_ = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in row)
+        lines.append(f"{at:08x}  {hexes:<47}  |{ascii_}|")
+    return "\n".join(lines)
+
+
+async def test_markup_is_text_and_runs_nothing(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """10. An `<img onerror>` payload renders as text and runs nothing."""
+    payload = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    for content_type in ("text/plain", "application/json"):
+        stream = f"xss-{uuid.uuid4().hex[:6]}"
+        url = f"{adapter_url}/{bucket}/{stream}"
+        await create_stream(http, url, content_type)
+        body = json.dumps(payload) if content_type == "application/json" else payload
+        await append(http, url, body.encode(), content_type)
+        await open_stream(watched, adapter_url, bucket, stream)
+        await watched.wait_for(
+            "() => document.getElementById('messages').textContent.includes('onerror')"
+        )
+        shown = await watched.page.locator("#messages").text_content() or ""
+        assert body in shown
+        assert await watched.page.locator("#messages img, #messages script").count() == 0
+        await asyncio.sleep(0.5)
+        assert await watched.page.evaluate("window.pwned") is None
+    await watched.shot("10-stream-text")
+
+
+async def test_append_latency_is_reported(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """3. An append from a Python client appears in the view: p50/p95 over 50, reported only."""
+    stream = f"latency-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    seconds = []
+    for n in range(1, 51):
+        started = time.perf_counter()
+        await append(http, url, json.dumps({"n": n}).encode())
+        await wait_rows(watched, n)
+        seconds.append(time.perf_counter() - started)
+    cuts = statistics.quantiles(seconds, n=20)
+    print(f"append to row shown: p50 {cuts[9] * 1000:.0f} ms, p95 {cuts[18] * 1000:.0f} ms")
+    assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, 51))
