@@ -47,6 +47,7 @@ async function render() {
   } catch (error) {
     view.append(h("p", { class: "note error", role: "alert" }, error.message));
   }
+  if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
 }
 
 function onKey(event) {

@@ -97,7 +97,7 @@ export async function streamView(view, bucket, stream, params, context) {
     state.pending = [];
     list.append(fragment);
     const { items, bytes, dropped } = state.buffer;
-    counts.textContent = `${items.length} messages loaded (${bytes} bytes), up to ${state.offset}`;
+    counts.textContent = `${items.length} message${items.length === 1 ? "" : "s"} loaded (${bytes} bytes), up to ${state.offset}`;
     dropNotice.hidden = dropped === 0;
     dropNotice.textContent = `${dropped} older messages were dropped: the view holds at most ${MAX_MESSAGES} messages or 16 MiB.`;
     status(`${items.length} messages loaded`);
