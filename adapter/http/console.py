@@ -3,7 +3,8 @@
 The files are package data (`adapter/console/static`), read once at start-up into memory:
 only regular files, never through a symlink, so a request can name nothing else. Every answer
 carries a CSP of `default-src 'self'`. The API adds only what the protocol lacks: the list of
-buckets, a stream's Kafka topic, partition and fork lineage, and the mode (`ro` hides the
+buckets, a stream's Kafka topic, partition and fork lineage, seeking to the last N messages or
+a moment, each message's Kafka coordinates, and the mode (`ro` hides the
 write actions; `off` answers 404).
 """
 
@@ -23,7 +24,10 @@ from adapter.http.render import Handler, json_response
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id, validate_stream_id
-from adapter.protocol.offsets import encode
+from adapter.protocol.offsets import encode, parse_offset
+from adapter.protocol.snapshots import check_readable
+from adapter.service.reads import resolve_start
+from adapter.service.seeking import Located, Seeker
 from adapter.state.records import StreamMeta
 
 STATIC_DIR = Path(str(files("adapter.console") / "static"))
@@ -44,6 +48,9 @@ CONSOLE_HEADERS = {
     "Cache-Control": "no-cache",
 }
 MODE = web.AppKey("console_mode", str)
+SEEKER = web.AppKey("console_seeker", Seeker)
+MAX_LAST = 1_000_000
+MAX_RECORDS = 1000
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,9 @@ def add_routes(app: web.Application, mode: ConsoleMode) -> None:
     app.router.add_get("/ui/api/config", _config)
     app.router.add_get("/ui/api/buckets", _buckets)
     app.router.add_get("/ui/api/stream/{b}/{s}", _stream)
+    app.router.add_get("/ui/api/seek/{b}/{s}", _seek)
+    app.router.add_get("/ui/api/records/{b}/{s}", _records)
+    app[SEEKER] = Seeker(app[STREAMS].reads.reader)
     app.router.add_route("*", "/ui/api/{rest:.*}", _no_api)
     app.router.add_get("/ui/{name:.*}", _static_handler(served))
 
@@ -128,13 +138,73 @@ async def _buckets(request: web.Request) -> web.Response:
     return _api({"buckets": listed})
 
 
+def _meta(request: web.Request) -> StreamMeta:
+    bucket_id = validate_bucket_id(request.match_info["b"])
+    ref = StreamRef(bucket_id, validate_stream_id(bucket_id, request.match_info["s"]))
+    return request.app[STREAMS].existing(ref)
+
+
+def _count(request: web.Request, name: str, most: int) -> int | None:
+    raw = request.query.get(name)
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
+        raise ProtocolError(ErrorCode.INVALID_QUERY, f"{name} must be an integer in 1..{most}")
+    return int(raw)
+
+
+async def _seek(request: web.Request) -> web.Response:
+    """`?last=N`: the offset N messages before the tail; `?time=MS`: the first offset written
+    at or after that moment (milliseconds since the epoch). Never below the earliest offset."""
+    meta = _meta(request)
+    topic = request.app[BUCKETS].topic(meta.bucket_id)
+    last = _count(request, "last", MAX_LAST)
+    moment = _count(request, "time", 2**53)
+    if (last is None) == (moment is None):
+        raise ProtocolError(ErrorCode.INVALID_QUERY, "give exactly one of last=N or time=MS")
+    seeker = request.app[SEEKER]
+    if last is not None:
+        offset = await seeker.last(topic, meta, last)
+    else:
+        offset = await seeker.at_time(topic, meta, moment or 0)
+    return _api({"offset": encode(max(offset, meta.earliest_offset))})
+
+
+async def _records(request: web.Request) -> web.Response:
+    """The Kafka coordinates (topic, partition, offset, timestamp) of up to `limit` messages
+    from `offset` on: one record per message."""
+    meta = _meta(request)
+    start = parse_offset(request.query.get("offset"))
+    check_readable(meta, start)
+    position = resolve_start(meta, start)
+    limit = _count(request, "limit", MAX_RECORDS) or 100
+    topic = request.app[BUCKETS].topic(meta.bucket_id)
+    found = await request.app[SEEKER].located(topic, meta, position, limit)
+    body = {
+        "topic": topic,
+        "partition": meta.partition,
+        "records": [_record(located) for located in found],
+    }
+    return _api(body)
+
+
+def _record(located: Located) -> dict[str, object]:
+    position = located.position
+    return {
+        "offset": encode(position.offset),
+        "next_offset": encode(position.offset + 1),
+        "kafka_offset": position.offset,
+        "timestamp_ms": position.timestamp_ms,
+        "bytes": position.size,
+        "written_by": located.stream_id,
+    }
+
+
 async def _stream(request: web.Request) -> web.Response:
     """Where the stream lives in Kafka, where it was forked from (nearest source first, up
     to the root) and its own forks."""
-    bucket_id = validate_bucket_id(request.match_info["b"])
-    ref = StreamRef(bucket_id, validate_stream_id(bucket_id, request.match_info["s"]))
-    service = request.app[STREAMS]
-    meta = service.existing(ref)
+    meta = _meta(request)
+    bucket_id = meta.bucket_id
     catalog = request.app[BUCKETS].catalog
     sources: list[dict[str, object]] = []
     current: StreamMeta | None = meta

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -20,6 +21,7 @@ from adapter.log.errors import LogUnavailable
 from topology.wire import is_control
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,15 @@ class ReadRequest:
     key: bytes
     start: int  # first Kafka offset to consider
     stop: int  # the stream's tail: never read at or past it
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where one of the stream's records is in its partition, and when it was written."""
+
+    offset: int
+    timestamp_ms: int
+    size: int
 
 
 @dataclass(frozen=True)
@@ -68,9 +79,35 @@ class LogReader:
     async def read(self, request: ReadRequest) -> ReadResult:
         if request.start >= request.stop:
             return ReadResult([], request.start, True)
+        return await self._lend(lambda consumer: self._scan(consumer, request))
+
+    async def positions(self, request: ReadRequest) -> tuple[list[Position], ReadResult]:
+        """Where the stream's records from `request.start` are (bounded like a read): for a
+        console's per-message Kafka coordinates and its seek to the last N messages."""
+        found: list[Position] = []
+        if request.start >= request.stop:
+            return found, ReadResult([], request.start, True)
+        result = await self._lend(lambda consumer: self._scan(consumer, request, found))
+        return found, result
+
+    async def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
+        """The first offset of the partition written at or after `timestamp_ms`, if any."""
+
+        def look_up(consumer: Consumer) -> int | None:
+            asked = [TopicPartition(topic, partition, timestamp_ms)]
+            try:
+                [answer] = consumer.offsets_for_times(asked, timeout=self.limits.timeout_s)
+            except KafkaException as error:
+                raise LogUnavailable(f"looking up a time in {topic}: {error}") from error
+            return answer.offset if answer.offset >= 0 else None
+
+        return await self._lend(look_up)
+
+    async def _lend(self, work: Callable[[Consumer], T]) -> T:
+        """`work` on a pooled consumer in the reader's threads, within the timeout."""
         consumer = await self._borrow()
         loop = asyncio.get_running_loop()
-        scan = loop.run_in_executor(self._threads, self._scan, consumer, request)
+        scan = loop.run_in_executor(self._threads, work, consumer)
         try:
             result = await asyncio.wait_for(asyncio.shield(scan), self.limits.timeout_s * 2)
         except TimeoutError as error:
@@ -96,16 +133,20 @@ class LogReader:
             return Consumer(self._config)
         return await self._idle.get()
 
-    def _scan(self, consumer: Consumer, request: ReadRequest) -> ReadResult:
+    def _scan(
+        self, consumer: Consumer, request: ReadRequest, positions: list[Position] | None = None
+    ) -> ReadResult:
         consumer.assign([TopicPartition(request.topic, request.partition, request.start)])
         try:
-            return self._collect(consumer, request)
+            return self._collect(consumer, request, positions)
         except KafkaException as error:
             raise LogUnavailable(f"reading {request.topic}: {error}") from error
         finally:
             consumer.unassign()
 
-    def _collect(self, consumer: Consumer, request: ReadRequest) -> ReadResult:
+    def _collect(
+        self, consumer: Consumer, request: ReadRequest, positions: list[Position] | None
+    ) -> ReadResult:
         messages: list[bytes] = []
         read_bytes = scanned = 0
         position = request.start
@@ -130,6 +171,8 @@ class LogReader:
                         return ReadResult(messages, offset, False)
                     messages.append(value)
                     read_bytes += len(value)
+                    if positions is not None:
+                        positions.append(Position(offset, message.timestamp()[1], len(value)))
                 position = offset + 1
                 if scanned >= self.limits.max_scan_bytes and position < request.stop:
                     return ReadResult(messages, position, False)

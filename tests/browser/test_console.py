@@ -14,6 +14,7 @@ import statistics
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -520,3 +521,40 @@ async def test_keyboard_only_walk(
     await page.keyboard.press("Shift+Tab")  # the shortcuts stay out of inputs: this typed no "l"
     assert await page.locator("#messages tr").count() == 0
     await watched.shot("12-keyboard")
+
+
+async def test_seek_last_n_and_time_and_kafka_coordinates(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """Start from the last N messages or from a time; show each message's Kafka record."""
+    stream = f"seek-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    for n in range(1, 6):
+        await append(http, url, json.dumps({"n": n}).encode())
+    await asyncio.sleep(0.05)  # Kafka timestamps are milliseconds: make the moment distinct
+    moment = datetime.now(UTC)
+    await asyncio.sleep(0.05)
+    for n in range(6, 9):
+        await append(http, url, json.dumps({"n": n}).encode())
+    await open_stream(watched, adapter_url, bucket, stream)
+    page = watched.page
+    await page.locator("#start-from").select_option("last")
+    await page.locator("#start-last").fill("2")
+    await page.locator("#start-last").press("Enter")
+    await page.wait_for_url("**?from=*")
+    await wait_rows(watched, 2)
+    assert [row["n"] for row in await json_rows(page)] == [7, 8]
+
+    await page.locator("#start-from").select_option("time")
+    await page.locator("#start-time").fill(moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3])
+    await page.get_by_role("button", name="Go").click()
+    await wait_rows(watched, 3)
+    assert [row["n"] for row in await json_rows(page)] == [6, 7, 8]
+
+    await page.locator("summary").click()
+    await page.locator("#show-coordinates").click()
+    await watched.wait_for("() => document.querySelectorAll('#coordinates tbody tr').length === 3")
+    cells = await page.locator("#coordinates tbody tr td:nth-child(5)").all_text_contents()
+    assert cells == [stream] * 3
+    await watched.shot("stream-seek-coordinates")

@@ -206,6 +206,7 @@ export async function streamView(view, bucket, stream, params, context) {
           h("thead", {}, h("tr", {}, ["#", "Up to offset", "Bytes", "Message", ""].map((t) => h("th", { scope: "col" }, t)))),
           list,
         ),
+    coordinates(bucket, stream, from),
     actions(state, view, { startLive, stopLive, add, flush, clearView: () => { state.buffer.clear(); state.pending = []; clear(list); } }),
   );
 
@@ -241,21 +242,26 @@ function copyButton(label, text) {
 }
 
 function startControls(bucket, stream, from, startNote) {
+  const isOffset = from !== "-1" && from !== "now";
   const choice = h(
     "select",
     { id: "start-from" },
     h("option", { value: "-1", selected: from === "-1" }, "the beginning"),
     h("option", { value: "now", selected: from === "now" }, "now"),
-    h("option", { value: "offset", selected: from !== "-1" && from !== "now" }, "an offset"),
+    h("option", { value: "offset", selected: isOffset }, "an offset"),
+    h("option", { value: "last" }, "the last N messages"),
+    h("option", { value: "time" }, "a time (UTC)"),
   );
   const offset = h("input", {
     id: "start-offset",
-    value: from !== "-1" && from !== "now" ? from : "",
+    value: isOffset ? from : "",
     placeholder: "0000000000000000_0000000000000000",
     autocomplete: "off",
     spellcheck: "false",
     "aria-describedby": "start-note",
   });
+  const last = h("input", { id: "start-last", type: "number", min: "1", value: "100", inputmode: "numeric" });
+  const time = h("input", { id: "start-time", type: "datetime-local", step: "0.001" });
   const form = h(
     "form",
     { class: "inline", id: "start" },
@@ -263,16 +269,74 @@ function startControls(bucket, stream, from, startNote) {
     choice,
     h("label", { for: "start-offset" }, "Offset"),
     offset,
+    h("label", { for: "start-last" }, "N"),
+    last,
+    h("label", { for: "start-time" }, "Time (UTC)"),
+    time,
     h("button", {}, "Go"),
     startNote,
   );
   offset.addEventListener("input", () => { choice.value = "offset"; });
-  form.addEventListener("submit", (event) => {
+  last.addEventListener("input", () => { choice.value = "last"; });
+  time.addEventListener("input", () => { choice.value = "time"; });
+  async function resolve() {
+    if (choice.value === "offset") return offset.value.trim();
+    if (choice.value === "last" || choice.value === "time") {
+      const query = choice.value === "last"
+        ? `last=${encodeURIComponent(last.value)}`
+        : `time=${Date.parse(`${time.value}Z`)}`;
+      return (await getJSON(`${consoleApi("seek", bucket, stream)}?${query}`)).offset;
+    }
+    return choice.value;
+  }
+  form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const value = choice.value === "offset" ? offset.value.trim() : choice.value;
+    let value;
+    try {
+      value = await resolve();
+    } catch (error) {
+      note(startNote, error.message);
+      return;
+    }
+    // The link names the resolved offset: reloading it shows exactly this view again.
     const target = `#/s/${encodeURIComponent(bucket)}/${encodeURIComponent(stream)}?from=${encodeURIComponent(value)}`;
     if (location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
     else location.hash = target;
   });
   return form;
+}
+
+/** The Kafka coordinates of the first messages from where the view started. */
+function coordinates(bucket, stream, from) {
+  const result = h("div", { id: "coordinates" });
+  const button = h("button", { type: "button", id: "show-coordinates" }, "Kafka coordinates");
+  button.addEventListener("click", async () => {
+    try {
+      const query = `offset=${encodeURIComponent(from)}&limit=100`;
+      const listed = await getJSON(`${consoleApi("records", bucket, stream)}?${query}`);
+      const rows = listed.records.map((r) =>
+        h(
+          "tr",
+          {},
+          h("td", { class: "num offset" }, r.offset),
+          h("td", { class: "num" }, String(r.kafka_offset)),
+          h("td", {}, new Date(r.timestamp_ms).toISOString()),
+          h("td", { class: "num" }, String(r.bytes)),
+          h("td", {}, r.written_by),
+        ),
+      );
+      result.replaceChildren(
+        h(
+          "table",
+          {},
+          h("caption", {}, `${listed.topic} partition ${listed.partition}: the first ${rows.length} messages from ${from}`),
+          h("thead", {}, h("tr", {}, ["Offset", "Kafka offset", "Timestamp (UTC)", "Bytes", "Written by"].map((t) => h("th", { scope: "col" }, t)))),
+          h("tbody", {}, rows),
+        ),
+      );
+    } catch (error) {
+      result.replaceChildren(h("p", { class: "note error" }, error.message));
+    }
+  });
+  return h("details", {}, h("summary", {}, "Kafka records"), button, result);
 }
