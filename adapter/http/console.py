@@ -217,6 +217,7 @@ async def _stream(request: web.Request) -> web.Response:
         "topic": request.app[BUCKETS].topic(bucket_id),
         "partition": meta.partition,
         "history_start": encode(meta.history_start),
+        "earliest_offset": encode(meta.earliest_offset),
         "sources": sources,
         "forks": forks,
     }

@@ -21,7 +21,14 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
-from playwright.async_api import BrowserContext, ConsoleMessage, Page, Request, async_playwright
+from playwright.async_api import (
+    BrowserContext,
+    ConsoleMessage,
+    Page,
+    Request,
+    Response,
+    async_playwright,
+)
 
 from devstack.browser import CHROMIUM_ARGS, chromium_path
 from tests.adapter_process import running_adapter
@@ -87,13 +94,19 @@ class Watched:
         self.page = page
         self.errors: list[str] = []
         self.expected: list[str] = []
+        self.failed: list[str] = []  # 4xx and 5xx answers, to explain a console error
         self.requests: list[Request] = []
         page.on("console", self._console)
         page.on("pageerror", lambda error: self.errors.append(f"pageerror: {error}"))
         page.on("request", self._request)
+        page.on("response", self._response)
 
     def _request(self, request: Request) -> None:
         self.requests.append(request)
+
+    def _response(self, response: Response) -> None:
+        if response.status >= 400:
+            self.failed.append(f"{response.status} {response.request.method} {response.url}")
 
     def expect_error(self, part: str) -> None:
         """A console error containing `part` is what the test provokes (Chromium logs every
@@ -110,9 +123,9 @@ class Watched:
         """Poll a JS function (never a bare expression: the page's CSP forbids eval)."""
         await self.page.wait_for_function(function, arg=arg, timeout=WAIT_MS)
 
-    async def shot(self, name: str) -> None:
+    async def shot(self, name: str, full_page: bool = True) -> None:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        await self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        await self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -121,7 +134,7 @@ async def watched(browser: BrowserContext) -> AsyncIterator[Watched]:
     watched = Watched(page)
     yield watched
     await page.close()
-    assert watched.errors == []
+    assert watched.errors == [], watched.failed
 
 
 async def create_stream(
@@ -172,8 +185,7 @@ async def test_loads_same_origin_within_budget_and_csp(
     assert response is not None
     assert response.status == 200
     assert response.headers["content-security-policy"].startswith("default-src 'self'")
-    await page.get_by_role("link", name=bucket).wait_for()
-    await page.wait_for_load_state("networkidle")
+    await page.get_by_role("link", name=bucket).wait_for()  # every module and the API answered
     assert {r.url.split("/")[2] for r in watched.requests} == {adapter_url.split("/")[2]}
     static = [r for r in watched.requests if "/ui/api/" not in r.url]
     sizes = []
@@ -200,7 +212,7 @@ async def test_burst_of_1000_in_order_once(
         await append(http, url, json.dumps({"n": n}).encode())
     await wait_rows(watched, 1000)
     assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, 1001))
-    await watched.shot("4-stream-json")
+    await watched.shot("4-stream-json", full_page=False)
 
 
 async def test_reconnects_leave_no_gap_or_duplicate(
@@ -558,3 +570,127 @@ async def test_seek_last_n_and_time_and_kafka_coordinates(
     cells = await page.locator("#coordinates tbody tr td:nth-child(5)").all_text_contents()
     assert cells == [stream] * 3
     await watched.shot("stream-seek-coordinates")
+
+
+async def test_pause_bounded_buffer_large_message_and_export(
+    watched: Watched,
+    adapter_url: str,
+    bucket: str,
+    http: aiohttp.ClientSession,
+    tmp_path: Path,
+) -> None:
+    """Pause counts "N new"; the view keeps 5,000 messages with a notice; a message over
+    64 KiB is a preview with a download; the export is what is loaded, as NDJSON."""
+    stream = f"bounded-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    page = watched.page
+    await page.locator("#pause").click()
+    await append(http, url, b'[{"n":1},{"n":2},{"n":3}]')
+    await watched.wait_for("() => document.getElementById('new-count').textContent === '3 new'")
+    assert await page.locator("#messages tr").count() == 0
+    await page.locator("#pause").click()
+    await wait_rows(watched, 3)
+
+    for start in range(4, 5404, 600):  # 5,400 messages in 9 appends of 600
+        batch = ",".join(f'{{"n":{n}}}' for n in range(start, start + 600))
+        await append(http, url, f"[{batch}]".encode())
+    await wait_rows(watched, 5000)
+    first = (await json_rows(page))[0]
+    assert first == {"n": 404}  # 5,403 arrived: the oldest 403 were dropped
+    notice = await page.locator("#dropped").text_content() or ""
+    assert notice.startswith("403 older messages were dropped")
+
+    big = {"text": "x" * (100 * 1024)}
+    await append(http, url, json.dumps(big).encode())
+    await watched.wait_for(
+        "() => document.querySelector('#messages tr:last-child .note')?.textContent"
+        " === 'Preview of 102412 bytes'"
+    )
+    async with page.expect_download() as info:
+        await page.get_by_role("button", name="Download (102412 bytes)").click()
+    saved = tmp_path / "big.json"
+    await (await info.value).save_as(saved)
+    assert json.loads(saved.read_bytes()) == big
+
+    async with page.expect_download() as info:
+        await page.locator("#export").click()
+    exported = tmp_path / "export.ndjson"
+    await (await info.value).save_as(exported)
+    lines = exported.read_text().splitlines()
+    assert len(lines) == 5000
+    assert [json.loads(line) for line in lines[:2]] == [{"n": 405}, {"n": 406}]
+    assert json.loads(lines[-1]) == big
+    await watched.shot("stream-bounded", full_page=False)  # 5,000 rows: too tall to render
+
+
+async def test_snapshot_download_and_bootstrap_then_live(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """The latest snapshot: shown with its offset, then "bootstrap, then go live" from it."""
+    stream = f"snap-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    for n in (1, 2):
+        await append(http, url, json.dumps({"n": n}).encode())
+    cut = await tail_offset(http, url)
+    headers = {"Content-Type": "application/json"}
+    async with http.put(f"{url}/snapshot/{cut}", data=b'{"sum":3}', headers=headers) as put:
+        assert put.status == 204, await put.text()
+    await append(http, url, b'{"n":3}')
+    await open_stream(watched, adapter_url, bucket, stream)
+    page = watched.page
+    await wait_rows(watched, 1)
+    assert await json_rows(page) == [{"n": 3}]
+    assert "folded into a snapshot" in (await page.locator("#start-note").text_content() or "")
+    await page.locator("#snapshot").click()
+    await page.locator("#bootstrap").wait_for()
+    assert f"Snapshot at {cut}: 9 bytes" in (
+        await page.locator("#snapshot-note").text_content() or ""
+    )
+    await page.locator("#bootstrap").click()
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+    await wait_rows(watched, 2)
+    assert await json_rows(page) == [{"sum": 3}, {"n": 3}]
+    await append(http, url, b'{"n":4}')
+    await wait_rows(watched, 3)
+    assert (await json_rows(page))[-1] == {"n": 4}
+    await watched.shot("stream-snapshot")
+
+
+async def test_read_only_console_hides_every_write(
+    browser: BrowserContext,
+    kafka_bootstrap: str,
+    tmp_path: Path,
+    http: aiohttp.ClientSession,
+) -> None:
+    """`console = ro`: no create, delete, append, close or fork anywhere."""
+    env = {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"ro{uuid.uuid4().hex[:10]}.",
+        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+        "DURABLE_KAFKA_CONSOLE": "ro",
+    }
+    with running_adapter(env, tmp_path / "adapter.log") as base:
+        bucket = f"ro-{uuid.uuid4().hex[:8]}"
+        async with http.put(f"{base}/{bucket}") as response:
+            assert response.status == 201
+        await create_stream(http, f"{base}/{bucket}/watched")
+        watched = Watched(await browser.new_page())
+        page = watched.page
+        await page.goto(f"{base}/ui/")
+        await page.get_by_role("link", name=bucket).wait_for()
+        assert await page.locator("#mode").text_content() == "read-only"
+        assert await page.locator("form, button.danger").count() == 0
+        await page.get_by_role("link", name=bucket).click()
+        await page.get_by_role("link", name="watched").wait_for()
+        assert await page.get_by_text("Create a stream").count() == 0
+        await page.get_by_role("link", name="watched").click()
+        await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+        for write in ("#append", "#close-stream", "#delete-stream", "#fork-stream"):
+            assert await page.locator(write).count() == 0, write
+        assert await page.locator("#snapshot").count() == 1  # reading stays
+        await watched.shot("stream-read-only")
+        await page.close()
+        assert watched.errors == [], watched.failed

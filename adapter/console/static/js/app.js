@@ -6,7 +6,7 @@ import { bucketsView } from "./views/buckets.js";
 import { streamView } from "./views/stream.js";
 import { streamsView } from "./views/streams.js";
 
-const context = { mode: "ro", cleanup: null, shortcuts: new Map() };
+const context = { mode: "ro", cleanup: null, shortcuts: new Map(), generation: 0 };
 
 export function route() {
   const [path, query = ""] = location.hash.replace(/^#/, "").split("?");
@@ -33,6 +33,7 @@ async function render() {
   context.cleanup?.();
   context.cleanup = null;
   context.shortcuts.clear();
+  context.generation += 1; // a view still loading for an older route must not start reading
   const { parts, params } = route();
   crumbs(parts);
   const view = clear(document.getElementById("view"));

@@ -103,11 +103,13 @@ export class LiveReader {
     const base64 = response.headers.get("Stream-SSE-Data-Encoding") === "base64";
     let pending = null;
     let closed = false;
+    let controls = 0;
     const parser = new SseParser((type, data) => {
       if (type === "data") {
         pending = data;
       } else if (type === "control") {
         const control = JSON.parse(data);
+        controls += 1;
         if (pending !== null) this.handlers.batch({ data: pending, base64, control });
         pending = null;
         this.offset = control.streamNextOffset;
@@ -127,6 +129,7 @@ export class LiveReader {
         return "closed";
       }
     }
-    return this.stopped ? "stopped" : "ended";
+    if (this.stopped) return "stopped";
+    return controls > 0 ? "ended" : "retry"; // ended with nothing said: back off before again
   }
 }

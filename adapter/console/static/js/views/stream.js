@@ -40,7 +40,9 @@ function facts(path, headers, info) {
 
 export async function streamView(view, bucket, stream, params, context) {
   const path = streamPath(bucket, stream);
+  const generation = context.generation;
   const [head, info] = await Promise.all([call("HEAD", path), getJSON(consoleApi("stream", bucket, stream))]);
+  if (generation !== context.generation) return; // navigated elsewhere meanwhile
   const contentType = head.headers.get("Content-Type");
   const kind = kindOf(contentType);
   const from = params.get("from") ?? "-1";
@@ -219,7 +221,13 @@ export async function streamView(view, bucket, stream, params, context) {
     clearInterval(timer);
     state.reader?.stop();
   };
-  startLive(from);
+  if (from === "-1" && info.earliest_offset !== info.history_start) {
+    // Reads below the earliest retained offset are refused (410): begin where history is kept.
+    note(startNote, `Messages before ${info.earliest_offset} are folded into a snapshot (see Snapshot below): showing from there.`, "warn");
+    startLive(info.earliest_offset);
+  } else {
+    startLive(from);
+  }
 }
 
 function copyButton(label, text) {
