@@ -694,3 +694,40 @@ async def test_read_only_console_hides_every_write(
         await watched.shot("stream-read-only")
         await page.close()
         assert watched.errors == [], watched.failed
+
+
+async def test_create_bucket_and_stream_and_refused_bucket_delete(
+    watched: Watched, adapter_url: str, http: aiohttp.ClientSession
+) -> None:
+    """Buckets: the id checked as typed, created; a stream created with its content type and
+    TTL; deleting the bucket while it holds a stream shows the 409 beside it."""
+    page = watched.page
+    await page.goto(f"{adapter_url}/ui/")
+    field = page.get_by_label("Bucket id")
+    await field.fill("Bad Id")
+    hint = page.locator("#new-bucket-note")
+    assert await hint.text_content() == "Use 4 to 64 of a-z, 0-9, _ and -"
+    assert "error" in (await hint.get_attribute("class") or "")
+    bucket = f"made-{uuid.uuid4().hex[:8]}"
+    await field.fill(bucket)
+    await page.get_by_role("button", name="Create").click()
+    await page.wait_for_url(f"**/ui/#/b/{bucket}")
+
+    await page.get_by_label("Stream id", exact=True).fill("notes")
+    await page.get_by_label("Content type").fill("text/plain")
+    await page.get_by_label("TTL (seconds, optional)").fill("3600")
+    await page.get_by_role("button", name="Create").click()
+    await page.wait_for_url(f"**/ui/#/s/{bucket}/notes")
+    async with http.head(f"{adapter_url}/{bucket}/notes") as head:
+        assert head.headers["Content-Type"].startswith("text/plain")
+        assert head.headers["Stream-TTL"] == "3600"
+
+    watched.expect_error("status of 409")
+    await page.goto(f"{adapter_url}/ui/#/")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=bucket))
+    await row.get_by_role("button", name="Delete").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    await row.get_by_text("Not empty").wait_for()
+    async with http.get(f"{adapter_url}/{bucket}") as kept:
+        assert kept.status == 200
+    await watched.shot("buckets-delete-refused")
