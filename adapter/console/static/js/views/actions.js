@@ -75,13 +75,18 @@ function appendForm(state, view) {
       note(result, `Not sent: invalid JSON (${error.message})`);
       return;
     }
+    let sent = 0;
     try {
-      for (const body of bodies) await producer.append(state.path, state.contentType, body);
-      note(result, `Appended (${bodies.length} request${bodies.length === 1 ? "" : "s"}).`, "ok");
+      for (const body of bodies) {
+        await producer.append(state.path, state.contentType, body);
+        sent += 1;
+      }
+      note(result, `Appended (${sent} request${sent === 1 ? "" : "s"}).`, "ok");
       text.value = "";
       if (file) file.value = "";
     } catch (error) {
-      note(result, `Not appended: ${error.message}`);
+      const done = sent ? `${sent} of ${bodies.length} lines were appended; ` : "";
+      note(result, `${done}not appended: ${error.message}`);
     }
   }
   form.addEventListener("submit", (event) => {
