@@ -298,11 +298,17 @@ async def test_binary_hex_and_download(
     url = f"{adapter_url}/{bucket}/{stream}"
     payload = bytes(range(256))
     await create_stream(http, url, "application/octet-stream")
+    await append(http, url, b"\x00\x01", "application/octet-stream")
     await append(http, url, payload, "application/octet-stream")
     await open_stream(watched, adapter_url, bucket, stream)
-    await wait_rows(watched, 1)
-    dump = await watched.page.locator("#messages pre.binary").text_content()
-    assert dump == hexdump(payload)
+    await wait_rows(watched, 2)  # one read, two messages: a row each
+    dumps = await watched.page.locator("#messages pre.binary").all_text_contents()
+    assert dumps == [hexdump(b"\x00\x01"), hexdump(payload)]
+    await append(http, url, b"\xff", "application/octet-stream")  # and live
+    await wait_rows(watched, 3)
+    assert await watched.page.locator("#messages pre.binary").nth(2).text_content() == hexdump(
+        b"\xff"
+    )
     async with watched.page.expect_download() as info:
         await watched.page.get_by_role("button", name="Download (256 bytes)").click()
     saved = tmp_path / "download.bin"

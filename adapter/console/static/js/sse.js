@@ -110,7 +110,7 @@ export class LiveReader {
       } else if (type === "control") {
         const control = JSON.parse(data);
         controls += 1;
-        if (pending !== null) this.handlers.batch({ data: pending, base64, control });
+        if (pending !== null) this.handlers.batch({ data: pending, base64, control, start: this.offset });
         pending = null;
         this.offset = control.streamNextOffset;
         this.upToDate = control.upToDate === true;

@@ -113,15 +113,43 @@ export async function streamView(view, bucket, stream, params, context) {
     state.pending.push(item);
   }
 
-  function onBatch({ data, base64, control }) {
+  // Binary batches wait for their message boundaries: the chain keeps batches in order.
+  let binaryChain = Promise.resolve();
+
+  function onBatch({ data, base64, control, start }) {
     const next = control.streamNextOffset;
     if (kind === "json") {
       for (const text of splitArray(data)) add(message("json", text, ++state.counter, next));
     } else if (base64) {
-      add(message("binary", base64Bytes(data), ++state.counter, next));
+      const bytes = base64Bytes(data);
+      binaryChain = binaryChain
+        .then(() => messagesOf(bytes, start))
+        .catch(() => [bytes]) // boundaries unknown: the batch as one row
+        .then((parts) => parts.forEach((part) => add(message("binary", part, ++state.counter, next))));
     } else {
       add(message(kind, data, ++state.counter, next));
     }
+  }
+
+  /** A binary batch cut at its messages: SSE joins them, their Kafka records tell the sizes. */
+  async function messagesOf(bytes, start) {
+    const sizes = [];
+    let total = 0;
+    let offset = start;
+    while (total < bytes.length) {
+      const query = `offset=${encodeURIComponent(offset)}&limit=1000`;
+      const { records } = await getJSON(`${consoleApi("records", bucket, stream)}?${query}`);
+      if (records.length === 0) break;
+      for (const record of records) {
+        if (total >= bytes.length) break;
+        sizes.push(record.bytes);
+        total += record.bytes;
+        offset = record.next_offset;
+      }
+    }
+    if (total !== bytes.length) return [bytes];
+    let at = 0;
+    return sizes.map((size) => bytes.subarray(at, (at += size)));
   }
 
   function markClosed() {
