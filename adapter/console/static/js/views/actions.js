@@ -33,7 +33,7 @@ export function actions(state, view, live) {
   const section = h("section", { "aria-labelledby": "actions-title" }, h("h2", { id: "actions-title" }, "Actions"));
   section.append(snapshotPanel(state, live));
   if (state.context.mode !== "rw") return section;
-  section.append(appendForm(state, view), dangerZone(state, view));
+  section.append(appendForm(state, view), dangerZone(state, view, live));
   return section;
 }
 
@@ -103,7 +103,7 @@ function appendForm(state, view) {
   return form;
 }
 
-function dangerZone(state, view) {
+function dangerZone(state, view, live) {
   const result = h("p", { class: "note", id: "danger-note" });
   const closeButton = h("button", { type: "button", id: "close-stream", disabled: state.closed }, "Close stream…");
   view.addEventListener("stream-closed", () => { closeButton.disabled = true; });
@@ -130,11 +130,13 @@ function dangerZone(state, view) {
     );
     const answer = await ask(`Delete ${state.stream}?`, body, "Delete", { danger: true, confirmWhen: () => typed.value === state.stream });
     if (answer !== "ok" || typed.value !== state.stream) return;
+    live.stopLive(); // the tail of a deleted stream would answer 404
     try {
       await call("DELETE", state.path);
       location.hash = `#/b/${encodeURIComponent(state.bucket)}`;
     } catch (error) {
       note(result, error.message);
+      if (!state.closed) live.startLive(state.offset);
     }
   });
 
