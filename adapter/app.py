@@ -14,7 +14,7 @@ from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import ConfigError, Settings, comma_list
-from adapter.http import bootstrap, buckets, health, snapshots, streams
+from adapter.http import bootstrap, buckets, console, health, snapshots, streams
 from adapter.http.auth import GATE, auth_middleware
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.credentials import build_gate, jwks_refresher
@@ -266,6 +266,7 @@ def create_app(settings: Settings) -> web.Application:
     app[LIVE_LIMITS] = live_limits(settings)
     app[health.READINESS] = Readiness(CHECKS)
     app.add_routes(health.routes)
+    console.add_routes(app, settings.console)  # before `/{bucket}/{stream}`, which `/ui/x` fits
     app.add_routes(buckets.routes)
     streams.add_routes(app)
     snapshots.add_routes(app)

@@ -25,6 +25,7 @@ _NOT_IN_INSTANCE_ID = re.compile(r"[^a-zA-Z0-9._-]")
 ColdBackend = Literal["fs", "s3"]
 AuthMode = Literal["off", "static", "jwt"]
 EventLoop = Literal["uvloop", "asyncio"]
+ConsoleMode = Literal["off", "ro", "rw"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
 
@@ -93,6 +94,7 @@ class Settings:
     # as tables; `adapter.protocol.mounts.parse_configured` checks each at start.
     mounts: tuple[dict[str, Any], ...] = ()
     mount_index_positions_per_key: int = 4096
+    console: ConsoleMode = "rw"
     # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
@@ -208,6 +210,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "rate_limit_append_bytes": ("limits", "append_bytes_per_s"),
     "max_live_readers_per_bucket": ("limits", "live_readers_per_bucket"),
     "mount_index_positions_per_key": ("server", "mount_index_positions_per_key"),
+    "console": ("server", "console"),
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
 }
@@ -367,6 +370,7 @@ def validate(settings: Settings) -> None:
             not settings.instance_id or bool(_INSTANCE_ID.match(settings.instance_id)),
             "instance_id: 1 to 249 of [a-zA-Z0-9._-]",
         ),
+        (settings.console in ("off", "ro", "rw"), "console must be 'off', 'ro' or 'rw'"),
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
         *_auth_checks(settings),
         (settings.rate_limit_requests >= 0, "rate_limit_requests must be >= 0 (0: off)"),

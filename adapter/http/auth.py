@@ -19,7 +19,7 @@ from aiohttp.typedefs import Middleware
 from adapter.auth.policy import Need, Policy, Verdict
 from adapter.auth.principals import InvalidToken, Principal, Verifier
 from adapter.auth.scopes import Operation, needed
-from adapter.http.operations import PUBLIC_PATHS, need_of
+from adapter.http.operations import is_public, need_of
 from adapter.http.render import Handler
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
@@ -55,7 +55,7 @@ def seconds_left(request: web.Request) -> float | None:
 def auth_middleware(gate: Gate) -> Middleware:
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if gate.verifier is None or request.path in PUBLIC_PATHS:
+        if gate.verifier is None or is_public(request):
             return await handler(request)
         principal = _principal(request, gate, gate.verifier)
         need = need_of(request)

@@ -14,6 +14,8 @@ from adapter.auth.scopes import Operation
 from adapter.protocol.identifiers import split_compat_path, validate_bucket_id
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+CONSOLE = "/ui"
+CONSOLE_API = "/ui/api/"
 _BY_METHOD = {
     "GET": Operation.READ,
     "HEAD": Operation.READ,
@@ -23,10 +25,25 @@ _BY_METHOD = {
 }
 
 
+def is_public(request: web.Request) -> bool:
+    """Health checks, and the web console's own files and mode: none of them holds data (the
+    console then calls the API and `/ui/api/` with the caller's token like any client)."""
+    path = request.path
+    if path in PUBLIC_PATHS or path == CONSOLE_API + "config":
+        return True
+    return (path == CONSOLE or path.startswith(CONSOLE + "/")) and not path.startswith(CONSOLE_API)
+
+
 def need_of(request: web.Request) -> Need:
     """What the request does; a path no route serves needs only a valid token (then 404)."""
     info = request.match_info
     if info.http_exception is not None:
+        return Need(None)
+    if request.path.startswith(CONSOLE_API):  # the console's read-only API
+        if "b" in info:
+            return Need(Operation.READ, validate_bucket_id(info["b"]))
+        if request.path == CONSOLE_API + "buckets":
+            return Need(Operation.READ, "")  # every bucket's id: a read:* scope
         return Need(None)
     operation = _BY_METHOD.get(request.method, Operation.ADMIN)  # an unknown method: fail closed
     if "path" in info:

@@ -41,6 +41,15 @@ class ReadRequest:
 
 
 @dataclass(frozen=True)
+class Position:
+    """Where one of the stream's records is in its partition, and when it was written."""
+
+    offset: int
+    timestamp_ms: int
+    size: int
+
+
+@dataclass(frozen=True)
 class ReadResult:
     messages: list[bytes]
     next_offset: int  # where the next read continues
@@ -72,6 +81,28 @@ class LogReader:
             return ReadResult([], request.start, True)
         return await self.lend(lambda consumer: self._scan(consumer, request))
 
+    async def positions(self, request: ReadRequest) -> tuple[list[Position], ReadResult]:
+        """Where the stream's records from `request.start` are (bounded like a read): for a
+        console's per-message Kafka coordinates and its seek to the last N messages."""
+        found: list[Position] = []
+        if request.start >= request.stop:
+            return found, ReadResult([], request.start, True)
+        result = await self.lend(lambda consumer: self._scan(consumer, request, found))
+        return found, result
+
+    async def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
+        """The first offset of the partition written at or after `timestamp_ms`, if any."""
+
+        def look_up(consumer: Consumer) -> int | None:
+            asked = [TopicPartition(topic, partition, timestamp_ms)]
+            try:
+                [answer] = consumer.offsets_for_times(asked, timeout=self.limits.timeout_s)
+            except KafkaException as error:
+                raise LogUnavailable(f"looking up a time in {topic}: {error}") from error
+            return answer.offset if answer.offset >= 0 else None
+
+        return await self.lend(look_up)
+
     async def lend(self, work: Callable[[Consumer], T]) -> T:
         """Run `work` with a pooled consumer on a reader thread (it must unassign when done)."""
         consumer = await self._borrow()
@@ -102,16 +133,20 @@ class LogReader:
             return Consumer(self._config)
         return await self._idle.get()
 
-    def _scan(self, consumer: Consumer, request: ReadRequest) -> ReadResult:
+    def _scan(
+        self, consumer: Consumer, request: ReadRequest, positions: list[Position] | None = None
+    ) -> ReadResult:
         consumer.assign([TopicPartition(request.topic, request.partition, request.start)])
         try:
-            return self._collect(consumer, request)
+            return self._collect(consumer, request, positions)
         except KafkaException as error:
             raise LogUnavailable(f"reading {request.topic}: {error}") from error
         finally:
             consumer.unassign()
 
-    def _collect(self, consumer: Consumer, request: ReadRequest) -> ReadResult:
+    def _collect(
+        self, consumer: Consumer, request: ReadRequest, positions: list[Position] | None
+    ) -> ReadResult:
         messages: list[bytes] = []
         read_bytes = scanned = 0
         position = request.start
@@ -136,6 +171,8 @@ class LogReader:
                         return ReadResult(messages, offset, False)
                     messages.append(value)
                     read_bytes += len(value)
+                    if positions is not None:
+                        positions.append(Position(offset, message.timestamp()[1], len(value)))
                 position = offset + 1
                 if scanned >= self.limits.max_scan_bytes and position < request.stop:
                     return ReadResult(messages, position, False)

@@ -67,6 +67,7 @@ def test_bad_toml_names_the_problem(tmp_path: Path, text: str, message: str) -> 
         ("listen", "host:99999", "HOST:PORT"),
         ("topic_prefix", "bad/prefix", "topic_prefix"),
         ("cold_backend", "ftp", "cold_backend"),
+        ("console", "yes", "console must be 'off', 'ro' or 'rw'"),
         ("min_insync_replicas", "2", "min_insync_replicas"),
         ("log_level", "loud", "log_level"),
         ("event_loop", "trio", "event_loop"),
@@ -86,6 +87,14 @@ def test_the_inflight_body_limit_comes_from_every_source(tmp_path: Path) -> None
     assert load(config, env, {}).max_inflight_body_bytes == 200_000_000
     flags = {"max_inflight_body_bytes": "300000000"}
     assert load(config, env, flags).max_inflight_body_bytes == 300_000_000
+
+
+def test_the_console_mode_comes_from_every_source(tmp_path: Path) -> None:
+    assert Settings().console == "rw"
+    config = _toml(tmp_path, '[server]\nconsole = "ro"\n')
+    assert load(config, {}, {}).console == "ro"
+    assert load(config, {env_name("console"): "off"}, {}).console == "off"
+    assert load(config, {}, {"console": "rw"}).console == "rw"
 
 
 def test_names_of_sources() -> None:

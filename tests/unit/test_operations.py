@@ -11,7 +11,7 @@ from adapter.app import create_app
 from adapter.auth.policy import Need
 from adapter.auth.scopes import Operation
 from adapter.config import Settings
-from adapter.http.operations import PUBLIC_PATHS, need_of
+from adapter.http.operations import PUBLIC_PATHS, is_public, need_of
 
 R, A, D = Operation.READ, Operation.APPEND, Operation.ADMIN
 PUBLIC = None
@@ -44,6 +44,22 @@ EXPECTED: dict[tuple[str, str], tuple[Operation | None, str]] = {
     ("GET", "/{bucket}/{stream}/bootstrap"): (R, "/logs/s/bootstrap"),
 }
 
+# The web console's routes: its files and mode are public; its API reads (every bucket's ids
+# need a read:* scope); any other /ui/api/ path needs only a valid token (then 404).
+CONSOLE: dict[tuple[str, str], tuple[Need | None, str]] = {
+    (method, template): (need, path)
+    for template, need, path in [
+        ("/ui", None, "/ui"),
+        ("/ui/{name}", None, "/ui/index.html"),
+        ("/ui/api/config", None, "/ui/api/config"),
+        ("/ui/api/buckets", Need(R, ""), "/ui/api/buckets"),
+        ("/ui/api/stream/{b}/{s}", Need(R, "logs"), "/ui/api/stream/logs/s"),
+        ("/ui/api/seek/{b}/{s}", Need(R, "logs"), "/ui/api/seek/logs/s"),
+        ("/ui/api/records/{b}/{s}", Need(R, "logs"), "/ui/api/records/logs/s"),
+    ]
+    for method in ("GET", "HEAD")
+} | {("*", "/ui/api/{rest}"): (Need(None), "/ui/api/nothing")}
+
 
 @pytest.fixture(scope="module")
 def app() -> web.Application:
@@ -59,7 +75,7 @@ def served(app: web.Application) -> set[tuple[str, str]]:
 
 
 def test_every_served_route_is_in_the_table(app: web.Application) -> None:
-    assert served(app) == set(EXPECTED)
+    assert served(app) == set(EXPECTED) | set(CONSOLE)
 
 
 @pytest.mark.parametrize(("method", "template"), sorted(EXPECTED))
@@ -75,6 +91,26 @@ async def test_each_route_needs_its_operation(
         assert path in PUBLIC_PATHS
         return
     assert need_of(resolved(request, match)) == Need(operation, "logs")
+
+
+@pytest.mark.parametrize(("method", "template"), sorted(CONSOLE))
+async def test_each_console_route_needs_its_operation(
+    app: web.Application, method: str, template: str
+) -> None:
+    need, path = CONSOLE[(method, template)]
+    request = resolved(*await _matched(app, "GET" if method == "*" else method, path))
+    assert request.match_info.route.resource is not None
+    assert request.match_info.route.resource.canonical == template
+    assert is_public(request) == (need is None)
+    if need is not None:
+        assert need_of(request) == need
+
+
+async def _matched(
+    app: web.Application, method: str, path: str
+) -> tuple[web.Request, web.UrlMappingMatchInfo]:
+    request = make_mocked_request(method, path, app=app)
+    return request, await app.router.resolve(request)
 
 
 async def test_a_path_no_route_serves_needs_only_a_token(app: web.Application) -> None:

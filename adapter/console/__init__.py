@@ -1,0 +1,1 @@
+"""The web console's static files: package data, served by adapter/http/console.py."""

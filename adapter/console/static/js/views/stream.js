@@ -1,0 +1,378 @@
+// One stream: its facts, where to start, the live tail into a bounded buffer, and actions.
+
+import { call, consoleApi, getJSON, streamPath } from "../api.js";
+import { Bounded, MAX_MESSAGES } from "../buffer.js";
+import { clear, download, h, note, status } from "../dom.js";
+import { splitArray } from "../json.js";
+import { message, ndjsonLine, row, span } from "../render.js";
+import { base64Bytes, LiveReader } from "../sse.js";
+import { actions } from "./actions.js";
+
+const FLUSH_MS = 100;
+
+export function kindOf(contentType) {
+  const media = contentType.split(";")[0].trim().toLowerCase();
+  if (media === "application/json") return "json";
+  return media.startsWith("text/") ? "text" : "binary";
+}
+
+function tokenToKafka(token) {
+  const [high, low] = token.split("_");
+  return (BigInt(high) * 10n ** 16n + BigInt(low)).toString();
+}
+
+function facts(path, headers, info) {
+  const entries = [
+    ["Content type", headers.get("Content-Type")],
+    ["Tail offset", headers.get("Stream-Next-Offset")],
+    ["Status", headers.get("Stream-Closed") === "true" ? "Closed" : "Open"],
+    ["TTL (s)", headers.get("Stream-TTL")],
+    ["Expires at", headers.get("Stream-Expires-At")],
+    ["ETag", headers.get("ETag")],
+    ["Kafka", `${info.topic} partition ${info.partition}`],
+  ];
+  for (const source of info.sources) {
+    entries.push(["Forked from", `${source.forked_from} at ${source.fork_offset}`]);
+  }
+  if (info.forks.length) entries.push(["Forks", info.forks.map((f) => f.stream_id).join(", ")]);
+  return h("dl", { class: "facts" }, entries.filter(([, v]) => v).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+export async function streamView(view, bucket, stream, params, context) {
+  const path = streamPath(bucket, stream);
+  const generation = context.generation;
+  const [head, info] = await Promise.all([call("HEAD", path), getJSON(consoleApi("stream", bucket, stream))]);
+  if (generation !== context.generation) return; // navigated elsewhere meanwhile
+  const contentType = head.headers.get("Content-Type");
+  const kind = kindOf(contentType);
+  const from = params.get("from") ?? "-1";
+  const state = {
+    bucket,
+    stream,
+    path,
+    contentType,
+    kind,
+    offset: from,
+    closed: head.headers.get("Stream-Closed") === "true",
+    buffer: new Bounded(),
+    pending: [],
+    paused: false,
+    pretty: true,
+    counter: 0,
+    reader: null,
+    context,
+  };
+
+  const badge = h("span", { id: "stream-status", class: `badge ${state.closed ? "closed" : "open"}` }, state.closed ? "Closed" : "Open");
+  const newBadge = h("span", { id: "new-count", class: "badge new", hidden: true });
+  const dropNotice = h("p", { id: "dropped", class: "note warn", hidden: true });
+  const counts = h("p", { id: "counts", class: "note" });
+  const list = kind === "text" ? h("pre", { id: "messages", class: "text-view", tabindex: "0", "aria-label": "Messages" }) : h("tbody", { id: "messages" });
+  const startNote = h("p", { id: "start-note", class: "note" });
+
+  const liveButton = h("button", { type: "button", id: "live", "aria-pressed": "true", "aria-keyshortcuts": "l" }, "Live");
+  const pauseButton = h("button", { type: "button", id: "pause", "aria-pressed": "false", "aria-keyshortcuts": "p" }, "Pause");
+  const prettyButton = kind === "json" ? h("button", { type: "button", id: "pretty", "aria-pressed": "true" }, "Pretty JSON") : null;
+  const exportButton = h("button", { type: "button", id: "export", "aria-keyshortcuts": "e" }, "Export NDJSON");
+
+  function rebuild() {
+    clear(list);
+    for (const item of state.buffer.items) item.node = null;
+    state.pending = [...state.buffer.items];
+    flush();
+  }
+
+  function flush() {
+    if (state.paused) {
+      newBadge.hidden = state.pending.length === 0;
+      newBadge.textContent = `${state.pending.length} new`;
+      return;
+    }
+    newBadge.hidden = true;
+    if (state.pending.length === 0) return;
+    const fragment = document.createDocumentFragment();
+    for (const item of state.pending) {
+      if (item.dropped) continue;
+      item.node = kind === "text" ? span(item) : row(item, stream, { pretty: state.pretty });
+      fragment.append(item.node);
+    }
+    state.pending = [];
+    list.append(fragment);
+    const { items, bytes, dropped } = state.buffer;
+    counts.textContent = `${items.length} message${items.length === 1 ? "" : "s"} loaded (${bytes} bytes), up to ${state.offset}`;
+    dropNotice.hidden = dropped === 0;
+    dropNotice.textContent = `${dropped} older messages were dropped: the view holds at most ${MAX_MESSAGES} messages or 16 MiB.`;
+    status(`${items.length} messages loaded`);
+  }
+
+  function add(item) {
+    for (const old of state.buffer.push(item)) {
+      old.dropped = true;
+      old.node?.remove();
+    }
+    state.pending.push(item);
+  }
+
+  // Binary batches wait for their message boundaries: the chain keeps batches in order.
+  let binaryChain = Promise.resolve();
+
+  function onBatch({ data, base64, control, start }) {
+    const next = control.streamNextOffset;
+    if (kind === "json") {
+      for (const text of splitArray(data)) add(message("json", text, ++state.counter, next));
+    } else if (base64) {
+      const bytes = base64Bytes(data);
+      binaryChain = binaryChain
+        .then(() => messagesOf(bytes, start))
+        .catch(() => [bytes]) // boundaries unknown: the batch as one row
+        .then((parts) => parts.forEach((part) => add(message("binary", part, ++state.counter, next))));
+    } else {
+      add(message(kind, data, ++state.counter, next));
+    }
+  }
+
+  /** A binary batch cut at its messages: SSE joins them, their Kafka records tell the sizes. */
+  async function messagesOf(bytes, start) {
+    const sizes = [];
+    let total = 0;
+    let offset = start;
+    while (total < bytes.length) {
+      const query = `offset=${encodeURIComponent(offset)}&limit=1000`;
+      const { records } = await getJSON(`${consoleApi("records", bucket, stream)}?${query}`);
+      if (records.length === 0) break;
+      for (const record of records) {
+        if (total >= bytes.length) break;
+        sizes.push(record.bytes);
+        total += record.bytes;
+        offset = record.next_offset;
+      }
+    }
+    if (total !== bytes.length) return [bytes];
+    let at = 0;
+    return sizes.map((size) => bytes.subarray(at, (at += size)));
+  }
+
+  function markClosed() {
+    state.closed = true;
+    badge.textContent = "Closed";
+    badge.className = "badge closed";
+    liveButton.setAttribute("aria-pressed", "false");
+    liveButton.disabled = true;
+    view.dispatchEvent(new Event("stream-closed"));
+    status("the stream is closed");
+  }
+
+  function startLive(offset) {
+    state.reader?.stop();
+    const reader = new LiveReader(path, offset, {
+      batch: onBatch,
+      control: (control) => {
+        state.offset = control.streamNextOffset;
+      },
+      closed: markClosed,
+      error: (error) => {
+        note(startNote, error.message);
+        liveButton.setAttribute("aria-pressed", "false");
+      },
+      status,
+    });
+    state.reader = reader;
+    liveButton.setAttribute("aria-pressed", "true");
+    window.consoleLive = reader; // for tests and the curious: connections made so far
+    reader.run();
+  }
+
+  function stopLive() {
+    state.reader?.stop();
+    state.reader = null;
+    liveButton.setAttribute("aria-pressed", "false");
+  }
+
+  const toggleLive = () => (state.reader ? stopLive() : state.closed || startLive(state.offset));
+  const togglePause = () => {
+    state.paused = !state.paused;
+    pauseButton.setAttribute("aria-pressed", String(state.paused));
+    flush();
+  };
+  const exportAll = () => {
+    const lines = state.buffer.items.map((item) => `${ndjsonLine(item)}\n`);
+    download(`${stream}.ndjson`, lines, "application/x-ndjson");
+  };
+  liveButton.addEventListener("click", toggleLive);
+  pauseButton.addEventListener("click", togglePause);
+  exportButton.addEventListener("click", exportAll);
+  prettyButton?.addEventListener("click", () => {
+    state.pretty = !state.pretty;
+    prettyButton.setAttribute("aria-pressed", String(state.pretty));
+    rebuild();
+  });
+
+  const startForm = startControls(bucket, stream, from, startNote);
+  const curl = `curl -N '${location.origin}${path}?offset=${from}&live=sse'`;
+  const kafkaStart = /^\d{16}_\d{16}$/.test(from) ? tokenToKafka(from) : from === "now" ? "end" : "beginning";
+  const kcat = `kcat -C -b "$BOOTSTRAP" -t '${info.topic}' -p ${info.partition} -o ${kafkaStart} -K '\\t' -e  # records keyed '${stream}'`;
+  view.append(
+    h("h1", {}, stream, " ", badge),
+    facts(path, head.headers, info),
+    h("p", { class: "actions" }, copyButton("Copy as curl", curl), " ", copyButton("Copy as kcat", kcat)),
+    startForm,
+    h(
+      "div",
+      { class: "toolbar", role: "group", "aria-label": "Reading" },
+      liveButton,
+      pauseButton,
+      newBadge,
+      prettyButton,
+      exportButton,
+    ),
+    dropNotice,
+    counts,
+    kind === "text"
+      ? list
+      : h(
+          "table",
+          { class: "messages" },
+          h("caption", { class: "visually-hidden" }, "Messages"),
+          h("thead", {}, h("tr", {}, ["#", "Up to offset", "Bytes", "Message", ""].map((t) => h("th", { scope: "col" }, t)))),
+          list,
+        ),
+    coordinates(bucket, stream, from),
+    actions(state, view, { startLive, stopLive, add, flush, clearView: () => { state.buffer.clear(); state.pending = []; clear(list); } }),
+  );
+
+  context.shortcuts.set("l", toggleLive);
+  context.shortcuts.set("p", togglePause);
+  context.shortcuts.set("e", exportAll);
+  context.shortcuts.set("o", () => document.getElementById("start-offset").focus());
+  const timer = setInterval(flush, FLUSH_MS);
+  context.cleanup = () => {
+    clearInterval(timer);
+    state.reader?.stop();
+  };
+  if (from === "-1" && info.earliest_offset !== info.history_start) {
+    // Reads below the earliest retained offset are refused (410): begin where history is kept.
+    note(startNote, `Messages before ${info.earliest_offset} are folded into a snapshot (see Snapshot below): showing from there.`, "warn");
+    startLive(info.earliest_offset);
+  } else {
+    startLive(from);
+  }
+}
+
+function copyButton(label, text) {
+  return h(
+    "button",
+    {
+      type: "button",
+      title: text,
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          status(`copied: ${text}`);
+        } catch {
+          status(text);
+        }
+      },
+    },
+    label,
+  );
+}
+
+function startControls(bucket, stream, from, startNote) {
+  const isOffset = from !== "-1" && from !== "now";
+  const choice = h(
+    "select",
+    { id: "start-from" },
+    h("option", { value: "-1", selected: from === "-1" }, "the beginning"),
+    h("option", { value: "now", selected: from === "now" }, "now"),
+    h("option", { value: "offset", selected: isOffset }, "an offset"),
+    h("option", { value: "last" }, "the last N messages"),
+    h("option", { value: "time" }, "a time (UTC)"),
+  );
+  const offset = h("input", {
+    id: "start-offset",
+    value: isOffset ? from : "",
+    placeholder: "0000000000000000_0000000000000000",
+    autocomplete: "off",
+    spellcheck: "false",
+    "aria-describedby": "start-note",
+  });
+  const last = h("input", { id: "start-last", type: "number", min: "1", value: "100", inputmode: "numeric" });
+  const time = h("input", { id: "start-time", type: "datetime-local", step: "0.001" });
+  const form = h(
+    "form",
+    { class: "inline", id: "start" },
+    h("label", { for: "start-from" }, "Start from"),
+    choice,
+    h("label", { for: "start-offset" }, "Offset"),
+    offset,
+    h("label", { for: "start-last" }, "N"),
+    last,
+    h("label", { for: "start-time" }, "Time (UTC)"),
+    time,
+    h("button", {}, "Go"),
+    startNote,
+  );
+  offset.addEventListener("input", () => { choice.value = "offset"; });
+  last.addEventListener("input", () => { choice.value = "last"; });
+  time.addEventListener("input", () => { choice.value = "time"; });
+  async function resolve() {
+    if (choice.value === "offset") return offset.value.trim();
+    if (choice.value === "last" || choice.value === "time") {
+      const query = choice.value === "last"
+        ? `last=${encodeURIComponent(last.value)}`
+        : `time=${Date.parse(`${time.value}Z`)}`;
+      return (await getJSON(`${consoleApi("seek", bucket, stream)}?${query}`)).offset;
+    }
+    return choice.value;
+  }
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    let value;
+    try {
+      value = await resolve();
+    } catch (error) {
+      note(startNote, error.message);
+      return;
+    }
+    // The link names the resolved offset: reloading it shows exactly this view again.
+    const target = `#/s/${encodeURIComponent(bucket)}/${encodeURIComponent(stream)}?from=${encodeURIComponent(value)}`;
+    if (location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
+    else location.hash = target;
+  });
+  return form;
+}
+
+/** The Kafka coordinates of the first messages from where the view started. */
+function coordinates(bucket, stream, from) {
+  const result = h("div", { id: "coordinates" });
+  const button = h("button", { type: "button", id: "show-coordinates" }, "Kafka coordinates");
+  button.addEventListener("click", async () => {
+    try {
+      const query = `offset=${encodeURIComponent(from)}&limit=100`;
+      const listed = await getJSON(`${consoleApi("records", bucket, stream)}?${query}`);
+      const rows = listed.records.map((r) =>
+        h(
+          "tr",
+          {},
+          h("td", { class: "num offset" }, r.offset),
+          h("td", { class: "num" }, String(r.kafka_offset)),
+          h("td", {}, new Date(r.timestamp_ms).toISOString()),
+          h("td", { class: "num" }, String(r.bytes)),
+          h("td", {}, r.written_by),
+        ),
+      );
+      result.replaceChildren(
+        h(
+          "table",
+          {},
+          h("caption", {}, `${listed.topic} partition ${listed.partition}: the first ${rows.length} messages from ${from}`),
+          h("thead", {}, h("tr", {}, ["Offset", "Kafka offset", "Timestamp (UTC)", "Bytes", "Written by"].map((t) => h("th", { scope: "col" }, t)))),
+          h("tbody", {}, rows),
+        ),
+      );
+    } catch (error) {
+      result.replaceChildren(h("p", { class: "note error" }, error.message));
+    }
+  });
+  return h("details", {}, h("summary", {}, "Kafka records"), button, result);
+}

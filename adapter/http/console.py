@@ -1,0 +1,239 @@
+"""The web console at `/ui/`: its static files, and the small read-only `/ui/api/`.
+
+The files are package data (`adapter/console/static`), read once at start-up into memory:
+only regular files, never through a symlink, so a request can name nothing else. Every answer
+carries a CSP of `default-src 'self'`. The API adds only what the protocol lacks: the list of
+buckets, a stream's Kafka topic, partition and fork lineage, seeking to the last N messages or
+a moment, each message's Kafka coordinates, and the mode (`ro` hides the
+write actions; `off` answers 404).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from aiohttp import web
+
+from adapter.config import ConsoleMode
+from adapter.http.keys import BUCKETS, STREAMS
+from adapter.http.render import Handler, json_response
+from adapter.protocol.commands import StreamRef
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.identifiers import validate_bucket_id, validate_stream_id
+from adapter.protocol.offsets import encode, parse_offset
+from adapter.protocol.snapshots import check_readable
+from adapter.service.reads import resolve_start
+from adapter.service.seeking import Located, Seeker
+from adapter.state.records import StreamMeta
+
+STATIC_DIR = Path(str(files("adapter.console") / "static"))
+CSP = (
+    "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; "
+    "object-src 'none'"
+)
+MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+CONSOLE_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-cache",
+}
+MODE = web.AppKey("console_mode", str)
+SEEKER = web.AppKey("console_seeker", Seeker)
+MAX_LAST = 1_000_000
+MAX_RECORDS = 1000
+
+
+@dataclass(frozen=True)
+class StaticFile:
+    body: bytes
+    content_type: str
+
+
+def load_static(directory: Path = STATIC_DIR) -> dict[str, StaticFile]:
+    """Every regular file below `directory` by its relative path; symlinks are never opened."""
+    found: dict[str, StaticFile] = {}
+    for root, dirs, names in os.walk(directory, followlinks=False):
+        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
+        for name in names:
+            path = Path(root) / name
+            media = MEDIA_TYPES.get(path.suffix)
+            if media is not None and _regular(path):
+                found[path.relative_to(directory).as_posix()] = StaticFile(_read(path), media)
+    return found
+
+
+def _regular(path: Path) -> bool:
+    return stat.S_ISREG(os.lstat(path).st_mode)
+
+
+def _read(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def add_routes(app: web.Application, mode: ConsoleMode) -> None:
+    """The console's routes; registered before the bucket and stream routes they shadow."""
+    app[MODE] = mode
+    if mode == "off":
+        for path in ("/ui", "/ui/{rest:.*}"):
+            app.router.add_route("*", path, _off)
+        return
+    served = load_static()
+    app.router.add_get("/ui", _to_index)
+    app.router.add_get("/ui/api/config", _config)
+    app.router.add_get("/ui/api/buckets", _buckets)
+    app.router.add_get("/ui/api/stream/{b}/{s}", _stream)
+    app.router.add_get("/ui/api/seek/{b}/{s}", _seek)
+    app.router.add_get("/ui/api/records/{b}/{s}", _records)
+    app[SEEKER] = Seeker(app[STREAMS].reads.reader)
+    app.router.add_route("*", "/ui/api/{rest:.*}", _no_api)
+    app.router.add_get("/ui/{name:.*}", _static_handler(served))
+
+
+async def _off(_: web.Request) -> web.Response:
+    raise ProtocolError(ErrorCode.NOT_FOUND, "the console is off (console = off)")
+
+
+async def _to_index(_: web.Request) -> web.Response:
+    raise web.HTTPPermanentRedirect("/ui/")
+
+
+async def _no_api(request: web.Request) -> web.Response:
+    raise ProtocolError(ErrorCode.NOT_FOUND, f"no console API at {request.path}")
+
+
+def _static_handler(served: dict[str, StaticFile]) -> Handler:
+    async def static(request: web.Request) -> web.Response:
+        name = request.match_info["name"] or "index.html"
+        found = served.get(name)
+        if found is None:
+            raise ProtocolError(ErrorCode.NOT_FOUND, f"no console file {name!r}")
+        headers = CONSOLE_HEADERS | {"Content-Type": found.content_type}
+        return web.Response(body=found.body, headers=headers)
+
+    return static
+
+
+async def _config(request: web.Request) -> web.Response:
+    return _api({"mode": request.app[MODE]})
+
+
+async def _buckets(request: web.Request) -> web.Response:
+    buckets = request.app[BUCKETS]
+    listed = [
+        {"bucket_id": bucket_id, "streams": buckets.live_count(bucket_id)}
+        for bucket_id in buckets.catalog.bucket_ids()
+    ]
+    return _api({"buckets": listed})
+
+
+def _meta(request: web.Request) -> StreamMeta:
+    bucket_id = validate_bucket_id(request.match_info["b"])
+    ref = StreamRef(bucket_id, validate_stream_id(bucket_id, request.match_info["s"]))
+    return request.app[STREAMS].existing(ref)
+
+
+def _count(request: web.Request, name: str, most: int) -> int | None:
+    raw = request.query.get(name)
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
+        raise ProtocolError(ErrorCode.INVALID_QUERY, f"{name} must be an integer in 1..{most}")
+    return int(raw)
+
+
+async def _seek(request: web.Request) -> web.Response:
+    """`?last=N`: the offset N messages before the tail; `?time=MS`: the first offset written
+    at or after that moment (milliseconds since the epoch). Never below the earliest offset."""
+    meta = _meta(request)
+    topic = request.app[BUCKETS].topic(meta.bucket_id)
+    last = _count(request, "last", MAX_LAST)
+    moment = _count(request, "time", 2**53)
+    if (last is None) == (moment is None):
+        raise ProtocolError(ErrorCode.INVALID_QUERY, "give exactly one of last=N or time=MS")
+    seeker = request.app[SEEKER]
+    if last is not None:
+        offset = await seeker.last(topic, meta, last)
+    else:
+        offset = await seeker.at_time(topic, meta, moment or 0)
+    return _api({"offset": encode(max(offset, meta.earliest_offset))})
+
+
+async def _records(request: web.Request) -> web.Response:
+    """The Kafka coordinates (topic, partition, offset, timestamp) of up to `limit` messages
+    from `offset` on: one record per message."""
+    meta = _meta(request)
+    start = parse_offset(request.query.get("offset"))
+    check_readable(meta, start)
+    position = resolve_start(meta, start)
+    limit = _count(request, "limit", MAX_RECORDS) or 100
+    topic = request.app[BUCKETS].topic(meta.bucket_id)
+    found = await request.app[SEEKER].located(topic, meta, position, limit)
+    body = {
+        "topic": topic,
+        "partition": meta.partition,
+        "records": [_record(located) for located in found],
+    }
+    return _api(body)
+
+
+def _record(located: Located) -> dict[str, object]:
+    position = located.position
+    return {
+        "offset": encode(position.offset),
+        "next_offset": encode(position.offset + 1),
+        "kafka_offset": position.offset,
+        "timestamp_ms": position.timestamp_ms,
+        "bytes": position.size,
+        "written_by": located.stream_id,
+    }
+
+
+async def _stream(request: web.Request) -> web.Response:
+    """Where the stream lives in Kafka, where it was forked from (nearest source first, up
+    to the root) and its own forks."""
+    meta = _meta(request)
+    bucket_id = meta.bucket_id
+    catalog = request.app[BUCKETS].catalog
+    sources: list[dict[str, object]] = []
+    current: StreamMeta | None = meta
+    while current is not None and current.forked_from is not None:
+        sources.append(_fork_point(current))
+        current = catalog.stream(bucket_id, current.forked_from)
+    forks = [_fork_point(fork) for fork in catalog.forks_of(bucket_id, meta.stream_id)]
+    body = {
+        "stream_id": meta.stream_id,
+        "topic": request.app[BUCKETS].topic(bucket_id),
+        "partition": meta.partition,
+        "history_start": encode(meta.history_start),
+        "earliest_offset": encode(meta.earliest_offset),
+        "sources": sources,
+        "forks": forks,
+    }
+    return _api(body)
+
+
+def _fork_point(meta: StreamMeta) -> dict[str, object]:
+    """A fork: its id, its source and the offset it branched at."""
+    offset = meta.fork_offset
+    return {
+        "stream_id": meta.stream_id,
+        "forked_from": meta.forked_from,
+        "fork_offset": None if offset is None else encode(offset),
+        "soft_deleted": meta.soft_deleted,
+    }
+
+
+def _api(body: object) -> web.Response:
+    return json_response(body, headers={"Cache-Control": "no-store"})

@@ -1,0 +1,84 @@
+"""Where a console starts reading and what its rows are in Kafka: the last N messages, the
+first message at or after a moment, and the Kafka coordinates of a stream's messages.
+
+A stream's history is ranges of its partition (`StreamMeta.segments`), each keyed by the
+stream that wrote it; any offset between two of its records is a valid read position, so a
+seek answers the offset of a record, or the history's start or tail when it runs off an end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapter.log.reader import LogReader, Position, ReadRequest
+from adapter.state.records import Segment, StreamMeta
+from topology.wire import stream_key
+
+FIRST_WINDOW = 1024  # offsets scanned back from the tail first; each miss scans 4x further
+
+
+@dataclass(frozen=True)
+class Located:
+    """A message's Kafka record: where it is, when it was written, how big it is."""
+
+    stream_id: str  # the stream that wrote it: a fork's inherited records are its source's
+    position: Position
+
+
+class Seeker:
+    def __init__(self, reader: LogReader) -> None:
+        self.reader = reader
+
+    async def last(self, topic: str, meta: StreamMeta, count: int) -> int:
+        """The offset `count` messages before the tail (the history's start if it holds fewer)."""
+        wanted = count
+        for segment in reversed(meta.segments()):
+            stop, window = segment.end, max(FIRST_WINDOW, 2 * count)
+            while stop > segment.start and wanted > 0:
+                start = max(segment.start, stop - window)
+                found = await self._positions(topic, meta.partition, segment, start, stop)
+                if len(found) >= wanted:
+                    return found[len(found) - wanted].offset
+                wanted -= len(found)
+                stop, window = start, window * 4
+        return meta.history_start
+
+    async def at_time(self, topic: str, meta: StreamMeta, timestamp_ms: int) -> int:
+        """The first position written at or after `timestamp_ms` (the tail if none is)."""
+        found = await self.reader.offset_for_time(topic, meta.partition, timestamp_ms)
+        if found is None:
+            return meta.next_offset
+        return min(max(found, meta.history_start), meta.next_offset)
+
+    async def located(self, topic: str, meta: StreamMeta, start: int, limit: int) -> list[Located]:
+        """The records of up to `limit` messages from `start` on, in order."""
+        out: list[Located] = []
+        for segment in meta.segments():
+            if segment.end <= start:
+                continue
+            begin = max(start, segment.start)
+            found = await self._positions(topic, meta.partition, segment, begin, segment.end, limit)
+            out += [Located(segment.stream_id, position) for position in found[: limit - len(out)]]
+            if len(out) >= limit:
+                break
+        return out
+
+    async def _positions(
+        self,
+        topic: str,
+        partition: int,
+        segment: Segment,
+        start: int,
+        stop: int,
+        limit: int | None = None,
+    ) -> list[Position]:
+        """Every record of the segment's stream in [start, stop), or the first `limit`."""
+        key = stream_key(segment.stream_id)
+        found: list[Position] = []
+        while start < stop and (limit is None or len(found) < limit):
+            batch, result = await self.reader.positions(
+                ReadRequest(topic, partition, key, start, stop)
+            )
+            found += batch
+            start = result.next_offset
+        return found

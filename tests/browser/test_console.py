@@ -1,0 +1,739 @@
+"""The web console at `/ui/` in a real browser, against a real adapter process and broker.
+
+Headless Debian Chromium driven by Playwright (never a downloaded browser). The adapter runs
+with an SSE connection lifetime of 2 s, so every live test also crosses reconnects. Numbered
+comments refer to the checks of issue 20. Screenshots of each view go to `artifacts/console/`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from playwright.async_api import (
+    BrowserContext,
+    ConsoleMessage,
+    Page,
+    Request,
+    Response,
+    async_playwright,
+)
+
+from devstack.browser import CHROMIUM_ARGS, chromium_path
+from tests.adapter_process import running_adapter
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+WAIT_MS = 30_000
+SSE_LIFETIME_MS = 2_000
+SIZE_BUDGET = 64 * 1024
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
+
+
+@pytest.fixture(scope="module")
+def adapter_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    home = tmp_path_factory.mktemp("console-adapter")
+    env = {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"ui{uuid.uuid4().hex[:10]}.",
+        "DURABLE_KAFKA_COLD_DIR": str(home / "cold"),
+        "DURABLE_KAFKA_SSE_MAX_DURATION_MS": str(SSE_LIFETIME_MS),
+        "DURABLE_KAFKA_CONSOLE": "rw",
+    }
+    with running_adapter(env, home / "adapter.log") as base_url:
+        yield base_url
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BrowserContext]:
+    profile = tmp_path_factory.mktemp("console-chromium")
+    async with async_playwright() as playwright:
+        context = await playwright.chromium.launch_persistent_context(
+            profile,
+            executable_path=chromium_path(),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            accept_downloads=True,
+            viewport={"width": 1280, "height": 900},
+        )
+        try:
+            yield context
+        finally:
+            await context.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def bucket(http: aiohttp.ClientSession, adapter_url: str) -> str:
+    bucket_id = f"ui-{uuid.uuid4().hex[:8]}"
+    async with http.put(f"{adapter_url}/{bucket_id}") as response:
+        assert response.status == 201, await response.text()
+    return bucket_id
+
+
+class Watched:
+    """A page, with every console error, page error and request it made."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.errors: list[str] = []
+        self.expected: list[str] = []
+        self.failed: list[str] = []  # 4xx and 5xx answers, to explain a console error
+        self.requests: list[Request] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.errors.append(f"pageerror: {error}"))
+        page.on("request", self._request)
+        page.on("response", self._response)
+
+    def _request(self, request: Request) -> None:
+        self.requests.append(request)
+
+    def _response(self, response: Response) -> None:
+        if response.status >= 400:
+            self.failed.append(f"{response.status} {response.request.method} {response.url}")
+
+    def expect_error(self, part: str) -> None:
+        """A console error containing `part` is what the test provokes (Chromium logs every
+        4xx a fetch gets), not a failure."""
+        self.expected.append(part)
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type in ("error", "warning") and not any(
+            part in message.text for part in self.expected
+        ):
+            self.errors.append(f"{message.type}: {message.text}")
+
+    async def wait_for(self, function: str, arg: Any = None) -> None:
+        """Poll a JS function (never a bare expression: the page's CSP forbids eval)."""
+        await self.page.wait_for_function(function, arg=arg, timeout=WAIT_MS)
+
+    async def shot(self, name: str, full_page: bool = True) -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        await self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def watched(browser: BrowserContext) -> AsyncIterator[Watched]:
+    page = await browser.new_page()
+    watched = Watched(page)
+    yield watched
+    await page.close()
+    assert watched.errors == [], watched.failed
+
+
+async def create_stream(
+    http: aiohttp.ClientSession, url: str, content_type: str = "application/json"
+) -> None:
+    async with http.put(url, headers={"Content-Type": content_type}) as response:
+        assert response.status == 201, await response.text()
+
+
+async def append(
+    http: aiohttp.ClientSession, url: str, body: bytes, content_type: str = "application/json"
+) -> None:
+    async with http.post(url, data=body, headers={"Content-Type": content_type}) as response:
+        assert response.status in (200, 204), await response.text()
+
+
+async def tail_offset(http: aiohttp.ClientSession, url: str) -> str:
+    async with http.head(url) as response:
+        assert response.status == 200
+        return response.headers["Stream-Next-Offset"]
+
+
+async def open_stream(watched: Watched, adapter_url: str, bucket: str, stream: str) -> None:
+    """The stream's view, live and caught up with the tail."""
+    await watched.page.goto(f"{adapter_url}/ui/#/s/{bucket}/{stream}")
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+
+
+async def json_rows(page: Page) -> list[Any]:
+    texts = await page.locator("#messages pre.msg").all_text_contents()
+    return [json.loads(text) for text in texts]
+
+
+async def wait_rows(watched: Watched, count: int) -> None:
+    await watched.wait_for(
+        "(n) => document.querySelectorAll('#messages tr').length === n"
+        " && !document.querySelector('#new-count:not([hidden])')",
+        count,
+    )
+
+
+async def test_loads_same_origin_within_budget_and_csp(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """1. `/ui/` loads with no request elsewhere, no console error or CSP report, in budget."""
+    page = watched.page
+    response = await page.goto(f"{adapter_url}/ui/")
+    assert response is not None
+    assert response.status == 200
+    assert response.headers["content-security-policy"].startswith("default-src 'self'")
+    await page.get_by_role("link", name=bucket).wait_for()  # every module and the API answered
+    assert {r.url.split("/")[2] for r in watched.requests} == {adapter_url.split("/")[2]}
+    static = [r for r in watched.requests if "/ui/api/" not in r.url]
+    sizes = []
+    for request in static:
+        sent = await request.response()
+        assert sent is not None, request.url
+        assert sent.status == 200, request.url
+        sizes.append(len(await sent.body()))
+    total = sum(sizes)
+    print(f"console static files: {len(static)} requests, {total} bytes")
+    assert total <= SIZE_BUDGET
+    await watched.shot("1-buckets")
+
+
+async def test_burst_of_1000_in_order_once(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """4. A burst of 1,000 appends shows 1..1000 exactly once, in order."""
+    stream = f"burst-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    for n in range(1, 1001):
+        await append(http, url, json.dumps({"n": n}).encode())
+    await wait_rows(watched, 1000)
+    assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, 1001))
+    await watched.shot("4-stream-json", full_page=False)
+
+
+async def test_reconnects_leave_no_gap_or_duplicate(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """5. With SSE connections ending every 2 s, ten reconnects: no gap, no duplicate."""
+    stream = f"resume-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    first = await watched.page.evaluate("window.consoleLive.connections")
+    n = 0
+    while await watched.page.evaluate("window.consoleLive.connections") < first + 10:
+        n += 1
+        await append(http, url, json.dumps({"n": n}).encode())
+        await asyncio.sleep(0.1)
+    await wait_rows(watched, n)
+    assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, n + 1))
+
+
+async def test_closed_elsewhere_stops_and_disables_append(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """6. Closed by another client: "Closed" badge, append disabled, no further requests."""
+    stream = f"closing-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await append(http, url, b'{"before":"close"}')
+    await open_stream(watched, adapter_url, bucket, stream)
+    async with http.post(url, headers={"Stream-Closed": "true"}) as response:
+        assert response.status in (200, 204)
+    await watched.wait_for(
+        "() => document.getElementById('stream-status').textContent === 'Closed'"
+    )
+    assert await watched.page.locator("#append-send").is_disabled()
+    assert await watched.page.locator("#live").is_disabled()
+    seen = len(watched.requests)
+    await asyncio.sleep(SSE_LIFETIME_MS / 1000 * 2)  # past when a live reader would reconnect
+    assert watched.requests[seen:] == []
+    await watched.shot("6-stream-closed")
+
+
+async def test_json_array_keeps_big_numbers_and_refuses_malformed(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """8. A JSON array appends two rows, the big number exact; malformed JSON changes nothing."""
+    stream = f"append-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    page = watched.page
+    await page.get_by_label("A JSON array of messages").check()
+    await page.locator("#append-text").fill('[{"n":12345678901234567890},{"a":1}]')
+    await page.locator("#append-text").press("Control+Enter")
+    await wait_rows(watched, 2)
+    texts = await page.locator("#messages pre.msg").all_text_contents()
+    assert "12345678901234567890" in texts[0]
+    assert '"a": 1' in texts[1]
+    async with http.get(url) as response:
+        assert await response.text() == '[{"n":12345678901234567890},{"a":1}]'
+    before = await tail_offset(http, url)
+
+    await page.locator("#append-text").fill('[{"n":1},')
+    await page.locator("#append-send").click()
+    await watched.wait_for(
+        "() => document.getElementById('append-note').textContent.includes('JSON')"
+    )
+    assert "invalid JSON" in (await page.locator("#append-note").text_content() or "")
+    assert await tail_offset(http, url) == before
+    assert len(await json_rows(page)) == 2
+    await watched.shot("8-append")
+
+
+async def test_binary_hex_and_download(
+    watched: Watched,
+    adapter_url: str,
+    bucket: str,
+    http: aiohttp.ClientSession,
+    tmp_path: Path,
+) -> None:
+    """9. Bytes 0x00-0xFF show in hex and ASCII, and the download has the same SHA-256."""
+    stream = f"bytes-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    payload = bytes(range(256))
+    await create_stream(http, url, "application/octet-stream")
+    await append(http, url, b"\x00\x01", "application/octet-stream")
+    await append(http, url, payload, "application/octet-stream")
+    await open_stream(watched, adapter_url, bucket, stream)
+    await wait_rows(watched, 2)  # one read, two messages: a row each
+    dumps = await watched.page.locator("#messages pre.binary").all_text_contents()
+    assert dumps == [hexdump(b"\x00\x01"), hexdump(payload)]
+    await append(http, url, b"\xff", "application/octet-stream")  # and live
+    await wait_rows(watched, 3)
+    assert await watched.page.locator("#messages pre.binary").nth(2).text_content() == hexdump(
+        b"\xff"
+    )
+    async with watched.page.expect_download() as info:
+        await watched.page.get_by_role("button", name="Download (256 bytes)").click()
+    saved = tmp_path / "download.bin"
+    await (await info.value).save_as(saved)
+    assert hashlib.sha256(saved.read_bytes()).hexdigest() == hashlib.sha256(payload).hexdigest()
+    await watched.shot("9-stream-binary")
+
+
+def hexdump(data: bytes) -> str:
+    lines = []
+    for at in range(0, len(data), 16):
+        row = data[at : at + 16]
+        hexes = " ".join(f"{b:02x}" for b in row)
+        ascii_ = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in row)
+        lines.append(f"{at:08x}  {hexes:<47}  |{ascii_}|")
+    return "\n".join(lines)
+
+
+async def test_markup_is_text_and_runs_nothing(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """10. An `<img onerror>` payload renders as text and runs nothing."""
+    payload = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    for content_type in ("text/plain", "application/json"):
+        stream = f"xss-{uuid.uuid4().hex[:6]}"
+        url = f"{adapter_url}/{bucket}/{stream}"
+        await create_stream(http, url, content_type)
+        body = json.dumps(payload) if content_type == "application/json" else payload
+        await append(http, url, body.encode(), content_type)
+        await open_stream(watched, adapter_url, bucket, stream)
+        await watched.wait_for(
+            "() => document.getElementById('messages').textContent.includes('onerror')"
+        )
+        shown = await watched.page.locator("#messages").text_content() or ""
+        assert body in shown
+        assert await watched.page.locator("#messages img, #messages script").count() == 0
+        await asyncio.sleep(0.5)
+        assert await watched.page.evaluate("window.pwned") is None
+    await watched.shot("10-stream-text")
+
+
+async def test_append_latency_is_reported(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """3. An append from a Python client appears in the view: p50/p95 over 50, reported only."""
+    stream = f"latency-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    seconds = []
+    for n in range(1, 51):
+        started = time.perf_counter()
+        await append(http, url, json.dumps({"n": n}).encode())
+        await wait_rows(watched, n)
+        seconds.append(time.perf_counter() - started)
+    cuts = statistics.quantiles(seconds, n=20)
+    print(f"append to row shown: p50 {cuts[9] * 1000:.0f} ms, p95 {cuts[18] * 1000:.0f} ms")
+    assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, 51))
+
+
+async def test_deep_link_offset_survives_reload_and_bad_offset_is_shown(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """7. A deep link with an offset reproduces the view after reload; a bad one shows the 400."""
+    stream = f"deep-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    for n in range(1, 3):
+        await append(http, url, json.dumps({"n": n}).encode())
+    after_two = await tail_offset(http, url)
+    for n in range(3, 6):
+        await append(http, url, json.dumps({"n": n}).encode())
+    page = watched.page
+    await page.goto(f"{adapter_url}/ui/#/s/{bucket}/{stream}?from={after_two}")
+    await wait_rows(watched, 3)
+    assert [row["n"] for row in await json_rows(page)] == [3, 4, 5]
+    assert await page.locator("#start-offset").input_value() == after_two
+    await page.reload()
+    await wait_rows(watched, 3)
+    assert [row["n"] for row in await json_rows(page)] == [3, 4, 5]
+    await watched.shot("7-stream-from-offset")
+
+    watched.expect_error("status of 400")
+    await page.locator("#start-offset").fill("not-an-offset")
+    await page.locator("#start-offset").press("Enter")
+    await watched.wait_for("() => document.getElementById('start-note').textContent !== ''")
+    shown = await page.locator("#start-note").text_content() or ""
+    assert shown.startswith("400 invalid_offset")
+    assert await page.locator("#messages tr").count() == 0
+
+
+async def test_prefix_paging_next_prev_back_are_exact(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """2. 250 streams under a prefix: Next, Prev and Back give exact pages, the whole set."""
+    prefix = f"pg{uuid.uuid4().hex[:4]}-"
+    ids = sorted(f"{prefix}{i:03d}" for i in range(250))
+    others = [f"{prefix[:-1]}x{i}" for i in range(3)]  # share a shorter prefix only
+    for start in range(0, len(ids), 25):
+        await asyncio.gather(
+            *(create_stream(http, f"{adapter_url}/{bucket}/{s}") for s in ids[start : start + 25])
+        )
+    await asyncio.gather(*(create_stream(http, f"{adapter_url}/{bucket}/{s}") for s in others))
+    pages = [ids[i : i + 40] for i in range(0, 250, 40)]
+    page = watched.page
+
+    async def shows(expected: list[str]) -> None:
+        await watched.wait_for(
+            "(ids) => { const got = [...document.querySelectorAll('#streams tbody th')]"
+            ".map((th) => th.textContent); return JSON.stringify(got) === JSON.stringify(ids); }",
+            expected,
+        )
+
+    await page.goto(f"{adapter_url}/ui/#/b/{bucket}?prefix={prefix}&limit=40")
+    await shows(pages[0])
+    await watched.shot("2-streams")
+    seen: list[str] = list(pages[0])
+    for expected in pages[1:]:
+        await page.get_by_role("link", name="Next").click()
+        await shows(expected)
+        seen += expected
+    assert await page.get_by_role("button", name="Next").is_disabled()
+    assert seen == ids
+    for expected in reversed(pages[:-1]):
+        await page.get_by_role("link", name="Prev").click()
+        await shows(expected)
+    assert await page.get_by_role("button", name="Prev").is_disabled()
+    for expected in pages[1:]:  # history: p1..p7, p6..p1; Back from p1 walks up again
+        await page.go_back()
+        await shows(expected)
+
+
+async def test_delete_needs_typed_id_and_fork_shows_source_then_own(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """11. Delete needs the typed id (cancel keeps it); a fork shows the source to its offset,
+    then its own appends."""
+    page = watched.page
+    doomed = f"doomed-{uuid.uuid4().hex[:6]}"
+    doomed_url = f"{adapter_url}/{bucket}/{doomed}"
+    await create_stream(http, doomed_url)
+    await open_stream(watched, adapter_url, bucket, doomed)
+    await page.locator("#delete-stream").click()
+    confirm = page.get_by_role("dialog").get_by_role("button", name="Delete")
+    assert await confirm.is_disabled()
+    await page.locator("#confirm-id").fill(doomed[:-1])
+    assert await confirm.is_disabled()
+    await watched.shot("11-delete-dialog")
+    await page.get_by_role("dialog").get_by_role("button", name="Cancel").click()
+    async with http.head(doomed_url) as kept:
+        assert kept.status == 200
+    await page.locator("#delete-stream").click()
+    await page.locator("#confirm-id").fill(doomed)
+    await confirm.click()
+    await page.wait_for_url(f"**/ui/#/b/{bucket}")
+    async with http.head(doomed_url) as gone:
+        assert gone.status == 404
+
+    source = f"source-{uuid.uuid4().hex[:6]}"
+    source_url = f"{adapter_url}/{bucket}/{source}"
+    await create_stream(http, source_url)
+    for n in (1, 2):
+        await append(http, source_url, json.dumps({"n": n}).encode())
+    cut = await tail_offset(http, source_url)
+    await append(http, source_url, b'{"n":3}')
+    await open_stream(watched, adapter_url, bucket, source)
+    await page.locator("#fork-stream").click()
+    fork = f"{source}-fork"
+    assert await page.locator("#fork-id").input_value() == fork
+    await page.locator("#fork-offset").fill(cut)
+    await page.get_by_role("dialog").get_by_role("button", name="Fork").click()
+    await page.wait_for_url(f"**/ui/#/s/{bucket}/{fork}")
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+    await wait_rows(watched, 2)
+    await append(http, f"{adapter_url}/{bucket}/{fork}", b'{"n":"own"}')
+    await wait_rows(watched, 3)
+    assert [row["n"] for row in await json_rows(page)] == [1, 2, "own"]
+    assert f"{source} at {cut}" in (await page.locator(".facts").text_content() or "")
+    await watched.shot("11-fork")
+
+
+async def test_keyboard_only_walk(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """12. Keyboard only: bucket, stream, live off and on, append, jump to an offset."""
+    stream = f"keys-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await append(http, url, b'{"n":1}')
+    page = watched.page
+    await page.goto(f"{adapter_url}/ui/")
+    await page.get_by_role("link", name=bucket).wait_for()
+
+    async def tab_to(name: str) -> None:
+        for _ in range(400):
+            await page.keyboard.press("Tab")
+            if await page.evaluate("() => document.activeElement.textContent") == name:
+                return
+        raise AssertionError(f"Tab never reached {name!r}")
+
+    await tab_to(bucket)
+    await page.keyboard.press("Enter")
+    await page.get_by_role("link", name=stream).wait_for()
+    await tab_to(stream)
+    await page.keyboard.press("Enter")
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+    await wait_rows(watched, 1)
+    live = page.locator("#live")
+    await page.keyboard.press("l")
+    assert await live.get_attribute("aria-pressed") == "false"
+    await page.keyboard.press("l")
+    assert await live.get_attribute("aria-pressed") == "true"
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+    await page.keyboard.press("a")
+    await page.keyboard.type('{"n":2}')
+    await page.keyboard.press("Control+Enter")
+    await wait_rows(watched, 2)
+    at_two = await tail_offset(http, url)
+    for _ in range(10):  # out of the text box: shortcuts never fire inside inputs
+        await page.keyboard.press("Tab")
+        if await page.evaluate("() => document.activeElement.tagName") == "BUTTON":
+            break
+    await page.keyboard.press("o")
+    await page.keyboard.type(at_two)
+    await page.keyboard.press("Enter")
+    await page.wait_for_url(f"**?from={at_two}")
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+    await page.keyboard.press("Shift+Tab")  # the shortcuts stay out of inputs: this typed no "l"
+    assert await page.locator("#messages tr").count() == 0
+    await watched.shot("12-keyboard")
+
+
+async def test_seek_last_n_and_time_and_kafka_coordinates(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """Start from the last N messages or from a time; show each message's Kafka record."""
+    stream = f"seek-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    for n in range(1, 6):
+        await append(http, url, json.dumps({"n": n}).encode())
+    await asyncio.sleep(0.05)  # Kafka timestamps are milliseconds: make the moment distinct
+    moment = datetime.now(UTC)
+    await asyncio.sleep(0.05)
+    for n in range(6, 9):
+        await append(http, url, json.dumps({"n": n}).encode())
+    await open_stream(watched, adapter_url, bucket, stream)
+    page = watched.page
+    await page.locator("#start-from").select_option("last")
+    await page.locator("#start-last").fill("2")
+    await page.locator("#start-last").press("Enter")
+    await page.wait_for_url("**?from=*")
+    await wait_rows(watched, 2)
+    assert [row["n"] for row in await json_rows(page)] == [7, 8]
+
+    await page.locator("#start-from").select_option("time")
+    await page.locator("#start-time").fill(moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3])
+    await page.get_by_role("button", name="Go").click()
+    await wait_rows(watched, 3)
+    assert [row["n"] for row in await json_rows(page)] == [6, 7, 8]
+
+    await page.locator("summary").click()
+    await page.locator("#show-coordinates").click()
+    await watched.wait_for("() => document.querySelectorAll('#coordinates tbody tr').length === 3")
+    cells = await page.locator("#coordinates tbody tr td:nth-child(5)").all_text_contents()
+    assert cells == [stream] * 3
+    await watched.shot("stream-seek-coordinates")
+
+
+async def test_pause_bounded_buffer_large_message_and_export(
+    watched: Watched,
+    adapter_url: str,
+    bucket: str,
+    http: aiohttp.ClientSession,
+    tmp_path: Path,
+) -> None:
+    """Pause counts "N new"; the view keeps 5,000 messages with a notice; a message over
+    64 KiB is a preview with a download; the export is what is loaded, as NDJSON."""
+    stream = f"bounded-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    await open_stream(watched, adapter_url, bucket, stream)
+    page = watched.page
+    await page.locator("#pause").click()
+    await append(http, url, b'[{"n":1},{"n":2},{"n":3}]')
+    await watched.wait_for("() => document.getElementById('new-count').textContent === '3 new'")
+    assert await page.locator("#messages tr").count() == 0
+    await page.locator("#pause").click()
+    await wait_rows(watched, 3)
+
+    for start in range(4, 5404, 600):  # 5,400 messages in 9 appends of 600
+        batch = ",".join(f'{{"n":{n}}}' for n in range(start, start + 600))
+        await append(http, url, f"[{batch}]".encode())
+    await wait_rows(watched, 5000)
+    first = (await json_rows(page))[0]
+    assert first == {"n": 404}  # 5,403 arrived: the oldest 403 were dropped
+    notice = await page.locator("#dropped").text_content() or ""
+    assert notice.startswith("403 older messages were dropped")
+
+    big = {"text": "x" * (100 * 1024)}
+    await append(http, url, json.dumps(big).encode())
+    await watched.wait_for(
+        "() => document.querySelector('#messages tr:last-child .note')?.textContent"
+        " === 'Preview of 102412 bytes'"
+    )
+    async with page.expect_download() as info:
+        await page.get_by_role("button", name="Download (102412 bytes)").click()
+    saved = tmp_path / "big.json"
+    await (await info.value).save_as(saved)
+    assert json.loads(saved.read_bytes()) == big
+
+    async with page.expect_download() as info:
+        await page.locator("#export").click()
+    exported = tmp_path / "export.ndjson"
+    await (await info.value).save_as(exported)
+    lines = exported.read_text().splitlines()
+    assert len(lines) == 5000
+    assert [json.loads(line) for line in lines[:2]] == [{"n": 405}, {"n": 406}]
+    assert json.loads(lines[-1]) == big
+    await watched.shot("stream-bounded", full_page=False)  # 5,000 rows: too tall to render
+
+
+async def test_snapshot_download_and_bootstrap_then_live(
+    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
+) -> None:
+    """The latest snapshot: shown with its offset, then "bootstrap, then go live" from it."""
+    stream = f"snap-{uuid.uuid4().hex[:6]}"
+    url = f"{adapter_url}/{bucket}/{stream}"
+    await create_stream(http, url)
+    for n in (1, 2):
+        await append(http, url, json.dumps({"n": n}).encode())
+    cut = await tail_offset(http, url)
+    headers = {"Content-Type": "application/json"}
+    async with http.put(f"{url}/snapshot/{cut}", data=b'{"sum":3}', headers=headers) as put:
+        assert put.status == 204, await put.text()
+    await append(http, url, b'{"n":3}')
+    await open_stream(watched, adapter_url, bucket, stream)
+    page = watched.page
+    await wait_rows(watched, 1)
+    assert await json_rows(page) == [{"n": 3}]
+    assert "folded into a snapshot" in (await page.locator("#start-note").text_content() or "")
+    await page.locator("#snapshot").click()
+    await page.locator("#bootstrap").wait_for()
+    assert f"Snapshot at {cut}: 9 bytes" in (
+        await page.locator("#snapshot-note").text_content() or ""
+    )
+    await page.locator("#bootstrap").click()
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+    await wait_rows(watched, 2)
+    assert await json_rows(page) == [{"sum": 3}, {"n": 3}]
+    await append(http, url, b'{"n":4}')
+    await wait_rows(watched, 3)
+    assert (await json_rows(page))[-1] == {"n": 4}
+    await watched.shot("stream-snapshot")
+
+
+async def test_read_only_console_hides_every_write(
+    browser: BrowserContext,
+    kafka_bootstrap: str,
+    tmp_path: Path,
+    http: aiohttp.ClientSession,
+) -> None:
+    """`console = ro`: no create, delete, append, close or fork anywhere."""
+    env = {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"ro{uuid.uuid4().hex[:10]}.",
+        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+        "DURABLE_KAFKA_CONSOLE": "ro",
+    }
+    with running_adapter(env, tmp_path / "adapter.log") as base:
+        bucket = f"ro-{uuid.uuid4().hex[:8]}"
+        async with http.put(f"{base}/{bucket}") as response:
+            assert response.status == 201
+        await create_stream(http, f"{base}/{bucket}/watched")
+        watched = Watched(await browser.new_page())
+        page = watched.page
+        await page.goto(f"{base}/ui/")
+        await page.get_by_role("link", name=bucket).wait_for()
+        assert await page.locator("#mode").text_content() == "read-only"
+        assert await page.locator("form, button.danger").count() == 0
+        await page.get_by_role("link", name=bucket).click()
+        await page.get_by_role("link", name="watched").wait_for()
+        assert await page.get_by_text("Create a stream").count() == 0
+        await page.get_by_role("link", name="watched").click()
+        await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+        for write in ("#append", "#close-stream", "#delete-stream", "#fork-stream"):
+            assert await page.locator(write).count() == 0, write
+        assert await page.locator("#snapshot").count() == 1  # reading stays
+        await watched.shot("stream-read-only")
+        await page.close()
+        assert watched.errors == [], watched.failed
+
+
+async def test_create_bucket_and_stream_and_refused_bucket_delete(
+    watched: Watched, adapter_url: str, http: aiohttp.ClientSession
+) -> None:
+    """Buckets: the id checked as typed, created; a stream created with its content type and
+    TTL; deleting the bucket while it holds a stream shows the 409 beside it."""
+    page = watched.page
+    await page.goto(f"{adapter_url}/ui/")
+    field = page.get_by_label("Bucket id")
+    await field.fill("Bad Id")
+    hint = page.locator("#new-bucket-note")
+    assert await hint.text_content() == "Use 4 to 64 of a-z, 0-9, _ and -"
+    assert "error" in (await hint.get_attribute("class") or "")
+    bucket = f"made-{uuid.uuid4().hex[:8]}"
+    await field.fill(bucket)
+    await page.get_by_role("button", name="Create").click()
+    await page.wait_for_url(f"**/ui/#/b/{bucket}")
+
+    await page.get_by_label("Stream id", exact=True).fill("notes")
+    await page.get_by_label("Content type").fill("text/plain")
+    await page.get_by_label("TTL (seconds, optional)").fill("3600")
+    await page.get_by_role("button", name="Create").click()
+    await page.wait_for_url(f"**/ui/#/s/{bucket}/notes")
+    async with http.head(f"{adapter_url}/{bucket}/notes") as head:
+        assert head.headers["Content-Type"].startswith("text/plain")
+        assert head.headers["Stream-TTL"] == "3600"
+
+    watched.expect_error("status of 409")
+    await page.goto(f"{adapter_url}/ui/#/")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=bucket))
+    await row.get_by_role("button", name="Delete").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    await row.get_by_text("Not empty").wait_for()
+    async with http.get(f"{adapter_url}/{bucket}") as kept:
+        assert kept.status == 200
+    await watched.shot("buckets-delete-refused")

@@ -1,0 +1,152 @@
+"""The console's routes on a real broker: the modes, its API, and its security headers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from yarl import URL
+
+from adapter.app import create_app
+from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+
+
+async def _client(factory: ClientFactory, make_settings: SettingsFactory, mode: str) -> Client:
+    client = await factory(create_app(make_settings(console=mode)))
+    await wait_ready(client)
+    return client
+
+
+async def test_off_answers_404_everywhere_under_ui(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory
+) -> None:
+    client = await _client(aiohttp_client, make_settings, "off")
+    for path in ("/ui", "/ui/", "/ui/js/app.js", "/ui/api/buckets"):
+        response = await client.get(path)
+        assert response.status == 404, path
+        assert (await response.json())["error"]["code"] == "not_found"
+
+
+async def test_read_only_mode_is_announced_and_files_carry_csp(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory
+) -> None:
+    client = await _client(aiohttp_client, make_settings, "ro")
+    assert await (await client.get("/ui/api/config")).json() == {"mode": "ro"}
+    index = await client.get("/ui/")
+    assert index.status == 200
+    assert index.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert index.headers["Content-Security-Policy"].startswith("default-src 'self';")
+    assert index.headers["X-Content-Type-Options"] == "nosniff"
+    redirect = await client.get("/ui", allow_redirects=False)
+    assert (redirect.status, redirect.headers["Location"]) == (308, "/ui/")
+    for path in ("/ui/nothing.js", "/ui/js/%2e%2e/%2e%2e/app.py", "/ui/js/..%2fapp.js"):
+        missing = await client.get(URL(path, encoded=True))
+        assert missing.status == 404, path
+    unknown = await client.get("/ui/api/streams")
+    assert (await unknown.json())["error"]["code"] == "not_found"
+
+
+async def test_api_lists_buckets_and_fork_lineage(client: Client, unique: str) -> None:
+    bucket = f"con-{unique}"
+    assert (await client.put(f"/{bucket}")).status == 201
+    text = {"Content-Type": "text/plain"}
+    assert (await client.put(f"/{bucket}/source", headers=text)).status == 201
+    written = await client.post(f"/{bucket}/source", data=b"one", headers=text)
+    cut = written.headers["Stream-Next-Offset"]
+    fork = {**text, "Stream-Forked-From": f"/{bucket}/source", "Stream-Fork-Offset": cut}
+    made = await client.put(f"/{bucket}/child", headers=fork)
+    assert made.status == 201, await made.text()
+    assert (
+        await client.put(
+            f"/{bucket}/grandchild", headers={**text, "Stream-Forked-From": f"/{bucket}/child"}
+        )
+    ).status == 201
+
+    listed = await (await client.get("/ui/api/buckets")).json()
+    assert {"bucket_id": bucket, "streams": 3} in listed["buckets"]
+
+    lineage = await (await client.get(f"/ui/api/stream/{bucket}/grandchild")).json()
+    assert [s["stream_id"] for s in lineage["sources"]] == ["grandchild", "child"]
+    assert [s["forked_from"] for s in lineage["sources"]] == ["child", "source"]
+    assert lineage["sources"][1]["fork_offset"] == cut
+    assert lineage["forks"] == []
+    assert lineage["topic"].endswith(bucket)
+    source = await (await client.get(f"/ui/api/stream/{bucket}/source")).json()
+    assert [f["stream_id"] for f in source["forks"]] == ["child"]
+    assert source["sources"] == []
+
+    missing = await client.get(f"/ui/api/stream/{bucket}/nope")
+    assert missing.status == 404
+    bad = await client.get("/ui/api/stream/UP/x")
+    assert (await bad.json())["error"]["code"] == "invalid_bucket_id"
+
+
+async def _messages(client: Client, path: str, offset: str) -> list[object]:
+    response = await client.get(path, params={"offset": offset})
+    assert response.status == 200, await response.text()
+    body: list[object] = await response.json()
+    return body
+
+
+async def test_seek_to_last_messages_and_to_a_moment(client: Client, unique: str) -> None:
+    bucket = f"seek-{unique}"
+    assert (await client.put(f"/{bucket}")).status == 201
+    json_type = {"Content-Type": "application/json"}
+    path = f"/{bucket}/numbers"
+    assert (await client.put(path, headers=json_type)).status == 201
+    for n in range(1, 6):
+        assert (await client.post(path, data=f'{{"n":{n}}}', headers=json_type)).status == 204
+    await asyncio.sleep(0.05)  # Kafka timestamps are milliseconds: make the moment distinct
+    moment = int(time.time() * 1000)
+    await asyncio.sleep(0.05)
+    for n in range(6, 11):
+        assert (await client.post(path, data=f'{{"n":{n}}}', headers=json_type)).status == 204
+
+    async def seek(**query: str) -> Any:
+        response = await client.get(f"/ui/api/seek/{bucket}/numbers", params=query)
+        assert response.status == 200, await response.text()
+        return (await response.json())["offset"]
+
+    assert await _messages(client, path, await seek(last="3")) == [{"n": 8}, {"n": 9}, {"n": 10}]
+    assert len(await _messages(client, path, await seek(last="1000"))) == 10
+    assert await _messages(client, path, await seek(time=str(moment))) == [
+        {"n": n} for n in range(6, 11)
+    ]
+    tail = (await client.head(path)).headers["Stream-Next-Offset"]
+    assert await seek(time=str(moment + 3_600_000)) == tail
+    for bad in ({"last": "0"}, {"last": "x"}, {}, {"last": "1", "time": "1"}):
+        refused = await client.get(f"/ui/api/seek/{bucket}/numbers", params=bad)
+        assert refused.status == 400, bad
+        assert (await refused.json())["error"]["code"] == "invalid_query"
+
+
+async def test_records_give_kafka_coordinates_across_a_fork(client: Client, unique: str) -> None:
+    bucket = f"recs-{unique}"
+    assert (await client.put(f"/{bucket}")).status == 201
+    json_type = {"Content-Type": "application/json"}
+    assert (await client.put(f"/{bucket}/src", headers=json_type)).status == 201
+    for n in (1, 2, 3):
+        assert (await client.post(f"/{bucket}/src", data=f"[{n}]", headers=json_type)).status == 204
+    fork = {**json_type, "Stream-Forked-From": f"/{bucket}/src"}
+    assert (await client.put(f"/{bucket}/fork", headers=fork)).status == 201
+    assert (await client.post(f"/{bucket}/fork", data="[4,5]", headers=json_type)).status == 204
+
+    listed = await (await client.get(f"/ui/api/records/{bucket}/fork")).json()
+    records = listed["records"]
+    assert [r["written_by"] for r in records] == ["src", "src", "src", "fork", "fork"]
+    assert [r["bytes"] for r in records] == [1] * 5
+    offsets = [r["kafka_offset"] for r in records]
+    assert offsets == sorted(offsets)
+    assert listed["topic"].endswith(bucket)
+    assert all(r["timestamp_ms"] > 0 for r in records)
+    # Each record's offset, read from, gives that message first.
+    assert await _messages(client, f"/{bucket}/fork", records[3]["offset"]) == [4, 5]
+    assert await _messages(client, f"/{bucket}/fork", records[2]["next_offset"]) == [4, 5]
+
+    seek = await client.get(f"/ui/api/seek/{bucket}/fork", params={"last": "4"})
+    assert await _messages(client, f"/{bucket}/fork", (await seek.json())["offset"]) == [2, 3, 4, 5]
+    two = await client.get(f"/ui/api/records/{bucket}/fork", params={"limit": "2"})
+    assert [r["kafka_offset"] for r in (await two.json())["records"]] == offsets[:2]
+    bad = await client.get(f"/ui/api/records/{bucket}/fork", params={"offset": "nope"})
+    assert (await bad.json())["error"]["code"] == "invalid_offset"
