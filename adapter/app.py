@@ -20,12 +20,16 @@ from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, SNAPSHOTS, STREAMS
 from adapter.http.live import LiveLimits
+from adapter.http.malformed import PARSER_LIMITS
+from adapter.http.observe import METRICS, echo_request_id, observe_middleware
 from adapter.http.render import Handler, errors_middleware
+from adapter.http.request_checks import request_checks_middleware
 from adapter.http.security import cors_middleware
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import WriterLimits
+from adapter.metrics import Metrics
 from adapter.objects.base import ObjectStore
 from adapter.objects.factory import object_store
 from adapter.protocol import stream_machine
@@ -69,6 +73,7 @@ class Parts:
     store: ObjectStore
     snapshots: SnapshotService
     collector: SnapshotCollector
+    metrics: Metrics
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -97,6 +102,8 @@ def build_parts(settings: Settings) -> Parts:
     catalog = Catalog()
     topics = StateTopics.of(settings.topic_prefix)
     hub = LiveHub()
+    metrics = Metrics()
+    metrics.watch_live_waiters(lambda: hub.waiters)
     hot_tail = HotCache(settings.hot_cache_bytes)
     writers = SlotWriters(
         settings.bootstrap_servers,
@@ -113,6 +120,7 @@ def build_parts(settings: Settings) -> Parts:
             every=settings.lose_commit_every,
             trust_unknown_outcomes=settings.trust_unknown_outcomes,
         ),
+        on_timing=metrics.kafka_timing,
     )
     follower = MetaFollower(
         settings.bootstrap_servers,
@@ -167,6 +175,7 @@ def build_parts(settings: Settings) -> Parts:
             settings.snapshot_gc_grace_ms,
             settings.snapshot_gc_interval_ms / 1000,
         ),
+        metrics,
     )
 
 
@@ -189,22 +198,26 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 def create_app(settings: Settings) -> web.Application:
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
+    parts = build_parts(settings)
     app = web.Application(
         middlewares=[
+            observe_middleware(parts.metrics),
             cors_middleware,
             errors_middleware,
             content_encoding_middleware,
+            request_checks_middleware(settings.max_body_bytes),
             body_budget_middleware(budget),
             readiness_gate,
             forwarding_middleware,
         ],
         client_max_size=settings.max_body_bytes,
-        handler_args=RAW_BODIES,
+        handler_args=RAW_BODIES | PARSER_LIMITS,
     )
-    parts = build_parts(settings)
     app[SETTINGS] = settings
     app[BODY_BUDGET] = budget
     app[PARTS] = parts
+    app[METRICS] = parts.metrics
+    app.on_response_prepare.append(echo_request_id)
     app[ADMIN] = parts.admin
     app[BUCKETS] = parts.buckets
     app[STREAMS] = parts.streams
@@ -212,7 +225,8 @@ def create_app(settings: Settings) -> web.Application:
     app[ROUTER] = parts.router
     app[FORWARDER] = Forwarder(forward_timeout_s(settings.kafka_timeout_s))
     app[LIVE_LIMITS] = live_limits(settings)
-    app[health.READINESS] = Readiness(CHECKS)
+    app[health.READINESS] = readiness = Readiness([*CHECKS, health.SERVING])
+    readiness.set(health.SERVING, True, "accepting requests")
     app.add_routes(health.routes)
     app.add_routes(buckets.routes)
     streams.add_routes(app)

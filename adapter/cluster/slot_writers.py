@@ -56,6 +56,7 @@ class SlotWriters:
         announce: Callable[[int], StateEntry],
         on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
         faults: WriterFaults | None = None,
+        on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.prefix = prefix
@@ -65,6 +66,7 @@ class SlotWriters:
         self._may_reinit = may_reinit
         self._announce = announce
         self._on_state_written = on_state_written
+        self._on_timing = on_timing
         self._assigned: set[int] = set()  # what the group gave us
         self._slots: dict[int, _Slot] = {}  # producers initialised
         self._ready: set[int] = set()  # caught up: accepting writes
@@ -148,6 +150,7 @@ class SlotWriters:
             may_reinit=lambda: self._may_reinit(slot),
             faults=self.faults,
             on_state_written=self._on_state_written,
+            on_timing=self._on_timing,
         )
         task: asyncio.Task[None] | None = None
         try:

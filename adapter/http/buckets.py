@@ -6,6 +6,7 @@ from aiohttp import web
 
 from adapter.http.keys import BUCKETS
 from adapter.http.render import json_response
+from adapter.http.request_checks import defer_continue
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id
 from adapter.protocol.offsets import encode
@@ -20,14 +21,14 @@ def _bucket_id(request: web.Request) -> str:
     return validate_bucket_id(request.match_info["bucket"])
 
 
-@routes.put("/{bucket}")
+@routes.put("/{bucket}", expect_handler=defer_continue)
 async def create_bucket(request: web.Request) -> web.Response:
     meta = await request.app[BUCKETS].create(_bucket_id(request))
     body = {"bucket_id": meta.bucket_id, "streams": 0, "created_at_ms": meta.created_at_ms}
     return json_response(body, status=201, headers={"Location": str(request.url.with_query(None))})
 
 
-@routes.get("/{bucket}")
+@routes.get("/{bucket}", expect_handler=defer_continue)
 async def get_bucket(request: web.Request) -> web.Response:
     buckets = request.app[BUCKETS]
     meta = buckets.get(_bucket_id(request))
@@ -41,13 +42,13 @@ async def get_bucket(request: web.Request) -> web.Response:
     return json_response(body, headers={"Cache-Control": "no-store"})
 
 
-@routes.delete("/{bucket}")
+@routes.delete("/{bucket}", expect_handler=defer_continue)
 async def delete_bucket(request: web.Request) -> web.Response:
     await request.app[BUCKETS].delete(_bucket_id(request))
     return web.Response(status=204)
 
 
-@routes.get("/{bucket}/streams")
+@routes.get("/{bucket}/streams", expect_handler=defer_continue)
 async def list_streams(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     prefix = request.query.get("prefix", "")

@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"protocol"}),  # pure protocol rules
     frozenset({"state", "cluster"}),  # the catalog and its follower; slot ownership
     frozenset({"log", "objects"}),  # Kafka and the object store
-    frozenset({"config", "readiness"}),  # leaves
+    frozenset({"config", "readiness", "metrics", "logs"}),  # leaves
 )
 LAYER = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 # Packages beside `adapter` that must stand without it.
