@@ -14,7 +14,7 @@ from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import Settings
-from adapter.http import bootstrap, buckets, health, snapshots, streams
+from adapter.http import bootstrap, buckets, health, openapi, snapshots, streams
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
@@ -23,7 +23,7 @@ from adapter.http.live import LiveLimits
 from adapter.http.malformed import PARSER_LIMITS
 from adapter.http.observe import METRICS, echo_request_id, observe_middleware
 from adapter.http.render import Handler, errors_middleware
-from adapter.http.request_checks import request_checks_middleware
+from adapter.http.request_checks import defer_continue, request_checks_middleware
 from adapter.http.security import cors_middleware
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
@@ -228,6 +228,7 @@ def create_app(settings: Settings) -> web.Application:
     app[health.READINESS] = readiness = Readiness([*CHECKS, health.SERVING])
     readiness.set(health.SERVING, True, "accepting requests")
     app.add_routes(health.routes)
+    app.router.add_get(openapi.PATH, openapi.openapi, expect_handler=defer_continue)
     app.add_routes(buckets.routes)
     streams.add_routes(app)
     snapshots.add_routes(app)
