@@ -52,11 +52,14 @@ _QUERY = {
     "after": "list after this stream id",
     "limit": "most streams listed (1..1000)",
 }
-_PATH_PARAMS = {
-    "bucket": "bucket id: 4 to 64 of a-z, 0-9, '_' and '-'",
-    "stream": "stream id: 1 to 122 UTF-8 bytes, no '/'",
-    "path": "a stream id, or `{bucket}/{stream id}` (see the base protocol)",
-    "offset": "an offset token",
+_PATH_PARAMS: dict[str, tuple[str, Json]] = {
+    "bucket": ("bucket id: 4 to 64 of a-z, 0-9, '_' and '-'", {"pattern": "^[a-z0-9_-]{4,64}$"}),
+    "stream": ("stream id: 1 to 122 UTF-8 bytes, no '/'", {"pattern": "^[^/]{1,122}$"}),
+    "path": (
+        "a stream id, or `{bucket}/{stream id}` (see the base protocol)",
+        {"minLength": 1, "maxLength": 187},  # a 64-byte bucket, "/", a 122-byte stream id
+    ),
+    "offset": ("an offset token", {"pattern": "^(-1|now|[0-9]{16}_[0-9]{16})$"}),
 }
 
 
@@ -103,8 +106,16 @@ def _response_headers() -> Json:
     return {name: {"description": text, "schema": _TEXT} for name, text in _STREAM_HEADERS.items()}
 
 
-def _param(name: str, where: str, text: str, required: bool = False) -> Json:
-    return {"name": name, "in": where, "required": required, "description": text, "schema": _TEXT}
+def _param(
+    name: str, where: str, text: str, required: bool = False, schema: Json | None = None
+) -> Json:
+    return {
+        "name": name,
+        "in": where,
+        "required": required,
+        "description": text,
+        "schema": _TEXT | (schema or {}),
+    }
 
 
 _WRITE_HEADERS = ("Content-Type", "Stream-Seq", "If-Match", "Stream-Closed")
@@ -195,7 +206,8 @@ def _with_path_params(path: str, item: Json) -> Json:
     names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
     if names:
         item["parameters"] = [
-            _param(name, "path", _PATH_PARAMS[name], required=True) for name in names
+            _param(name, "path", _PATH_PARAMS[name][0], True, _PATH_PARAMS[name][1])
+            for name in names
         ]
     return item
 
@@ -229,7 +241,8 @@ def document() -> Json:
             },
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
-        "security": [{"bearer": []}],
+        # `{}`: anonymous requests are served too, as they are while authentication is off.
+        "security": [{"bearer": []}, {}],
     }
 
 
