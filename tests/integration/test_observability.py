@@ -9,7 +9,9 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
+import jsonschema_rs
 import pytest
 import pytest_asyncio
 from aiohttp import ClientSession, web
@@ -21,6 +23,11 @@ from adapter.config import Settings
 from adapter.http import health
 from adapter.http.ops import create_ops_app
 from tests.served import Served, exchange, served
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUEST_LOG = jsonschema_rs.validator_for(
+    json.loads((ROOT / "schemas" / "request_log.schema.json").read_text())
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -211,6 +218,8 @@ async def test_one_json_line_per_request_and_no_credentials(
     lines = [formatter.format(record) for record in caplog.records]
     assert not [line for line in lines if token in line or query_token in line]
     requests = [json.loads(line) for line in lines if '"durable_kafka.requests"' in line]
+    for line in requests:
+        REQUEST_LOG.validate(line)
     assert [(r["method"], r["status"]) for r in requests] == [
         ("PUT", 201),
         ("POST", 204),
