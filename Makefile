@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help run up down status cluster-up cluster-down faults test conformance bench bench-smoke lint typecheck deps venv clean
+.PHONY: help run up down status cluster-up cluster-down faults fuzz test conformance bench bench-smoke lint typecheck deps venv clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ cluster-down: venv  ## stop the three brokers of cluster-up (their data stays in
 
 faults: deps  ## the long fault suite on its own 3-broker cluster (SEED=n, ONLY="leader_kill ...", KEEP=dir)
 	$(PY) -m tests.faults --seed $(or $(SEED),1) $(if $(ONLY),--only $(ONLY)) $(if $(KEEP),--keep $(KEEP))
+
+fuzz: deps  ## schemathesis on every operation of /openapi.json, 200 examples each (FUZZ_EXAMPLES=n)
+	FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),200) $(PY) -m pytest tests/integration/test_fuzz.py -p no:randomly -o timeout=3600
 
 status: venv  ## which local services answer
 	$(PY) -m devstack status

@@ -14,7 +14,7 @@ from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import ConfigError, Settings, comma_list
-from adapter.http import bootstrap, buckets, console, health, snapshots, streams
+from adapter.http import bootstrap, buckets, console, health, openapi, snapshots, streams
 from adapter.http.auth import GATE, auth_middleware
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.credentials import build_gate, jwks_refresher
@@ -23,14 +23,18 @@ from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middle
 from adapter.http.hosts import allowed_hosts, host_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, MOUNTED, MOUNTS, SNAPSHOTS, STREAMS
 from adapter.http.live import LiveLimits
+from adapter.http.malformed import PARSER_LIMITS
+from adapter.http.observe import METRICS, echo_request_id, observe_middleware
 from adapter.http.rate_limits import Limits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
+from adapter.http.request_checks import defer_continue, request_checks_middleware
 from adapter.http.security import CORS, CorsPolicy, cors_middleware
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
 from adapter.log.mount_writer import MountWriter
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.writer import WriterLimits
+from adapter.metrics import Metrics
 from adapter.objects.base import ObjectStore
 from adapter.objects.factory import object_store
 from adapter.protocol import stream_machine
@@ -80,6 +84,7 @@ class Parts:
     collector: SnapshotCollector
     mounts: MountService
     mounted: MountedStreams
+    metrics: Metrics
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -116,6 +121,8 @@ def build_parts(settings: Settings) -> Parts:
     catalog = Catalog()
     topics = StateTopics.of(settings.topic_prefix)
     hub = LiveHub()
+    metrics = Metrics()
+    metrics.watch_live_waiters(lambda: hub.waiters)
     hot_tail = HotCache(settings.hot_cache_bytes)
     writers = SlotWriters(
         settings.bootstrap_servers,
@@ -131,6 +138,7 @@ def build_parts(settings: Settings) -> Parts:
             every=settings.lose_commit_every,
             trust_unknown_outcomes=settings.trust_unknown_outcomes,
         ),
+        on_timing=metrics.kafka_timing,
     )
     indexes = MountIndexes(
         settings.bootstrap_servers,
@@ -198,6 +206,7 @@ def build_parts(settings: Settings) -> Parts:
         ),
         MountService(bucket_service, configured_mounts(settings), indexes.reconcile),
         mounted,
+        metrics,
     )
 
 
@@ -232,29 +241,33 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 def create_app(settings: Settings) -> web.Application:
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
+    parts = build_parts(settings)
     gate = build_gate(settings)
     cors = CorsPolicy(frozenset(comma_list(settings.cors_origins)))
     app = web.Application(
         middlewares=[
+            observe_middleware(parts.metrics),
             cors_middleware(cors),
             errors_middleware,
             host_middleware(allowed_hosts(settings)),
             auth_middleware(gate),
             rate_limit_middleware(Limits.of(settings)),
             content_encoding_middleware,
+            request_checks_middleware(settings.max_body_bytes),
             body_budget_middleware(budget),
             readiness_gate,
             forwarding_middleware,
         ],
         client_max_size=settings.max_body_bytes,
-        handler_args=RAW_BODIES,
+        handler_args=RAW_BODIES | PARSER_LIMITS,
     )
-    parts = build_parts(settings)
     app[SETTINGS] = settings
     app[BODY_BUDGET] = budget
     app[GATE] = gate
     app[CORS] = cors
     app[PARTS] = parts
+    app[METRICS] = parts.metrics
+    app.on_response_prepare.append(echo_request_id)
     app[ADMIN] = parts.admin
     app[BUCKETS] = parts.buckets
     app[STREAMS] = parts.streams
@@ -264,8 +277,10 @@ def create_app(settings: Settings) -> web.Application:
     app[ROUTER] = parts.router
     app[FORWARDER] = Forwarder(forward_timeout_s(settings.kafka_timeout_s))
     app[LIVE_LIMITS] = live_limits(settings)
-    app[health.READINESS] = Readiness(CHECKS)
+    app[health.READINESS] = readiness = Readiness([*CHECKS, health.SERVING])
+    readiness.set(health.SERVING, True, "accepting requests")
     app.add_routes(health.routes)
+    app.router.add_get(openapi.PATH, openapi.openapi, expect_handler=defer_continue)
     console.add_routes(app, settings.console)  # before `/{bucket}/{stream}`, which `/ui/x` fits
     app.add_routes(buckets.routes)
     streams.add_routes(app)

@@ -14,10 +14,14 @@ from typing import Any
 import uvloop
 from aiohttp import web
 
-from adapter.app import FATAL, configured_mounts, create_app
+from adapter import logs
+from adapter.app import FATAL, PARTS, configured_mounts, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import CONFIG_ENV, ConfigError, EventLoop, Settings, env_name, flag_name, load
 from adapter.config import setting_names as names
+from adapter.http import health
+from adapter.http.ops import create_ops_app
+from adapter.http.server import ProtocolRunner
 
 log = logging.getLogger("durable-kafka")
 
@@ -64,10 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logs.setup(settings.log_level, settings.log_format)
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
             return runner.run(serve(settings))
@@ -95,10 +96,17 @@ def loop_factory(kind: EventLoop) -> Callable[[], asyncio.AbstractEventLoop]:
 
 
 async def serve(settings: Settings) -> int:
-    """Serve until SIGINT/SIGTERM (exit 0) or until a fault an operator must fix (exit 1)."""
+    """Serve until SIGINT/SIGTERM (exit 0) or until a fault an operator must fix (exit 1).
+
+    On SIGTERM readiness drops first (`serving`), then the listener closes, SSE responses
+    end and in-flight requests get `drain_timeout_ms` to finish before the process exits.
+    """
     app = create_app(settings)
-    runner = web.AppRunner(app, access_log=None)
+    drain_s = settings.drain_timeout_ms / 1000
+    runner = ProtocolRunner(app, access_log=None, shutdown_timeout=drain_s)
+    ops = web.AppRunner(create_ops_app(app[PARTS].metrics, app[health.READINESS]), access_log=None)
     await runner.setup()
+    await ops.setup()
     try:
         await web.TCPSite(runner, settings.host, settings.port).start()
         log.info(
@@ -107,6 +115,9 @@ async def serve(settings: Settings) -> int:
             settings.bootstrap_servers,
             settings.event_loop,
         )
+        if settings.ops_address is not None:
+            await web.TCPSite(ops, *settings.ops_address).start()
+            log.info("ops listener on %s", _urls(ops))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -118,9 +129,16 @@ async def serve(settings: Settings) -> int:
         if app[FATAL].done():
             log.error("stopping: %s", app[FATAL].result())
             return 1
+        app[health.READINESS].set(health.SERVING, False, "stopping: draining requests")
+        log.info("stopping: draining requests for up to %.1f s", drain_s)
         return 0
     finally:
         await runner.cleanup()
+        await ops.cleanup()
+
+
+def _urls(runner: web.AppRunner) -> str:
+    return ", ".join(f"http://{host}:{port}" for host, port, *_ in runner.addresses)
 
 
 if __name__ == "__main__":

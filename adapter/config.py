@@ -41,6 +41,9 @@ class Settings:
     listen: str = "127.0.0.1:4437"
     log_level: str = "info"
     event_loop: EventLoop = "uvloop"
+    log_format: str = "json"
+    ops_listen: str = "127.0.0.1:9464"
+    drain_timeout_ms: int = 10_000
     bootstrap_servers: str = "127.0.0.1:9092"
     topic_prefix: str = DEFAULT_PREFIX
     partitions: int = 12
@@ -108,6 +111,14 @@ class Settings:
         return int(self.listen.rpartition(":")[2])
 
     @property
+    def ops_address(self) -> tuple[str, int] | None:
+        """Where the ops listener listens (`ops_listen`), or None when it is off."""
+        if not self.ops_listen:
+            return None
+        host, _, port = self.ops_listen.rpartition(":")
+        return host.strip("[]"), int(port)
+
+    @property
     def max_body_bytes(self) -> int:
         """The largest request body: a record of it, with its key and headers, must still fit
         in `max_message_bytes`, or the broker would refuse it and fail its whole transaction."""
@@ -160,6 +171,9 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "listen": ("server", "listen"),
     "log_level": ("server", "log_level"),
     "event_loop": ("server", "event_loop"),
+    "log_format": ("server", "log_format"),
+    "ops_listen": ("server", "ops_listen"),
+    "drain_timeout_ms": ("server", "drain_timeout_ms"),
     "bootstrap_servers": ("kafka", "bootstrap_servers"),
     "topic_prefix": ("kafka", "topic_prefix"),
     "partitions": ("kafka", "partitions"),
@@ -356,6 +370,12 @@ def validate(settings: Settings) -> None:
         (settings.cold_backend in ("fs", "s3"), "cold_backend must be 'fs' or 's3'"),
         (settings.log_level in ("debug", "info", "warning", "error"), "log_level: bad level"),
         (settings.event_loop in ("uvloop", "asyncio"), "event_loop must be 'uvloop' or 'asyncio'"),
+        (settings.log_format in ("json", "text"), "log_format must be 'json' or 'text'"),
+        (
+            settings.ops_listen == "" or _valid_listen(settings.ops_listen),
+            f"ops_listen {settings.ops_listen!r} is not HOST:PORT (or empty: no ops listener)",
+        ),
+        (settings.drain_timeout_ms >= 0, "drain_timeout_ms must be >= 0"),
         (settings.cold_backend != "s3" or bool(settings.s3_bucket), "s3_bucket is required"),
         (1 <= settings.write_slots <= 1024, "write_slots must be in 1..1024"),
         (

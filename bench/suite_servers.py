@@ -156,6 +156,7 @@ def _start_instance(index: int, log_dir: Path, options: targets.TargetOptions) -
     command = [str(Path(sys.executable).parent / "durable-kafka"), "serve"]
     command += ["--listen", f"127.0.0.1:{port}", "--bootstrap-servers", options.bootstrap_servers]
     command += ["--topic-prefix", options.topic_prefix, "--log-level", "warning"]
+    command += ["--ops-listen", "127.0.0.1:0"]  # several instances: one ops port each
     command += ["--sse-max-duration-ms", str(options.sse_max_duration_ms)]
     log_path = log_dir / f"{targets.DURABLE_KAFKA}-{index}.log"
     with log_path.open("ab") as log:

@@ -84,6 +84,8 @@ def _start_durable_kafka(log_path: Path, dk: TargetOptions) -> Server:
         "serve",
         "--listen",
         f"127.0.0.1:{port}",
+        "--ops-listen",
+        "127.0.0.1:0",
         "--bootstrap-servers",
         dk.bootstrap_servers,
         "--topic-prefix",

@@ -15,6 +15,8 @@ from pathlib import Path
 from devstack.process import free_port
 
 SCRIPT = str(Path(sys.executable).with_name("durable-kafka"))
+# Tests run several adapters at once: each gets its ops listener on a port of its own.
+OPS_ANY_PORT = ["--ops-listen", "127.0.0.1:0"]
 
 
 def http_status(url: str) -> int:
@@ -32,7 +34,7 @@ def running_adapter(env: Mapping[str, str], log: Path, port: int | None = None) 
     """Serve `durable-kafka serve` with `env` until the block ends; yield its base URL."""
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
-    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}"]
+    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT]
     with (
         log.open("ab") as sink,
         subprocess.Popen(argv, env=os.environ | dict(env), stderr=sink) as proc,

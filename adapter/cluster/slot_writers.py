@@ -57,6 +57,7 @@ class SlotWriters:
         on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
         on_state_settled: Callable[[list[StateWritten], bool], None] = lambda _s, _a: None,
         faults: WriterFaults | None = None,
+        on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.prefix = prefix
@@ -67,6 +68,7 @@ class SlotWriters:
         self._announce = announce
         self._on_state_written = on_state_written
         self._on_state_settled = on_state_settled
+        self._on_timing = on_timing
         self._assigned: set[int] = set()  # what the group gave us
         self._slots: dict[int, _Slot] = {}  # producers initialised
         self._ready: set[int] = set()  # caught up: accepting writes
@@ -151,6 +153,7 @@ class SlotWriters:
             faults=self.faults,
             on_state_written=self._on_state_written,
             on_state_settled=self._on_state_settled,
+            on_timing=self._on_timing,
         )
         task: asyncio.Task[None] | None = None
         try:

@@ -15,6 +15,7 @@ import secrets
 from aiohttp import web
 
 from adapter.http.keys import SNAPSHOTS
+from adapter.http.request_checks import defer_continue
 from adapter.http.security import decorate
 from adapter.http.streams import stream_ref
 from adapter.protocol.caching import NO_STORE
@@ -91,4 +92,4 @@ async def _write_parts(
 
 def add_routes(app: web.Application) -> None:
     resource = app.router.add_resource("/{bucket}/{stream}/bootstrap")
-    resource.add_route("GET", bootstrap, expect_handler=None)
+    resource.add_route("GET", bootstrap, expect_handler=defer_continue)

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from adapter.http.keys import BUCKETS, MOUNTED, MOUNTS
 from adapter.http.render import json_response
+from adapter.http.request_checks import defer_continue
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import is_json, normalize_content_type
@@ -27,7 +28,7 @@ def _bucket_id(request: web.Request) -> str:
     return validate_bucket_id(request.match_info["bucket"])
 
 
-@routes.put("/{bucket}")
+@routes.put("/{bucket}", expect_handler=defer_continue)
 async def create_bucket(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     location = {"Location": str(request.url.with_query(None))}
@@ -55,7 +56,7 @@ async def _mount_request(request: web.Request) -> MountSpec | None:
     return parse_mount(document["mount"])
 
 
-@routes.get("/{bucket}")
+@routes.get("/{bucket}", expect_handler=defer_continue)
 async def get_bucket(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     mount = request.app[MOUNTS].get(bucket_id)
@@ -97,7 +98,7 @@ def _mount_body(request: web.Request, mount: MountMeta) -> dict[str, Any]:
     return body
 
 
-@routes.delete("/{bucket}")
+@routes.delete("/{bucket}", expect_handler=defer_continue)
 async def delete_bucket(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     if request.app[MOUNTS].get(bucket_id) is not None:
@@ -107,7 +108,7 @@ async def delete_bucket(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-@routes.get("/{bucket}/streams")
+@routes.get("/{bucket}/streams", expect_handler=defer_continue)
 async def list_streams(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     prefix = request.query.get("prefix", "")

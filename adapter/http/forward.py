@@ -19,6 +19,7 @@ from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
 from adapter.http.keys import BUCKETS, STREAMS
+from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
 from adapter.http.streams import fork_from, stream_ref
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -112,6 +113,8 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
         (k, v) for k, v in request.headers.items() if k.lower() not in _NOT_COPIED
     )
     headers[FORWARDED] = "1"
+    if (request_id := request.get(REQUEST_ID)) is not None:
+        headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
     url = route.url + request.rel_url.raw_path_qs
     body = await request.read()
     try:

@@ -5,21 +5,24 @@ from __future__ import annotations
 from aiohttp import web
 
 from adapter.http.render import error_response, json_response
+from adapter.http.request_checks import defer_continue
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.readiness import Readiness
 
 READINESS = web.AppKey("readiness", Readiness)
+# The check a stopping process fails first, so load balancers stop sending it requests.
+SERVING = "serving"
 NO_STORE = {"Cache-Control": "no-store"}
 
 routes = web.RouteTableDef()
 
 
-@routes.get("/healthz")
+@routes.get("/healthz", expect_handler=defer_continue)
 async def healthz(_request: web.Request) -> web.Response:
     return json_response({"status": "ok"}, headers=NO_STORE)
 
 
-@routes.get("/readyz")
+@routes.get("/readyz", expect_handler=defer_continue)
 async def readyz(request: web.Request) -> web.Response:
     readiness = request.app[READINESS]
     report = readiness.report()

@@ -13,7 +13,7 @@ from adapter.auth.policy import Need
 from adapter.auth.scopes import Operation
 from adapter.protocol.identifiers import split_compat_path, validate_bucket_id
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
 CONSOLE = "/ui"
 CONSOLE_API = "/ui/api/"
 _BY_METHOD = {

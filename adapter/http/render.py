@@ -12,7 +12,9 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
+from adapter.http.malformed import refused
 from adapter.log.errors import LogUnavailable
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from topology.errors import BrokerUnavailable
@@ -20,8 +22,13 @@ from topology.errors import BrokerUnavailable
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = "1"
+# The status a request is logged with when its client hung up before it was answered
+# (nginx's convention); it is never sent.
+CLIENT_CLOSED = 499
+ERROR_CODE = web.ResponseKey("error_code", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+INTERNAL = ProtocolError(ErrorCode.INTERNAL, "internal error")
 _HTTP_CODES: dict[int, ErrorCode] = {
     400: ErrorCode.BAD_REQUEST,
     404: ErrorCode.NOT_FOUND,
@@ -49,7 +56,9 @@ def error_response(
     if error.retriable:
         headers.setdefault("Retry-After", RETRY_AFTER_S)
     body = {"error": {"code": error.code.code, "message": error.message}} | extra
-    return json_response(body, status=error.code.status, headers=headers)
+    response = json_response(body, status=error.code.status, headers=headers)
+    response[ERROR_CODE] = error.code.code  # for the request log
+    return response
 
 
 @web.middleware
@@ -66,10 +75,20 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
             raise
         code = _HTTP_CODES.get(error.status, ErrorCode.BAD_REQUEST)
         return error_response(ProtocolError(code, error.reason, headers=_allow(error)))
+    except HttpProcessingError as error:  # a malformed body (bad chunk size, cut short)
+        response = error_response(refused(error))
+        response.force_close()
+        return response
+    except ConnectionError:
+        if request.transport is None:  # the client hung up: nobody to answer
+            log.debug("client hung up during %s %s", request.method, request.path)
+            return web.Response(status=CLIENT_CLOSED)
+        log.exception("unhandled error in %s %s", request.method, request.path)
+        return error_response(INTERNAL)
     except Exception:
         # A bug, not a bad request: logged with its traceback, answered without internals.
         log.exception("unhandled error in %s %s", request.method, request.path)
-        return error_response(ProtocolError(ErrorCode.INTERNAL, "internal error"))
+        return error_response(INTERNAL)
 
 
 def _allow(error: web.HTTPException) -> dict[str, str]:

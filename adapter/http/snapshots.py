@@ -6,6 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from adapter.http.keys import SNAPSHOTS, STREAMS
+from adapter.http.request_checks import defer_continue
 from adapter.http.security import decorate
 from adapter.http.streams import DEFAULT_CONTENT_TYPE, stream_ref
 from adapter.protocol.caching import NO_STORE
@@ -97,7 +98,7 @@ def snapshot_headers(meta: StreamMeta, pointer: SnapshotPointer) -> dict[str, st
 def add_routes(app: web.Application) -> None:
     base = "/{bucket}/{stream}/snapshot"
     latest_resource = app.router.add_resource(base)
-    latest_resource.add_route("GET", latest, expect_handler=None)
+    latest_resource.add_route("GET", latest, expect_handler=defer_continue)
     resource = app.router.add_resource(base + "/{offset}")
     for method, handler in (("PUT", publish), ("GET", read), ("DELETE", delete)):
-        resource.add_route(method, handler, expect_handler=None)
+        resource.add_route(method, handler, expect_handler=defer_continue)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import replace
 from urllib.parse import unquote, urlsplit
 
@@ -12,6 +13,8 @@ from aiohttp import web
 from adapter.http.auth import principal_of
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
+from adapter.http.observe import METRICS
+from adapter.http.request_checks import defer_continue
 from adapter.live.fanout import Fanout
 from adapter.protocol import json_mode
 from adapter.protocol.caching import (
@@ -124,10 +127,12 @@ def _fork_offset(value: str | None) -> int | None:
 
 
 async def append(request: web.Request) -> web.Response:
+    body = await request.read()
+    received = time.monotonic()
     command = Append(
         ref=stream_ref(request),
         content_type=normalize_content_type(request.headers.get("Content-Type")),
-        body=await request.read(),
+        body=body,
         close=is_true(request.headers.get("Stream-Closed")),
         seq=parse_stream_seq(request.headers.get("Stream-Seq")),
         if_match=request.headers.get("If-Match"),
@@ -141,6 +146,10 @@ async def append(request: web.Request) -> web.Response:
         ),
     )
     result = await request.app[STREAMS].append(command)
+    metrics = request.app[METRICS]
+    metrics.append_seconds.observe(time.monotonic() - received)  # body in to Kafka commit
+    if result.appended:  # not a duplicate of an append already written
+        metrics.appended_bytes.inc(len(body))
     headers = _tail_headers(result.meta)
     if result.producer is not None:
         headers["Producer-Epoch"] = str(result.producer.epoch)
@@ -285,4 +294,4 @@ def add_routes(app: web.Application) -> None:
     for path in ("/v1/stream/{path:.+}", "/{bucket}/{stream}"):
         resource = app.router.add_resource(path)
         for method, handler in handlers.items():
-            resource.add_route(method, handler, expect_handler=None)
+            resource.add_route(method, handler, expect_handler=defer_continue)

@@ -65,6 +65,7 @@ class LogWriter:
         faults: WriterFaults | None = None,
         on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
         on_state_settled: Callable[[list[StateWritten], bool], None] = lambda _s, _a: None,
+        on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
     ) -> None:
         self.limits = settings
         self.bounds = batching.policy(settings.max_message_bytes, settings.timeout_s)
@@ -95,6 +96,9 @@ class LogWriter:
         # Told, on the event loop, whether those records' commit was applied to the catalog
         # (True) or answered without it (False: its outcome unknown, or aborted).
         self._on_state_settled = on_state_settled
+        # Told, on the writer's thread, how long a transaction's "produce" (records sent and
+        # acknowledged) and "commit" stages took, in seconds (the metrics).
+        self._on_timing = on_timing
         self._stopping = False  # retired: stop trying to learn an unknown outcome
         self._committing = False  # a transaction is being written (on the thread)
         self._queue = batching.SlotQueue[WriteBatch](self.bounds)
@@ -318,6 +322,7 @@ class LogWriter:
         """
         batch_records = [batch.records for batch in batches]
         guessed = self._tails.guess(batch_records)
+        began = time.monotonic()
         producer.begin_transaction()
         offsets: list[list[int]] = [[-1] * len(batch.records) for batch in batches]
         failures: list[KafkaError] = []
@@ -353,7 +358,10 @@ class LogWriter:
         done = Committed(offsets, state_offsets)
         # Before the commit makes them visible: the follower must know these for echoes.
         self._on_state_written(state_offsets)
+        committing = time.monotonic()
+        self._on_timing("produce", committing - began)
         self._commit_transaction(producer, lambda: _probe(batches, offsets, state_offsets), done)
+        self._on_timing("commit", time.monotonic() - committing)
         self._tails.committed(batch_records, offsets)
         if guessed is not None:
             self.guesses.one_round += 1

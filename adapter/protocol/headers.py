@@ -211,6 +211,8 @@ def parse_producer(pid: str | None, epoch: str | None, seq: str | None) -> Produ
         )
     if not pid:
         raise _invalid("Producer-Id", pid, "a non-empty string")
+    if not _is_utf8(pid):
+        raise _invalid("Producer-Id", pid, "UTF-8 text")
     return ProducerHeaders(
         pid, _producer_number("Producer-Epoch", epoch), _producer_number("Producer-Seq", seq)
     )
@@ -247,6 +249,15 @@ def _zone(designator: str) -> timezone:
 
 def _fraction_ms(fraction: str | None) -> int:
     return int((fraction[1:] + "00")[:3]) if fraction else 0
+
+
+def _is_utf8(value: str) -> bool:
+    """Whether header text aiohttp decoded holds only valid UTF-8 (no surrogate escapes)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _seq_bytes(seq: str) -> bytes:

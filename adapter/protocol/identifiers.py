@@ -69,8 +69,8 @@ def split_compat_path(path: str) -> tuple[str, str]:
     Ursula's mapping, kept reachable from the bucket API: when the part before the first `/`
     is a valid bucket id, it is the bucket and the rest the stream; otherwise (no `/`, or a
     first segment no bucket could have) the whole path is a stream of the `_default` bucket.
-    The stream id: 1 to 122 UTF-8 bytes, no NUL, and no empty, `.` or `..` segment (they
-    would be path traversal or an ambiguous spelling of another id).
+    The stream id: 1 to 122 UTF-8 bytes, no NUL, no empty, `.` or `..` segment (they
+    would be path traversal or an ambiguous spelling of another id), and not `streams`.
     """
     bucket_id, slash, stream_id = path.partition("/")
     if not slash or not _is_bucket_id(bucket_id):
@@ -89,6 +89,9 @@ def _validate_compat_stream_id(stream_id: str) -> str:
     _require("\0" not in stream_id, "stream id must not contain NUL")
     bad = [segment for segment in stream_id.split("/") if segment in ("", ".", "..")]
     _require(not bad, f"stream id {stream_id!r} must not have empty, '.' or '..' segments")
+    # `/{bucket}/streams` is the bucket's listing: such a stream could be reached by no
+    # bucket route, so the flat surface refuses it as well.
+    _require(stream_id not in RESERVED_STREAM_IDS, f"stream id {stream_id!r} is reserved")
     return stream_id
 
 

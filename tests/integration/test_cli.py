@@ -6,18 +6,18 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from adapter.auth.static_tokens import StaticTokens, digest
 from devstack.process import free_port
-
-SCRIPT = str(Path(sys.executable).with_name("durable-kafka"))
+from tests.adapter_process import OPS_ANY_PORT, SCRIPT
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -105,7 +105,7 @@ def test_serves_ready_and_stops_cleanly(
         "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
         "DURABLE_KAFKA_EVENT_LOOP": loop,
     }
-    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}"]
+    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT]
     log = tmp_path / "serve.log"
     with log.open("wb") as sink, subprocess.Popen(argv, env=env, stderr=sink) as proc:
         try:
@@ -117,3 +117,62 @@ def test_serves_ready_and_stops_cleanly(
             proc.kill()
     assert f"created topic cli{unique}.internal.meta" in log.read_text()
     assert f"{loop} event loop" in log.read_text()
+
+
+def _request(method: str, url: str) -> int:
+    request = urllib.request.Request(url, method=method, headers={"Content-Type": "text/plain"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        status: int = response.status
+        return status
+
+
+def _waiters(metrics_url: str) -> float:
+    text = _get(metrics_url)[1].decode()
+    families = text_string_to_metric_families(text)
+    return next(
+        sample.value
+        for family in families
+        for sample in family.samples
+        if sample.name == "durable_kafka_live_waiters"
+    )
+
+
+def test_sigterm_drops_readiness_then_drains_a_long_poll(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    port, ops_port = free_port(), free_port()
+    env = os.environ | {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"cli{unique}.",
+        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+        "DURABLE_KAFKA_LONG_POLL_TIMEOUT_MS": "8000",
+    }
+    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}"]
+    argv += ["--ops-listen", f"127.0.0.1:{ops_port}"]
+    base, ops = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{ops_port}"
+    log = tmp_path / "serve.log"
+    with (
+        log.open("wb") as sink,
+        subprocess.Popen(argv, env=env, stderr=sink) as proc,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        try:
+            assert _wait_ready(f"{ops}/readyz", proc)["ready"] is True
+            assert _request("PUT", f"{base}/drained") == 201
+            assert _request("PUT", f"{base}/drained/s") == 201
+            poll = pool.submit(_request, "GET", f"{base}/drained/s?offset=now&live=long-poll")
+            while _waiters(f"{ops}/metrics") < 1:
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            status, body = _get(f"{ops}/readyz")
+            while status == 200:
+                status, body = _get(f"{ops}/readyz")
+            assert status == 503
+            assert json.loads(body)["checks"]["serving"]["ok"] is False
+            assert not poll.done()  # readiness dropped while the long-poll was in flight
+            assert poll.result(timeout=30) == 204  # it was answered, not cut off
+            assert proc.wait(timeout=30) == 0
+        finally:
+            proc.kill()
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(line["message"].startswith("stopping: draining") for line in lines)

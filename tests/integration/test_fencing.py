@@ -50,8 +50,12 @@ async def test_two_instances_share_a_prefix_and_read_their_writes(
                 owned_by_old = stream_in(prefix, owners[old], "r")
                 url = f"{new}/v1/stream/{owned_by_old}"
                 assert (await session.put(url, headers=TEXT)).status == 201
-                assert await _post(session, url, b"forwarded") == 204
+                async with session.post(url, data=b"forwarded", headers=TEXT) as reply:
+                    assert reply.status == 204
+                    request_id = reply.headers["X-Request-Id"]
                 assert await _read(session, url) == b"forwarded"
+                # The owner logged the forwarded append under the id the client was given.
+                assert f'"request_id": "{request_id}"' in (tmp_path / "old.log").read_text()
                 # Written through the owner, read through the other: seen within moments.
                 assert await _post(session, f"{old}/v1/stream/{owned_by_old}", b"+") == 204
                 for _ in range(40):

@@ -37,6 +37,7 @@ async def test_ready_once_topics_are_verified(
         "catalog",
         "ownership",
         "object_store",
+        "serving",
     }
     ownership = body["checks"]["ownership"]
     assert ownership["detail"] == "owns 8/8 slots: 0,1,2,3,4,5,6,7"

@@ -315,6 +315,12 @@ def test_producer(
         (None, "0", "0", "together"),
         ("", None, None, "together"),
         ("", "0", "0", "Producer-Id"),  # should reject empty Producer-Id
+        (
+            "\udcff\udcfe",
+            "0",
+            "0",
+            "Producer-Id",
+        ),  # bytes that are not UTF-8, as aiohttp decodes them
         # should reject invalid integer formats in producer headers
         ("p", "0", "1abc", "Producer-Seq"),
         ("p", "0xyz", "0", "Producer-Epoch"),

@@ -124,7 +124,13 @@ def test_compat_path_with_an_empty_first_segment(path: str) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["", "bucket/", "b/a//c", "b/a/", "b/./a", "b/a/..", "..", ".", "x\0", "x" * 123, "b/\udc80"],
+    [
+        *("", "bucket/", "b/a//c", "b/a/", "b/./a", "b/a/..", "..", ".", "x\0", "x" * 123),
+        "b/\udc80",
+        # `/{bucket}/streams` lists the bucket: no bucket route could reach such a stream.
+        "streams",
+        "bucket_1/streams",
+    ],
 )
 def test_compat_path_with_invalid_stream(path: str) -> None:
     with pytest.raises(ProtocolError) as excinfo:

@@ -26,7 +26,9 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"protocol", "auth"}),  # pure protocol rules; tokens, scopes, access decision
     frozenset({"state", "cluster"}),  # the catalog and its follower; slot ownership
     frozenset({"log", "objects"}),  # Kafka and the object store
-    frozenset({"config", "readiness", "console"}),  # leaves (console: the web console's files)
+    frozenset(
+        {"config", "readiness", "console", "metrics", "logs"}
+    ),  # leaves (console: the web console's files)
 )
 LAYER = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 # Packages beside `adapter` that must stand without it.

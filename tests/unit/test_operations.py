@@ -21,6 +21,8 @@ EXPECTED: dict[tuple[str, str], tuple[Operation | None, str]] = {
     ("HEAD", "/healthz"): (PUBLIC, "/healthz"),
     ("GET", "/readyz"): (PUBLIC, "/readyz"),
     ("HEAD", "/readyz"): (PUBLIC, "/readyz"),
+    ("GET", "/openapi.json"): (PUBLIC, "/openapi.json"),
+    ("HEAD", "/openapi.json"): (PUBLIC, "/openapi.json"),
     ("PUT", "/{bucket}"): (D, "/logs"),
     ("GET", "/{bucket}"): (R, "/logs"),
     ("HEAD", "/{bucket}"): (R, "/logs"),

@@ -1,0 +1,149 @@
+"""Per request: its id, its metrics and its one JSON log line (`durable_kafka.requests`).
+
+The request id is the client's `X-Request-Id` when it is a sane token, else a new one; it is
+echoed in `X-Request-Id` on every response (set as the response is prepared, so streamed
+answers carry it too) and forwarded with writes to their owner, as `traceparent` is. The log
+line names the route template, never the query string (which may carry `access_token`), and
+no request header but `traceparent`: credentials are never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from adapter.http.render import CLIENT_CLOSED, ERROR_CODE, Handler
+from adapter.metrics import Metrics
+
+REQUEST_ID_HEADER = "X-Request-Id"
+REQUEST_ID = web.RequestKey("request_id", str)
+METRICS = web.AppKey("metrics", Metrics)
+_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+=-]{0,127}")
+# W3C trace context: version-traceid-parentid-flags.
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+UNMATCHED = "unmatched"
+# Methods are labels too: any other token a client sends is counted as "other".
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"})
+# Which read a 2xx GET on each stream route template was.
+_READ_ROUTES = {
+    "/{bucket}/{stream}": "catch-up",
+    "/v1/stream/{path}": "catch-up",
+    "/{bucket}/{stream}/snapshot/{offset}": "snapshot",
+    "/{bucket}/{stream}/bootstrap": "bootstrap",
+}
+
+requests_log = logging.getLogger("durable_kafka.requests")
+
+
+def request_id(given: str | None) -> str:
+    """The client's id when it is a token of at most 128 safe characters, else a new one."""
+    if given is not None and _REQUEST_ID.fullmatch(given):
+        return given
+    return uuid.uuid4().hex
+
+
+def method_label(method: str) -> str:
+    return method if method in _METHODS else "other"
+
+
+def route_of(request: web.BaseRequest) -> str:
+    """The route template a request matched (`/{bucket}/{stream}`), never its path."""
+    match_info = getattr(request, "match_info", None)
+    resource = match_info.route.resource if match_info is not None else None
+    return resource.canonical if resource is not None else UNMATCHED
+
+
+def observe_middleware(metrics: Metrics) -> Middleware:
+    @web.middleware
+    async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = time.monotonic()
+        request[REQUEST_ID] = request_id(request.headers.get(REQUEST_ID_HEADER))
+        sse = request.method == "GET" and request.query.get("live") == "sse"
+        if sse:
+            metrics.sse_connections.inc()
+        response: web.StreamResponse | None = None
+        try:
+            response = await handler(request)
+            return response
+        except web.HTTPException as redirect:  # the errors middleware passes only < 400 on
+            response = redirect
+            raise
+        finally:
+            if sse:
+                metrics.sse_connections.dec()
+            _record(metrics, request, response, time.monotonic() - started)
+
+    return observe
+
+
+async def echo_request_id(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare`: every response carries the request's id."""
+    response.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID) or request_id(None)
+
+
+def _record(
+    metrics: Metrics, request: web.Request, response: web.StreamResponse | None, seconds: float
+) -> None:
+    status = response.status if response is not None else CLIENT_CLOSED
+    route, sent = route_of(request), _bytes_sent(response)
+    method = method_label(request.method)
+    metrics.requests.labels(method, route, str(status)).inc()
+    metrics.request_seconds.labels(method, route, f"{status // 100}xx").observe(seconds)
+    code = response.get(ERROR_CODE) if response is not None else None
+    if code is not None:
+        metrics.rejections.labels(code).inc()
+    mode = _read_mode(request, route)
+    if mode is not None and 200 <= status < 300:
+        metrics.read_bytes.labels(mode).inc(sent)
+    log_request(request, status, seconds, sent, code, route)
+
+
+def log_request(
+    request: web.BaseRequest,
+    status: int,
+    seconds: float,
+    sent: int,
+    code: str | None,
+    route: str,
+) -> None:
+    """The request's one log line; every field is the server's own or a validated token."""
+    fields: dict[str, object] = {
+        "request_id": request.get(REQUEST_ID),
+        "method": method_label(request.method),
+        "route": route,
+        "status": status,
+        "duration_ms": round(seconds * 1000, 3),
+        "bytes_in": request.content_length or 0,
+        "bytes_out": sent,
+        "remote": request.remote,
+    }
+    if code is not None:
+        fields["error_code"] = code
+    traceparent = request.headers.get("traceparent")
+    if traceparent is not None and _TRACEPARENT.fullmatch(traceparent):
+        fields["traceparent"] = traceparent
+    requests_log.info("%s %s %d", fields["method"], route, status, extra=fields)
+
+
+def _read_mode(request: web.Request, route: str) -> str | None:
+    if request.method != "GET":
+        return None
+    mode = _READ_ROUTES.get(route)
+    if mode == "catch-up":
+        return request.query.get("live", mode)
+    return mode
+
+
+def _bytes_sent(response: web.StreamResponse | None) -> int:
+    """Body bytes of the answer: as written when it was streamed, else as it will be."""
+    if response is None:
+        return 0
+    if response.prepared:
+        return response.body_length
+    body = response.body if isinstance(response, web.Response) else None
+    return len(body) if isinstance(body, bytes | bytearray) else 0

@@ -1,0 +1,250 @@
+"""`GET /openapi.json`: the API described as OpenAPI 3.1, built from the tables below.
+
+Every served route is here (`tests/unit/test_openapi.py` walks the router and fails on one
+that is not), with its parameters, the protocol's headers, its statuses and the error body.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from adapter.http.render import json_response
+from adapter.protocol.errors import ErrorCode
+
+PATH = "/openapi.json"  # a '.' is never in a bucket id, so this can never name a bucket
+Json = dict[str, Any]
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_TEXT = {"type": "string"}
+_STREAM_HEADERS = {
+    "Stream-Next-Offset": "the offset after the last message",
+    "Stream-Up-To-Date": "`true` when the answer reaches the tail",
+    "Stream-Closed": "`true` once the stream is closed",
+    "Stream-Cursor": "the live cursor to send back as `cursor`",
+    "ETag": "the answer's entity tag",
+    "X-Request-Id": "the request's id (the client's, when sane, else a new one)",
+}
+_REQUEST_HEADERS = {
+    "Content-Type": "the stream's media type",
+    "Stream-TTL": "seconds of inactivity before the stream expires",
+    "Stream-Expires-At": "RFC 3339 time at which the stream expires",
+    "Stream-Closed": "`true`: close the stream (with or after this body)",
+    "Stream-Seq": "a writer's sequence; must grow",
+    "If-Match": "the stream's ETag, or `*`",
+    "If-None-Match": "a read's ETag",
+    "Producer-Id": "idempotent producer id (with Producer-Epoch and Producer-Seq)",
+    "Producer-Epoch": "idempotent producer epoch",
+    "Producer-Seq": "idempotent producer sequence",
+    "Stream-Forked-From": "the stream a new stream forks",
+    "Stream-Fork-Offset": "where the fork starts",
+    "Stream-Fork-Sub-Offset": "messages into that offset's batch",
+    "X-Request-Id": "an id for this request, echoed back",
+    "traceparent": "W3C trace context, logged and forwarded",
+}
+_QUERY = {
+    "offset": "`-1` (beginning), `now`, or an offset token",
+    "live": "`long-poll` or `sse`",
+    "cursor": "the last `Stream-Cursor`",
+    "timeout": "seconds a long-poll waits at most",
+    "prefix": "stream id prefix",
+    "after": "list after this stream id",
+    "limit": "most streams listed (1..1000)",
+}
+_PATH_PARAMS: dict[str, tuple[str, Json]] = {
+    "bucket": ("bucket id: 4 to 64 of a-z, 0-9, '_' and '-'", {"pattern": "^[a-z0-9_-]{4,64}$"}),
+    "stream": ("stream id: 1 to 122 UTF-8 bytes, no '/'", {"pattern": "^[^/]{1,122}$"}),
+    "path": (
+        "a stream id, or `{bucket}/{stream id}` (see the base protocol)",
+        {"minLength": 1, "maxLength": 187},  # a 64-byte bucket, "/", a 122-byte stream id
+    ),
+    "offset": ("an offset token", {"pattern": "^(-1|now|[0-9]{16}_[0-9]{16})$"}),
+}
+
+
+def _op(
+    summary: str,
+    ok: dict[int, str],
+    errors: tuple[int, ...],
+    *,
+    query: tuple[str, ...] = (),
+    headers: tuple[str, ...] = (),
+    body: bool = False,
+    public: bool = False,
+) -> Json:
+    responses: Json = {
+        str(status): {"description": text, "headers": _response_headers()}
+        for status, text in ok.items()
+    }
+    for status in sorted({*errors, 503}):
+        responses[str(status)] = {
+            "description": ", ".join(sorted(_codes(status))),
+            "content": {"application/json": {"schema": _ERROR}},
+            "headers": _response_headers(),
+        }
+    operation: Json = {"summary": summary, "responses": responses}
+    parameters = [_param(name, "query", _QUERY[name]) for name in query]
+    parameters += [_param(name, "header", _REQUEST_HEADERS[name]) for name in headers]
+    if parameters:
+        operation["parameters"] = parameters
+    if body:
+        operation["requestBody"] = {
+            "required": False,
+            "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    if public:
+        operation["security"] = []
+    return operation
+
+
+def _codes(status: int) -> set[str]:
+    return {code.code for code in ErrorCode if code.status == status}
+
+
+def _response_headers() -> Json:
+    return {name: {"description": text, "schema": _TEXT} for name, text in _STREAM_HEADERS.items()}
+
+
+def _param(
+    name: str, where: str, text: str, required: bool = False, schema: Json | None = None
+) -> Json:
+    return {
+        "name": name,
+        "in": where,
+        "required": required,
+        "description": text,
+        "schema": _TEXT | (schema or {}),
+    }
+
+
+_WRITE_HEADERS = ("Content-Type", "Stream-Seq", "If-Match", "Stream-Closed")
+_PRODUCER = ("Producer-Id", "Producer-Epoch", "Producer-Seq")
+_CREATE_HEADERS = (
+    "Content-Type",
+    "Stream-TTL",
+    "Stream-Expires-At",
+    "Stream-Closed",
+    "Stream-Forked-From",
+    "Stream-Fork-Offset",
+    "Stream-Fork-Sub-Offset",
+)
+_ROUTING = (400, 404, 405, 413, 414, 415, 417, 431)
+
+
+def _stream_operations() -> Json:
+    return {
+        "put": _op(
+            "create a stream (idempotent with the same configuration)",
+            {200: "exists with this configuration", 201: "created"},
+            (*_ROUTING, 409, 410),
+            headers=_CREATE_HEADERS,
+            body=True,
+        ),
+        "post": _op(
+            "append (or close)",
+            {200: "appended, with producer headers", 204: "appended"},
+            (*_ROUTING, 403, 409, 410, 412),
+            headers=(*_WRITE_HEADERS, *_PRODUCER),
+            body=True,
+        ),
+        "get": _op(
+            "read: catch-up, long-poll or SSE",
+            {200: "messages", 204: "a long-poll that saw nothing new", 304: "not modified"},
+            (*_ROUTING, 409, 410),
+            query=("offset", "live", "cursor", "timeout"),
+            headers=("If-None-Match",),
+        ),
+        "head": _op("the stream's metadata", {200: "exists"}, (*_ROUTING, 410)),
+        "delete": _op("delete the stream", {204: "deleted"}, (*_ROUTING, 410)),
+    }
+
+
+def _paths() -> Json:
+    health = {"get": _op("liveness", {200: "the process answers"}, (), public=True)}
+    ready = {"get": _op("readiness, every check", {200: "ready"}, (), public=True)}
+    bucket = {
+        "put": _op("create a bucket", {201: "created"}, (*_ROUTING, 409)),
+        "get": _op("describe a bucket", {200: "the bucket"}, _ROUTING),
+        "delete": _op("delete an empty bucket", {204: "deleted"}, (*_ROUTING, 409)),
+    }
+    listing = {
+        "get": _op(
+            "list a bucket's streams",
+            {200: "a page of streams"},
+            _ROUTING,
+            query=("prefix", "after", "limit"),
+        )
+    }
+    snapshot_latest = {
+        "get": _op("redirect to the latest snapshot", {307: "see Location"}, _ROUTING)
+    }
+    snapshot = {
+        "put": _op("publish a snapshot", {201: "published"}, (*_ROUTING, 409, 410), body=True),
+        "get": _op("read a snapshot", {200: "the snapshot"}, (*_ROUTING, 410)),
+        "delete": _op("delete a snapshot", {204: "deleted"}, (*_ROUTING, 409)),
+    }
+    bootstrap = {
+        "get": _op("the latest snapshot and every message after it", {200: "multipart"}, _ROUTING)
+    }
+    spec = {
+        "/healthz": health,
+        "/readyz": ready,
+        PATH: {"get": _op("this document", {200: "OpenAPI 3.1"}, (), public=True)},
+        "/{bucket}": bucket,
+        "/{bucket}/streams": listing,
+        "/{bucket}/{stream}": _stream_operations(),
+        "/v1/stream/{path}": _stream_operations(),
+        "/{bucket}/{stream}/snapshot": snapshot_latest,
+        "/{bucket}/{stream}/snapshot/{offset}": snapshot,
+        "/{bucket}/{stream}/bootstrap": bootstrap,
+    }
+    return {path: _with_path_params(path, item) for path, item in spec.items()}
+
+
+def _with_path_params(path: str, item: Json) -> Json:
+    names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
+    if names:
+        item["parameters"] = [
+            _param(name, "path", _PATH_PARAMS[name][0], True, _PATH_PARAMS[name][1])
+            for name in names
+        ]
+    return item
+
+
+def document() -> Json:
+    """The whole OpenAPI 3.1 document."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "durable-kafka",
+            "version": "1",
+            "description": "The Durable Streams HTTP protocol, with every byte kept in Kafka.",
+        },
+        "paths": _paths(),
+        "components": {
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["code", "message"],
+                            "properties": {
+                                "code": {"enum": sorted({code.code for code in ErrorCode})},
+                                "message": _TEXT,
+                            },
+                        }
+                    },
+                }
+            },
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        # `{}`: anonymous requests are served too, as they are while authentication is off.
+        "security": [{"bearer": []}, {}],
+    }
+
+
+async def openapi(_request: web.Request) -> web.Response:
+    return json_response(document(), headers={"Cache-Control": "no-cache"})

@@ -1,0 +1,73 @@
+"""Checks made on every request before its route reads a body or names a resource.
+
+- A path whose percent-decoding is not UTF-8 (`%ff%fe`, the surrogate `%ed%a0%80`) is
+  refused: yarl would keep such escapes as literal text, so `/b/%ff` and `/b/%25ff` would name
+  one stream by two URLs.
+- A body declared larger than the largest accepted is 413 at once, unread.
+- `Expect: 100-continue` is answered only once those checks (and the middlewares before this
+  one) have passed: routes use `defer_continue`, so aiohttp does not send `100 Continue`
+  before any middleware has run, and a client told 413 never sends its body.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote_to_bytes
+
+from aiohttp import hdrs, web
+from aiohttp.typedefs import Middleware
+
+from adapter.http.render import Handler, error_response
+from adapter.protocol.errors import ErrorCode, ProtocolError
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+# Set on a request whose route left its Expect header to `request_checks`.
+EXPECT_DEFERRED = web.RequestKey("expect_deferred", bool)
+
+
+async def defer_continue(request: web.Request) -> None:
+    """The routes' Expect handler: nothing yet; `request_checks` answers it."""
+    request[EXPECT_DEFERRED] = True
+
+
+def require_utf8_path(raw_path: str) -> None:
+    """400 unless the path (without its query) percent-decodes to valid UTF-8."""
+    path = raw_path.partition("?")[0]
+    try:
+        unquote_to_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError(
+            ErrorCode.BAD_REQUEST, "the path is not UTF-8 once percent-decoded"
+        ) from None
+
+
+def request_checks_middleware(max_body_bytes: int) -> Middleware:
+    @web.middleware
+    async def request_checks(request: web.Request, handler: Handler) -> web.StreamResponse:
+        require_utf8_path(request.raw_path)
+        length = request.content_length
+        if length is not None and length > max_body_bytes:
+            response = error_response(
+                ProtocolError(
+                    ErrorCode.PAYLOAD_TOO_LARGE, f"a request body is at most {max_body_bytes} bytes"
+                )
+            )
+            response.force_close()  # its body, if sent anyway, is not read
+            return response
+        if hdrs.EXPECT in request.headers:
+            await _answer_expect(request)
+        return await handler(request)
+
+    return request_checks
+
+
+async def _answer_expect(request: web.Request) -> None:
+    if not request.get(EXPECT_DEFERRED):
+        return  # aiohttp's default handler has answered it already
+    expect = request.headers[hdrs.EXPECT]
+    if expect.lower() != "100-continue":
+        raise ProtocolError(ErrorCode.EXPECTATION_FAILED, f"unknown Expect {expect!r}")
+    if request.version >= (1, 1):
+        await request.writer.write(CONTINUE)
+        request.writer.output_size = 0  # the response proper has not started

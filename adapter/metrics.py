@@ -1,0 +1,104 @@
+"""The Prometheus metrics one instance exports, in a registry of its own.
+
+Labels name only things of which there are few and a fixed number (a route template, a
+method, a status, an error code, a read mode, a Kafka stage): never a bucket, stream, producer
+or principal, so a million streams add no series. Each instance (and each app a test builds)
+has its own registry, served on the ops listener's `/metrics` (`adapter/http/ops.py`).
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable
+from importlib.metadata import version
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+# Seconds, from a hot-tail read (~1 ms) to a write waiting out its deadline (~30 s).
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+READ_MODES = ("catch-up", "long-poll", "sse", "snapshot", "bootstrap")
+KAFKA_STAGES = ("produce", "commit")
+
+
+class Metrics:
+    """Every instrument, registered in `registry`."""
+
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "durable_kafka_http_requests",
+            "HTTP requests answered, by method, route template and status.",
+            ["method", "route", "status"],
+            registry=registry,
+        )
+        self.request_seconds = Histogram(
+            "durable_kafka_http_request_duration_seconds",
+            "Time from a request's headers to its answer's end, by method, route template "
+            "and status class (2xx, 4xx, ...).",
+            ["method", "route", "status_class"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.append_seconds = Histogram(
+            "durable_kafka_append_duration_seconds",
+            "Time from an append's body received to its Kafka transaction committed.",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.appended_bytes = Counter(
+            "durable_kafka_appended_bytes",
+            "Body bytes of appends that were written.",
+            registry=registry,
+        )
+        self.read_bytes = Counter(
+            "durable_kafka_read_bytes",
+            "Response body bytes of stream reads, by mode.",
+            ["mode"],
+            registry=registry,
+        )
+        self.sse_connections = Gauge(
+            "durable_kafka_sse_connections",
+            "SSE responses open now.",
+            registry=registry,
+        )
+        self.live_waiters = Gauge(
+            "durable_kafka_live_waiters",
+            "Requests waiting for a stream to change now (long-polls, forwarded writes).",
+            registry=registry,
+        )
+        self.kafka_seconds = Histogram(
+            "durable_kafka_kafka_duration_seconds",
+            "Kafka time of a write transaction, by stage: produce (records sent and "
+            "acknowledged) and commit (the transaction committed).",
+            ["stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.rejections = Counter(
+            "durable_kafka_rejections",
+            "Requests answered with an error, by error code.",
+            ["code"],
+            registry=registry,
+        )
+        self.build = Info("durable_kafka_build", "What this process runs.", registry=registry)
+        self.build.info(_build_info())
+        for mode in READ_MODES:
+            self.read_bytes.labels(mode)  # every mode from the start, at 0
+        for stage in KAFKA_STAGES:
+            self.kafka_seconds.labels(stage)
+
+    def watch_live_waiters(self, count: Callable[[], int]) -> None:
+        self.live_waiters.set_function(count)
+
+    def kafka_timing(self, stage: str, seconds: float) -> None:
+        """Called on the writer's thread (prometheus_client's instruments are thread-safe)."""
+        self.kafka_seconds.labels(stage).observe(seconds)
+
+
+def _build_info() -> dict[str, str]:
+    return {
+        "version": version("durable-kafka"),
+        "python": platform.python_version(),
+        "aiohttp": version("aiohttp"),
+        "confluent_kafka": version("confluent-kafka"),
+    }
