@@ -50,7 +50,9 @@ _QUERY = {
     "timeout": "seconds a long-poll waits at most",
     "prefix": "stream id prefix",
     "after": "list after this stream id",
-    "limit": "most streams listed (1..1000)",
+    "limit": "most streams listed (1..1000); on the console's records, most records (1..1000)",
+    "last": "the console's seek: N messages before the tail",
+    "time": "the console's seek: the first offset written at or after this many ms since 1970",
 }
 _PATH_PARAMS: dict[str, tuple[str, Json]] = {
     "bucket": ("bucket id: 4 to 64 of a-z, 0-9, '_' and '-'", {"pattern": "^[a-z0-9_-]{4,64}$"}),
@@ -60,6 +62,9 @@ _PATH_PARAMS: dict[str, tuple[str, Json]] = {
         {"minLength": 1, "maxLength": 187},  # a 64-byte bucket, "/", a 122-byte stream id
     ),
     "offset": ("an offset token", {"pattern": "^(-1|now|[0-9]{16}_[0-9]{16})$"}),
+    "b": ("bucket id (the console's API)", {"pattern": "^[a-z0-9_-]{4,64}$"}),
+    "s": ("stream id (the console's API)", {"pattern": "^[^/]{1,122}$"}),
+    "name": ("a file of the web console", {"pattern": "^[a-z0-9_./-]{0,64}$"}),
 }
 
 
@@ -198,8 +203,39 @@ def _paths() -> Json:
         "/{bucket}/{stream}/snapshot": snapshot_latest,
         "/{bucket}/{stream}/snapshot/{offset}": snapshot,
         "/{bucket}/{stream}/bootstrap": bootstrap,
+        **_console_paths(),
     }
     return {path: _with_path_params(path, item) for path, item in spec.items()}
+
+
+def _console_paths() -> Json:
+    """The web console (`http/console.py`): its files and its read-only API."""
+    console_api = (400, 404, 410)
+    return {
+        "/ui": {"get": _op("the web console (redirect to its page)", {302: "see Location"}, ())},
+        "/ui/{name}": {"get": _op("a file of the web console", {200: "the file"}, (404,))},
+        "/ui/api/config": {"get": _op("the console's mode", {200: "off, ro or rw"}, ())},
+        "/ui/api/buckets": {"get": _op("every bucket, with stream counts", {200: "list"}, ())},
+        "/ui/api/stream/{b}/{s}": {
+            "get": _op("a stream's Kafka facts and fork lineage", {200: "facts"}, console_api)
+        },
+        "/ui/api/seek/{b}/{s}": {
+            "get": _op(
+                "the offset N messages before the tail, or at a time",
+                {200: "an offset token"},
+                console_api,
+                query=("last", "time"),
+            )
+        },
+        "/ui/api/records/{b}/{s}": {
+            "get": _op(
+                "each message's Kafka coordinates from an offset on",
+                {200: "records"},
+                console_api,
+                query=("offset", "limit"),
+            )
+        },
+    }
 
 
 def _with_path_params(path: str, item: Json) -> Json:

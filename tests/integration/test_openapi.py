@@ -13,7 +13,7 @@ def _served(client: Client) -> set[tuple[str, str]]:
     return {
         (route.method.lower(), route.resource.canonical)
         for route in client.app.router.routes()
-        if route.resource is not None
+        if route.resource is not None and route.method != "*"  # catch-alls answer 404/405
     }
 
 
