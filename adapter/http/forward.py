@@ -111,7 +111,9 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     )
     headers[FORWARDED] = "1"
     url = route.url + request.rel_url.raw_path_qs
-    body = await request.read()
+    # A snapshot (up to max_snapshot_bytes) is passed on as it arrives, never held whole;
+    # other bodies are read first (bounded by the app's largest body).
+    body = request.content if _is_publish(request) else await request.read()
     try:
         async with request.app[FORWARDER].session.request(
             request.method, url, headers=headers, data=body, allow_redirects=False
@@ -126,6 +128,10 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
         raise ProtocolError(
             ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"
         ) from error
+
+
+def _is_publish(request: web.Request) -> bool:
+    return request.method == "PUT" and "offset" in request.match_info
 
 
 async def _read_your_writes(request: web.Request, response: web.Response) -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 from aiohttp import web
 
 from adapter.http.keys import SNAPSHOTS, STREAMS
@@ -28,26 +30,24 @@ def path_offset(request: web.Request) -> int:
 async def publish(request: web.Request) -> web.Response:
     ref, offset = stream_ref(request), path_offset(request)
     content_type = normalize_content_type(request.headers.get("Content-Type"))
-    blob = await _blob(request, request.app[STREAMS].limits.max_snapshot_bytes)
+    limit = request.app[STREAMS].limits.max_snapshot_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise _too_large(limit)
     meta = await request.app[SNAPSHOTS].publish(
-        ref, offset, content_type or DEFAULT_CONTENT_TYPE, blob
+        ref, offset, content_type or DEFAULT_CONTENT_TYPE, _body(request, limit)
     )
     headers = {"Stream-Next-Offset": encode(meta.next_offset)}
     return web.Response(status=204, headers=headers | {"Stream-Snapshot-Offset": encode(offset)})
 
 
-async def _blob(request: web.Request, limit: int) -> bytes:
-    """The request body, refused (413) as soon as it passes `limit` bytes."""
-    if request.content_length is not None and request.content_length > limit:
-        raise _too_large(limit)
-    chunks: list[bytes] = []
+async def _body(request: web.Request, limit: int) -> AsyncIterator[bytes]:
+    """The request body chunk by chunk, refused (413) as soon as it passes `limit` bytes."""
     size = 0
     async for chunk in request.content.iter_chunked(READ_SIZE):
         size += len(chunk)
         if size > limit:
             raise _too_large(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        yield chunk
 
 
 def _too_large(limit: int) -> ProtocolError:

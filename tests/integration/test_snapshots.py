@@ -3,6 +3,8 @@ the retention a publish moves (410 below it), and what a restart keeps."""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from adapter.app import PARTS, create_app
 from adapter.objects.local import LocalObjectStore
 from adapter.objects.s3 import S3ObjectStore
+from adapter.protocol.commands import StreamRef
 from adapter.protocol.snapshots import OBJECT_PREFIX, object_key
 from adapter.service.snapshot_gc import SnapshotCollector
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
@@ -116,6 +119,34 @@ async def test_a_snapshot_over_the_limit_is_413(
     path, tails = await _stream(client, unique, b"a")
     assert await _publish(client, path, tails[1], b"x" * (BIG + 1)) == 413
     assert await _publish(client, path, tails[1], b"x" * BIG) == 204
+
+
+async def _pieces(blob: bytes, size: int) -> AsyncIterator[bytes]:
+    for start in range(0, len(blob), size):
+        yield blob[start : start + size]
+
+
+async def test_a_chunked_body_is_streamed_counted_and_refused_past_the_limit(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, tmp_path: Path
+) -> None:
+    """Without a Content-Length the limit holds while streaming: nothing of a refused body
+    is kept (no blob, no temp file), and an accepted one is stored with its size and SHA-256."""
+    client = await aiohttp_client(create_app(make_settings(max_snapshot_bytes=BIG)))
+    await wait_ready(client)
+    path, tails = await _stream(client, unique, b"a")
+    url = f"{path}/snapshot/{tails[1]}"
+    refused = await client.put(url, data=_pieces(b"x" * (BIG + 1), 4096))
+    assert (refused.status, await _code(refused)) == (413, "payload_too_large")
+    assert [p for p in (tmp_path / "cold").rglob("*") if p.is_file()] == []
+    assert (await client.get(f"{path}/snapshot", allow_redirects=False)).status == 404
+    blob = bytes(range(256)) * (BIG // 256)
+    assert (await client.put(url, data=_pieces(blob, 1000))).status == 204
+    parts = client.app[PARTS]
+    pointer = parts.catalog.snapshot(parts.streams.existing(StreamRef(f"sn-{unique}", "doc")))
+    assert pointer is not None
+    assert (pointer.size, pointer.sha256) == (len(blob), hashlib.sha256(blob).hexdigest())
+    stored = await client.get(url)
+    assert await stored.read() == blob
 
 
 async def test_delete_follows_the_bootstrap_safety_rules(client: Client, unique: str) -> None:
