@@ -94,10 +94,11 @@ def snapshot_headers(meta: StreamMeta, pointer: SnapshotPointer) -> dict[str, st
     }
 
 
-def add_routes(app: web.Application) -> None:
-    base = "/{bucket}/{stream}/snapshot"
-    latest_resource = app.router.add_resource(base)
+def add_routes(app: web.Application, stream: str) -> None:
+    """The snapshot routes under `stream`, `streams.FLAT_ROUTE` or `streams.BUCKETED_ROUTE`
+    (`app.py` says why each goes where it does in the routing order)."""
+    latest_resource = app.router.add_resource(stream + "/snapshot")
     latest_resource.add_route("GET", latest, expect_handler=None)
-    resource = app.router.add_resource(base + "/{offset}")
+    resource = app.router.add_resource(stream + "/snapshot/{offset}")
     for method, handler in (("PUT", publish), ("GET", read), ("DELETE", delete)):
         resource.add_route(method, handler, expect_handler=None)

@@ -234,6 +234,37 @@ class StreamService:
             assert meta is not None
             await self._carry_out(key, meta.partition, step)
 
+    async def collect(self, bucket_id: str, stream_id: str) -> bool:
+        """Collect a soft-deleted stream whose forks are all gone (expired; deleted ones
+        collect it themselves), with the soft-deleted sources above it that only it kept.
+        Only the owner of its write slot does; True when it was collected."""
+        key = (bucket_id, stream_id)
+        meta = self.catalog.stream(*key)
+        if meta is None or not meta.soft_deleted or self._live_forks(*key):
+            return False  # the usual case, decided without locks
+        if not self.writers.accepting(self.slots.of_stream(bucket_id, meta.partition)):
+            return False
+        chain = [(bucket_id, a.stream_id) for a, _ in self._ancestors(meta)]
+        async with self._holding(*reversed(chain), key):
+            await self._settle(key)
+            meta = self.catalog.stream(*key)
+            view = replace(
+                self._view(key, meta), forks=self._live_forks(*key), ancestors=self._ancestors(meta)
+            )
+            write = machine.collect(view, self.clock())
+            if write is None or meta is None:
+                return False
+            await self._carry_out(key, meta.partition, write)
+        return True
+
+    async def sweep(self) -> list[StreamKey]:
+        """Collect every soft-deleted stream of this instance's slots whose forks are gone."""
+        collected: list[StreamKey] = []
+        for meta in self.catalog.soft_deleted():
+            if await self.collect(meta.bucket_id, meta.stream_id):
+                collected.append((meta.bucket_id, meta.stream_id))
+        return collected
+
     async def publish(self, command: PublishSnapshot, check_only: bool = False) -> StreamMeta:
         """Make a stored blob the stream's latest snapshot (its pointer and the retention it
         moves commit in one transaction), or with `check_only` just raise what the machine

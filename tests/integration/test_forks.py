@@ -180,3 +180,32 @@ async def test_an_expired_fork_does_not_keep_its_source(client: Client, unique: 
     assert (await client.head(fork)).status == 404
     assert (await client.delete(source)).status == 204
     assert (await client.head(source)).status == 404  # deleted outright, not soft
+
+
+async def test_sources_whose_forks_all_expired_are_collected_by_the_sweep(
+    client: Client, unique: str
+) -> None:
+    """A chain root <- middle <- leaf, root and middle soft-deleted for the leaf, which then
+    expires: nothing is written by an expiry, so the sweep collects middle and root."""
+    root, _ = await _source(client, unique, b"r")
+    middle, leaf = root.replace("/src", "/mid"), root.replace("/src", "/leaf")
+    other = root.replace("/src", "/other")
+    assert (await client.put(middle, headers=_fork_of(root))).status == 201
+    assert (await client.put(leaf, headers=_fork_of(middle, **{"Stream-TTL": "1"}))).status == 201
+    assert (await client.put(other, headers=_fork_of(root))).status == 201
+    assert (await client.delete(other)).status == 204  # root keeps no fork but middle
+    assert (await client.delete(root)).status == 204
+    assert (await client.delete(middle)).status == 204
+    streams = client.app[STREAMS]
+    assert await streams.sweep() == []  # the leaf is live: both stay, soft-deleted
+    assert (await client.head(middle)).status == 410
+    await asyncio.sleep(1.2)
+    assert (await client.head(leaf)).status == 404
+    assert (await client.head(root)).status == 410  # expiry alone writes nothing
+    bucket_id = root.split("/")[1]
+    assert await streams.sweep() == [(bucket_id, "mid")]  # the root goes with it
+    assert [streams.catalog.stream(bucket_id, s) for s in ("src", "mid")] == [None, None]
+    for path in (root, middle):
+        assert (await client.head(path)).status == 404
+        assert (await client.put(path, headers=TEXT)).status == 201
+    assert await streams.sweep() == []  # idempotent

@@ -261,3 +261,49 @@ async def test_superseded_and_orphaned_blobs_are_collected_after_the_grace_perio
     assert await collector.collect_once() == []  # idempotent
     blob = await client.get(f"{path}/snapshot/{tails[2]}")
     assert (blob.status, await blob.read()) == (200, b"AB")
+
+
+async def test_the_flat_surface_has_the_same_snapshot_and_bootstrap_routes(
+    client: Client, unique: str
+) -> None:
+    path = f"/v1/stream/flat-{unique}/doc"  # a stream id with a '/', in `_default`
+    created = await client.put(path, headers=TEXT)
+    assert created.status == 201
+    tails = [created.headers["Stream-Next-Offset"]]
+    for body in (b"a", b"b"):
+        appended = await client.post(path, data=body, headers=TEXT)
+        tails.append(appended.headers["Stream-Next-Offset"])
+    assert await _publish(client, path, tails[1], b"A") == 204
+    assert (await client.get(path, params={"offset": "-1"})).status == 410
+    latest = await client.get(f"{path}/snapshot", allow_redirects=False)
+    assert latest.status == 307
+    assert latest.headers["Location"].endswith(f"{path}/snapshot/{tails[1]}")
+    blob = await client.get(f"{path}/snapshot/{tails[1]}")
+    assert (blob.status, await blob.read()) == (200, b"A")
+    refused = await client.delete(f"{path}/snapshot/{tails[1]}")
+    assert (refused.status, await _code(refused)) == (409, "snapshot_in_use")
+    boot = await client.get(f"{path}/bootstrap")
+    assert boot.headers["Stream-Snapshot-Offset"] == tails[1]
+    assert b"\r\n\r\nA\r\n--" in await boot.read()
+    # The same stream through its bucket, when the first segment is a bucket id.
+    bucket_path, bucket_tails = await _stream(client, unique, b"x")
+    flat_bucketed = f"/v1/stream{bucket_path}"
+    assert await _publish(client, flat_bucketed, bucket_tails[1], b"X") == 204
+    assert (await client.head(bucket_path)).headers["Stream-Snapshot-Offset"] == bucket_tails[1]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "code"),
+    [
+        ("snapshot", "invalid_stream_id"),
+        ("bootstrap", "invalid_stream_id"),
+        ("snapshot/0", "invalid_offset"),  # a publish on the stream `sub-…`, token malformed
+    ],
+)
+async def test_flat_stream_paths_that_name_a_sub_resource_are_not_created(
+    client: Client, unique: str, suffix: str, code: str
+) -> None:
+    response = await client.put(f"/v1/stream/sub-{unique}/{suffix}", headers=TEXT)
+    assert (response.status, await _code(response)) == (400, code)
+    alone = await client.put(f"/v1/stream/{suffix.split('/')[0]}-{unique}", headers=TEXT)
+    assert alone.status == 201  # only as a sub-path of another stream are they reserved
