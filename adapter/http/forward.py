@@ -21,6 +21,7 @@ from adapter.cluster.routing import Forward, Local, Router
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.render import Handler
 from adapter.http.streams import fork_from, stream_ref
+from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id
 from adapter.protocol.offsets import parse_offset
@@ -140,6 +141,9 @@ async def _read_your_writes(request: web.Request, response: web.Response) -> Non
         await _bucket_applied(request)
         return
     ref = stream_ref(request)
+    if _is_publish(request):  # a publish moves no tail: wait for its pointer
+        await _snapshot_applied(request, ref)
+        return
     if request.method == "DELETE":
         tail = None
     elif (token := response.headers.get("Stream-Next-Offset")) is not None:
@@ -149,6 +153,14 @@ async def _read_your_writes(request: web.Request, response: web.Response) -> Non
         return
     if not await request.app[STREAMS].applied(ref, tail, READ_YOUR_WRITES_S):
         log.info("forwarded write to %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
+
+
+async def _snapshot_applied(request: web.Request, ref: StreamRef) -> None:
+    offset = parse_offset(request.match_info["offset"])
+    if not isinstance(offset, int):
+        return
+    if not await request.app[STREAMS].snapshot_applied(ref, offset, READ_YOUR_WRITES_S):
+        log.info("forwarded publish to %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
 
 
 async def _bucket_applied(request: web.Request) -> None:

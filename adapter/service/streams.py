@@ -332,6 +332,18 @@ class StreamService:
 
         return await self._wait_until(key, shown, timeout_s)
 
+    async def snapshot_applied(self, ref: StreamRef, offset: int, timeout_s: float) -> bool:
+        """Wait until the catalog shows a snapshot published elsewhere at `offset` (or a later
+        one). Its pointer arrives on its own topic, which wakes no one: checked every 50 ms."""
+        key = (ref.bucket_id, ref.stream_id)
+
+        def shown() -> bool:
+            meta = self.catalog.stream(*key)
+            pointer = None if meta is None else self.catalog.snapshot(meta)
+            return pointer is not None and pointer.offset >= offset
+
+        return await self._wait_until(key, shown, timeout_s, poll_s=0.05)
+
     async def bucket_applied(self, bucket_id: str, exists: bool, timeout_s: float) -> bool:
         """Wait until the catalog shows a bucket created (or deleted) elsewhere."""
         return await self._wait_until(
@@ -340,8 +352,15 @@ class StreamService:
             timeout_s,
         )
 
-    async def _wait_until(self, key: StreamKey, done: Callable[[], bool], timeout_s: float) -> bool:
-        """Check `done` each time the hub says the key changed, until it holds or time is up."""
+    async def _wait_until(
+        self,
+        key: StreamKey,
+        done: Callable[[], bool],
+        timeout_s: float,
+        poll_s: float | None = None,
+    ) -> bool:
+        """Check `done` each time the hub says the key changed (and every `poll_s`, if given),
+        until it holds or time is up."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
@@ -350,7 +369,7 @@ class StreamService:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
-            await self.hub.wait(key, remaining)
+            await self.hub.wait(key, remaining if poll_s is None else min(remaining, poll_s))
 
     # -- writing ---------------------------------------------------------------------------
 
