@@ -42,6 +42,7 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.mounts import ConfiguredMount, parse_configured
 from adapter.readiness import Readiness
 from adapter.service.buckets import BucketService
+from adapter.service.fork_gc import sweep_forever
 from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import MountIndexes
 from adapter.service.mounted_streams import MountedStreams
@@ -283,9 +284,14 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get(openapi.PATH, openapi.openapi, expect_handler=defer_continue)
     console.add_routes(app, settings.console)  # before `/{bucket}/{stream}`, which `/ui/x` fits
     app.add_routes(buckets.routes)
+    # Routes match in the order they are added. A flat stream's snapshot and bootstrap URLs
+    # must come before `/v1/stream/{path}` (which would take them as stream paths), and the
+    # bucketed ones after it (`/{bucket}/{stream}/snapshot` would take `/v1/stream/snapshot`).
+    snapshots.add_routes(app, streams.FLAT_ROUTE)
+    bootstrap.add_routes(app, streams.FLAT_ROUTE)
     streams.add_routes(app)
-    snapshots.add_routes(app)
-    bootstrap.add_routes(app)
+    snapshots.add_routes(app, streams.BUCKETED_ROUTE)
+    bootstrap.add_routes(app, streams.BUCKETED_ROUTE)
     app.cleanup_ctx.append(_lifecycle)
     if settings.auth_mode == "jwt" and settings.auth_jwt_jwks_url:
         app.cleanup_ctx.append(jwks_refresher(settings.auth_jwt_jwks_url))
@@ -316,6 +322,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         collect = asyncio.create_task(parts.collector.run(), name="snapshot-collector")
         collect.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(collect)
+        sweep = asyncio.create_task(sweep_forever(parts.streams), name="soft-delete-collector")
+        sweep.add_done_callback(lambda done: _report(done, fatal))
+        tasks.append(sweep)
         parts.ownership.start()  # join the owners' group: slots arrive from here on
         return count
 

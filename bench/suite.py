@@ -4,7 +4,8 @@ Targets, each started here: durable-kafka (the console script on the local broke
 `--instances` processes on one topic prefix), the Node reference server in memory and
 file-backed, and raw Kafka (confluent-kafka, acks=all, idempotent) where a scenario has a
 Kafka equivalent. Load comes from the compiled generator in bench/loadgen (Go), a separate
-process; SSE fan-out is bench.sse_fanout's, run as a subprocess and folded in.
+process; SSE fan-out is bench.sse_fanout's, run as a subprocess and folded in; `/bootstrap`
+vs catch-up of one stream is bench.suite_bootstrap's (durable-kafka only).
 
     .venv/bin/python -m bench.suite                 # the full run (~20 min on 2 cores)
     .venv/bin/python -m bench.suite --smoke         # tiny sizes (~1.5 min warm)
@@ -30,7 +31,15 @@ from typing import Any
 
 import confluent_kafka
 
-from bench import gobuild, loadgen_run, profiling, suite_memory, suite_servers, targets
+from bench import (
+    gobuild,
+    loadgen_run,
+    profiling,
+    suite_bootstrap,
+    suite_memory,
+    suite_servers,
+    targets,
+)
 from bench.sse_fanout import REFERENCE_PACKAGE, log, wait_quiet
 from bench.suite_goals import fanout_goal, goal_table, goals
 from bench.suite_measure import RAW_KAFKA, Context, Row, http_row, raw_row
@@ -67,6 +76,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--memory-time-cap", type=float, default=300, help="seconds of creating per target")
     add("--fanout-args", default="--scenarios one,many --quiet-timeout 30")
     add("--no-fanout", action="store_true", help="skip bench.sse_fanout")
+    add("--no-bootstrap", action="store_true", help="skip bootstrap vs catch-up")
+    suite_bootstrap.add_arguments(parser)
     add("--bootstrap-servers", default="127.0.0.1:9092")
     add("--no-devstack", action="store_true", help="don't run `devstack up kafka` first")
     add("--quiet-below", type=float, default=0.25, help="machine busy share to wait for")
@@ -206,6 +217,25 @@ def run_fanout(args: argparse.Namespace) -> dict[str, Any] | None:
     return document
 
 
+def run_bootstrap(args: argparse.Namespace) -> dict[str, Any] | None:
+    """`/bootstrap` vs catch-up of one stream on a fresh durable-kafka (bench.suite_bootstrap)."""
+    if args.no_bootstrap or targets.DURABLE_KAFKA not in args.targets:
+        return None
+    log("[durable-kafka / bootstrap vs catch-up]")
+    options = target_options(args)
+
+    def start() -> targets.Server:
+        return targets.start(targets.DURABLE_KAFKA, args.log_dir, options)
+
+    try:
+        result = suite_bootstrap.run(start, suite_bootstrap.sizes_of(args), args.reps, args.run_tag)
+    except (suite_bootstrap.BenchError, targets.TargetError) as error:
+        log(f"  FAILED: {error}")
+        return {"failure": str(error)}
+    log(f"  {result['ratios']}")
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     unknown = [t for t in args.targets if t not in ALL_TARGETS]
@@ -233,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
             rows += run_target(name, chosen, ctx, args)
     memory = run_memory(binary, args) if args.memory_streams else []
     fanout = None if args.no_fanout else run_fanout(args)
-    return report(args, facts, [row.as_json() for row in rows], memory, fanout)
+    boot = run_bootstrap(args)
+    return report(args, facts, [row.as_json() for row in rows], memory, fanout, boot)
 
 
 def report(
@@ -242,19 +273,23 @@ def report(
     rows: list[dict[str, Any]],
     memory: list[dict[str, Any]],
     fanout: dict[str, Any] | None,
+    boot: dict[str, Any] | None,
 ) -> int:
     ratio_rows = ratios(rows)
     checked = goals(rows, args.streams_small, args.streams_many, memory)
     checked.append(fanout_goal(fanout))
     print(table(rows), "", ratio_table(ratio_rows), "", memory_table(memory), "", sep="\n")
     print(goal_table(checked))
+    if boot is not None:
+        print("", boot.get("failure") or suite_bootstrap.table(boot), sep="\n")
     document: dict[str, Any] = {"run": facts, "rows": rows, "ratios": ratio_rows}
     document["memory"] = memory
-    document |= {"goals": checked, "sse_fanout": fanout}
+    document |= {"goals": checked, "sse_fanout": fanout, "bootstrap": boot}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     log(f"wrote {args.out}")
-    return 1 if any(row["failure"] for row in rows) else 0
+    failed = any(row["failure"] for row in rows) or bool(boot and boot.get("failure"))
+    return 1 if failed else 0
 
 
 def memory_table(results: list[dict[str, Any]]) -> str:

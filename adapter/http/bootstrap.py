@@ -90,6 +90,7 @@ async def _write_parts(
     await response.write(closing(boundary))
 
 
-def add_routes(app: web.Application) -> None:
-    resource = app.router.add_resource("/{bucket}/{stream}/bootstrap")
+def add_routes(app: web.Application, stream: str) -> None:
+    """`GET {stream}/bootstrap`, `stream` being a route of either surface."""
+    resource = app.router.add_resource(stream + "/bootstrap")
     resource.add_route("GET", bootstrap, expect_handler=defer_continue)

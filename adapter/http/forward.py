@@ -22,6 +22,7 @@ from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
 from adapter.http.streams import fork_from, stream_ref
+from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id
 from adapter.protocol.offsets import parse_offset
@@ -116,7 +117,9 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     if (request_id := request.get(REQUEST_ID)) is not None:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
     url = route.url + request.rel_url.raw_path_qs
-    body = await request.read()
+    # A snapshot (up to max_snapshot_bytes) is passed on as it arrives, never held whole;
+    # other bodies are read first (bounded by the app's largest body).
+    body = request.content if _is_publish(request) else await request.read()
     try:
         async with request.app[FORWARDER].session.request(
             request.method, url, headers=headers, data=body, allow_redirects=False
@@ -133,12 +136,19 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
         ) from error
 
 
+def _is_publish(request: web.Request) -> bool:
+    return request.method == "PUT" and "offset" in request.match_info
+
+
 async def _read_your_writes(request: web.Request, response: web.Response) -> None:
     """Hold the answer until this instance's catalog reflects the forwarded write."""
     if "path" not in request.match_info and "stream" not in request.match_info:
         await _bucket_applied(request)
         return
     ref = stream_ref(request)
+    if _is_publish(request):  # a publish moves no tail: wait for its pointer
+        await _snapshot_applied(request, ref)
+        return
     if request.method == "DELETE":
         tail = None
     elif (token := response.headers.get("Stream-Next-Offset")) is not None:
@@ -148,6 +158,14 @@ async def _read_your_writes(request: web.Request, response: web.Response) -> Non
         return
     if not await request.app[STREAMS].applied(ref, tail, READ_YOUR_WRITES_S):
         log.info("forwarded write to %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
+
+
+async def _snapshot_applied(request: web.Request, ref: StreamRef) -> None:
+    offset = parse_offset(request.match_info["offset"])
+    if not isinstance(offset, int):
+        return
+    if not await request.app[STREAMS].snapshot_applied(ref, offset, READ_YOUR_WRITES_S):
+        log.info("forwarded publish to %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
 
 
 async def _bucket_applied(request: web.Request) -> None:

@@ -203,6 +203,10 @@ def _paths() -> Json:
         "/{bucket}/{stream}/snapshot": snapshot_latest,
         "/{bucket}/{stream}/snapshot/{offset}": snapshot,
         "/{bucket}/{stream}/bootstrap": bootstrap,
+        # copies: each path item gets its own path parameters
+        "/v1/stream/{path}/snapshot": dict(snapshot_latest),
+        "/v1/stream/{path}/snapshot/{offset}": dict(snapshot),
+        "/v1/stream/{path}/bootstrap": dict(bootstrap),
         **_console_paths(),
     }
     return {path: _with_path_params(path, item) for path, item in spec.items()}

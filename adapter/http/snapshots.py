@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 from aiohttp import web
 
 from adapter.http.keys import SNAPSHOTS, STREAMS
@@ -29,26 +31,24 @@ def path_offset(request: web.Request) -> int:
 async def publish(request: web.Request) -> web.Response:
     ref, offset = stream_ref(request), path_offset(request)
     content_type = normalize_content_type(request.headers.get("Content-Type"))
-    blob = await _blob(request, request.app[STREAMS].limits.max_snapshot_bytes)
+    limit = request.app[STREAMS].limits.max_snapshot_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise _too_large(limit)
     meta = await request.app[SNAPSHOTS].publish(
-        ref, offset, content_type or DEFAULT_CONTENT_TYPE, blob
+        ref, offset, content_type or DEFAULT_CONTENT_TYPE, _body(request, limit)
     )
     headers = {"Stream-Next-Offset": encode(meta.next_offset)}
     return web.Response(status=204, headers=headers | {"Stream-Snapshot-Offset": encode(offset)})
 
 
-async def _blob(request: web.Request, limit: int) -> bytes:
-    """The request body, refused (413) as soon as it passes `limit` bytes."""
-    if request.content_length is not None and request.content_length > limit:
-        raise _too_large(limit)
-    chunks: list[bytes] = []
+async def _body(request: web.Request, limit: int) -> AsyncIterator[bytes]:
+    """The request body chunk by chunk, refused (413) as soon as it passes `limit` bytes."""
     size = 0
     async for chunk in request.content.iter_chunked(READ_SIZE):
         size += len(chunk)
         if size > limit:
             raise _too_large(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        yield chunk
 
 
 def _too_large(limit: int) -> ProtocolError:
@@ -95,10 +95,11 @@ def snapshot_headers(meta: StreamMeta, pointer: SnapshotPointer) -> dict[str, st
     }
 
 
-def add_routes(app: web.Application) -> None:
-    base = "/{bucket}/{stream}/snapshot"
-    latest_resource = app.router.add_resource(base)
+def add_routes(app: web.Application, stream: str) -> None:
+    """The snapshot routes under `stream`, `streams.FLAT_ROUTE` or `streams.BUCKETED_ROUTE`
+    (`app.py` says why each goes where it does in the routing order)."""
+    latest_resource = app.router.add_resource(stream + "/snapshot")
     latest_resource.add_route("GET", latest, expect_handler=defer_continue)
-    resource = app.router.add_resource(base + "/{offset}")
+    resource = app.router.add_resource(stream + "/snapshot/{offset}")
     for method, handler in (("PUT", publish), ("GET", read), ("DELETE", delete)):
         resource.add_route(method, handler, expect_handler=defer_continue)

@@ -34,13 +34,21 @@ from adapter.protocol.headers import (
     parse_producer,
     parse_stream_seq,
 )
-from adapter.protocol.identifiers import split_compat_path, validate_bucket_id, validate_stream_id
+from adapter.protocol.identifiers import (
+    check_compat_creatable,
+    split_compat_path,
+    validate_bucket_id,
+    validate_stream_id,
+)
 from adapter.protocol.offsets import BEGINNING, NOW, ReadFrom, Start, encode, parse_offset
 from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.state.records import StreamMeta
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 FORK_PREFIX = "/v1/stream/"
+# A stream's URL on each surface; its snapshot and bootstrap routes extend these.
+FLAT_ROUTE = "/v1/stream/{path:.+}"
+BUCKETED_ROUTE = "/{bucket}/{stream}"
 SUB_OFFSET = re.compile(r"0|[1-9][0-9]{0,17}")
 
 routes = web.RouteTableDef()
@@ -61,6 +69,8 @@ async def create_stream(request: web.Request) -> web.Response:
     )
     content_type = normalize_content_type(request.headers.get("Content-Type"))
     ref = stream_ref(request)
+    if "path" in request.match_info:
+        check_compat_creatable(request.match_info["path"])
     fork = fork_from(request, ref)
     command = CreateStream(
         ref=ref,
@@ -291,7 +301,7 @@ def add_routes(app: web.Application) -> None:
         "HEAD": head,
         "DELETE": delete_stream,
     }
-    for path in ("/v1/stream/{path:.+}", "/{bucket}/{stream}"):
+    for path in (FLAT_ROUTE, BUCKETED_ROUTE):
         resource = app.router.add_resource(path)
         for method, handler in handlers.items():
             resource.add_route(method, handler, expect_handler=defer_continue)

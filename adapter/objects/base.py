@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable
 from typing import Protocol
 
 
@@ -20,6 +21,11 @@ class ObjectStore(Protocol):
         """Raise ObjectStoreError unless the store is reachable and writable."""
 
     async def put(self, key: str, data: bytes) -> None: ...
+
+    async def put_stream(self, key: str, chunks: AsyncIterable[bytes]) -> None:
+        """Store the chunks as one object, holding only a bounded part of it at a time. The
+        object becomes visible whole once every chunk is stored, or never: an exception from
+        `chunks` (or the store, or a cancellation) leaves nothing under `key`."""
 
     async def get(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
         """Bytes [start, end) of the object, or None when there is no such object."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
+from collections.abc import AsyncIterable
 from pathlib import Path
+from typing import BinaryIO
 
 from adapter.objects.base import ObjectStoreError
 
@@ -31,6 +34,21 @@ class LocalObjectStore:
     async def put(self, key: str, data: bytes) -> None:
         await asyncio.to_thread(self._write, self._path(key), data)
 
+    async def put_stream(self, key: str, chunks: AsyncIterable[bytes]) -> None:
+        """Chunks go to a temp file beside the object (a name `keys` never lists), which is
+        renamed over the key once complete and synced; anything else deletes it."""
+        path = self._path(key)
+        handle, tmp = await asyncio.to_thread(self._open_temp, path)
+        try:
+            async for chunk in chunks:
+                await asyncio.to_thread(handle.write, chunk)
+            await asyncio.to_thread(self._seal, handle, tmp, path)
+        except BaseException:
+            handle.close()  # local and quick: done here, so even a cancellation cleans up
+            with contextlib.suppress(FileNotFoundError):  # renamed just as it was cancelled
+                os.unlink(tmp)
+            raise
+
     async def get(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
         return await asyncio.to_thread(self._read, self._path(key), start, end)
 
@@ -53,6 +71,19 @@ class LocalObjectStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    @staticmethod
+    def _open_temp(path: Path) -> tuple[BinaryIO, str]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        return os.fdopen(fd, "wb"), tmp
+
+    @staticmethod
+    def _seal(handle: BinaryIO, tmp: str, path: Path) -> None:
+        with handle:
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
 
     @staticmethod
     def _read(path: Path, start: int, end: int | None) -> bytes | None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+import logging
+from collections.abc import AsyncIterable, Callable
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -14,8 +15,13 @@ from adapter.objects.base import ObjectStoreError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import CompletedPartTypeDef
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
+# A streamed object is sent in parts of at least this size (S3 wants >= 5 MiB but the last):
+# one part is held in memory at a time; an object smaller than one part is one PUT.
+PART_BYTES: Final = 8 * 1024 * 1024
 _MISSING = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
 
 
@@ -79,6 +85,25 @@ class S3ObjectStore:
             f"put {key}", lambda: self._client.put_object(Bucket=self.bucket, Key=key, Body=data)
         )
 
+    async def put_stream(self, key: str, chunks: AsyncIterable[bytes]) -> None:
+        """A multipart upload, part by part; S3 shows the object only once it is completed,
+        and an upload that fails or is cancelled is aborted (its parts deleted)."""
+        upload = _Multipart(self, key)
+        try:
+            buffer = bytearray()
+            async for chunk in chunks:
+                buffer += chunk
+                if len(buffer) >= PART_BYTES:
+                    await upload.send(bytes(buffer))
+                    buffer.clear()
+            if upload.started:
+                await upload.finish(bytes(buffer))
+            else:
+                await self.put(key, bytes(buffer))
+        except BaseException:
+            await upload.abort()
+            raise
+
     async def get(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
         if end is not None and end <= start:
             return b""
@@ -112,6 +137,69 @@ class S3ObjectStore:
             return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
         return sorted(await self._call(f"list {prefix}", list_all))
+
+
+class _Multipart:
+    """One multipart upload of `key`, begun with its first part."""
+
+    def __init__(self, store: S3ObjectStore, key: str) -> None:
+        self.store, self.key = store, key
+        self.upload_id: str | None = None
+        self.parts: list[CompletedPartTypeDef] = []
+
+    @property
+    def started(self) -> bool:
+        return self.upload_id is not None
+
+    async def send(self, data: bytes) -> None:
+        client, bucket, key = self.store._client, self.store.bucket, self.key
+        if self.upload_id is None:
+            reply = await self.store._call(
+                f"start upload {key}",
+                lambda: client.create_multipart_upload(Bucket=bucket, Key=key),
+            )
+            self.upload_id = reply["UploadId"]
+        upload_id, number = self.upload_id, len(self.parts) + 1
+        part = await self.store._call(
+            f"upload {key} part {number}",
+            lambda: client.upload_part(
+                Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data
+            ),
+        )
+        self.parts.append({"ETag": part["ETag"], "PartNumber": number})
+
+    async def finish(self, last: bytes) -> None:
+        if last:
+            await self.send(last)
+        client, bucket, key = self.store._client, self.store.bucket, self.key
+        upload_id, parts = self.upload_id or "", self.parts
+        await self.store._call(
+            f"complete upload {key}",
+            lambda: client.complete_multipart_upload(
+                Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+            ),
+        )
+        self.upload_id = None  # done: nothing to abort
+
+    async def abort(self) -> None:
+        """Best effort: an upload left behind is invisible, and a bucket lifecycle rule
+        (AbortIncompleteMultipartUpload) deletes its parts."""
+        if self.upload_id is None:
+            return
+        client, bucket, key, upload_id = (
+            self.store._client,
+            self.store.bucket,
+            self.key,
+            self.upload_id,
+        )
+        self.upload_id = None
+        try:
+            await self.store._call(
+                f"abort upload {key}",
+                lambda: client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id),
+            )
+        except ObjectStoreError as error:
+            log.warning("multipart upload of %s not aborted: %s", key, error)
 
 
 def _code(error: ClientError) -> str:

@@ -62,6 +62,9 @@ def validate_stream_id(bucket_id: str, stream_id: str) -> str:
     return stream_id
 
 
+SUB_RESOURCES: Final = frozenset({"snapshot", "bootstrap"})
+
+
 @functools.lru_cache(maxsize=4096)  # each request asks twice (routing, then the handler)
 def split_compat_path(path: str) -> tuple[str, str]:
     """The (bucket id, stream id) a `/v1/stream/{path}` path names (path already URL-decoded).
@@ -76,6 +79,18 @@ def split_compat_path(path: str) -> tuple[str, str]:
     if not slash or not _is_bucket_id(bucket_id):
         bucket_id, stream_id = DEFAULT_BUCKET, path
     return bucket_id, _validate_compat_stream_id(stream_id)
+
+
+def check_compat_creatable(path: str) -> None:
+    """Refuse to create a `/v1/stream/{path}` whose URL is a sub-resource of another stream
+    (`{stream}/snapshot`, `{stream}/snapshot/{offset}`, `{stream}/bootstrap`): those URLs are
+    routed to the snapshot and bootstrap handlers, so the stream could never be read there."""
+    segments = path.split("/")
+    _require(
+        not (len(segments) >= 2 and segments[-1] in SUB_RESOURCES)
+        and not (len(segments) >= 3 and segments[-2] == "snapshot"),
+        f"stream path {path!r} names a snapshot or bootstrap of another stream on /v1/stream",
+    )
 
 
 def _is_bucket_id(value: str) -> bool:

@@ -289,6 +289,16 @@ def delete(view: View, stream_id: str, now_ms: int) -> Step:
     return Write((ControlEvent.DELETE,), None, now_ms, forget=forget, collects=_collected(view))
 
 
+def collect(view: View, now_ms: int) -> Write | None:
+    """Forget a soft-deleted stream none of whose forks is live any more (they expired), and
+    the soft-deleted ancestors that were waiting only for it; None when it is not such a
+    stream. Its delete record was written when it was soft-deleted."""
+    meta = view.stream
+    if meta is None or not meta.soft_deleted or view.forks:
+        return None
+    return Write((), None, now_ms, collects=_collected(view))
+
+
 def publish(
     view: View, command: PublishSnapshot, now_ms: int, limits: Limits = DEFAULT_LIMITS
 ) -> Step:

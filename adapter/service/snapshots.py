@@ -1,8 +1,9 @@
 """Snapshots: blobs in the object store, pointers in the compacted snapshots topic.
 
-A publish stores the blob first, under a key no other publish uses, and only then commits its
-pointer with the stream's new retention (`StreamService.publish`, one Kafka transaction). A
-publish interrupted before that commit leaves a blob nothing points to, never a visible half
+A publish streams the blob to the store first (never held whole), under a key no other
+publish uses, and only then commits its pointer with the stream's new retention
+(`StreamService.publish`, one Kafka transaction). A publish interrupted before that commit
+leaves a blob nothing points to (or, interrupted mid-upload, no blob), never a visible half
 snapshot; such orphans and superseded blobs are the collector's (`service/snapshot_gc.py`).
 """
 
@@ -12,8 +13,8 @@ import asyncio
 import hashlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable
+from dataclasses import dataclass, replace
 from typing import Final, TypeVar
 
 from adapter.objects.base import ObjectStore, ObjectStoreError
@@ -45,6 +46,21 @@ class Bootstrap:
         return BEGINNING if self.snapshot is None else self.snapshot.offset
 
 
+class _Counted:
+    """A body passed through: its size and SHA-256 as it goes."""
+
+    def __init__(self, body: AsyncIterable[bytes]) -> None:
+        self.body = body
+        self.size = 0
+        self.digest = hashlib.sha256()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for chunk in self.body:
+            self.size += len(chunk)
+            self.digest.update(chunk)
+            yield chunk
+
+
 class SnapshotService:
     def __init__(self, streams: StreamService, store: ObjectStore, grace_ms: int) -> None:
         self.streams = streams
@@ -52,17 +68,20 @@ class SnapshotService:
         self.grace_ms = grace_ms
 
     async def publish(
-        self, ref: StreamRef, offset: int, content_type: str, blob: bytes
+        self, ref: StreamRef, offset: int, content_type: str, body: AsyncIterable[bytes]
     ) -> StreamMeta:
-        """Store the blob, then make it the stream's latest snapshot."""
+        """Stream the blob to the store (its size and checksum counted on the way), then make
+        it the stream's latest snapshot. `body` raises to refuse it (413): nothing is kept."""
         key = snapshots.object_key(ref.bucket_id, ref.stream_id, offset, uuid.uuid4().hex)
-        digest = hashlib.sha256(blob).hexdigest()
         # The collector deletes a blob nothing points to once it has seen it so for a grace
-        # period: a publish commits its pointer within half of it from the upload, or not at all.
+        # period: a publish commits its pointer within half of it from the upload's start
+        # (the body's arrival included), or not at all.
         commit_by = self.streams.clock() + self.grace_ms // 2
-        command = PublishSnapshot(ref, offset, content_type, len(blob), key, digest, commit_by)
+        command = PublishSnapshot(ref, offset, content_type, 0, key, "", commit_by)
         await self.streams.publish(command, check_only=True)  # refuse before uploading
-        await _translated(self.store.put(key, blob))
+        counted = _Counted(body)
+        await _translated(self.store.put_stream(key, counted.chunks()))
+        command = replace(command, size=counted.size, sha256=counted.digest.hexdigest())
         try:
             return await self.streams.publish(command)
         except ProtocolError:

@@ -248,6 +248,37 @@ class StreamService:
             assert meta is not None
             await self._carry_out(key, meta.partition, step)
 
+    async def collect(self, bucket_id: str, stream_id: str) -> bool:
+        """Collect a soft-deleted stream whose forks are all gone (expired; deleted ones
+        collect it themselves), with the soft-deleted sources above it that only it kept.
+        Only the owner of its write slot does; True when it was collected."""
+        key = (bucket_id, stream_id)
+        meta = self.catalog.stream(*key)
+        if meta is None or not meta.soft_deleted or self._live_forks(*key):
+            return False  # the usual case, decided without locks
+        if not self.writers.accepting(self.slots.of_stream(bucket_id, meta.partition)):
+            return False
+        chain = [(bucket_id, a.stream_id) for a, _ in self._ancestors(meta)]
+        async with self._holding(*reversed(chain), key):
+            await self._settle(key)
+            meta = self.catalog.stream(*key)
+            view = replace(
+                self._view(key, meta), forks=self._live_forks(*key), ancestors=self._ancestors(meta)
+            )
+            write = machine.collect(view, self.clock())
+            if write is None or meta is None:
+                return False
+            await self._carry_out(key, meta.partition, write)
+        return True
+
+    async def sweep(self) -> list[StreamKey]:
+        """Collect every soft-deleted stream of this instance's slots whose forks are gone."""
+        collected: list[StreamKey] = []
+        for meta in self.catalog.soft_deleted():
+            if await self.collect(meta.bucket_id, meta.stream_id):
+                collected.append((meta.bucket_id, meta.stream_id))
+        return collected
+
     async def publish(self, command: PublishSnapshot, check_only: bool = False) -> StreamMeta:
         """Make a stored blob the stream's latest snapshot (its pointer and the retention it
         moves commit in one transaction), or with `check_only` just raise what the machine
@@ -317,6 +348,18 @@ class StreamService:
 
         return await self._wait_until(key, shown, timeout_s)
 
+    async def snapshot_applied(self, ref: StreamRef, offset: int, timeout_s: float) -> bool:
+        """Wait until the catalog shows a snapshot published elsewhere at `offset` (or a later
+        one). Its pointer arrives on its own topic, which wakes no one: checked every 50 ms."""
+        key = (ref.bucket_id, ref.stream_id)
+
+        def shown() -> bool:
+            meta = self.catalog.stream(*key)
+            pointer = None if meta is None else self.catalog.snapshot(meta)
+            return pointer is not None and pointer.offset >= offset
+
+        return await self._wait_until(key, shown, timeout_s, poll_s=0.05)
+
     async def bucket_applied(self, bucket_id: str, exists: bool, timeout_s: float) -> bool:
         """Wait until the catalog shows a bucket (or mount) created or deleted elsewhere."""
 
@@ -326,8 +369,15 @@ class StreamService:
 
         return await self._wait_until((bucket_id, ""), shown, timeout_s)
 
-    async def _wait_until(self, key: StreamKey, done: Callable[[], bool], timeout_s: float) -> bool:
-        """Check `done` each time the hub says the key changed, until it holds or time is up."""
+    async def _wait_until(
+        self,
+        key: StreamKey,
+        done: Callable[[], bool],
+        timeout_s: float,
+        poll_s: float | None = None,
+    ) -> bool:
+        """Check `done` each time the hub says the key changed (and every `poll_s`, if given),
+        until it holds or time is up."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
@@ -336,7 +386,7 @@ class StreamService:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
-            await self.hub.wait(key, remaining)
+            await self.hub.wait(key, remaining if poll_s is None else min(remaining, poll_s))
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -145,6 +145,10 @@ class Catalog:
         """Forget the bucket record; its streams go only with their own tombstones."""
         self._buckets.pop(bucket_id, None)
 
+    def soft_deleted(self) -> list[StreamMeta]:
+        """Every stream deleted while it had forks, kept for them."""
+        return [meta for meta in self._streams.values() if meta.soft_deleted]
+
     def forks_of(self, bucket_id: str, stream_id: str) -> list[StreamMeta]:
         """The streams forked from this one (expired ones included)."""
         ids = sorted(self._forks.get((bucket_id, stream_id), ()))

@@ -8,12 +8,15 @@ import os
 from collections import Counter
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bench import loadgen_run, targets
+from adapter.app import create_app
+from bench import loadgen_run, suite_bootstrap, targets
 from bench.suite_measure import cpu_per_op
+from tests.conftest import SettingsFactory
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +94,60 @@ async def test_without_server_pids_no_server_cpu_is_reported(loadgen: Path) -> N
     assert report["ok"] > 0
     assert "server_cpu_s" not in report
     assert cpu_per_op(report) is None
+
+
+async def test_bootstrap_bench_reads_back_exactly_what_it_wrote(
+    make_settings: SettingsFactory, unique: str
+) -> None:
+    server = TestServer(create_app(make_settings()), host="127.0.0.1")
+    await server.start_server()
+    try:
+        base = str(server.make_url("")).rstrip("/")
+        await _until_ready(base)
+        sizes = suite_bootstrap.Sizes(
+            snapshot_bytes=3 * 1024 * 1024 + 7, messages=120, message_bytes=900
+        )
+        await suite_bootstrap.populate(base, sizes, unique)
+        result = await suite_bootstrap.compare(base, sizes, reps=2, tag=unique)
+    finally:
+        await server.close()
+    assert [len(result["reps"][way]) for way in suite_bootstrap.WAYS] == [2, 2]
+    for way in suite_bootstrap.WAYS:
+        assert result["median"][way]["mb_per_s"] > 0
+        assert 0 < result["median"][way]["ttfb_ms"] <= result["median"][way]["total_ms"]
+    assert result["ratios"]["mb_per_s"] > 0
+    assert "bootstrap / catch-up" in suite_bootstrap.table(result)
+
+
+async def test_bootstrap_bench_refuses_an_answer_missing_a_part(unique: str) -> None:
+    """Against a server whose bootstrap drops a message, the bench fails instead of timing."""
+    sizes = suite_bootstrap.Sizes(snapshot_bytes=10, messages=3, message_bytes=4)
+    boundary = "b"
+    parts = [b"s" * 10, b"mmmm", b"mmmm"]  # one message short
+    body = b"".join(f"\r\n--{boundary}\r\n\r\n".encode() + p for p in parts)[2:]
+    body += f"\r\n--{boundary}--\r\n".encode()
+
+    async def boot(request: web.Request) -> web.Response:
+        content_type = f"multipart/mixed; boundary={boundary}"
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    app = web.Application()
+    app.router.add_get("/s/bootstrap", boot)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(suite_bootstrap.BenchError, match="2 parts after the first"):
+                await suite_bootstrap.bootstrap(session, str(server.make_url("/s")), sizes)
+    finally:
+        await server.close()
+
+
+async def _until_ready(base: str) -> None:
+    async with aiohttp.ClientSession() as session:
+        for _ in range(300):
+            async with session.get(f"{base}/readyz") as reply:
+                if reply.status == 200:
+                    return
+            await asyncio.sleep(0.05)
+    raise AssertionError("the adapter never became ready")

@@ -4,6 +4,7 @@ point, soft deletion and the cascade up a chain."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from aiohttp import ClientResponse
 
@@ -180,3 +181,63 @@ async def test_an_expired_fork_does_not_keep_its_source(client: Client, unique: 
     assert (await client.head(fork)).status == 404
     assert (await client.delete(source)).status == 204
     assert (await client.head(source)).status == 404  # deleted outright, not soft
+
+
+async def test_sources_whose_forks_all_expired_are_collected_by_the_sweep(
+    client: Client, unique: str
+) -> None:
+    """A chain root <- middle <- leaf, root and middle soft-deleted for the leaf, which then
+    expires: nothing is written by an expiry, so the sweep collects middle and root."""
+    root, _ = await _source(client, unique, b"r")
+    middle, leaf = root.replace("/src", "/mid"), root.replace("/src", "/leaf")
+    other = root.replace("/src", "/other")
+    assert (await client.put(middle, headers=_fork_of(root))).status == 201
+    assert (await client.put(leaf, headers=_fork_of(middle, **{"Stream-TTL": "1"}))).status == 201
+    assert (await client.put(other, headers=_fork_of(root))).status == 201
+    assert (await client.delete(other)).status == 204  # root keeps no fork but middle
+    assert (await client.delete(root)).status == 204
+    assert (await client.delete(middle)).status == 204
+    streams = client.app[STREAMS]
+    assert await streams.sweep() == []  # the leaf is live: both stay, soft-deleted
+    assert (await client.head(middle)).status == 410
+    await asyncio.sleep(1.2)
+    assert (await client.head(leaf)).status == 404
+    assert (await client.head(root)).status == 410  # expiry alone writes nothing
+    bucket_id = root.split("/")[1]
+    assert await streams.sweep() == [(bucket_id, "mid")]  # the root goes with it
+    assert [streams.catalog.stream(bucket_id, s) for s in ("src", "mid")] == [None, None]
+    for path in (root, middle):
+        assert (await client.head(path)).status == 404
+        assert (await client.put(path, headers=TEXT)).status == 201
+    assert await streams.sweep() == []  # idempotent
+
+
+async def test_a_json_sub_offset_copies_whole_messages_and_may_cross_appends(
+    client: Client, unique: str
+) -> None:
+    """Each JSON message is a record of its own, so every position a fork can take is a
+    message boundary; a sub-offset counts whole messages from the fork offset, across the
+    source's appends (the reference refuses past the first append: see architecture.md)."""
+    json_type = {"Content-Type": "application/json"}
+    bucket = f"/fk-{unique}"
+    assert (await client.put(bucket)).status == 201
+    source = f"{bucket}/doc"
+    created = await client.put(source, headers=json_type)
+    start = created.headers["Stream-Next-Offset"]
+    first = await client.post(source, data=b'[{"a":1},{"b":2}]', headers=json_type)
+    assert first.status == 204
+    assert (await client.post(source, data=b'{"c":3}', headers=json_type)).status == 204
+
+    async def fork(name: str, sub_offset: int) -> ClientResponse:
+        headers = {**json_type, "Stream-Forked-From": source, "Stream-Fork-Offset": start}
+        headers["Stream-Fork-Sub-Offset"] = str(sub_offset)
+        return await client.put(f"{bucket}/{name}", headers=headers)
+
+    assert (await fork("across", 3)).status == 201  # both of the first append, then the next
+    assert json.loads(await _read(client, f"{bucket}/across")) == [{"a": 1}, {"b": 2}, {"c": 3}]
+    assert (await fork("inside", 1)).status == 201
+    appended = await client.post(f"{bucket}/inside", data=b'{"own":0}', headers=json_type)
+    assert appended.status == 204
+    assert json.loads(await _read(client, f"{bucket}/inside")) == [{"a": 1}, {"own": 0}]
+    over = await fork("over", 4)
+    assert (over.status, await _code(over)) == (400, "invalid_header")

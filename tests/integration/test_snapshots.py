@@ -3,6 +3,8 @@ the retention a publish moves (410 below it), and what a restart keeps."""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from adapter.app import PARTS, create_app
 from adapter.objects.local import LocalObjectStore
 from adapter.objects.s3 import S3ObjectStore
+from adapter.protocol.commands import StreamRef
 from adapter.protocol.snapshots import OBJECT_PREFIX, object_key
 from adapter.service.snapshot_gc import SnapshotCollector
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
@@ -116,6 +119,34 @@ async def test_a_snapshot_over_the_limit_is_413(
     path, tails = await _stream(client, unique, b"a")
     assert await _publish(client, path, tails[1], b"x" * (BIG + 1)) == 413
     assert await _publish(client, path, tails[1], b"x" * BIG) == 204
+
+
+async def _pieces(blob: bytes, size: int) -> AsyncIterator[bytes]:
+    for start in range(0, len(blob), size):
+        yield blob[start : start + size]
+
+
+async def test_a_chunked_body_is_streamed_counted_and_refused_past_the_limit(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, tmp_path: Path
+) -> None:
+    """Without a Content-Length the limit holds while streaming: nothing of a refused body
+    is kept (no blob, no temp file), and an accepted one is stored with its size and SHA-256."""
+    client = await aiohttp_client(create_app(make_settings(max_snapshot_bytes=BIG)))
+    await wait_ready(client)
+    path, tails = await _stream(client, unique, b"a")
+    url = f"{path}/snapshot/{tails[1]}"
+    refused = await client.put(url, data=_pieces(b"x" * (BIG + 1), 4096))
+    assert (refused.status, await _code(refused)) == (413, "payload_too_large")
+    assert [p for p in (tmp_path / "cold").rglob("*") if p.is_file()] == []
+    assert (await client.get(f"{path}/snapshot", allow_redirects=False)).status == 404
+    blob = bytes(range(256)) * (BIG // 256)
+    assert (await client.put(url, data=_pieces(blob, 1000))).status == 204
+    parts = client.app[PARTS]
+    pointer = parts.catalog.snapshot(parts.streams.existing(StreamRef(f"sn-{unique}", "doc")))
+    assert pointer is not None
+    assert (pointer.size, pointer.sha256) == (len(blob), hashlib.sha256(blob).hexdigest())
+    stored = await client.get(url)
+    assert await stored.read() == blob
 
 
 async def test_delete_follows_the_bootstrap_safety_rules(client: Client, unique: str) -> None:
@@ -230,3 +261,49 @@ async def test_superseded_and_orphaned_blobs_are_collected_after_the_grace_perio
     assert await collector.collect_once() == []  # idempotent
     blob = await client.get(f"{path}/snapshot/{tails[2]}")
     assert (blob.status, await blob.read()) == (200, b"AB")
+
+
+async def test_the_flat_surface_has_the_same_snapshot_and_bootstrap_routes(
+    client: Client, unique: str
+) -> None:
+    path = f"/v1/stream/flat-{unique}/doc"  # a stream id with a '/', in `_default`
+    created = await client.put(path, headers=TEXT)
+    assert created.status == 201
+    tails = [created.headers["Stream-Next-Offset"]]
+    for body in (b"a", b"b"):
+        appended = await client.post(path, data=body, headers=TEXT)
+        tails.append(appended.headers["Stream-Next-Offset"])
+    assert await _publish(client, path, tails[1], b"A") == 204
+    assert (await client.get(path, params={"offset": "-1"})).status == 410
+    latest = await client.get(f"{path}/snapshot", allow_redirects=False)
+    assert latest.status == 307
+    assert latest.headers["Location"].endswith(f"{path}/snapshot/{tails[1]}")
+    blob = await client.get(f"{path}/snapshot/{tails[1]}")
+    assert (blob.status, await blob.read()) == (200, b"A")
+    refused = await client.delete(f"{path}/snapshot/{tails[1]}")
+    assert (refused.status, await _code(refused)) == (409, "snapshot_in_use")
+    boot = await client.get(f"{path}/bootstrap")
+    assert boot.headers["Stream-Snapshot-Offset"] == tails[1]
+    assert b"\r\n\r\nA\r\n--" in await boot.read()
+    # The same stream through its bucket, when the first segment is a bucket id.
+    bucket_path, bucket_tails = await _stream(client, unique, b"x")
+    flat_bucketed = f"/v1/stream{bucket_path}"
+    assert await _publish(client, flat_bucketed, bucket_tails[1], b"X") == 204
+    assert (await client.head(bucket_path)).headers["Stream-Snapshot-Offset"] == bucket_tails[1]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "code"),
+    [
+        ("snapshot", "invalid_stream_id"),
+        ("bootstrap", "invalid_stream_id"),
+        ("snapshot/0", "invalid_offset"),  # a publish on the stream `sub-…`, token malformed
+    ],
+)
+async def test_flat_stream_paths_that_name_a_sub_resource_are_not_created(
+    client: Client, unique: str, suffix: str, code: str
+) -> None:
+    response = await client.put(f"/v1/stream/sub-{unique}/{suffix}", headers=TEXT)
+    assert (response.status, await _code(response)) == (400, code)
+    alone = await client.put(f"/v1/stream/{suffix.split('/')[0]}-{unique}", headers=TEXT)
+    assert alone.status == 201  # only as a sub-path of another stream are they reserved

@@ -7,6 +7,7 @@ import pytest
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import (
     DEFAULT_BUCKET,
+    check_compat_creatable,
     split_compat_path,
     validate_bucket_id,
     validate_stream_id,
@@ -144,3 +145,17 @@ def test_paths_the_adapter_serves_are_not_bucket_ids(bucket_id: str) -> None:
         validate_bucket_id(bucket_id)
     assert excinfo.value.code is ErrorCode.INVALID_BUCKET_ID
     assert "reserved" in excinfo.value.message
+
+
+@pytest.mark.parametrize(
+    "path", ["a/snapshot", "a/b/bootstrap", "shop/doc/snapshot/0000000000000000_0000000000000001"]
+)
+def test_flat_paths_naming_a_sub_resource_cannot_be_created(path: str) -> None:
+    with pytest.raises(ProtocolError) as raised:
+        check_compat_creatable(path)
+    assert raised.value.code is ErrorCode.INVALID_STREAM_ID
+
+
+@pytest.mark.parametrize("path", ["snapshot", "bootstrap", "snapshot/a", "a/snapshots", "a/b"])
+def test_other_flat_paths_can_be_created(path: str) -> None:
+    check_compat_creatable(path)

@@ -44,6 +44,11 @@ EXPECTED: dict[tuple[str, str], tuple[Operation | None, str]] = {
     ("GET", "/{bucket}/{stream}/snapshot/{offset}"): (R, "/logs/s/snapshot/x"),
     ("DELETE", "/{bucket}/{stream}/snapshot/{offset}"): (D, "/logs/s/snapshot/x"),
     ("GET", "/{bucket}/{stream}/bootstrap"): (R, "/logs/s/bootstrap"),
+    ("GET", "/v1/stream/{path}/snapshot"): (R, "/v1/stream/logs/s/snapshot"),
+    ("PUT", "/v1/stream/{path}/snapshot/{offset}"): (D, "/v1/stream/logs/s/snapshot/x"),
+    ("GET", "/v1/stream/{path}/snapshot/{offset}"): (R, "/v1/stream/logs/s/snapshot/x"),
+    ("DELETE", "/v1/stream/{path}/snapshot/{offset}"): (D, "/v1/stream/logs/s/snapshot/x"),
+    ("GET", "/v1/stream/{path}/bootstrap"): (R, "/v1/stream/logs/s/bootstrap"),
 }
 
 # The web console's routes: its files and mode are public; its API reads (every bucket's ids

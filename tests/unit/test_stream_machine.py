@@ -403,6 +403,16 @@ def test_deleting_the_last_fork_collects_soft_deleted_sources_up_the_chain() -> 
     assert _write(machine.delete(machine.View(_meta(), ancestors=alive), "s", NOW)).collects == ()
 
 
+def test_a_soft_deleted_stream_without_live_forks_is_collected_with_the_sources_it_kept() -> None:
+    gone, root = _meta(soft_deleted=True), _meta(stream_id="root", soft_deleted=True)
+    write = machine.collect(machine.View(gone, ancestors=((root, 1),)), NOW)
+    assert write is not None
+    assert (write.entries, write.state, write.collects) == ((), None, ("root",))
+    assert machine.collect(machine.View(gone, forks=1), NOW) is None  # a fork still reads it
+    assert machine.collect(machine.View(_meta()), NOW) is None  # not soft-deleted
+    assert machine.collect(machine.View(None), NOW) is None
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 4)), max_size=6))
 def test_a_forks_history_is_its_sources_below_the_cut_then_its_own(

@@ -1,0 +1,34 @@
+"""The sweep that collects soft-deleted streams whose forks all expired.
+
+Deleting a stream that still has live forks only soft-deletes it (its forks read its
+records). Deleting its last fork collects it at once (`stream_machine.delete`); a fork that
+expires instead writes nothing, so every instance sweeps now and then for soft-deleted
+streams of its own write slots that no live fork needs any more, and collects them
+(`StreamService.collect`): their names answer 404 and can be created again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Final
+
+from adapter.log.errors import LogUnavailable
+from adapter.protocol.errors import ProtocolError
+from adapter.service.streams import StreamService
+
+log = logging.getLogger(__name__)
+SWEEP_INTERVAL_S: Final = 60.0
+
+
+async def sweep_forever(streams: StreamService, interval_s: float = SWEEP_INTERVAL_S) -> None:
+    """Sweep every interval until cancelled; a failed sweep is logged and tried again."""
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            collected = await streams.sweep()
+        except (ProtocolError, LogUnavailable) as error:
+            log.warning("collecting soft-deleted streams failed, trying again later: %s", error)
+            continue
+        if collected:
+            log.info("collected %d soft-deleted streams whose forks expired", len(collected))
