@@ -25,7 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"service"}),  # the stream logic and the live hub
     frozenset({"protocol"}),  # pure protocol rules
     frozenset({"state", "cluster"}),  # the catalog and its follower; slot ownership
-    frozenset({"log", "objects"}),  # Kafka and the object store
+    frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
     frozenset({"config", "readiness"}),  # leaves
 )
 LAYER = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
