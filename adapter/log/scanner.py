@@ -17,7 +17,16 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import poll_batch
-from topology.wire import CONTENT_TYPE_HEADER, header_value, is_control
+from topology.wire import (
+    CONTENT_TYPE_HEADER,
+    PRODUCER_EPOCH_HEADER,
+    PRODUCER_ID_HEADER,
+    PRODUCER_SEQ_HEADER,
+    ProducerStamp,
+    ReadHeaders,
+    header_value,
+    is_control,
+)
 
 T = TypeVar("T")
 
@@ -32,6 +41,7 @@ class Scanned:
     content_type: str
     timestamp_ms: int
     control: bool
+    producer: ProducerStamp | None = None  # from the producer-* headers, when present
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,23 @@ def _scanned(message: Message) -> Scanned:
         content_type=content_type.decode(errors="replace"),
         timestamp_ms=message.timestamp()[1],
         control=is_control(headers),
+        producer=_producer(headers),
     )
+
+
+def _producer(headers: ReadHeaders) -> ProducerStamp | None:
+    """The producer stamp of an append made with Producer-* headers (None if any is off)."""
+    found = [header_value(headers, name) for name in _PRODUCER_HEADERS]
+    if any(value is None for value in found):
+        return None
+    producer_id, epoch, seq = (value.decode(errors="replace") for value in found if value)
+    try:
+        return ProducerStamp(producer_id, int(epoch), int(seq))
+    except ValueError:
+        return None
+
+
+_PRODUCER_HEADERS = (PRODUCER_ID_HEADER, PRODUCER_EPOCH_HEADER, PRODUCER_SEQ_HEADER)
 
 
 def _watermarks(

@@ -226,7 +226,7 @@ class TierWorker:
             key = chunks.object_key(
                 place.topic, place.epoch_ms, place.partition, begin, end, stream_id
             )
-            data = chunks.encode(bucket_id, stream_id, messages)
+            data = chunks.encode(bucket_id, stream_id, place.partition, messages)
             async with gate:
                 await self.store.put(key, data)
             return TierChunk(
@@ -256,7 +256,13 @@ def _grouped(
         if stream_id not in groups and len(groups) >= max_streams:
             return record.offset, groups
         groups.setdefault(stream_id, []).append(
-            ColdMessage(record.offset, record.content_type, record.value)
+            ColdMessage(
+                record.offset,
+                record.content_type,
+                record.value,
+                record.timestamp_ms,
+                record.producer,
+            )
         )
     return end, groups
 

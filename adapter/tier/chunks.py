@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import fastavro
 
 import schemas
-from topology.wire import encode_token
+from topology.wire import ProducerStamp, encode_token
 
 OBJECT_PREFIX = "tier/"
 _SCHEMA = fastavro.parse_schema(schemas.load("tier_message"))
@@ -22,11 +22,13 @@ _SCHEMA = fastavro.parse_schema(schemas.load("tier_message"))
 
 @dataclass(frozen=True)
 class ColdMessage:
-    """One data record of a stream, as tiered."""
+    """One data record of a stream, as tiered: what a Kafka consumer would see of it."""
 
     offset: int
     content_type: str
     payload: bytes
+    timestamp_ms: int = 0
+    producer: ProducerStamp | None = None
 
 
 def object_key(
@@ -42,7 +44,7 @@ def object_key(
     return f"{OBJECT_PREFIX}{topic}/{epoch_ms}/{partition}/{start:020d}-{end:020d}/{digest}.avro"
 
 
-def encode(bucket_id: str, stream_id: str, messages: list[ColdMessage]) -> bytes:
+def encode(bucket_id: str, stream_id: str, partition: int, messages: list[ColdMessage]) -> bytes:
     """The container file of one stream's messages, in offset order."""
     out = io.BytesIO()
     rows = (
@@ -53,6 +55,11 @@ def encode(bucket_id: str, stream_id: str, messages: list[ColdMessage]) -> bytes
             "offset_token": encode_token(message.offset),
             "content_type": message.content_type,
             "payload": message.payload,
+            "partition": partition,
+            "timestamp_ms": message.timestamp_ms,
+            "producer_id": message.producer.producer_id if message.producer else None,
+            "producer_epoch": message.producer.epoch if message.producer else None,
+            "producer_seq": message.producer.seq if message.producer else None,
         }
         for message in messages
     )
@@ -66,5 +73,12 @@ def decode(data: bytes) -> list[ColdMessage]:
     for row in fastavro.reader(io.BytesIO(data)):
         if not isinstance(row, dict):
             raise ValueError("a chunk row is not a record")
-        messages.append(ColdMessage(row["offset"], row["content_type"], row["payload"]))
+        producer = None
+        if row["producer_id"] is not None:
+            producer = ProducerStamp(row["producer_id"], row["producer_epoch"], row["producer_seq"])
+        messages.append(
+            ColdMessage(
+                row["offset"], row["content_type"], row["payload"], row["timestamp_ms"], producer
+            )
+        )
     return messages

@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import fastavro
 
 from adapter.tier.chunks import ColdMessage, decode, encode, object_key
 from adapter.tier.cold import ChunkCache
+from topology.wire import ProducerStamp
 
 MESSAGES = [
-    ColdMessage(3, "application/octet-stream", bytes(range(256))),
-    ColdMessage(7, "application/octet-stream", b""),
+    ColdMessage(3, "application/octet-stream", bytes(range(256)), 1_700_000_000_000),
+    ColdMessage(7, "application/octet-stream", b"", 5, ProducerStamp("p-1", 2, 9)),
     ColdMessage(2**40, "text/plain", "é\r\n".encode()),
 ]
 
 
 def test_a_chunk_reads_back_exactly() -> None:
-    assert decode(encode("b", "s", MESSAGES)) == MESSAGES
+    assert decode(encode("b", "s", 4, MESSAGES)) == MESSAGES
 
 
 def test_a_chunk_is_a_plain_avro_container_with_offset_tokens() -> None:
-    rows = list(fastavro.reader(io.BytesIO(encode("b", "a/b", MESSAGES))))
+    rows: list[Any] = list(fastavro.reader(io.BytesIO(encode("b", "a/b", 4, MESSAGES))))
+    assert (rows[1]["producer_id"], rows[1]["producer_seq"]) == ("p-1", 9)
     assert rows[0] == {
         "bucket_id": "b",
         "stream_id": "a/b",
@@ -29,6 +32,11 @@ def test_a_chunk_is_a_plain_avro_container_with_offset_tokens() -> None:
         "offset_token": "0000000000000000_0000000000000003",
         "content_type": "application/octet-stream",
         "payload": bytes(range(256)),
+        "partition": 4,
+        "timestamp_ms": 1_700_000_000_000,
+        "producer_id": None,
+        "producer_epoch": None,
+        "producer_seq": None,
     }
 
 

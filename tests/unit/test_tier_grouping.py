@@ -8,7 +8,7 @@ from adapter.tier.chunks import ColdMessage
 
 
 def _record(offset: int, key: bytes, value: bytes = b"v", control: bool = False) -> Scanned:
-    return Scanned(offset, key, value, "text/plain", 0, control)
+    return Scanned(offset, key, value, "text/plain", offset, control)
 
 
 def test_data_records_are_grouped_by_stream_and_control_records_left_out() -> None:
@@ -23,8 +23,8 @@ def test_data_records_are_grouped_by_stream_and_control_records_left_out() -> No
     end, groups = _grouped(records, 9, max_streams=10)
     assert end == 9
     assert groups == {
-        "a": [ColdMessage(1, "text/plain", b"1"), ColdMessage(4, "text/plain", b"3")],
-        "b": [ColdMessage(2, "text/plain", b"2")],
+        "a": [ColdMessage(1, "text/plain", b"1", 1), ColdMessage(4, "text/plain", b"3", 4)],
+        "b": [ColdMessage(2, "text/plain", b"2", 2)],
     }
 
 
