@@ -39,6 +39,7 @@ from adapter.service.snapshot_gc import SnapshotCollector
 from adapter.service.snapshots import SnapshotService
 from adapter.service.state_entries import owner_entry
 from adapter.service.streams import StreamService, wall_clock_ms
+from adapter.service.tier_gc import TierCollector
 from adapter.service.tiering import TierPolicy, TierWorker
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
@@ -75,6 +76,7 @@ class Parts:
     collector: SnapshotCollector
     scanner: PartitionScanner
     tiering: TierWorker
+    tier_collector: TierCollector
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -186,6 +188,17 @@ def build_parts(settings: Settings) -> Parts:
             tier_policy(settings),
             wall_clock_ms,
         ),
+        TierCollector(
+            catalog,
+            writers,
+            SlotMap(settings.topic_prefix, settings.write_slots),
+            store,
+            topics.tier,
+            follower.caught_up,
+            wall_clock_ms,
+            settings.snapshot_gc_grace_ms,
+            settings.snapshot_gc_interval_ms / 1000,
+        ),
     )
 
 
@@ -197,6 +210,7 @@ def tier_policy(settings: Settings) -> TierPolicy:
         after_ms=settings.tier_after_ms,
         interval_s=settings.tier_interval_ms / 1000,
         max_streams_per_range=max(1, min(1000, per_record)),
+        commit_within_ms=settings.snapshot_gc_grace_ms // 2,
     )
 
 
@@ -280,6 +294,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         tier = asyncio.create_task(parts.tiering.run(), name="tier-worker")
         tier.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(tier)
+        tier_gc = asyncio.create_task(parts.tier_collector.run(), name="tier-collector")
+        tier_gc.add_done_callback(lambda done: _report(done, fatal))
+        tasks.append(tier_gc)
         parts.ownership.start()  # join the owners' group: slots arrive from here on
         return count
 

@@ -56,6 +56,9 @@ class TierPolicy:
     after_ms: int
     interval_s: float
     max_streams_per_range: int  # so a range's manifest record fits in one Kafka record
+    # A range is committed this soon after its first put or not at all, so the collector
+    # (`tier_gc.py`, half its grace period) never takes its objects for orphans.
+    commit_within_ms: int
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,10 @@ class TierWorker:
         """Tier [begin, cut) or a bounded first part of it; return where it ended."""
         scan = await self.scanner.scan(place.topic, place.partition, begin, cut, RANGE_BYTES)
         end, groups = _grouped(scan.records, scan.next_offset, self.policy.max_streams_per_range)
+        started = self.clock()
         written = await self._write_chunks(bucket.bucket_id, place, begin, end, groups)
+        if self.clock() - started > self.policy.commit_within_ms:
+            raise LogUnavailable(f"tiering {place.topic}[{place.partition}] took too long")
         tier_range = TierRange(
             bucket.bucket_id,
             place.topic,

@@ -22,6 +22,7 @@ from adapter.app import PARTS, create_app
 from adapter.cli import print_tier_stats
 from adapter.config import Settings
 from adapter.objects.s3 import S3ObjectStore
+from adapter.service.tier_gc import TierCollector
 from adapter.tier import chunks
 from adapter.tier.manifest import Place, TierRange, decode
 from devstack import kafka, minio
@@ -30,6 +31,7 @@ from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.kafka_reads import compacted_entries
 from tests.services import S3Server
 from topology.naming import InternalTopic, bucket_topic, internal_topic
+from topology.slots import SlotMap
 
 TEXT = "text/plain"
 BINARY = "application/octet-stream"
@@ -361,3 +363,76 @@ async def _store_down_mid_tiering(
     assert (await catch_up(again, path, "-1"))[0] == everything
     assert (await catch_up(again, path, "-1", live="long-poll"))[0] == everything
     assert _contiguous(manifest(settings)) == spans
+
+
+async def test_chunks_no_stream_can_read_are_collected(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> None:
+    """A deleted stream's chunks, a snapshot's retained-away chunks and, once the bucket is
+    gone, all its ranges leave the manifest and the store; what streams still read stays."""
+    settings = tier_settings(make_settings, s3, unique)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    bucket = f"gc-{unique}"
+    topic = bucket_topic(settings.topic_prefix, bucket)
+    assert (await client.put(f"/{bucket}")).status == 201
+    names = ("keep", "drop", "trim")
+    for name in names:
+        assert (await client.put(f"/{bucket}/{name}", headers={"Content-Type": TEXT})).status == 201
+    tails: list[str] = []
+    for round_ in range(20):
+        for name in names:
+            await _append(client, f"/{bucket}/{name}", [f"{name}-{round_:02d} ".encode() * 40])
+        tails.append((await client.head(f"/{bucket}/trim")).headers["Stream-Next-Offset"])
+    references = {name: await catch_up(client, f"/{bucket}/{name}", "-1") for name in names}
+    trimmed = await catch_up(client, f"/{bucket}/trim", tails[9])
+    _, head = log_start(settings.bootstrap_servers, topic)
+    await tiered_past(settings, bucket, head // 2)
+
+    async def rested() -> bool:
+        return bool((await _tier_check(client))["lag_bytes"] == 0)
+
+    await until(rested, "no tier lag")
+    parts = client.app[PARTS]
+    collector = TierCollector(
+        parts.catalog,
+        parts.writers,
+        SlotMap(settings.topic_prefix, settings.write_slots),
+        parts.store,
+        internal_topic(settings.topic_prefix, InternalTopic.TIER),
+        parts.follower.caught_up,
+        lambda: 0,
+        grace_ms=0,  # orphans go in the pass that finds them
+        interval_s=3600,
+    )
+    assert await collector.collect_once() == (0, [])  # every chunk is read by some stream
+    listed = {c.object_key: c for r in manifest(settings) for c in r.chunks}
+    retained = int(tails[9].replace("_", ""))
+
+    assert (await client.delete(f"/{bucket}/drop")).status == 204
+    snapshot = {"Content-Type": "application/octet-stream"}
+    published = await client.put(f"/{bucket}/trim/snapshot/{tails[9]}", data=b"S", headers=snapshot)
+    assert published.status == 204
+    changed, deleted = await collector.collect_once()
+    assert changed > 0
+    gone = {
+        key
+        for key, c in listed.items()
+        if c.stream_id == "drop" or (c.stream_id == "trim" and c.last_offset < retained)
+    }
+    assert gone
+    assert set(deleted) == gone
+    left = {c.object_key for r in manifest(settings) for c in r.chunks}
+    assert left == set(listed) - gone
+    assert set(await parts.store.keys(chunks.OBJECT_PREFIX)) == left
+    assert await catch_up(client, f"/{bucket}/keep", "-1") == references["keep"]
+    assert await catch_up(client, f"/{bucket}/trim", tails[9]) == trimmed
+    assert (await client.get(f"/{bucket}/trim", params={"offset": "-1"})).status == 410
+
+    for name in ("keep", "trim"):
+        assert (await client.delete(f"/{bucket}/{name}")).status == 204
+    assert (await client.delete(f"/{bucket}")).status == 204
+    changed, deleted = await collector.collect_once()
+    assert set(deleted) == left
+    assert [r for r in manifest(settings) if r.topic == topic] == []
+    assert await parts.store.keys(chunks.OBJECT_PREFIX) == []
