@@ -16,7 +16,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import BelowLogStart, LogUnavailable
 from topology.wire import is_control
 
 log = logging.getLogger(__name__)
@@ -107,6 +107,9 @@ class LogReader:
         try:
             return self._collect(consumer, request)
         except KafkaException as error:
+            inner = error.args[0] if error.args else None
+            if isinstance(inner, KafkaError) and inner.code() == KafkaError._AUTO_OFFSET_RESET:
+                raise BelowLogStart(f"reading {request.topic}: {error}") from error
             raise LogUnavailable(f"reading {request.topic}: {error}") from error
         finally:
             consumer.unassign()

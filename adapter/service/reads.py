@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
+from adapter.log.errors import BelowLogStart
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadRequest, ReadResult
 from adapter.objects.base import ObjectStoreError
@@ -66,17 +67,32 @@ class ReadPath:
         limit = self.reader.limits.max_read_bytes
         tiered = self._tiered(topic, meta, start)
         if tiered is not None:
-            stop = min(segment.end, tiered.end)
-            cold = self.cold.read(tiered, segment.stream_id, start, stop, limit, already)
-            # `complete` means the tiered range's end here: the caller goes on from there.
-            return await _cold(cold)
+            return await self._read_cold(tiered, segment, start, already)
         key = (meta.bucket_id, segment.stream_id)
         result = None if already else self.cache.read(key, start, segment.end, limit)
         if result is None:
             record_key = stream_key(segment.stream_id)
             request = ReadRequest(topic, meta.partition, record_key, start, segment.end, already)
-            result = await self.reader.read(request)
+            try:
+                result = await self.reader.read(request)
+            except BelowLogStart:
+                # Tiered and freed while this read went to Kafka: the range is in the index
+                # now (it enters before Kafka frees it), unless another instance tiered it
+                # and this one has not followed its record yet (503: the client retries).
+                tiered = self._tiered(topic, meta, start)
+                if tiered is None:
+                    raise
+                return await self._read_cold(tiered, segment, start, already)
         return result
+
+    async def _read_cold(
+        self, tiered: TierRange, segment: Segment, start: int, already: int
+    ) -> ReadResult:
+        stop = min(segment.end, tiered.end)
+        limit = self.reader.limits.max_read_bytes
+        cold = self.cold.read(tiered, segment.stream_id, start, stop, limit, already)
+        # `complete` means the tiered range's end here: the caller goes on from there.
+        return await _cold(cold)
 
     def _tiered(self, topic: str, meta: StreamMeta, start: int) -> TierRange | None:
         bucket = self.catalog.bucket(meta.bucket_id)

@@ -41,21 +41,21 @@ HOT_WINDOW = 4096
 def tier_settings(
     make_settings: SettingsFactory, s3: S3Server, unique: str, **more: Any
 ) -> Settings:
-    return make_settings(
-        partitions=1,  # every stream of the bucket shares one partition
-        cold_backend="s3",
-        s3_bucket=f"tier-{unique}",
-        s3_endpoint_url=s3.endpoint_url,
-        s3_access_key_id=s3.access_key_id,
-        s3_secret_access_key=s3.secret_access_key,
-        tier_after_bytes=HOT_WINDOW,
-        tier_after_ms=0,
-        tier_interval_ms=200,
-        hot_cache_bytes=0,  # every read goes to Kafka or the chunks, never the hot tail
-        read_chunk_bytes=2048,  # many bounded reads per stream
-        long_poll_timeout_ms=500,
-        **more,
-    )
+    chosen: dict[str, Any] = {
+        "partitions": 1,  # every stream of the bucket shares one partition
+        "cold_backend": "s3",
+        "s3_bucket": f"tier-{unique}",
+        "s3_endpoint_url": s3.endpoint_url,
+        "s3_access_key_id": s3.access_key_id,
+        "s3_secret_access_key": s3.secret_access_key,
+        "tier_after_bytes": HOT_WINDOW,
+        "tier_after_ms": 0,
+        "tier_interval_ms": 200,
+        "hot_cache_bytes": 0,  # every read goes to Kafka or the chunks, never the hot tail
+        "read_chunk_bytes": 2048,  # many bounded reads per stream
+        "long_poll_timeout_ms": 500,
+    }
+    return make_settings(**(chosen | more))
 
 
 @dataclass
@@ -67,9 +67,16 @@ class Written:
     tokens: dict[str, list[str]]
 
 
-async def write_streams(client: Client, bucket: str, rounds: int, seed: int) -> Written:
+async def write_streams(
+    client: Client,
+    bucket: str,
+    rounds: int,
+    seed: int,
+    every_tenth: Callable[[], Awaitable[object]] | None = None,
+) -> Written:
     """Three interleaved streams (text, text, binary) in one partition, a fork of the first
-    from the middle with messages of its own, all closed."""
+    from the middle with messages of its own, all closed; `every_tenth` runs every ten
+    rounds (a tier pass: several ranges, the fork point inside one)."""
     rng = random.Random(seed)
     assert (await client.put(f"/{bucket}")).status == 201
     kinds = {"alpha": TEXT, "beta": TEXT, "gamma": BINARY}
@@ -90,6 +97,8 @@ async def write_streams(client: Client, bucket: str, rounds: int, seed: int) -> 
             assert posted.status == 204
             if name == "alpha" and round_ == rounds // 2:
                 middle = posted.headers["Stream-Next-Offset"]
+        if every_tenth is not None and round_ % 10 == 9:
+            await every_tenth()
     fork = {"Stream-Forked-From": f"/{bucket}/alpha", "Stream-Fork-Offset": middle}
     created = await client.put(f"/{bucket}/fork", headers=fork, skip_auto_headers=("Content-Type",))
     assert created.status == 201
@@ -183,6 +192,23 @@ async def tiered_past(settings: Settings, bucket: str, offset: int) -> None:
     await until(moved, f"{topic} freed below {offset}")
 
 
+async def tier_until_done(client: Client) -> int:
+    """Run the tier worker's passes until one tiers nothing; how many ranges were committed."""
+    committed = 0
+    while done := await client.app[PARTS].tiering.tier_once():
+        committed += done
+    return committed
+
+
+async def ready_after_restart(client: Client) -> None:
+    """Ready, however long a broker just restarted on a busy machine takes to serve."""
+    for _ in range(600):
+        if (await client.get("/readyz")).status == 200:
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError("the adapter never became ready after the restart")
+
+
 async def assert_every_read_mode(client: Client, written: Written) -> None:
     for name, body in written.bodies.items():
         path = f"/{written.bucket}/{name}"
@@ -205,25 +231,23 @@ async def test_old_data_moves_to_chunks_kafka_frees_it_and_every_read_is_identic
     s3: S3Server,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    settings = tier_settings(make_settings, s3, unique)
+    settings = tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000)
     client = await aiohttp_client(create_app(settings))
     await wait_ready(client)
     bucket = f"tier-{unique}"
-    written = await write_streams(client, bucket, rounds=30, seed=1)
+    written = await write_streams(
+        client, bucket, rounds=30, seed=1, every_tenth=lambda: tier_until_done(client)
+    )
     topic = bucket_topic(settings.topic_prefix, bucket)
     _, head = log_start(settings.bootstrap_servers, topic)
     total = sum(len(body) for body in written.bodies.values())
     assert total > 5 * HOT_WINDOW
 
-    # Everything but about the hot window leaves Kafka; then tiering rests (no lag left).
-    await tiered_past(settings, bucket, head // 2)
-
-    async def rested() -> bool:
-        return bool((await _tier_check(client))["lag_bytes"] == 0)
-
-    await until(rested, "no tier lag")
+    # Everything but about the hot window leaves Kafka (the test runs the worker's passes).
+    await tier_until_done(client)
+    assert log_start(settings.bootstrap_servers, topic)[0] > head // 2
     ranges = manifest(settings)
-    assert ranges
+    assert len(ranges) > 2
     assert all(r.topic == topic for r in ranges)
     ordered = sorted(ranges, key=lambda r: r.start)
     assert all(a.end == b.start for a, b in itertools.pairwise(ordered))  # no hole
@@ -359,7 +383,7 @@ async def _store_down_mid_tiering(
     await asyncio.to_thread(kafka.stop, broker)
     await asyncio.to_thread(kafka.start, broker)
     again = await aiohttp_client(create_app(settings))
-    await wait_ready(again)
+    await ready_after_restart(again)
     assert (await catch_up(again, path, "-1"))[0] == everything
     assert (await catch_up(again, path, "-1", live="long-poll"))[0] == everything
     assert _contiguous(manifest(settings)) == spans
@@ -370,7 +394,7 @@ async def test_chunks_no_stream_can_read_are_collected(
 ) -> None:
     """A deleted stream's chunks, a snapshot's retained-away chunks and, once the bucket is
     gone, all its ranges leave the manifest and the store; what streams still read stays."""
-    settings = tier_settings(make_settings, s3, unique)
+    settings = tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000)
     client = await aiohttp_client(create_app(settings))
     await wait_ready(client)
     bucket = f"gc-{unique}"
@@ -387,12 +411,8 @@ async def test_chunks_no_stream_can_read_are_collected(
     references = {name: await catch_up(client, f"/{bucket}/{name}", "-1") for name in names}
     trimmed = await catch_up(client, f"/{bucket}/trim", tails[9])
     _, head = log_start(settings.bootstrap_servers, topic)
-    await tiered_past(settings, bucket, head // 2)
-
-    async def rested() -> bool:
-        return bool((await _tier_check(client))["lag_bytes"] == 0)
-
-    await until(rested, "no tier lag")
+    assert await tier_until_done(client) > 0
+    assert log_start(settings.bootstrap_servers, topic)[0] > head // 2
     parts = client.app[PARTS]
     collector = TierCollector(
         parts.catalog,
