@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 SCAN_BYTES = 4 * 1024 * 1024  # per measuring read
 RANGE_BYTES = 64 * 1024 * 1024  # of values per tiered range, at most (one record more)
 RANGES_PER_PASS = 16  # per partition, so one backlog does not starve the others
+MIN_RANGE_SHARE = 16  # a range holds at least 1/16 of the hot window
 PARALLEL_PUTS = 8
 MAX_BACKOFF = 32  # intervals
 # What a pass may meet and try again later: the store or the broker away, a topic just deleted.
@@ -155,7 +156,7 @@ class TierWorker:
         cutoff = self.clock() - self.policy.after_ms
         while committed < RANGES_PER_PASS:
             cut = meter.cut(self.policy.after_bytes, cutoff)
-            if cut is None or cut <= begin:
+            if cut is None or cut <= begin or not self._worth_a_range(meter, cutoff):
                 break
             begin = await self._tier_range(bucket, place, begin, cut)
             log_start = begin
@@ -170,6 +171,12 @@ class TierWorker:
             meter.due_bytes(self.policy.after_bytes, cutoff),
         )
         return committed
+
+    def _worth_a_range(self, meter: Meter, cutoff: int) -> bool:
+        """Ranges of at least 1/MIN_RANGE_SHARE of the hot window (or 64 MiB): the index,
+        held in memory on every instance, grows with the data tiered, not with time."""
+        least = min(RANGE_BYTES, self.policy.after_bytes // MIN_RANGE_SHARE)
+        return meter.due_bytes(self.policy.after_bytes, cutoff) >= max(1, least)
 
     async def _measured(self, place: Place, begin: int) -> Meter:
         """The partition's meter, brought up to the head."""
