@@ -13,7 +13,7 @@ from adapter.cluster.deadlines import forward_timeout_s
 from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.config import ConfigError, Settings, comma_list
+from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
 from adapter.http import bootstrap, buckets, console, health, openapi, snapshots, streams
 from adapter.http.auth import GATE, auth_middleware
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
@@ -33,6 +33,7 @@ from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
 from adapter.log.mount_writer import MountWriter
 from adapter.log.reader import LogReader, ReadLimits
+from adapter.log.scanner import PartitionScanner
 from adapter.log.writer import WriterLimits
 from adapter.metrics import Metrics
 from adapter.objects.base import ObjectStore
@@ -52,12 +53,16 @@ from adapter.service.snapshot_gc import SnapshotCollector
 from adapter.service.snapshots import SnapshotService
 from adapter.service.state_entries import owner_entry
 from adapter.service.streams import StreamService, wall_clock_ms
+from adapter.service.tier_gc import TierCollector
+from adapter.service.tiering import TierPolicy, TierWorker
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import stream_of_key
-from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, Durability, Supervisor
+from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, TIER, Durability, Supervisor
+from adapter.tier.cold import ColdReader
 from topology.admin import TopologyAdmin
 from topology.naming import StateTopics
+from topology.slots import SlotMap
 from topology.specs import TopicLayout
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -86,6 +91,9 @@ class Parts:
     mounts: MountService
     mounted: MountedStreams
     metrics: Metrics
+    scanner: PartitionScanner
+    tiering: TierWorker
+    tier_collector: TierCollector
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -170,7 +178,8 @@ def build_parts(settings: Settings) -> Parts:
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
     )
     bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
-    reads = ReadPath(reader, hot_tail)
+    store = object_store(settings)
+    reads = ReadPath(reader, hot_tail, ColdReader(store, settings.tier_cache_bytes), catalog)
     mounted = MountedStreams(
         indexes, reader, MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s), hub
     )
@@ -183,7 +192,7 @@ def build_parts(settings: Settings) -> Parts:
         limits=stream_machine.Limits(settings.max_append_messages, settings.max_snapshot_bytes),
         mounted=mounted,
     )
-    store = object_store(settings)
+    scanner = PartitionScanner(settings.bootstrap_servers, settings.kafka_timeout_s)
     return Parts(
         admin,
         catalog,
@@ -208,6 +217,41 @@ def build_parts(settings: Settings) -> Parts:
         MountService(bucket_service, configured_mounts(settings), indexes.reconcile),
         mounted,
         metrics,
+        scanner,
+        TierWorker(
+            catalog,
+            writers,
+            SlotMap(settings.topic_prefix, settings.write_slots),
+            scanner,
+            admin,
+            store,
+            topics.tier,
+            tier_policy(settings),
+            wall_clock_ms,
+        ),
+        TierCollector(
+            catalog,
+            writers,
+            SlotMap(settings.topic_prefix, settings.write_slots),
+            store,
+            topics.tier,
+            follower.caught_up,
+            wall_clock_ms,
+            settings.snapshot_gc_grace_ms,
+            settings.snapshot_gc_interval_ms / 1000,
+        ),
+    )
+
+
+def tier_policy(settings: Settings) -> TierPolicy:
+    # A range's manifest record lists its chunks (under 512 bytes each): it must fit a record.
+    per_record = (settings.max_message_bytes - RECORD_OVERHEAD_BYTES) // 512
+    return TierPolicy(
+        after_bytes=settings.tier_after_bytes,
+        after_ms=settings.tier_after_ms,
+        interval_s=settings.tier_interval_ms / 1000,
+        max_streams_per_range=max(1, min(1000, per_record)),
+        commit_within_ms=settings.snapshot_gc_grace_ms // 2,
     )
 
 
@@ -310,6 +354,8 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     settings, parts = app[SETTINGS], app[PARTS]
     readiness = app[health.READINESS]
     parts.writers.on_change = lambda: _report_ownership(readiness, parts)
+    parts.tiering.on_pass = lambda worker: _report_tier(readiness, worker)
+    _report_tier(readiness, parts.tiering)
 
     tasks: list[asyncio.Task[None]] = []
 
@@ -325,6 +371,12 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         sweep = asyncio.create_task(sweep_forever(parts.streams), name="soft-delete-collector")
         sweep.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(sweep)
+        tier = asyncio.create_task(parts.tiering.run(), name="tier-worker")
+        tier.add_done_callback(lambda done: _report(done, fatal))
+        tasks.append(tier)
+        tier_gc = asyncio.create_task(parts.tier_collector.run(), name="tier-collector")
+        tier_gc.add_done_callback(lambda done: _report(done, fatal))
+        tasks.append(tier_gc)
         parts.ownership.start()  # join the owners' group: slots arrive from here on
         return count
 
@@ -358,6 +410,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await parts.mounted.indexes.close()
     await parts.mounted.writer.close()
     await parts.reader.close()
+    await parts.scanner.close()
 
 
 def _report_ownership(readiness: Readiness, parts: Parts) -> None:
@@ -375,6 +428,25 @@ def _report_ownership(readiness: Readiness, parts: Parts) -> None:
         slot_count=parts.writers.count,
         owned_slots=owned,
         initialising=initialising,
+    )
+
+
+def _report_tier(readiness: Readiness, worker: TierWorker) -> None:
+    """Tier lag is shown, never a reason to refuse: Kafka keeps everything meanwhile."""
+    partitions = list(worker.partitions.values())
+    lag = sum(p.lag_bytes for p in partitions)
+    hot = sum(p.hot_bytes for p in partitions)
+    detail = f"{len(partitions)} owned partitions, {hot} hot bytes, lag {lag} bytes"
+    if worker.last_error:
+        detail += f"; last pass failed: {worker.last_error}"
+    readiness.set(
+        TIER,
+        True,
+        detail,
+        partitions=len(partitions),
+        hot_bytes=hot,
+        lag_bytes=lag,
+        last_error=worker.last_error,
     )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
 import logging
 import os
 import signal
@@ -22,6 +24,13 @@ from adapter.config import setting_names as names
 from adapter.http import health
 from adapter.http.ops import create_ops_app
 from adapter.http.server import ProtocolRunner
+from adapter.log.errors import LogUnavailable
+from adapter.log.scanner import PartitionScanner
+from adapter.service.tier_stats import tier_stats
+from adapter.state.catalog import Catalog
+from adapter.state.follower import MetaFollower
+from topology.errors import BrokerUnavailable
+from topology.naming import StateTopics
 
 log = logging.getLogger("durable-kafka")
 
@@ -37,15 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the HTTP API",
         description="Settings: defaults < TOML file < DURABLE_KAFKA_* environment < these flags.",
     )
-    serve.add_argument("--config", metavar="FILE", help=f"TOML settings file (or ${CONFIG_ENV})")
-    defaults = Settings()
-    for name in names():
-        serve.add_argument(
-            flag_name(name),
-            dest=name,
-            metavar=name.split("_")[-1].upper(),
-            help=f"default {getattr(defaults, name)!r}; env {env_name(name)}",
-        )
+    stats = commands.add_parser(
+        "tier-stats",
+        help="per bucket partition: Kafka's log start, the tiered point, hot and cold bytes",
+        description="One JSON object per bucket partition, from the state topics and the "
+        "bucket topics (reads each partition's part still in Kafka). Takes the serve settings.",
+    )
+    for command in (serve, stats):
+        _settings_arguments(command)
     hash_token = commands.add_parser(
         "hash-token",
         help="print the sha256 of a bearer token for an auth_token_file",
@@ -55,6 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--new", action="store_true", help="make a new random token and print it with its hash"
     )
     return parser
+
+
+def _settings_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--config", metavar="FILE", help=f"TOML settings file (or ${CONFIG_ENV})")
+    defaults = Settings()
+    for name in names():
+        command.add_argument(
+            flag_name(name),
+            dest=name,
+            metavar=name.split("_")[-1].upper(),
+            help=f"default {getattr(defaults, name)!r}; env {env_name(name)}",
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2
     logs.setup(settings.log_level, settings.log_format)
+    if args.command == "tier-stats":
+        return asyncio.run(print_tier_stats(settings))
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
             return runner.run(serve(settings))
@@ -93,6 +115,26 @@ def loop_factory(kind: EventLoop) -> Callable[[], asyncio.AbstractEventLoop]:
     """uvloop's event loop (libuv: the loop's own work in C), or the standard library's as the
     fallback. What each costs per append: docs/performance.md."""
     return uvloop.new_event_loop if kind == "uvloop" else asyncio.new_event_loop
+
+
+async def print_tier_stats(settings: Settings) -> int:
+    catalog = Catalog()
+    topics = StateTopics.of(settings.topic_prefix)
+    follower = MetaFollower(
+        settings.bootstrap_servers, topics, catalog, settings.kafka_timeout_s, lambda _key: None
+    )
+    scanner = PartitionScanner(settings.bootstrap_servers, settings.kafka_timeout_s)
+    try:
+        await follower.replay()
+        for stats in await tier_stats(catalog, scanner):
+            print(json.dumps(dataclasses.asdict(stats)))
+    except (LogUnavailable, BrokerUnavailable) as error:
+        print(f"durable-kafka: {error}", file=sys.stderr)
+        return 1
+    finally:
+        await follower.close()
+        await scanner.close()
+    return 0
 
 
 async def serve(settings: Settings) -> int:

@@ -71,6 +71,10 @@ class Settings:
     s3_region: str = "us-east-1"
     s3_access_key_id: str = ""
     s3_secret_access_key: str = ""
+    tier_after_bytes: int = 1024 * 1024 * 1024
+    tier_after_ms: int = 3_600_000
+    tier_interval_ms: int = 30_000
+    tier_cache_bytes: int = 64 * 1024 * 1024
     write_slots: int = 8
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
@@ -201,6 +205,10 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "s3_region": ("cold", "s3_region"),
     "s3_access_key_id": ("cold", "s3_access_key_id"),
     "s3_secret_access_key": ("cold", "s3_secret_access_key"),
+    "tier_after_bytes": ("tier", "after_bytes"),
+    "tier_after_ms": ("tier", "after_ms"),
+    "tier_interval_ms": ("tier", "interval_ms"),
+    "tier_cache_bytes": ("tier", "cache_bytes"),
     "write_slots": ("cluster", "write_slots"),
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
@@ -377,6 +385,10 @@ def validate(settings: Settings) -> None:
         ),
         (settings.drain_timeout_ms >= 0, "drain_timeout_ms must be >= 0"),
         (settings.cold_backend != "s3" or bool(settings.s3_bucket), "s3_bucket is required"),
+        (settings.tier_after_bytes >= 0, "tier_after_bytes must be >= 0"),
+        (settings.tier_after_ms >= 0, "tier_after_ms must be >= 0"),
+        (settings.tier_interval_ms >= 100, "tier_interval_ms must be >= 100"),
+        (settings.tier_cache_bytes >= 0, "tier_cache_bytes must be >= 0"),
         (1 <= settings.write_slots <= 1024, "write_slots must be in 1..1024"),
         (
             not settings.advertise_url or bool(_ADVERTISE.match(settings.advertise_url)),

@@ -21,7 +21,8 @@ TOPICS = "internal_topics"
 CATALOG = "catalog"
 OBJECTS = "object_store"
 OWNERSHIP = "ownership"  # set by the slot writers: joined the owners' group, slots initialised
-CHECKS = [KAFKA, TOPICS, CATALOG, OWNERSHIP, OBJECTS]
+TIER = "tier"  # set by the tier worker: always ok, its detail says the tier lag
+CHECKS = [KAFKA, TOPICS, CATALOG, OWNERSHIP, OBJECTS, TIER]
 
 # What a cluster of 3 brokers or more allows: an acknowledged append survives losing a broker.
 DURABLE_BROKERS = 3

@@ -7,6 +7,7 @@
 Rows follow `schemas/stream_row.avsc` (see `row_schema()`); docs/spark.md has the details.
 """
 
+from spark_streaming.cold import cold_chunk_keys, read_cold_batch
 from spark_streaming.history import History, Range, history_of, read_history
 from spark_streaming.schema import LIFECYCLE_SCHEMA, row_schema
 from spark_streaming.session import JARS_ENV, build_session, connector_jars
@@ -28,12 +29,14 @@ __all__ = [
     "History",
     "Range",
     "build_session",
+    "cold_chunk_keys",
     "connector_jars",
     "decode_lifecycle",
     "decode_streams",
     "history_of",
     "kafka_options",
     "offset_token",
+    "read_cold_batch",
     "read_history",
     "read_lifecycle",
     "read_streams",

@@ -7,7 +7,7 @@ import concurrent.futures
 import logging
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from topology.errors import BrokerUnavailable, TopicNotKnownYet, TopologyError, TopologyMismatch
@@ -165,6 +165,19 @@ class TopologyAdmin:
             except KafkaException as error:
                 if _code(error) != KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise _translate(error, f"deleting topic {name}") from error
+
+    async def delete_records(self, topic: str, partition: int, before: int) -> int:
+        """Free every record of the partition below offset `before` (Kafka's DeleteRecords);
+        return the partition's log start offset after it. Asking again is harmless."""
+        futures = self._client.delete_records(
+            [TopicPartition(topic, partition, before)], operation_timeout=self.timeout_s
+        )
+        try:
+            (future,) = futures.values()
+            deleted = await self._wait(future)
+        except KafkaException as error:
+            raise _translate(error, f"deleting records of {topic}[{partition}]") from error
+        return int(getattr(deleted, "low_watermark", before))
 
     async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
         try:

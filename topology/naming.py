@@ -69,6 +69,7 @@ class StateTopics:
     producers: str
     owners: str
     snapshots: str
+    tier: str
 
     @classmethod
     def of(cls, prefix: str) -> StateTopics:
@@ -77,4 +78,5 @@ class StateTopics:
             internal_topic(prefix, InternalTopic.PRODUCERS),
             internal_topic(prefix, InternalTopic.OWNERS),
             internal_topic(prefix, InternalTopic.SNAPSHOTS),
+            internal_topic(prefix, InternalTopic.TIER),
         )

@@ -5,3 +5,8 @@ from __future__ import annotations
 
 class LogUnavailable(Exception):
     """Kafka did not take or serve the data in time; nothing was made visible. Retry later."""
+
+
+class BelowLogStart(LogUnavailable):
+    """The read started below the partition's log start offset: that data was freed (tiered
+    to the cold store since the read was planned). Nothing was returned."""

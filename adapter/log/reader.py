@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import BelowLogStart, LogUnavailable
 from topology.wire import is_control
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,9 @@ class ReadRequest:
     key: bytes
     start: int  # first Kafka offset to consider
     stop: int  # the stream's tail: never read at or past it
+    # Bytes of this range already in the response (read from cold chunks): they count
+    # towards `max_read_bytes` as if this read had read them itself.
+    already: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,9 @@ class LogReader:
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
+            # Below the log start (tiered and freed since the catalog was read): an error, so
+            # the read fails (503) instead of skipping to the earliest offset left.
+            "auto.offset.reset": "error",
             "fetch.wait.max.ms": 10,
             "logger": logging.getLogger("librdkafka.reader"),
         }
@@ -140,6 +146,9 @@ class LogReader:
         try:
             return self._collect(consumer, request, positions)
         except KafkaException as error:
+            inner = error.args[0] if error.args else None
+            if isinstance(inner, KafkaError) and inner.code() == KafkaError._AUTO_OFFSET_RESET:
+                raise BelowLogStart(f"reading {request.topic}: {error}") from error
             raise LogUnavailable(f"reading {request.topic}: {error}") from error
         finally:
             consumer.unassign()
@@ -167,7 +176,8 @@ class LogReader:
                 value = message.value() or b""
                 scanned += len(value)
                 if message.key() == request.key and not is_control(message.headers()):
-                    if messages and read_bytes + len(value) > self.limits.max_read_bytes:
+                    taken = request.already + read_bytes + len(value)
+                    if (messages or request.already) and taken > self.limits.max_read_bytes:
                         return ReadResult(messages, offset, False)
                     messages.append(value)
                     read_bytes += len(value)

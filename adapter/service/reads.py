@@ -3,26 +3,40 @@
 A stream's history is a list of ranges of its partition (`StreamMeta.segments`): a fork's
 inherited ranges of its sources' records, then its own. A read walks them in order, jumping
 the gaps between them, so offsets of a fork are the same tokens as its source's below the
-fork point.
+fork point. Within a range, offsets the cold tier covers are read from chunks, the rest from
+the hot tail or Kafka; one response may cross from cold to hot.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
+from adapter.log.errors import BelowLogStart
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import LogReader, ReadRequest, ReadResult
+from adapter.objects.base import ObjectStoreError
 from adapter.protocol.commands import Chunk
+from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import ReadFrom, Start
 from adapter.protocol.snapshots import check_readable
+from adapter.state.catalog import Catalog
 from adapter.state.records import Segment, StreamMeta
+from adapter.tier.cold import ColdReader
+from adapter.tier.manifest import Place, TierRange
 from topology.wire import stream_key
 
 
 class ReadPath:
-    """Reads come from the hot tail when it holds the whole range, else from Kafka."""
+    """Reads come from chunks below the tiered point, else from the hot tail when it holds the
+    whole range, else from Kafka."""
 
-    def __init__(self, reader: LogReader, cache: HotCache) -> None:
+    def __init__(
+        self, reader: LogReader, cache: HotCache, cold: ColdReader, catalog: Catalog
+    ) -> None:
         self.reader = reader
         self.cache = cache
+        self.cold = cold
+        self.catalog = catalog
 
     async def read(self, topic: str, meta: StreamMeta, start: ReadFrom) -> Chunk:
         """Messages from `start` on (410 below the earliest retained offset)."""
@@ -30,28 +44,71 @@ class ReadPath:
         first = position = resolve_start(meta, start)
         messages: list[bytes] = []
         size = 0
+        limit = self.reader.limits.max_read_bytes
         for segment in meta.segments():
             if segment.end <= position:
                 continue
             position = max(position, segment.start)
-            result = await self._read(topic, meta, segment, position)
-            messages += result.messages
-            size += sum(len(message) for message in result.messages)
-            position = result.next_offset
-            if not result.complete or size >= self.reader.limits.max_read_bytes:
-                break
+            taken = 0  # of this range, so pieces bound the range as one Kafka read would
+            while position < segment.end:
+                result = await self._read(topic, meta, segment, position, taken)
+                messages += result.messages
+                got = sum(len(message) for message in result.messages)
+                size, taken, position = size + got, taken + got, result.next_offset
+                if not result.complete or size >= limit:
+                    return Chunk(meta, messages, first, position, position >= meta.next_offset)
         return Chunk(meta, messages, first, position, position >= meta.next_offset)
 
-    async def _read(self, topic: str, meta: StreamMeta, segment: Segment, start: int) -> ReadResult:
-        """One range of the history, from the hot tail if it holds it all, else from Kafka."""
-        key = (meta.bucket_id, segment.stream_id)
+    async def _read(
+        self, topic: str, meta: StreamMeta, segment: Segment, start: int, already: int
+    ) -> ReadResult:
+        """Part of one range of the history: from chunks if `start` is tiered (to the tiered
+        range's end), else from the hot tail if it holds it all, else from Kafka."""
         limit = self.reader.limits.max_read_bytes
-        result = self.cache.read(key, start, segment.end, limit)
+        tiered = self._tiered(topic, meta, start)
+        if tiered is not None:
+            return await self._read_cold(tiered, segment, start, already)
+        key = (meta.bucket_id, segment.stream_id)
+        result = None if already else self.cache.read(key, start, segment.end, limit)
         if result is None:
             record_key = stream_key(segment.stream_id)
-            request = ReadRequest(topic, meta.partition, record_key, start, segment.end)
-            result = await self.reader.read(request)
+            request = ReadRequest(topic, meta.partition, record_key, start, segment.end, already)
+            try:
+                result = await self.reader.read(request)
+            except BelowLogStart:
+                # Tiered and freed while this read went to Kafka: the range is in the index
+                # now (it enters before Kafka frees it), unless another instance tiered it
+                # and this one has not followed its record yet (503: the client retries).
+                tiered = self._tiered(topic, meta, start)
+                if tiered is None:
+                    raise
+                return await self._read_cold(tiered, segment, start, already)
         return result
+
+    async def _read_cold(
+        self, tiered: TierRange, segment: Segment, start: int, already: int
+    ) -> ReadResult:
+        stop = min(segment.end, tiered.end)
+        limit = self.reader.limits.max_read_bytes
+        cold = self.cold.read(tiered, segment.stream_id, start, stop, limit, already)
+        # `complete` means the tiered range's end here: the caller goes on from there.
+        return await _cold(cold)
+
+    def _tiered(self, topic: str, meta: StreamMeta, start: int) -> TierRange | None:
+        bucket = self.catalog.bucket(meta.bucket_id)
+        if bucket is None:
+            return None
+        return self.catalog.tier.covering(Place(topic, bucket.created_at_ms, meta.partition), start)
+
+
+async def _cold(read: Awaitable[ReadResult]) -> ReadResult:
+    """A cold read, or the error the client gets: a store that is down is 503 (retry), never
+    a partial answer."""
+    try:
+        return await read
+    except ObjectStoreError as error:
+        code = ErrorCode.UNAVAILABLE if error.retriable else ErrorCode.INTERNAL
+        raise ProtocolError(code, f"cold tier: {error}") from error
 
 
 def resolve_start(meta: StreamMeta, start: ReadFrom) -> int:

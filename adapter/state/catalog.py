@@ -1,5 +1,6 @@
-"""The in-memory catalog of buckets, streams, producer states, slot owners and snapshot
-pointers, mirrored from the compacted meta, producers, owners and snapshots topics."""
+"""The in-memory catalog of buckets, streams, producer states, slot owners, snapshot pointers
+and tiered ranges, mirrored from the compacted meta, producers, owners, snapshots and tier
+topics."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from adapter.state.records import (
     decode_as,
     stream_of_key,
 )
+from adapter.tier.manifest import TierIndex
 
 
 class Catalog:
@@ -39,6 +41,7 @@ class Catalog:
         self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
         self._snapshots: dict[tuple[str, str], SnapshotPointer] = {}
+        self.tier = TierIndex()  # the cold tier's ranges (the tier topic)
         self.echoes = Echoes()  # this instance's own state records, for the follower
 
     def producers(self, bucket_id: str, stream_id: str) -> dict[str, ProducerRecord]:

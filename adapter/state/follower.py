@@ -1,14 +1,14 @@
 """The instance's one consumer of the state topics: it rebuilds the catalog, then follows them.
 
-At start it replays the compacted meta, producers, owners and snapshots topics (read_committed)
-to their ends into the catalog; then it keeps reading all four. Every commit rewrites the meta
-record of each stream it touched, so this small topic says exactly when a stream got new data
-or was closed, without reading the data topics. Every followed record is applied in log order,
-like the replay, except the echo of one this instance wrote: its commit updated the catalog
-already, and the writer said where that record landed before committing it, so the echo is
-known by its offset (`adapter/state/echoes.py`). A record written by anyone else is applied,
-whoever owns the stream's slot now: a resumed zombie sees the new owner's creations, deletions
-and producer states. Owner records are applied as they come.
+At start it replays the compacted meta, producers, owners, snapshots and tier topics
+(read_committed) to their ends into the catalog; then it keeps reading all five. Every commit
+rewrites the meta record of each stream it touched, so this small topic says exactly when a
+stream got new data or was closed, without reading the data topics. Every followed record is
+applied in log order, like the replay, except the echo of one this instance wrote: its commit
+updated the catalog already, and the writer said where that record landed before committing it,
+so the echo is known by its offset (`adapter/state/echoes.py`). A record written by anyone else
+is applied, whoever owns the stream's slot now: a resumed zombie sees the new owner's
+creations, deletions and producer states. Owner records are applied as they come.
 
 `caught_up` lets a new slot owner wait until every change committed to the meta and producers
 topics before it fenced the previous owner is in the catalog: positions count past
@@ -98,7 +98,8 @@ class MetaFollower:
         if self._consumer is None:
             raise LogUnavailable("the follower has not replayed yet")
         ends = {}
-        for topic in (self.topics.meta, self.topics.producers, self.topics.snapshots):
+        state = (self.topics.meta, self.topics.producers, self.topics.snapshots, self.topics.tier)
+        for topic in state:
             try:
                 _, high = self._consumer.get_watermark_offsets(
                     TopicPartition(topic, 0), self.timeout_s, cached=False
@@ -131,6 +132,8 @@ class MetaFollower:
             self.catalog.apply_producer(key, value)
         elif topic == self.topics.snapshots:
             self.catalog.apply_snapshot(key, value)
+        elif topic == self.topics.tier:
+            self.catalog.tier.apply(key, value)
         else:
             self.catalog.apply(key, value)
             self.on_change(key)
@@ -166,6 +169,7 @@ class MetaFollower:
             self.topics.producers,
             self.topics.owners,
             self.topics.snapshots,
+            self.topics.tier,
         ]
         try:
             starts = [self._start(consumer, topic) for topic in topics]
@@ -206,6 +210,8 @@ class MetaFollower:
             self.catalog.apply_owner(key, message.value())
         elif message.topic() == self.topics.snapshots:
             self.catalog.apply_snapshot(key, message.value())
+        elif message.topic() == self.topics.tier:
+            self.catalog.tier.apply(key, message.value())
         else:
             self.catalog.apply(key, message.value())
 

@@ -38,7 +38,10 @@ async def test_ready_once_topics_are_verified(
         "ownership",
         "object_store",
         "serving",
+        "tier",
     }
+    tier = body["checks"]["tier"]
+    assert (tier["ok"], tier["lag_bytes"], tier["last_error"]) == (True, 0, None)
     ownership = body["checks"]["ownership"]
     assert ownership["detail"] == "owns 8/8 slots: 0,1,2,3,4,5,6,7"
     assert ownership["owned_slots"] == list(range(8))

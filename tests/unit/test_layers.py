@@ -25,10 +25,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"service"}),  # the stream logic and the live hub
     frozenset({"protocol", "auth"}),  # pure protocol rules; tokens, scopes, access decision
     frozenset({"state", "cluster"}),  # the catalog and its follower; slot ownership
-    frozenset({"log", "objects"}),  # Kafka and the object store
-    frozenset(
-        {"config", "readiness", "console", "metrics", "logs"}
-    ),  # leaves (console: the web console's files)
+    frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
+    frozenset({"config", "readiness", "console", "metrics", "logs"}),  # leaves (console: its files)
 )
 LAYER = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 # Packages beside `adapter` that must stand without it.

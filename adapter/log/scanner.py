@@ -1,0 +1,180 @@
+"""Whole-partition scans for the tier worker: every committed record of a range, whatever its key.
+
+One assign-only `read_committed` consumer on one thread. A scan below the partition's log start
+fails (`auto.offset.reset=error`) rather than skipping ahead: a scan never hides a hole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from adapter.log.errors import LogUnavailable
+from adapter.log.reader import poll_batch
+from topology.wire import (
+    CONTENT_TYPE_HEADER,
+    PRODUCER_EPOCH_HEADER,
+    PRODUCER_ID_HEADER,
+    PRODUCER_SEQ_HEADER,
+    ProducerStamp,
+    ReadHeaders,
+    header_value,
+    is_control,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """One committed record of a partition."""
+
+    offset: int
+    key: bytes
+    value: bytes
+    content_type: str
+    timestamp_ms: int
+    control: bool
+    producer: ProducerStamp | None = None  # from the producer-* headers, when present
+
+
+@dataclass(frozen=True)
+class Scan:
+    records: list[Scanned]
+    next_offset: int  # every committed record below it was returned (or an earlier scan's)
+    at_end: bool  # next_offset is the partition's end (its last stable offset) or `stop`
+
+
+class PartitionScanner:
+    def __init__(self, bootstrap_servers: str, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "durable-kafka-tier",  # required by librdkafka; never joined
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",
+            "fetch.wait.max.ms": 10,
+            "logger": logging.getLogger("librdkafka.tier"),
+        }
+        self._consumer: Consumer | None = None
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, "tier-scanner")
+
+    async def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """(log start offset, high watermark) of the partition, asked of the broker."""
+        return await self._run(lambda c: _watermarks(c, topic, partition, self.timeout_s))
+
+    async def scan(
+        self, topic: str, partition: int, start: int, stop: int | None, max_bytes: int
+    ) -> Scan:
+        """Committed records from `start`, up to `stop` (None: the partition's end), until
+        about `max_bytes` of values were read (at least one record)."""
+        return await self._run(lambda c: self._scan(c, topic, partition, start, stop, max_bytes))
+
+    async def close(self) -> None:
+        if self._consumer is not None:
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._consumer.close)
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+    async def _run(self, fn: Callable[[Consumer], T]) -> T:
+        loop = asyncio.get_running_loop()
+        call = loop.run_in_executor(self._thread, lambda: fn(self._consumer_now()))
+        try:
+            return await asyncio.wait_for(asyncio.shield(call), self.timeout_s * 3)
+        except TimeoutError as error:
+            raise LogUnavailable("scanning a partition timed out") from error
+
+    def _consumer_now(self) -> Consumer:
+        if self._consumer is None:
+            self._consumer = Consumer(self._config)
+        return self._consumer
+
+    def _scan(
+        self,
+        consumer: Consumer,
+        topic: str,
+        partition: int,
+        start: int,
+        stop: int | None,
+        max_bytes: int,
+    ) -> Scan:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        try:
+            return self._collect(consumer, start, stop, max_bytes)
+        except KafkaException as error:
+            raise LogUnavailable(f"scanning {topic}[{partition}]: {error}") from error
+        finally:
+            consumer.unassign()
+
+    def _collect(self, consumer: Consumer, start: int, stop: int | None, max_bytes: int) -> Scan:
+        records: list[Scanned] = []
+        size, position = 0, start
+        while True:
+            batch = poll_batch(consumer, self.timeout_s)
+            if not batch:
+                raise LogUnavailable("no answer from the partition before the timeout")
+            for message in batch:
+                if (error := message.error()) is not None:
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(error)
+                    position = max(position, message.offset() or 0)
+                    if stop is None or position >= stop:
+                        return Scan(records, position if stop is None else stop, True)
+                    continue  # markers below `stop` still to come
+                offset = message.offset() or 0
+                if stop is not None and offset >= stop:
+                    return Scan(records, stop, True)
+                records.append(_scanned(message))
+                size += len(records[-1].value)
+                position = offset + 1
+                if size >= max_bytes:
+                    return Scan(records, position, stop is not None and position >= stop)
+
+
+def _scanned(message: Message) -> Scanned:
+    headers = message.headers()
+    content_type = header_value(headers, CONTENT_TYPE_HEADER) or b""
+    return Scanned(
+        offset=message.offset() or 0,
+        key=message.key() or b"",
+        value=message.value() or b"",
+        content_type=content_type.decode(errors="replace"),
+        timestamp_ms=message.timestamp()[1],
+        control=is_control(headers),
+        producer=_producer(headers),
+    )
+
+
+def _producer(headers: ReadHeaders) -> ProducerStamp | None:
+    """The producer stamp of an append made with Producer-* headers (None if any is off)."""
+    found = [header_value(headers, name) for name in _PRODUCER_HEADERS]
+    if any(value is None for value in found):
+        return None
+    producer_id, epoch, seq = (value.decode(errors="replace") for value in found if value)
+    try:
+        return ProducerStamp(producer_id, int(epoch), int(seq))
+    except ValueError:
+        return None
+
+
+_PRODUCER_HEADERS = (PRODUCER_ID_HEADER, PRODUCER_EPOCH_HEADER, PRODUCER_SEQ_HEADER)
+
+
+def _watermarks(
+    consumer: Consumer, topic: str, partition: int, timeout_s: float
+) -> tuple[int, int]:
+    try:
+        low, high = consumer.get_watermark_offsets(
+            TopicPartition(topic, partition), timeout_s, cached=False
+        )
+    except KafkaException as error:
+        raise LogUnavailable(f"watermarks of {topic}[{partition}]: {error}") from error
+    return int(low), int(high)

@@ -1,0 +1,143 @@
+"""The collector of the cold tier: chunks no stream can read any more, and their objects.
+
+Two steps, like the snapshot collector's:
+
+1. *Unlist* (by the owner of each partition's write slot, with its producer): a range of a
+   bucket that no longer exists (deleted, or deleted and created again: another
+   `created_at_ms`) is tombstoned; a chunk no stream needs is dropped from its range's
+   record. A stream needs a chunk when it, or a fork of it (recursively), has a range of its
+   history with the chunk's stream id that overlaps the chunk at or after its earliest
+   retained offset: deleted streams, streams re-created since, and data below a snapshot's
+   retention need nothing.
+2. *Delete* (any instance): an object under `tier/` that no listed chunk names, seen so for a
+   whole grace period with the catalog caught up. A reader that took a range's record before
+   step 1 has that long to finish; a tier pass commits its record within half the grace
+   period of its first put or not at all (`TierWorker`), so no object of a committed range
+   is ever judged an orphan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+
+from adapter.cluster.slot_writers import SlotWriters
+from adapter.log.errors import LogUnavailable
+from adapter.objects.base import ObjectStore, ObjectStoreError
+from adapter.service.snapshot_gc import due
+from adapter.state.catalog import Catalog
+from adapter.state.records import StreamMeta
+from adapter.tier import chunks, manifest
+from adapter.tier.manifest import TierChunk, TierRange
+from topology.naming import bucket_of_topic
+from topology.slots import SlotMap
+
+log = logging.getLogger(__name__)
+
+
+def needed(catalog: Catalog, bucket_id: str, chunk: TierChunk) -> bool:
+    """Whether any stream can still read a message of the chunk."""
+    for meta in _readers(catalog, bucket_id, chunk.stream_id):
+        for segment in meta.segments():
+            start = max(segment.start, meta.earliest_offset)
+            if segment.stream_id != chunk.stream_id:
+                continue
+            if start <= chunk.last_offset and chunk.first_offset < segment.end:
+                return True
+    return False
+
+
+def _readers(catalog: Catalog, bucket_id: str, stream_id: str) -> list[StreamMeta]:
+    """The stream of that id and its forks, their forks, and so on."""
+    found: list[StreamMeta] = []
+    own = catalog.stream(bucket_id, stream_id)
+    if own is not None:
+        found.append(own)
+    frontier, seen = [stream_id], {stream_id}
+    while frontier:
+        for fork in catalog.forks_of(bucket_id, frontier.pop()):
+            if fork.stream_id not in seen:
+                seen.add(fork.stream_id)
+                found.append(fork)
+                frontier.append(fork.stream_id)
+    return found
+
+
+class TierCollector:
+    def __init__(
+        self,
+        catalog: Catalog,
+        writers: SlotWriters,
+        slots: SlotMap,
+        store: ObjectStore,
+        tier_topic: str,
+        caught_up: Callable[[], Awaitable[None]],
+        clock: Callable[[], int],
+        grace_ms: int,
+        interval_s: float,
+    ) -> None:
+        self.catalog = catalog
+        self.writers = writers
+        self.slots = slots
+        self.store = store
+        self.tier_topic = tier_topic
+        self.caught_up = caught_up
+        self.clock = clock
+        self.grace_ms = grace_ms
+        self.interval_s = interval_s
+        self._seen: dict[str, int] = {}
+
+    async def run(self) -> None:
+        """Collect every interval until cancelled; a failed pass is logged and tried again."""
+        while True:
+            await asyncio.sleep(self.interval_s)
+            try:
+                await self.collect_once()
+            except (ObjectStoreError, LogUnavailable) as error:
+                log.warning("cold tier collection failed, trying again later: %s", error)
+
+    async def collect_once(self) -> tuple[int, list[str]]:
+        """One pass: (range records rewritten or tombstoned, objects deleted)."""
+        now = self.clock()
+        keys = await self.store.keys(chunks.OBJECT_PREFIX)
+        await self.caught_up()
+        changed = 0
+        for place in self.catalog.tier.places():
+            bucket_id = bucket_of_topic(self.slots.prefix, place.topic)
+            if bucket_id is None:
+                continue
+            slot = self.slots.of_stream(bucket_id, place.partition)
+            if self.writers.accepting(slot):
+                for tier_range in self.catalog.tier.ranges(place):
+                    changed += await self._unlist(bucket_id, slot, tier_range)
+        listed = {
+            chunk.object_key
+            for place in self.catalog.tier.places()
+            for tier_range in self.catalog.tier.ranges(place)
+            for chunk in tier_range.chunks
+        }
+        doomed, self._seen = due(keys, listed, self._seen, now, self.grace_ms)
+        for key in doomed:
+            await self.store.delete(key)
+        if changed or doomed:
+            log.info("cold tier: %d ranges rewritten, %d objects deleted", changed, len(doomed))
+        return changed, doomed
+
+    async def _unlist(self, bucket_id: str, slot: int, tier_range: TierRange) -> int:
+        bucket = self.catalog.bucket(bucket_id)
+        if bucket is None or bucket.created_at_ms != tier_range.bucket_created_at_ms:
+            await self._commit(slot, (self.tier_topic, tier_range.key, None))
+            self.catalog.tier.drop(tier_range.place, tier_range.start)
+            return 1
+        kept = tuple(c for c in tier_range.chunks if needed(self.catalog, bucket_id, c))
+        if len(kept) == len(tier_range.chunks):
+            return 0
+        smaller = replace(tier_range, chunks=kept)
+        await self._commit(slot, (self.tier_topic, smaller.key, manifest.encode(smaller)))
+        self.catalog.tier.put(smaller)
+        return 1
+
+    async def _commit(self, slot: int, entry: tuple[str, str, bytes | None]) -> None:
+        await self.writers.submit(slot, [], lambda _offsets: [entry])

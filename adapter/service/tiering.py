@@ -1,0 +1,287 @@
+"""The tier worker: moves each owned partition's data beyond its hot window to cold chunks,
+then frees that Kafka space.
+
+Run on every instance for the partitions of the write slots it owns. One pass per partition:
+
+1. measure the partition from where tiering stopped to its head (`tier/meter.py`) and find
+   the cut: the last record boundary with `tier_after_bytes` behind the head and nothing
+   younger than `tier_after_ms` before it;
+2. read the committed records of [tiered_to, cut) (bounded per range), group the data records
+   by key and write one chunk object per stream (deterministic keys: a redone pass rewrites
+   the same objects);
+3. commit the range's manifest record with the slot's transactional producer (so a fenced
+   former owner cannot), and put it in the index reads use;
+4. only then DeleteRecords up to the range's end.
+
+A crash between any two steps leaves either the old state (Kafka still has everything; at most
+unreferenced objects stay behind) or the new one (the range is readable from chunks), never a
+hole; the next pass starts at the last committed range's end and frees what step 4 missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from adapter.cluster.slot_writers import SlotWriters
+from adapter.log.errors import LogUnavailable
+from adapter.log.scanner import PartitionScanner, Scanned
+from adapter.objects.base import ObjectStore, ObjectStoreError
+from adapter.state.catalog import Catalog
+from adapter.state.records import BucketMeta
+from adapter.tier import chunks, manifest
+from adapter.tier.chunks import ColdMessage
+from adapter.tier.manifest import Place, TierChunk, TierRange
+from adapter.tier.meter import Meter
+from topology.admin import TopologyAdmin
+from topology.errors import BrokerUnavailable, TopologyError
+from topology.slots import SlotMap
+
+log = logging.getLogger(__name__)
+
+SCAN_BYTES = 4 * 1024 * 1024  # per measuring read
+RANGE_BYTES = 64 * 1024 * 1024  # of values per tiered range, at most (one record more)
+RANGES_PER_PASS = 16  # per partition, so one backlog does not starve the others
+MIN_RANGE_SHARE = 16  # a range holds at least 1/16 of the hot window
+PARALLEL_PUTS = 8
+MAX_BACKOFF = 32  # intervals
+# What a pass may meet and try again later: the store or the broker away, a topic just deleted.
+_RETRIED = (ObjectStoreError, LogUnavailable, BrokerUnavailable, TopologyError)
+
+
+@dataclass(frozen=True)
+class TierPolicy:
+    after_bytes: int
+    after_ms: int
+    interval_s: float
+    max_streams_per_range: int  # so a range's manifest record fits in one Kafka record
+    # A range is committed this soon after its first put or not at all, so the collector
+    # (`tier_gc.py`, half its grace period) never takes its objects for orphans.
+    commit_within_ms: int
+
+
+@dataclass(frozen=True)
+class PartitionTier:
+    """Where tiering of one partition stands, as the last pass of this instance saw it."""
+
+    bucket_id: str
+    partition: int
+    log_start: int
+    tiered_to: int | None
+    hot_bytes: int
+    lag_bytes: int  # bytes due to be tiered (past both hot windows) and not tiered yet
+
+
+class TierWorker:
+    def __init__(
+        self,
+        catalog: Catalog,
+        writers: SlotWriters,
+        slots: SlotMap,
+        scanner: PartitionScanner,
+        admin: TopologyAdmin,
+        store: ObjectStore,
+        tier_topic: str,
+        policy: TierPolicy,
+        clock: Callable[[], int],
+    ) -> None:
+        self.catalog = catalog
+        self.writers = writers
+        self.slots = slots
+        self.scanner = scanner
+        self.admin = admin
+        self.store = store
+        self.tier_topic = tier_topic
+        self.policy = policy
+        self.clock = clock
+        self.last_error: str | None = None
+        self.partitions: dict[Place, PartitionTier] = {}
+        self.on_pass: Callable[[TierWorker], None] = lambda _worker: None
+        self._meters: dict[Place, Meter] = {}
+
+    async def run(self) -> None:
+        """A pass every interval until cancelled; a failed pass backs off (doubling the wait,
+        up to 32 intervals) and is tried again. Kafka keeps everything meanwhile."""
+        failures = 0
+        while True:
+            await asyncio.sleep(self.policy.interval_s * min(2**failures, MAX_BACKOFF))
+            try:
+                await self.tier_once()
+            except _RETRIED as error:
+                failures += 1
+                self.last_error = str(error)
+                log.warning("tiering failed (attempt %d), trying again later: %s", failures, error)
+            else:
+                failures, self.last_error = 0, None
+            self.on_pass(self)
+
+    async def tier_once(self) -> int:
+        """One pass over every owned partition; the number of ranges committed."""
+        committed = 0
+        owned: set[Place] = set()
+        failed: Exception | None = None
+        for bucket_id in self.catalog.bucket_ids():
+            bucket = self.catalog.bucket(bucket_id)
+            for partition in range(bucket.partitions if bucket else 0):
+                if bucket is None or not self._owned(bucket_id, partition):
+                    continue
+                owned.add(Place(bucket.topic, bucket.created_at_ms, partition))
+                try:
+                    committed += await self.tier_partition(bucket, partition)
+                except _RETRIED as error:  # the other partitions still get their turn
+                    log.debug("tiering %s[%d] failed: %s", bucket.topic, partition, error)
+                    failed = failed or error
+        for place in set(self._meters) - owned:  # slots lost, buckets deleted
+            self._meters.pop(place)
+            self.partitions.pop(place, None)
+        if failed is not None:
+            raise failed
+        return committed
+
+    def _owned(self, bucket_id: str, partition: int) -> bool:
+        return self.writers.accepting(self.slots.of_stream(bucket_id, partition))
+
+    async def tier_partition(self, bucket: BucketMeta, partition: int) -> int:
+        place = Place(bucket.topic, bucket.created_at_ms, partition)
+        log_start, _ = await self.scanner.watermarks(bucket.topic, partition)
+        tiered_to = self.catalog.tier.tiered_to(place)
+        if tiered_to is not None and tiered_to > log_start:
+            # A crash (or a lost slot) between a range's commit and its DeleteRecords.
+            log_start = await self.admin.delete_records(bucket.topic, partition, tiered_to)
+        begin = log_start if tiered_to is None else max(tiered_to, log_start)
+        meter = await self._measured(place, begin)
+        committed = 0
+        cutoff = self.clock() - self.policy.after_ms
+        while committed < RANGES_PER_PASS:
+            cut = meter.cut(self.policy.after_bytes, cutoff)
+            if cut is None or cut <= begin or not self._worth_a_range(meter, cutoff):
+                break
+            begin = await self._tier_range(bucket, place, begin, cut)
+            log_start = begin
+            meter.tiered(begin)
+            committed += 1
+        self.partitions[place] = PartitionTier(
+            bucket.bucket_id,
+            partition,
+            log_start,
+            self.catalog.tier.tiered_to(place),
+            meter.hot_bytes,
+            meter.due_bytes(self.policy.after_bytes, cutoff),
+        )
+        return committed
+
+    def _worth_a_range(self, meter: Meter, cutoff: int) -> bool:
+        """Ranges of at least 1/MIN_RANGE_SHARE of the hot window (or 64 MiB): the index,
+        held in memory on every instance, grows with the data tiered, not with time."""
+        least = min(RANGE_BYTES, self.policy.after_bytes // MIN_RANGE_SHARE)
+        return meter.due_bytes(self.policy.after_bytes, cutoff) >= max(1, least)
+
+    async def _measured(self, place: Place, begin: int) -> Meter:
+        """The partition's meter, brought up to the head."""
+        meter = self._meters.get(place)
+        if meter is None or meter.position < begin:
+            meter = self._meters[place] = Meter.of(begin, self.policy.after_bytes)
+        while True:
+            scan = await self.scanner.scan(
+                place.topic, place.partition, meter.position, None, SCAN_BYTES
+            )
+            sizes = [(r.offset, len(r.value), r.timestamp_ms) for r in scan.records]
+            meter.observe(sizes, scan.next_offset)
+            if scan.at_end:
+                return meter
+
+    async def _tier_range(self, bucket: BucketMeta, place: Place, begin: int, cut: int) -> int:
+        """Tier [begin, cut) or a bounded first part of it; return where it ended."""
+        scan = await self.scanner.scan(place.topic, place.partition, begin, cut, RANGE_BYTES)
+        end, groups = _grouped(scan.records, scan.next_offset, self.policy.max_streams_per_range)
+        started = self.clock()
+        written = await self._write_chunks(bucket.bucket_id, place, begin, end, groups)
+        if self.clock() - started > self.policy.commit_within_ms:
+            raise LogUnavailable(f"tiering {place.topic}[{place.partition}] took too long")
+        tier_range = TierRange(
+            bucket.bucket_id,
+            place.topic,
+            place.epoch_ms,
+            place.partition,
+            begin,
+            end,
+            self.clock(),
+            tuple(written),
+        )
+        entry = (self.tier_topic, tier_range.key, manifest.encode(tier_range))
+        slot = self.slots.of_stream(bucket.bucket_id, place.partition)
+        await self.writers.submit(slot, [], lambda _offsets: [entry])
+        self.catalog.tier.put(tier_range)
+        await self.admin.delete_records(place.topic, place.partition, end)
+        log.info(
+            "tiered %s[%d] %d..%d: %d chunks",
+            place.topic,
+            place.partition,
+            begin,
+            end,
+            len(written),
+        )
+        return end
+
+    async def _write_chunks(
+        self,
+        bucket_id: str,
+        place: Place,
+        begin: int,
+        end: int,
+        groups: dict[str, list[ColdMessage]],
+    ) -> list[TierChunk]:
+        gate = asyncio.Semaphore(PARALLEL_PUTS)
+
+        async def put(stream_id: str, messages: list[ColdMessage]) -> TierChunk:
+            key = chunks.object_key(
+                place.topic, place.epoch_ms, place.partition, begin, end, stream_id
+            )
+            data = chunks.encode(bucket_id, stream_id, place.partition, messages)
+            async with gate:
+                await self.store.put(key, data)
+            return TierChunk(
+                stream_id,
+                key,
+                messages[0].offset,
+                messages[-1].offset,
+                len(messages),
+                sum(len(m.payload) for m in messages),
+                len(data),
+            )
+
+        return list(await asyncio.gather(*(put(s, m) for s, m in groups.items())))
+
+
+def _grouped(
+    records: list[Scanned], end: int, max_streams: int
+) -> tuple[int, dict[str, list[ColdMessage]]]:
+    """(where the range ends, each stream's data records below it). The range ends early
+    rather than hold more than `max_streams` streams. Keys that are no stream id (not UTF-8,
+    empty: records no reader asks for) are left out."""
+    groups: dict[str, list[ColdMessage]] = {}
+    for record in records:
+        stream_id = _stream_id(record.key)
+        if record.control or stream_id is None:
+            continue
+        if stream_id not in groups and len(groups) >= max_streams:
+            return record.offset, groups
+        groups.setdefault(stream_id, []).append(
+            ColdMessage(
+                record.offset,
+                record.content_type,
+                record.value,
+                record.timestamp_ms,
+                record.producer,
+            )
+        )
+    return end, groups
+
+
+def _stream_id(key: bytes) -> str | None:
+    try:
+        return key.decode() or None
+    except UnicodeDecodeError:
+        return None

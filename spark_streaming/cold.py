@@ -1,0 +1,131 @@
+"""The cold tier as a batch DataFrame: the chunks the manifest lists, as stream rows.
+
+The tier worker moves data past the hot window out of the bucket topics into Avro container
+files (`schemas/tier_message.avsc`), one per stream and tiered range, and records each range
+in the compacted topic `{prefix}internal.tier` (`schemas/tier_range.avsc`). Only the chunks a
+current range lists are read, so objects of a pass that crashed before its record, or of an
+earlier bucket of the same name, never add rows. Rows have the shape and values of
+`read_streams_batch` (`schemas/stream_row.avsc`); below Kafka's log start offset, that is
+where the rows are, and `read_cold_batch` with `read_streams_batch` is the whole history.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+import fastavro
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+from schemas import load
+from spark_streaming.schema import row_schema
+from topology.naming import DEFAULT_PREFIX, InternalTopic, bucket_topic, internal_topic
+
+_FORMAT = b"\x01"  # of the tier and bucket records (`adapter/tier/manifest.py`, `state/records.py`)
+
+
+def cold_chunk_keys(
+    spark: SparkSession,
+    bootstrap_servers: str,
+    *,
+    buckets: Sequence[str] | None = None,
+    topic_prefix: str = DEFAULT_PREFIX,
+    options: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The object keys of every chunk of the current buckets' tiered ranges (None: all)."""
+    epochs = {
+        bucket_topic(topic_prefix, meta["bucket_id"]): meta["created_at_ms"]
+        for key, value in _compacted(
+            spark, bootstrap_servers, InternalTopic.META, topic_prefix, options
+        )
+        if key.startswith("bucket:") and value is not None and value[:1] == _FORMAT
+        for meta in [_decode("bucket_meta", value)]
+        if buckets is None or meta["bucket_id"] in buckets
+    }
+    keys = []
+    for _, value in _compacted(spark, bootstrap_servers, InternalTopic.TIER, topic_prefix, options):
+        if value is None or value[:1] != _FORMAT:
+            continue
+        tier_range = _decode("tier_range", value)
+        if epochs.get(tier_range["topic"]) == tier_range["bucket_created_at_ms"]:
+            keys += [chunk["object_key"] for chunk in tier_range["chunks"]]
+    return sorted(keys)
+
+
+def read_cold_batch(
+    spark: SparkSession,
+    bootstrap_servers: str,
+    store_root: str,
+    *,
+    buckets: Sequence[str] | None = None,
+    topic_prefix: str = DEFAULT_PREFIX,
+    options: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """Every tiered message of the buckets (None: all), as `read_streams_batch` rows.
+
+    `store_root` is where the adapter's object store keeps its keys, as Spark reads it: the
+    `cold_dir` folder (`file:///…`) or `s3a://<s3_bucket>` (with the hadoop-aws connector).
+    """
+    keys = cold_chunk_keys(
+        spark, bootstrap_servers, buckets=buckets, topic_prefix=topic_prefix, options=options
+    )
+    if not keys:
+        return spark.createDataFrame([], row_schema())
+    chunks = spark.read.format("avro").load([f"{store_root.rstrip('/')}/{key}" for key in keys])
+    media_type = F.lower(F.trim(F.split(F.col("content_type"), ";").getItem(0)))
+    columns = {
+        "bucket": F.col("bucket_id"),
+        "stream_id": F.col("stream_id"),
+        "offset": F.col("offset_token"),
+        "content_type": F.col("content_type"),
+        "payload": F.col("payload"),
+        "json": F.when(media_type == "application/json", F.col("payload").cast(StringType())),
+        "producer_id": F.col("producer_id"),
+        "producer_epoch": F.col("producer_epoch"),
+        "producer_seq": F.col("producer_seq"),
+        "timestamp": F.timestamp_millis(F.col("timestamp_ms")),
+        "partition": F.col("partition"),
+        "kafka_offset": F.col("offset"),
+    }
+    return chunks.select(
+        *[columns[field.name].cast(field.dataType).alias(field.name) for field in row_schema()]
+    )
+
+
+def _compacted(
+    spark: SparkSession,
+    bootstrap_servers: str,
+    which: InternalTopic,
+    topic_prefix: str,
+    options: Mapping[str, str] | None,
+) -> list[tuple[str, bytes | None]]:
+    """Each key's last value in a (small, compacted) state topic, read on the driver."""
+    chosen = {
+        "kafka.bootstrap.servers": bootstrap_servers,
+        "kafka.isolation.level": "read_committed",
+        "subscribe": internal_topic(topic_prefix, which),
+        "startingOffsets": "earliest",
+        "endingOffsets": "latest",
+        **(options or {}),
+    }
+    rows = spark.read.format("kafka").options(**chosen).load().select("key", "value", "offset")
+    last: dict[str, tuple[int, bytes | None]] = {}
+    for row in rows.collect():
+        key = bytes(row["key"] or b"").decode()
+        value = None if row["value"] is None else bytes(row["value"])
+        if key not in last or row["offset"] > last[key][0]:
+            last[key] = (row["offset"], value)
+    return [(key, value) for key, (_, value) in last.items()]
+
+
+def _decode(schema: str, value: bytes) -> Any:
+    return fastavro.schemaless_reader(io.BytesIO(value[1:]), _parsed(schema), None)
+
+
+@cache
+def _parsed(name: str) -> Any:
+    return fastavro.parse_schema(load(name))
