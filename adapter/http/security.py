@@ -73,14 +73,14 @@ class CorsPolicy:
     def any_origin(self) -> bool:
         return "*" in self.origins
 
-    def allows(self, origin: str, request: web.Request) -> bool:
+    def allows(self, origin: str, request: web.BaseRequest) -> bool:
         return self.any_origin or origin in self.origins or _same_origin(origin, request)
 
 
 CORS = web.AppKey("cors", CorsPolicy)
 
 
-def _same_origin(origin: str, request: web.Request) -> bool:
+def _same_origin(origin: str, request: web.BaseRequest) -> bool:
     try:
         return urlsplit(origin).netloc.lower() == request.host.lower()
     except ValueError:
@@ -109,11 +109,16 @@ def cors_middleware(policy: CorsPolicy) -> Middleware:
     return cors
 
 
-def decorate(response: web.StreamResponse, request: web.Request) -> None:
-    """Add the headers every response carries (called before a streaming response starts)."""
+def decorate(
+    response: web.StreamResponse, request: web.BaseRequest, policy: CorsPolicy | None = None
+) -> None:
+    """Add the headers every response carries (called before a streaming response starts).
+    `policy` is for a request no route has seen yet (a parser's refusal): it has no app."""
     response.headers.update(SECURITY_HEADERS)
     origin = request.headers.get("Origin")
-    policy = request.app[CORS]
+    if policy is None:
+        assert isinstance(request, web.Request)
+        policy = request.app[CORS]
     if not policy.any_origin:
         response.headers["Vary"] = "Origin"  # the answer depends on it, for every cache
     if origin is None or not policy.allows(origin, request):

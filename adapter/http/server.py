@@ -27,7 +27,7 @@ from adapter.http.observe import (
     request_id,
 )
 from adapter.http.render import error_response
-from adapter.http.security import SECURITY_HEADERS, decorate
+from adapter.http.security import CORS, SECURITY_HEADERS, CorsPolicy, decorate
 from adapter.metrics import Metrics
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
@@ -37,9 +37,17 @@ log = logging.getLogger(__name__)
 class ProtocolHandler(RequestHandler):
     """aiohttp's connection handler, with errors below the routes rendered as ours."""
 
-    def __init__(self, manager: web.Server, *, metrics: Metrics | None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        manager: web.Server,
+        *,
+        metrics: Metrics | None,
+        cors: CorsPolicy | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(manager, **kwargs)
         self.metrics = metrics
+        self.cors = cors  # the app's CORS policy: a refused request has no app to ask
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -75,8 +83,8 @@ class ProtocolHandler(RequestHandler):
             error = ProtocolError(ErrorCode.INTERNAL, "internal error")
         response = error_response(error)
         response.force_close()  # the parser's state after a malformed request is unknown
-        if isinstance(request, web.Request):
-            decorate(response, request)
+        if self.cors is not None:
+            decorate(response, request, self.cors)
         else:
             response.headers.update(SECURITY_HEADERS)
         self._observe(request, response, error)
@@ -100,9 +108,12 @@ class ProtocolServer(web.Server):
     """aiohttp's server, making a `ProtocolHandler` for each connection."""
 
     metrics: Metrics | None = None
+    cors: CorsPolicy | None = None
 
     def __call__(self) -> RequestHandler:
-        return ProtocolHandler(self, metrics=self.metrics, loop=self._loop, **self._kwargs)
+        return ProtocolHandler(
+            self, metrics=self.metrics, cors=self.cors, loop=self._loop, **self._kwargs
+        )
 
 
 class ProtocolRunner(web.AppRunner):
@@ -118,4 +129,5 @@ class ProtocolRunner(web.AppRunner):
             **made._kwargs,
         )
         server.metrics = self.app.get(METRICS)
+        server.cors = self.app.get(CORS)
         return server
