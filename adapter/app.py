@@ -298,7 +298,7 @@ def create_app(settings: Settings) -> web.Application:
             auth_middleware(gate),
             rate_limit_middleware(Limits.of(settings)),
             content_encoding_middleware,
-            request_checks_middleware(settings.max_body_bytes),
+            request_checks_middleware(settings.max_body_bytes, settings.max_snapshot_bytes),
             body_budget_middleware(budget),
             readiness_gate,
             forwarding_middleware,

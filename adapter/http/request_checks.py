@@ -42,15 +42,19 @@ def require_utf8_path(raw_path: str) -> None:
         ) from None
 
 
-def request_checks_middleware(max_body_bytes: int) -> Middleware:
+def request_checks_middleware(max_body_bytes: int, max_snapshot_bytes: int) -> Middleware:
+    """`max_snapshot_bytes` bounds a snapshot publish instead (streamed to the object store,
+    never held whole: its handler counts the bytes as they come)."""
+
     @web.middleware
     async def request_checks(request: web.Request, handler: Handler) -> web.StreamResponse:
         require_utf8_path(request.raw_path)
         length = request.content_length
-        if length is not None and length > max_body_bytes:
+        largest = max_snapshot_bytes if _publishes_a_snapshot(request) else max_body_bytes
+        if length is not None and length > largest:
             response = error_response(
                 ProtocolError(
-                    ErrorCode.PAYLOAD_TOO_LARGE, f"a request body is at most {max_body_bytes} bytes"
+                    ErrorCode.PAYLOAD_TOO_LARGE, f"a request body is at most {largest} bytes"
                 )
             )
             response.force_close()  # its body, if sent anyway, is not read
@@ -60,6 +64,15 @@ def request_checks_middleware(max_body_bytes: int) -> Middleware:
         return await handler(request)
 
     return request_checks
+
+
+def _publishes_a_snapshot(request: web.Request) -> bool:
+    resource = request.match_info.route.resource
+    return (
+        request.method == "PUT"
+        and resource is not None
+        and resource.canonical.endswith("/snapshot/{offset}")
+    )
 
 
 async def _answer_expect(request: web.Request) -> None:
