@@ -216,7 +216,7 @@ def _console_paths() -> Json:
     """The web console (`http/console.py`): its files and its read-only API."""
     console_api = (400, 404, 410)
     return {
-        "/ui": {"get": _op("the web console (redirect to its page)", {302: "see Location"}, ())},
+        "/ui": {"get": _op("the web console (redirect to its page)", {308: "see Location"}, ())},
         "/ui/{name}": {"get": _op("a file of the web console", {200: "the file"}, (404,))},
         "/ui/api/config": {"get": _op("the console's mode", {200: "off, ro or rw"}, ())},
         "/ui/api/buckets": {"get": _op("every bucket, with stream counts", {200: "list"}, ())},
