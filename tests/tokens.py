@@ -72,3 +72,15 @@ def token_file(path: Path, entries: dict[str, tuple[str, list[str]]]) -> Path:
         ]
     path.write_text("\n".join(lines))
     return path
+
+
+def jwt_settings(signer: Signer, folder: Path) -> dict[str, Any]:
+    """The settings of an adapter trusting `signer` (its JWKS written under `folder`)."""
+    jwks = folder / "jwks.json"
+    jwks.write_text(signer.jwks())
+    return {
+        "auth_mode": "jwt",
+        "auth_jwt_issuer": ISSUER,
+        "auth_jwt_audience": AUDIENCE,
+        "auth_jwt_jwks_file": str(jwks),
+    }

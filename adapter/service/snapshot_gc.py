@@ -42,6 +42,18 @@ def due(
     return doomed, still
 
 
+async def collect_forever(
+    collect_once: Callable[[], Awaitable[object]], interval_s: float, what: str
+) -> None:
+    """Collect every interval until cancelled; a failed pass is logged and tried again."""
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            await collect_once()
+        except (ObjectStoreError, LogUnavailable) as error:
+            log.warning("%s collection failed, trying again later: %s", what, error)
+
+
 class SnapshotCollector:
     def __init__(
         self,
@@ -61,13 +73,7 @@ class SnapshotCollector:
         self._seen: dict[str, int] = {}
 
     async def run(self) -> None:
-        """Collect every interval until cancelled; a failed pass is logged and tried again."""
-        while True:
-            await asyncio.sleep(self.interval_s)
-            try:
-                await self.collect_once()
-            except (ObjectStoreError, LogUnavailable) as error:
-                log.warning("snapshot collection failed, trying again later: %s", error)
+        await collect_forever(self.collect_once, self.interval_s, "snapshot")
 
     async def collect_once(self) -> list[str]:
         """One pass: list the blobs, catch up on the state topics, delete what is due."""

@@ -18,15 +18,13 @@ Two steps, like the snapshot collector's:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.log.errors import LogUnavailable
-from adapter.objects.base import ObjectStore, ObjectStoreError
-from adapter.service.snapshot_gc import due
+from adapter.objects.base import ObjectStore
+from adapter.service.snapshot_gc import collect_forever, due
 from adapter.state.catalog import Catalog
 from adapter.state.records import StreamMeta
 from adapter.tier import chunks, manifest
@@ -90,13 +88,7 @@ class TierCollector:
         self._seen: dict[str, int] = {}
 
     async def run(self) -> None:
-        """Collect every interval until cancelled; a failed pass is logged and tried again."""
-        while True:
-            await asyncio.sleep(self.interval_s)
-            try:
-                await self.collect_once()
-            except (ObjectStoreError, LogUnavailable) as error:
-                log.warning("cold tier collection failed, trying again later: %s", error)
+        await collect_forever(self.collect_once, self.interval_s, "cold tier")
 
     async def collect_once(self) -> tuple[int, list[str]]:
         """One pass: (range records rewritten or tombstoned, objects deleted)."""

@@ -17,7 +17,7 @@ import pytest
 from adapter.app import create_app
 from adapter.auth.scopes import Operation
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
-from tests.tokens import AUDIENCE, ISSUER, Signer, token_file, unsigned
+from tests.tokens import Signer, jwt_settings, token_file, unsigned
 
 pytestmark = pytest.mark.integration
 
@@ -135,13 +135,8 @@ async def jwt_client(
     aiohttp_client: ClientFactory, make_settings: SettingsFactory, tmp_path: Path
 ) -> tuple[Client, Signer]:
     signer = Signer()
-    jwks = tmp_path / "jwks.json"
-    jwks.write_text(signer.jwks())
     settings = make_settings(
-        auth_mode="jwt",
-        auth_jwt_issuer=ISSUER,
-        auth_jwt_audience=AUDIENCE,
-        auth_jwt_jwks_file=str(jwks),
+        **jwt_settings(signer, tmp_path),
         auth_jwt_algorithms="ES256",
         auth_jwt_leeway_s=5,
         long_poll_timeout_ms=100,

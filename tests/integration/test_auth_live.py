@@ -11,7 +11,7 @@ import pytest
 
 from adapter.app import create_app
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
-from tests.tokens import AUDIENCE, ISSUER, Signer
+from tests.tokens import Signer, jwt_settings
 
 pytestmark = pytest.mark.integration
 
@@ -24,13 +24,8 @@ async def signer_client(
     aiohttp_client: ClientFactory, make_settings: SettingsFactory, tmp_path: Path
 ) -> tuple[Client, Signer]:
     signer = Signer()
-    jwks = tmp_path / "jwks.json"
-    jwks.write_text(signer.jwks())
     settings = make_settings(
-        auth_mode="jwt",
-        auth_jwt_issuer=ISSUER,
-        auth_jwt_audience=AUDIENCE,
-        auth_jwt_jwks_file=str(jwks),
+        **jwt_settings(signer, tmp_path),
         auth_jwt_leeway_s=0,
         auth_public_read="pub-*",
         auth_conceal=True,
@@ -151,14 +146,7 @@ async def test_query_tokens_are_ignored_unless_enabled(
     aiohttp_client: ClientFactory, make_settings: SettingsFactory, tmp_path: Path
 ) -> None:
     signer = Signer()
-    jwks = tmp_path / "jwks.json"
-    jwks.write_text(signer.jwks())
-    settings = make_settings(
-        auth_mode="jwt",
-        auth_jwt_issuer=ISSUER,
-        auth_jwt_audience=AUDIENCE,
-        auth_jwt_jwks_file=str(jwks),
-    )
+    settings = make_settings(**jwt_settings(signer, tmp_path))
     client = await aiohttp_client(create_app(settings))
     await wait_ready(client)
     token = signer.token(["read:*"])
