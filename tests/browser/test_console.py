@@ -245,7 +245,7 @@ async def test_closed_elsewhere_stops_and_disables_append(
     async with http.post(url, headers={"Stream-Closed": "true"}) as response:
         assert response.status in (200, 204)
     await watched.wait_for(
-        "() => document.getElementById('stream-status').textContent === 'Closed'"
+        "() => document.getElementById('stream-status')?.textContent === 'Closed'"
     )
     assert await watched.page.locator("#append-send").is_disabled()
     assert await watched.page.locator("#live").is_disabled()
@@ -278,7 +278,7 @@ async def test_json_array_keeps_big_numbers_and_refuses_malformed(
     await page.locator("#append-text").fill('[{"n":1},')
     await page.locator("#append-send").click()
     await watched.wait_for(
-        "() => document.getElementById('append-note').textContent.includes('JSON')"
+        "() => document.getElementById('append-note')?.textContent.includes('JSON')"
     )
     assert "invalid JSON" in (await page.locator("#append-note").text_content() or "")
     assert await tail_offset(http, url) == before
@@ -340,7 +340,7 @@ async def test_markup_is_text_and_runs_nothing(
         await append(http, url, body.encode(), content_type)
         await open_stream(watched, adapter_url, bucket, stream)
         await watched.wait_for(
-            "() => document.getElementById('messages').textContent.includes('onerror')"
+            "() => document.getElementById('messages')?.textContent.includes('onerror')"
         )
         shown = await watched.page.locator("#messages").text_content() or ""
         assert body in shown
@@ -394,7 +394,9 @@ async def test_deep_link_offset_survives_reload_and_bad_offset_is_shown(
     watched.expect_error("status of 400")
     await page.locator("#start-offset").fill("not-an-offset")
     await page.locator("#start-offset").press("Enter")
-    await watched.wait_for("() => document.getElementById('start-note').textContent !== ''")
+    await watched.wait_for(
+        "() => (document.getElementById('start-note')?.textContent ?? '') !== ''"
+    )
     shown = await page.locator("#start-note").text_content() or ""
     assert shown.startswith("400 invalid_offset")
     assert await page.locator("#messages tr").count() == 0
@@ -594,7 +596,7 @@ async def test_pause_bounded_buffer_large_message_and_export(
     page = watched.page
     await page.locator("#pause").click()
     await append(http, url, b'[{"n":1},{"n":2},{"n":3}]')
-    await watched.wait_for("() => document.getElementById('new-count').textContent === '3 new'")
+    await watched.wait_for("() => document.getElementById('new-count')?.textContent === '3 new'")
     assert await page.locator("#messages tr").count() == 0
     await page.locator("#pause").click()
     await wait_rows(watched, 3)
