@@ -19,7 +19,13 @@ from adapter.http.auth import GATE, auth_middleware
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.credentials import build_gate, jwks_refresher
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
-from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
+from adapter.http.forward import (
+    FORWARDER,
+    OUTCOMES,
+    ROUTER,
+    Forwarder,
+    forwarding_middleware,
+)
 from adapter.http.hosts import allowed_hosts, host_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, MOUNTED, MOUNTS, SNAPSHOTS, STREAMS
 from adapter.http.live import LiveLimits
@@ -44,6 +50,7 @@ from adapter.protocol.mounts import ConfiguredMount, parse_configured
 from adapter.readiness import Readiness
 from adapter.service.buckets import BucketService
 from adapter.service.fork_gc import sweep_forever
+from adapter.service.forwarded import ForwardedOutcomes
 from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import MountIndexes
 from adapter.service.mounted_streams import MountedStreams
@@ -119,12 +126,13 @@ def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
 
 
 def build_parts(settings: Settings) -> Parts:
-    if settings.lose_commit_every or settings.trust_unknown_outcomes:
-        logging.getLogger(__name__).warning(
-            "test-only faults on: lose_commit_every=%d trust_unknown_outcomes=%s",
-            settings.lose_commit_every,
-            settings.trust_unknown_outcomes,
-        )
+    faults = WriterFaults(
+        every=settings.lose_commit_every,
+        trust_unknown_outcomes=settings.trust_unknown_outcomes,
+        crash_after_forwarded_commit=settings.crash_after_forwarded_commit,
+    )
+    if faults.any:
+        logging.getLogger(__name__).warning("test-only faults on: %s", faults)
     layout = topic_layout(settings)
     admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
     catalog = Catalog()
@@ -143,10 +151,7 @@ def build_parts(settings: Settings) -> Parts:
         announce=lambda slot: owner_entry(topics, slot, settings.advertised_url),
         on_state_written=lambda state: follower.wrote(state),
         on_state_settled=lambda state, applied: follower.settled(state, applied),
-        faults=WriterFaults(
-            every=settings.lose_commit_every,
-            trust_unknown_outcomes=settings.trust_unknown_outcomes,
-        ),
+        faults=faults,
         on_timing=metrics.kafka_timing,
     )
     indexes = MountIndexes(
@@ -284,6 +289,16 @@ def live_limits(settings: Settings) -> LiveLimits:
     )
 
 
+def forwarded_outcomes(settings: Settings, parts: Parts) -> ForwardedOutcomes:
+    """What a forwarder learns when a slot's owner goes silent: it waits for the next owner
+    (the owners' session, then its gain: a new producer and its owner record, 6T at most)."""
+    timeout_s = settings.kafka_timeout_s
+    takeover_s = settings.owner_session_timeout_ms / 1000 + 6 * timeout_s
+    return ForwardedOutcomes(
+        parts.catalog, parts.buckets, settings.bootstrap_servers, 2 * timeout_s, takeover_s
+    )
+
+
 def create_app(settings: Settings) -> web.Application:
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
     parts = build_parts(settings)
@@ -321,6 +336,7 @@ def create_app(settings: Settings) -> web.Application:
     app[MOUNTED] = parts.mounted
     app[ROUTER] = parts.router
     app[FORWARDER] = Forwarder(forward_timeout_s(settings.kafka_timeout_s))
+    app[OUTCOMES] = forwarded_outcomes(settings, parts)
     app[LIVE_LIMITS] = live_limits(settings)
     app[health.READINESS] = readiness = Readiness([*CHECKS, health.SERVING])
     readiness.set(health.SERVING, True, "accepting requests")

@@ -9,7 +9,10 @@ other reader of the topics) gets the format without confluent-kafka or aiohttp.
 A record's key is its stream id in UTF-8. A data record's value is exactly the bytes appended,
 with a `content-type` header and, when the append named a producer, `producer-id`,
 `producer-epoch` and `producer-seq`. A control record has an empty value and a `dk-control`
-header naming the lifecycle event; data records never carry that header.
+header naming the lifecycle event; data records never carry that header. Every record of an
+append that another instance forwarded to the slot's owner also carries `dk-forward`, an id
+the forwarding instance made: if the owner dies before answering, the forwarder looks for it
+in the partition to learn whether the append was written (`adapter/log/outcomes.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ CONTENT_TYPE_HEADER: Final = "content-type"
 PRODUCER_ID_HEADER: Final = "producer-id"
 PRODUCER_EPOCH_HEADER: Final = "producer-epoch"
 PRODUCER_SEQ_HEADER: Final = "producer-seq"
+# On every record of a forwarded append: the forwarding instance's id for that request.
+FORWARD_HEADER: Final = "dk-forward"
 
 HeaderValue: TypeAlias = str | bytes | None
 # Headers as we hand them to a producer: (name, value) pairs, in order.

@@ -9,28 +9,29 @@ T is `kafka_timeout_ms`, the deadline of each broker call. A write on the owner:
    8T: replacing a failed producer (the ownership question, T, then init_transactions, T),
    the data's flush (T), a missed offset guess (the abort, T, and the slow path's flush, T),
    and three commit attempts (3T);
-4. if that commit got no answer, learns its outcome (`adapter/log/outcomes.py`): a new
-   producer (2T), the read_committed probe (T) and the pause between rounds (1 s).
+4. if that commit got no answer, learns its outcome (`adapter/log/outcomes.py`): rounds of
+   a new producer (2T) and the read_committed probe (T), 1 s apart, until known or until a
+   budget of 3T + 1 s has passed (checked between rounds, so one more round, 3T, at most);
+   then the answer is 504 `outcome_unknown`.
 
-So the owner answers within 4T + 8T + 8T + 3T + 1 s = 23T + 1 s, provided at most one
-round of learning is needed and the queue holds at most one transaction's worth of batches;
-the writer does not enforce either yet (docs/operations.md, "Deadlines of a write"). The
-forwarder waits that long plus a margin for the hop, so a slow owner is never cut off while
+So the owner answers within 4T + 8T + 8T + 6T + 1 s = 26T + 1 s, provided the queue holds at
+most one transaction's worth of batches (`adapter/log/batching.py` bounds what it takes).
+The forwarder waits that long plus a margin for the hop, so a slow owner is never cut off while
 it can still answer, and the client then gets the owner's real answer.
 """
 
 from __future__ import annotations
 
+from adapter.log.writer import LEARNING_PAUSE_S, LEARNING_TIMEOUTS
+
 SETTLE_TIMEOUTS = 4
 TRANSACTION_TIMEOUTS = 8
-LEARNING_TIMEOUTS = 3
-LEARNING_PAUSE_S = 1.0
 FORWARD_MARGIN_S = 5.0
 
 
 def owner_answer_s(kafka_timeout_s: float) -> float:
     """The owner's documented worst case for answering one write."""
-    timeouts = SETTLE_TIMEOUTS + 2 * TRANSACTION_TIMEOUTS + LEARNING_TIMEOUTS
+    timeouts = SETTLE_TIMEOUTS + 2 * TRANSACTION_TIMEOUTS + 2 * LEARNING_TIMEOUTS
     return timeouts * kafka_timeout_s + LEARNING_PAUSE_S
 
 

@@ -7,6 +7,12 @@ forwarded request is never forwarded again: an instance that gets one for a slot
 own answers 503 (ownership is moving), as it does while nobody owns the slot. After a
 successful forwarded stream write, the answer waits (bounded) until the local catalog shows
 it, so a client reading through this instance next sees its own write.
+
+An append is forwarded with a forward id (`Durable-Kafka-Forward-Id`) that the owner writes on
+its records. If the owner goes silent after it may have committed (killed, stopped, its
+connection cut), the answer is what the log says once the slot's next owner has fenced it
+(`adapter/service/forwarded.py`): the append's real success, a 503 when it is not there, and
+504 `outcome_unknown` only when no instance took the slot over in time.
 """
 
 from __future__ import annotations
@@ -18,18 +24,20 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
+from adapter.http.forward_ids import FORWARD_ID, FORWARDED
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
 from adapter.http.streams import fork_from, stream_ref
+from adapter.log.errors import OutcomeUnknown
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id
-from adapter.protocol.offsets import parse_offset
+from adapter.protocol.offsets import encode, parse_offset
+from adapter.service.forwarded import ForwardedOutcomes, Sent
 
 log = logging.getLogger(__name__)
 
-FORWARDED = "Durable-Kafka-Forwarded"
 WRITES = frozenset({"PUT", "POST", "DELETE"})
 READ_YOUR_WRITES_S = 2.0
 # Hop-by-hop headers, and those aiohttp recomputes for the body it sends.
@@ -70,6 +78,7 @@ class Forwarder:
 
 ROUTER = web.AppKey("router", Router)
 FORWARDER = web.AppKey("forwarder", Forwarder)
+OUTCOMES = web.AppKey("forwarded_outcomes", ForwardedOutcomes)
 
 
 @web.middleware
@@ -117,6 +126,7 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     if (request_id := request.get(REQUEST_ID)) is not None:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
     url = route.url + request.rel_url.raw_path_qs
+    sent = _tagged(request, route, headers)
     # A snapshot (up to max_snapshot_bytes) is passed on as it arrives, never held whole;
     # other bodies are read first (bounded by the app's largest body).
     body = request.content if _is_publish(request) else await request.read()
@@ -129,11 +139,53 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
                 (k, v) for k, v in reply.headers.items() if k.lower() not in _NOT_COPIED
             )
             return web.Response(status=reply.status, headers=kept, body=payload)
-    except (aiohttp.ClientError, TimeoutError) as error:
+    except aiohttp.ClientConnectorError as error:  # never connected: nothing was sent
         log.warning("forwarding to %s (slot %d) failed: %s", route.url, route.slot, error)
         raise ProtocolError(
             ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"
         ) from error
+    except (aiohttp.ClientError, TimeoutError) as error:
+        log.warning("forwarding to %s (slot %d) failed: %s", route.url, route.slot, error)
+        if sent is None:
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"
+            ) from error
+        return await _learned(request, sent)
+
+
+def _tagged(request: web.Request, route: Forward, headers: CIMultiDict[str]) -> Sent | None:
+    """For an append: what to look for if the owner goes silent (its id goes in `headers`)."""
+    if request.method != "POST" or _is_publish(request):
+        return None
+    sent = request.app[OUTCOMES].sent(stream_ref(request), route.slot)
+    headers[FORWARD_ID] = sent.forward_id
+    return sent
+
+
+async def _learned(request: web.Request, sent: Sent) -> web.Response:
+    """The answer to an append whose owner went silent: what the log says became of it."""
+    found = await request.app[OUTCOMES].learn(sent)
+    if found is None:
+        raise OutcomeUnknown(
+            f"the owner of write slot {sent.slot} went silent and no instance took the slot "
+            "over in time: this append may or may not have been written"
+        )
+    if not found.written:
+        raise ProtocolError(
+            ErrorCode.UNAVAILABLE,
+            f"the owner of write slot {sent.slot} stopped before writing this append: "
+            "it was not written; retry",
+        )
+    log.warning("forwarded append %s was written before its owner went silent", sent.forward_id)
+    headers = {"Stream-Next-Offset": encode(found.tail)}
+    if found.closed:
+        headers["Stream-Closed"] = "true"
+    status = 204
+    epoch, seq = request.headers.get("Producer-Epoch"), request.headers.get("Producer-Seq")
+    if "Producer-Id" in request.headers and epoch is not None and seq is not None:
+        headers |= {"Producer-Epoch": epoch, "Producer-Seq": seq}
+        status = 200 if found.last_data is not None else 204
+    return web.Response(status=status, headers=headers)
 
 
 def _is_publish(request: web.Request) -> bool:

@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from adapter.http.malformed import refused
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from topology.errors import BrokerUnavailable
 
@@ -70,6 +70,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return error_response(error)
     except (LogUnavailable, BrokerUnavailable) as error:
         return error_response(ProtocolError(ErrorCode.UNAVAILABLE, str(error)))
+    except OutcomeUnknown as error:
+        return error_response(ProtocolError(ErrorCode.OUTCOME_UNKNOWN, str(error)))
     except web.HTTPException as error:
         if error.status < 400:
             raise

@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlsplit
 from aiohttp import web
 
 from adapter.http.auth import principal_of
+from adapter.http.forward_ids import forward_id_of
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
 from adapter.http.observe import METRICS
@@ -154,6 +155,7 @@ async def append(request: web.Request) -> web.Response:
                 request.headers.get("Producer-Seq"),
             ),
         ),
+        forward_id=forward_id_of(request),
     )
     result = await request.app[STREAMS].append(command)
     metrics = request.app[METRICS]

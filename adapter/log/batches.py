@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from adapter.log import batching
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import LogUnavailable, OutcomeUnknown
 
 EXPIRED_MESSAGE = "write slot busy: this write waited too long and was not written; retry"
 
@@ -60,7 +60,7 @@ class WriteBatch:
     def failed(self) -> bool:
         return self.future.done() and self.future.exception() is not None
 
-    def fail(self, error: LogUnavailable) -> None:
+    def fail(self, error: LogUnavailable | OutcomeUnknown) -> None:
         if not self.future.done():
             self.future.set_exception(error)
 

@@ -10,3 +10,8 @@ class LogUnavailable(Exception):
 class BelowLogStart(LogUnavailable):
     """The read started below the partition's log start offset: that data was freed (tiered
     to the cold store since the read was planned). Nothing was returned."""
+
+
+class OutcomeUnknown(Exception):
+    """A write whose outcome could not be learned in time: it may or may not be in the log.
+    Never a LogUnavailable, which says nothing was made visible."""

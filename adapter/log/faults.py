@@ -1,14 +1,24 @@
-"""Test-only fault injection of the writer: commits whose EndTxn request or reply is lost,
-and a switch that breaks the build (an unknown outcome answered 503 without learning it).
+"""Test-only fault injection of the writer: commits whose EndTxn request or reply is lost, a
+process that dies right after committing a forwarded append (before answering), and a switch
+that breaks the build (an unknown outcome answered 503 without learning it).
 
-Never for production: `lose_commit_every` and `trust_unknown_outcomes` exist so the fault suite
-can lose commits in a real process and show its checker fails on a broken build.
+Never for production: `lose_commit_every`, `crash_after_forwarded_commit` and
+`trust_unknown_outcomes` exist so the tests can lose commits and owners in a real process and
+show the fault suite's checker fails on a broken build.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from adapter.log.batches import Record
+from topology.wire import FORWARD_HEADER
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -21,8 +31,22 @@ class WriterFaults:
     every: int = 0
     # The broken build: an unknown outcome is answered 503 on a guess, never learned.
     trust_unknown_outcomes: bool = False
+    # Die (exit 137, as kill -9) right after committing a transaction holding a forwarded
+    # append: its forwarder must learn the outcome from the log.
+    crash_after_forwarded_commit: bool = False
     _commits: int = field(default=0, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.every or self.trust_unknown_outcomes or self.crash_after_forwarded_commit)
+
+    def committed(self, records: Iterable[Record]) -> None:
+        """Called on the writer's thread after each commit."""
+        if self.crash_after_forwarded_commit and any(_forwarded(r) for r in records):
+            log.warning("test fault: exiting right after committing a forwarded append")
+            logging.shutdown()
+            os._exit(137)
 
     def next_commit(self) -> tuple[bool, bool]:
         """Whether this commit loses its (request, reply); called once per transaction."""
@@ -40,3 +64,7 @@ class WriterFaults:
                 return False, False
             request = (self._commits // self.every) % 2 == 0
             return request, not request
+
+
+def _forwarded(record: Record) -> bool:
+    return any(name == FORWARD_HEADER for name, _ in record.headers)

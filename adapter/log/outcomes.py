@@ -20,6 +20,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from topology.wire import CONTROL_HEADER, FORWARD_HEADER, ControlEvent, header_value, is_control
+
 log = logging.getLogger(__name__)
 
 
@@ -67,4 +69,86 @@ def _first_answer(consumer: Consumer, probe: Probe, deadline: float) -> bool | N
             raise KafkaException(error)
         if offset > probe.offset:  # the stable end is past the record, which was skipped
             return False
+    return None
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """What a forwarded append left in its partition, found by its forward id."""
+
+    written: bool
+    last_data: int | None  # the offset of its last data record (None: it wrote none)
+    closed: bool  # it wrote the stream's close record
+    tail: int  # the stream's next offset once it was written (meaningful when `written`)
+
+
+def forwarded(
+    bootstrap_servers: str,
+    where: Probe,
+    key: bytes,
+    forward_id: str,
+    timeout_s: float,
+) -> Forwarded | None:
+    """Whether a forwarded append is in the log: its records carry `forward_id` and sit at or
+    after `where` (the stream's tail as the forwarder knew it, so before the append).
+
+    Call it only once every earlier holder of the slot's transactional id is fenced: then no
+    transaction of theirs is still open, and reading `read_committed` up to the high watermark
+    seen at the start gives the final answer. None if the broker did not let it finish in time.
+    """
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": f"durable-kafka-outcome-{uuid.uuid4().hex}",  # never joined
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest",  # a tail below the log start: the append is above it
+        "logger": logging.getLogger("librdkafka.outcome"),
+    }
+    consumer = Consumer(config)
+    try:
+        part = TopicPartition(where.topic, where.partition)
+        _, high = consumer.get_watermark_offsets(part, timeout_s, cached=False)
+        consumer.assign([TopicPartition(where.topic, where.partition, where.offset)])
+        return _search(consumer, key, forward_id.encode(), where.offset, high, timeout_s)
+    except KafkaException as error:
+        log.warning("looking for forwarded append %s at %s: %s", forward_id, where, error)
+        return None
+    finally:
+        consumer.close()
+
+
+def _search(
+    consumer: Consumer, key: bytes, tag: bytes, since: int, high: int, timeout_s: float
+) -> Forwarded | None:
+    deadline = time.monotonic() + timeout_s
+    tail, last_data, closed, written = since, None, False, False
+    while (remaining := deadline - time.monotonic()) > 0:
+        message = consumer.poll(min(remaining, 0.5))
+        if message is None:
+            continue
+        error = message.error()
+        if error is not None:
+            if error.code() != KafkaError._PARTITION_EOF:
+                raise KafkaException(error)
+            if (message.offset() or 0) >= high:  # stable up to where it ended at the start
+                return Forwarded(written, last_data, closed, tail)
+            continue
+        if message.key() != key:
+            continue
+        offset = message.offset() or 0
+        headers = message.headers()
+        mine = header_value(headers, FORWARD_HEADER) == tag
+        if is_control(headers):
+            if mine:
+                written, closed = (
+                    True,
+                    closed
+                    or header_value(headers, CONTROL_HEADER) == ControlEvent.CLOSE.value.encode(),
+                )
+            continue
+        if not written or mine:  # data after ours belongs to later appends
+            tail = offset + 1
+        if mine:
+            written, last_data = True, offset
     return None

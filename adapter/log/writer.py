@@ -28,7 +28,7 @@ from adapter.log.batches import Record as Record  # re-exported: importers preda
 from adapter.log.batches import StateEntry as StateEntry
 from adapter.log.batches import WriteBatch as WriteBatch
 from adapter.log.batches import committed, expired, unbroken
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.log.faults import WriterFaults as WriterFaults  # re-exported for its importers
 from adapter.log.outcomes import Probe
 from adapter.log.tails import PartitionTails
@@ -42,6 +42,10 @@ FENCING_CODES = frozenset(
 # bounded by the Kafka timeout) before its outcome counts as unknown.
 TRANSACTION_TIMEOUT_MS = 60_000
 COMMIT_ATTEMPTS = 3
+# How long an unknown outcome is sought before the answer says it is unknown (504): in Kafka
+# timeouts, plus the pause between rounds (`adapter/cluster/deadlines.py` adds it up).
+LEARNING_TIMEOUTS = 3
+LEARNING_PAUSE_S = 1.0
 FENCED_MESSAGE = "fenced: another instance owns this write slot now; retry"
 UNKNOWN_MESSAGE = "the outcome of this write could not be learned"
 BUSY_MESSAGE = "write slot busy: too much is waiting to be written; retry"
@@ -166,6 +170,11 @@ class LogWriter:
             for batch in batches:
                 batch.fail(LogUnavailable(str(error)))
             return
+        except OutcomeUnknown as error:
+            self._unapplied(error)
+            for batch in batches:
+                batch.fail(OutcomeUnknown(str(error)))
+            return
         except Exception:
             # A bug: the loop dies and the process stops, but no request is left unanswered.
             for batch in [*batches, *self._queue.clear()]:
@@ -176,7 +185,7 @@ class LogWriter:
 
     def _unapplied(self, error: BaseException | None) -> None:
         """A commit answered without its outcome applied: its state records' echoes are news."""
-        if isinstance(error, _NotApplied):
+        if isinstance(error, _NotApplied | _Unlearned):
             self._on_state_settled(error.state, False)
 
     def _settled_late(self, commit: asyncio.Future[Committed]) -> None:
@@ -212,9 +221,14 @@ class LogWriter:
     async def _answer_retired(
         self, commit: asyncio.Future[Committed], batches: list[WriteBatch]
     ) -> None:
-        """Retired mid-commit: answer with the commit's real outcome if it comes in time."""
+        """Retired mid-commit: answer with the commit's real outcome. Learning it goes on
+        after retirement (the next owner's producer ends the transaction either way), bounded
+        by the learning budget; past it the answer says the outcome is unknown (504)."""
         self._stopping = True
-        done, _ = await asyncio.wait([commit], timeout=self.limits.timeout_s * 2)
+        # The commit's attempts, then learning: its budget, and the round under way at its end.
+        budget = self.limits.timeout_s * (COMMIT_ATTEMPTS + LEARNING_TIMEOUTS)
+        budget += self.learning_budget_s
+        done, _ = await asyncio.wait([commit], timeout=budget)
         if done and commit.exception() is None:
             committed(batches, commit.result().offsets)
             self._on_state_settled(commit.result().state, True)
@@ -227,9 +241,14 @@ class LogWriter:
         for batch in batches:
             batch.fail(
                 error
-                if isinstance(error, LogUnavailable)
-                else LogUnavailable(f"{UNKNOWN_MESSAGE} (the write slot moved)")
+                if isinstance(error, LogUnavailable | OutcomeUnknown)
+                else OutcomeUnknown(f"{UNKNOWN_MESSAGE} (the write slot moved)")
             )
+
+    @property
+    def learning_budget_s(self) -> float:
+        """How long an unknown outcome is sought before it is answered as unknown."""
+        return LEARNING_TIMEOUTS * self.limits.timeout_s + LEARNING_PAUSE_S
 
     async def drain(self, timeout_s: float) -> bool:
         """Wait until every submitted batch has its outcome; False if time ran out."""
@@ -278,8 +297,8 @@ class LogWriter:
                 raise LogUnavailable(f"{UNKNOWN_MESSAGE} ({unknown.reason})") from None
             try:
                 happened = self._learn(unknown.probe)
-            except LogUnavailable as error:
-                raise _NotApplied(str(error), unknown.done.state) from None
+            except OutcomeUnknown as error:
+                raise _Unlearned(str(error), unknown.done.state) from None
             if happened:
                 log.warning("%s: a commit without an answer did commit", self.transactional_id)
                 self._tails.committed([batch.records for batch in batches], unknown.done.offsets)
@@ -362,6 +381,7 @@ class LogWriter:
         self._on_timing("produce", committing - began)
         self._commit_transaction(producer, lambda: _probe(batches, offsets, state_offsets), done)
         self._on_timing("commit", time.monotonic() - committing)
+        self.faults.committed(record for records in batch_records for record in records)
         self._tails.committed(batch_records, offsets)
         if guessed is not None:
             self.guesses.one_round += 1
@@ -400,14 +420,16 @@ class LogWriter:
     def _learn(self, probe: Probe) -> bool:
         """Find out whether an unanswered commit happened (see `adapter/log/outcomes.py`).
 
-        A producer with the transactional id is initialised first (not when fenced: the new
-        owner's did that), which ends the transaction either way. Retried until known, or
-        until the writer is retired; meanwhile this slot takes no other transaction.
+        A producer with the transactional id is initialised first (not when fenced or retired:
+        the next owner's does that), which ends the transaction either way. Retried within the
+        learning budget; meanwhile this slot takes no other transaction. Past the budget the
+        outcome is unknown (OutcomeUnknown): the next transaction's new producer ends it.
         """
         bootstrap = str(self._config["bootstrap.servers"])
-        while not self._stopping:
+        deadline = time.monotonic() + self.learning_budget_s
+        while True:
             try:
-                if not self.fenced and self._producer is None:
+                if not self.fenced and not self._stopping and self._producer is None:
                     self._reinit()
                 known = outcomes.committed(bootstrap, probe, self.limits.timeout_s)
             except LogUnavailable as error:
@@ -415,8 +437,9 @@ class LogWriter:
                 known = None
             if known is not None:
                 return known
-            time.sleep(min(1.0, self.limits.timeout_s))
-        raise LogUnavailable(f"{UNKNOWN_MESSAGE} (the write slot moved)")
+            if time.monotonic() >= deadline:
+                raise OutcomeUnknown(f"{UNKNOWN_MESSAGE} within {self.learning_budget_s:.0f}s")
+            time.sleep(min(LEARNING_PAUSE_S, self.limits.timeout_s))
 
     def _recover(self, producer: Producer, inner: KafkaError | None) -> None:
         """Abort what can be aborted, then start the next transaction on a fresh producer.
@@ -457,6 +480,15 @@ class Committed:
 class _NotApplied(LogUnavailable):
     """A commit whose state records were written but not applied to the catalog: it did
     not happen, or whether it did is not known."""
+
+    def __init__(self, message: str, state: list[StateWritten]) -> None:
+        super().__init__(message)
+        self.state = state
+
+
+class _Unlearned(OutcomeUnknown):
+    """A commit whose outcome could not be learned in time: its state records were written,
+    not applied; whether they committed the log will tell the follower."""
 
     def __init__(self, message: str, state: list[StateWritten]) -> None:
         super().__init__(message)

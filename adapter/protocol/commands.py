@@ -47,6 +47,7 @@ class Append:
     seq: str | None
     if_match: str | None
     producer: ProducerHeaders | None = None
+    forward_id: str | None = None  # set by the instance that forwarded it here (its records')
 
 
 @dataclass(frozen=True)

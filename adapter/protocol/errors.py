@@ -56,7 +56,8 @@ class ErrorCode(Enum):
     EXPECTATION_FAILED = ("expectation_failed", 417)
     HEADERS_TOO_LARGE = ("headers_too_large", 431)
     NOT_READY = ("not_ready", 503)
-    UNAVAILABLE = ("unavailable", 503)
+    UNAVAILABLE = ("unavailable", 503)  # nothing was written, ever
+    OUTCOME_UNKNOWN = ("outcome_unknown", 504)  # a write that may or may not have happened
     INTERNAL = ("internal_error", 500)
 
     def __init__(self, code: str, status: int) -> None:

@@ -8,17 +8,32 @@ from __future__ import annotations
 from adapter.log.writer import Record
 from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.stream_machine import Write
-from topology.wire import ControlEvent, ProducerStamp, control_headers, data_headers, stream_key
+from topology.wire import (
+    FORWARD_HEADER,
+    ControlEvent,
+    Headers,
+    ProducerStamp,
+    control_headers,
+    data_headers,
+    stream_key,
+)
 
 
 def write_records(
-    topic: str, partition: int, stream_id: str, content_type: str, write: Write
+    topic: str,
+    partition: int,
+    stream_id: str,
+    content_type: str,
+    write: Write,
+    forward_id: str | None = None,
 ) -> list[Record]:
-    """The Kafka records of a decided write, in the order of its entries."""
+    """The Kafka records of a decided write, in the order of its entries; each one tagged
+    with `forward_id` when another instance forwarded the request (see `topology.wire`)."""
     key = stream_key(stream_id)
-    data = data_headers(content_type, None if write.stamp is None else _stamp(write.stamp))
+    tag: Headers = [] if forward_id is None else [(FORWARD_HEADER, forward_id.encode())]
+    data = data_headers(content_type, None if write.stamp is None else _stamp(write.stamp)) + tag
     return [
-        Record(topic, partition, key, b"", control_headers(entry))
+        Record(topic, partition, key, b"", control_headers(entry) + tag)
         if isinstance(entry, ControlEvent)
         else Record(topic, partition, key, entry.body, data)
         for entry in write.entries

@@ -209,7 +209,7 @@ class StreamService:
             if not isinstance(step, machine.Write):
                 return _reply(step, Appended)
             assert step.state is not None
-            batch = self._queue(key, step.state.partition, step)
+            batch = self._queue(key, step.state.partition, step, command.forward_id)
         offsets = await asyncio.shield(batch.future)
         settled = machine.settle(step, offsets)
         assert settled is not None
@@ -434,13 +434,15 @@ class StreamService:
         offsets = await asyncio.shield(self._queue(key, partition, write).future)
         return machine.settle(write, offsets)
 
-    def _queue(self, key: StreamKey, partition: int, write: machine.Write) -> WriteBatch:
+    def _queue(
+        self, key: StreamKey, partition: int, write: machine.Write, forward_id: str | None = None
+    ) -> WriteBatch:
         """Queue a decided write on its slot; its future tells the records' offsets."""
         bucket_id, stream_id = key
         meta = write.state
         content_type = meta.content_type if meta is not None else ""
         topic = self.buckets.topic(bucket_id)
-        records = write_records(topic, partition, stream_id, content_type, write)
+        records = write_records(topic, partition, stream_id, content_type, write, forward_id)
         chain = self._chains.get(key)
         batch = WriteBatch(
             records,

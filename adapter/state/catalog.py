@@ -40,6 +40,7 @@ class Catalog:
         self._forks: dict[tuple[str, str], set[str]] = {}  # (bucket, source) -> its forks' ids
         self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
+        self._owner_marks: dict[int, int] = {}  # write slot -> its owner record's offset
         self._snapshots: dict[tuple[str, str], SnapshotPointer] = {}
         self.tier = TierIndex()  # the cold tier's ranges (the tier topic)
         self.echoes = Echoes()  # this instance's own state records, for the follower
@@ -73,11 +74,18 @@ class Catalog:
         """The advertised URL of the last instance that took write slot `slot`."""
         return self._owners.get(slot)
 
-    def apply_owner(self, key: str, value: bytes | None) -> None:
+    def owner_mark(self, slot: int) -> int:
+        """The offset of the slot's latest owner record applied (-1: none yet). Each owner
+        writes one right after fencing its predecessor, so a higher mark means every earlier
+        holder of the slot's transactional id is fenced and its transactions are over."""
+        return self._owner_marks.get(slot, -1)
+
+    def apply_owner(self, key: str, value: bytes | None, offset: int = -1) -> None:
         """Apply one record of the owners topic (the latest one written is the owner)."""
         if value is not None:
             record = decode_as(SlotOwner, key, value)
             self._owners[record.slot] = record.url
+            self._owner_marks[record.slot] = max(offset, self.owner_mark(record.slot))
 
     def snapshot(self, meta: StreamMeta) -> SnapshotPointer | None:
         """The stream's visible snapshot: the pointer its `retained_from` names, if any."""

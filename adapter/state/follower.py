@@ -122,7 +122,7 @@ class MetaFollower:
         self._advance(topic, offset + 1)
         key = (message.key() or b"").decode()
         if topic == self.topics.owners:
-            self.catalog.apply_owner(key, message.value())
+            self.catalog.apply_owner(key, message.value(), offset)
         elif self.catalog.echoes.is_news(topic, key, offset, message.value()):
             self._apply_news(topic, key, message.value())
         # else the echo of a commit of ours: applied when it committed
@@ -207,7 +207,7 @@ class MetaFollower:
         if message.topic() == self.topics.producers:
             self.catalog.apply_producer(key, message.value())
         elif message.topic() == self.topics.owners:
-            self.catalog.apply_owner(key, message.value())
+            self.catalog.apply_owner(key, message.value(), message.offset() or 0)
         elif message.topic() == self.topics.snapshots:
             self.catalog.apply_snapshot(key, message.value())
         elif message.topic() == self.topics.tier:

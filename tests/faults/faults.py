@@ -194,7 +194,5 @@ ALL: dict[str, Fault] = {
 ENV: dict[str, dict[str, str]] = {
     "endtxn_lost": {"DURABLE_KAFKA_LOSE_COMMIT_EVERY": str(LOSE_COMMIT_EVERY)},
 }
-# The bounded run of `make test`: a partition leader and a zombie. adapter_kill is not here:
-# seed 707 found a phantom (a forwarded plain append answered 503 by the forwarding instance
-# after the owner, killed, had committed it): an open bug of issue 14, run by `make faults`.
-BOUNDED = ("leader_kill", "adapter_pause")
+# The bounded run of `make test`: a partition leader, a killed owner and a zombie.
+BOUNDED = ("leader_kill", "adapter_kill", "adapter_pause")

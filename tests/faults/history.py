@@ -13,14 +13,16 @@ class Outcome(StrEnum):
 
     ACK = "ack"  # 2xx
     REJECTED = "rejected"  # 4xx: the server says it did nothing
-    FAILED = "failed"  # 5xx: the server says it did nothing (or answers the real outcome)
-    TIMEOUT = "timeout"  # no answer in time: unknown
+    FAILED = "failed"  # 5xx but 504: the server says it did nothing
+    TIMEOUT = "timeout"  # no answer in time, or 504 outcome_unknown: unknown
     LOST = "lost"  # connection lost: unknown
 
     @classmethod
     def of_status(cls, status: int) -> Outcome:
         if 200 <= status < 300:
             return cls.ACK
+        if status == 504:  # outcome_unknown: the server says it does not know
+            return cls.TIMEOUT
         return cls.REJECTED if 400 <= status < 500 else cls.FAILED
 
 

@@ -9,6 +9,7 @@ append once or not at all.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -82,11 +83,12 @@ async def test_a_producer_retry_after_a_lost_reply_is_a_duplicate(
     assert _data(committed_values(bootstrap, topic)) == [b"x"]
 
 
-async def test_a_commit_answered_503_that_happened_reaches_the_catalog(
+async def test_a_commit_answered_unknown_that_happened_reaches_the_catalog(
     aiohttp_client: ClientFactory, make_settings: SettingsFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The slot moves while its writer cannot learn a commit's outcome: the client gets 503,
-    the catalog is left as it was. The commit did happen, so when its state records come
+    """The slot moves while its writer cannot learn a commit's outcome, and it stays unknown
+    past the learning budget: the client gets 504 outcome_unknown (never a 503, which says
+    "not written"), the catalog is left as it was. The commit did happen, so when its state records come
     back through the follower they are news, not an echo to skip: reads and the next append
     must see the message (read back from Kafka), not a tail that silently lacks it."""
     client, topic, bootstrap = await _client(aiohttp_client, make_settings)
@@ -102,7 +104,8 @@ async def test_a_commit_answered_503_that_happened_reaches_the_catalog(
         await asyncio.sleep(0.05)
     await parts.writers.lose([0], drain_s=0)  # the slot moves away mid-learning
     async with await append as reply:
-        assert reply.status == 503, await reply.text()
+        assert reply.status == 504, await reply.text()
+        assert (await reply.json())["error"]["code"] == "outcome_unknown"
     assert _data(committed_values(bootstrap, topic)) == [b"a", b"b"]
     monkeypatch.undo()
     await parts.writers.gain([0])
@@ -119,3 +122,35 @@ async def test_a_commit_answered_503_that_happened_reaches_the_catalog(
     async with client.get("/outcomes/s", params={"offset": "-1"}) as reply:
         assert await reply.read() == b"abc"
     assert _data(committed_values(bootstrap, topic)) == [b"a", b"b", b"c"]
+
+
+async def test_a_writer_retired_mid_learning_still_answers_the_real_outcome(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slot moves while its writer is learning a commit's outcome: learning goes on (the
+    next owner's producer ends the transaction) and the client gets the commit's real answer,
+    204, not a 5xx for a write that happened."""
+    client, topic, bootstrap = await _client(aiohttp_client, make_settings)
+    parts = client.app[PARTS]
+    async with client.post("/outcomes/s", data=b"a", headers=TEXT) as reply:
+        assert reply.status == 204
+    retired = asyncio.Event()
+    real = outcomes.committed
+
+    def answers_once_retired(*args: Any) -> bool | None:
+        return real(*args) if retired.is_set() else None
+
+    parts.writers.faults.drop_commit_replies = 1
+    monkeypatch.setattr(outcomes, "committed", answers_once_retired)
+    append = asyncio.create_task(client.post("/outcomes/s", data=b"b", headers=TEXT))
+    for _ in range(200):  # until the commit happened; its writer then tries to learn it
+        if not parts.writers.faults.drop_commit_replies:
+            break
+        await asyncio.sleep(0.05)
+    losing = asyncio.create_task(parts.writers.lose([0], drain_s=0))
+    await asyncio.sleep(0.5)
+    retired.set()
+    await losing
+    async with await append as reply:
+        assert reply.status == 204, await reply.text()
+    assert _data(committed_values(bootstrap, topic)) == [b"a", b"b"]

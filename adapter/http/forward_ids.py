@@ -1,0 +1,20 @@
+"""The headers one instance adds to a write it forwards to the slot's owner."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from aiohttp import web
+
+FORWARDED: Final = "Durable-Kafka-Forwarded"  # never forwarded again
+FORWARD_ID: Final = "Durable-Kafka-Forward-Id"  # an append's id, written on its records
+_FORWARD_ID_SHAPE: Final = re.compile("[0-9a-f]{32}")
+
+
+def forward_id_of(request: web.Request) -> str | None:
+    """The forward id of an append another instance forwarded here (None for any other)."""
+    value = request.headers.get(FORWARD_ID)
+    if value is None or FORWARDED not in request.headers:
+        return None
+    return value if _FORWARD_ID_SHAPE.fullmatch(value) else None

@@ -1,0 +1,95 @@
+"""Learning what became of an append forwarded to an owner that never answered.
+
+An instance that forwards an append to its slot's owner tags it with a forward id, which the
+owner writes on each of the append's records (`topology.wire`). If the owner dies, or stops
+answering, after it may have committed, saying 503 would be a lie when it did (the client's
+retry writes it twice), and 2xx a lie when it did not. So the forwarder waits for the slot's
+next owner: it writes an owner record only after fencing every earlier holder of the slot's
+transactional id, which ends their transactions. Then the partition, read `read_committed`
+from the stream's tail as the forwarder knew it, says for good whether the append is there
+(`adapter/log/outcomes.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+
+from adapter.log import outcomes
+from adapter.log.outcomes import Forwarded, Probe
+from adapter.protocol.commands import StreamRef
+from adapter.service.buckets import BucketService
+from adapter.state.catalog import Catalog
+from topology.wire import stream_key
+
+POLL_S = 0.1
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What the forwarder knew when it sent an append to the slot's owner."""
+
+    ref: StreamRef
+    slot: int
+    forward_id: str
+    mark: int  # the slot's owner mark then (`Catalog.owner_mark`)
+    where: Probe | None  # the stream's partition and tail then; None if unknown here
+
+
+class ForwardedOutcomes:
+    """Tags forwarded appends, and finds out what became of one whose owner went silent."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        buckets: BucketService,
+        bootstrap_servers: str,
+        timeout_s: float,
+        takeover_s: float,
+    ) -> None:
+        self.catalog = catalog
+        self.buckets = buckets
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout_s = timeout_s  # one search of the partition
+        self.takeover_s = takeover_s  # how long the slot may take to get its next owner
+
+    def sent(self, ref: StreamRef, slot: int) -> Sent:
+        """Note what is known before forwarding (the id goes to the owner as a header)."""
+        return Sent(ref, slot, uuid.uuid4().hex, self.catalog.owner_mark(slot), self._where(ref))
+
+    async def learn(self, sent: Sent) -> Forwarded | None:
+        """Whether the append was written; None if that could not be learned in time."""
+        if not await self._next_owner(sent):
+            return None
+        # Unknown here before: the append is somewhere after the stream's creation.
+        where = sent.where or self._where(sent.ref, from_start=True)
+        if where is None:
+            return None
+        key = stream_key(sent.ref.stream_id)
+        search = asyncio.to_thread(
+            outcomes.forwarded,
+            self.bootstrap_servers,
+            where,
+            key,
+            sent.forward_id,
+            self.timeout_s,
+        )
+        return await asyncio.wait_for(search, self.timeout_s + 1)
+
+    async def _next_owner(self, sent: Sent) -> bool:
+        """Wait until an owner record newer than the one seen before forwarding is applied."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.takeover_s
+        while self.catalog.owner_mark(sent.slot) <= sent.mark:
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
+        return True
+
+    def _where(self, ref: StreamRef, from_start: bool = False) -> Probe | None:
+        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+        if meta is None:
+            return None
+        topic = self.buckets.topic(ref.bucket_id)
+        return Probe(topic, meta.partition, meta.start_offset if from_start else meta.next_offset)

@@ -1,0 +1,93 @@
+"""A forwarded append whose owner dies after committing it and before answering: the
+forwarding instance learns the outcome from the log instead of saying "not written"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from adapter.log import outcomes
+from adapter.log.outcomes import Probe
+from adapter.protocol.offsets import encode
+from devstack.process import free_port
+from tests.adapter_process import running_adapter
+from tests.cluster import PARTITIONS, TEXT, cluster_env, stream_in, until_owned
+from topology.placement import partition_for
+from topology.wire import FORWARD_HEADER
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
+
+
+def _stream_values(bootstrap: str, topic: str, stream: str) -> list[tuple[int, bytes]]:
+    """(offset, value) of the stream's data records, as a fresh read_committed consumer sees."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "never-joined",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    partition = partition_for(stream.encode(), PARTITIONS)
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    found: list[tuple[int, bytes]] = []
+    try:
+        while (message := consumer.poll(10)) is not None and message.error() is None:
+            if message.key() == stream.encode() and message.value():
+                found.append((message.offset() or 0, message.value() or b""))
+    finally:
+        consumer.close()
+    return found
+
+
+@pytest.mark.timeout(240)
+async def test_an_append_committed_by_an_owner_that_then_died_is_answered_written(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"fwd{unique}."
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    dying = env | {"DURABLE_KAFKA_CRASH_AFTER_FORWARDED_COMMIT": "true"}
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        with (
+            running_adapter(env, tmp_path / "a.log", free_port()) as a,
+            running_adapter(dying, tmp_path / "b.log", free_port()) as b,
+        ):
+            owners = await until_owned(session, {a: None, b: None})
+            stream = stream_in(prefix, owners[b], "f")
+            url = f"{b}/v1/stream/{stream}"
+            assert (await session.put(url, headers=TEXT)).status == 201
+            async with session.post(url, data="x", headers=TEXT) as reply:
+                assert reply.status == 204  # written by the owner itself: nothing dies
+            # Through `a`: forwarded to `b`, which commits it and exits before answering.
+            async with session.post(f"{a}/v1/stream/{stream}", data="y", headers=TEXT) as reply:
+                status, headers = reply.status, reply.headers
+                assert status == 204, await reply.text()
+            records = _stream_values(kafka_bootstrap, f"{prefix}bucket._default", stream)
+            async with session.get(f"{a}/v1/stream/{stream}?offset=-1") as reply:
+                assert await reply.read() == b"xy"
+    assert [value for _offset, value in records] == [b"x", b"y"]  # once, in order
+    assert headers["Stream-Next-Offset"] == encode(records[-1][0] + 1)
+
+
+def test_a_forward_id_not_in_the_partition_is_answered_not_written(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    topic = f"fwdlog{unique}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for value, tag in [(b"a", b"0" * 32), (b"b", b"1" * 32), (b"c", b"2" * 32)]:
+        producer.produce(topic, value, key=b"s", partition=0, headers=[(FORWARD_HEADER, tag)])
+    producer.produce(topic, b"other", key=b"t", partition=0, headers=[(FORWARD_HEADER, b"9" * 32)])
+    assert producer.flush(10) == 0
+    where = Probe(topic, 0, 0)
+    found = outcomes.forwarded(kafka_bootstrap, where, b"s", "1" * 32, 10)
+    assert found == outcomes.Forwarded(written=True, last_data=1, closed=False, tail=2)
+    absent = outcomes.Forwarded(written=False, last_data=None, closed=False, tail=3)
+    assert outcomes.forwarded(kafka_bootstrap, where, b"s", "9" * 32, 10) == absent  # key t's
+    assert outcomes.forwarded(kafka_bootstrap, where, b"s", "f" * 32, 10) == absent
