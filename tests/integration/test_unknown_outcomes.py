@@ -88,9 +88,9 @@ async def test_a_commit_answered_unknown_that_happened_reaches_the_catalog(
 ) -> None:
     """The slot moves while its writer cannot learn a commit's outcome, and it stays unknown
     past the learning budget: the client gets 504 outcome_unknown (never a 503, which says
-    "not written"), the catalog is left as it was. The commit did happen, so when its state records come
-    back through the follower they are news, not an echo to skip: reads and the next append
-    must see the message (read back from Kafka), not a tail that silently lacks it."""
+    "not written"), the catalog is left as it was. The commit did happen, so when its state
+    records come back through the follower they are news, not an echo to skip: reads and the
+    next append must see the message (read back from Kafka), not a tail that silently lacks it."""
     client, topic, bootstrap = await _client(aiohttp_client, make_settings)
     parts = client.app[PARTS]
     async with client.post("/outcomes/s", data=b"a", headers=TEXT) as reply:
