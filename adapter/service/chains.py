@@ -66,12 +66,13 @@ class Chains:
         chain = self._chains.get(key)
         if chain is None:
             return
-        futures = [batch.future for batch in chain.inflight.values()]
-        if futures:
-            _done, pending = await asyncio.wait(futures, timeout=timeout_s)
+        batches = list(chain.inflight.values())
+        if batches:
+            _done, pending = await asyncio.wait([b.future for b in batches], timeout=timeout_s)
             if pending:
                 raise LogUnavailable("earlier appends to this stream are still in flight; retry")
-        await asyncio.sleep(0)  # their done-callbacks retire the chain
+        for batch in batches:  # retired now, not when their done-callbacks run (idempotent)
+            self._settled(key, chain, batch)
 
     def _settled(self, key: StreamKey, chain: Chain, batch: WriteBatch) -> None:
         if batch.failed:
