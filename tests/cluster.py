@@ -45,8 +45,10 @@ async def owned(session: aiohttp.ClientSession, base: str) -> set[int] | None:
     """The slots an instance accepts writes for (from /readyz), None if it does not answer."""
     try:
         async with session.get(f"{base}/readyz", timeout=aiohttp.ClientTimeout(total=2)) as r:
-            slots = (await r.json())["checks"]["ownership"]["owned_slots"]
-    except (aiohttp.ClientError, TimeoutError):
+            slots = (await r.json())["checks"]["ownership"].get("owned_slots")
+    except (aiohttp.ClientError, TimeoutError, KeyError):
+        return None
+    if slots is None:  # not serving yet
         return None
     return {int(k) for k in slots}
 
