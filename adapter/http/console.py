@@ -20,6 +20,7 @@ from aiohttp import web
 
 from adapter.config import ConsoleMode
 from adapter.http.keys import BUCKETS, STREAMS
+from adapter.http.operations import NeedOf, mark, read_bucket, read_every_bucket, token_only
 from adapter.http.render import Handler, json_response
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -83,22 +84,28 @@ def _read(path: Path) -> bytes:
 
 
 def add_routes(app: web.Application, mode: ConsoleMode) -> None:
-    """The console's routes; registered before the bucket and stream routes they shadow."""
+    """The console's routes, each with what a caller needs under auth: the files and the mode
+    are public (they hold no data), the API reads. Registered before the bucket and stream
+    routes they shadow."""
     app[MODE] = mode
     if mode == "off":
         for path in ("/ui", "/ui/{rest:.*}"):
-            app.router.add_route("*", path, _off)
+            mark(app, app.router.add_route("*", path, _off), None)
         return
     served = load_static()
-    app.router.add_get("/ui", _to_index)
-    app.router.add_get("/ui/api/config", _config)
-    app.router.add_get("/ui/api/buckets", _buckets)
-    app.router.add_get("/ui/api/stream/{b}/{s}", _stream)
-    app.router.add_get("/ui/api/seek/{b}/{s}", _seek)
-    app.router.add_get("/ui/api/records/{b}/{s}", _records)
+    api: list[tuple[str, Handler, NeedOf | None]] = [
+        ("/ui", _to_index, None),
+        ("/ui/api/config", _config, None),
+        ("/ui/api/buckets", _buckets, read_every_bucket),
+        ("/ui/api/stream/{b}/{s}", _stream, read_bucket),
+        ("/ui/api/seek/{b}/{s}", _seek, read_bucket),
+        ("/ui/api/records/{b}/{s}", _records, read_bucket),
+    ]
+    for path, handler, need in api:
+        mark(app, app.router.add_get(path, handler), need)
     app[SEEKER] = Seeker(app[STREAMS].reads.reader)
-    app.router.add_route("*", "/ui/api/{rest:.*}", _no_api)
-    app.router.add_get("/ui/{name:.*}", _static_handler(served))
+    mark(app, app.router.add_route("*", "/ui/api/{rest:.*}", _no_api), token_only)
+    mark(app, app.router.add_get("/ui/{name:.*}", _static_handler(served)), None)
 
 
 async def _off(_: web.Request) -> web.Response:
