@@ -64,7 +64,7 @@ async def test_api_lists_buckets_and_fork_lineage(client: Client, unique: str) -
     ).status == 201
 
     listed = await (await client.get("/ui/api/buckets")).json()
-    assert {"bucket_id": bucket, "streams": 3} in listed["buckets"]
+    assert {"bucket_id": bucket, "streams": 3, "mount": None} in listed["buckets"]
 
     lineage = await (await client.get(f"/ui/api/stream/{bucket}/grandchild")).json()
     assert [s["stream_id"] for s in lineage["sources"]] == ["grandchild", "child"]
@@ -146,7 +146,9 @@ async def test_records_give_kafka_coordinates_across_a_fork(client: Client, uniq
 
     seek = await client.get(f"/ui/api/seek/{bucket}/fork", params={"last": "4"})
     assert await _messages(client, f"/{bucket}/fork", (await seek.json())["offset"]) == [2, 3, 4, 5]
-    two = await client.get(f"/ui/api/records/{bucket}/fork", params={"limit": "2"})
-    assert [r["kafka_offset"] for r in (await two.json())["records"]] == offsets[:2]
+    two = await (await client.get(f"/ui/api/records/{bucket}/fork", params={"limit": "2"})).json()
+    assert [r["kafka_offset"] for r in two["records"]] == offsets[:2]
+    assert two["next_offset"] == two["records"][1]["next_offset"]  # where the next page starts
+    assert listed["next_offset"] == records[-1]["next_offset"]
     bad = await client.get(f"/ui/api/records/{bucket}/fork", params={"offset": "nope"})
     assert (await bad.json())["error"]["code"] == "invalid_offset"
