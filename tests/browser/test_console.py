@@ -880,6 +880,7 @@ async def test_a_mounted_topic_shows_its_keys_and_no_stream_actions(
     for action in ("#append", "#fork-stream", "#close-stream", "#delete-stream", "#snapshot"):
         assert await page.locator(action).count() == 0, action
     assert "Mounted topic" in (await page.locator(".facts").text_content() or "")
+    assert await page.locator("#start-last, #start-time, #show-coordinates").count() == 0
     await asyncio.to_thread(produce, kafka_bootstrap, topic, [(b"k-1", b"gamma")])
     await wait_rows(watched, 3)
     assert await shown.nth(2).text_content() == "gamma"

@@ -210,7 +210,7 @@ export async function streamView(view, bucket, stream, params, context) {
     rebuild();
   });
 
-  const startForm = startControls(bucket, stream, from, startNote);
+  const startForm = startControls(bucket, stream, from, startNote, !info.mount);
   const bearer = token() ? ` -H "Authorization: Bearer $TOKEN"` : "";
   const curl = `curl -N${bearer} '${location.origin}${path}?offset=${from}&live=sse'`;
   const kafkaStart = /^\d{16}_\d{16}$/.test(from) ? tokenToKafka(from) : from === "now" ? "end" : "beginning";
@@ -279,7 +279,7 @@ function copyButton(label, text) {
   );
 }
 
-function startControls(bucket, stream, from, startNote) {
+function startControls(bucket, stream, from, startNote, seeks) {
   const isOffset = from !== "-1" && from !== "now";
   const choice = h(
     "select",
@@ -287,8 +287,8 @@ function startControls(bucket, stream, from, startNote) {
     h("option", { value: "-1", selected: from === "-1" }, "the beginning"),
     h("option", { value: "now", selected: from === "now" }, "now"),
     h("option", { value: "offset", selected: isOffset }, "an offset"),
-    h("option", { value: "last" }, "the last N messages"),
-    h("option", { value: "time" }, "a time (UTC)"),
+    seeks && h("option", { value: "last" }, "the last N messages"),
+    seeks && h("option", { value: "time" }, "a time (UTC)"),
   );
   const offset = h("input", {
     id: "start-offset",
@@ -307,10 +307,7 @@ function startControls(bucket, stream, from, startNote) {
     choice,
     h("label", { for: "start-offset" }, "Offset"),
     offset,
-    h("label", { for: "start-last" }, "N"),
-    last,
-    h("label", { for: "start-time" }, "Time (UTC)"),
-    time,
+    seeks && [h("label", { for: "start-last" }, "N"), last, h("label", { for: "start-time" }, "Time (UTC)"), time],
     h("button", {}, "Go"),
     startNote,
   );
