@@ -739,6 +739,7 @@ async def test_text_rows_are_messages_even_in_one_read(stage: Stage) -> None:
 
 READER = "reader-console-token-0123456789"
 ADMIN = "admin-console-token-0123456789"
+TENANT = "tenant-console-token-0123456789"
 
 
 async def test_under_auth_the_console_asks_for_a_token_and_keeps_to_its_scopes(
@@ -749,8 +750,13 @@ async def test_under_auth_the_console_asks_for_a_token_and_keeps_to_its_scopes(
 ) -> None:
     """`auth_mode = static`: without a token the console asks for one; a read-only token
     browses and tails, but its append shows the 403 and is disabled; an admin token does
-    everything. The token goes in a header, never in a URL."""
-    scopes = {"reader": (READER, ["read:*"]), "admin": (ADMIN, ["admin:*", "append:*", "read:*"])}
+    everything; one that may read only its bucket opens it by id. The token goes in a header,
+    never in a URL."""
+    scopes = {
+        "reader": (READER, ["read:*"]),
+        "admin": (ADMIN, ["admin:*", "append:*", "read:*"]),
+        "tenant": (TENANT, ["read:au-*"]),
+    }
     env = {
         "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
         "DURABLE_KAFKA_TOPIC_PREFIX": f"au{uuid.uuid4().hex[:10]}.",
@@ -810,6 +816,15 @@ async def test_under_auth_the_console_asks_for_a_token_and_keeps_to_its_scopes(
         await wait_rows(watched, 3)
         assert [row["n"] for row in await json_rows(page)] == [1, 2, 3]
         assert await page.evaluate("() => sessionStorage.getItem('console.token')") == ADMIN
+
+        await page.goto(f"{base}/ui/")
+        await page.locator("#sign-in").click()
+        await sign_in(page, TENANT)
+        await page.get_by_text("This token may not list buckets").wait_for()
+        await page.get_by_label("Open bucket").fill(bucket)
+        await page.get_by_label("Open bucket").press("Enter")
+        await page.get_by_role("link", name="watched-fork").wait_for()
+        await watched.shot("auth-scoped-open-bucket")
         await page.close()
         assert watched.errors == [], watched.failed
 

@@ -6,7 +6,14 @@ import { ask, h, note, status } from "../dom.js";
 const BUCKET_ID = "^[a-z0-9_\\-]{4,64}$";
 
 export async function bucketsView(view, context) {
-  const { buckets } = await getJSON(consoleApi("buckets"));
+  let buckets;
+  try {
+    ({ buckets } = await getJSON(consoleApi("buckets")));
+  } catch (error) {
+    if (error.status !== 403) throw error;
+    view.append(h("p", { class: "note error", role: "alert" }, `This token may not list buckets (${error.message}).`), openForm());
+    return;
+  }
   const rw = context.mode === "rw";
   const rows = buckets.map((bucket) =>
     h(
@@ -38,6 +45,17 @@ export async function bucketsView(view, context) {
     rw ? createForm() : null,
   );
   status(`${buckets.length} buckets`);
+}
+
+/** For a token scoped to some buckets: open one by its id. */
+function openForm() {
+  const input = h("input", { id: "open-bucket", required: true, pattern: BUCKET_ID, autocomplete: "off" });
+  const form = h("form", { class: "inline" }, h("label", { for: "open-bucket" }, "Open bucket"), input, h("button", {}, "Open"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = `#/b/${encodeURIComponent(input.value)}`;
+  });
+  return form;
 }
 
 function createForm() {
