@@ -4,8 +4,8 @@ The files are package data (`adapter/console/static`), read once at start-up int
 only regular files, never through a symlink, so a request can name nothing else. Every answer
 carries a CSP of `default-src 'self'`. The API adds only what the protocol lacks: the list of
 buckets, a stream's Kafka topic, partition and fork lineage, seeking to the last N messages or
-a moment, each message's Kafka coordinates, and the mode (`ro` hides the
-write actions; `off` answers 404).
+a moment, each message's Kafka coordinates (or, in a mounted topic, its size), which buckets
+are mounted topics, and the mode (`ro` hides the write actions; `off` answers 404).
 """
 
 from __future__ import annotations
@@ -19,16 +19,17 @@ from pathlib import Path
 from aiohttp import web
 
 from adapter.config import ConsoleMode
-from adapter.http.keys import BUCKETS, STREAMS
+from adapter.http.keys import BUCKETS, MOUNTED, STREAMS
+from adapter.http.operations import NeedOf, mark, read_bucket, read_every_bucket, token_only
 from adapter.http.render import Handler, json_response
-from adapter.protocol.commands import StreamRef
+from adapter.protocol.commands import Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id, validate_stream_id
 from adapter.protocol.offsets import encode, parse_offset
 from adapter.protocol.snapshots import check_readable
 from adapter.service.reads import resolve_start
 from adapter.service.seeking import Located, Seeker
-from adapter.state.records import StreamMeta
+from adapter.state.records import MountMeta, StreamMeta
 
 STATIC_DIR = Path(str(files("adapter.console") / "static"))
 CSP = (
@@ -83,22 +84,28 @@ def _read(path: Path) -> bytes:
 
 
 def add_routes(app: web.Application, mode: ConsoleMode) -> None:
-    """The console's routes; registered before the bucket and stream routes they shadow."""
+    """The console's routes, each with what a caller needs under auth: the files and the mode
+    are public (they hold no data), the API reads. Registered before the bucket and stream
+    routes they shadow."""
     app[MODE] = mode
     if mode == "off":
         for path in ("/ui", "/ui/{rest:.*}"):
-            app.router.add_route("*", path, _off)
+            mark(app, app.router.add_route("*", path, _off), None)
         return
     served = load_static()
-    app.router.add_get("/ui", _to_index)
-    app.router.add_get("/ui/api/config", _config)
-    app.router.add_get("/ui/api/buckets", _buckets)
-    app.router.add_get("/ui/api/stream/{b}/{s}", _stream)
-    app.router.add_get("/ui/api/seek/{b}/{s}", _seek)
-    app.router.add_get("/ui/api/records/{b}/{s}", _records)
+    api: list[tuple[str, Handler, NeedOf | None]] = [
+        ("/ui", _to_index, None),
+        ("/ui/api/config", _config, None),
+        ("/ui/api/buckets", _buckets, read_every_bucket),
+        ("/ui/api/stream/{b}/{s}", _stream, read_bucket),
+        ("/ui/api/seek/{b}/{s}", _seek, read_bucket),
+        ("/ui/api/records/{b}/{s}", _records, read_bucket),
+    ]
+    for path, handler, need in api:
+        mark(app, app.router.add_get(path, handler), need)
     app[SEEKER] = Seeker(app[STREAMS].reads.reader)
-    app.router.add_route("*", "/ui/api/{rest:.*}", _no_api)
-    app.router.add_get("/ui/{name:.*}", _static_handler(served))
+    mark(app, app.router.add_route("*", "/ui/api/{rest:.*}", _no_api), token_only)
+    mark(app, app.router.add_get("/ui/{name:.*}", _static_handler(served)), None)
 
 
 async def _off(_: web.Request) -> web.Response:
@@ -130,12 +137,39 @@ async def _config(request: web.Request) -> web.Response:
 
 
 async def _buckets(request: web.Request) -> web.Response:
+    """Every bucket and mounted topic, by id; a mount with its topic and key encoding."""
     buckets = request.app[BUCKETS]
-    listed = [
-        {"bucket_id": bucket_id, "streams": buckets.live_count(bucket_id)}
+    listed: list[dict[str, object]] = [
+        {"bucket_id": bucket_id, "streams": buckets.live_count(bucket_id), "mount": None}
         for bucket_id in buckets.catalog.bucket_ids()
     ]
-    return _api({"buckets": listed})
+    mounted = request.app[MOUNTED]
+    for mount in mounted.catalog.mounts():
+        indexed = mounted.indexes.get(mount.bucket_id)
+        streams = len(indexed.index) if indexed is not None else None
+        listed.append({"bucket_id": mount.bucket_id, "streams": streams} | _mount(mount))
+    return _api({"buckets": sorted(listed, key=lambda bucket: str(bucket["bucket_id"]))})
+
+
+def _mount(mount: MountMeta | None) -> dict[str, object]:
+    """What the console shows of a mount: its topic, how keys name streams, whether it takes
+    appends (a bucket that is not a mount: `mount` null)."""
+    if mount is None:
+        return {"mount": None}
+    facts = {"topic": mount.topic, "key_encoding": mount.key_encoding, "appends": mount.appends}
+    return {"mount": facts}
+
+
+def _topic(request: web.Request, meta: StreamMeta) -> str:
+    mount = request.app[MOUNTED].catalog.mount(meta.bucket_id)
+    return mount.topic if mount is not None else request.app[BUCKETS].topic(meta.bucket_id)
+
+
+def _no_seek_in_mounts(request: web.Request, meta: StreamMeta) -> None:
+    if request.app[MOUNTED].covers(meta.bucket_id):
+        raise ProtocolError(
+            ErrorCode.INVALID_QUERY, "a mounted topic's streams start from an offset only"
+        )
 
 
 def _meta(request: web.Request) -> StreamMeta:
@@ -157,6 +191,7 @@ async def _seek(request: web.Request) -> web.Response:
     """`?last=N`: the offset N messages before the tail; `?time=MS`: the first offset written
     at or after that moment (milliseconds since the epoch). Never below the earliest offset."""
     meta = _meta(request)
+    _no_seek_in_mounts(request, meta)
     topic = request.app[BUCKETS].topic(meta.bucket_id)
     last = _count(request, "last", MAX_LAST)
     moment = _count(request, "time", 2**53)
@@ -172,20 +207,23 @@ async def _seek(request: web.Request) -> web.Response:
 
 async def _records(request: web.Request) -> web.Response:
     """The Kafka coordinates (topic, partition, offset, timestamp) of up to `limit` messages
-    from `offset` on: one record per message."""
+    from `offset` on: one record per message; `next_offset` follows the last one listed.
+    A mounted topic's stream gives only the sizes of the messages one read returns."""
     meta = _meta(request)
     start = parse_offset(request.query.get("offset"))
+    limit = _count(request, "limit", MAX_RECORDS) or 100
+    body: dict[str, object] = {"topic": _topic(request, meta), "partition": meta.partition}
+    if request.app[MOUNTED].covers(meta.bucket_id):
+        ref = StreamRef(meta.bucket_id, meta.stream_id)
+        chunk = await request.app[STREAMS].read(Read(ref, start))
+        sizes = [{"bytes": len(message)} for message in chunk.messages]
+        return _api(body | {"records": sizes, "next_offset": encode(chunk.next_offset)})
     check_readable(meta, start)
     position = resolve_start(meta, start)
-    limit = _count(request, "limit", MAX_RECORDS) or 100
-    topic = request.app[BUCKETS].topic(meta.bucket_id)
-    found = await request.app[SEEKER].located(topic, meta, position, limit)
-    body = {
-        "topic": topic,
-        "partition": meta.partition,
-        "records": [_record(located) for located in found],
-    }
-    return _api(body)
+    found = await request.app[SEEKER].located(str(body["topic"]), meta, position, limit)
+    records = [_record(located) for located in found]
+    following = records[-1]["next_offset"] if records else None
+    return _api(body | {"records": records, "next_offset": following})
 
 
 def _record(located: Located) -> dict[str, object]:
@@ -214,8 +252,9 @@ async def _stream(request: web.Request) -> web.Response:
     forks = [_fork_point(fork) for fork in catalog.forks_of(bucket_id, meta.stream_id)]
     body = {
         "stream_id": meta.stream_id,
-        "topic": request.app[BUCKETS].topic(bucket_id),
+        "topic": _topic(request, meta),
         "partition": meta.partition,
+        **_mount(request.app[MOUNTED].catalog.mount(bucket_id)),
         "history_start": encode(meta.history_start),
         "earliest_offset": encode(meta.earliest_offset),
         "sources": sources,

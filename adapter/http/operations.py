@@ -1,11 +1,15 @@
 """Which operation class each route is, and on which bucket: what a request needs to be let in.
 
-One rule covers every route: GET and HEAD read, POST appends, PUT and DELETE administer
-(bucket and stream create/delete, fork, snapshot publish/delete). `tests/unit/test_operations`
-checks it against a table of every route the app serves, so a new route is a decision.
+One rule covers the protocol's routes: GET and HEAD read, POST appends, PUT and DELETE
+administer (bucket and stream create/delete, fork, snapshot publish/delete). A module whose
+routes need something else says so where it registers them (`mark`): the web console's files
+are public, its API reads. `tests/unit/test_operations` checks it all against a table of every
+route the app serves, so a new route is a decision.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -14,8 +18,6 @@ from adapter.auth.scopes import Operation
 from adapter.protocol.identifiers import split_compat_path, validate_bucket_id
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
-CONSOLE = "/ui"
-CONSOLE_API = "/ui/api/"
 _BY_METHOD = {
     "GET": Operation.READ,
     "HEAD": Operation.READ,
@@ -24,14 +26,29 @@ _BY_METHOD = {
     "DELETE": Operation.ADMIN,
 }
 
+NeedOf = Callable[[web.Request], Need]
+# Routes registered with their own need; None: public (no token asked, none checked).
+MARKED = web.AppKey("route_needs", dict[web.AbstractResource, NeedOf | None])
+
+
+def mark(app: web.Application, route: web.AbstractRoute, need: NeedOf | None) -> None:
+    """Record what `route`'s resource needs (every method on it), instead of the method rule."""
+    assert route.resource is not None
+    app.setdefault(MARKED, {})[route.resource] = need
+
+
+def _marked(request: web.Request) -> tuple[bool, NeedOf | None]:
+    resource = request.match_info.route.resource
+    marked = request.app.get(MARKED, {})
+    if resource is None or resource not in marked:
+        return False, None
+    return True, marked[resource]
+
 
 def is_public(request: web.Request) -> bool:
-    """Health checks, and the web console's own files and mode: none of them holds data (the
-    console then calls the API and `/ui/api/` with the caller's token like any client)."""
-    path = request.path
-    if path in PUBLIC_PATHS or path == CONSOLE_API + "config":
-        return True
-    return (path == CONSOLE or path.startswith(CONSOLE + "/")) and not path.startswith(CONSOLE_API)
+    """Health checks, the API description, and routes marked public."""
+    found, need = _marked(request)
+    return request.path in PUBLIC_PATHS or (found and need is None)
 
 
 def need_of(request: web.Request) -> Need:
@@ -39,13 +56,27 @@ def need_of(request: web.Request) -> Need:
     info = request.match_info
     if info.http_exception is not None:
         return Need(None)
-    if request.path.startswith(CONSOLE_API):  # the console's read-only API
-        if "b" in info:
-            return Need(Operation.READ, validate_bucket_id(info["b"]))
-        if request.path == CONSOLE_API + "buckets":
-            return Need(Operation.READ, "")  # every bucket's id: a read:* scope
-        return Need(None)
+    found, need = _marked(request)
+    if need is not None:
+        return need(request)
+    if found:
+        return Need(None)  # public: asked only by a caller that checks anyway
     operation = _BY_METHOD.get(request.method, Operation.ADMIN)  # an unknown method: fail closed
     if "path" in info:
         return Need(operation, split_compat_path(info["path"])[0])
     return Need(operation, validate_bucket_id(info["bucket"]))
+
+
+def read_bucket(request: web.Request) -> Need:
+    """Reading the bucket named by the route's `{b}`."""
+    return Need(Operation.READ, validate_bucket_id(request.match_info["b"]))
+
+
+def read_every_bucket(_: web.Request) -> Need:
+    """Something about every bucket (their ids): a `read:*` scope."""
+    return Need(Operation.READ, "")
+
+
+def token_only(_: web.Request) -> Need:
+    """Any valid token (what follows, a 404, says nothing about a bucket)."""
+    return Need(None)

@@ -14,6 +14,7 @@ import statistics
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from playwright.async_api import (
     BrowserContext,
     ConsoleMessage,
@@ -32,6 +35,7 @@ from playwright.async_api import (
 
 from devstack.browser import CHROMIUM_ARGS, chromium_path
 from tests.adapter_process import running_adapter
+from tests.tokens import token_file
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -39,6 +43,7 @@ WAIT_MS = 30_000
 SSE_LIFETIME_MS = 2_000
 SIZE_BUDGET = 64 * 1024
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
+JSON_TYPE = "application/json"
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +168,51 @@ async def open_stream(watched: Watched, adapter_url: str, bucket: str, stream: s
     await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
 
 
+@dataclass(frozen=True)
+class Made:
+    id: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Where most checks start: a page, a client, the adapter and its bucket."""
+
+    watched: Watched
+    http: aiohttp.ClientSession
+    base: str
+    bucket: str
+
+    @property
+    def page(self) -> Page:
+        return self.watched.page
+
+    async def stream(
+        self, name: str, *bodies: bytes, content_type: str = JSON_TYPE, view: bool = True
+    ) -> Made:
+        """A new stream `name-…` of `content_type` holding `bodies` (one append each), its
+        view opened and caught up unless `view` is False."""
+        stream = f"{name}-{uuid.uuid4().hex[:6]}"
+        made = Made(stream, f"{self.base}/{self.bucket}/{stream}")
+        await create_stream(self.http, made.url, content_type)
+        for body in bodies:
+            await append(self.http, made.url, body, content_type)
+        if view:
+            await open_stream(self.watched, self.base, self.bucket, made.id)
+        return made
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def stage(
+    watched: Watched, http: aiohttp.ClientSession, adapter_url: str, bucket: str
+) -> Stage:
+    return Stage(watched, http, adapter_url, bucket)
+
+
+def numbered(*ns: int | str) -> list[bytes]:
+    return [json.dumps({"n": n}).encode() for n in ns]
+
+
 async def json_rows(page: Page) -> list[Any]:
     texts = await page.locator("#messages pre.msg").all_text_contents()
     return [json.loads(text) for text in texts]
@@ -200,49 +250,34 @@ async def test_loads_same_origin_within_budget_and_csp(
     await watched.shot("1-buckets")
 
 
-async def test_burst_of_1000_in_order_once(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_burst_of_1000_in_order_once(stage: Stage) -> None:
     """4. A burst of 1,000 appends shows 1..1000 exactly once, in order."""
-    stream = f"burst-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    await open_stream(watched, adapter_url, bucket, stream)
-    for n in range(1, 1001):
-        await append(http, url, json.dumps({"n": n}).encode())
-    await wait_rows(watched, 1000)
-    assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, 1001))
-    await watched.shot("4-stream-json", full_page=False)
+    made = await stage.stream("burst")
+    for body in numbered(*range(1, 1001)):
+        await append(stage.http, made.url, body)
+    await wait_rows(stage.watched, 1000)
+    assert [row["n"] for row in await json_rows(stage.page)] == list(range(1, 1001))
+    await stage.watched.shot("4-stream-json", full_page=False)
 
 
-async def test_reconnects_leave_no_gap_or_duplicate(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_reconnects_leave_no_gap_or_duplicate(stage: Stage) -> None:
     """5. With SSE connections ending every 2 s, ten reconnects: no gap, no duplicate."""
-    stream = f"resume-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    await open_stream(watched, adapter_url, bucket, stream)
-    first = await watched.page.evaluate("window.consoleLive.connections")
+    made = await stage.stream("resume")
+    first = await stage.page.evaluate("window.consoleLive.connections")
     n = 0
-    while await watched.page.evaluate("window.consoleLive.connections") < first + 10:
+    while await stage.page.evaluate("window.consoleLive.connections") < first + 10:
         n += 1
-        await append(http, url, json.dumps({"n": n}).encode())
+        await append(stage.http, made.url, numbered(n)[0])
         await asyncio.sleep(0.1)
-    await wait_rows(watched, n)
-    assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, n + 1))
+    await wait_rows(stage.watched, n)
+    assert [row["n"] for row in await json_rows(stage.page)] == list(range(1, n + 1))
 
 
-async def test_closed_elsewhere_stops_and_disables_append(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_closed_elsewhere_stops_and_disables_append(stage: Stage) -> None:
     """6. Closed by another client: "Closed" badge, append disabled, no further requests."""
-    stream = f"closing-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    await append(http, url, b'{"before":"close"}')
-    await open_stream(watched, adapter_url, bucket, stream)
-    async with http.post(url, headers={"Stream-Closed": "true"}) as response:
+    watched, http = stage.watched, stage.http
+    made = await stage.stream("closing", b'{"before":"close"}')
+    async with http.post(made.url, headers={"Stream-Closed": "true"}) as response:
         assert response.status in (200, 204)
     await watched.wait_for(
         "() => document.getElementById('stream-status')?.textContent === 'Closed'"
@@ -255,15 +290,10 @@ async def test_closed_elsewhere_stops_and_disables_append(
     await watched.shot("6-stream-closed")
 
 
-async def test_json_array_keeps_big_numbers_and_refuses_malformed(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_json_array_keeps_big_numbers_and_refuses_malformed(stage: Stage) -> None:
     """8. A JSON array appends two rows, the big number exact; malformed JSON changes nothing."""
-    stream = f"append-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    await open_stream(watched, adapter_url, bucket, stream)
-    page = watched.page
+    watched, http, page = stage.watched, stage.http, stage.page
+    url = (await stage.stream("append")).url
     await page.get_by_label("A JSON array of messages").check()
     await page.locator("#append-text").fill('[{"n":12345678901234567890},{"a":1}]')
     await page.locator("#append-text").press("Control+Enter")
@@ -286,21 +316,12 @@ async def test_json_array_keeps_big_numbers_and_refuses_malformed(
     await watched.shot("8-append")
 
 
-async def test_binary_hex_and_download(
-    watched: Watched,
-    adapter_url: str,
-    bucket: str,
-    http: aiohttp.ClientSession,
-    tmp_path: Path,
-) -> None:
+async def test_binary_hex_and_download(stage: Stage, tmp_path: Path) -> None:
     """9. Bytes 0x00-0xFF show in hex and ASCII, and the download has the same SHA-256."""
-    stream = f"bytes-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
+    watched, http = stage.watched, stage.http
     payload = bytes(range(256))
-    await create_stream(http, url, "application/octet-stream")
-    await append(http, url, b"\x00\x01", "application/octet-stream")
-    await append(http, url, payload, "application/octet-stream")
-    await open_stream(watched, adapter_url, bucket, stream)
+    binary = "application/octet-stream"
+    url = (await stage.stream("bytes", b"\x00\x01", payload, content_type=binary)).url
     await wait_rows(watched, 2)  # one read, two messages: a row each
     dumps = await watched.page.locator("#messages pre.binary").all_text_contents()
     assert dumps == [hexdump(b"\x00\x01"), hexdump(payload)]
@@ -327,18 +348,13 @@ def hexdump(data: bytes) -> str:
     return "\n".join(lines)
 
 
-async def test_markup_is_text_and_runs_nothing(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_markup_is_text_and_runs_nothing(stage: Stage) -> None:
     """10. An `<img onerror>` payload renders as text and runs nothing."""
+    watched = stage.watched
     payload = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
-    for content_type in ("text/plain", "application/json"):
-        stream = f"xss-{uuid.uuid4().hex[:6]}"
-        url = f"{adapter_url}/{bucket}/{stream}"
-        await create_stream(http, url, content_type)
-        body = json.dumps(payload) if content_type == "application/json" else payload
-        await append(http, url, body.encode(), content_type)
-        await open_stream(watched, adapter_url, bucket, stream)
+    for content_type in ("text/plain", JSON_TYPE):
+        body = json.dumps(payload) if content_type == JSON_TYPE else payload
+        await stage.stream("xss", body.encode(), content_type=content_type)
         await watched.wait_for(
             "() => document.getElementById('messages')?.textContent.includes('onerror')"
         )
@@ -350,39 +366,28 @@ async def test_markup_is_text_and_runs_nothing(
     await watched.shot("10-stream-text")
 
 
-async def test_append_latency_is_reported(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_append_latency_is_reported(stage: Stage) -> None:
     """3. An append from a Python client appears in the view: p50/p95 over 50, reported only."""
-    stream = f"latency-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    await open_stream(watched, adapter_url, bucket, stream)
+    made = await stage.stream("latency")
     seconds = []
-    for n in range(1, 51):
+    for n, body in enumerate(numbered(*range(1, 51)), start=1):
         started = time.perf_counter()
-        await append(http, url, json.dumps({"n": n}).encode())
-        await wait_rows(watched, n)
+        await append(stage.http, made.url, body)
+        await wait_rows(stage.watched, n)
         seconds.append(time.perf_counter() - started)
     cuts = statistics.quantiles(seconds, n=20)
     print(f"append to row shown: p50 {cuts[9] * 1000:.0f} ms, p95 {cuts[18] * 1000:.0f} ms")
-    assert [row["n"] for row in await json_rows(watched.page)] == list(range(1, 51))
+    assert [row["n"] for row in await json_rows(stage.page)] == list(range(1, 51))
 
 
-async def test_deep_link_offset_survives_reload_and_bad_offset_is_shown(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_deep_link_offset_survives_reload_and_bad_offset_is_shown(stage: Stage) -> None:
     """7. A deep link with an offset reproduces the view after reload; a bad one shows the 400."""
-    stream = f"deep-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    for n in range(1, 3):
-        await append(http, url, json.dumps({"n": n}).encode())
-    after_two = await tail_offset(http, url)
-    for n in range(3, 6):
-        await append(http, url, json.dumps({"n": n}).encode())
-    page = watched.page
-    await page.goto(f"{adapter_url}/ui/#/s/{bucket}/{stream}?from={after_two}")
+    watched, http, page = stage.watched, stage.http, stage.page
+    made = await stage.stream("deep", *numbered(1, 2), view=False)
+    after_two = await tail_offset(http, made.url)
+    for body in numbered(3, 4, 5):
+        await append(http, made.url, body)
+    await page.goto(f"{stage.base}/ui/#/s/{stage.bucket}/{made.id}?from={after_two}")
     await wait_rows(watched, 3)
     assert [row["n"] for row in await json_rows(page)] == [3, 4, 5]
     assert await page.locator("#start-offset").input_value() == after_two
@@ -443,16 +448,13 @@ async def test_prefix_paging_next_prev_back_are_exact(
         await shows(expected)
 
 
-async def test_delete_needs_typed_id_and_fork_shows_source_then_own(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_delete_needs_typed_id_and_fork_shows_source_then_own(stage: Stage) -> None:
     """11. Delete needs the typed id (cancel keeps it); a fork shows the source to its offset,
     then its own appends."""
-    page = watched.page
-    doomed = f"doomed-{uuid.uuid4().hex[:6]}"
-    doomed_url = f"{adapter_url}/{bucket}/{doomed}"
-    await create_stream(http, doomed_url)
-    await open_stream(watched, adapter_url, bucket, doomed)
+    watched, http, page = stage.watched, stage.http, stage.page
+    adapter_url, bucket = stage.base, stage.bucket
+    doomed_made = await stage.stream("doomed")
+    doomed, doomed_url = doomed_made.id, doomed_made.url
     await page.locator("#delete-stream").click()
     confirm = page.get_by_role("dialog").get_by_role("button", name="Delete")
     assert await confirm.is_disabled()
@@ -469,11 +471,8 @@ async def test_delete_needs_typed_id_and_fork_shows_source_then_own(
     async with http.head(doomed_url) as gone:
         assert gone.status == 404
 
-    source = f"source-{uuid.uuid4().hex[:6]}"
-    source_url = f"{adapter_url}/{bucket}/{source}"
-    await create_stream(http, source_url)
-    for n in (1, 2):
-        await append(http, source_url, json.dumps({"n": n}).encode())
+    source_made = await stage.stream("source", *numbered(1, 2), view=False)
+    source, source_url = source_made.id, source_made.url
     cut = await tail_offset(http, source_url)
     await append(http, source_url, b'{"n":3}')
     await open_stream(watched, adapter_url, bucket, source)
@@ -492,16 +491,12 @@ async def test_delete_needs_typed_id_and_fork_shows_source_then_own(
     await watched.shot("11-fork")
 
 
-async def test_keyboard_only_walk(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_keyboard_only_walk(stage: Stage) -> None:
     """12. Keyboard only: bucket, stream, live off and on, append, jump to an offset."""
-    stream = f"keys-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    await append(http, url, b'{"n":1}')
-    page = watched.page
-    await page.goto(f"{adapter_url}/ui/")
+    watched, http, page, bucket = stage.watched, stage.http, stage.page, stage.bucket
+    made = await stage.stream("keys", b'{"n":1}', view=False)
+    stream, url = made.id, made.url
+    await page.goto(f"{stage.base}/ui/")
     await page.get_by_role("link", name=bucket).wait_for()
 
     async def tab_to(name: str) -> None:
@@ -543,22 +538,16 @@ async def test_keyboard_only_walk(
     await watched.shot("12-keyboard")
 
 
-async def test_seek_last_n_and_time_and_kafka_coordinates(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
+async def test_seek_last_n_and_time_and_kafka_coordinates(stage: Stage) -> None:
     """Start from the last N messages or from a time; show each message's Kafka record."""
-    stream = f"seek-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    for n in range(1, 6):
-        await append(http, url, json.dumps({"n": n}).encode())
+    watched, page = stage.watched, stage.page
+    made = await stage.stream("seek", *numbered(1, 2, 3, 4, 5), view=False)
     await asyncio.sleep(0.05)  # Kafka timestamps are milliseconds: make the moment distinct
     moment = datetime.now(UTC)
     await asyncio.sleep(0.05)
-    for n in range(6, 9):
-        await append(http, url, json.dumps({"n": n}).encode())
-    await open_stream(watched, adapter_url, bucket, stream)
-    page = watched.page
+    for body in numbered(6, 7, 8):
+        await append(stage.http, made.url, body)
+    await open_stream(watched, stage.base, stage.bucket, made.id)
     await page.locator("#start-from").select_option("last")
     await page.locator("#start-last").fill("2")
     await page.locator("#start-last").press("Enter")
@@ -576,24 +565,15 @@ async def test_seek_last_n_and_time_and_kafka_coordinates(
     await page.locator("#show-coordinates").click()
     await watched.wait_for("() => document.querySelectorAll('#coordinates tbody tr').length === 3")
     cells = await page.locator("#coordinates tbody tr td:nth-child(5)").all_text_contents()
-    assert cells == [stream] * 3
+    assert cells == [made.id] * 3
     await watched.shot("stream-seek-coordinates")
 
 
-async def test_pause_bounded_buffer_large_message_and_export(
-    watched: Watched,
-    adapter_url: str,
-    bucket: str,
-    http: aiohttp.ClientSession,
-    tmp_path: Path,
-) -> None:
+async def test_pause_bounded_buffer_large_message_and_export(stage: Stage, tmp_path: Path) -> None:
     """Pause counts "N new"; the view keeps 5,000 messages with a notice; a message over
     64 KiB is a preview with a download; the export is what is loaded, as NDJSON."""
-    stream = f"bounded-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    await open_stream(watched, adapter_url, bucket, stream)
-    page = watched.page
+    watched, http, page = stage.watched, stage.http, stage.page
+    url = (await stage.stream("bounded")).url
     await page.locator("#pause").click()
     await append(http, url, b'[{"n":1},{"n":2},{"n":3}]')
     await watched.wait_for("() => document.getElementById('new-count')?.textContent === '3 new'")
@@ -633,22 +613,18 @@ async def test_pause_bounded_buffer_large_message_and_export(
     await watched.shot("stream-bounded", full_page=False)  # 5,000 rows: too tall to render
 
 
-async def test_snapshot_download_and_bootstrap_then_live(
-    watched: Watched, adapter_url: str, bucket: str, http: aiohttp.ClientSession
-) -> None:
-    """The latest snapshot: shown with its offset, then "bootstrap, then go live" from it."""
-    stream = f"snap-{uuid.uuid4().hex[:6]}"
-    url = f"{adapter_url}/{bucket}/{stream}"
-    await create_stream(http, url)
-    for n in (1, 2):
-        await append(http, url, json.dumps({"n": n}).encode())
+async def test_snapshot_download_and_bootstrap_then_live(stage: Stage, tmp_path: Path) -> None:
+    """The latest snapshot: shown with its offset, downloaded as published, then "bootstrap,
+    then go live" from it."""
+    watched, http, page = stage.watched, stage.http, stage.page
+    made = await stage.stream("snap", *numbered(1, 2), view=False)
+    url = made.url
     cut = await tail_offset(http, url)
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": JSON_TYPE}
     async with http.put(f"{url}/snapshot/{cut}", data=b'{"sum":3}', headers=headers) as put:
         assert put.status == 204, await put.text()
     await append(http, url, b'{"n":3}')
-    await open_stream(watched, adapter_url, bucket, stream)
-    page = watched.page
+    await open_stream(watched, stage.base, stage.bucket, made.id)
     await wait_rows(watched, 1)
     assert await json_rows(page) == [{"n": 3}]
     assert "folded into a snapshot" in (await page.locator("#start-note").text_content() or "")
@@ -657,6 +633,12 @@ async def test_snapshot_download_and_bootstrap_then_live(
     assert f"Snapshot at {cut}: 9 bytes" in (
         await page.locator("#snapshot-note").text_content() or ""
     )
+    async with page.expect_download() as info:
+        await page.get_by_role("button", name="Download", exact=True).click()
+    saved = tmp_path / "snapshot.json"
+    await (await info.value).save_as(saved)
+    assert saved.read_bytes() == b'{"sum":3}'
+    assert (await info.value).suggested_filename == f"{made.id}-snapshot-{cut}"
     await page.locator("#bootstrap").click()
     await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
     await wait_rows(watched, 2)
@@ -739,3 +721,191 @@ async def test_create_bucket_and_stream_and_refused_bucket_delete(
     async with http.get(f"{adapter_url}/{bucket}") as kept:
         assert kept.status == 200
     await watched.shot("buckets-delete-refused")
+
+
+async def test_text_rows_are_messages_even_in_one_read(stage: Stage) -> None:
+    """Text shows one row per message, also when one read returns several (multi-byte text is
+    cut at the messages' byte sizes)."""
+    text = "text/plain"
+    made = await stage.stream("text", "héllo ".encode(), "wörld\n".encode(), content_type=text)
+    await wait_rows(stage.watched, 2)  # one read, two messages: a row each
+    shown = stage.page.locator("#messages pre.msg")
+    assert await shown.all_text_contents() == ["héllo ", "wörld\n"]
+    await append(stage.http, made.url, b"and live", text)
+    await wait_rows(stage.watched, 3)
+    assert await shown.nth(2).text_content() == "and live"
+    await stage.watched.shot("stream-text-rows")
+
+
+READER = "reader-console-token-0123456789"
+ADMIN = "admin-console-token-0123456789"
+TENANT = "tenant-console-token-0123456789"
+
+
+async def test_under_auth_the_console_asks_for_a_token_and_keeps_to_its_scopes(
+    browser: BrowserContext,
+    kafka_bootstrap: str,
+    tmp_path: Path,
+    http: aiohttp.ClientSession,
+) -> None:
+    """`auth_mode = static`: without a token the console asks for one; a read-only token
+    browses and tails, but its append shows the 403 and is disabled; an admin token does
+    everything; one that may read only its bucket opens it by id. The token goes in a header,
+    never in a URL."""
+    scopes = {
+        "reader": (READER, ["read:*"]),
+        "admin": (ADMIN, ["admin:*", "append:*", "read:*"]),
+        "tenant": (TENANT, ["read:au-*"]),
+    }
+    env = {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"au{uuid.uuid4().hex[:10]}.",
+        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+        "DURABLE_KAFKA_AUTH_MODE": "static",
+        "DURABLE_KAFKA_AUTH_TOKEN_FILE": str(token_file(tmp_path / "tokens.toml", scopes)),
+    }
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    with running_adapter(env, tmp_path / "adapter.log") as base:
+        bucket = f"au-{uuid.uuid4().hex[:8]}"
+        url = f"{base}/{bucket}/watched"
+        async with http.put(f"{base}/{bucket}", headers=admin) as response:
+            assert response.status == 201
+        async with http.put(url, headers=admin | {"Content-Type": JSON_TYPE}) as response:
+            assert response.status == 201
+        async with http.post(url, data=b'{"n":1}', headers=admin | {"Content-Type": JSON_TYPE}):
+            pass
+        watched = Watched(await browser.new_page())
+        watched.expect_error("status of 401")
+        watched.expect_error("status of 403")
+        page = watched.page
+        await page.goto(f"{base}/ui/")
+        await sign_in(page, READER)
+        await page.get_by_role("link", name=bucket).click()
+        await page.get_by_role("link", name="watched").click()
+        await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+        await wait_rows(watched, 1)
+        async with http.post(url, data=b'{"n":2}', headers=admin | {"Content-Type": JSON_TYPE}):
+            pass
+        await wait_rows(watched, 2)  # the live tail carries the token too
+
+        await page.locator("#append-text").fill('{"n":"refused"}')
+        await page.locator("#append-send").click()
+        await watched.wait_for(
+            "() => document.getElementById('append-note')?.textContent.includes('403')"
+        )
+        refusal = await page.locator("#append-note").text_content() or ""
+        assert f"append:{bucket}" in refusal
+        assert await page.locator("#append-send").is_disabled()
+        await watched.shot("auth-read-only")
+        assert all(READER not in request.url for request in watched.requests)
+        live = [request for request in watched.requests if "live=sse" in request.url]
+        assert live
+        for request in live:
+            assert (await request.all_headers())["authorization"] == f"Bearer {READER}"
+
+        await page.locator("#sign-in").click()
+        await sign_in(page, ADMIN)
+        await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+        await wait_rows(watched, 2)
+        await page.locator("#append-text").fill('{"n":3}')
+        await page.locator("#append-text").press("Control+Enter")
+        await wait_rows(watched, 3)
+        await page.locator("#fork-stream").click()
+        await page.get_by_role("dialog").get_by_role("button", name="Fork").click()
+        await page.wait_for_url(f"**/ui/#/s/{bucket}/watched-fork")
+        await wait_rows(watched, 3)
+        assert [row["n"] for row in await json_rows(page)] == [1, 2, 3]
+        assert await page.evaluate("() => sessionStorage.getItem('console.token')") == ADMIN
+
+        await page.goto(f"{base}/ui/")
+        await page.locator("#sign-in").click()
+        await sign_in(page, TENANT)
+        await page.get_by_text("This token may not list buckets").wait_for()
+        await page.get_by_label("Open bucket").fill(bucket)
+        await page.get_by_label("Open bucket").press("Enter")
+        await page.get_by_role("link", name="watched-fork").wait_for()
+        await watched.shot("auth-scoped-open-bucket")
+        await page.close()
+        assert watched.errors == [], watched.failed
+
+
+async def sign_in(page: Page, token: str) -> None:
+    """Answer the console's sign-in dialog (Enter in the field submits it)."""
+    field = page.get_by_role("dialog").get_by_label("Bearer token")
+    await field.fill(token)
+    await field.press("Enter")
+    await page.get_by_role("dialog").wait_for(state="detached")
+
+
+def _fill_topic(bootstrap: str, topic: str) -> None:
+    """A topic as a plain producer writes it: two values for `k-1`, one for the key `a/b`."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+    produce(bootstrap, topic, [(b"k-1", b"alpha"), (b"k-1", b"beta"), (b"a/b", b"slash")])
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for key, value in records:
+        producer.produce(topic, value, key)
+    assert producer.flush(30) == 0
+
+
+async def mount(stage: Stage, topic: str, appends: bool) -> str:
+    """A bucket mounting `topic` as text, once its key index has caught up."""
+    bucket = f"mnt-{uuid.uuid4().hex[:8]}"
+    body = {"mount": {"topic": topic, "content_type": "text/plain", "appends": appends}}
+    headers = {"Content-Type": JSON_TYPE}
+    async with stage.http.put(f"{stage.base}/{bucket}", json=body, headers=headers) as response:
+        assert response.status == 201, await response.text()
+    for _ in range(600):
+        async with stage.http.get(f"{stage.base}/{bucket}") as response:
+            if (await response.json()).get("index", {}).get("caught_up"):
+                return bucket
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"mount {bucket} never caught up")
+
+
+async def test_a_mounted_topic_shows_its_keys_and_no_stream_actions(
+    stage: Stage, kafka_bootstrap: str
+) -> None:
+    """A mounted topic filled by a plain producer: a badge with the topic, its record keys as
+    streams, one row per value, live; no fork, close, delete, snapshot, or append unless the
+    mount takes appends."""
+    watched, page = stage.watched, stage.page
+    topic = f"ui-orders-{uuid.uuid4().hex[:8]}"
+    await asyncio.to_thread(_fill_topic, kafka_bootstrap, topic)
+    bucket = await mount(stage, topic, appends=False)
+    await page.goto(f"{stage.base}/ui/")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=bucket))
+    assert await row.locator(".badge.mount").text_content() == f"topic {topic}"
+    assert await row.get_by_role("button", name="Unmount").count() == 1
+    await watched.shot("buckets-mounted")
+    await row.get_by_role("link", name=bucket).click()
+    await page.get_by_role("link", name="k-1").wait_for()
+    ids = await page.locator("#streams tbody th").all_text_contents()
+    assert ids == ["k-1", "~YS9i"]  # the key a/b is no stream id: ~ and its base64url
+    assert "utf8" in (await page.locator("#mount-note").text_content() or "")
+    assert await page.get_by_text("Create a stream").count() == 0
+    await page.get_by_role("link", name="k-1").click()
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+    await wait_rows(watched, 2)
+    shown = page.locator("#messages pre.msg")
+    assert await shown.all_text_contents() == ["alpha", "beta"]
+    for action in ("#append", "#fork-stream", "#close-stream", "#delete-stream", "#snapshot"):
+        assert await page.locator(action).count() == 0, action
+    assert "Mounted topic" in (await page.locator(".facts").text_content() or "")
+    assert await page.locator("#start-last, #start-time, #show-coordinates").count() == 0
+    await asyncio.to_thread(produce, kafka_bootstrap, topic, [(b"k-1", b"gamma")])
+    await wait_rows(watched, 3)
+    assert await shown.nth(2).text_content() == "gamma"
+    await watched.shot("stream-mounted")
+
+    writable = await mount(stage, topic, appends=True)
+    await open_stream(watched, stage.base, writable, "k-1")
+    await wait_rows(watched, 3)
+    assert await page.locator("#fork-stream, #close-stream, #delete-stream").count() == 0
+    await page.locator("#append-text").fill("delta")
+    await page.locator("#append-send").click()
+    await wait_rows(watched, 4)
+    assert await shown.all_text_contents() == ["alpha", "beta", "gamma", "delta"]

@@ -6,6 +6,8 @@ import asyncio
 import time
 from typing import Any
 
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from yarl import URL
 
 from adapter.app import create_app
@@ -64,7 +66,7 @@ async def test_api_lists_buckets_and_fork_lineage(client: Client, unique: str) -
     ).status == 201
 
     listed = await (await client.get("/ui/api/buckets")).json()
-    assert {"bucket_id": bucket, "streams": 3} in listed["buckets"]
+    assert {"bucket_id": bucket, "streams": 3, "mount": None} in listed["buckets"]
 
     lineage = await (await client.get(f"/ui/api/stream/{bucket}/grandchild")).json()
     assert [s["stream_id"] for s in lineage["sources"]] == ["grandchild", "child"]
@@ -146,7 +148,45 @@ async def test_records_give_kafka_coordinates_across_a_fork(client: Client, uniq
 
     seek = await client.get(f"/ui/api/seek/{bucket}/fork", params={"last": "4"})
     assert await _messages(client, f"/{bucket}/fork", (await seek.json())["offset"]) == [2, 3, 4, 5]
-    two = await client.get(f"/ui/api/records/{bucket}/fork", params={"limit": "2"})
-    assert [r["kafka_offset"] for r in (await two.json())["records"]] == offsets[:2]
+    two = await (await client.get(f"/ui/api/records/{bucket}/fork", params={"limit": "2"})).json()
+    assert [r["kafka_offset"] for r in two["records"]] == offsets[:2]
+    assert two["next_offset"] == two["records"][1]["next_offset"]  # where the next page starts
+    assert listed["next_offset"] == records[-1]["next_offset"]
     bad = await client.get(f"/ui/api/records/{bucket}/fork", params={"offset": "nope"})
     assert (await bad.json())["error"]["code"] == "invalid_offset"
+
+
+def _mounted_topic(bootstrap: str, topic: str) -> None:
+    """A topic a plain producer wrote: `k-1` twice, and a key that is no stream id."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for key, value in ((b"k-1", b"alpha"), (b"k-1", b"beta"), (b"a/b", b"slash")):
+        producer.produce(topic, value, key)
+    assert producer.flush(30) == 0
+
+
+async def test_api_on_a_mounted_topic(
+    client: Client, make_settings: SettingsFactory, unique: str
+) -> None:
+    topic, bucket = f"con-orders-{unique}", f"conm-{unique}"
+    await asyncio.to_thread(_mounted_topic, make_settings().bootstrap_servers, topic)
+    body = {"mount": {"topic": topic, "content_type": "text/plain"}}
+    assert (await client.put(f"/{bucket}", json=body)).status == 201
+    for _ in range(600):
+        if (await (await client.get(f"/{bucket}")).json()).get("index", {}).get("caught_up"):
+            break
+        await asyncio.sleep(0.05)
+    facts = {"topic": topic, "key_encoding": "utf8", "appends": False}
+    listed = await (await client.get("/ui/api/buckets")).json()
+    assert {"bucket_id": bucket, "streams": 2, "mount": facts} in listed["buckets"]
+    stream = await (await client.get(f"/ui/api/stream/{bucket}/k-1")).json()
+    assert (stream["topic"], stream["mount"], stream["sources"]) == (topic, facts, [])
+
+    records = await (await client.get(f"/ui/api/records/{bucket}/k-1")).json()
+    assert [r["bytes"] for r in records["records"]] == [5, 4]  # alpha, beta: the cut the view makes
+    tail = (await client.head(f"/{bucket}/k-1")).headers["Stream-Next-Offset"]
+    assert records["next_offset"] == tail
+    refused = await client.get(f"/ui/api/seek/{bucket}/k-1", params={"last": "1"})
+    assert refused.status == 400
+    assert (await refused.json())["error"]["code"] == "invalid_query"

@@ -109,8 +109,7 @@ async def test_each_console_route_needs_its_operation(
     assert request.match_info.route.resource is not None
     assert request.match_info.route.resource.canonical == template
     assert is_public(request) == (need is None)
-    if need is not None:
-        assert need_of(request) == need
+    assert need_of(request) == (Need(None) if need is None else need)  # rate limits ask too
 
 
 async def _matched(
@@ -128,6 +127,8 @@ async def test_a_path_no_route_serves_needs_only_a_token(app: web.Application) -
 
 
 def resolved(request: web.Request, match: web.UrlMappingMatchInfo) -> web.Request:
-    """The request as routing leaves it, with its match (as aiohttp's own handler sets it)."""
+    """The request as routing leaves it, with its match and app (as aiohttp's own handler
+    sets them)."""
+    match.add_app(request.app)
     request._match_info = match
     return request

@@ -20,10 +20,34 @@ export async function errorOf(response) {
   return new ApiError(response.status, code, message);
 }
 
+// The bearer token: in sessionStorage (this tab only), sent as a header, never in a URL.
+const TOKEN = "console.token";
+export const token = () => sessionStorage.getItem(TOKEN) ?? "";
+export function setToken(value) {
+  if (value) sessionStorage.setItem(TOKEN, value);
+  else sessionStorage.removeItem(TOKEN);
+}
+
+/** fetch() with the token; a 401 asks the page for one (the "unauthorized" event). */
+export async function send(path, { headers = {}, ...init } = {}) {
+  const auth = token() ? { Authorization: `Bearer ${token()}` } : {};
+  const response = await fetch(path, { ...init, headers: { ...headers, ...auth }, cache: "no-store" });
+  if (response.status === 401) window.dispatchEvent(new Event("unauthorized"));
+  return response;
+}
+
 export async function call(method, path, { headers = {}, body, signal } = {}) {
-  const response = await fetch(path, { method, headers, body, signal, cache: "no-store" });
+  const response = await send(path, { method, headers, body, signal });
   if (!response.ok) throw await errorOf(response);
   return response;
+}
+
+/** After a 403: the control is disabled and says which scope the token lacks. */
+export function refused(error, control) {
+  if (error.status !== 403) return false;
+  control.disabled = true;
+  control.title = error.message;
+  return true;
 }
 
 export async function getJSON(path) {

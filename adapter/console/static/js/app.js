@@ -1,7 +1,7 @@
 // The console's entry: the mode, the hash router (#/, #/b/{bucket}, #/s/{bucket}/{stream}).
 
-import { getJSON } from "./api.js";
-import { clear, h, status } from "./dom.js";
+import { getJSON, setToken, token } from "./api.js";
+import { ask, clear, h, status } from "./dom.js";
 import { bucketsView } from "./views/buckets.js";
 import { streamView } from "./views/stream.js";
 import { streamsView } from "./views/streams.js";
@@ -51,6 +51,29 @@ async function render() {
   if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
 }
 
+// Under auth: a 401 anywhere asks for a bearer token, then the view is drawn again with it.
+let asking = null;
+function signIn() {
+  const button = document.getElementById("sign-in");
+  button.hidden = false;
+  if (asking) return;
+  const field = h("input", { id: "token", type: "password", autocomplete: "off", value: token() });
+  const body = h(
+    "div",
+    {},
+    h("p", {}, "Sent as Authorization: Bearer with every request; kept in this tab only. Empty: sign out."),
+    h("label", { for: "token" }, "Bearer token"),
+    field,
+  );
+  asking = ask("Sign in", body, "Sign in").then((answer) => {
+    asking = null;
+    if (answer !== "ok") return;
+    setToken(field.value.trim());
+    button.textContent = token() ? "Change token" : "Sign in";
+    render();
+  });
+}
+
 function onKey(event) {
   if (!document.getElementById("shortcuts").checked) return;
   if (event.ctrlKey || event.metaKey || event.altKey) return;
@@ -75,6 +98,11 @@ async function start() {
   }
   document.getElementById("mode").textContent = context.mode === "rw" ? "read-write" : "read-only";
   document.body.dataset.mode = context.mode;
+  const signInButton = document.getElementById("sign-in");
+  signInButton.addEventListener("click", signIn);
+  signInButton.hidden = !token();
+  if (token()) signInButton.textContent = "Change token";
+  window.addEventListener("unauthorized", signIn);
   document.addEventListener("keydown", onKey);
   window.addEventListener("hashchange", render);
   await render();

@@ -57,6 +57,8 @@ export function download(name, parts, type) {
 /** A modal <dialog>; resolves with the submit button's value, or "" when cancelled. */
 export function ask(title, body, confirmLabel, { danger = false, confirmWhen = null } = {}) {
   const confirm = h("button", { value: "ok", class: danger ? "danger" : "" }, confirmLabel);
+  // Cancel is no submit button: Enter in a field submits with the confirm button.
+  const cancel = h("button", { type: "button", onclick: () => dialog.close("") }, "Cancel");
   const dialog = h(
     "dialog",
     { "aria-labelledby": "dialog-title" },
@@ -65,7 +67,7 @@ export function ask(title, body, confirmLabel, { danger = false, confirmWhen = n
       { method: "dialog" },
       h("h2", { id: "dialog-title" }, title),
       body,
-      h("menu", {}, h("button", { value: "", formnovalidate: true }, "Cancel"), confirm),
+      h("menu", {}, cancel, confirm),
     ),
   );
   if (confirmWhen) {

@@ -47,7 +47,7 @@ function saveButton(item, streamId) {
   );
 }
 
-/** A table row for a JSON or binary message. */
+/** A table row for a message. */
 export function row(item, streamId, options) {
   const large = item.size > COLLAPSE_BYTES;
   const content = h("pre", { class: `msg ${item.kind}` }, body(item, options));
@@ -62,11 +62,6 @@ export function row(item, streamId, options) {
     cell,
     h("td", {}, item.kind === "binary" || large ? saveButton(item, streamId) : null),
   );
-}
-
-/** A span of the continuous text view. */
-export function span(item) {
-  return h("span", { "data-n": item.n, title: `up to ${item.nextOffset}` }, body(item, {}));
 }
 
 /** One NDJSON line of an export: JSON as itself, text as a string, bytes as base64. */

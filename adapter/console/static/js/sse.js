@@ -2,7 +2,7 @@
 // from the last streamNextOffset whenever the server ends a connection.
 // (EventSource cannot send an Authorization header nor see Stream-SSE-Data-Encoding.)
 
-import { errorOf } from "./api.js";
+import { errorOf, send } from "./api.js";
 
 const LINE_END = /\r\n|\r|\n/g;
 
@@ -93,7 +93,7 @@ export class LiveReader {
     this.abort = new AbortController();
     const url = `${this.path}?offset=${encodeURIComponent(this.offset)}&live=sse`;
     this.connections += 1;
-    const response = await fetch(url, { signal: this.abort.signal, cache: "no-store" });
+    const response = await send(url, { signal: this.abort.signal });
     if (!response.ok) {
       const error = await errorOf(response);
       if (response.status === 503) return "retry";

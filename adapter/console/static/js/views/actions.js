@@ -1,7 +1,7 @@
 // Writes from the stream view (read-write mode only): append, close, delete, fork; and the
 // snapshot (preview, download, bootstrap then go live), which reads.
 
-import { call, Producer } from "../api.js";
+import { call, Producer, refused } from "../api.js";
 import { ask, download, h, note, status } from "../dom.js";
 import { message } from "../render.js";
 
@@ -31,14 +31,21 @@ export function jsonBody(text, mode) {
 
 export function actions(state, view, live) {
   const section = h("section", { "aria-labelledby": "actions-title" }, h("h2", { id: "actions-title" }, "Actions"));
-  section.append(snapshotPanel(state, live));
+  // A mounted topic's stream has no snapshot, fork, close or delete; appends only if allowed.
+  const { mount } = state;
+  if (!mount) section.append(snapshotPanel(state, live));
   if (state.context.mode !== "rw") return section;
-  section.append(appendForm(state, view), dangerZone(state, view, live));
+  if (!mount || mount.appends) section.append(appendForm(state, view));
+  if (!mount) section.append(dangerZone(state, view, live));
   return section;
 }
 
 function appendForm(state, view) {
   const producer = new Producer();
+  // A mount produces plain records: it refuses producer headers (a retry may write twice).
+  const post = state.mount
+    ? (body) => call("POST", state.path, { headers: { "Content-Type": state.contentType }, body })
+    : (body) => producer.append(state.path, state.contentType, body);
   const text = h("textarea", { id: "append-text", rows: "5", spellcheck: "false", "aria-keyshortcuts": "Control+Enter", "aria-describedby": "append-note" });
   const modes = MODES[state.kind].map(([value, label], i) =>
     h("label", {}, h("input", { type: "radio", name: "append-mode", value, checked: i === 0 }), ` ${label}`),
@@ -78,7 +85,7 @@ function appendForm(state, view) {
     let sent = 0;
     try {
       for (const body of bodies) {
-        await producer.append(state.path, state.contentType, body);
+        await post(body);
         sent += 1;
       }
       note(result, `Appended (${sent} request${sent === 1 ? "" : "s"}).`, "ok");
@@ -86,7 +93,8 @@ function appendForm(state, view) {
       if (file) file.value = "";
     } catch (error) {
       const done = sent ? `${sent} of ${bodies.length} lines were appended; ` : "";
-      note(result, `${done}not appended: ${error.message}`);
+      const denied = refused(error, fieldset) ? "this token may not append — " : "";
+      note(result, `${done}not appended: ${denied}${error.message}`);
     }
   }
   form.addEventListener("submit", (event) => {
@@ -114,6 +122,7 @@ function dangerZone(state, view, live) {
       await call("POST", state.path, { headers: { "Content-Type": state.contentType, "Stream-Closed": "true" } });
       status("close requested");
     } catch (error) {
+      refused(error, closeButton);
       note(result, error.message);
     }
   });
@@ -135,6 +144,7 @@ function dangerZone(state, view, live) {
       await call("DELETE", state.path);
       location.hash = `#/b/${encodeURIComponent(state.bucket)}`;
     } catch (error) {
+      refused(error, deleteButton);
       note(result, error.message);
       if (!state.closed) live.startLive(state.offset);
     }
@@ -159,6 +169,7 @@ function dangerZone(state, view, live) {
       await call("PUT", `/${encodeURIComponent(state.bucket)}/${encodeURIComponent(id.value)}`, { headers });
       location.hash = `#/s/${encodeURIComponent(state.bucket)}/${encodeURIComponent(id.value)}`;
     } catch (error) {
+      refused(error, forkButton);
       note(result, error.message);
     }
   });

@@ -1,20 +1,32 @@
 // The buckets: a table with stream counts; create and delete in read-write mode.
 
-import { bucketPath, call, consoleApi, getJSON } from "../api.js";
+import { bucketPath, call, consoleApi, getJSON, refused } from "../api.js";
 import { ask, h, note, status } from "../dom.js";
 
 const BUCKET_ID = "^[a-z0-9_\\-]{4,64}$";
 
 export async function bucketsView(view, context) {
-  const { buckets } = await getJSON(consoleApi("buckets"));
+  let buckets;
+  try {
+    ({ buckets } = await getJSON(consoleApi("buckets")));
+  } catch (error) {
+    if (error.status !== 403) throw error;
+    view.append(h("p", { class: "note error", role: "alert" }, `This token may not list buckets (${error.message}).`), openForm());
+    return;
+  }
   const rw = context.mode === "rw";
   const rows = buckets.map((bucket) =>
     h(
       "tr",
       {},
-      h("th", { scope: "row" }, h("a", { href: `#/b/${encodeURIComponent(bucket.bucket_id)}` }, bucket.bucket_id)),
-      h("td", { class: "num" }, String(bucket.streams)),
-      rw ? h("td", {}, deleteButton(bucket.bucket_id)) : null,
+      h(
+        "th",
+        { scope: "row" },
+        h("a", { href: `#/b/${encodeURIComponent(bucket.bucket_id)}` }, bucket.bucket_id),
+        bucket.mount ? [" ", mountBadge(bucket.mount)] : null,
+      ),
+      h("td", { class: "num" }, String(bucket.streams ?? "")),
+      rw ? h("td", {}, deleteButton(bucket.bucket_id, bucket.mount)) : null,
     ),
   );
   view.append(
@@ -33,6 +45,17 @@ export async function bucketsView(view, context) {
     rw ? createForm() : null,
   );
   status(`${buckets.length} buckets`);
+}
+
+/** For a token scoped to some buckets: open one by its id. */
+function openForm() {
+  const input = h("input", { id: "open-bucket", required: true, pattern: BUCKET_ID, autocomplete: "off" });
+  const form = h("form", { class: "inline" }, h("label", { for: "open-bucket" }, "Open bucket"), input, h("button", {}, "Open"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = `#/b/${encodeURIComponent(input.value)}`;
+  });
+  return form;
 }
 
 function createForm() {
@@ -64,23 +87,33 @@ function createForm() {
       await call("PUT", bucketPath(input.value));
       location.hash = `#/b/${encodeURIComponent(input.value)}`;
     } catch (error) {
+      refused(error, form.querySelector("button"));
       note(result, error.message);
     }
   });
   return form;
 }
 
-function deleteButton(bucketId) {
+/** A mounted topic's badge: the Kafka topic its streams (record keys) come from. */
+export function mountBadge(mount) {
+  const title = `Kafka topic ${mount.topic}: one stream per record key (${mount.key_encoding})${mount.appends ? ", appends allowed" : ", read-only"}`;
+  return h("span", { class: "badge mount", title }, `topic ${mount.topic}`);
+}
+
+function deleteButton(bucketId, mount) {
   const result = h("span", { class: "note" });
-  const button = h("button", { type: "button", class: "danger small" }, "Delete");
+  const verb = mount ? "Unmount" : "Delete";
+  const button = h("button", { type: "button", class: "danger small" }, verb);
   button.addEventListener("click", async () => {
-    const answer = await ask(`Delete bucket ${bucketId}?`, h("p", {}, "Only an empty bucket can be deleted."), "Delete", { danger: true });
+    const why = mount ? `The topic ${mount.topic} is left as it is.` : "Only an empty bucket can be deleted.";
+    const answer = await ask(`${verb} bucket ${bucketId}?`, h("p", {}, why), verb, { danger: true });
     if (!answer) return;
     try {
       await call("DELETE", bucketPath(bucketId));
       button.closest("tr").remove();
-      status(`bucket ${bucketId} deleted`);
+      status(`bucket ${bucketId} ${mount ? "unmounted" : "deleted"}`);
     } catch (error) {
+      refused(error, button);
       note(result, error.status === 409 ? `Not empty: ${error.message}` : error.message);
     }
   });

@@ -1,14 +1,16 @@
 // One stream: its facts, where to start, the live tail into a bounded buffer, and actions.
 
-import { call, consoleApi, getJSON, streamPath } from "../api.js";
+import { call, consoleApi, getJSON, streamPath, token } from "../api.js";
 import { Bounded, MAX_MESSAGES } from "../buffer.js";
 import { clear, download, h, note, status } from "../dom.js";
 import { splitArray } from "../json.js";
-import { message, ndjsonLine, row, span } from "../render.js";
+import { message, ndjsonLine, row } from "../render.js";
 import { base64Bytes, LiveReader } from "../sse.js";
 import { actions } from "./actions.js";
 
 const FLUSH_MS = 100;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 export function kindOf(contentType) {
   const media = contentType.split(";")[0].trim().toLowerCase();
@@ -30,6 +32,7 @@ function facts(path, headers, info) {
     ["Expires at", headers.get("Stream-Expires-At")],
     ["ETag", headers.get("ETag")],
     ["Kafka", `${info.topic} partition ${info.partition}`],
+    ["Mounted topic", info.mount && `records keyed by this id (${info.mount.key_encoding}); ${info.mount.appends ? "appends produce records" : "read-only"}`],
   ];
   for (const source of info.sources) {
     entries.push(["Forked from", `${source.forked_from} at ${source.fork_offset}`]);
@@ -61,13 +64,14 @@ export async function streamView(view, bucket, stream, params, context) {
     counter: 0,
     reader: null,
     context,
+    mount: info.mount,
   };
 
   const badge = h("span", { id: "stream-status", class: `badge ${state.closed ? "closed" : "open"}` }, state.closed ? "Closed" : "Open");
   const newBadge = h("span", { id: "new-count", class: "badge new", hidden: true });
   const dropNotice = h("p", { id: "dropped", class: "note warn", hidden: true });
   const counts = h("p", { id: "counts", class: "note" });
-  const list = kind === "text" ? h("pre", { id: "messages", class: "text-view", tabindex: "0", "aria-label": "Messages" }) : h("tbody", { id: "messages" });
+  const list = h("tbody", { id: "messages" });
   const startNote = h("p", { id: "start-note", class: "note" });
 
   const liveButton = h("button", { type: "button", id: "live", "aria-pressed": "true", "aria-keyshortcuts": "l" }, "Live");
@@ -93,7 +97,7 @@ export async function streamView(view, bucket, stream, params, context) {
     const fragment = document.createDocumentFragment();
     for (const item of state.pending) {
       if (item.dropped) continue;
-      item.node = kind === "text" ? span(item) : row(item, stream, { pretty: state.pretty });
+      item.node = row(item, stream, { pretty: state.pretty });
       fragment.append(item.node);
     }
     state.pending = [];
@@ -113,39 +117,38 @@ export async function streamView(view, bucket, stream, params, context) {
     state.pending.push(item);
   }
 
-  // Binary batches wait for their message boundaries: the chain keeps batches in order.
-  let binaryChain = Promise.resolve();
+  // Text and binary batches wait for their message boundaries: the chain keeps them in order.
+  let chain = Promise.resolve();
 
   function onBatch({ data, base64, control, start }) {
     const next = control.streamNextOffset;
     if (kind === "json") {
       for (const text of splitArray(data)) add(message("json", text, ++state.counter, next));
-    } else if (base64) {
-      const bytes = base64Bytes(data);
-      binaryChain = binaryChain
-        .then(() => messagesOf(bytes, start))
-        .catch(() => [bytes]) // boundaries unknown: the batch as one row
-        .then((parts) => parts.forEach((part) => add(message("binary", part, ++state.counter, next))));
-    } else {
-      add(message(kind, data, ++state.counter, next));
+      return;
     }
+    const bytes = base64 ? base64Bytes(data) : encoder.encode(data);
+    const as = (part) => (kind === "text" ? decoder.decode(part) : part);
+    chain = chain
+      .then(() => messagesOf(bytes, start))
+      .catch(() => [bytes]) // boundaries unknown: the batch as one row
+      .then((parts) => parts.forEach((part) => add(message(kind, as(part), ++state.counter, next))));
   }
 
-  /** A binary batch cut at its messages: SSE joins them, their Kafka records tell the sizes. */
+  /** A batch cut at its messages: SSE joins them, their Kafka records tell the sizes. */
   async function messagesOf(bytes, start) {
     const sizes = [];
     let total = 0;
     let offset = start;
-    while (total < bytes.length) {
+    while (total < bytes.length && offset) {
       const query = `offset=${encodeURIComponent(offset)}&limit=1000`;
-      const { records } = await getJSON(`${consoleApi("records", bucket, stream)}?${query}`);
-      if (records.length === 0) break;
-      for (const record of records) {
+      const page = await getJSON(`${consoleApi("records", bucket, stream)}?${query}`);
+      if (page.records.length === 0) break;
+      for (const record of page.records) {
         if (total >= bytes.length) break;
         sizes.push(record.bytes);
         total += record.bytes;
-        offset = record.next_offset;
       }
+      offset = page.next_offset;
     }
     if (total !== bytes.length) return [bytes];
     let at = 0;
@@ -207,8 +210,9 @@ export async function streamView(view, bucket, stream, params, context) {
     rebuild();
   });
 
-  const startForm = startControls(bucket, stream, from, startNote);
-  const curl = `curl -N '${location.origin}${path}?offset=${from}&live=sse'`;
+  const startForm = startControls(bucket, stream, from, startNote, !info.mount);
+  const bearer = token() ? ` -H "Authorization: Bearer $TOKEN"` : "";
+  const curl = `curl -N${bearer} '${location.origin}${path}?offset=${from}&live=sse'`;
   const kafkaStart = /^\d{16}_\d{16}$/.test(from) ? tokenToKafka(from) : from === "now" ? "end" : "beginning";
   const kcat = `kcat -C -b "$BOOTSTRAP" -t '${info.topic}' -p ${info.partition} -o ${kafkaStart} -K '\\t' -e  # records keyed '${stream}'`;
   view.append(
@@ -227,16 +231,14 @@ export async function streamView(view, bucket, stream, params, context) {
     ),
     dropNotice,
     counts,
-    kind === "text"
-      ? list
-      : h(
-          "table",
-          { class: "messages" },
-          h("caption", { class: "visually-hidden" }, "Messages"),
-          h("thead", {}, h("tr", {}, ["#", "Up to offset", "Bytes", "Message", ""].map((t) => h("th", { scope: "col" }, t)))),
-          list,
-        ),
-    coordinates(bucket, stream, from),
+    h(
+      "table",
+      { class: "messages" },
+      h("caption", { class: "visually-hidden" }, "Messages"),
+      h("thead", {}, h("tr", {}, ["#", "Up to offset", "Bytes", "Message", ""].map((t) => h("th", { scope: "col" }, t)))),
+      list,
+    ),
+    info.mount ? null : coordinates(bucket, stream, from),
     actions(state, view, { startLive, stopLive, add, flush, clearView: () => { state.buffer.clear(); state.pending = []; clear(list); } }),
   );
 
@@ -277,7 +279,7 @@ function copyButton(label, text) {
   );
 }
 
-function startControls(bucket, stream, from, startNote) {
+function startControls(bucket, stream, from, startNote, seeks) {
   const isOffset = from !== "-1" && from !== "now";
   const choice = h(
     "select",
@@ -285,8 +287,8 @@ function startControls(bucket, stream, from, startNote) {
     h("option", { value: "-1", selected: from === "-1" }, "the beginning"),
     h("option", { value: "now", selected: from === "now" }, "now"),
     h("option", { value: "offset", selected: isOffset }, "an offset"),
-    h("option", { value: "last" }, "the last N messages"),
-    h("option", { value: "time" }, "a time (UTC)"),
+    seeks && h("option", { value: "last" }, "the last N messages"),
+    seeks && h("option", { value: "time" }, "a time (UTC)"),
   );
   const offset = h("input", {
     id: "start-offset",
@@ -305,10 +307,7 @@ function startControls(bucket, stream, from, startNote) {
     choice,
     h("label", { for: "start-offset" }, "Offset"),
     offset,
-    h("label", { for: "start-last" }, "N"),
-    last,
-    h("label", { for: "start-time" }, "Time (UTC)"),
-    time,
+    seeks && [h("label", { for: "start-last" }, "N"), last, h("label", { for: "start-time" }, "Time (UTC)"), time],
     h("button", {}, "Go"),
     startNote,
   );

@@ -1,7 +1,8 @@
 // The streams of a bucket: prefix search and cursor paging, both kept in the URL.
 
-import { bucketPath, call, getJSON, streamPath } from "../api.js";
+import { bucketPath, call, getJSON, refused, streamPath } from "../api.js";
 import { h, note, status } from "../dom.js";
+import { mountBadge } from "./buckets.js";
 
 const PAGE = 50;
 
@@ -27,7 +28,7 @@ export async function streamsView(view, bucket, params, context) {
   const query = new URLSearchParams({ limit: String(limit) });
   if (prefix) query.set("prefix", prefix);
   if (after) query.set("after", after);
-  const page = await getJSON(`${bucketPath(bucket)}/streams?${query}`);
+  const [page, { mount }] = await Promise.all([getJSON(`${bucketPath(bucket)}/streams?${query}`), getJSON(bucketPath(bucket))]);
   const rows = page.streams.map((s) =>
     h(
       "tr",
@@ -52,7 +53,8 @@ export async function streamsView(view, bucket, params, context) {
     ? h("a", { class: "button", rel: "next", href: pageLink(bucket, prefix, page.next_cursor, [...trail, after], limit) }, "Next")
     : h("button", { type: "button", disabled: true }, "Next");
   view.append(
-    h("h1", {}, `Streams of ${bucket}`),
+    h("h1", {}, `Streams of ${bucket}`, mount ? [" ", mountBadge(mount)] : null),
+    mount ? h("p", { class: "note", id: "mount-note" }, `A mounted Kafka topic: each stream is a record key (${mount.key_encoding}; a key that is no valid id is ~ and its base64url).`) : null,
     searchForm,
     h(
       "table",
@@ -66,7 +68,7 @@ export async function streamsView(view, bucket, params, context) {
       h("tbody", {}, rows),
     ),
     h("nav", { class: "pager", "aria-label": "Pages" }, prev, " ", next),
-    context.mode === "rw" ? createForm(bucket) : null,
+    context.mode === "rw" && !mount ? createForm(bucket) : null,
   );
   status(`${page.streams.length} streams shown`);
 }
@@ -98,6 +100,7 @@ function createForm(bucket) {
       await call("PUT", streamPath(bucket, id.value), { headers });
       location.hash = `#/s/${encodeURIComponent(bucket)}/${encodeURIComponent(id.value)}`;
     } catch (error) {
+      refused(error, form.querySelector("button"));
       note(result, error.message);
     }
   });
