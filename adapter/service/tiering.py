@@ -244,8 +244,12 @@ class TierWorker:
             key = chunks.object_key(
                 place.topic, place.epoch_ms, place.partition, begin, end, stream_id
             )
-            data = chunks.encode(bucket_id, stream_id, place.partition, messages)
             async with gate:
+                # In a worker thread: deflating a range (up to 64 MiB) on the event loop held
+                # appends for seconds (bench/tier_catchup.py: append p99 x10 while tiering).
+                data = await asyncio.to_thread(
+                    chunks.encode, bucket_id, stream_id, place.partition, messages
+                )
                 await self.store.put(key, data)
             return TierChunk(
                 stream_id,

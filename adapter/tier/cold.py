@@ -4,13 +4,15 @@ A read gets the same messages, with the same offsets, as a Kafka read of the sam
 would: a chunk holds exactly the stream's committed data records of its range. It fetches the
 chunk's header (its block index, `chunks.py`) and then only the blocks from the one holding
 its start offset on, as many as its byte bound may need in one ranged GET (blocks hold about
-`BLOCK_BYTES` of payload each), and more only if they did not do; a chunk no larger than
+`BLOCK_BYTES` of payload each; `READ_AHEAD_BLOCKS` when the block before is cached: a reader
+going on through the chunk), and more only if they did not do; a chunk no larger than
 `HEAD_BYTES` (or one without an index) is fetched whole. A store that fails raises
 `ObjectStoreError` (retriable ones become 503 at the edge); nothing partial is returned.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 from collections import OrderedDict
 from typing import Generic, TypeVar
@@ -22,6 +24,9 @@ from adapter.tier.manifest import TierChunk, TierRange
 
 # The first GET of a chunk: its header and index (a few KiB even for a 64 MiB chunk).
 HEAD_BYTES = 64 * 1024
+# Blocks one GET takes when the block before is cached (a reader going on through the chunk,
+# as catch-up does): 4 MiB of payload, so a sequential read is not one round trip per read.
+READ_AHEAD_BLOCKS = 16
 V = TypeVar("V")
 
 
@@ -52,8 +57,13 @@ class ColdReader:
         first = shape.block_at(start)
         span = 1 + max(0, max_bytes - already) // BLOCK_BYTES  # blocks the bound may take
         for number in range(first, len(shape.blocks)):
-            if shape.blocks[number].first_offset >= stop:
+            block = shape.blocks[number]
+            if block.first_offset >= stop:
                 break
+            if number > first and (taken or already) and already + size > max_bytes:
+                # Full: the next message is this block's first (the index says which),
+                # so the block need not be fetched.
+                return ReadResult(taken, block.first_offset, False)
             ahead = max(1, span - (number - first))
             messages = await self._block(chunk.object_key, shape, number, ahead, stop)
             offsets = [message.offset for message in messages]
@@ -77,7 +87,7 @@ class ColdReader:
             head = await self._get(key, 0, length)
             if whole:  # the first GET was the whole chunk: keep its messages too
                 shape = Layout.whole(chunk.first_offset, len(head))
-                self._keep(key, 0, decode(head))
+                self._keep(key, 0, await asyncio.to_thread(decode, head))
                 break
             try:
                 found = layout(head)
@@ -97,6 +107,8 @@ class ColdReader:
         cached = self.cache.get(f"{key}#{number}")
         if cached is not None:
             return cached
+        if number and self.cache.get(f"{key}#{number - 1}") is not None:
+            ahead = max(ahead, READ_AHEAD_BLOCKS)
         blocks = shape.blocks
         last = number
         while (
@@ -105,16 +117,11 @@ class ColdReader:
             and self.cache.get(f"{key}#{last + 1}") is None
         ):
             last += 1
-        base = blocks[number].start
-        data = await self._get(key, base, blocks[last].end)
-        wanted: list[ColdMessage] = []
-        for each in range(number, last + 1):
-            block = blocks[each]
-            messages = decode(shape.header + data[block.start - base : block.end - base])
+        data = await self._get(key, blocks[number].start, blocks[last].end)
+        decoded = await asyncio.to_thread(_decode_blocks, shape, number, last, data)
+        for each, messages in enumerate(decoded, number):
             self._keep(key, each, messages)
-            if each == number:
-                wanted = messages
-        return wanted
+        return decoded[0]
 
     def _keep(self, key: str, number: int, messages: list[ColdMessage]) -> None:
         self.cache.put(f"{key}#{number}", messages, sum(len(m.payload) for m in messages))
@@ -124,6 +131,15 @@ class ColdReader:
         if data is None:
             raise ObjectStoreError(f"cold chunk {key} is missing", retriable=False)
         return data
+
+
+def _decode_blocks(shape: Layout, first: int, last: int, data: bytes) -> list[list[ColdMessage]]:
+    """Each block of `data` (blocks first..last, fetched in one piece), in a worker thread."""
+    base = shape.blocks[first].start
+    return [
+        decode(shape.header + data[block.start - base : block.end - base])
+        for block in shape.blocks[first : last + 1]
+    ]
 
 
 class ChunkCache(Generic[V]):
