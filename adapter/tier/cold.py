@@ -91,7 +91,9 @@ class ColdReader:
                 break
             try:
                 found = layout(head)
-            except Incomplete:
+            except Incomplete as error:
+                if len(head) < length:  # the object ended inside its header
+                    raise ObjectStoreError(f"cold chunk {key} is cut short", False) from error
                 length *= 2  # a header past HEAD_BYTES: a stream of very many blocks
                 continue
             shape = found or Layout.whole(chunk.first_offset, chunk.object_bytes)

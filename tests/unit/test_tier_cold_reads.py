@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapter.log.reader import ReadResult
+from adapter.objects.base import ObjectStoreError
 from adapter.objects.local import LocalObjectStore
 from adapter.tier import chunks
 from adapter.tier.chunks import BLOCK_BYTES, ColdMessage, decode, encode, layout
@@ -107,3 +108,11 @@ async def test_a_small_chunk_is_one_get_and_an_unindexed_one_is_read_whole(tmp_p
         m.payload for m in big
     ]
     assert chunk.object_key == old.object_key
+
+
+async def test_a_chunk_cut_short_inside_its_header_is_an_error_not_a_loop(tmp_path: Path) -> None:
+    messages = _messages(40, 32 * 1024)
+    store, tier_range = await _stored(tmp_path, messages)
+    await store.put(KEY, encode("b", "s", 0, messages)[:20])  # the manifest says 1.25 MiB
+    with pytest.raises(ObjectStoreError, match="cut short"):
+        await ColdReader(store, 0).read(tier_range, "s", 0, tier_range.end, 10**6)
