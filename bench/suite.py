@@ -5,7 +5,8 @@ Targets, each started here: durable-kafka (the console script on the local broke
 file-backed, and raw Kafka (confluent-kafka, acks=all, idempotent) where a scenario has a
 Kafka equivalent. Load comes from the compiled generator in bench/loadgen (Go), a separate
 process; SSE fan-out is bench.sse_fanout's, run as a subprocess and folded in; `/bootstrap`
-vs catch-up of one stream is bench.suite_bootstrap's (durable-kafka only).
+vs catch-up of one stream is bench.suite_bootstrap's, and the cold tier (catch-up from cold vs
+hot, append p99 while tiering vs idle) bench.tier_catchup's (durable-kafka only).
 
     .venv/bin/python -m bench.suite                 # the full run (~20 min on 2 cores)
     .venv/bin/python -m bench.suite --smoke         # tiny sizes (~1.5 min warm)
@@ -39,6 +40,7 @@ from bench import (
     suite_memory,
     suite_servers,
     targets,
+    tier_catchup,
 )
 from bench.sse_fanout import REFERENCE_PACKAGE, log, wait_quiet
 from bench.suite_goals import fanout_goal, goal_table, goals
@@ -78,6 +80,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--no-fanout", action="store_true", help="skip bench.sse_fanout")
     add("--no-bootstrap", action="store_true", help="skip bootstrap vs catch-up")
     suite_bootstrap.add_arguments(parser)
+    add("--no-tier", action="store_true", help="skip the cold-tier bench")
+    tier_catchup.add_arguments(parser)
     add("--bootstrap-servers", default="127.0.0.1:9092")
     add("--no-devstack", action="store_true", help="don't run `devstack up kafka` first")
     add("--quiet-below", type=float, default=0.25, help="machine busy share to wait for")
@@ -236,6 +240,21 @@ def run_bootstrap(args: argparse.Namespace) -> dict[str, Any] | None:
     return result
 
 
+def run_tier(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Catch-up from the cold tier vs hot, append p99 while tiering vs idle (bench.tier_catchup:
+    an in-process durable-kafka on the suite's broker)."""
+    if args.no_tier or targets.DURABLE_KAFKA not in args.targets:
+        return None
+    log("[durable-kafka / cold tier]")
+    try:
+        result = tier_catchup.run(args, args.run_tag.replace("-", ""))
+    except tier_catchup.BenchError as error:
+        log(f"  FAILED: {error}")
+        return {"failure": str(error)}
+    log(f"  {result['ratios']}")
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     unknown = [t for t in args.targets if t not in ALL_TARGETS]
@@ -264,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     memory = run_memory(binary, args) if args.memory_streams else []
     fanout = None if args.no_fanout else run_fanout(args)
     boot = run_bootstrap(args)
-    return report(args, facts, [row.as_json() for row in rows], memory, fanout, boot)
+    tier = run_tier(args)
+    return report(args, facts, [row.as_json() for row in rows], memory, fanout, boot, tier)
 
 
 def report(
@@ -274,6 +294,7 @@ def report(
     memory: list[dict[str, Any]],
     fanout: dict[str, Any] | None,
     boot: dict[str, Any] | None,
+    tier: dict[str, Any] | None = None,
 ) -> int:
     ratio_rows = ratios(rows)
     checked = goals(rows, args.streams_small, args.streams_many, memory)
@@ -282,13 +303,17 @@ def report(
     print(goal_table(checked))
     if boot is not None:
         print("", boot.get("failure") or suite_bootstrap.table(boot), sep="\n")
+    if tier is not None:
+        print("", tier.get("failure") or tier_catchup.table(tier), sep="\n")
     document: dict[str, Any] = {"run": facts, "rows": rows, "ratios": ratio_rows}
     document["memory"] = memory
-    document |= {"goals": checked, "sse_fanout": fanout, "bootstrap": boot}
+    document |= {"goals": checked, "sse_fanout": fanout, "bootstrap": boot, "tier": tier}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     log(f"wrote {args.out}")
-    failed = any(row["failure"] for row in rows) or bool(boot and boot.get("failure"))
+    failed = any(row["failure"] for row in rows) or any(
+        bool(part and part.get("failure")) for part in (boot, tier)
+    )
     return 1 if failed else 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterable
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -14,8 +15,25 @@ class ObjectStoreError(Exception):
         self.retriable = retriable
 
 
+@dataclass
+class Fetched:
+    """What `get` has returned since the store was made: a measure of what reads cost."""
+
+    gets: int = 0
+    ranged_gets: int = 0  # of them, those of part of an object
+    size: int = 0  # bytes returned
+
+    def count(self, data: bytes | None, ranged: bool) -> None:
+        if data is not None:
+            self.gets += 1
+            self.ranged_gets += ranged
+            self.size += len(data)
+
+
 class ObjectStore(Protocol):
     """Immutable objects by key. Every method completes or raises within the store's timeout."""
+
+    fetched: Fetched
 
     async def check(self) -> None:
         """Raise ObjectStoreError unless the store is reachable and writable."""
@@ -28,7 +46,8 @@ class ObjectStore(Protocol):
         `chunks` (or the store, or a cancellation) leaves nothing under `key`."""
 
     async def get(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
-        """Bytes [start, end) of the object, or None when there is no such object."""
+        """Bytes [start, end) of the object (a ranged GET on S3), or None when there is no
+        such object."""
 
     async def delete(self, key: str) -> None: ...
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterable
 from pathlib import Path
 from typing import BinaryIO
 
-from adapter.objects.base import ObjectStoreError
+from adapter.objects.base import Fetched, ObjectStoreError
 
 
 class LocalObjectStore:
@@ -18,6 +18,7 @@ class LocalObjectStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.fetched = Fetched()
 
     def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()
@@ -50,7 +51,9 @@ class LocalObjectStore:
             raise
 
     async def get(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
-        return await asyncio.to_thread(self._read, self._path(key), start, end)
+        data = await asyncio.to_thread(self._read, self._path(key), start, end)
+        self.fetched.count(data, start > 0 or end is not None)
+        return data
 
     async def delete(self, key: str) -> None:
         await asyncio.to_thread(self._path(key).unlink, missing_ok=True)

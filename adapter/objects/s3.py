@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from adapter.objects.base import ObjectStoreError
+from adapter.objects.base import Fetched, ObjectStoreError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-# A streamed object is sent in parts of at least this size (S3 wants >= 5 MiB but the last):
-# one part is held in memory at a time; an object smaller than one part is one PUT.
+# A streamed object, or a `put` of more than this, is sent in parts of this size (the default;
+# S3 wants >= 5 MiB but the last): one part is held in memory at a time; an object smaller
+# than one part is one PUT.
 PART_BYTES: Final = 8 * 1024 * 1024
 _MISSING = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
 
@@ -36,9 +37,12 @@ class S3ObjectStore:
         region: str = "us-east-1",
         access_key_id: str | None = None,
         secret_access_key: str | None = None,
+        part_bytes: int = PART_BYTES,
     ) -> None:
         self.bucket = bucket
+        self.part_bytes = part_bytes
         self.timeout_s = timeout_s
+        self.fetched = Fetched()
         # Credentials left unset fall through to boto3's own chain (env, profile, IAM role).
         self._client: S3Client = boto3.client(
             "s3",
@@ -81,6 +85,10 @@ class S3ObjectStore:
             )
 
     async def put(self, key: str, data: bytes) -> None:
+        """One PUT, or a multipart upload (`put_stream`) when `data` is over a part."""
+        if len(data) > self.part_bytes:
+            await self.put_stream(key, _pieces(data, self.part_bytes))
+            return
         await self._call(
             f"put {key}", lambda: self._client.put_object(Bucket=self.bucket, Key=key, Body=data)
         )
@@ -93,7 +101,7 @@ class S3ObjectStore:
             buffer = bytearray()
             async for chunk in chunks:
                 buffer += chunk
-                if len(buffer) >= PART_BYTES:
+                if len(buffer) >= self.part_bytes:
                     await upload.send(bytes(buffer))
                     buffer.clear()
             if upload.started:
@@ -118,11 +126,13 @@ class S3ObjectStore:
             return reply["Body"].read()
 
         try:
-            return await self._call(f"get {key}", fetch)
+            data = await self._call(f"get {key}", fetch)
         except ObjectStoreError as error:
             if isinstance(error.__cause__, ClientError) and _code(error.__cause__) in _MISSING:
                 return None
             raise
+        self.fetched.count(data, ranged)
+        return data
 
     async def delete(self, key: str) -> None:
         await self._call(
@@ -200,6 +210,12 @@ class _Multipart:
             )
         except ObjectStoreError as error:
             log.warning("multipart upload of %s not aborted: %s", key, error)
+
+
+async def _pieces(data: bytes, size: int) -> AsyncIterator[bytes]:
+    view = memoryview(data)
+    for start in range(0, len(data), size):
+        yield bytes(view[start : start + size])
 
 
 def _code(error: ClientError) -> str:

@@ -55,7 +55,12 @@ class ReadPath:
                 messages += result.messages
                 got = sum(len(message) for message in result.messages)
                 size, taken, position = size + got, taken + got, result.next_offset
-                if not result.complete or size >= limit:
+                # A cold piece that ends at its tiered range's end (complete, short of the
+                # segment's) goes on even when full: the next piece takes nothing but finds
+                # the next message's offset, which is where one Kafka read would have ended
+                # (past the commit markers in between), so the offset tokens match.
+                at_range_end = result.complete and position < segment.end
+                if not result.complete or (size >= limit and not at_range_end):
                     return Chunk(meta, messages, first, position, position >= meta.next_offset)
         return Chunk(meta, messages, first, position, position >= meta.next_offset)
 

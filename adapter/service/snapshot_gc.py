@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 from adapter.log.errors import LogUnavailable
 from adapter.objects.base import ObjectStore, ObjectStoreError
@@ -54,6 +55,48 @@ async def collect_forever(
             log.warning("%s collection failed, trying again later: %s", what, error)
 
 
+@dataclass(frozen=True)
+class Listing:
+    """The objects under a prefix, listed at `now_ms`, before the catalog caught up."""
+
+    now_ms: int
+    keys: list[str]
+
+
+class OrphanSweep:
+    """The bookkeeping both collectors share: objects under `prefix` that nothing keeps, each
+    deleted once seen so for a whole grace period. `begin` lists the store *then* catches the
+    catalog up (so anything committed before the listing is in the catalog when `finish`
+    judges it); `finish` deletes what is due and remembers when the others were first seen."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        prefix: str,
+        caught_up: Callable[[], Awaitable[None]],
+        clock: Callable[[], int],
+        grace_ms: int,
+    ) -> None:
+        self.store = store
+        self.prefix = prefix
+        self.caught_up = caught_up
+        self.clock = clock
+        self.grace_ms = grace_ms
+        self._seen: dict[str, int] = {}
+
+    async def begin(self) -> Listing:
+        now = self.clock()
+        keys = await self.store.keys(self.prefix)
+        await self.caught_up()
+        return Listing(now, keys)
+
+    async def finish(self, listing: Listing, kept: set[str]) -> list[str]:
+        doomed, self._seen = due(listing.keys, kept, self._seen, listing.now_ms, self.grace_ms)
+        for key in doomed:
+            await self.store.delete(key)
+        return doomed
+
+
 class SnapshotCollector:
     def __init__(
         self,
@@ -64,27 +107,17 @@ class SnapshotCollector:
         grace_ms: int,
         interval_s: float,
     ) -> None:
-        self.store = store
         self.catalog = catalog
-        self.caught_up = caught_up
-        self.clock = clock
-        self.grace_ms = grace_ms
         self.interval_s = interval_s
-        self._seen: dict[str, int] = {}
+        self.sweep = OrphanSweep(store, OBJECT_PREFIX, caught_up, clock, grace_ms)
 
     async def run(self) -> None:
         await collect_forever(self.collect_once, self.interval_s, "snapshot")
 
     async def collect_once(self) -> list[str]:
         """One pass: list the blobs, catch up on the state topics, delete what is due."""
-        now = self.clock()
-        keys = await self.store.keys(OBJECT_PREFIX)
-        await self.caught_up()
-        doomed, self._seen = due(
-            keys, self.catalog.visible_snapshot_keys(), self._seen, now, self.grace_ms
-        )
-        for key in doomed:
-            await self.store.delete(key)
+        listing = await self.sweep.begin()
+        doomed = await self.sweep.finish(listing, self.catalog.visible_snapshot_keys())
         if doomed:
             log.info("collected %d snapshot blobs", len(doomed))
         return doomed

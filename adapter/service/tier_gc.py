@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.objects.base import ObjectStore
-from adapter.service.snapshot_gc import collect_forever, due
+from adapter.service.snapshot_gc import OrphanSweep, collect_forever
 from adapter.state.catalog import Catalog
 from adapter.state.records import StreamMeta
 from adapter.tier import chunks, manifest
@@ -79,22 +79,16 @@ class TierCollector:
         self.catalog = catalog
         self.writers = writers
         self.slots = slots
-        self.store = store
         self.tier_topic = tier_topic
-        self.caught_up = caught_up
-        self.clock = clock
-        self.grace_ms = grace_ms
         self.interval_s = interval_s
-        self._seen: dict[str, int] = {}
+        self.sweep = OrphanSweep(store, chunks.OBJECT_PREFIX, caught_up, clock, grace_ms)
 
     async def run(self) -> None:
         await collect_forever(self.collect_once, self.interval_s, "cold tier")
 
     async def collect_once(self) -> tuple[int, list[str]]:
         """One pass: (range records rewritten or tombstoned, objects deleted)."""
-        now = self.clock()
-        keys = await self.store.keys(chunks.OBJECT_PREFIX)
-        await self.caught_up()
+        listing = await self.sweep.begin()
         changed = 0
         for place in self.catalog.tier.places():
             bucket_id = bucket_of_topic(self.slots.prefix, place.topic)
@@ -110,9 +104,7 @@ class TierCollector:
             for tier_range in self.catalog.tier.ranges(place)
             for chunk in tier_range.chunks
         }
-        doomed, self._seen = due(keys, listed, self._seen, now, self.grace_ms)
-        for key in doomed:
-            await self.store.delete(key)
+        doomed = await self.sweep.finish(listing, listed)
         if changed or doomed:
             log.info("cold tier: %d ranges rewritten, %d objects deleted", changed, len(doomed))
         return changed, doomed

@@ -11,7 +11,8 @@ Run on every instance for the partitions of the write slots it owns. One pass pe
    the same objects);
 3. commit the range's manifest record with the slot's transactional producer (so a fenced
    former owner cannot), and put it in the index reads use;
-4. only then DeleteRecords up to the range's end.
+4. only then DeleteRecords up to the range's end (`tier/freeing.py`: the one rule for where
+   Kafka may free a partition).
 
 A crash between any two steps leaves either the old state (Kafka still has everything; at most
 unreferenced objects stay behind) or the new one (the range is readable from chunks), never a
@@ -33,6 +34,7 @@ from adapter.state.catalog import Catalog
 from adapter.state.records import BucketMeta
 from adapter.tier import chunks, manifest
 from adapter.tier.chunks import ColdMessage
+from adapter.tier.freeing import free_to, to_free
 from adapter.tier.manifest import Place, TierChunk, TierRange
 from adapter.tier.meter import Meter
 from topology.admin import TopologyAdmin
@@ -147,9 +149,10 @@ class TierWorker:
         place = Place(bucket.topic, bucket.created_at_ms, partition)
         log_start, _ = await self.scanner.watermarks(bucket.topic, partition)
         tiered_to = self.catalog.tier.tiered_to(place)
-        if tiered_to is not None and tiered_to > log_start:
+        freeable = to_free(self.catalog.tier, place, log_start)
+        if freeable is not None:
             # A crash (or a lost slot) between a range's commit and its DeleteRecords.
-            log_start = await self.admin.delete_records(bucket.topic, partition, tiered_to)
+            log_start = await self.admin.delete_records(bucket.topic, partition, freeable)
         begin = log_start if tiered_to is None else max(tiered_to, log_start)
         meter = await self._measured(place, begin)
         committed = 0
@@ -214,7 +217,9 @@ class TierWorker:
         slot = self.slots.of_stream(bucket.bucket_id, place.partition)
         await self.writers.submit(slot, [], lambda _offsets: [entry])
         self.catalog.tier.put(tier_range)
-        await self.admin.delete_records(place.topic, place.partition, end)
+        freeable = free_to(self.catalog.tier, place)
+        if freeable is not None:  # `end`, unless another rule frees more
+            await self.admin.delete_records(place.topic, place.partition, freeable)
         log.info(
             "tiered %s[%d] %d..%d: %d chunks",
             place.topic,
@@ -239,8 +244,12 @@ class TierWorker:
             key = chunks.object_key(
                 place.topic, place.epoch_ms, place.partition, begin, end, stream_id
             )
-            data = chunks.encode(bucket_id, stream_id, place.partition, messages)
             async with gate:
+                # In a worker thread: deflating a range (up to 64 MiB) on the event loop held
+                # appends for seconds (bench/tier_catchup.py: append p99 x10 while tiering).
+                data = await asyncio.to_thread(
+                    chunks.encode, bucket_id, stream_id, place.partition, messages
+                )
                 await self.store.put(key, data)
             return TierChunk(
                 stream_id,

@@ -3,21 +3,69 @@
 An Avro container (`schemas/tier_message.avsc`, deflate blocks) so Spark reads chunks with
 `format("avro")` and any Avro tool can open one. The object key is a function of the range and
 the stream alone, so a pass redone after a crash writes the same objects again, never new ones.
+
+Blocks hold about `BLOCK_BYTES` of payload each, and the header's metadata carries their index
+(`INDEX_KEY`: each block's first offset and byte position), so a reader fetches the header and
+then only the blocks it needs, by ranged GETs (`cold.py`). Avro readers ignore metadata they do
+not know; a chunk without the index (written before it existed) is read whole.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import fastavro
+from fastavro.read import HEADER_SCHEMA
 
 import schemas
 from topology.wire import ProducerStamp, encode_token
 
 OBJECT_PREFIX = "tier/"
 _SCHEMA = fastavro.parse_schema(schemas.load("tier_message"))
+CODEC = "deflate"
+BLOCK_BYTES = 256 * 1024  # of payload per Avro block (a block holds at least one message)
+INDEX_KEY = "durable_kafka.blocks"
+_WHOLE = 1 << 62  # a sync interval no block reaches: each writer call makes one block
+
+
+class Incomplete(Exception):
+    """The bytes given end before the container's header does."""
+
+
+@dataclass(frozen=True)
+class Block:
+    first_offset: int
+    start: int  # byte position in the object
+    end: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a reader needs to fetch single blocks: the header (each block is decoded behind
+    it) and the blocks in order."""
+
+    header: bytes
+    blocks: tuple[Block, ...]
+
+    def block_at(self, offset: int) -> int:
+        """The index of the block holding `offset` (or where it would be)."""
+        firsts = [block.first_offset for block in self.blocks]
+        return max(0, bisect.bisect_right(firsts, offset) - 1)
+
+    @property
+    def size(self) -> int:
+        return len(self.header) + 24 * len(self.blocks)
+
+    @classmethod
+    def whole(cls, first_offset: int, size: int) -> Layout:
+        """One block that is the whole object (header and all): a small or unindexed chunk."""
+        return cls(b"", (Block(first_offset, 0, size),))
 
 
 @dataclass(frozen=True)
@@ -45,9 +93,70 @@ def object_key(
 
 
 def encode(bucket_id: str, stream_id: str, partition: int, messages: list[ColdMessage]) -> bytes:
-    """The container file of one stream's messages, in offset order."""
+    """The container file of one stream's messages, in offset order, with its block index.
+
+    Each block is written behind a bare header (same schema, codec and sync marker) and cut
+    off it; the index header is written last, so block positions count from its end."""
+    marker = hashlib.sha256(f"{bucket_id}\n{stream_id}\n{partition}".encode()).digest()[:16]
+    bare = _container([], marker, {})
+    bodies: list[bytes] = []
+    entries: list[list[int]] = []
+    position = 0
+    for group in _groups(messages):
+        body = _container(_rows(bucket_id, stream_id, partition, group), marker, {})[len(bare) :]
+        entries.append([group[0].offset, position])
+        bodies.append(body)
+        position += len(body)
+    index = json.dumps({"blocks": entries, "end": position}, separators=(",", ":"))
+    return _container([], marker, {INDEX_KEY: index}) + b"".join(bodies)
+
+
+def _container(rows: Iterable[dict[str, Any]], marker: bytes, metadata: dict[str, str]) -> bytes:
     out = io.BytesIO()
-    rows = (
+    fastavro.writer(
+        out, _SCHEMA, rows, CODEC, sync_interval=_WHOLE, metadata=metadata, sync_marker=marker
+    )
+    return out.getvalue()
+
+
+def _groups(messages: list[ColdMessage]) -> Iterator[list[ColdMessage]]:
+    group: list[ColdMessage] = []
+    size = 0
+    for message in messages:
+        if group and size + len(message.payload) > BLOCK_BYTES:
+            yield group
+            group, size = [], 0
+        group.append(message)
+        size += len(message.payload)
+    if group:
+        yield group
+
+
+def layout(head: bytes) -> Layout | None:
+    """The layout from the first bytes of a chunk, or None if it has no block index; raises
+    `Incomplete` when `head` ends inside the header."""
+    stream = io.BytesIO(head)
+    try:
+        header: Any = fastavro.schemaless_reader(stream, HEADER_SCHEMA, None)
+    except EOFError as error:
+        raise Incomplete from error
+    size = stream.tell()
+    raw = header["meta"].get(INDEX_KEY)
+    if raw is None:
+        return None
+    index = json.loads(raw)
+    starts = [size + position for _, position in index["blocks"]] + [size + index["end"]]
+    blocks = tuple(
+        Block(first, start, end)
+        for (first, _), start, end in zip(index["blocks"], starts, starts[1:], strict=False)
+    )
+    return Layout(head[:size], blocks)
+
+
+def _rows(
+    bucket_id: str, stream_id: str, partition: int, messages: list[ColdMessage]
+) -> Iterator[dict[str, Any]]:
+    return (
         {
             "bucket_id": bucket_id,
             "stream_id": stream_id,
@@ -63,12 +172,11 @@ def encode(bucket_id: str, stream_id: str, partition: int, messages: list[ColdMe
         }
         for message in messages
     )
-    fastavro.writer(out, _SCHEMA, rows, codec="deflate")
-    return out.getvalue()
 
 
 def decode(data: bytes) -> list[ColdMessage]:
-    """The messages of a container file written by `encode`."""
+    """The messages of a container file written by `encode` (or of its header followed by
+    some of its blocks)."""
     messages = []
     for row in fastavro.reader(io.BytesIO(data)):
         if not isinstance(row, dict):

@@ -1,26 +1,40 @@
-"""Reads from cold chunks, through a cache bounded in bytes.
+"""Reads from cold chunks: ranged GETs of the blocks a read needs, through a bounded cache.
 
 A read gets the same messages, with the same offsets, as a Kafka read of the same range
-would: a chunk holds exactly the stream's committed data records of its range. A store that
-fails raises `ObjectStoreError` (retriable ones become 503 at the edge); nothing partial is
-returned.
+would: a chunk holds exactly the stream's committed data records of its range. It fetches the
+chunk's header (its block index, `chunks.py`) and then only the blocks from the one holding
+its start offset on, as many as its byte bound may need in one ranged GET (blocks hold about
+`BLOCK_BYTES` of payload each; `READ_AHEAD_BLOCKS` when the block before is cached: a reader
+going on through the chunk), and more only if they did not do; a chunk no larger than
+`HEAD_BYTES` (or one without an index) is fetched whole. A store that fails raises
+`ObjectStoreError` (retriable ones become 503 at the edge); nothing partial is returned.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 from collections import OrderedDict
+from typing import Generic, TypeVar
 
 from adapter.log.reader import ReadResult
 from adapter.objects.base import ObjectStore, ObjectStoreError
-from adapter.tier.chunks import ColdMessage, decode
-from adapter.tier.manifest import TierRange
+from adapter.tier.chunks import BLOCK_BYTES, ColdMessage, Incomplete, Layout, decode, layout
+from adapter.tier.manifest import TierChunk, TierRange
+
+# The first GET of a chunk: its header and index (a few KiB even for a 64 MiB chunk).
+HEAD_BYTES = 64 * 1024
+# Blocks one GET takes when the block before is cached (a reader going on through the chunk,
+# as catch-up does): 4 MiB of payload, so a sequential read is not one round trip per read.
+READ_AHEAD_BLOCKS = 16
+V = TypeVar("V")
 
 
 class ColdReader:
     def __init__(self, store: ObjectStore, cache_bytes: int) -> None:
         self.store = store
-        self.cache = ChunkCache(cache_bytes)
+        self.cache: ChunkCache[list[ColdMessage]] = ChunkCache(cache_bytes)  # decoded blocks
+        self.layouts: ChunkCache[Layout] = ChunkCache(max(cache_bytes // 16, HEAD_BYTES))
 
     async def read(
         self,
@@ -37,50 +51,118 @@ class ColdReader:
         chunk = tier_range.chunk_of(stream_id)
         if chunk is None or chunk.last_offset < start or chunk.first_offset >= stop:
             return ReadResult([], stop, True)
-        messages = await self._messages(chunk.object_key)
-        offsets = [message.offset for message in messages]
+        shape = await self._layout(chunk)
         taken: list[bytes] = []
         size = 0
-        for message in messages[bisect.bisect_left(offsets, start) :]:
-            if message.offset >= stop:
+        first = shape.block_at(start)
+        span = 1 + max(0, max_bytes - already) // BLOCK_BYTES  # blocks the bound may take
+        for number in range(first, len(shape.blocks)):
+            block = shape.blocks[number]
+            if block.first_offset >= stop:
                 break
-            if (taken or already) and already + size + len(message.payload) > max_bytes:
-                return ReadResult(taken, message.offset, False)
-            taken.append(message.payload)
-            size += len(message.payload)
+            if number > first and (taken or already) and already + size > max_bytes:
+                # Full: the next message is this block's first (the index says which),
+                # so the block need not be fetched.
+                return ReadResult(taken, block.first_offset, False)
+            ahead = max(1, span - (number - first))
+            messages = await self._block(chunk.object_key, shape, number, ahead, stop)
+            offsets = [message.offset for message in messages]
+            for message in messages[bisect.bisect_left(offsets, start) :]:
+                if message.offset >= stop:
+                    return ReadResult(taken, stop, True)
+                if (taken or already) and already + size + len(message.payload) > max_bytes:
+                    return ReadResult(taken, message.offset, False)
+                taken.append(message.payload)
+                size += len(message.payload)
         return ReadResult(taken, stop, True)
 
-    async def _messages(self, key: str) -> list[ColdMessage]:
-        cached = self.cache.get(key)
+    async def _layout(self, chunk: TierChunk) -> Layout:
+        key = chunk.object_key
+        cached = self.layouts.get(key)
         if cached is not None:
             return cached
-        data = await self.store.get(key)
+        whole = chunk.object_bytes <= HEAD_BYTES
+        length = chunk.object_bytes if whole else HEAD_BYTES
+        while True:
+            head = await self._get(key, 0, length)
+            if whole:  # the first GET was the whole chunk: keep its messages too
+                shape = Layout.whole(chunk.first_offset, len(head))
+                self._keep(key, 0, await asyncio.to_thread(decode, head))
+                break
+            try:
+                found = layout(head)
+            except Incomplete as error:
+                if len(head) < length:  # the object ended inside its header
+                    raise ObjectStoreError(f"cold chunk {key} is cut short", False) from error
+                length *= 2  # a header past HEAD_BYTES: a stream of very many blocks
+                continue
+            shape = found or Layout.whole(chunk.first_offset, chunk.object_bytes)
+            break
+        self.layouts.put(key, shape, shape.size)
+        return shape
+
+    async def _block(
+        self, key: str, shape: Layout, number: int, ahead: int, stop: int
+    ) -> list[ColdMessage]:
+        """Block `number`'s messages; if it is not cached, one GET fetches it and the next
+        uncached blocks below `stop`, up to `ahead` blocks in all, and caches them."""
+        cached = self.cache.get(f"{key}#{number}")
+        if cached is not None:
+            return cached
+        if number and self.cache.get(f"{key}#{number - 1}") is not None:
+            ahead = max(ahead, READ_AHEAD_BLOCKS)
+        blocks = shape.blocks
+        last = number
+        while (
+            last + 1 < min(len(blocks), number + ahead)
+            and blocks[last + 1].first_offset < stop
+            and self.cache.get(f"{key}#{last + 1}") is None
+        ):
+            last += 1
+        data = await self._get(key, blocks[number].start, blocks[last].end)
+        decoded = await asyncio.to_thread(_decode_blocks, shape, number, last, data)
+        for each, messages in enumerate(decoded, number):
+            self._keep(key, each, messages)
+        return decoded[0]
+
+    def _keep(self, key: str, number: int, messages: list[ColdMessage]) -> None:
+        self.cache.put(f"{key}#{number}", messages, sum(len(m.payload) for m in messages))
+
+    async def _get(self, key: str, start: int, end: int) -> bytes:
+        data = await self.store.get(key, start, end)
         if data is None:
             raise ObjectStoreError(f"cold chunk {key} is missing", retriable=False)
-        messages = decode(data)
-        self.cache.put(key, messages, sum(len(m.payload) for m in messages))
-        return messages
+        return data
 
 
-class ChunkCache:
-    """Decoded chunks, least recently used first out, at most `capacity` payload bytes."""
+def _decode_blocks(shape: Layout, first: int, last: int, data: bytes) -> list[list[ColdMessage]]:
+    """Each block of `data` (blocks first..last, fetched in one piece), in a worker thread."""
+    base = shape.blocks[first].start
+    return [
+        decode(shape.header + data[block.start - base : block.end - base])
+        for block in shape.blocks[first : last + 1]
+    ]
+
+
+class ChunkCache(Generic[V]):
+    """Least recently used first out, at most `capacity` bytes (as each entry is sized)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.size = 0
-        self._entries: OrderedDict[str, tuple[list[ColdMessage], int]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[V, int]] = OrderedDict()
 
-    def get(self, key: str) -> list[ColdMessage] | None:
+    def get(self, key: str) -> V | None:
         entry = self._entries.get(key)
         if entry is None:
             return None
         self._entries.move_to_end(key)
         return entry[0]
 
-    def put(self, key: str, messages: list[ColdMessage], size: int) -> None:
+    def put(self, key: str, value: V, size: int) -> None:
         if size > self.capacity or key in self._entries:
             return
-        self._entries[key] = (messages, size)
+        self._entries[key] = (value, size)
         self.size += size
         while self.size > self.capacity:
             _, (_, dropped) = self._entries.popitem(last=False)

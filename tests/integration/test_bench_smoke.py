@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from adapter.app import create_app
-from bench import loadgen_run, suite_bootstrap, targets
+from bench import loadgen_run, suite_bootstrap, targets, tier_catchup
 from bench.suite_measure import cpu_per_op
 from tests.conftest import SettingsFactory
 
@@ -151,3 +151,26 @@ async def _until_ready(base: str) -> None:
                     return
             await asyncio.sleep(0.05)
     raise AssertionError("the adapter never became ready")
+
+
+async def test_tier_bench_reads_a_stream_hot_then_cold_and_times_appends(
+    make_settings: SettingsFactory,
+) -> None:
+    """bench.tier_catchup on an in-process adapter: the cold read returns as many bytes as the
+    hot one (else BenchError) and came from the store; appends were timed in both phases."""
+    settings = make_settings(
+        listen=f"127.0.0.1:{targets.free_port()}",
+        partitions=1,
+        hot_cache_bytes=0,
+        tier_after_bytes=0,
+        tier_after_ms=0,
+        tier_interval_ms=3_600_000,
+    )
+    result = await tier_catchup.run_app(settings, 2 * tier_catchup.MIB, probes=5)
+    assert result["bytes"] == 2 * tier_catchup.MIB
+    assert result["store_gets"] > 0  # the cold read fetched blocks
+    assert result["appends"]["idle"]["count"] == 5
+    assert result["appends"]["tiering"]["count"] >= 1
+    assert set(result["mb_per_s"]) == {"hot", "cold", "cold_cached"}
+    assert result["ratios"]["append_p99_tiering_vs_idle"] > 0
+    assert "tiering / idle" in tier_catchup.table(result)

@@ -456,3 +456,51 @@ async def test_chunks_no_stream_can_read_are_collected(
     assert set(deleted) == left
     assert [r for r in manifest(settings) if r.topic == topic] == []
     assert await parts.store.keys(chunks.OBJECT_PREFIX) == []
+
+
+@pytest.mark.timeout(180)
+async def test_a_large_chunk_goes_up_in_parts_and_a_read_from_its_middle_fetches_little(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> None:
+    """A chunk over 10 MiB is a multipart upload (its ETag says how many parts); a fresh reader
+    starting in its middle fetches the header and the blocks it reads, by ranged GETs that the
+    store counts, and the bytes are those Kafka gave before tiering."""
+    settings = tier_settings(
+        make_settings, s3, unique, tier_interval_ms=3_600_000, read_chunk_bytes=64 * 1024
+    )
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    bucket, path = f"big-{unique}", f"/big-{unique}/s"
+    assert (await client.put(f"/{bucket}")).status == 201
+    assert (await client.put(path, headers={"Content-Type": BINARY})).status == 201
+    rng = random.Random(3)  # incompressible: the chunk is as large as the payload
+    for _ in range(44):  # 11 MiB
+        posted = await client.post(
+            path, data=rng.randbytes(256 * 1024), headers={"Content-Type": BINARY}
+        )
+        assert posted.status == 204
+    body, tokens = await catch_up(client, path, "-1")  # from Kafka: one message per read
+    assert await tier_until_done(client) == 1
+    (tiered,) = manifest(settings)
+    (chunk,) = tiered.chunks
+    assert chunk.object_bytes > 10 * 2**20  # all but the last message (the hot window)
+    store = client.app[PARTS].store
+    assert isinstance(store, S3ObjectStore)
+    head = await asyncio.to_thread(
+        store._client.head_object, Bucket=settings.s3_bucket, Key=chunk.object_key
+    )
+    assert head["ETag"].strip('"').endswith("-2")  # two parts of 8 MiB at most
+
+    fetched = store.fetched
+    assert fetched.gets == 0  # nothing read from the chunks yet
+    assert len(tokens) == 44  # one message per read
+    middle, size = tokens[21], 256 * 1024  # after 22 messages
+    response = await client.get(path, params={"offset": middle})
+    assert response.status == 200
+    assert await response.read() == body[22 * size : 23 * size]
+    assert 2 <= fetched.gets == fetched.ranged_gets
+    assert fetched.size < chunk.object_bytes // 8
+    # The same tokens too: one ends where the chunk's last message does (a read that is full
+    # there still finds the next message's offset, past the commit marker, as Kafka's did).
+    assert await catch_up(client, path, middle) == (body[22 * size :], tokens[22:])
+    assert fetched.size < chunk.object_bytes * 0.6  # each block once, none below the middle

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from adapter.service.snapshot_gc import due
+from pathlib import Path
+
+from adapter.objects.local import LocalObjectStore
+from adapter.service.snapshot_gc import OrphanSweep, due
 
 GRACE = 100
 
@@ -31,3 +34,24 @@ def test_a_blob_referenced_again_starts_over() -> None:
 def test_blobs_gone_from_the_store_are_forgotten() -> None:
     _, seen = due(["a", "b"], set(), {}, 0, GRACE)
     assert due(["b"], set(), seen, 10, GRACE) == ([], {"b": 0})
+
+
+async def test_a_sweep_lists_before_catching_up_and_deletes_only_what_is_due(
+    tmp_path: Path,
+) -> None:
+    store = LocalObjectStore(tmp_path)
+    await store.put("p/old", b"x")
+    await store.put("q/other", b"x")  # not under the sweep's prefix
+    now = [0]
+
+    async def caught_up() -> None:  # an object put while the catalog catches up
+        await store.put("p/new", b"x")
+
+    sweep = OrphanSweep(store, "p/", caught_up, lambda: now[0], GRACE)
+    listing = await sweep.begin()
+    assert listing.keys == ["p/old"]  # listed before the catch-up put p/new
+    assert await sweep.finish(listing, set()) == []
+    now[0] = GRACE
+    listing = await sweep.begin()
+    assert await sweep.finish(listing, {"p/kept"}) == ["p/old"]  # p/new first seen just now
+    assert await store.keys("") == ["p/new", "q/other"]

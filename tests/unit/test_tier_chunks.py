@@ -49,7 +49,7 @@ def test_object_keys_are_the_same_for_the_same_range_and_stream() -> None:
 
 
 def test_the_cache_drops_the_least_recently_used_past_its_bound() -> None:
-    cache = ChunkCache(100)
+    cache: ChunkCache[list[ColdMessage]] = ChunkCache(100)
     cache.put("a", MESSAGES[:1], 60)
     cache.put("b", MESSAGES[1:], 30)
     assert cache.get("a") is not None  # a is now the most recently used
