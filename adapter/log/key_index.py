@@ -16,6 +16,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from topology.listing import ids_after
 from topology.mount_positions import split
 
 
@@ -107,12 +108,4 @@ class KeyIndex:
         """Ids in code point order that start with `prefix`, strictly after `after`."""
         if self._sorted is None:
             self._sorted = sorted(self._keys)
-        ids = self._sorted
-        if after is not None and after >= prefix:
-            index = bisect.bisect_right(ids, after)
-        else:
-            index = bisect.bisect_left(ids, prefix)
-        for stream_id in ids[index:]:
-            if not stream_id.startswith(prefix):
-                return
-            yield stream_id
+        return ids_after(self._sorted, prefix, after)
