@@ -31,6 +31,7 @@ from adapter.http.request_checks import defer_continue, request_checks_middlewar
 from adapter.http.security import CORS, CorsPolicy, cors_middleware
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
+from adapter.log.mount_reader import SPARSE_FETCH_BYTES
 from adapter.log.mount_writer import MountWriter
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.scanner import PartitionScanner
@@ -180,8 +181,17 @@ def build_parts(settings: Settings) -> Parts:
     bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
     store = object_store(settings)
     reads = ReadPath(reader, hot_tail, ColdReader(store, settings.tier_cache_bytes), catalog)
+    sparse_reader = LogReader(
+        settings.bootstrap_servers,
+        ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
+        fetch_bytes=SPARSE_FETCH_BYTES,
+    )
     mounted = MountedStreams(
-        indexes, reader, MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s), hub
+        indexes,
+        reader,
+        sparse_reader,
+        MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s),
+        hub,
     )
     stream_service = StreamService(
         catalog,
@@ -409,6 +419,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await parts.follower.close()
     await parts.mounted.indexes.close()
     await parts.mounted.writer.close()
+    await parts.mounted.sparse_reader.close()
     await parts.reader.close()
     await parts.scanner.close()
 

@@ -178,8 +178,9 @@ def index_memory(keys: int) -> float:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    topic = f"bench-mount-{uuid.uuid4().hex[:8]}"
-    await asyncio.to_thread(fill, args.bootstrap_servers, topic, args)
+    topic = args.topic or f"bench-mount-{uuid.uuid4().hex[:8]}"
+    if not args.topic:
+        await asyncio.to_thread(fill, args.bootstrap_servers, topic, args)
     port = free_port()
     settings = replace(
         Settings(),
@@ -242,6 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     add("--bootstrap-servers", default="127.0.0.1:9092")
     add("--records", type=int, default=2_000_000, help="records in the topic (2M x 512 B ≈ 1 GiB)")
     add("--keys", type=int, default=100_000)
+    add("--topic", help="an existing topic filled by an earlier run (same --records, --keys)")
     add("--value-bytes", type=int, default=512)
     add("--reads", type=int, default=10, help="keys read (catch-up) and their references")
     add("--sse-samples", type=int, default=20)

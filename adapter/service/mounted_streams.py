@@ -63,10 +63,16 @@ def next_step(places: KeyPlaces, at: int) -> Step | None:
 
 class MountedStreams:
     def __init__(
-        self, indexes: MountIndexes, reader: LogReader, writer: MountWriter, hub: LiveHub
+        self,
+        indexes: MountIndexes,
+        reader: LogReader,
+        sparse_reader: LogReader,
+        writer: MountWriter,
+        hub: LiveHub,
     ) -> None:
         self.indexes = indexes
-        self.reader = reader
+        self.reader = reader  # scans of ranges the index dropped: large fetches
+        self.sparse_reader = sparse_reader  # listed records, seek by seek: small fetches
         self.writer = writer
         self.hub = hub
         self.catalog = indexes.catalog
@@ -158,7 +164,8 @@ class MountedStreams:
             request = KeyRead(
                 indexed.mount.topic, step.partition, key, step.start, step.stop, step.wanted
             )
-            result = await read_key(self.reader, request)
+            reader = self.reader if step.wanted is None else self.sparse_reader
+            result = await read_key(reader, request)
             messages += result.messages
             size += sum(len(message) for message in result.messages)
             at = position(step.partition, result.next_offset)
