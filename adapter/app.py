@@ -156,6 +156,7 @@ def build_parts(settings: Settings) -> Parts:
         settings.mount_index_positions_per_key,
         settings.kafka_timeout_s,
         on_keys=lambda bucket_id, ids: _keys_indexed(bucket_id, ids, hub),
+        index_dir=settings.mount_index_dir,
     )
     follower = MetaFollower(
         settings.bootstrap_servers,

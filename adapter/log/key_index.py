@@ -32,6 +32,22 @@ class KeyPlaces:
         self.partitions = _shared((split(at)[0],))  # sorted
         self.content_type = content_type  # from the first record's header, if named
 
+    @classmethod
+    def restored(
+        cls,
+        positions: array[int],
+        first: int,
+        dense_from: int,
+        partitions: tuple[int, ...],
+        content_type: str | None,
+    ) -> KeyPlaces:
+        """Places as `key_index_store` saved them."""
+        places = cls(positions[0], content_type)
+        places.positions = positions
+        places.first, places.dense_from = first, dense_from
+        places.partitions = _shared(partitions)
+        return places
+
     @property
     def tail(self) -> int:
         """The position after the key's last record: its stream's next offset."""
@@ -83,11 +99,13 @@ class Counts:
 
 
 class KeyIndex:
-    def __init__(self, max_positions: int) -> None:
+    def __init__(self, max_positions: int, track_changes: bool = False) -> None:
         self.max_positions = max_positions
         self.counts = Counts()
         self._keys: dict[str, KeyPlaces] = {}
         self._sorted: list[str] | None = []  # the ids in order, rebuilt lazily after new keys
+        # Keys changed since `take_changed` (for `key_index_store`); None: not tracked.
+        self._changed: set[str] | None = set() if track_changes else None
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -97,12 +115,29 @@ class KeyIndex:
 
     def add(self, stream_id: str, at: int, content_type: str | None) -> None:
         self.counts.records += 1
+        if self._changed is not None:
+            self._changed.add(stream_id)
         places = self._keys.get(stream_id)
         if places is None:
             self._keys[stream_id] = KeyPlaces(at, content_type)
             self._sorted = None
         else:
             places.add(at, self.max_positions)
+
+    def restore(self, stream_id: str, places: KeyPlaces) -> None:
+        self._keys[stream_id] = places
+        self._sorted = None
+
+    def adopt(self, other: KeyIndex) -> None:
+        """Take over `other`'s keys and counts (an index loaded off the event loop)."""
+        self._keys, self.counts, self._sorted = other._keys, other.counts, None
+
+    def take_changed(self) -> set[str]:
+        """The keys changed since the last call (none when changes are not tracked)."""
+        changed = self._changed or set()
+        if self._changed is not None:
+            self._changed = set()
+        return changed
 
     def ids(self, prefix: str, after: str | None) -> Iterator[str]:
         """Ids in code point order that start with `prefix`, strictly after `after`."""

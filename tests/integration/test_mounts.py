@@ -9,6 +9,7 @@ import base64
 import json
 import random
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from aiohttp import ClientResponse
@@ -302,3 +303,50 @@ async def test_keys_past_the_index_bound_and_across_partitions_read_whole(
     assert (await client.delete(f"/{bucket}")).status == 204
     rest = await asyncio.wait_for(sse.read(), 30)  # a guard against a hang, not a timing
     assert b"event: data" not in rest
+
+
+async def test_a_restarted_instance_resumes_the_index_from_its_file(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """The key index is saved with a checkpoint per partition: a restart reads no record
+    already indexed (the indexer's `scanned` counter), serves the same bytes and tails, and
+    goes on from the checkpoint. 8 positions per key: dropped ranges are saved too."""
+    settings = make_settings(mount_index_positions_per_key=8, read_chunk_bytes=400)
+    bootstrap = settings.bootstrap_servers
+    topic, bucket = f"kept-{unique}", f"kept-{unique}"
+    _create_topic(bootstrap, topic)
+    expected = await asyncio.to_thread(_fill, bootstrap, topic)
+    first = await aiohttp_client(create_app(settings))
+    await wait_ready(first)
+    await _mount(first, bucket, {"topic": topic}, 201)
+    built = (await _indexed(first, bucket))["index"]
+    assert (built["resumed"], built["scanned"]) == (False, built["records"] + 2)  # + 2 skipped
+    paths = [f"/{bucket}/{_stream_id(key)}" for key in expected]
+    before = [await _catch_up(first, path) for path in paths]
+    await first.close()
+
+    second = await aiohttp_client(create_app(settings))
+    await wait_ready(second)
+    resumed = (await _indexed(second, bucket))["index"]
+    assert (resumed["resumed"], resumed["scanned"]) == (True, 0)
+    assert resumed == built | {"scanned": 0, "resumed": True}  # counts included
+    assert [await _catch_up(second, path) for path in paths] == before  # bytes and tails
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, b"after the restart", b"k-005")
+    assert producer.flush(30) == 0
+    for _ in range(600):
+        if (await _body(await second.get(f"/{bucket}"), 200))["index"]["scanned"] == 1:
+            break
+        await asyncio.sleep(0.05)
+    data, _ = await _catch_up(second, f"/{bucket}/k-005")
+    assert data == b"".join([*expected[b"k-005"], b"after the restart"])
+
+    index_file = Path(settings.mount_index_dir) / f"{bucket}.sqlite"
+    assert index_file.exists()
+    assert (await second.delete(f"/{bucket}")).status == 204
+    for _ in range(600):  # the indexer closes, then its file goes
+        if not index_file.exists():
+            break
+        await asyncio.sleep(0.05)
+    assert not index_file.exists()
