@@ -32,7 +32,7 @@ from adapter.http.security import CORS, CorsPolicy, cors_middleware
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
 from adapter.log.mount_reader import SPARSE_FETCH_BYTES
-from adapter.log.mount_writer import MountWriter
+from adapter.log.mount_writer import MountWriter, Transactions
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.scanner import PartitionScanner
 from adapter.log.writer import WriterLimits
@@ -193,6 +193,9 @@ def build_parts(settings: Settings) -> Parts:
         sparse_reader,
         MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s),
         hub,
+        Transactions(settings.bootstrap_servers, settings.topic_prefix, settings.kafka_timeout_s),
+        topics.producers,
+        state_followed=lambda: follower.caught_up(),
     )
     stream_service = StreamService(
         catalog,
@@ -421,6 +424,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await parts.mounted.indexes.close()
     await parts.mounted.writer.close()
     await parts.mounted.sparse_reader.close()
+    parts.mounted.transactions.close()
     await parts.reader.close()
     await parts.scanner.close()
 
