@@ -36,26 +36,41 @@ CREATE TABLE IF NOT EXISTS keys (stream_id TEXT PRIMARY KEY, first INTEGER, dens
 """
 
 
+Row = tuple[str, int, int, str | None, str, bytes]
+
+
 @dataclass
 class Saved:
     """What one save writes: a consistent state of the index, taken on the event loop."""
 
     counts: Counts
     checkpoints: dict[int, int]
-    rows: list[tuple[str, int, int, str | None, str, bytes]] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+
+
+def begin(index: KeyIndex, checkpoints: dict[int, int]) -> tuple[Saved, list[str]]:
+    """The counts and checkpoints as they are now, and the keys changed since the last call.
+
+    Their rows may be taken later, in pieces (`rows`), while records go on being indexed: a
+    row then holds records past the checkpoint too, which a restart reads again and adds
+    again harmlessly, while the counts match the checkpoints exactly."""
+    saved = Saved(Counts(**index.counts.as_dict()), dict(checkpoints))
+    return saved, list(index.take_changed())
+
+
+def rows(index: KeyIndex, stream_ids: list[str]) -> list[Row]:
+    found = ((stream_id, index.places(stream_id)) for stream_id in stream_ids)
+    return [_row(stream_id, places) for stream_id, places in found if places is not None]
 
 
 def snapshot(index: KeyIndex, checkpoints: dict[int, int]) -> Saved:
-    """The index's changes since the last snapshot (it forgets them: call `save` next)."""
-    saved = Saved(Counts(**index.counts.as_dict()), dict(checkpoints))
-    for stream_id in index.take_changed():
-        places = index.places(stream_id)
-        if places is not None:
-            saved.rows.append(_row(stream_id, places))
+    """The index's changes since the last snapshot, at once (it forgets them)."""
+    saved, changed = begin(index, checkpoints)
+    saved.rows = rows(index, changed)
     return saved
 
 
-def _row(stream_id: str, places: KeyPlaces) -> tuple[str, int, int, str | None, str, bytes]:
+def _row(stream_id: str, places: KeyPlaces) -> Row:
     partitions = ",".join(str(p) for p in places.partitions)
     return (
         stream_id,

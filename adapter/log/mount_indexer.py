@@ -33,7 +33,7 @@ from confluent_kafka import (
 )
 
 from adapter.log.key_index import KeyIndex
-from adapter.log.key_index_store import KeyIndexStore, snapshot
+from adapter.log.key_index_store import KeyIndexStore, begin, rows
 from adapter.log.reader import poll_batch
 from topology.mount_positions import position
 
@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 POLL_S = 0.2
 PARTITIONS_CHECK_S = 10.0  # how often a partition-count increase is looked for
 SAVE_S = 5.0  # how often the index is saved, when it has a store
+SAVE_PIECE = 5_000  # keys copied for a save between two turns of the event loop
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,10 @@ class MountIndexer:
         self._saved_at = time.monotonic()
         store = self.store
         if store is not None and store.persisting:
-            saved = snapshot(self.index, self._next)
+            saved, changed = begin(self.index, self._next)
+            for start in range(0, len(changed), SAVE_PIECE):
+                saved.rows += rows(self.index, changed[start : start + SAVE_PIECE])
+                await asyncio.sleep(0)  # a million new keys must not stall the loop
             await self._on_thread(lambda: store.save(saved))
 
     async def _on_thread(self, fn: Callable[[], Any]) -> Any:
