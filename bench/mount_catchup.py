@@ -34,6 +34,7 @@ import time
 import tracemalloc
 import uuid
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -44,6 +45,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from adapter.app import create_app
 from adapter.config import Settings
 from adapter.log.key_index import KeyIndex
+from adapter.log.key_index_store import KeyIndexStore, snapshot
 from devstack.process import free_port
 from topology.mount_positions import position
 
@@ -221,15 +223,25 @@ async def _serve(settings: Settings, port: int) -> web.AppRunner:
     return runner
 
 
-def index_memory(keys: int) -> float:
+def index_memory(keys: int, track_changes: bool = False) -> tuple[float, float]:
+    """Bytes per key of a `KeyIndex` of `keys` keys of one record (tracking the keys changed
+    since a save: a file is kept), and of its SQLite file once saved."""
     tracemalloc.start()
-    index = KeyIndex(4096)
+    index = KeyIndex(4096, track_changes)
     for n in range(keys):
         index.add(f"key-{n:07d}", position(n % PARTITIONS, n), None)
     list(index.ids("", None))
     used, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return used / keys
+    folder = Path(tempfile.mkdtemp(prefix="bench-index-file-"))
+    store = KeyIndexStore(folder / "index.sqlite", "bench")
+    store.load(KeyIndex(4096))
+    store.discard()
+    store.save(snapshot(index, dict.fromkeys(range(PARTITIONS), keys)))
+    store.close()
+    file_bytes = (folder / "index.sqlite").stat().st_size
+    shutil.rmtree(folder, ignore_errors=True)
+    return used / keys, file_bytes / keys
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -310,9 +322,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         await runner.cleanup()
         shutil.rmtree(settings.mount_index_dir, ignore_errors=True)
-    per_key = index_memory(args.memory_keys)
+    per_key, _ = index_memory(args.memory_keys)
     result["index_bytes_per_key"] = round(per_key)
     result["index_mib_per_million_keys"] = round(per_key * 1_000_000 / 2**20)
+    tracked, in_file = index_memory(args.memory_keys, track_changes=True)
+    result["index_kept_mib_per_million_keys"] = round(tracked * 1_000_000 / 2**20)
+    result["index_file_mib_per_million_keys"] = round(in_file * 1_000_000 / 2**20)
     return result
 
 

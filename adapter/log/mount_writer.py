@@ -118,10 +118,12 @@ def transactional_slot(bucket_id: str, stream_id: str) -> int:
 
 @dataclass
 class Transaction:
-    """The use of one slot's producer, held by one append at a time."""
+    """One slot's producer, held by one append at a time."""
 
     producer: Producer
-    fresh: bool  # just initialised: another instance may have written before it was fenced
+    # Initialised and the state topics not yet followed since (the holder does that, then
+    # clears it): another instance may have committed before this producer fenced it.
+    fresh: bool = True
 
 
 class Transactions:
@@ -138,24 +140,25 @@ class Transactions:
             "logger": logging.getLogger("librdkafka.mount-writer"),
         }
         self._prefix = prefix
-        self._producers: dict[int, Producer] = {}
+        self._held: dict[int, Transaction] = {}
         self._locks = [asyncio.Lock() for _ in range(TRANSACTIONAL_SLOTS)]
         self._thread = concurrent.futures.ThreadPoolExecutor(2, "mount-transactions")
 
     @contextlib.asynccontextmanager
     async def slot(self, slot: int) -> AsyncIterator[Transaction]:
-        """Hold the slot's producer (initialised on first use or after a failure); any error
-        inside drops it, so the next holder starts with a fresh, fencing one."""
+        """Hold the slot's producer (initialised on first use or after a failure); a Kafka
+        failure or a cancellation inside drops it (its transaction's outcome is unknown, and
+        its thread may still be using it), so the next holder starts with a fresh, fencing
+        one. A refusal (a sequence gap, ...) keeps it."""
         async with self._locks[slot]:
-            producer = self._producers.get(slot)
-            fresh = producer is None
-            if producer is None:
-                producer = await self._run(lambda: self._initialised(slot))
-                self._producers[slot] = producer
+            held = self._held.get(slot)
+            if held is None:
+                held = Transaction(await self._run(lambda: self._initialised(slot)))
+                self._held[slot] = held
             try:
-                yield Transaction(producer, fresh)
-            except BaseException:
-                self._producers.pop(slot, None)
+                yield held
+            except (LogUnavailable, asyncio.CancelledError):
+                self._held.pop(slot, None)
                 raise
 
     async def write(
@@ -208,5 +211,5 @@ class Transactions:
             raise LogUnavailable(f"a mounted topic's transactional producer: {error}") from error
 
     def close(self) -> None:
-        self._producers.clear()
+        self._held.clear()
         self._thread.shutdown(wait=False, cancel_futures=True)

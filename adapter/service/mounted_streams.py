@@ -136,6 +136,7 @@ class MountedStreams:
         async with self.transactions.slot(slot) as held:
             if held.fresh:  # whoever held the slot before is fenced: read what it committed
                 await self.state_followed()
+                held.fresh = False
             states = self.catalog.producer_states(ref.bucket_id, ref.stream_id)
             decision = decide(states.get(headers.producer_id), headers)
             if isinstance(decision, Duplicate):
