@@ -201,14 +201,16 @@ def sparse_fetch_config(fetch_bytes: int) -> dict[str, Any]:
     """Consumer settings for reads that seek from record to record (a mounted key's listed
     records): each fetch asks for `fetch_bytes` of the partition. By default a fetch asks for
     1 MiB, all of it decompressed and queued, and the consumer prefetches more behind it, so
-    every seek paid for about a MiB of other keys' records; a broker still returns the whole
+    every seek paid for a MiB or more of other keys' records; a broker still returns the whole
     first batch at the offset when it is larger (KIP-74), so reads always progress."""
     return {
         "max.partition.fetch.bytes": fetch_bytes,
         "fetch.max.bytes": fetch_bytes,
         "message.max.bytes": fetch_bytes,  # librdkafka: fetch.max.bytes >= message.max.bytes
-        # Not a smaller prefetch queue: past its threshold librdkafka postpones the next fetch
-        # by `fetch.queue.backoff.ms` (1 s), which a seek then waits out.
+        # No prefetch past the fetch being read (a seek would discard it): the next fetch waits
+        # until the queue is drained, checked every 1 ms (the default backoff is 1 s).
+        "queued.min.messages": 1,
+        "fetch.queue.backoff.ms": 1,
     }
 
 
