@@ -92,7 +92,7 @@ class KeyIndexStore:
         """Fill the (empty) index from the file; the checkpoints, or None: start afresh."""
         try:
             return self._load(index)
-        except sqlite3.Error as error:
+        except (sqlite3.Error, OSError) as error:  # OSError: the folder cannot be made
             log.warning("mount index file %s not used: %s", self.path, error)
             self.close()
             return None

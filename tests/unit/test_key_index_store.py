@@ -72,3 +72,10 @@ def test_one_user_of_a_file_at_a_time(tmp_path: Path) -> None:
     first.close()
     remove(tmp_path / "m.sqlite")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_that_cannot_be_made_means_no_file(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_bytes(b"")
+    store = KeyIndexStore(tmp_path / "a-file" / "m.sqlite", "m")
+    assert store.load(KeyIndex(4)) is None
+    assert not store.persisting
