@@ -59,6 +59,7 @@ def test_listed_records_are_fetched_a_batch_at_a_time(kafka_bootstrap: str, uniq
     }
     read, received = _received(config | sparse_fetch_config(SPARSE_FETCH_BYTES), request)
     assert read == len(needles)
-    # Per record one fetch of at most 64 KiB (the batches are 16 KiB) and no prefetch, not the
-    # 6 MiB between them (the default settings receive the whole topic here, 7 MB).
-    assert received < len(needles) * 1.5 * SPARSE_FETCH_BYTES, received
+    # Per record a fetch of at most 64 KiB (the batches are 16 KiB), and at most one more that
+    # a drained queue starts before the seek; not the 6 MiB between them (the default
+    # settings receive the whole topic here, 7 MB).
+    assert received < len(needles) * 3 * SPARSE_FETCH_BYTES, received
