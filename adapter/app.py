@@ -37,7 +37,8 @@ from adapter.http.request_checks import defer_continue, request_checks_middlewar
 from adapter.http.security import CORS, CorsPolicy, cors_middleware
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
-from adapter.log.mount_writer import MountWriter
+from adapter.log.mount_reader import SPARSE_FETCH_BYTES
+from adapter.log.mount_writer import MountWriter, Transactions
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.scanner import PartitionScanner
 from adapter.log.writer import WriterLimits
@@ -160,6 +161,7 @@ def build_parts(settings: Settings) -> Parts:
         settings.mount_index_positions_per_key,
         settings.kafka_timeout_s,
         on_keys=lambda bucket_id, ids: _keys_indexed(bucket_id, ids, hub),
+        index_dir=settings.mount_index_dir,
     )
     follower = MetaFollower(
         settings.bootstrap_servers,
@@ -185,8 +187,20 @@ def build_parts(settings: Settings) -> Parts:
     bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
     store = object_store(settings)
     reads = ReadPath(reader, hot_tail, ColdReader(store, settings.tier_cache_bytes), catalog)
+    sparse_reader = LogReader(
+        settings.bootstrap_servers,
+        ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
+        fetch_bytes=SPARSE_FETCH_BYTES,
+    )
     mounted = MountedStreams(
-        indexes, reader, MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s), hub
+        indexes,
+        reader,
+        sparse_reader,
+        MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s),
+        hub,
+        Transactions(settings.bootstrap_servers, settings.topic_prefix, settings.kafka_timeout_s),
+        topics.producers,
+        state_followed=lambda: follower.caught_up(),
     )
     stream_service = StreamService(
         catalog,
@@ -425,6 +439,8 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await parts.follower.close()
     await parts.mounted.indexes.close()
     await parts.mounted.writer.close()
+    await parts.mounted.sparse_reader.close()
+    parts.mounted.transactions.close()
     await parts.reader.close()
     await parts.scanner.close()
 

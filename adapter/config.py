@@ -101,6 +101,7 @@ class Settings:
     # as tables; `adapter.protocol.mounts.parse_configured` checks each at start.
     mounts: tuple[dict[str, Any], ...] = ()
     mount_index_positions_per_key: int = 4096
+    mount_index_dir: str = ".data/mount-index"  # "": mounts' key indexes are not persisted
     console: ConsoleMode = "rw"
     # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
     lose_commit_every: int = 0
@@ -233,6 +234,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "rate_limit_append_bytes": ("limits", "append_bytes_per_s"),
     "max_live_readers_per_bucket": ("limits", "live_readers_per_bucket"),
     "mount_index_positions_per_key": ("server", "mount_index_positions_per_key"),
+    "mount_index_dir": ("server", "mount_index_dir"),
     "console": ("server", "console"),
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),

@@ -8,8 +8,15 @@ with its reference measured in the same run:
   consumer without an index must do: read the whole topic, keeping that key's records;
 - SSE delivery, a plain producer's record to the data event, vs a plain consumer assigned at
   the end of the key's partition receiving the same record;
+- SSE delivery to a real browser (`--browser`, the default): Debian's Chromium under
+  Playwright opens an `EventSource` on the key (same origin as the adapter); each record's value
+  is the wall-clock time (ms) just before a plain producer's `produce()`, and the page computes
+  `performance.timeOrigin + performance.now()` minus it at the data event (one machine, one
+  clock);
 - the key index's memory (`tracemalloc`) for `--memory-keys` keys of one record, per key and
-  per million keys.
+  per million keys;
+- a restart: the time from a new app to its mount's `caught_up`, and the records it read
+  (the index resumes from its file in a temporary `mount_index_dir`).
 
 `python -m bench.mount_catchup --help`; the figures kept are in `docs/performance.md`.
 """
@@ -20,11 +27,14 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
 import statistics
+import tempfile
 import time
 import tracemalloc
 import uuid
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -35,6 +45,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from adapter.app import create_app
 from adapter.config import Settings
 from adapter.log.key_index import KeyIndex
+from adapter.log.key_index_store import KeyIndexStore, snapshot
 from devstack.process import free_port
 from topology.mount_positions import position
 
@@ -118,6 +129,45 @@ async def sse_delivery(
     return ours, reference
 
 
+BROWSER_TAIL = """(url) => {
+  window.latencies = []; window.opened = false;
+  const es = new EventSource(url);
+  es.onopen = () => { window.opened = true; };
+  es.addEventListener("data", (event) => {
+    const now = performance.timeOrigin + performance.now();
+    const sent = Number(atob(event.data.replace(/[\\r\\n]/g, "")));
+    window.latencies.push(now - sent);
+  });
+}"""
+
+
+async def browser_delivery(
+    base: str, bootstrap: str, topic: str, key: bytes, samples: int
+) -> list[float]:
+    """Milliseconds from a plain producer's produce() to the data event in Chromium."""
+    from playwright.async_api import async_playwright  # only this figure needs it
+
+    from devstack.browser import CHROMIUM_ARGS, chromium_path
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=chromium_path(), args=CHROMIUM_ARGS
+        )
+        page = await browser.new_page()
+        await page.goto(f"{base}/healthz")  # the adapter's origin: no CORS involved
+        url = f"{base}/{topic}/{key.decode()}?offset=now&live=sse"
+        await page.evaluate(BROWSER_TAIL, url)
+        await page.wait_for_function("window.opened", timeout=30_000)
+        for n in range(samples):
+            producer.produce(topic, f"{time.time() * 1000:.3f}".encode(), key)
+            producer.flush(10)
+            await page.wait_for_function(f"window.latencies.length > {n}", timeout=30_000)
+        latencies: list[float] = await page.evaluate("window.latencies")
+        await browser.close()
+    return latencies
+
+
 def _partition_of(bootstrap: str, topic: str, key: bytes) -> int:
     producer = Producer({"bootstrap.servers": bootstrap})
     found: list[int] = []
@@ -166,30 +216,47 @@ async def _ready(session: aiohttp.ClientSession, base: str) -> None:
     raise RuntimeError("the adapter never became ready")
 
 
-def index_memory(keys: int) -> float:
+async def _serve(settings: Settings, port: int) -> web.AppRunner:
+    runner = web.AppRunner(create_app(settings), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner
+
+
+def index_memory(keys: int, track_changes: bool = False) -> tuple[float, float]:
+    """Bytes per key of a `KeyIndex` of `keys` keys of one record (tracking the keys changed
+    since a save: a file is kept), and of its SQLite file once saved."""
     tracemalloc.start()
-    index = KeyIndex(4096)
+    index = KeyIndex(4096, track_changes)
     for n in range(keys):
         index.add(f"key-{n:07d}", position(n % PARTITIONS, n), None)
     list(index.ids("", None))
     used, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return used / keys
+    folder = Path(tempfile.mkdtemp(prefix="bench-index-file-"))
+    store = KeyIndexStore(folder / "index.sqlite", "bench")
+    store.load(KeyIndex(4096))
+    store.discard()
+    store.save(snapshot(index, dict.fromkeys(range(PARTITIONS), keys)))
+    store.close()
+    file_bytes = (folder / "index.sqlite").stat().st_size
+    shutil.rmtree(folder, ignore_errors=True)
+    return used / keys, file_bytes / keys
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    topic = f"bench-mount-{uuid.uuid4().hex[:8]}"
-    await asyncio.to_thread(fill, args.bootstrap_servers, topic, args)
+    topic = args.topic or f"bench-mount-{uuid.uuid4().hex[:8]}"
+    if not args.topic:
+        await asyncio.to_thread(fill, args.bootstrap_servers, topic, args)
     port = free_port()
     settings = replace(
         Settings(),
         bootstrap_servers=args.bootstrap_servers,
         listen=f"127.0.0.1:{port}",
         topic_prefix=f"bench{uuid.uuid4().hex[:6]}.",
+        mount_index_dir=tempfile.mkdtemp(prefix="bench-mount-index-"),
     )
-    runner = web.AppRunner(create_app(settings), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    runner = await _serve(settings, port)
     base = f"http://127.0.0.1:{port}"
     result: dict[str, Any] = {
         "records": args.records,
@@ -228,11 +295,39 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             result["sse_p50_ms"] = round(statistics.median(sse) * 1000, 2)
             result["plain_consumer_p50_ms"] = round(statistics.median(plain) * 1000, 2)
             result["sse_ratio"] = round(statistics.median(sse) / statistics.median(plain), 2)
+            if args.browser:
+                in_browser = await browser_delivery(
+                    base, args.bootstrap_servers, topic, keys[0].encode(), args.sse_samples
+                )
+                result["browser_sse_p50_ms"] = round(statistics.median(in_browser), 2)
+                result["browser_sse_ratio"] = round(
+                    statistics.median(in_browser) / (statistics.median(plain) * 1000), 2
+                )
+        await runner.cleanup()
+        runner = await _serve(settings, port)  # a restart: the index resumes from its file
+        async with aiohttp.ClientSession() as session:
+            started = time.perf_counter()
+            await _ready(session, base)
+            while True:
+                async with session.get(f"{base}/{topic}") as response:
+                    index = (await response.json()).get("index", {})
+                if index.get("caught_up"):
+                    break
+                await asyncio.sleep(0.1)
+            result["index_resume_s"] = round(time.perf_counter() - started, 2)
+            result["index_resumed"], result["records_scanned_after_restart"] = (
+                index["resumed"],
+                index["scanned"],
+            )
     finally:
         await runner.cleanup()
-    per_key = index_memory(args.memory_keys)
+        shutil.rmtree(settings.mount_index_dir, ignore_errors=True)
+    per_key, _ = index_memory(args.memory_keys)
     result["index_bytes_per_key"] = round(per_key)
     result["index_mib_per_million_keys"] = round(per_key * 1_000_000 / 2**20)
+    tracked, in_file = index_memory(args.memory_keys, track_changes=True)
+    result["index_kept_mib_per_million_keys"] = round(tracked * 1_000_000 / 2**20)
+    result["index_file_mib_per_million_keys"] = round(in_file * 1_000_000 / 2**20)
     return result
 
 
@@ -242,9 +337,11 @@ def main(argv: list[str] | None = None) -> None:
     add("--bootstrap-servers", default="127.0.0.1:9092")
     add("--records", type=int, default=2_000_000, help="records in the topic (2M x 512 B ≈ 1 GiB)")
     add("--keys", type=int, default=100_000)
+    add("--topic", help="an existing topic filled by an earlier run (same --records, --keys)")
     add("--value-bytes", type=int, default=512)
     add("--reads", type=int, default=10, help="keys read (catch-up) and their references")
     add("--sse-samples", type=int, default=20)
+    add("--browser", action=argparse.BooleanOptionalAction, default=True, help="SSE in Chromium")
     add("--memory-keys", type=int, default=200_000)
     print(json.dumps(asyncio.run(run(parser.parse_args(argv))), indent=2))
 

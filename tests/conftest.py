@@ -51,6 +51,7 @@ def make_settings(kafka_bootstrap: str, unique: str, tmp_path: Path) -> Settings
             topic_prefix=f"t{unique}.",
             partitions=3,
             cold_dir=str(tmp_path / "cold"),
+            mount_index_dir=str(tmp_path / "mount-index"),
             kafka_timeout_ms=5_000,
         )
         return replace(base, **overrides)

@@ -16,6 +16,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from topology.listing import ids_after
 from topology.mount_positions import split
 
 
@@ -30,6 +31,22 @@ class KeyPlaces:
         self.dense_from = at
         self.partitions = _shared((split(at)[0],))  # sorted
         self.content_type = content_type  # from the first record's header, if named
+
+    @classmethod
+    def restored(
+        cls,
+        positions: array[int],
+        first: int,
+        dense_from: int,
+        partitions: tuple[int, ...],
+        content_type: str | None,
+    ) -> KeyPlaces:
+        """Places as `key_index_store` saved them."""
+        places = cls(positions[0], content_type)
+        places.positions = positions
+        places.first, places.dense_from = first, dense_from
+        places.partitions = _shared(partitions)
+        return places
 
     @property
     def tail(self) -> int:
@@ -82,11 +99,13 @@ class Counts:
 
 
 class KeyIndex:
-    def __init__(self, max_positions: int) -> None:
+    def __init__(self, max_positions: int, track_changes: bool = False) -> None:
         self.max_positions = max_positions
         self.counts = Counts()
         self._keys: dict[str, KeyPlaces] = {}
         self._sorted: list[str] | None = []  # the ids in order, rebuilt lazily after new keys
+        # Keys changed since `take_changed` (for `key_index_store`); None: not tracked.
+        self._changed: set[str] | None = set() if track_changes else None
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -96,6 +115,8 @@ class KeyIndex:
 
     def add(self, stream_id: str, at: int, content_type: str | None) -> None:
         self.counts.records += 1
+        if self._changed is not None:
+            self._changed.add(stream_id)
         places = self._keys.get(stream_id)
         if places is None:
             self._keys[stream_id] = KeyPlaces(at, content_type)
@@ -103,16 +124,23 @@ class KeyIndex:
         else:
             places.add(at, self.max_positions)
 
+    def restore(self, stream_id: str, places: KeyPlaces) -> None:
+        self._keys[stream_id] = places
+        self._sorted = None
+
+    def adopt(self, other: KeyIndex) -> None:
+        """Take over `other`'s keys and counts (an index loaded off the event loop)."""
+        self._keys, self.counts, self._sorted = other._keys, other.counts, None
+
+    def take_changed(self) -> set[str]:
+        """The keys changed since the last call (none when changes are not tracked)."""
+        changed = self._changed or set()
+        if self._changed is not None:
+            self._changed = set()
+        return changed
+
     def ids(self, prefix: str, after: str | None) -> Iterator[str]:
         """Ids in code point order that start with `prefix`, strictly after `after`."""
         if self._sorted is None:
             self._sorted = sorted(self._keys)
-        ids = self._sorted
-        if after is not None and after >= prefix:
-            index = bisect.bisect_right(ids, after)
-        else:
-            index = bisect.bisect_left(ids, prefix)
-        for stream_id in ids[index:]:
-            if not stream_id.startswith(prefix):
-                return
-            yield stream_id
+        return ids_after(self._sorted, prefix, after)

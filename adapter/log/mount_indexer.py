@@ -6,6 +6,10 @@ from their start. Records are handed to the event loop in batches, which applies
 `KeyIndex` and wakes the live readers of the keys they touched. The mount is `caught_up` once
 every partition has reported its end: reads of it answer 503 until then, because an index
 still being built would call a key's tail what is only the part indexed so far.
+
+With a `KeyIndexStore`, the index is loaded from its file at start and each partition read
+from its checkpoint instead of its start; every `SAVE_S`, once caught up and at close, the
+keys changed since are saved with the offsets reached (`key_index_store.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from confluent_kafka import (
 )
 
 from adapter.log.key_index import KeyIndex
+from adapter.log.key_index_store import KeyIndexStore, begin, rows
 from adapter.log.reader import poll_batch
 from topology.mount_positions import position
 
@@ -36,6 +41,8 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.2
 PARTITIONS_CHECK_S = 10.0  # how often a partition-count increase is looked for
+SAVE_S = 5.0  # how often the index is saved, when it has a store
+SAVE_PIECE = 5_000  # keys copied for a save between two turns of the event loop
 
 
 @dataclass(frozen=True)
@@ -57,13 +64,20 @@ class MountIndexer:
         index: KeyIndex,
         timeout_s: float,
         on_keys: Callable[[set[str]], None],
+        store: KeyIndexStore | None = None,
     ) -> None:
         self.naming = naming
         self.index = index
         self.timeout_s = timeout_s
         self.on_keys = on_keys  # the stream ids that got records, on the event loop
+        self.store = store
         self.partitions = 0
+        self.scanned = 0  # records read from the topic by this indexer
+        self.resumed = False  # started from the store's checkpoints
         self._at_end: set[int] = set()
+        self._next: dict[int, int] = {}  # per partition, the offset after what is indexed
+        self._starts: dict[int, int] = {}  # per partition, where reading starts
+        self._saved_at = 0.0
         self._config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
             "group.id": f"durable-kafka-mount-{uuid.uuid4().hex}",  # never joined or committed
@@ -83,11 +97,17 @@ class MountIndexer:
     def caught_up(self) -> bool:
         return self.partitions > 0 and len(self._at_end) >= self.partitions
 
-    def progress(self) -> dict[str, int]:
-        return {"partitions": self.partitions, "partitions_caught_up": len(self._at_end)}
+    def progress(self) -> dict[str, int | bool]:
+        return {
+            "partitions": self.partitions,
+            "partitions_caught_up": len(self._at_end),
+            "scanned": self.scanned,
+            "resumed": self.resumed,
+        }
 
     async def run(self) -> None:
         """Index the topic and follow it; runs until cancelled."""
+        await self._resume()
         while True:
             messages = await self._on_thread(self._poll)
             touched: set[str] = set()
@@ -97,11 +117,65 @@ class MountIndexer:
                     touched.add(stream_id)
             if touched:
                 self.on_keys(touched)
+            if self.caught_up and time.monotonic() - self._saved_at >= SAVE_S:
+                await self._save()
 
     async def close(self) -> None:
         if self._consumer is not None:
             await self._on_thread(self._consumer.close)
+        if self.store is not None:
+            store = self.store
+            await self._save()
+            await self._on_thread(store.close)
         self._thread.shutdown(wait=False, cancel_futures=True)
+
+    async def _resume(self) -> None:
+        """Load the store's index, if it has a usable one, and start from its checkpoints."""
+        if self.store is None:
+            return
+        loaded = KeyIndex(self.index.max_positions, track_changes=True)
+        checkpoints = await self._on_thread(lambda: self._load(loaded))
+        if checkpoints:
+            self.index.adopt(loaded)
+            self._starts = dict(checkpoints)
+            self._next = dict(checkpoints)
+            self.resumed = True
+            log.info("index of %s resumed: %d keys", self.naming.topic, len(self.index))
+
+    def _load(self, loaded: KeyIndex) -> dict[int, int] | None:
+        assert self.store is not None
+        checkpoints = self.store.load(loaded)
+        if checkpoints and not self._within_topic(checkpoints):
+            checkpoints = None
+        if not checkpoints:
+            self.store.discard()  # read from the start: nothing old may stay in the file
+        return checkpoints
+
+    def _within_topic(self, checkpoints: dict[int, int]) -> bool:
+        """Whether no checkpoint is past its partition's end (else the topic was re-created)."""
+        consumer = self._consumer = self._consumer or Consumer(self._config)
+        for partition, offset in checkpoints.items():
+            tp = TopicPartition(self.naming.topic, partition)
+            try:
+                _low, high = consumer.get_watermark_offsets(tp, timeout=self.timeout_s)
+            except KafkaException as error:
+                log.warning("index of %s not resumed: %s", self.naming.topic, error)
+                return False
+            if offset > high:
+                log.warning("index of %s is ahead of the topic: read afresh", self.naming.topic)
+                return False
+        return True
+
+    async def _save(self) -> None:
+        """Save the keys changed since the last save, with the offsets they reflect."""
+        self._saved_at = time.monotonic()
+        store = self.store
+        if store is not None and store.persisting:
+            saved, changed = begin(self.index, self._next)
+            for start in range(0, len(changed), SAVE_PIECE):
+                saved.rows += rows(self.index, changed[start : start + SAVE_PIECE])
+                await asyncio.sleep(0)  # a million new keys must not stall the loop
+            await self._on_thread(lambda: store.save(saved))
 
     async def _on_thread(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
@@ -131,7 +205,10 @@ class MountIndexer:
         if count > self.partitions:
             added = range(self.partitions, count)
             consumer.incremental_assign(
-                [TopicPartition(self.naming.topic, p, OFFSET_BEGINNING) for p in added]
+                [
+                    TopicPartition(self.naming.topic, p, self._starts.get(p, OFFSET_BEGINNING))
+                    for p in added
+                ]
             )
             log.info("indexing %s partitions %d..%d", self.naming.topic, self.partitions, count - 1)
             self.partitions = count
@@ -140,12 +217,16 @@ class MountIndexer:
         """Index one record; the stream id it added to, if any."""
         error = message.error()
         partition = message.partition() or 0
+        offset = message.offset() or 0
         if error is not None:
             if error.code() == KafkaError._PARTITION_EOF:
                 self._at_end.add(partition)
+                self._next[partition] = max(self._next.get(partition, 0), offset)
             else:
                 log.warning("indexing mounted topic %s: %s", self.naming.topic, error)
             return None
+        self.scanned += 1
+        self._next[partition] = offset + 1
         key, value, counts = message.key(), message.value(), self.index.counts
         if key is None:
             counts.null_keys += 1
@@ -157,7 +238,7 @@ class MountIndexer:
         if stream_id is None:
             counts.unaddressable += 1
             return None
-        at = position(partition, message.offset() or 0)
+        at = position(partition, offset)
         self.index.add(stream_id, at, self._content_type(message))
         return stream_id
 

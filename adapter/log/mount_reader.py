@@ -5,7 +5,9 @@ offsets (jumping over other keys' records by seeking the consumer when the next 
 more than `JUMP` records ahead), or scan a range filtering by key, where the index dropped its
 list. Either way a record is served only if its key is the key and its value is not null
 (a tombstone), and the consumer is `read_committed`, so aborted records are never served.
-Each read returns at most `max_read_bytes` and scans at most `max_scan_bytes`.
+Each read returns at most `max_read_bytes` and scans at most `max_scan_bytes`. Listed records
+are fetched through consumers that fetch `SPARSE_FETCH_BYTES` at a time (the caller's choice of
+reader), so a seek costs about one batch of the topic, not a MiB of it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from adapter.log.errors import LogUnavailable
 from adapter.log.reader import LogReader, ReadLimits, ReadResult, poll_batch
 
 JUMP = 256  # a gap of more records than this is skipped by seeking the consumer
+# What a fetch of listed records asks for (`reader.sparse_fetch_config`): a seek costs one
+# fetch of this much (or of the one batch holding the record, if larger), not a MiB.
+SPARSE_FETCH_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,26 @@ no headers. A background thread polls for delivery reports; an append waits for 
 records' reports. Records of one append are not one transaction: if the producer fails
 midway, the ones already delivered stay (the answer is 503, which says the outcome is not
 known).
+
+Appends with idempotent-producer headers go through `Transactions` instead: one of
+`TRANSACTIONAL_SLOTS` transactional producers (`{prefix}mount-writer-{n}`, n chosen by the
+stream) writes the records and the producer's new state (our producers topic) in one Kafka
+transaction, one transaction at a time per slot. A producer that is (re)initialised fences
+whichever instance held its id before and resolves that one's open transaction, so the state
+its caller reads afterwards (once the state topics are followed to their end) is exact.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
-from typing import Any
+import zlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -24,6 +35,9 @@ from adapter.log.errors import LogUnavailable
 log = logging.getLogger(__name__)
 
 POLL_S = 0.1
+TRANSACTIONAL_SLOTS = 8
+T = TypeVar("T")
+StateEntry = tuple[str, str, bytes]  # (topic, key, value) of a state record
 
 
 class MountWriter:
@@ -95,3 +109,107 @@ def _settle(future: asyncio.Future[Message], error: KafkaError | None, message: 
         future.set_exception(LogUnavailable(f"producing to a mounted topic: {error}"))
     else:
         future.set_result(message)
+
+
+def transactional_slot(bucket_id: str, stream_id: str) -> int:
+    """The transactional producer of a mounted stream's idempotent appends (always the same)."""
+    return zlib.crc32(f"{bucket_id}/{stream_id}".encode()) % TRANSACTIONAL_SLOTS
+
+
+@dataclass
+class Transaction:
+    """One slot's producer, held by one append at a time."""
+
+    producer: Producer
+    # Initialised and the state topics not yet followed since (the holder does that, then
+    # clears it): another instance may have committed before this producer fenced it.
+    fresh: bool = True
+
+
+class Transactions:
+    """Transactional producers for mounted appends with producer state, one per slot."""
+
+    def __init__(self, bootstrap_servers: str, prefix: str, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "acks": "all",
+            "partitioner": "murmur2_random",
+            "linger.ms": 0,
+            "transaction.timeout.ms": max(int(timeout_s * 4000), 10_000),
+            "logger": logging.getLogger("librdkafka.mount-writer"),
+        }
+        self._prefix = prefix
+        self._held: dict[int, Transaction] = {}
+        self._locks = [asyncio.Lock() for _ in range(TRANSACTIONAL_SLOTS)]
+        self._thread = concurrent.futures.ThreadPoolExecutor(2, "mount-transactions")
+
+    @contextlib.asynccontextmanager
+    async def slot(self, slot: int) -> AsyncIterator[Transaction]:
+        """Hold the slot's producer (initialised on first use or after a failure); a Kafka
+        failure or a cancellation inside drops it (its transaction's outcome is unknown, and
+        its thread may still be using it), so the next holder starts with a fresh, fencing
+        one. A refusal (a sequence gap, ...) keeps it."""
+        async with self._locks[slot]:
+            held = self._held.get(slot)
+            if held is None:
+                held = Transaction(await self._run(lambda: self._initialised(slot)))
+                self._held[slot] = held
+            try:
+                yield held
+            except (LogUnavailable, asyncio.CancelledError):
+                self._held.pop(slot, None)
+                raise
+
+    async def write(
+        self, held: Transaction, topic: str, key: bytes, values: list[bytes], state: StateEntry
+    ) -> list[tuple[int, int]]:
+        """(partition, offset) of each value, committed with `state` in one transaction."""
+        return await self._run(lambda: self._transact(held.producer, topic, key, values, state))
+
+    def _initialised(self, slot: int) -> Producer:
+        config = self._config | {"transactional.id": f"{self._prefix}mount-writer-{slot}"}
+        producer = Producer(config)
+        producer.init_transactions(self.timeout_s)
+        return producer
+
+    def _transact(
+        self, producer: Producer, topic: str, key: bytes, values: list[bytes], state: StateEntry
+    ) -> list[tuple[int, int]]:
+        written: list[tuple[int, int]] = []
+        failed: list[KafkaError] = []
+
+        def report(error: KafkaError | None, message: Message) -> None:
+            if error is not None:
+                failed.append(error)
+            else:
+                written.append((message.partition() or 0, message.offset() or 0))
+
+        producer.begin_transaction()
+        try:
+            for value in values:
+                producer.produce(topic, value, key, on_delivery=report)
+            state_topic, state_key, state_value = state
+            producer.produce(state_topic, state_value, state_key.encode(), partition=0)
+            producer.commit_transaction(self.timeout_s)  # flushes: every report is in
+        except (BufferError, KafkaException) as error:
+            with contextlib.suppress(KafkaException):
+                producer.abort_transaction(self.timeout_s)
+            raise LogUnavailable(f"producing to {topic} in a transaction: {error}") from error
+        if failed or len(written) != len(values):
+            raise LogUnavailable(f"producing to {topic}: {failed}")
+        return sorted(written)
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.timeout_s * 3):
+                return await loop.run_in_executor(self._thread, work)
+        except TimeoutError as error:
+            raise LogUnavailable("a mounted topic's transaction timed out") from error
+        except KafkaException as error:
+            raise LogUnavailable(f"a mounted topic's transactional producer: {error}") from error
+
+    def close(self) -> None:
+        self._held.clear()
+        self._thread.shutdown(wait=False, cancel_futures=True)

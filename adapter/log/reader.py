@@ -62,7 +62,13 @@ class ReadResult:
 class LogReader:
     """Consumers are expensive to create, so a few are kept and lent to one read at a time."""
 
-    def __init__(self, bootstrap_servers: str, limits: ReadLimits, pool_size: int = 4) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        limits: ReadLimits,
+        pool_size: int = 4,
+        fetch_bytes: int | None = None,
+    ) -> None:
         self.limits = limits
         self._config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
@@ -77,6 +83,8 @@ class LogReader:
             "fetch.wait.max.ms": 10,
             "logger": logging.getLogger("librdkafka.reader"),
         }
+        if fetch_bytes is not None:
+            self._config.update(sparse_fetch_config(fetch_bytes))
         self._idle: asyncio.Queue[Consumer] = asyncio.Queue()
         self._created = 0
         self._pool_size = pool_size
@@ -187,6 +195,23 @@ class LogReader:
                 if scanned >= self.limits.max_scan_bytes and position < request.stop:
                     return ReadResult(messages, position, False)
         return ReadResult(messages, request.stop, True)
+
+
+def sparse_fetch_config(fetch_bytes: int) -> dict[str, Any]:
+    """Consumer settings for reads that seek from record to record (a mounted key's listed
+    records): each fetch asks for `fetch_bytes` of the partition. By default a fetch asks for
+    1 MiB, all of it decompressed and queued, and the consumer prefetches more behind it, so
+    every seek paid for a MiB or more of other keys' records; a broker still returns the whole
+    first batch at the offset when it is larger (KIP-74), so reads always progress."""
+    return {
+        "max.partition.fetch.bytes": fetch_bytes,
+        "fetch.max.bytes": fetch_bytes,
+        "message.max.bytes": fetch_bytes,  # librdkafka: fetch.max.bytes >= message.max.bytes
+        # No prefetch past the fetch being read (a seek would discard it): the next fetch waits
+        # until the queue is drained, checked every 1 ms (the default backoff is 1 s).
+        "queued.min.messages": 1,
+        "fetch.queue.backoff.ms": 1,
+    }
 
 
 def poll_batch(consumer: Consumer, timeout_s: float) -> list[Message]:

@@ -417,7 +417,7 @@ def _append(view: View, command: Append, now_ms: int, limits: Limits) -> Write |
     messages = _messages(meta.content_type, command.body, limits)
     if isinstance(decision, Duplicate):  # before Stream-Seq: a retry repeats its seq
         return Done(Appended(meta, False, ProducerState(decision.epoch, decision.last_seq)))
-    _check_producer(decision)
+    check_producer(decision)
     _check_order(meta, command)
     state = meta.evolve(
         closed=command.close,
@@ -439,7 +439,7 @@ def _closed_append(meta: StreamMeta, command: Append, decision: Decision | None)
     if isinstance(decision, Duplicate):
         return Appended(meta, False, ProducerState(decision.epoch, decision.last_seq))
     if isinstance(decision, StaleEpoch):
-        _check_producer(decision)
+        check_producer(decision)
     if command.close and not command.body and decision is None:
         return Appended(meta, appended=False)
     raise ProtocolError(
@@ -472,7 +472,7 @@ def _check_order(meta: StreamMeta, command: Append) -> None:
         raise ProtocolError(ErrorCode.PRECONDITION_FAILED, "the stream changed (If-Match)")
 
 
-def _check_producer(decision: Decision | None) -> None:
+def check_producer(decision: Decision | None) -> None:
     """Raise the refusal a producer decision stands for (accepted and absent pass)."""
     if isinstance(decision, StaleEpoch):
         raise ProtocolError(

@@ -3,7 +3,8 @@
 `reconcile` starts an indexer for every mount the catalog holds and stops those of mounts
 gone from it; it is called when the set of mounts may have changed (start, a local mount or
 unmount, a followed meta record). A dead indexer is restarted by the next reconcile, and its
-mount answers 503 meanwhile.
+mount answers 503 meanwhile. With an `index_dir`, each mount's index is kept in a file there
+(`log/key_index_store.py`), `{bucket}.sqlite`, resumed at start and removed at unmount.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 from adapter.log.key_index import KeyIndex
+from adapter.log.key_index_store import KeyIndexStore, remove
 from adapter.log.mount_indexer import MountIndexer, Naming
 from adapter.protocol.mount_keys import media_type, stream_id_of
 from adapter.state.catalog import Catalog
@@ -39,8 +42,10 @@ class MountIndexes:
         max_positions_per_key: int,
         timeout_s: float,
         on_keys: Callable[[str, set[str]], None],
+        index_dir: str = "",
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.index_dir = Path(index_dir) if index_dir else None  # None: not persisted
         self.catalog = catalog
         self.max_positions_per_key = max_positions_per_key
         self.timeout_s = timeout_s
@@ -56,13 +61,22 @@ class MountIndexes:
         wanted = {mount.bucket_id: mount for mount in self.catalog.mounts()}
         for bucket_id, indexed in list(self._indexed.items()):
             if wanted.get(bucket_id) != indexed.mount or indexed.task.done():
-                self._stop(bucket_id)
+                self._stop(bucket_id, forget=bucket_id not in wanted)
         for bucket_id, mount in wanted.items():
             if bucket_id not in self._indexed:
                 self._start(mount)
 
+    def _path(self, bucket_id: str) -> Path | None:
+        return self.index_dir / f"{bucket_id}.sqlite" if self.index_dir else None
+
     def _start(self, mount: MountMeta) -> None:
-        index = KeyIndex(self.max_positions_per_key)
+        path = self._path(mount.bucket_id)
+        # What the index's content depends on: another mount of the name starts afresh.
+        identity = (
+            f"{mount.bucket_id} {mount.topic} {mount.key_encoding} {mount.content_type_header}"
+        )
+        store = KeyIndexStore(path, identity) if path else None
+        index = KeyIndex(self.max_positions_per_key, track_changes=store is not None)
         naming = Naming(
             mount.topic,
             partial(stream_id_of, mount.bucket_id),
@@ -75,6 +89,7 @@ class MountIndexes:
             index,
             self.timeout_s,
             lambda ids: self.on_keys(mount.bucket_id, ids),
+            store,
         )
         task = asyncio.get_running_loop().create_task(indexer.run(), name=f"mount-{mount.topic}")
         task.add_done_callback(lambda done: self._died(mount, done))
@@ -84,18 +99,22 @@ class MountIndexes:
         if not task.cancelled() and task.exception() is not None:
             log.error("indexing mounted topic %s stopped", mount.topic, exc_info=task.exception())
 
-    def _stop(self, bucket_id: str) -> None:
+    def _stop(self, bucket_id: str, forget: bool = False) -> None:
+        """Stop indexing the mount; `forget`: it was unmounted, its file goes too."""
         indexed = self._indexed.pop(bucket_id)
         indexed.task.cancel()
         # Live readers of its keys wake, find the mount gone (or changed) and end or go on.
         self.on_keys(bucket_id, set(indexed.index.ids("", None)))
-        closing = asyncio.get_running_loop().create_task(self._close(indexed))
+        path = self._path(bucket_id) if forget else None
+        closing = asyncio.get_running_loop().create_task(self._close(indexed, path))
         self._closing.add(closing)
         closing.add_done_callback(self._closing.discard)
 
-    async def _close(self, indexed: Indexed) -> None:
+    async def _close(self, indexed: Indexed, remove_file: Path | None) -> None:
         await asyncio.wait([indexed.task])  # cancelled: its thread finishes its poll first
         await indexed.indexer.close()
+        if remove_file is not None:
+            remove(remove_file)
 
     async def close(self) -> None:
         for bucket_id in list(self._indexed):

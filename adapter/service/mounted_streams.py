@@ -4,28 +4,35 @@ A mounted stream looks to the protocol layer like any other (`StreamMeta`): its 
 read positions (`topology/mount_positions.py`), its tail is the position after the key's last
 indexed record, it is never closed and has no TTL. Reads walk the key's index: listed records
 are fetched where they are, a range the index dropped is scanned by key. A writable mount's
-appends are produced as plain records (`log/mount_writer.py`).
+appends are produced as plain records (`log/mount_writer.py`); those with idempotent-producer
+headers are decided against the producer's state (`protocol/producers.py`) and committed with
+its new state in one transaction, under the stream's transactional slot.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapter.log.key_index import KeyPlaces
 from adapter.log.mount_reader import KeyRead, read_key
-from adapter.log.mount_writer import MountWriter
+from adapter.log.mount_writer import MountWriter, Transactions, transactional_slot
 from adapter.log.reader import LogReader
 from adapter.protocol.commands import Append, Appended, Chunk, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.mount_keys import key_of
 from adapter.protocol.mounts import append_messages
 from adapter.protocol.offsets import ReadFrom
-from adapter.protocol.stream_machine import not_found
+from adapter.protocol.producers import Accepted, Duplicate, ProducerState, decide
+from adapter.protocol.stream_machine import check_producer, not_found
 from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import Indexed, MountIndexes
 from adapter.service.reads import resolve_start
-from adapter.state.records import MountMeta, StreamMeta
+from adapter.state.records import MountMeta, ProducerRecord, StreamMeta
+from adapter.state.records import encode as encode_state
 from topology.mount_positions import position, split
 
 FETCH_BATCH = 512  # listed records asked for in one fetch
@@ -63,10 +70,22 @@ def next_step(places: KeyPlaces, at: int) -> Step | None:
 
 class MountedStreams:
     def __init__(
-        self, indexes: MountIndexes, reader: LogReader, writer: MountWriter, hub: LiveHub
+        self,
+        indexes: MountIndexes,
+        reader: LogReader,
+        sparse_reader: LogReader,
+        writer: MountWriter,
+        hub: LiveHub,
+        transactions: Transactions,
+        producers_topic: str,
+        state_followed: Callable[[], Awaitable[None]],
     ) -> None:
+        self.transactions = transactions
+        self.producers_topic = producers_topic
+        self.state_followed = state_followed  # returns once the state topics are followed
         self.indexes = indexes
-        self.reader = reader
+        self.reader = reader  # scans of ranges the index dropped: large fetches
+        self.sparse_reader = sparse_reader  # listed records, seek by seek: small fetches
         self.writer = writer
         self.hub = hub
         self.catalog = indexes.catalog
@@ -98,9 +117,47 @@ class MountedStreams:
         places = indexed.index.places(ref.stream_id)
         content_type = (places.content_type if places else None) or mount.content_type
         messages = append_messages(content_type, command)
+        if command.producer is not None:
+            return await self._append_once(mount, ref, key, messages, command.producer)
         written = await self.writer.produce(mount.topic, key, messages)
         tail = position(*written[-1]) + 1
         return Appended(await self._indexed_up_to(ref, tail), appended=True)
+
+    async def _append_once(
+        self,
+        mount: MountMeta,
+        ref: StreamRef,
+        key: bytes,
+        messages: list[bytes],
+        headers: ProducerHeaders,
+    ) -> Appended:
+        """An append with producer headers: written at most once per (producer, epoch, seq)."""
+        slot = transactional_slot(ref.bucket_id, ref.stream_id)
+        async with self.transactions.slot(slot) as held:
+            if held.fresh:  # whoever held the slot before is fenced: read what it committed
+                await self.state_followed()
+                held.fresh = False
+            states = self.catalog.producer_states(ref.bucket_id, ref.stream_id)
+            decision = decide(states.get(headers.producer_id), headers)
+            if isinstance(decision, Duplicate):
+                state = ProducerState(decision.epoch, decision.last_seq)
+                return Appended(self.existing(ref), appended=False, producer=state)
+            check_producer(decision)
+            assert isinstance(decision, Accepted)
+            record = ProducerRecord(
+                ref.bucket_id,
+                ref.stream_id,
+                headers.producer_id,
+                decision.state.epoch,
+                decision.state.last_seq,
+                int(time.time() * 1000),
+            )
+            entry = (self.producers_topic, record.key, encode_state(record))
+            written = await self.transactions.write(held, mount.topic, key, messages, entry)
+            self.catalog.put_producer(record)
+        tail = position(*written[-1]) + 1
+        meta = await self._indexed_up_to(ref, tail)
+        return Appended(meta, appended=True, producer=decision.state)
 
     async def _indexed_up_to(self, ref: StreamRef, tail: int) -> StreamMeta:
         """The stream once the index holds the records written (read-your-writes), or, if the
@@ -158,7 +215,8 @@ class MountedStreams:
             request = KeyRead(
                 indexed.mount.topic, step.partition, key, step.start, step.stop, step.wanted
             )
-            result = await read_key(self.reader, request)
+            reader = self.reader if step.wanted is None else self.sparse_reader
+            result = await read_key(reader, request)
             messages += result.messages
             size += sum(len(message) for message in result.messages)
             at = position(step.partition, result.next_offset)

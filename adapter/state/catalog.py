@@ -21,6 +21,7 @@ from adapter.state.records import (
     stream_of_key,
 )
 from adapter.tier.manifest import TierIndex
+from topology.listing import ids_after
 
 
 class Catalog:
@@ -139,15 +140,7 @@ class Catalog:
 
     def stream_ids(self, bucket_id: str, prefix: str, after: str | None) -> Iterator[str]:
         """Ids in byte order that start with `prefix`, strictly after `after`."""
-        ids = self._members.get(bucket_id, [])
-        if after is not None and after >= prefix:
-            index = bisect.bisect_right(ids, after)
-        else:
-            index = bisect.bisect_left(ids, prefix)
-        for stream_id in ids[index:]:
-            if not stream_id.startswith(prefix):
-                return
-            yield stream_id
+        return ids_after(self._members.get(bucket_id, []), prefix, after)
 
     def put_bucket(self, meta: BucketMeta) -> None:
         self._buckets[meta.bucket_id] = meta

@@ -9,10 +9,11 @@ import base64
 import json
 import random
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from aiohttp import ClientResponse
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from adapter.app import create_app
@@ -302,3 +303,127 @@ async def test_keys_past_the_index_bound_and_across_partitions_read_whole(
     assert (await client.delete(f"/{bucket}")).status == 204
     rest = await asyncio.wait_for(sse.read(), 30)  # a guard against a hang, not a timing
     assert b"event: data" not in rest
+
+
+async def test_a_restarted_instance_resumes_the_index_from_its_file(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """The key index is saved with a checkpoint per partition: a restart reads no record
+    already indexed (the indexer's `scanned` counter), serves the same bytes and tails, and
+    goes on from the checkpoint. 8 positions per key: dropped ranges are saved too."""
+    settings = make_settings(mount_index_positions_per_key=8)
+    bootstrap = settings.bootstrap_servers
+    topic, bucket = f"kept-{unique}", f"kept-{unique}"
+    _create_topic(bootstrap, topic)
+    expected = await asyncio.to_thread(_fill, bootstrap, topic)
+    first = await aiohttp_client(create_app(settings))
+    await wait_ready(first)
+    await _mount(first, bucket, {"topic": topic}, 201)
+    built = (await _indexed(first, bucket))["index"]
+    assert (built["resumed"], built["scanned"]) == (False, built["records"] + 2)  # + 2 skipped
+    paths = [f"/{bucket}/{_stream_id(key)}" for key in expected]
+    before = [await _catch_up(first, path) for path in paths]
+    await first.close()
+
+    second = await aiohttp_client(create_app(settings))
+    await wait_ready(second)
+    resumed = (await _indexed(second, bucket))["index"]
+    assert (resumed["resumed"], resumed["scanned"]) == (True, 0)
+    assert resumed == built | {"scanned": 0, "resumed": True}  # counts included
+    assert [await _catch_up(second, path) for path in paths] == before  # bytes and tails
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, b"after the restart", b"k-005")
+    assert producer.flush(30) == 0
+    for _ in range(600):
+        if (await _body(await second.get(f"/{bucket}"), 200))["index"]["scanned"] == 1:
+            break
+        await asyncio.sleep(0.05)
+    data, _ = await _catch_up(second, f"/{bucket}/k-005")
+    assert data == b"".join([*expected[b"k-005"], b"after the restart"])
+
+    index_file = Path(settings.mount_index_dir) / f"{bucket}.sqlite"
+    assert index_file.exists()
+    assert (await second.delete(f"/{bucket}")).status == 204
+    for _ in range(600):  # the indexer closes, then its file goes
+        if not index_file.exists():
+            break
+        await asyncio.sleep(0.05)
+    assert not index_file.exists()
+
+
+def _plain_read(bootstrap: str, topic: str) -> list[tuple[bytes, bytes]]:
+    """(key, value) of every committed record of the topic, as a plain read_committed
+    consumer reads them to the end of each partition."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "never-joined",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
+    seen: list[tuple[bytes, bytes]] = []
+    ended: set[int | None] = set()
+    try:
+        for _ in range(200):
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is None:
+                seen.append((message.key() or b"", message.value() or b""))
+            elif error.code() == KafkaError._PARTITION_EOF:
+                ended.add(message.partition())
+                if len(ended) == 3:
+                    return seen
+    finally:
+        consumer.close()
+    raise AssertionError("the topic's end was never reached")
+
+
+async def test_producer_retries_to_a_writable_mount_are_written_once(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """Producer-Id/Epoch/Seq on a writable mount: the state commits with the records in one
+    transaction, so a retry is a duplicate, also after a restart; gaps and stale epochs are
+    refused as for our streams."""
+    settings = make_settings()
+    topic, bucket = f"once-{unique}", f"once-{unique}"
+    _create_topic(settings.bootstrap_servers, topic)
+    first = await aiohttp_client(create_app(settings))
+    await wait_ready(first)
+    await _mount(
+        first, bucket, {"topic": topic, "content_type": "text/plain", "appends": True}, 201
+    )
+    await _indexed(first, bucket)
+
+    def producer(epoch: int, seq: int) -> dict[str, str]:
+        return {
+            "Content-Type": "text/plain",
+            "Producer-Id": "p-1",
+            "Producer-Epoch": str(epoch),
+            "Producer-Seq": str(seq),
+        }
+
+    path = f"/{bucket}/k"
+    assert (await first.post(path, data=b"m0;", headers=producer(0, 0))).status == 200
+    retried = await first.post(path, data=b"m0;", headers=producer(0, 0))
+    assert (retried.status, retried.headers["Producer-Seq"]) == (204, "0")  # not written again
+    assert (await first.post(path, data=b"m1;", headers=producer(0, 1))).status == 200
+    gap = await first.post(path, data=b"m3;", headers=producer(0, 3))
+    assert (await _body(gap, 409))["error"]["code"] == "producer_sequence_gap"
+    await first.close()
+
+    second = await aiohttp_client(create_app(settings))  # the state is in Kafka
+    await wait_ready(second)
+    await _indexed(second, bucket)
+    assert (await second.post(path, data=b"m1;", headers=producer(0, 1))).status == 204
+    assert (await second.post(path, data=b"m2;", headers=producer(0, 2))).status == 200
+    assert (await second.post(path, data=b"n0;", headers=producer(1, 0))).status == 200
+    stale = await second.post(path, data=b"old;", headers=producer(0, 3))
+    assert (await _body(stale, 403))["error"]["code"] == "stale_producer_epoch"
+    assert (await _catch_up(second, path))[0] == b"m0;m1;m2;n0;"
+    seen = await asyncio.to_thread(_plain_read, settings.bootstrap_servers, topic)
+    assert seen == [(b"k", b"m0;"), (b"k", b"m1;"), (b"k", b"m2;"), (b"k", b"n0;")]
