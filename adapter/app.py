@@ -252,6 +252,7 @@ def tier_policy(settings: Settings) -> TierPolicy:
         interval_s=settings.tier_interval_ms / 1000,
         max_streams_per_range=max(1, min(1000, per_record)),
         commit_within_ms=settings.snapshot_gc_grace_ms // 2,
+        retention_grace_ms=settings.snapshot_gc_grace_ms,
     )
 
 

@@ -24,7 +24,7 @@ No asyncio, no Kafka, no HTTP, no clock: the caller passes the time and carries 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Final, Literal
 
@@ -69,8 +69,9 @@ class View:
     stream's queued, uncommitted appends will leave (its `next_offset` is then stale), and
     `broken` that one of them failed, so that state is not to be trusted.
 
-    For a fork's creation, `source` is the source as committed and `following` its messages
-    from the fork offset on (read only for a sub-offset). For a deletion, `forks` counts the
+    For a fork's creation, `source` is the source as committed, `source_snapshot` its visible
+    snapshot and `following` its messages from the fork offset on (read only for a
+    sub-offset). For a deletion, `forks` counts the
     stream's live forks, and `ancestors` are the streams it was forked from, nearest first,
     each with its own count of live forks.
     """
@@ -80,6 +81,7 @@ class View:
     pending: bool = False
     broken: bool = False
     source: StreamMeta | None = None
+    source_snapshot: SnapshotPointer | None = None
     following: Sequence[bytes] = ()
     forks: int = 0
     ancestors: Sequence[tuple[StreamMeta, int]] = ()
@@ -200,6 +202,7 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         )
     try:
         at = forks.cut(source, fork.offset)
+        inherited_snapshot = forks.retained(source, view.source_snapshot, at)
         copied = forks.taken(source.content_type, view.following, fork.sub_offset)
         messages = _within([*copied, *_initial_messages(command, content_type, limits)], limits)
     except ProtocolError as error:
@@ -215,11 +218,18 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         "fork_offset": source.next_offset if fork.offset is None else fork.offset,
         "fork_sub_offset": fork.sub_offset,
         "inherited": forks.inherited(source, at),
+        "retained_from": source.retained_from,
     }
     expiry = (ttl, expires_at)
-    return _creation(
+    write = _creation(
         view, command, now_ms, source.partition, content_type, messages, expiry, lineage
     )
+    if inherited_snapshot is None:
+        return write
+    snapshot = replace(
+        inherited_snapshot, stream_id=command.ref.stream_id, stream_created_at_ms=now_ms
+    )
+    return replace(write, snapshot=snapshot)
 
 
 def _creation(
