@@ -119,11 +119,17 @@ def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
 
 
 def build_parts(settings: Settings) -> Parts:
-    if settings.lose_commit_every or settings.trust_unknown_outcomes:
+    if (
+        settings.lose_commit_every
+        or settings.trust_unknown_outcomes
+        or settings.serve_below_retention
+    ):
         logging.getLogger(__name__).warning(
-            "test-only faults on: lose_commit_every=%d trust_unknown_outcomes=%s",
+            "test-only faults on: lose_commit_every=%d trust_unknown_outcomes=%s "
+            "serve_below_retention=%s",
             settings.lose_commit_every,
             settings.trust_unknown_outcomes,
+            settings.serve_below_retention,
         )
     layout = topic_layout(settings)
     admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
@@ -179,7 +185,13 @@ def build_parts(settings: Settings) -> Parts:
     )
     bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
     store = object_store(settings)
-    reads = ReadPath(reader, hot_tail, ColdReader(store, settings.tier_cache_bytes), catalog)
+    reads = ReadPath(
+        reader,
+        hot_tail,
+        ColdReader(store, settings.tier_cache_bytes),
+        catalog,
+        check_retention=not settings.serve_below_retention,
+    )
     mounted = MountedStreams(
         indexes, reader, MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s), hub
     )

@@ -105,6 +105,7 @@ class Settings:
     # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
+    serve_below_retention: bool = False
 
     @property
     def host(self) -> str:
@@ -235,6 +236,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "console": ("server", "console"),
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
+    "serve_below_retention": ("testing", "serve_below_retention"),
 }
 
 
