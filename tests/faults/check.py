@@ -14,7 +14,8 @@ Invariants (each breach is an anomaly, and any anomaly fails the run):
 - snapshots: a stream's visible snapshot (on the fresh instance) is older than one whose
   publish was acknowledged, is at an offset no publish that could have landed named, is not
   that publish's blob, or a read from -1 is not refused 410;
-- retention: a read began after a publish at `o` was acknowledged, started below `o`, and was
+- retention: a read began `LAG_S` after a publish at `o` was acknowledged (the lag every
+  instance is allowed to learn a change, as for divergent views), started below `o`, and was
   served;
 - forks: an acknowledged fork does not exist (its inherited range is checked as its reads and
   views are).
@@ -28,6 +29,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tests.faults.history import Fork, History, LogRecord, Outcome, View, Write
+
+# How long an instance may take to learn what another acknowledged (its follower): the runner's
+# CONVERGE_S, which the views are given too.
+LAG_S = 15.0
 
 KINDS = (
     "lost",
@@ -265,7 +270,7 @@ def _retention(report: Report, history: History) -> None:
     for read in history.reads:
         if read.invoked is None:
             continue
-        points = [o for done, o in retained.get(read.stream, []) if done < read.invoked]
+        points = [o for done, o in retained.get(read.stream, []) if done + LAG_S < read.invoked]
         if points and read.start < max(points):
             report.add(
                 "retention",
