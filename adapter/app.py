@@ -16,6 +16,7 @@ from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
 from adapter.http import bootstrap, buckets, console, health, openapi, snapshots, streams
 from adapter.http.auth import GATE, auth_middleware
+from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.credentials import build_gate, jwks_refresher
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
@@ -299,6 +300,7 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 def create_app(settings: Settings) -> web.Application:
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
+    bodies = RouteBodies(settings.max_body_bytes, settings.max_snapshot_bytes)
     parts = build_parts(settings)
     gate = build_gate(settings)
     cors = CorsPolicy(frozenset(comma_list(settings.cors_origins)))
@@ -311,8 +313,8 @@ def create_app(settings: Settings) -> web.Application:
             auth_middleware(gate),
             rate_limit_middleware(Limits.of(settings)),
             content_encoding_middleware,
-            request_checks_middleware(settings.max_body_bytes, settings.max_snapshot_bytes),
-            body_budget_middleware(budget),
+            request_checks_middleware(bodies),
+            body_budget_middleware(budget, bodies),
             readiness_gate,
             forwarding_middleware,
         ],
@@ -321,6 +323,7 @@ def create_app(settings: Settings) -> web.Application:
     )
     app[SETTINGS] = settings
     app[BODY_BUDGET] = budget
+    app[ROUTE_BODIES] = bodies
     app[GATE] = gate
     app[CORS] = cors
     app[PARTS] = parts
