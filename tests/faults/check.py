@@ -12,8 +12,9 @@ Invariants (each breach is an anomaly, and any anomaly fails the run):
 - divergent: an instance's HEAD/GET of a stream differs (still, after up to 15 s) from a fresh
   instance's, or the fresh instance's from the log;
 - snapshots: a stream's visible snapshot (on the fresh instance) is older than one whose
-  publish was acknowledged, is at an offset no publish that could have landed named, is not
-  that publish's blob, or a read from -1 is not refused 410;
+  publish was acknowledged, is at an offset no publish that could have landed named, or is not
+  that publish's blob; or an instance does not refuse (410) a read from -1 of a stream with a
+  snapshot;
 - retention: a read began `LAG_S` after a publish at `o` was acknowledged (the lag every
   instance is allowed to learn a change, as for divergent views), started below `o`, and was
   served;
@@ -104,6 +105,7 @@ def check(
     if views:
         _views(report, views, fresh, histories)
         _snapshots(report, history, views[fresh])
+        _refused_below(report, views)
         _forks(report, history.forks, views[fresh])
     return report
 
@@ -254,8 +256,16 @@ def _snapshots(report: Report, history: History, views: Mapping[str, View]) -> N
                 f"{stream}: snapshot {view.snapshot!r} at {view.snapshot_offset}: no publish "
                 "that could have landed",
             )
-        if view.below != 410:
-            report.add("snapshots", f"{stream}: a read from -1 answered {view.below}, not 410")
+
+
+def _refused_below(report: Report, views: Mapping[str, Mapping[str, View]]) -> None:
+    """Every instance (after the convergence allowed) refuses a read below a snapshot."""
+    for instance, seen in views.items():
+        for stream, view in seen.items():
+            if view.snapshot_offset is not None and view.below != 410:
+                report.add(
+                    "snapshots", f"{instance} {stream}: a read from -1 answered {view.below}"
+                )
 
 
 # A 4xx, or a 5xx (which says nothing was written): such a publish is never visible.

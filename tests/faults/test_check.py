@@ -167,13 +167,21 @@ def test_a_history_with_snapshots_and_forks_passes() -> None:
     [
         (View(200, 7, True, ("p0", "p1", "p2", "x")), "the acknowledged snapshot is not visible"),
         (View(200, 7, True, ("p2", "x"), 3, "b0", 410), "another blob"),
-        (View(200, 7, True, ("p2", "x"), 3, "b1", 200), "a read from -1 served"),
     ],
 )
 def test_a_snapshot_lost_or_wrong_is_reported(view: View, why: str) -> None:
     history, log, seen = with_snapshot_and_fork()
     seen = {name: found | {"s": view} for name, found in seen.items()}
     assert reported(history, log, views=seen, fresh="fresh")["snapshots"] == 1, why
+
+
+def test_an_instance_serving_below_a_snapshot_is_reported() -> None:
+    history, log, seen = with_snapshot_and_fork()
+    served = View(200, 7, True, ("p2", "x"), 3, "b1", 200)
+    broken = seen | {"a": seen["a"] | {"s": served}}
+    assert reported(history, log, views=broken, fresh="fresh") == {"snapshots": 1, "divergent": 1}
+    everywhere = {name: found | {"s": served} for name, found in seen.items()}
+    assert reported(history, log, views=everywhere, fresh="fresh") == {"snapshots": 2}
 
 
 def test_a_snapshot_of_a_refused_publish_is_reported() -> None:
