@@ -16,6 +16,7 @@ from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
 from adapter.http import bootstrap, buckets, console, health, openapi, snapshots, streams
 from adapter.http.auth import GATE, auth_middleware
+from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.credentials import build_gate, jwks_refresher
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
@@ -132,8 +133,12 @@ def build_parts(settings: Settings) -> Parts:
         trust_unknown_outcomes=settings.trust_unknown_outcomes,
         crash_after_forwarded_commit=settings.crash_after_forwarded_commit,
     )
-    if faults.any:
-        logging.getLogger(__name__).warning("test-only faults on: %s", faults)
+    if faults.any or settings.serve_below_retention:
+        logging.getLogger(__name__).warning(
+            "test-only faults on: %s serve_below_retention=%s",
+            faults,
+            settings.serve_below_retention,
+        )
     layout = topic_layout(settings)
     admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
     catalog = Catalog()
@@ -186,7 +191,13 @@ def build_parts(settings: Settings) -> Parts:
     )
     bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
     store = object_store(settings)
-    reads = ReadPath(reader, hot_tail, ColdReader(store, settings.tier_cache_bytes), catalog)
+    reads = ReadPath(
+        reader,
+        hot_tail,
+        ColdReader(store, settings.tier_cache_bytes),
+        catalog,
+        check_retention=not settings.serve_below_retention,
+    )
     sparse_reader = LogReader(
         settings.bootstrap_servers,
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
@@ -271,6 +282,7 @@ def tier_policy(settings: Settings) -> TierPolicy:
         interval_s=settings.tier_interval_ms / 1000,
         max_streams_per_range=max(1, min(1000, per_record)),
         commit_within_ms=settings.snapshot_gc_grace_ms // 2,
+        retention_grace_ms=settings.snapshot_gc_grace_ms,
     )
 
 
@@ -315,6 +327,7 @@ def forwarded_outcomes(settings: Settings, parts: Parts) -> ForwardedOutcomes:
 
 def create_app(settings: Settings) -> web.Application:
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
+    bodies = RouteBodies(settings.max_body_bytes, settings.max_snapshot_bytes)
     parts = build_parts(settings)
     gate = build_gate(settings)
     cors = CorsPolicy(frozenset(comma_list(settings.cors_origins)))
@@ -327,8 +340,8 @@ def create_app(settings: Settings) -> web.Application:
             auth_middleware(gate),
             rate_limit_middleware(Limits.of(settings)),
             content_encoding_middleware,
-            request_checks_middleware(settings.max_body_bytes, settings.max_snapshot_bytes),
-            body_budget_middleware(budget),
+            request_checks_middleware(bodies),
+            body_budget_middleware(budget, bodies),
             readiness_gate,
             forwarding_middleware,
         ],
@@ -337,6 +350,7 @@ def create_app(settings: Settings) -> web.Application:
     )
     app[SETTINGS] = settings
     app[BODY_BUDGET] = budget
+    app[ROUTE_BODIES] = bodies
     app[GATE] = gate
     app[CORS] = cors
     app[PARTS] = parts

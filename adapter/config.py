@@ -107,6 +107,7 @@ class Settings:
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
     crash_after_forwarded_commit: bool = False
+    serve_below_retention: bool = False
 
     @property
     def host(self) -> str:
@@ -239,6 +240,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
     "crash_after_forwarded_commit": ("testing", "crash_after_forwarded_commit"),
+    "serve_below_retention": ("testing", "serve_below_retention"),
 }
 
 

@@ -3,8 +3,9 @@
 A request's body stays in memory from when it is read until the request is answered (an
 append's until its transaction commits), so the bodies of the requests in flight are what
 the process holds for them. A request with a body reserves its `Content-Length` (a chunked
-body, of unknown size, reserves the largest body allowed) until it is answered; one that does
-not fit is answered 503 `unavailable` with `Retry-After` at once, its body unread.
+body, of unknown size, the largest its route accepts: `adapter/http/bodies.py`), never more
+than the largest body a handler holds at once, until it is answered; one that does not fit is
+answered 503 `unavailable` with `Retry-After` at once, its body unread.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from adapter.http.bodies import RouteBodies
 from adapter.http.render import Handler
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
@@ -26,11 +28,12 @@ class BodyBudget:
         self.largest_body = largest_body
         self.in_flight = 0
 
-    def cost(self, content_length: int | None) -> int:
-        """What a body reserves: its length, or the largest body when it is not known yet."""
+    def cost(self, content_length: int | None, route_limit: int | None = None) -> int:
+        """What a body reserves: its length, or the largest its route accepts when it is not
+        known yet; at most the largest body held at once (a streamed one holds less)."""
         if content_length is None:
-            return self.largest_body
-        return min(content_length, self.largest_body)  # a longer one is refused (413) unread
+            content_length = self.largest_body if route_limit is None else route_limit
+        return min(content_length, self.largest_body)
 
     def reserve(self, cost: int) -> bool:
         if self.in_flight + cost > self.limit:
@@ -45,12 +48,12 @@ class BodyBudget:
 BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
 
 
-def body_budget_middleware(budget: BodyBudget) -> Middleware:
+def body_budget_middleware(budget: BodyBudget, bodies: RouteBodies) -> Middleware:
     @web.middleware
     async def body_budget(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not request.body_exists:
             return await handler(request)
-        cost = budget.cost(request.content_length)
+        cost = budget.cost(request.content_length, bodies.limit(request))
         if not budget.reserve(cost):
             raise ProtocolError(ErrorCode.UNAVAILABLE, OVER_BUDGET_MESSAGE)
         try:

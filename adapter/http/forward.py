@@ -24,6 +24,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
+from adapter.http.bodies import ROUTE_BODIES
 from adapter.http.forward_ids import FORWARD_ID, FORWARDED
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
@@ -127,9 +128,9 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
     url = route.url + request.rel_url.raw_path_qs
     sent = _tagged(request, route, headers)
-    # A snapshot (up to max_snapshot_bytes) is passed on as it arrives, never held whole;
-    # other bodies are read first (bounded by the app's largest body).
-    body = request.content if _is_publish(request) else await request.read()
+    # A streamed body (a snapshot, up to max_snapshot_bytes) is passed on as it arrives, never
+    # held whole; other bodies are read first (bounded by their route's limit).
+    body = request.content if request.app[ROUTE_BODIES].streamed(request) else await request.read()
     try:
         async with request.app[FORWARDER].session.request(
             request.method, url, headers=headers, data=body, allow_redirects=False

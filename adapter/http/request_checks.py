@@ -3,7 +3,8 @@
 - A path whose percent-decoding is not UTF-8 (`%ff%fe`, the surrogate `%ed%a0%80`) is
   refused: yarl would keep such escapes as literal text, so `/b/%ff` and `/b/%25ff` would name
   one stream by two URLs.
-- A body declared larger than the largest accepted is 413 at once, unread.
+- A body declared larger than its route accepts (`adapter/http/bodies.py`) is 413 at once,
+  unread.
 - `Expect: 100-continue` is answered only once those checks (and the middlewares before this
   one) have passed: routes use `defer_continue`, so aiohttp does not send `100 Continue`
   before any middleware has run, and a client told 413 never sends its body.
@@ -16,6 +17,7 @@ from urllib.parse import unquote_to_bytes
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Middleware
 
+from adapter.http.bodies import RouteBodies
 from adapter.http.render import Handler, error_response
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
@@ -42,15 +44,14 @@ def require_utf8_path(raw_path: str) -> None:
         ) from None
 
 
-def request_checks_middleware(max_body_bytes: int, max_snapshot_bytes: int) -> Middleware:
-    """`max_snapshot_bytes` bounds a snapshot publish instead (streamed to the object store,
-    never held whole: its handler counts the bytes as they come)."""
+def request_checks_middleware(bodies: RouteBodies) -> Middleware:
+    """Each route's own body limit applies (a streamed snapshot's is `max_snapshot_bytes`)."""
 
     @web.middleware
     async def request_checks(request: web.Request, handler: Handler) -> web.StreamResponse:
         require_utf8_path(request.raw_path)
         length = request.content_length
-        largest = max_snapshot_bytes if _publishes_a_snapshot(request) else max_body_bytes
+        largest = bodies.limit(request)
         if length is not None and length > largest:
             response = error_response(
                 ProtocolError(
@@ -64,15 +65,6 @@ def request_checks_middleware(max_body_bytes: int, max_snapshot_bytes: int) -> M
         return await handler(request)
 
     return request_checks
-
-
-def _publishes_a_snapshot(request: web.Request) -> bool:
-    resource = request.match_info.route.resource
-    return (
-        request.method == "PUT"
-        and resource is not None
-        and resource.canonical.endswith("/snapshot/{offset}")
-    )
 
 
 async def _answer_expect(request: web.Request) -> None:

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from adapter.http.keys import SNAPSHOTS, STREAMS
+from adapter.http.bodies import ROUTE_BODIES, Body
+from adapter.http.keys import SNAPSHOTS
 from adapter.http.request_checks import defer_continue
 from adapter.http.security import decorate
 from adapter.http.streams import DEFAULT_CONTENT_TYPE, stream_ref
@@ -31,7 +32,7 @@ def path_offset(request: web.Request) -> int:
 async def publish(request: web.Request) -> web.Response:
     ref, offset = stream_ref(request), path_offset(request)
     content_type = normalize_content_type(request.headers.get("Content-Type"))
-    limit = request.app[STREAMS].limits.max_snapshot_bytes
+    limit = request.app[ROUTE_BODIES].limit(request)
     if request.content_length is not None and request.content_length > limit:
         raise _too_large(limit)
     meta = await request.app[SNAPSHOTS].publish(
@@ -101,5 +102,8 @@ def add_routes(app: web.Application, stream: str) -> None:
     latest_resource = app.router.add_resource(stream + "/snapshot")
     latest_resource.add_route("GET", latest, expect_handler=defer_continue)
     resource = app.router.add_resource(stream + "/snapshot/{offset}")
-    for method, handler in (("PUT", publish), ("GET", read), ("DELETE", delete)):
+    # A publish streams its body to the object store: bounded by `max_snapshot_bytes`.
+    put = resource.add_route("PUT", publish, expect_handler=defer_continue)
+    app[ROUTE_BODIES].declare(put, Body.STREAMED)
+    for method, handler in (("GET", read), ("DELETE", delete)):
         resource.add_route(method, handler, expect_handler=defer_continue)

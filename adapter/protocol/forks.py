@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import is_json
 from adapter.protocol.offsets import encode
-from adapter.state.records import Segment, StreamMeta
+from adapter.protocol.snapshots import gone_before
+from adapter.state.records import Segment, SnapshotPointer, StreamMeta
 
 
 def cut(source: StreamMeta, offset: int | None) -> int:
@@ -29,6 +30,23 @@ def cut(source: StreamMeta, offset: int | None) -> int:
             f"{encode(source.next_offset)}",
         )
     return max(offset, source.history_start)
+
+
+def retained(
+    source: StreamMeta, snapshot: SnapshotPointer | None, at: int
+) -> SnapshotPointer | None:
+    """The snapshot a fork inherits with its source's retention, if the source has one.
+
+    The source's records below its earliest retained offset are replaced by its snapshot (and
+    Kafka may have dropped them), so a fork from there on starts retained at the same offset
+    with the same snapshot, and a fork below it is 410 like a read there."""
+    if source.retained_from is None:
+        return None
+    if at < source.retained_from:
+        raise gone_before(source)
+    if snapshot is None:  # pointer and retention commit together: only a lagging catalog
+        raise ProtocolError(ErrorCode.UNAVAILABLE, "the source's snapshot is not known yet")
+    return snapshot
 
 
 def inherited(source: StreamMeta, at: int) -> tuple[Segment, ...]:

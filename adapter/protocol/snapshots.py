@@ -11,6 +11,7 @@ begins are not positions of this stream.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import Final
 
 from adapter.protocol.commands import PublishSnapshot
@@ -76,6 +77,33 @@ def gone_before(meta: StreamMeta) -> ProtocolError:
         f"data before {earliest} was replaced by a snapshot: GET the stream's /bootstrap",
         headers={EARLIEST_HEADER: earliest},
     )
+
+
+def needed_from(meta: StreamMeta, pointer: SnapshotPointer | None, settled_before_ms: int) -> int:
+    """The first offset of its partition the stream may still be read at.
+
+    Its earliest retained offset once its snapshot was published before `settled_before_ms`
+    (so every instance has followed the retention for a grace period and none serves a read
+    below it), else the start of its history. A fork's history starts in its source's range.
+    Soft-deleted and expired streams count too: a stream still in the catalog may be read
+    by an instance whose clock or catalog lags, and they are few and collected.
+    """
+    if pointer is not None and pointer.published_at_ms <= settled_before_ms:
+        return meta.earliest_offset
+    return meta.history_start
+
+
+def retention_floors(
+    streams: Iterable[tuple[StreamMeta, SnapshotPointer | None]], settled_before_ms: int
+) -> dict[int, int]:
+    """Per partition, the offset below which no stream of it (with its visible snapshot)
+    needs a record: Kafka may delete the records below it. A partition without streams has
+    no floor (a stream committed but not yet in the catalog could be in it)."""
+    floors: dict[int, int] = {}
+    for meta, pointer in streams:
+        need = needed_from(meta, pointer, settled_before_ms)
+        floors[meta.partition] = min(floors.get(meta.partition, need), need)
+    return floors
 
 
 def object_key(bucket_id: str, stream_id: str, offset: int, unique: str) -> str:

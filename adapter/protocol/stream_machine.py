@@ -5,143 +5,70 @@ Every protocol rule decided when a stream changes lives here: content-type match
 flattening and its limits, forks (what they inherit, `adapter/protocol/forks.py`), the
 soft deletion of a stream its forks still read, and snapshot publication with the retention it
 moves (`adapter/protocol/snapshots.py`). Given what a command is decided against (a
-`View`), the command and the time, a function returns one `Step`:
-
-- `Write`: the records to append (Kafka-free: messages and lifecycle events), the stream's
-  next state and the producer state to commit with them; `settle` turns it into the
-  committed state once Kafka has assigned the records' offsets;
-- `Done`: nothing to write, the reply is known (a duplicate, closing a closed stream, an
-  existing stream created again with the same configuration);
-- `Refused`: the error the request gets;
-- `SETTLE`: the view was a pending one (appends queued, not yet committed) and this command
-  must be decided against committed state: refusals and repeats answer with what is
-  committed, If-Match compares the committed tail, and an append without data has no
-  offsets of its own to find its tail by.
+`View`), the command and the time, a function returns one `Step` (`adapter/protocol/steps.py`:
+a write, a known reply, a refusal, or: decide again on committed state). The append rules
+are in `adapter/protocol/appends.py`.
 
 No asyncio, no Kafka, no HTTP, no clock: the caller passes the time and carries steps out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, Final, Literal
+from dataclasses import replace
+from typing import Any
 
-from adapter.protocol import forks, json_mode, snapshots
-from adapter.protocol.caching import if_match_matches
-from adapter.protocol.commands import (
-    Append,
-    Appended,
-    Created,
-    CreateStream,
-    ForkFrom,
-    PublishSnapshot,
-)
+from adapter.protocol import forks, snapshots
+from adapter.protocol.appends import decide_append, initial_messages, within
+from adapter.protocol.commands import Append, Created, CreateStream, ForkFrom, PublishSnapshot
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.headers import ProducerHeaders, content_types_match, is_json, seq_is_greater
-from adapter.protocol.offsets import encode
-from adapter.protocol.producers import (
-    Accepted,
-    Decision,
-    Duplicate,
-    EpochMustStartAtZero,
-    Position,
-    ProducerState,
-    SequenceGap,
-    StaleEpoch,
-    decide,
+from adapter.protocol.headers import content_types_match
+from adapter.protocol.steps import (
+    DEFAULT_CONTENT_TYPE,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_APPEND_MESSAGES,
+    SETTLE,
+    Done,
+    Entry,
+    Limits,
+    Message,
+    Refused,
+    Step,
+    View,
+    Write,
+    gone,
+    message_offsets,
+    not_found,
+    settle,
 )
-from adapter.protocol.stream_etags import stream_etag
-from adapter.state.records import SnapshotPointer, StreamMeta
+from adapter.state.records import StreamMeta
 from topology.wire import ControlEvent
 
-# An append of a JSON array becomes one record per element, all in one transaction.
-DEFAULT_MAX_APPEND_MESSAGES: Final = 10_000
-DEFAULT_CONTENT_TYPE: Final = "application/octet-stream"
-
-
-@dataclass(frozen=True)
-class View:
-    """What a command is decided against.
-
-    `stream` is None when the stream does not exist. `pending` says the state is the one the
-    stream's queued, uncommitted appends will leave (its `next_offset` is then stale), and
-    `broken` that one of them failed, so that state is not to be trusted.
-
-    For a fork's creation, `source` is the source as committed and `following` its messages
-    from the fork offset on (read only for a sub-offset). For a deletion, `forks` counts the
-    stream's live forks, and `ancestors` are the streams it was forked from, nearest first,
-    each with its own count of live forks.
-    """
-
-    stream: StreamMeta | None
-    producers: Mapping[str, Position] = field(default_factory=dict)
-    pending: bool = False
-    broken: bool = False
-    source: StreamMeta | None = None
-    following: Sequence[bytes] = ()
-    forks: int = 0
-    ancestors: Sequence[tuple[StreamMeta, int]] = ()
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_append_messages: int = DEFAULT_MAX_APPEND_MESSAGES
-    max_snapshot_bytes: int = snapshots.DEFAULT_MAX_SNAPSHOT_BYTES
-
-
-DEFAULT_LIMITS: Final = Limits()
-
-
-@dataclass(frozen=True)
-class Message:
-    """A data record: exactly the bytes of one message."""
-
-    body: bytes
-
-
-# A data record, or a lifecycle (control) record ordered with the data in the partition.
-Entry = Message | ControlEvent
-
-
-@dataclass(frozen=True)
-class Write:
-    """Records to append, and the state they leave once committed (see `settle`)."""
-
-    entries: tuple[Entry, ...]
-    # The stream after the write, but for its offsets; None when the write deletes it.
-    state: StreamMeta | None
-    at_ms: int
-    producer: tuple[str, ProducerState] | None = None  # accepted, committed with the data
-    stamp: ProducerHeaders | None = None  # who wrote the data, for its records' headers
-    forget: tuple[str, ...] = ()  # producer ids whose states go with this write
-    creates: bool = False
-    collects: tuple[str, ...] = ()  # soft-deleted ancestors (same partition) forgotten with it
-    snapshot: SnapshotPointer | None = None  # the stream's new latest snapshot
-
-    @property
-    def messages(self) -> list[bytes]:
-        return [entry.body for entry in self.entries if isinstance(entry, Message)]
-
-
-@dataclass(frozen=True)
-class Done:
-    reply: Appended | Created
-
-
-@dataclass(frozen=True)
-class Refused:
-    error: ProtocolError
-
-
-class _Settle(Enum):
-    SETTLE = "settle"
-
-
-SETTLE: Final = _Settle.SETTLE
-Step = Write | Done | Refused | Literal[_Settle.SETTLE]
-
+# The steps are part of the machine's interface: its callers name them through it.
+__all__ = [
+    "DEFAULT_CONTENT_TYPE",
+    "DEFAULT_LIMITS",
+    "DEFAULT_MAX_APPEND_MESSAGES",
+    "SETTLE",
+    "Done",
+    "Entry",
+    "Limits",
+    "Message",
+    "Refused",
+    "Step",
+    "View",
+    "Write",
+    "append",
+    "collect",
+    "create",
+    "delete",
+    "gone",
+    "message_offsets",
+    "not_found",
+    "publish",
+    "renewed",
+    "same_config",
+    "settle",
+]
 
 # -- commands -------------------------------------------------------------------------------
 
@@ -174,7 +101,7 @@ def create(
         return _fork(view, command, command.fork, now_ms, limits)
     content_type = command.content_type or DEFAULT_CONTENT_TYPE
     try:
-        messages = _initial_messages(command, content_type, limits)
+        messages = initial_messages(command, content_type, limits)
     except ProtocolError as error:
         return Refused(error)
     expiry = (command.ttl_seconds, command.expires_at_ms)
@@ -200,8 +127,9 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         )
     try:
         at = forks.cut(source, fork.offset)
+        inherited_snapshot = forks.retained(source, view.source_snapshot, at)
         copied = forks.taken(source.content_type, view.following, fork.sub_offset)
-        messages = _within([*copied, *_initial_messages(command, content_type, limits)], limits)
+        messages = within([*copied, *initial_messages(command, content_type, limits)], limits)
     except ProtocolError as error:
         return Refused(error)
     own_expiry = command.ttl_seconds is not None or command.expires_at_ms is not None
@@ -215,11 +143,18 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         "fork_offset": source.next_offset if fork.offset is None else fork.offset,
         "fork_sub_offset": fork.sub_offset,
         "inherited": forks.inherited(source, at),
+        "retained_from": source.retained_from,
     }
     expiry = (ttl, expires_at)
-    return _creation(
+    write = _creation(
         view, command, now_ms, source.partition, content_type, messages, expiry, lineage
     )
+    if inherited_snapshot is None:
+        return write
+    snapshot = replace(
+        inherited_snapshot, stream_id=command.ref.stream_id, stream_created_at_ms=now_ms
+    )
+    return replace(write, snapshot=snapshot)
 
 
 def _creation(
@@ -261,7 +196,7 @@ def append(view: View, command: Append, now_ms: int, limits: Limits = DEFAULT_LI
     if view.pending and (view.broken or command.if_match is not None):
         return SETTLE
     try:
-        step = _append(view, command, now_ms, limits)
+        step = decide_append(view, command, now_ms, limits)
     except ProtocolError as error:
         return SETTLE if view.pending else Refused(error)
     if view.pending and not isinstance(step, Write):
@@ -329,42 +264,7 @@ def _collected(view: View) -> tuple[str, ...]:
     return tuple(collected)
 
 
-def settle(write: Write, offsets: Sequence[int]) -> StreamMeta | None:
-    """The stream's state once `write` committed at `offsets` (one per entry, in order).
-
-    Its tail follows its last message; a write without messages leaves the tail it was
-    decided against (`append` never decides one against a pending state), and a creation
-    starts the stream at its `create` record.
-    """
-    if write.state is None:
-        return None
-    state = write.state
-    tail = state.next_offset
-    if write.creates:
-        state = state.evolve(start_offset=offsets[0])
-        tail = offsets[0] + 1
-    last = _last_message_index(write.entries)
-    if last is not None:
-        tail = offsets[last] + 1
-    return state.evolve(next_offset=tail)
-
-
-def message_offsets(write: Write, offsets: Sequence[int]) -> list[int]:
-    """The offsets of the write's messages (its lifecycle records left out)."""
-    return [o for o, e in zip(offsets, write.entries, strict=True) if isinstance(e, Message)]
-
-
 # -- rules ----------------------------------------------------------------------------------
-
-
-def not_found(stream_id: str) -> ProtocolError:
-    return ProtocolError(ErrorCode.STREAM_NOT_FOUND, f"stream {stream_id!r} not found")
-
-
-def gone(stream_id: str) -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.GONE, f"stream {stream_id!r} was deleted (forks of it still read its data)"
-    )
 
 
 def renewed(meta: StreamMeta, now_ms: int) -> StreamMeta:
@@ -400,127 +300,3 @@ def _same_fork(existing: StreamMeta, command: CreateStream, fork: ForkFrom) -> b
         and (not own_expiry or expiry == (command.ttl_seconds, command.expires_at_ms))
         and existing.closed == command.closed
     )
-
-
-def _append(view: View, command: Append, now_ms: int, limits: Limits) -> Write | Done:
-    meta = view.stream
-    if meta is not None and meta.soft_deleted:
-        raise gone(command.ref.stream_id)
-    if meta is None or meta.expired(now_ms):
-        raise not_found(command.ref.stream_id)
-    decision = None
-    if command.producer is not None:
-        decision = decide(view.producers.get(command.producer.producer_id), command.producer)
-    if meta.closed:
-        return Done(_closed_append(meta, command, decision))
-    _check_body(meta, command)
-    messages = _messages(meta.content_type, command.body, limits)
-    if isinstance(decision, Duplicate):  # before Stream-Seq: a retry repeats its seq
-        return Done(Appended(meta, False, ProducerState(decision.epoch, decision.last_seq)))
-    check_producer(decision)
-    _check_order(meta, command)
-    state = meta.evolve(
-        closed=command.close,
-        last_seq=command.seq or meta.last_seq,
-        last_write_at_ms=now_ms,
-        last_access_ms=now_ms if meta.ttl_seconds is not None else meta.last_access_ms,
-        message_count=meta.message_count + len(messages),
-    )
-    closing = (ControlEvent.CLOSE,) if command.close else ()
-    producer = None
-    if isinstance(decision, Accepted) and command.producer is not None:
-        producer = (command.producer.producer_id, decision.state)
-    entries = (*(Message(m) for m in messages), *closing)
-    return Write(entries, state, now_ms, producer=producer, stamp=command.producer)
-
-
-def _closed_append(meta: StreamMeta, command: Append, decision: Decision | None) -> Appended:
-    """On a closed stream only a repeat succeeds: a close-only, or the closing request's retry."""
-    if isinstance(decision, Duplicate):
-        return Appended(meta, False, ProducerState(decision.epoch, decision.last_seq))
-    if isinstance(decision, StaleEpoch):
-        check_producer(decision)
-    if command.close and not command.body and decision is None:
-        return Appended(meta, appended=False)
-    raise ProtocolError(
-        ErrorCode.STREAM_CLOSED,
-        f"stream {meta.stream_id!r} is closed",
-        headers={"Stream-Closed": "true", "Stream-Next-Offset": encode(meta.next_offset)},
-    )
-
-
-def _check_body(meta: StreamMeta, command: Append) -> None:
-    if not command.body and not command.close:
-        raise ProtocolError(ErrorCode.EMPTY_BODY, "an append needs a body (or Stream-Closed: true)")
-    if command.body:
-        if command.content_type is None:
-            raise ProtocolError(ErrorCode.BAD_REQUEST, "Content-Type is required with a body")
-        if not content_types_match(meta.content_type, command.content_type):
-            raise ProtocolError(
-                ErrorCode.CONTENT_TYPE_MISMATCH,
-                f"stream has Content-Type {meta.content_type!r}, not {command.content_type!r}",
-            )
-
-
-def _check_order(meta: StreamMeta, command: Append) -> None:
-    if command.seq is not None and not seq_is_greater(command.seq, meta.last_seq):
-        raise ProtocolError(
-            ErrorCode.SEQUENCE_CONFLICT,
-            f"Stream-Seq {command.seq!r} is not greater than {meta.last_seq!r}",
-        )
-    if command.if_match is not None and not if_match_matches(command.if_match, stream_etag(meta)):
-        raise ProtocolError(ErrorCode.PRECONDITION_FAILED, "the stream changed (If-Match)")
-
-
-def check_producer(decision: Decision | None) -> None:
-    """Raise the refusal a producer decision stands for (accepted and absent pass)."""
-    if isinstance(decision, StaleEpoch):
-        raise ProtocolError(
-            ErrorCode.STALE_PRODUCER_EPOCH,
-            f"producer epoch is stale: the current epoch is {decision.current_epoch}",
-            headers={"Producer-Epoch": str(decision.current_epoch)},
-        )
-    if isinstance(decision, SequenceGap):
-        raise ProtocolError(
-            ErrorCode.PRODUCER_SEQUENCE_GAP,
-            f"expected Producer-Seq {decision.expected}, got {decision.received}",
-            headers={
-                "Producer-Expected-Seq": str(decision.expected),
-                "Producer-Received-Seq": str(decision.received),
-            },
-        )
-    if isinstance(decision, EpochMustStartAtZero):
-        raise ProtocolError(
-            ErrorCode.INVALID_PRODUCER_EPOCH,
-            f"a new producer epoch ({decision.epoch}) must start at Producer-Seq 0",
-        )
-
-
-def _messages(content_type: str, body: bytes, limits: Limits) -> list[bytes]:
-    if not body:
-        return []
-    messages = json_mode.split_append(body) if is_json(content_type) else [body]
-    return _within(messages, limits)
-
-
-def _initial_messages(command: CreateStream, content_type: str, limits: Limits) -> list[bytes]:
-    if is_json(content_type):
-        return _within(json_mode.split_initial(command.body), limits)
-    return [command.body] if command.body else []
-
-
-def _within(messages: list[bytes], limits: Limits) -> list[bytes]:
-    if len(messages) > limits.max_append_messages:
-        raise ProtocolError(
-            ErrorCode.PAYLOAD_TOO_LARGE,
-            f"a JSON array of {len(messages)} messages; at most "
-            f"{limits.max_append_messages} are written by one request",
-        )
-    return messages
-
-
-def _last_message_index(entries: tuple[Entry, ...]) -> int | None:
-    for index in range(len(entries) - 1, -1, -1):
-        if isinstance(entries[index], Message):
-            return index
-    return None

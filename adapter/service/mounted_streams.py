@@ -20,6 +20,7 @@ from adapter.log.key_index import KeyPlaces
 from adapter.log.mount_reader import KeyRead, read_key
 from adapter.log.mount_writer import MountWriter, Transactions, transactional_slot
 from adapter.log.reader import LogReader
+from adapter.protocol.appends import check_producer
 from adapter.protocol.commands import Append, Appended, Chunk, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import ProducerHeaders
@@ -27,7 +28,7 @@ from adapter.protocol.mount_keys import key_of
 from adapter.protocol.mounts import append_messages
 from adapter.protocol.offsets import ReadFrom
 from adapter.protocol.producers import Accepted, Duplicate, ProducerState, decide
-from adapter.protocol.stream_machine import check_producer, not_found
+from adapter.protocol.stream_machine import not_found
 from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import Indexed, MountIndexes
 from adapter.service.reads import resolve_start

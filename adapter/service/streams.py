@@ -151,6 +151,7 @@ class StreamService:
             view = replace(
                 self._view(key, self.catalog.stream(*key)),
                 source=source,
+                source_snapshot=None if source is None else self.catalog.snapshot(source),
                 following=await self._following(source, fork),
             )
             step = machine.create(view, command, self.clock(), 0, self.limits)

@@ -14,6 +14,14 @@ Run on every instance for the partitions of the write slots it owns. One pass pe
 4. only then DeleteRecords up to the range's end (`tier/freeing.py`: the one rule for where
    Kafka may free a partition).
 
+Before that, a pass frees what no stream needs any more (`protocol/snapshots.py`
+`retention_floors`): when every stream of the partition (forks reading older ranges of their
+sources, soft-deleted and expired streams included) starts at or past a point, because
+snapshots moved their retention there at least a grace period ago, the records below it are
+dropped without being tiered: an empty range (no chunks) up to that point is committed, like
+any range, then DeleteRecords. Consecutive such ranges are one record (rewritten with a later
+end), so the index does not grow with publishes.
+
 A crash between any two steps leaves either the old state (Kafka still has everything; at most
 unreferenced objects stay behind) or the new one (the range is readable from chunks), never a
 hole; the next pass starts at the last committed range's end and frees what step 4 missed.
@@ -30,6 +38,7 @@ from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner, Scanned
 from adapter.objects.base import ObjectStore, ObjectStoreError
+from adapter.protocol.snapshots import retention_floors
 from adapter.state.catalog import Catalog
 from adapter.state.records import BucketMeta
 from adapter.tier import chunks, manifest
@@ -62,6 +71,9 @@ class TierPolicy:
     # A range is committed this soon after its first put or not at all, so the collector
     # (`tier_gc.py`, half its grace period) never takes its objects for orphans.
     commit_within_ms: int
+    # A snapshot's retention frees Kafka once it has been visible this long (every instance
+    # has followed it, and a reader that took the older state has finished).
+    retention_grace_ms: int
 
 
 @dataclass(frozen=True)
@@ -126,12 +138,13 @@ class TierWorker:
         failed: Exception | None = None
         for bucket_id in self.catalog.bucket_ids():
             bucket = self.catalog.bucket(bucket_id)
+            floors = self._floors(bucket_id)
             for partition in range(bucket.partitions if bucket else 0):
                 if bucket is None or not self._owned(bucket_id, partition):
                     continue
                 owned.add(Place(bucket.topic, bucket.created_at_ms, partition))
                 try:
-                    committed += await self.tier_partition(bucket, partition)
+                    committed += await self.tier_partition(bucket, partition, floors.get(partition))
                 except _RETRIED as error:  # the other partitions still get their turn
                     log.debug("tiering %s[%d] failed: %s", bucket.topic, partition, error)
                     failed = failed or error
@@ -145,7 +158,16 @@ class TierWorker:
     def _owned(self, bucket_id: str, partition: int) -> bool:
         return self.writers.accepting(self.slots.of_stream(bucket_id, partition))
 
-    async def tier_partition(self, bucket: BucketMeta, partition: int) -> int:
+    def _floors(self, bucket_id: str) -> dict[int, int]:
+        """Per partition of the bucket, where the records no stream needs end. Taken from the
+        catalog of the partitions' owner, whose commits it applies in commit order: a stream
+        not in it yet was committed after every one that is, so it starts past their floor."""
+        settled_before = self.clock() - self.policy.retention_grace_ms
+        return retention_floors(self.catalog.streams_of(bucket_id), settled_before)
+
+    async def tier_partition(
+        self, bucket: BucketMeta, partition: int, floor: int | None = None
+    ) -> int:
         place = Place(bucket.topic, bucket.created_at_ms, partition)
         log_start, _ = await self.scanner.watermarks(bucket.topic, partition)
         tiered_to = self.catalog.tier.tiered_to(place)
@@ -154,7 +176,10 @@ class TierWorker:
             # A crash (or a lost slot) between a range's commit and its DeleteRecords.
             log_start = await self.admin.delete_records(bucket.topic, partition, freeable)
         begin = log_start if tiered_to is None else max(tiered_to, log_start)
+        if floor is not None and floor > begin:
+            begin = log_start = await self._free_below(bucket, place, begin, floor)
         meter = await self._measured(place, begin)
+        meter.tiered(begin)
         committed = 0
         cutoff = self.clock() - self.policy.after_ms
         while committed < RANGES_PER_PASS:
@@ -195,6 +220,36 @@ class TierWorker:
             if scan.at_end:
                 return meter
 
+    async def _free_below(self, bucket: BucketMeta, place: Place, begin: int, floor: int) -> int:
+        """Drop [begin, floor), which no stream needs: an empty range (merged into the last
+        one when that is empty too and ends at `begin`), committed, then DeleteRecords."""
+        ranges = self.catalog.tier.ranges(place)
+        last = ranges[-1] if ranges else None
+        start = last.start if last is not None and last.end == begin and not last.chunks else begin
+        tier_range = TierRange(
+            bucket.bucket_id,
+            place.topic,
+            place.epoch_ms,
+            place.partition,
+            start,
+            floor,
+            self.clock(),
+            (),
+        )
+        await self._commit_range(bucket.bucket_id, tier_range)
+        log.info("freed %s[%d] below %d: no stream needs it", place.topic, place.partition, floor)
+        return floor
+
+    async def _commit_range(self, bucket_id: str, tier_range: TierRange) -> None:
+        """Commit a range's record with the slot's producer, index it, then free Kafka."""
+        entry = (self.tier_topic, tier_range.key, manifest.encode(tier_range))
+        slot = self.slots.of_stream(bucket_id, tier_range.partition)
+        await self.writers.submit(slot, [], lambda _offsets: [entry])
+        self.catalog.tier.put(tier_range)
+        freeable = free_to(self.catalog.tier, tier_range.place)
+        if freeable is not None:  # the range's end, unless an earlier range's reaches further
+            await self.admin.delete_records(tier_range.topic, tier_range.partition, freeable)
+
     async def _tier_range(self, bucket: BucketMeta, place: Place, begin: int, cut: int) -> int:
         """Tier [begin, cut) or a bounded first part of it; return where it ended."""
         scan = await self.scanner.scan(place.topic, place.partition, begin, cut, RANGE_BYTES)
@@ -213,13 +268,7 @@ class TierWorker:
             self.clock(),
             tuple(written),
         )
-        entry = (self.tier_topic, tier_range.key, manifest.encode(tier_range))
-        slot = self.slots.of_stream(bucket.bucket_id, place.partition)
-        await self.writers.submit(slot, [], lambda _offsets: [entry])
-        self.catalog.tier.put(tier_range)
-        freeable = free_to(self.catalog.tier, place)
-        if freeable is not None:  # `end`, unless another rule frees more
-            await self.admin.delete_records(place.topic, place.partition, freeable)
+        await self._commit_range(bucket.bucket_id, tier_range)
         log.info(
             "tiered %s[%d] %d..%d: %d chunks",
             place.topic,

@@ -134,6 +134,13 @@ class Catalog:
     def stream(self, bucket_id: str, stream_id: str) -> StreamMeta | None:
         return self._streams.get((bucket_id, stream_id))
 
+    def streams_of(self, bucket_id: str) -> Iterator[tuple[StreamMeta, SnapshotPointer | None]]:
+        """Every stream recorded in the bucket (expired and soft-deleted ones included), with
+        its visible snapshot."""
+        for stream_id in self._members.get(bucket_id, ()):
+            meta = self._streams[(bucket_id, stream_id)]
+            yield meta, self.snapshot(meta)
+
     def stream_count(self, bucket_id: str) -> int:
         """Streams recorded in the bucket (expired ones included)."""
         return len(self._members.get(bucket_id, ()))

@@ -7,9 +7,19 @@ Invariants (each breach is an anomaly, and any anomaly fails the run):
 - reordered: a producer's records are not in increasing `Producer-Seq` order;
 - phantom: data whose every attempt was answered 4xx (or every one 5xx) is in the log;
 - closure: data after a stream's close record, or an append acknowledged after its close was;
-- stale reads: what a client was served differs from the log's data records at those offsets;
+- stale reads: what a client was served differs from the log's data records at those offsets
+  (for a fork: its source's below the fork offset, then its own);
 - divergent: an instance's HEAD/GET of a stream differs (still, after up to 15 s) from a fresh
-  instance's, or the fresh instance's from the log.
+  instance's, or the fresh instance's from the log;
+- snapshots: a stream's visible snapshot (on the fresh instance) is older than one whose
+  publish was acknowledged, is at an offset no publish that could have landed named, or is not
+  that publish's blob; or an instance does not refuse (410) a read from -1 of a stream with a
+  snapshot;
+- retention: a read began `LAG_S` after a publish at `o` was acknowledged (the lag every
+  instance is allowed to learn a change, as for divergent views), started below `o`, and was
+  served;
+- forks: an acknowledged fork does not exist (its inherited range is checked as its reads and
+  views are).
 """
 
 from __future__ import annotations
@@ -19,9 +29,24 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from tests.faults.history import History, LogRecord, Outcome, View, Write
+from tests.faults.history import Fork, History, LogRecord, Outcome, View, Write
 
-KINDS = ("lost", "duplicated", "reordered", "phantom", "closure", "stale_reads", "divergent")
+# How long an instance may take to learn what another acknowledged (its follower): the runner's
+# CONVERGE_S, which the views are given too.
+LAG_S = 15.0
+
+KINDS = (
+    "lost",
+    "duplicated",
+    "reordered",
+    "phantom",
+    "closure",
+    "stale_reads",
+    "divergent",
+    "snapshots",
+    "retention",
+    "forks",
+)
 
 
 @dataclass
@@ -74,10 +99,37 @@ def check(
     _exactly_once(report, history.writes, records)
     _producer_order(report, records)
     _closures(report, history.writes, by_stream)
-    _reads(report, history, by_stream)
+    histories = _histories(by_stream, history.forks)
+    _reads(report, history, histories)
+    _retention(report, history)
     if views:
-        _views(report, views, fresh, by_stream)
+        _views(report, views, fresh, histories)
+        _snapshots(report, history, views[fresh])
+        _refused_below(report, views)
+        _forks(report, history.forks, views[fresh])
     return report
+
+
+class _Histories:
+    """Each stream's records as its reads see them: a fork's source's below the fork offset
+    (recursively), then its own."""
+
+    def __init__(self, by_stream: Mapping[str, list[LogRecord]], forks: Mapping[str, Fork]):
+        self.by_stream = by_stream
+        self.forks = forks
+
+    def of(self, stream: str, depth: int = 0) -> list[LogRecord]:
+        fork = self.forks.get(stream)
+        own = self.by_stream.get(stream, [])
+        if fork is None or depth > 16:
+            return own
+        inherited = [r for r in self.of(fork.source, depth + 1) if r.offset < fork.offset]
+        return inherited + own
+
+
+def _histories(by_stream: Mapping[str, list[LogRecord]], forks: list[Fork]) -> _Histories:
+    acknowledged = {f.stream: f for f in forks if f.outcome is Outcome.ACK}
+    return _Histories(by_stream, acknowledged)
 
 
 def _exactly_once(report: Report, writes: list[Write], records: list[LogRecord]) -> None:
@@ -137,11 +189,11 @@ def _closures(
             report.add("closure", f"{write.payload} acknowledged after {write.stream} closed")
 
 
-def _reads(report: Report, history: History, by_stream: Mapping[str, list[LogRecord]]) -> None:
+def _reads(report: Report, history: History, histories: _Histories) -> None:
     for read in history.reads:
         expected = tuple(
             r.payload
-            for r in by_stream.get(read.stream, [])
+            for r in histories.of(read.stream)
             if r.payload is not None and read.start <= r.offset < read.next_offset
         )
         if expected != read.payloads:
@@ -156,12 +208,17 @@ def _views(
     report: Report,
     views: Mapping[str, Mapping[str, View]],
     fresh: str,
-    by_stream: Mapping[str, list[LogRecord]],
+    histories: _Histories,
 ) -> None:
     reference = views[fresh]
     for stream, view in reference.items():
         if view.status == 200:
-            logged = tuple(r.payload for r in by_stream.get(stream, []) if r.payload is not None)
+            start = view.snapshot_offset or 0
+            logged = tuple(
+                r.payload
+                for r in histories.of(stream)
+                if r.payload is not None and r.offset >= start
+            )
             if view.payloads != logged:
                 report.add("divergent", f"{fresh} serves {stream} unlike the log")
     for instance, seen in views.items():
@@ -170,6 +227,75 @@ def _views(
                 report.add(
                     "divergent", f"{instance} {stream}: {view} vs fresh {reference.get(stream)}"
                 )
+
+
+def _snapshots(report: Report, history: History, views: Mapping[str, View]) -> None:
+    by_stream: dict[str, list[tuple[int, str, Outcome]]] = defaultdict(list)
+    for attempt in history.publishes:
+        by_stream[attempt.stream].append((attempt.offset, attempt.blob, attempt.outcome))
+    for stream, attempts in by_stream.items():
+        view = views.get(stream)
+        acked = [offset for offset, _, outcome in attempts if outcome is Outcome.ACK]
+        if view is None or view.status != 200:
+            if acked:
+                report.add("snapshots", f"{stream}: snapshots acknowledged, stream not served")
+            continue
+        if acked and (view.snapshot_offset is None or view.snapshot_offset < max(acked)):
+            report.add(
+                "snapshots",
+                f"{stream}: snapshot at {view.snapshot_offset}, one at {max(acked)} acknowledged",
+            )
+        if view.snapshot_offset is None:
+            continue
+        landed = {
+            (o, blob) for o, blob, outcome in attempts if outcome not in _SAID_NOTHING_WRITTEN
+        }
+        if (view.snapshot_offset, view.snapshot) not in landed:
+            report.add(
+                "snapshots",
+                f"{stream}: snapshot {view.snapshot!r} at {view.snapshot_offset}: no publish "
+                "that could have landed",
+            )
+
+
+def _refused_below(report: Report, views: Mapping[str, Mapping[str, View]]) -> None:
+    """Every instance (after the convergence allowed) refuses a read below a snapshot."""
+    for instance, seen in views.items():
+        for stream, view in seen.items():
+            if view.snapshot_offset is not None and view.below != 410:
+                report.add(
+                    "snapshots", f"{instance} {stream}: a read from -1 answered {view.below}"
+                )
+
+
+# A 4xx, or a 5xx (which says nothing was written): such a publish is never visible.
+_SAID_NOTHING_WRITTEN = (Outcome.REJECTED, Outcome.FAILED)
+
+
+def _retention(report: Report, history: History) -> None:
+    retained: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for attempt in history.publishes:
+        if attempt.outcome is Outcome.ACK:
+            retained[attempt.stream].append((attempt.completed, attempt.offset))
+    for read in history.reads:
+        if read.invoked is None:
+            continue
+        points = [o for done, o in retained.get(read.stream, []) if done + LAG_S < read.invoked]
+        if points and read.start < max(points):
+            report.add(
+                "retention",
+                f"{read.kind} of {read.stream} from {read.start} served after a snapshot at "
+                f"{max(points)} was acknowledged",
+            )
+
+
+def _forks(report: Report, forks: list[Fork], views: Mapping[str, View]) -> None:
+    for fork in forks:
+        if (
+            fork.outcome is Outcome.ACK
+            and views.get(fork.stream, View(0, None, False, ())).status != 200
+        ):
+            report.add("forks", f"{fork.stream}: fork of {fork.source} acknowledged, not served")
 
 
 def longest_unavailable(writes: list[Write]) -> float:

@@ -50,6 +50,7 @@ class Write:
     producer: Producer | None = None
     close: bool = False
     instance: str = ""
+    next_offset: int | None = None  # the tail an acknowledged append answered
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class Read:
     payloads: tuple[str, ...]
     completed: float
     kind: str = "get"
+    invoked: float | None = None  # when a one-off GET was sent (live reads leave it out)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,33 @@ class Lifecycle:
 
     stream: str
     action: str  # "create" | "delete"
+    invoked: float
+    completed: float
+    outcome: Outcome
+    status: int = 0
+
+
+@dataclass(frozen=True)
+class Publish:
+    """One attempt to publish a snapshot: its offset and the blob's body (unique per publish,
+    the same across retries)."""
+
+    stream: str
+    offset: int
+    blob: str
+    invoked: float
+    completed: float
+    outcome: Outcome
+    status: int = 0
+
+
+@dataclass(frozen=True)
+class Fork:
+    """One attempt to create `stream` as a fork of `source` at `offset` (retried alike)."""
+
+    stream: str
+    source: str
+    offset: int
     invoked: float
     completed: float
     outcome: Outcome
@@ -95,7 +124,10 @@ class View:
     status: int
     next_offset: int | None
     closed: bool
-    payloads: tuple[str, ...]
+    payloads: tuple[str, ...]  # from its snapshot's offset when it has one, else from -1
+    snapshot_offset: int | None = None
+    snapshot: str | None = None  # the visible snapshot's body
+    below: int = 0  # the status of a read from -1 when it has a snapshot (410 expected)
 
 
 @dataclass
@@ -103,6 +135,8 @@ class History:
     writes: list[Write] = field(default_factory=list)
     reads: list[Read] = field(default_factory=list)
     lifecycle: list[Lifecycle] = field(default_factory=list)
+    publishes: list[Publish] = field(default_factory=list)
+    forks: list[Fork] = field(default_factory=list)
 
     @staticmethod
     def now() -> float:
@@ -110,4 +144,10 @@ class History:
 
     @property
     def operations(self) -> int:
-        return len(self.writes) + len(self.reads) + len(self.lifecycle)
+        return (
+            len(self.writes)
+            + len(self.reads)
+            + len(self.lifecycle)
+            + len(self.publishes)
+            + len(self.forks)
+        )

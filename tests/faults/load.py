@@ -10,12 +10,23 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from tests.faults.history import History, Lifecycle, Outcome, Producer, Read, View, Write
-from topology.wire import decode_token
+from tests.faults.history import (
+    Fork,
+    History,
+    Lifecycle,
+    Outcome,
+    Producer,
+    Publish,
+    Read,
+    View,
+    Write,
+)
+from topology.wire import decode_token, encode_token
 
 JSON = {"Content-Type": "application/json"}
 REQUEST_TIMEOUT_S = 8.0
 PAUSE_S = 0.02  # between a worker's operations: load, not a flood, on 2 shared cores
+ROUND_S = 0.5  # between the rounds of the snapshot and fork workers (few streams to view)
 
 
 @dataclass
@@ -91,9 +102,10 @@ class Load:
         instance, url = self.url(stream)
         invoked = self.history.now()
         answer = await self.call("POST", url, headers, body)
+        token = answer.headers.get("Stream-Next-Offset") if answer.outcome is Outcome.ACK else None
         write = Write(
             stream, payload, invoked, self.history.now(), answer.outcome, answer.status,
-            producer, close, instance,
+            producer, close, instance, None if token is None else decode_token(token),
         )  # fmt: skip
         self.history.writes.append(write)
         return write
@@ -166,7 +178,87 @@ class Load:
             await self.write(stream, f"{stream}.0", Producer(stream, 0, 0))
             await self.lifecycle(stream, "delete", instance)
 
+    async def publish(self, stream: str, offset: int, blob: str) -> Publish:
+        _, url = self.url(stream)
+        headers = {"Content-Type": "application/x-state"}
+        invoked = self.history.now()
+        answer = await self.call(
+            "PUT", f"{url}/snapshot/{encode_token(offset)}", headers, blob.encode()
+        )
+        attempt = Publish(
+            stream, offset, blob, invoked, self.history.now(), answer.outcome, answer.status
+        )
+        self.history.publishes.append(attempt)
+        return attempt
+
+    async def fork(self, stream: str, source: str, offset: int) -> bool:
+        """Create `stream` as a fork of `source` at `offset`, retried (idempotent) until
+        answered; whether it was acknowledged."""
+        headers = JSON | {
+            "Stream-Forked-From": f"/v1/stream/{source}",
+            "Stream-Fork-Offset": encode_token(offset),
+        }
+        while self.running:
+            _, url = self.url(stream)
+            invoked = self.history.now()
+            answer = await self.call("PUT", url, headers)
+            done = self.history.now()
+            attempt = Fork(stream, source, offset, invoked, done, answer.outcome, answer.status)
+            self.history.forks.append(attempt)
+            if answer.outcome is Outcome.ACK:
+                self.streams.add(stream)
+                return True
+            if answer.outcome is Outcome.REJECTED:
+                return False
+            await asyncio.sleep(0.2)
+        return False
+
+    async def publisher(self, stream: str = "snap") -> None:
+        """Appends to a stream of its own, then a snapshot at the last acknowledged tail
+        (retried until answered); then a read from -1 (which must be refused) and one from
+        the snapshot's offset, both recorded if served."""
+        await self.create(stream)
+        while self.running:
+            tails = [(await self.write(stream, self.fresh(f"{stream}."))).next_offset]
+            tails.append((await self.write(stream, self.fresh(f"{stream}."))).next_offset)
+            tail = max((t for t in tails if t is not None), default=None)
+            if tail is None:
+                continue
+            blob = self.fresh("blob.")
+            while self.running:
+                attempt = await self.publish(stream, tail, blob)
+                if attempt.outcome in (Outcome.ACK, Outcome.REJECTED):
+                    break
+                await asyncio.sleep(0.2)
+            await self.read_once(stream, "-1")
+            await self.read_once(stream, encode_token(tail))
+            await asyncio.sleep(ROUND_S)
+
+    async def forker(self, source: str = "forksrc") -> None:
+        """Appends to a source of its own; a fork at an acknowledged tail; appends to the
+        fork and a read of it from -1 (its inherited range, then its own records)."""
+        await self.create(source)
+        while self.running:
+            tail = (await self.write(source, self.fresh(f"{source}."))).next_offset
+            if tail is None:
+                continue
+            stream = self.fresh("fork")
+            if await self.fork(stream, source, tail):
+                for _ in range(2):
+                    await self.write(stream, self.fresh(f"{stream}."))
+                await self.read_once(stream, "-1")
+            await asyncio.sleep(ROUND_S)
+
     # --- readers ---------------------------------------------------------------------------
+
+    async def read_once(self, stream: str, offset: str) -> None:
+        """One GET; recorded when served (a 410 below a retention point is not a read)."""
+        _, url = self.url(stream)
+        invoked = self.history.now()
+        answer = await self.call("GET", f"{url}?offset={offset}", {})
+        if answer.status == 200:
+            token = answer.headers["Stream-Next-Offset"]
+            self._read(stream, offset, token, json.loads(answer.body), "get", invoked)
 
     async def long_poll(self, stream: str) -> None:
         offset = "-1"
@@ -214,15 +306,25 @@ class Load:
                     break
         return offset
 
-    def _read(self, stream: str, start: str, token: str, messages: list[object], kind: str) -> None:
+    def _read(
+        self,
+        stream: str,
+        start: str,
+        token: str,
+        messages: list[object],
+        kind: str,
+        invoked: float | None = None,
+    ) -> None:
         payloads = tuple(str(m["p"]) for m in messages if isinstance(m, dict))
         first = 0 if start == "-1" else decode_token(start)
-        read = Read(stream, first, decode_token(token), payloads, self.history.now(), kind)
+        now = self.history.now()
+        read = Read(stream, first, decode_token(token), payloads, now, kind, invoked)
         self.history.reads.append(read)
 
 
 async def view(load: Load, base: str, stream: str) -> View:
-    """HEAD and a whole GET of a stream through one instance (retried while unavailable)."""
+    """HEAD and a whole GET of a stream through one instance (retried while unavailable); of a
+    stream with a snapshot, the snapshot, the status of a read from -1, and a GET from it."""
     url = f"{base}/v1/stream/{stream}"
     for _ in range(30):
         head = await load.call("HEAD", url, {})
@@ -232,7 +334,12 @@ async def view(load: Load, base: str, stream: str) -> View:
     if head.status != 200:
         return View(head.status, None, False, ())
     payloads: list[str] = []
-    offset = "-1"
+    offset = head.headers.get("Stream-Snapshot-Offset", "-1")
+    snapshot, below = None, 0
+    if offset != "-1":
+        blob = await load.call("GET", f"{url}/snapshot/{offset}", {})
+        snapshot = blob.body.decode() if blob.status == 200 else f"status {blob.status}"
+        below = (await load.call("GET", f"{url}?offset=-1", {})).status
     while True:
         answer = await load.call("GET", f"{url}?offset={offset}", {})
         if answer.status != 200:
@@ -242,7 +349,9 @@ async def view(load: Load, base: str, stream: str) -> View:
         if answer.headers.get("Stream-Up-To-Date") == "true":
             break
     closed = head.headers.get("Stream-Closed") == "true"
-    return View(200, decode_token(head.headers["Stream-Next-Offset"]), closed, tuple(payloads))
+    tail = decode_token(head.headers["Stream-Next-Offset"])
+    at = None if snapshot is None else decode_token(head.headers["Stream-Snapshot-Offset"])
+    return View(200, tail, closed, tuple(payloads), at, snapshot, below)
 
 
 Worker = Callable[[], Awaitable[None]]

@@ -122,6 +122,8 @@ async def _run(
         load.closer(),
         load.long_poll(BUSY),
         load.sse(BUSY),
+        load.publisher(),
+        load.forker(),
     ):
         load.spawn(work)
     await asyncio.sleep(load_s)

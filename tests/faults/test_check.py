@@ -6,8 +6,18 @@ from dataclasses import replace
 
 import pytest
 
-from tests.faults.check import KINDS, check
-from tests.faults.history import History, LogRecord, Outcome, Producer, Read, View, Write
+from tests.faults.check import KINDS, LAG_S, check
+from tests.faults.history import (
+    Fork,
+    History,
+    LogRecord,
+    Outcome,
+    Producer,
+    Publish,
+    Read,
+    View,
+    Write,
+)
 
 
 def clean() -> tuple[History, list[LogRecord]]:
@@ -126,3 +136,79 @@ def test_a_fresh_replay_unlike_the_log_is_reported() -> None:
     history, log = clean()
     stale = views(("p0", "p1", "p2"))
     assert reported(history, log, views=stale, fresh="fresh") == {"divergent": 1}
+
+
+# -- snapshots and forks ---------------------------------------------------------------------
+
+
+def with_snapshot_and_fork() -> tuple[History, list[LogRecord], dict[str, dict[str, View]]]:
+    """`s` as in `clean`, a snapshot of it at offset 3 (a first attempt timed out, its retry
+    acknowledged), and `f` forked from it at 2 with one record of its own; the views agree."""
+    history, log = clean()
+    history.publishes.append(Publish("s", 3, "b1", 9.0, 9.5, Outcome.TIMEOUT))
+    history.publishes.append(Publish("s", 3, "b1", 9.6, 9.7, Outcome.ACK, 204))
+    history.reads.append(Read("s", 3, 5, ("p2", "x"), 9.9, "get", 9.8))
+    history.forks.append(Fork("f", "s", 2, 10.0, 10.1, Outcome.ACK, 201))
+    history.writes.append(Write("f", "f1", 10.2, 10.3, Outcome.ACK, 204))
+    log += [LogRecord("f", 8, None, "create"), LogRecord("f", 9, "f1")]
+    history.reads.append(Read("f", 0, 10, ("p0", "f1"), 10.5, "get", 10.4))
+    s = View(200, 7, True, ("p2", "x"), 3, "b1", 410)
+    f = View(200, 10, False, ("p0", "f1"))
+    return history, log, {"fresh": {"s": s, "f": f}, "a": {"s": s, "f": f}}
+
+
+def test_a_history_with_snapshots_and_forks_passes() -> None:
+    history, log, seen = with_snapshot_and_fork()
+    assert reported(history, log, views=seen, fresh="fresh") == {}
+
+
+@pytest.mark.parametrize(
+    ("view", "why"),
+    [
+        (View(200, 7, True, ("p0", "p1", "p2", "x")), "the acknowledged snapshot is not visible"),
+        (View(200, 7, True, ("p2", "x"), 3, "b0", 410), "another blob"),
+    ],
+)
+def test_a_snapshot_lost_or_wrong_is_reported(view: View, why: str) -> None:
+    history, log, seen = with_snapshot_and_fork()
+    seen = {name: found | {"s": view} for name, found in seen.items()}
+    assert reported(history, log, views=seen, fresh="fresh")["snapshots"] == 1, why
+
+
+def test_an_instance_serving_below_a_snapshot_is_reported() -> None:
+    history, log, seen = with_snapshot_and_fork()
+    served = View(200, 7, True, ("p2", "x"), 3, "b1", 200)
+    broken = seen | {"a": seen["a"] | {"s": served}}
+    assert reported(history, log, views=broken, fresh="fresh") == {"snapshots": 1, "divergent": 1}
+    everywhere = {name: found | {"s": served} for name, found in seen.items()}
+    assert reported(history, log, views=everywhere, fresh="fresh") == {"snapshots": 2}
+
+
+def test_a_snapshot_of_a_refused_publish_is_reported() -> None:
+    history, log, seen = with_snapshot_and_fork()
+    history.publishes.append(Publish("s", 4, "b2", 11.0, 11.1, Outcome.FAILED, 503))
+    later = View(200, 7, True, ("x",), 4, "b2", 410)
+    seen = {name: found | {"s": later} for name, found in seen.items()}
+    assert reported(history, log, views=seen, fresh="fresh") == {"snapshots": 1}
+
+
+def test_a_read_below_an_acknowledged_retention_is_reported() -> None:
+    history, log, seen = with_snapshot_and_fork()
+    history.reads.append(Read("s", 0, 5, ("p0", "p1", "p2", "x"), 30.0, "get", 29.0))
+    assert reported(history, log, views=seen, fresh="fresh") == {"retention": 1}
+    # a read that began before the publish was acknowledged, or before every instance could
+    # have learnt it, may have been served
+    for invoked in (9.65, 9.7 + LAG_S - 1):
+        history.reads[-1] = replace(history.reads[-1], invoked=invoked)
+        assert reported(history, log, views=seen, fresh="fresh") == {}
+
+
+def test_a_fork_missing_or_with_the_wrong_inherited_range_is_reported() -> None:
+    history, log, seen = with_snapshot_and_fork()
+    gone = {name: found | {"f": View(404, None, False, ())} for name, found in seen.items()}
+    assert reported(history, log, views=gone, fresh="fresh") == {"forks": 1}
+    history.reads.append(Read("f", 0, 10, ("p0", "p1", "f1"), 12.0, "get", 11.0))  # past 2
+    assert reported(history, log, views=seen, fresh="fresh") == {"stale_reads": 1}
+    wide = View(200, 10, False, ("p0", "p1", "f1"))
+    seen = {name: found | {"f": wide} for name, found in seen.items()}
+    assert reported(history, log[:-1] + log[-1:], views=seen, fresh="fresh")["divergent"] == 1

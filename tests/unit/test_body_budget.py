@@ -9,8 +9,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
+from adapter.http.bodies import RouteBodies
 from adapter.http.body_budget import BodyBudget, body_budget_middleware
 from adapter.protocol.errors import ErrorCode, ProtocolError
+
+BODIES = RouteBodies(held_bytes=100, streamed_bytes=1000)
 
 
 def test_a_body_reserves_its_length_or_the_largest_body_when_unknown() -> None:
@@ -36,7 +39,7 @@ def _post(length: int) -> web.Request:
 
 async def test_the_middleware_refuses_a_body_past_the_budget_before_the_handler() -> None:
     budget = BodyBudget(limit=100, largest_body=100)
-    middleware = body_budget_middleware(budget)
+    middleware = body_budget_middleware(budget, BODIES)
     entered, release = asyncio.Event(), asyncio.Event()
 
     async def slow(_request: web.Request) -> web.StreamResponse:
@@ -72,5 +75,5 @@ async def test_a_failing_handler_gives_its_reservation_back() -> None:
         raise ProtocolError(ErrorCode.BAD_REQUEST, "no")
 
     with pytest.raises(ProtocolError):
-        await body_budget_middleware(budget)(_post(50), failing)
+        await body_budget_middleware(budget, BODIES)(_post(50), failing)
     assert budget.in_flight == 0

@@ -172,6 +172,7 @@ def test_test_only_faults_come_from_every_source(tmp_path: Path) -> None:
     assert load(config, env, {"lose_commit_every": "0"}).lose_commit_every == 0
     assert Settings().lose_commit_every == 0
     assert not Settings().trust_unknown_outcomes
+    assert not Settings().serve_below_retention
     with pytest.raises(ConfigError, match="lose_commit_every"):
         load(None, {}, {"lose_commit_every": "-1"})
 

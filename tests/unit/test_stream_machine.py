@@ -25,9 +25,9 @@ from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.offsets import BEGINNING, encode
 from adapter.protocol.offsets import NOW as AT_TAIL
 from adapter.protocol.producers import ProducerState
-from adapter.protocol.snapshots import check_readable
+from adapter.protocol.snapshots import check_readable, needed_from, retention_floors
 from adapter.protocol.stream_etags import stream_etag
-from adapter.state.records import Segment, StreamMeta
+from adapter.state.records import Segment, SnapshotPointer, StreamMeta
 from topology.wire import ControlEvent
 
 REF = StreamRef("bucket", "s")
@@ -642,3 +642,73 @@ def test_reads_below_the_retained_offset_are_gone() -> None:
     for start in (AT_TAIL, 15, 20):
         check_readable(meta, start)
     check_readable(_meta(), BEGINNING)
+
+
+# -- forks of a retained source ------------------------------------------------------------
+
+RETAINED = replace(SOURCE, retained_from=15)
+
+
+def _pointer(meta: StreamMeta, offset: int = 15, published_at_ms: int = NOW) -> SnapshotPointer:
+    return SnapshotPointer(
+        meta.bucket_id, meta.stream_id, offset, "application/x-state", 3, "snapshots/k", "00",
+        meta.created_at_ms, published_at_ms,
+    )  # fmt: skip
+
+
+def test_a_fork_of_a_retained_source_inherits_its_retention_and_snapshot() -> None:
+    view = machine.View(None, source=RETAINED, source_snapshot=_pointer(RETAINED))
+    write = _write(machine.create(view, _fork(17), NOW, 9))
+    assert write.state is not None
+    assert write.state.retained_from == 15  # reads below answer 410, as the source's do
+    assert write.state.inherited == (Segment("src", 10, 17),)
+    assert write.snapshot is not None  # the same blob, now the fork's own visible snapshot
+    assert (write.snapshot.stream_id, write.snapshot.object_key) == ("s", "snapshots/k")
+    settled = machine.settle(write, [30])
+    assert settled is not None
+    assert write.snapshot.belongs_to(settled)
+    with pytest.raises(ProtocolError) as raised:
+        check_readable(settled, BEGINNING)
+    assert raised.value.code == ErrorCode.OFFSET_GONE
+
+
+def test_a_fork_below_its_sources_retention_is_gone() -> None:
+    view = machine.View(None, source=RETAINED, source_snapshot=_pointer(RETAINED))
+    for offset in (10, 14):
+        assert _refusal(machine.create(view, _fork(offset), NOW, 9)) == ErrorCode.OFFSET_GONE
+    assert _write(machine.create(view, _fork(15), NOW, 9)).snapshot is not None
+
+
+def test_a_fork_of_a_source_without_retention_copies_no_snapshot() -> None:
+    write = _write(_forked(_fork(15)))
+    assert write.snapshot is None
+    assert write.state is not None
+    assert write.state.retained_from is None
+
+
+# -- retention floors ------------------------------------------------------------------------
+
+
+def test_a_partitions_floor_is_the_least_any_stream_needs_once_snapshots_have_settled() -> None:
+    alone = _meta(stream_id="a", partition=0, start_offset=10, retained_from=40)
+    other = _meta(stream_id="b", partition=0, start_offset=20, next_offset=60)
+    elsewhere = _meta(stream_id="c", partition=1, start_offset=5, retained_from=50)
+    settled = NOW
+    assert retention_floors([(alone, _pointer(alone, 40))], settled) == {0: 40}
+    # a stream without a snapshot holds the partition back at its history's start
+    assert retention_floors([(alone, _pointer(alone, 40)), (other, None)], settled) == {0: 20}
+    # a snapshot younger than the grace period does not free anything yet
+    assert retention_floors([(alone, _pointer(alone, 40, NOW + 1))], settled) == {0: 10}
+    assert retention_floors([(elsewhere, _pointer(elsewhere, 50))], settled) == {1: 50}
+    assert retention_floors([], settled) == {}
+
+
+def test_a_fork_holds_its_sources_range_back_and_soft_deleted_streams_count() -> None:
+    source = _meta(stream_id="src", partition=0, start_offset=10, retained_from=40)
+    fork = _meta(stream_id="f", partition=0, start_offset=70, inherited=(Segment("src", 10, 30),))
+    streams = [(source, _pointer(source, 40)), (fork, None)]
+    assert retention_floors(streams, NOW) == {0: 10}
+    gone = replace(source, soft_deleted=True)
+    assert needed_from(gone, _pointer(gone, 40), NOW) == 40
+    expired = _meta(stream_id="x", partition=0, start_offset=12, expires_at_ms=0)
+    assert retention_floors([(source, _pointer(source, 40)), (expired, None)], NOW) == {0: 12}

@@ -1,0 +1,164 @@
+"""The steps of the stream state machine: what a command is decided against and what it yields.
+
+Given a `View`, a command and the time, a function of `adapter/protocol/stream_machine.py`
+returns one `Step`:
+
+- `Write`: the records to append (Kafka-free: messages and lifecycle events), the stream's
+  next state and the producer state to commit with them; `settle` turns it into the
+  committed state once Kafka has assigned the records' offsets;
+- `Done`: nothing to write, the reply is known (a duplicate, closing a closed stream, an
+  existing stream created again with the same configuration);
+- `Refused`: the error the request gets;
+- `SETTLE`: the view was a pending one (appends queued, not yet committed) and this command
+  must be decided against committed state: refusals and repeats answer with what is
+  committed, If-Match compares the committed tail, and an append without data has no
+  offsets of its own to find its tail by.
+
+Also the two refusals every command shares: a stream missing (or expired) and one
+soft-deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Final, Literal
+
+from adapter.protocol import snapshots
+from adapter.protocol.commands import Appended, Created
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.headers import ProducerHeaders
+from adapter.protocol.producers import Position, ProducerState
+from adapter.state.records import SnapshotPointer, StreamMeta
+from topology.wire import ControlEvent
+
+# An append of a JSON array becomes one record per element, all in one transaction.
+DEFAULT_MAX_APPEND_MESSAGES: Final = 10_000
+DEFAULT_CONTENT_TYPE: Final = "application/octet-stream"
+
+
+@dataclass(frozen=True)
+class View:
+    """What a command is decided against.
+
+    `stream` is None when the stream does not exist. `pending` says the state is the one the
+    stream's queued, uncommitted appends will leave (its `next_offset` is then stale), and
+    `broken` that one of them failed, so that state is not to be trusted.
+
+    For a fork's creation, `source` is the source as committed, `source_snapshot` its visible
+    snapshot and `following` its messages from the fork offset on (read only for a
+    sub-offset). For a deletion, `forks` counts the
+    stream's live forks, and `ancestors` are the streams it was forked from, nearest first,
+    each with its own count of live forks.
+    """
+
+    stream: StreamMeta | None
+    producers: Mapping[str, Position] = field(default_factory=dict)
+    pending: bool = False
+    broken: bool = False
+    source: StreamMeta | None = None
+    source_snapshot: SnapshotPointer | None = None
+    following: Sequence[bytes] = ()
+    forks: int = 0
+    ancestors: Sequence[tuple[StreamMeta, int]] = ()
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_append_messages: int = DEFAULT_MAX_APPEND_MESSAGES
+    max_snapshot_bytes: int = snapshots.DEFAULT_MAX_SNAPSHOT_BYTES
+
+
+DEFAULT_LIMITS: Final = Limits()
+
+
+@dataclass(frozen=True)
+class Message:
+    """A data record: exactly the bytes of one message."""
+
+    body: bytes
+
+
+# A data record, or a lifecycle (control) record ordered with the data in the partition.
+Entry = Message | ControlEvent
+
+
+@dataclass(frozen=True)
+class Write:
+    """Records to append, and the state they leave once committed (see `settle`)."""
+
+    entries: tuple[Entry, ...]
+    # The stream after the write, but for its offsets; None when the write deletes it.
+    state: StreamMeta | None
+    at_ms: int
+    producer: tuple[str, ProducerState] | None = None  # accepted, committed with the data
+    stamp: ProducerHeaders | None = None  # who wrote the data, for its records' headers
+    forget: tuple[str, ...] = ()  # producer ids whose states go with this write
+    creates: bool = False
+    collects: tuple[str, ...] = ()  # soft-deleted ancestors (same partition) forgotten with it
+    snapshot: SnapshotPointer | None = None  # the stream's new latest snapshot
+
+    @property
+    def messages(self) -> list[bytes]:
+        return [entry.body for entry in self.entries if isinstance(entry, Message)]
+
+
+@dataclass(frozen=True)
+class Done:
+    reply: Appended | Created
+
+
+@dataclass(frozen=True)
+class Refused:
+    error: ProtocolError
+
+
+class _Settle(Enum):
+    SETTLE = "settle"
+
+
+SETTLE: Final = _Settle.SETTLE
+Step = Write | Done | Refused | Literal[_Settle.SETTLE]
+
+
+def settle(write: Write, offsets: Sequence[int]) -> StreamMeta | None:
+    """The stream's state once `write` committed at `offsets` (one per entry, in order).
+
+    Its tail follows its last message; a write without messages leaves the tail it was
+    decided against (`append` never decides one against a pending state), and a creation
+    starts the stream at its `create` record.
+    """
+    if write.state is None:
+        return None
+    state = write.state
+    tail = state.next_offset
+    if write.creates:
+        state = state.evolve(start_offset=offsets[0])
+        tail = offsets[0] + 1
+    last = _last_message_index(write.entries)
+    if last is not None:
+        tail = offsets[last] + 1
+    return state.evolve(next_offset=tail)
+
+
+def message_offsets(write: Write, offsets: Sequence[int]) -> list[int]:
+    """The offsets of the write's messages (its lifecycle records left out)."""
+    return [o for o, e in zip(offsets, write.entries, strict=True) if isinstance(e, Message)]
+
+
+def _last_message_index(entries: tuple[Entry, ...]) -> int | None:
+    for index in range(len(entries) - 1, -1, -1):
+        if isinstance(entries[index], Message):
+            return index
+    return None
+
+
+def not_found(stream_id: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.STREAM_NOT_FOUND, f"stream {stream_id!r} not found")
+
+
+def gone(stream_id: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.GONE, f"stream {stream_id!r} was deleted (forks of it still read its data)"
+    )
