@@ -12,6 +12,7 @@ it, so a client reading through this instance next sees its own write.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import aiohttp
 from aiohttp import web
@@ -51,21 +52,32 @@ _NOT_COPIED = frozenset(
 
 
 class Forwarder:
-    """The HTTP client to the other instances, opened on first use, closed at shutdown."""
+    """The HTTP clients to the other instances, opened on first use, closed at shutdown.
 
-    def __init__(self, timeout_s: float) -> None:
+    A sibling worker of this process (`serve --workers N`) is reached over its Unix socket
+    (`siblings`: its advertised URL to the socket's path); any other instance over TCP.
+    """
+
+    def __init__(self, timeout_s: float, siblings: Mapping[str, str] | None = None) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self._session: aiohttp.ClientSession | None = None
+        self.siblings = dict(siblings or {})
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
 
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self.timeout, auto_decompress=False)
-        return self._session
+    def session(self, url: str) -> aiohttp.ClientSession:
+        """The session for requests to the instance at `url`."""
+        path = self.siblings.get(url, "")
+        session = self._sessions.get(path)
+        if session is None:
+            connector = aiohttp.UnixConnector(path) if path else aiohttp.TCPConnector()
+            session = aiohttp.ClientSession(
+                connector=connector, timeout=self.timeout, auto_decompress=False
+            )
+            self._sessions[path] = session
+        return session
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in self._sessions.values():
+            await session.close()
 
 
 ROUTER = web.AppKey("router", Router)
@@ -121,9 +133,13 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     # other bodies are read first (bounded by the app's largest body).
     body = request.content if _is_publish(request) else await request.read()
     try:
-        async with request.app[FORWARDER].session.request(
-            request.method, url, headers=headers, data=body, allow_redirects=False
-        ) as reply:
+        async with (
+            request.app[FORWARDER]
+            .session(route.url)
+            .request(
+                request.method, url, headers=headers, data=body, allow_redirects=False
+            ) as reply
+        ):
             payload = await reply.read()
             kept = CIMultiDict(
                 (k, v) for k, v in reply.headers.items() if k.lower() not in _NOT_COPIED

@@ -1,0 +1,113 @@
+"""`serve --workers 2`: one port, two owners of the write slots, a dead worker restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from devstack.process import free_port
+from tests.adapter_process import running_adapter, worker_pids
+from tests.cluster import SLOTS, TEXT, cluster_env
+
+pytestmark = [pytest.mark.integration]
+
+STREAMS = [f"w{i}" for i in range(24)]
+APPENDS = 3  # per stream, per round
+
+
+def _fresh() -> aiohttp.ClientSession:
+    """A client that opens a connection per request: the kernel spreads them over the workers."""
+    connector = aiohttp.TCPConnector(force_close=True)
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30))
+
+
+async def _until_every_slot_owned(base: str, timeout_s: float = 90) -> set[frozenset[int]]:
+    """Ask /readyz on fresh connections until the workers that answered are all ready and
+    own every slot between them; return each one's slots."""
+    seen: dict[frozenset[int], bool] = {}
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    async with _fresh() as session:
+        while loop.time() < deadline:
+            try:
+                async with session.get(f"{base}/readyz") as reply:
+                    ownership = (await reply.json())["checks"]["ownership"]
+                    seen[frozenset(ownership["owned_slots"])] = reply.status == 200
+            except aiohttp.ClientError:
+                pass  # a worker being killed or restarted
+            ready = {slots for slots, ok in seen.items() if ok and slots}
+            if len(ready) >= 2 and set().union(*ready) == set(range(SLOTS)):
+                if sum(len(slots) for slots in ready) == SLOTS:  # no stale, overlapping view
+                    return ready
+                seen.clear()
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"the workers never shared every slot: {seen}")
+
+
+async def _append_round(base: str, round_: int) -> None:
+    async with _fresh() as session:
+        for stream in STREAMS:
+            for i in range(APPENDS):
+                url = f"{base}/v1/stream/{stream}"
+                async with session.post(url, data=f"{round_}:{i}\n", headers=TEXT) as reply:
+                    assert reply.status in (200, 204), (stream, reply.status, await reply.text())
+
+
+async def _create(base: str) -> None:
+    async with _fresh() as session:
+        for stream in STREAMS:
+            async with session.put(f"{base}/v1/stream/{stream}", headers=TEXT) as reply:
+                assert reply.status == 201, (stream, await reply.text())
+
+
+async def _bodies(base: str) -> dict[str, list[str]]:
+    async with _fresh() as session:
+        found = {}
+        for stream in STREAMS:
+            url = f"{base}/v1/stream/{stream}"
+            async with session.get(url, params={"offset": "-1"}) as reply:
+                assert reply.status == 200, await reply.text()
+                found[stream] = (await reply.text()).splitlines()
+        return found
+
+
+async def _until_restarted(port: int, killed: int, timeout_s: float = 30) -> set[int]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        pids = worker_pids(port)
+        if len(pids) == 2 and killed not in pids:
+            return pids
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"worker {killed} was not replaced: {worker_pids(port)}")
+
+
+@pytest.mark.timeout(300)
+async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    env = cluster_env(kafka_bootstrap, f"wk{unique}.", tmp_path)
+    port = free_port()
+    with running_adapter(env, tmp_path / "workers.log", port, workers=2) as base:
+        workers = worker_pids(port)
+        assert len(workers) == 2
+        await _until_every_slot_owned(base)
+        await _create(base)  # through either worker: about half are forwarded to the other
+        await _append_round(base, 0)
+        victim = min(workers)
+        os.kill(victim, signal.SIGKILL)
+        assert len(await _until_restarted(port, victim)) == 2
+        await _until_every_slot_owned(base)
+        await _append_round(base, 1)
+    # A fresh single process reads it all back from Kafka (its hot cache is empty).
+    with running_adapter(env, tmp_path / "reader.log", workers=1) as reader:
+        bodies = await _bodies(reader)
+    expected = [f"{r}:{i}" for r in range(2) for i in range(APPENDS)]
+    assert bodies == dict.fromkeys(STREAMS, expected)
+    log = (tmp_path / "workers.log").read_text()
+    assert "worker 0 exited" in log or "worker 1 exited" in log
