@@ -261,7 +261,7 @@ def test_workers_default_to_one_per_core_within_the_write_slots(tmp_path: Path) 
     assert load(config, {}, {}).worker_count == 3
     assert load(config, {env_name("workers"): "2"}, {}).workers == 2
     assert load(config, {env_name("workers"): "2"}, {"workers": "1"}).worker_count == 1
-    with pytest.raises(ConfigError, match="workers must be in 0..64"):
+    with pytest.raises(ConfigError, match=r"workers must be in 0\.\.64"):
         load(None, {}, {"workers": "-1"})
 
 
