@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import aiohttp
@@ -37,7 +40,7 @@ async def _until_every_slot_owned(base: str, timeout_s: float = 90) -> set[froze
             try:
                 async with session.get(f"{base}/readyz") as reply:
                     ownership = (await reply.json())["checks"]["ownership"]
-                    seen[frozenset(ownership["owned_slots"])] = reply.status == 200
+                    seen[frozenset(ownership.get("owned_slots", ()))] = reply.status == 200
             except aiohttp.ClientError:
                 pass  # a worker being killed or restarted
             ready = {slots for slots, ok in seen.items() if ok and slots}
@@ -111,3 +114,71 @@ async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(
     assert bodies == dict.fromkeys(STREAMS, expected)
     log = (tmp_path / "workers.log").read_text()
     assert "worker 0 exited" in log or "worker 1 exited" in log
+
+
+def _pool(folder: Path, exit_status: int) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "tests.pool_process", str(folder), str(exit_status)]
+    return subprocess.Popen(argv, cwd=Path(__file__).resolve().parents[2])
+
+
+def _started(folder: Path, count: int, timeout_s: float = 20) -> dict[str, list[int]]:
+    """Each worker index's pids so far, once `count` workers in all have started."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found: dict[str, list[int]] = {}
+        for marker in sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime_ns):
+            index, _, pid = marker.name.partition(".")
+            found.setdefault(index, []).append(int(pid))
+        if sum(map(len, found.values())) >= count:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {count} workers started: {list(folder.iterdir())}")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+
+
+@pytest.mark.timeout(60)
+def test_the_parent_restarts_a_killed_worker_and_stops_every_worker_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    with _pool(tmp_path, 0) as parent:
+        first = _started(tmp_path, 2)
+        os.kill(first["0"][0], signal.SIGKILL)
+        again = _started(tmp_path, 3)
+        assert len(again["0"]) == 2  # worker 0 again, in a new process
+        assert again["1"] == first["1"]  # the other untouched
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(30) == 0
+    assert all(_gone(pid) for pids in again.values() for pid in pids)
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_s_configuration_error_stops_the_instance_with_exit_2(tmp_path: Path) -> None:
+    with _pool(tmp_path, 2) as parent:
+        assert parent.wait(30) == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_dying_again_and_again_stops_the_instance_with_exit_1(tmp_path: Path) -> None:
+    with _pool(tmp_path, 1) as parent:
+        assert parent.wait(45) == 1
+    restarts = _started(tmp_path, 2)
+    assert max(map(len, restarts.values())) > 5  # it was restarted 5 times first
+
+
+@pytest.mark.timeout(60)
+def test_the_workers_end_when_the_parent_is_killed(tmp_path: Path) -> None:
+    with _pool(tmp_path, 0) as parent:
+        workers = _started(tmp_path, 2)
+        parent.kill()
+        parent.wait(10)
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pids in workers.values() for pid in pids):
+        assert time.monotonic() < deadline, "a worker outlived its killed parent"
+        time.sleep(0.05)
