@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping
 
 import aiohttp
-from aiohttp import web
+from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 
 FORWARDED = "Durable-Kafka-Forwarded"
 WRITES = frozenset({"PUT", "POST", "DELETE"})
+READS = frozenset({"GET", "HEAD"})
+# The routes a sibling worker's read is synchronised on (`_sibling_sync`).
+_STREAM_ROUTES = frozenset({"/v1/stream/{path}", "/{bucket}/{stream}"})
 READ_YOUR_WRITES_S = 2.0
 # Hop-by-hop headers, and those aiohttp recomputes for the body it sends.
 _NOT_COPIED = frozenset(
@@ -88,6 +91,8 @@ FORWARDER = web.AppKey("forwarder", Forwarder)
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     slot = _write_slot(request)
     if slot is None:
+        if request.app[FORWARDER].siblings and request.method in READS:
+            await _sibling_sync(request)
         return await handler(request)
     route = request.app[ROUTER].route(slot)
     if isinstance(route, Local):
@@ -100,6 +105,57 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     if response.status < 300:
         await _read_your_writes(request, response)
     return response
+
+
+async def _sibling_sync(request: web.Request) -> None:
+    """A read of a stream whose slot a sibling worker owns (`serve --workers`) is served here
+    once this worker's catalog shows the stream as the owner does now: a client whose
+    connections land on different workers reads its own writes, as from one process. The
+    owner is asked with a HEAD over its Unix socket; any failure to ask leaves the read to
+    this worker's catalog as it is (as between instances)."""
+    resource = request.match_info.route.resource
+    if FORWARDED in request.headers or resource is None:
+        return
+    if resource.canonical not in _STREAM_ROUTES:
+        return
+    try:
+        ref = stream_ref(request)
+    except ProtocolError:
+        return  # the handler refuses it as it would
+    streams = request.app[STREAMS]
+    if streams.catalog.mount(ref.bucket_id) is not None:
+        return  # a mount's streams are indexed by every worker from the topic itself
+    route = request.app[ROUTER].route(streams.slot_of(ref.bucket_id, ref.stream_id))
+    if not isinstance(route, Forward) or route.url not in request.app[FORWARDER].siblings:
+        return
+    described = await _owner_head(request, route)
+    if described is not None:
+        tail, closed = described
+        if not await streams.reflects(ref, tail, closed, READ_YOUR_WRITES_S):
+            log.info("a sibling's %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
+
+
+async def _owner_head(request: web.Request, route: Forward) -> tuple[int | None, bool] | None:
+    """(tail, closed) of the stream per its owner's HEAD ((None, False): it has none); None
+    when the owner gave no usable answer."""
+    headers = _copied(request.headers)
+    headers[FORWARDED] = "1"
+    url = route.url + request.rel_url.raw_path
+    try:
+        async with request.app[FORWARDER].session(route.url).head(url, headers=headers) as reply:
+            if reply.status == 404:
+                return None, False
+            token = reply.headers.get("Stream-Next-Offset")
+            closed = reply.headers.get("Stream-Closed", "").lower() == "true"
+    except (aiohttp.ClientError, TimeoutError) as error:
+        log.debug("asking the owner of slot %d about %s failed: %s", route.slot, url, error)
+        return None
+    offset = parse_offset(token) if reply.status < 300 and token is not None else None
+    return (offset, closed) if isinstance(offset, int) else None
+
+
+def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_COPIED)
 
 
 def _write_slot(request: web.Request) -> int | None:
@@ -122,9 +178,7 @@ def _write_slot(request: web.Request) -> int | None:
 
 
 async def _forward(request: web.Request, route: Forward) -> web.Response:
-    headers = CIMultiDict(
-        (k, v) for k, v in request.headers.items() if k.lower() not in _NOT_COPIED
-    )
+    headers = _copied(request.headers)
     headers[FORWARDED] = "1"
     if (request_id := request.get(REQUEST_ID)) is not None:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
@@ -132,14 +186,19 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     # A snapshot (up to max_snapshot_bytes) is passed on as it arrives, never held whole;
     # other bodies are read first (bounded by the app's largest body).
     body = request.content if _is_publish(request) else await request.read()
+    # aiohttp gives a body without a Content-Type one (application/octet-stream): the owner
+    # must judge the request as it came (a missing Content-Type is 400, a wrong one 409).
+    skip = () if hdrs.CONTENT_TYPE in headers else (hdrs.CONTENT_TYPE,)
+    session = request.app[FORWARDER].session(route.url)
     try:
-        async with (
-            request.app[FORWARDER]
-            .session(route.url)
-            .request(
-                request.method, url, headers=headers, data=body, allow_redirects=False
-            ) as reply
-        ):
+        async with session.request(
+            request.method,
+            url,
+            headers=headers,
+            data=body,
+            allow_redirects=False,
+            skip_auto_headers=skip,
+        ) as reply:
             payload = await reply.read()
             kept = CIMultiDict(
                 (k, v) for k, v in reply.headers.items() if k.lower() not in _NOT_COPIED

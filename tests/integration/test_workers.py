@@ -68,6 +68,32 @@ async def _create(base: str) -> None:
                 assert reply.status == 201, (stream, await reply.text())
 
 
+async def _missing_content_type_is_400(base: str) -> None:
+    """Forwarded or not, an append without Content-Type is judged as sent (a forward once
+    added aiohttp's application/octet-stream, so the owner answered 409)."""
+    async with _fresh() as session:
+        for stream in STREAMS:
+            url, bare = f"{base}/v1/stream/{stream}", ("Content-Type",)
+            async with session.post(url, data=b"x", skip_auto_headers=bare) as reply:
+                assert reply.status == 400, (stream, reply.status, await reply.text())
+
+
+async def _reads_its_own_writes(base: str) -> None:
+    """Each request on a new connection (so on either worker): a stream just created, then
+    appended to, is read back at once, whichever worker owns it."""
+    async with _fresh() as session:
+        for i in range(len(STREAMS)):
+            url = f"{base}/v1/stream/ryw{i}"
+            async with session.put(url, headers=TEXT) as reply:
+                assert reply.status == 201, await reply.text()
+            async with session.head(url) as reply:
+                assert reply.status == 200, (url, reply.status)
+            async with session.post(url, data=b"mine\n", headers=TEXT) as reply:
+                assert reply.status in (200, 204), await reply.text()
+            async with session.get(url, params={"offset": "-1"}) as reply:
+                assert (reply.status, await reply.text()) == (200, "mine\n"), url
+
+
 async def _bodies(base: str) -> dict[str, list[str]]:
     async with _fresh() as session:
         found = {}
@@ -102,6 +128,8 @@ async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(
         await _until_every_slot_owned(base)
         await _create(base)  # through either worker: about half are forwarded to the other
         await _append_round(base, 0)
+        await _missing_content_type_is_400(base)
+        await _reads_its_own_writes(base)
         victim = min(workers)
         os.kill(victim, signal.SIGKILL)
         assert len(await _until_restarted(port, victim)) == 2
