@@ -11,6 +11,7 @@ it, so a client reading through this instance next sees its own write.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 
@@ -110,9 +111,13 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
 async def _sibling_sync(request: web.Request) -> None:
     """A read of a stream whose slot a sibling worker owns (`serve --workers`) is served here
     once this worker's catalog shows the stream as the owner does now: a client whose
-    connections land on different workers reads its own writes, as from one process. The
-    owner is asked with a HEAD over its Unix socket; any failure to ask leaves the read to
-    this worker's catalog as it is (as between instances)."""
+    connections land on different workers reads its own writes, as from one process.
+
+    The owner is asked over its Unix socket as the read would ask it: `GET ?offset=now` (an
+    access: it renews a sliding TTL there too, where expiry is decided) or `HEAD` (not one).
+    A stream this worker does not know is asked of every sibling (its slot is not known: a
+    fork's is its source's). Any failure to ask leaves the read to this worker's catalog as
+    it is, as between instances."""
     resource = request.match_info.route.resource
     if FORWARDED in request.headers or resource is None:
         return
@@ -122,33 +127,42 @@ async def _sibling_sync(request: web.Request) -> None:
         ref = stream_ref(request)
     except ProtocolError:
         return  # the handler refuses it as it would
-    streams = request.app[STREAMS]
+    streams, siblings = request.app[STREAMS], request.app[FORWARDER].siblings
     if streams.catalog.mount(ref.bucket_id) is not None:
         return  # a mount's streams are indexed by every worker from the topic itself
-    route = request.app[ROUTER].route(streams.slot_of(ref.bucket_id, ref.stream_id))
-    if not isinstance(route, Forward) or route.url not in request.app[FORWARDER].siblings:
-        return
-    described = await _owner_head(request, route)
+    if streams.catalog.stream(ref.bucket_id, ref.stream_id) is None:
+        owners = list(siblings)
+    else:
+        route = request.app[ROUTER].route(streams.slot_of(ref.bucket_id, ref.stream_id))
+        if not isinstance(route, Forward) or route.url not in siblings:
+            return
+        owners = [route.url]
+    answers = await asyncio.gather(*(_described_by(request, url) for url in owners))
+    found = [answer for answer in answers if answer is not None and answer[0] is not None]
+    described = found[0] if found else answers[0] if len(owners) == 1 else None
     if described is not None:
         tail, closed = described
         if not await streams.reflects(ref, tail, closed, READ_YOUR_WRITES_S):
             log.info("a sibling's %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
 
 
-async def _owner_head(request: web.Request, route: Forward) -> tuple[int | None, bool] | None:
-    """(tail, closed) of the stream per its owner's HEAD ((None, False): it has none); None
-    when the owner gave no usable answer."""
+async def _described_by(request: web.Request, owner: str) -> tuple[int | None, bool] | None:
+    """(tail, closed) of the stream per `owner` ((None, False): it has none); None when it
+    gave no usable answer."""
     headers = _copied(request.headers)
     headers[FORWARDED] = "1"
-    url = route.url + request.rel_url.raw_path
+    url = owner + request.rel_url.raw_path
+    method, params = ("GET", {"offset": "now"}) if request.method == "GET" else ("HEAD", {})
+    session = request.app[FORWARDER].session(owner)
     try:
-        async with request.app[FORWARDER].session(route.url).head(url, headers=headers) as reply:
+        async with session.request(method, url, headers=headers, params=params) as reply:
+            await reply.read()  # empty, or `[]` for a JSON stream
             if reply.status == 404:
                 return None, False
             token = reply.headers.get("Stream-Next-Offset")
             closed = reply.headers.get("Stream-Closed", "").lower() == "true"
     except (aiohttp.ClientError, TimeoutError) as error:
-        log.debug("asking the owner of slot %d about %s failed: %s", route.slot, url, error)
+        log.debug("asking %s about %s failed: %s", owner, url, error)
         return None
     offset = parse_offset(token) if reply.status < 300 and token is not None else None
     return (offset, closed) if isinstance(offset, int) else None
