@@ -322,7 +322,9 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app[MOUNTS] = parts.mounts
     app[MOUNTED] = parts.mounted
     app[ROUTER] = parts.router
-    app[FORWARDER] = Forwarder(forward_timeout_s(settings.kafka_timeout_s), siblings)
+    app[FORWARDER] = Forwarder(
+        forward_timeout_s(settings.kafka_timeout_s), siblings, parts.follower.caught_up
+    )
     app[LIVE_LIMITS] = live_limits(settings)
     app[health.READINESS] = readiness = Readiness([*CHECKS, health.SERVING])
     readiness.set(health.SERVING, True, "accepting requests")

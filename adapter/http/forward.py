@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import hdrs, web
@@ -24,6 +25,7 @@ from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
 from adapter.http.streams import fork_from, stream_ref
+from adapter.log.errors import LogUnavailable
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id
@@ -62,9 +64,15 @@ class Forwarder:
     (`siblings`: its advertised URL to the socket's path); any other instance over TCP.
     """
 
-    def __init__(self, timeout_s: float, siblings: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        timeout_s: float,
+        siblings: Mapping[str, str] | None = None,
+        catch_up: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.siblings = dict(siblings or {})
+        self.catch_up = catch_up or _nothing  # follow the state topics to their end
         self._sessions: dict[str, aiohttp.ClientSession] = {}
 
     def session(self, url: str) -> aiohttp.ClientSession:
@@ -84,12 +92,18 @@ class Forwarder:
             await session.close()
 
 
+async def _nothing() -> None:
+    return None
+
+
 ROUTER = web.AppKey("router", Router)
 FORWARDER = web.AppKey("forwarder", Forwarder)
 
 
 @web.middleware
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.method == "PUT" and request.app[FORWARDER].siblings:
+        await _know_the_source(request)
     slot = _write_slot(request)
     if slot is None:
         if request.app[FORWARDER].siblings and request.method in READS:
@@ -138,17 +152,25 @@ async def _sibling_sync(request: web.Request) -> None:
             return
         owners = [route.url]
     answers = await asyncio.gather(*(_described_by(request, url) for url in owners))
-    found = [answer for answer in answers if answer is not None and answer[0] is not None]
+    found = [a for a in answers if a is not None and (a.tail is not None or a.gone)]
     described = found[0] if found else answers[0] if len(owners) == 1 else None
     if described is not None:
-        tail, closed = described
-        if not await streams.reflects(ref, tail, closed, READ_YOUR_WRITES_S):
+        tail, closed, gone = described.tail, described.closed, described.gone
+        if not await streams.reflects(ref, tail, closed, READ_YOUR_WRITES_S, gone):
             log.info("a sibling's %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
 
 
-async def _described_by(request: web.Request, owner: str) -> tuple[int | None, bool] | None:
-    """(tail, closed) of the stream per `owner` ((None, False): it has none); None when it
-    gave no usable answer."""
+@dataclass(frozen=True)
+class _Described:
+    """A stream as its owner answered for it: tail None and not gone means it has none."""
+
+    tail: int | None
+    closed: bool = False
+    gone: bool = False
+
+
+async def _described_by(request: web.Request, owner: str) -> _Described | None:
+    """The stream per `owner`; None when it gave no usable answer."""
     headers = _copied(request.headers)
     headers[FORWARDED] = "1"
     url = owner + request.rel_url.raw_path
@@ -157,19 +179,39 @@ async def _described_by(request: web.Request, owner: str) -> tuple[int | None, b
     try:
         async with session.request(method, url, headers=headers, params=params) as reply:
             await reply.read()  # empty, or `[]` for a JSON stream
-            if reply.status == 404:
-                return None, False
+            if reply.status in (404, 410):
+                return _Described(None, gone=reply.status == 410)
             token = reply.headers.get("Stream-Next-Offset")
             closed = reply.headers.get("Stream-Closed", "").lower() == "true"
     except (aiohttp.ClientError, TimeoutError) as error:
         log.debug("asking %s about %s failed: %s", owner, url, error)
         return None
     offset = parse_offset(token) if reply.status < 300 and token is not None else None
-    return (offset, closed) if isinstance(offset, int) else None
+    return _Described(offset, closed) if isinstance(offset, int) else None
 
 
 def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_COPIED)
+
+
+async def _know_the_source(request: web.Request) -> None:
+    """A fork's slot is its source's: a worker that does not know the source yet (just made
+    through a sibling) follows the state topics to their end before it routes the fork."""
+    info = request.match_info
+    if FORWARDED in request.headers or ("path" not in info and "stream" not in info):
+        return
+    try:
+        ref = stream_ref(request)
+        fork = fork_from(request, ref)
+    except ProtocolError:
+        return  # the handler refuses it as it would
+    streams = request.app[STREAMS]
+    if fork is None or streams.catalog.stream(ref.bucket_id, fork.source_id) is not None:
+        return
+    try:
+        await request.app[FORWARDER].catch_up()
+    except LogUnavailable as error:
+        log.info("catching up before routing a fork of %s: %s", fork.source_id, error)
 
 
 def _write_slot(request: web.Request) -> int | None:

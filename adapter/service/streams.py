@@ -349,14 +349,22 @@ class StreamService:
         return await self._wait_until(key, shown, timeout_s)
 
     async def reflects(
-        self, ref: StreamRef, next_offset: int | None, closed: bool, timeout_s: float
+        self,
+        ref: StreamRef,
+        next_offset: int | None,
+        closed: bool,
+        timeout_s: float,
+        gone: bool = False,
     ) -> bool:
         """Wait until the catalog shows a stream as its owner just described it: its tail at or
-        past `next_offset` and closed if it is (None: the stream absent). False if time ran out."""
+        past `next_offset` and closed if it is (None: the stream absent; `gone`: deleted, its
+        forks living on). False if time ran out."""
         key = (ref.bucket_id, ref.stream_id)
 
         def shown() -> bool:
             meta = self.catalog.stream(*key)
+            if gone:
+                return meta is None or meta.soft_deleted
             if next_offset is None:
                 return meta is None
             return (
