@@ -102,8 +102,8 @@ FORWARDER = web.AppKey("forwarder", Forwarder)
 
 @web.middleware
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.method == "PUT" and request.app[FORWARDER].siblings:
-        await _know_the_source(request)
+    if request.method in WRITES and request.app[FORWARDER].siblings:
+        await _know_the_stream(request)
     slot = _write_slot(request)
     if slot is None:
         if request.app[FORWARDER].siblings and request.method in READS:
@@ -194,24 +194,32 @@ def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_COPIED)
 
 
-async def _know_the_source(request: web.Request) -> None:
-    """A fork's slot is its source's: a worker that does not know the source yet (just made
-    through a sibling) follows the state topics to their end before it routes the fork."""
+async def _know_the_stream(request: web.Request) -> None:
+    """A write's slot is found in the catalog (a fork's is its source's, whatever its own id
+    hashes to): a worker that does not know the stream a write names — or the source a fork
+    names — follows the state topics to their end before it routes the write, since a
+    sibling may have just made it."""
     info = request.match_info
     if FORWARDED in request.headers or ("path" not in info and "stream" not in info):
         return
     try:
         ref = stream_ref(request)
-        fork = fork_from(request, ref)
+        fork = fork_from(request, ref) if request.method == "PUT" else None
     except ProtocolError:
         return  # the handler refuses it as it would
-    streams = request.app[STREAMS]
-    if fork is None or streams.catalog.stream(ref.bucket_id, fork.source_id) is not None:
+    catalog = request.app[STREAMS].catalog
+    if request.method == "PUT":
+        named = None if fork is None else fork.source_id
+    else:
+        named = None if "offset" in info else ref.stream_id
+    if named is None or catalog.mount(ref.bucket_id) is not None:
+        return
+    if catalog.stream(ref.bucket_id, named) is not None:
         return
     try:
         await request.app[FORWARDER].catch_up()
     except LogUnavailable as error:
-        log.info("catching up before routing a fork of %s: %s", fork.source_id, error)
+        log.info("catching up before routing a write naming %s: %s", named, error)
 
 
 def _write_slot(request: web.Request) -> int | None:
