@@ -158,6 +158,12 @@ async def _sibling_sync(request: web.Request) -> None:
         tail, closed, gone = described.tail, described.closed, described.gone
         if not await streams.reflects(ref, tail, closed, READ_YOUR_WRITES_S, gone):
             log.info("a sibling's %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
+        meta = streams.catalog.stream(ref.bucket_id, ref.stream_id)
+        if request.method == "GET" and tail is not None and meta is not None:
+            # The owner counted this read as an access (its renewals by reads reach this
+            # worker only with the stream's next write): count it here too, before the
+            # handler judges whether a sliding TTL has run out.
+            streams.touch(meta)
 
 
 @dataclass(frozen=True)
