@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help run up down status cluster-up cluster-down faults fuzz test conformance bench bench-smoke lint typecheck deps venv clean
+.PHONY: help run up down status cluster-up cluster-down faults fuzz test conformance conformance-workers bench bench-smoke lint typecheck deps venv clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ test: lint typecheck deps  ## everything CI runs: ruff, mypy, then unit, integra
 
 conformance: deps  ## the protocol's conformance suite against an adapter on a fresh test broker
 	$(PY) -m pytest tests/conformance -s
+
+conformance-workers: deps  ## the same against `serve --workers 2` (every process-started adapter gets 2 workers)
+	TEST_ADAPTER_WORKERS=2 $(PY) -m pytest tests/conformance -s
 
 bench: venv conformance/node_modules/.installed  ## benchmarks vs the Node reference and raw Kafka, as ratios (~20 min; BENCH_ARGS=...)
 	$(PY) -m bench.suite $(BENCH_ARGS)

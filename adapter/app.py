@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -325,7 +325,9 @@ def forwarded_outcomes(settings: Settings, parts: Parts) -> ForwardedOutcomes:
     )
 
 
-def create_app(settings: Settings) -> web.Application:
+def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) -> web.Application:
+    """The app of one instance (or worker: `siblings` maps its sibling workers' advertised URLs
+    to their Unix sockets, see adapter/workers.py)."""
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
     bodies = RouteBodies(settings.max_body_bytes, settings.max_snapshot_bytes)
     parts = build_parts(settings)
@@ -363,7 +365,9 @@ def create_app(settings: Settings) -> web.Application:
     app[MOUNTS] = parts.mounts
     app[MOUNTED] = parts.mounted
     app[ROUTER] = parts.router
-    app[FORWARDER] = Forwarder(forward_timeout_s(settings.kafka_timeout_s))
+    app[FORWARDER] = Forwarder(
+        forward_timeout_s(settings.kafka_timeout_s), siblings, parts.follower.caught_up
+    )
     app[OUTCOMES] = forwarded_outcomes(settings, parts)
     app[LIVE_LIMITS] = live_limits(settings)
     app[health.READINESS] = readiness = Readiness([*CHECKS, health.SERVING])

@@ -29,6 +29,7 @@ from adapter.log.scanner import PartitionScanner
 from adapter.service.tier_stats import tier_stats
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
+from adapter.workers import CONFIG_ERROR, Listeners, WorkerPool
 from topology.errors import BrokerUnavailable
 from topology.naming import StateTopics
 
@@ -91,12 +92,19 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup(settings.log_level, settings.log_format)
     if args.command == "tier-stats":
         return asyncio.run(print_tier_stats(settings))
+    if settings.worker_count > 1:
+        return WorkerPool(settings, run_server).run()
+    return run_server(settings, Listeners())
+
+
+def run_server(settings: Settings, listeners: Listeners) -> int:
+    """Serve in this process (the only one, or one of `--workers`) until told to stop."""
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
-            return runner.run(serve(settings))
+            return runner.run(serve(settings, listeners))
     except ConfigError as error:  # a token or key file named by the settings is unusable
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
-        return 2
+        return CONFIG_ERROR
 
 
 def _hash_token(new: bool) -> int:
@@ -137,20 +145,24 @@ async def print_tier_stats(settings: Settings) -> int:
     return 0
 
 
-async def serve(settings: Settings) -> int:
+async def serve(settings: Settings, listeners: Listeners) -> int:
     """Serve until SIGINT/SIGTERM (exit 0) or until a fault an operator must fix (exit 1).
 
     On SIGTERM readiness drops first (`serving`), then the listener closes, SSE responses
     end and in-flight requests get `drain_timeout_ms` to finish before the process exits.
     """
-    app = create_app(settings)
+    app = create_app(settings, listeners.siblings)
     drain_s = settings.drain_timeout_ms / 1000
     runner = ProtocolRunner(app, access_log=None, shutdown_timeout=drain_s)
     ops = web.AppRunner(create_ops_app(app[PARTS].metrics, app[health.READINESS]), access_log=None)
     await runner.setup()
     await ops.setup()
     try:
-        await web.TCPSite(runner, settings.host, settings.port).start()
+        reuse_port = listeners.reuse_port or None
+        await web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port).start()
+        for own in (listeners.forward, listeners.unix):
+            if own is not None:  # a worker's own: for writes forwarded to it
+                await web.SockSite(runner, own).start()
         log.info(
             "serving on http://%s (kafka %s, %s event loop)",
             settings.listen,

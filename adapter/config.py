@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
 import socket
 import tomllib
@@ -28,6 +29,7 @@ EventLoop = Literal["uvloop", "asyncio"]
 ConsoleMode = Literal["off", "ro", "rw"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
+MAX_WORKERS = 64
 
 
 class ConfigError(ValueError):
@@ -41,6 +43,8 @@ class Settings:
     listen: str = "127.0.0.1:4437"
     log_level: str = "info"
     event_loop: EventLoop = "uvloop"
+    # Serving processes on the listener (SO_REUSEPORT); 0: one per core (`worker_count`).
+    workers: int = 1
     log_format: str = "json"
     ops_listen: str = "127.0.0.1:9464"
     drain_timeout_ms: int = 10_000
@@ -150,6 +154,12 @@ class Settings:
         return self.instance_id or _NOT_IN_INSTANCE_ID.sub("_", self.advertised_url)[:249]
 
     @property
+    def worker_count(self) -> int:
+        """How many serving processes: `workers`, or one per core when it is 0 (at most one
+        per write slot: a worker owning none would only forward)."""
+        return self.workers or min(MAX_WORKERS, self.write_slots, os.cpu_count() or 1)
+
+    @property
     def kafka_timeout_s(self) -> float:
         return self.kafka_timeout_ms / 1000
 
@@ -178,6 +188,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "listen": ("server", "listen"),
     "log_level": ("server", "log_level"),
     "event_loop": ("server", "event_loop"),
+    "workers": ("server", "workers"),
     "log_format": ("server", "log_format"),
     "ops_listen": ("server", "ops_listen"),
     "drain_timeout_ms": ("server", "drain_timeout_ms"),
@@ -384,6 +395,10 @@ def validate(settings: Settings) -> None:
         (settings.cold_backend in ("fs", "s3"), "cold_backend must be 'fs' or 's3'"),
         (settings.log_level in ("debug", "info", "warning", "error"), "log_level: bad level"),
         (settings.event_loop in ("uvloop", "asyncio"), "event_loop must be 'uvloop' or 'asyncio'"),
+        (
+            0 <= settings.workers <= MAX_WORKERS,
+            f"workers must be in 0..{MAX_WORKERS} (0: one per core)",
+        ),
         (settings.log_format in ("json", "text"), "log_format must be 'json' or 'text'"),
         (
             settings.ops_listen == "" or _valid_listen(settings.ops_listen),

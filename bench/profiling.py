@@ -8,10 +8,12 @@ from pathlib import Path
 
 
 def record(py_spy: str, pid: int, duration_s: float, out: Path) -> subprocess.Popen[bytes]:
-    """Sample the thread holding the GIL (Python CPU) of `pid` for `duration_s`, raw stacks."""
+    """Sample the thread holding the GIL (Python CPU) of `pid` and of its children (the
+    workers of `serve --workers`) for `duration_s`, raw stacks."""
     out.parent.mkdir(parents=True, exist_ok=True)
     command = [py_spy, "record", "--pid", str(pid), "--duration", str(max(1, round(duration_s)))]
     command += ["--rate", "100", "--gil", "--nonblocking", "--format", "raw", "--output", str(out)]
+    command += ["--subprocesses"]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

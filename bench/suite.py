@@ -11,6 +11,7 @@ hot, append p99 while tiering vs idle) bench.tier_catchup's (durable-kafka only)
     .venv/bin/python -m bench.suite                 # the full run (~20 min on 2 cores)
     .venv/bin/python -m bench.suite --smoke         # tiny sizes (~1.5 min warm)
     .venv/bin/python -m bench.suite --instances 2   # durable-kafka as two processes
+    .venv/bin/python -m bench.suite --workers 2     # one instance, `serve --workers 2`
 
 Table on stdout, everything in bench/results/latest.json. Method and figures:
 docs/performance.md.
@@ -64,6 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--targets", default=",".join(ALL_TARGETS), help="comma-separated, of %(default)s")
     add("--scenarios", default="", help="comma-separated names (default: all)")
     add("--instances", type=int, default=1, help="durable-kafka processes on one prefix")
+    add("--workers", type=int, default=1, help="durable-kafka's `serve --workers` per instance")
     add("--reps", type=int, default=3, help="repetitions per scenario (medians reported)")
     add("--warmup", type=float, default=1, help="seconds of load before each measured window")
     add("--duration", type=float, default=5, help="seconds measured per repetition")
@@ -121,6 +123,7 @@ def machine(args: argparse.Namespace) -> dict[str, Any]:
         ).stdout.strip(),
         "durable_kafka": targets.code_version(),
         "instances": args.instances,
+        "workers": args.workers,
     }
 
 
@@ -140,7 +143,7 @@ def run_target(
         deployment = suite_servers.start(name, args.log_dir, options, args.instances)
     except targets.TargetError as error:
         log(f"  FAILED: {error}")
-        label = suite_servers.row_name(name, args.instances)
+        label = suite_servers.row_name(name, args.instances, args.workers)
         wanted = [s for s in chosen if not s.targets_only or name in s.targets_only]
         return [Row(label, s.name, s.metric, s.what, failure=str(error)) for s in wanted]
     rows = []
@@ -177,7 +180,11 @@ def profile(
 def target_options(args: argparse.Namespace) -> targets.TargetOptions:
     prefix = f"bench.suite.{args.run_tag}."
     return targets.TargetOptions(
-        args.bootstrap_servers, prefix, 3_600_000, args.reference_long_poll_ms
+        args.bootstrap_servers,
+        prefix,
+        3_600_000,
+        args.reference_long_poll_ms,
+        workers=args.workers,
     )
 
 

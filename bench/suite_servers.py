@@ -28,7 +28,8 @@ class Deployment:
 
     @property
     def pids(self) -> list[int]:
-        return [server.pid for server in self.servers]
+        """Every server process, `--workers` processes included (the parent's first)."""
+        return [pid for server in self.servers for pid in targets.process_tree(server.pid)]
 
     def alive(self) -> bool:
         return all(server.process.poll() is None for server in self.servers)
@@ -38,18 +39,24 @@ class Deployment:
             targets.stop(server)
 
 
-def row_name(target: str, instances: int) -> str:
-    return f"{target}x{instances}" if target == targets.DURABLE_KAFKA and instances > 1 else target
+def row_name(target: str, instances: int, workers: int = 1) -> str:
+    if target != targets.DURABLE_KAFKA:
+        return target
+    return (
+        target
+        + (f"x{instances}" if instances > 1 else "")
+        + (f"-w{workers}" if workers > 1 else "")
+    )
 
 
 def start(target: str, log_dir: Path, options: targets.TargetOptions, instances: int) -> Deployment:
     if target != targets.DURABLE_KAFKA:
         return Deployment(target, [targets.start(target, log_dir, options)])
-    deployment = Deployment(row_name(target, instances))
+    deployment = Deployment(row_name(target, instances, options.workers))
     try:
         for index in range(instances):
             deployment.servers.append(_start_instance(index, log_dir, options))
-        if instances > 1:
+        if instances > 1 or options.workers > 1:
             _wait_settled(deployment, timeout_s=60)
             _check_writes(deployment)
     except targets.TargetError:
@@ -59,6 +66,7 @@ def start(target: str, log_dir: Path, options: targets.TargetOptions, instances:
 
 
 SETTLE_POLL_S = 0.2
+READYZ_ASKS = 12  # per instance and poll: each worker answers one with a 1 - 2**-11 chance
 
 
 @dataclass(frozen=True)
@@ -122,12 +130,25 @@ def _wait_settled(deployment: Deployment, timeout_s: float) -> None:
 
 
 def _ownership(server: targets.Server) -> Ownership | None:
-    """One instance's ownership per its `/readyz` (None if not ready, unreachable or unparsable)."""
-    try:
-        with urllib.request.urlopen(f"{server.url}/readyz", timeout=2) as reply:
-            return ownership(json.loads(reply.read()))
-    except (urllib.error.URLError, OSError, ValueError):  # HTTPError (503) included
-        return None
+    """One instance's ownership per its `/readyz` (None if not ready, unreachable or unparsable).
+    With `--workers`, the workers' together: each answer comes from whichever worker took the
+    connection, so it asks (each on a new connection) until every worker has answered."""
+    found: dict[frozenset[int], Ownership] = {}
+    for _ in range(READYZ_ASKS):
+        try:
+            with urllib.request.urlopen(f"{server.url}/readyz", timeout=2) as reply:
+                one = ownership(json.loads(reply.read()))
+        except (urllib.error.URLError, OSError, ValueError):  # HTTPError (503) included
+            return None
+        if one is None:
+            return None
+        found[one.owned] = one
+    owned = frozenset().union(*(one.owned for one in found.values()))
+    if sum(len(one.owned) for one in found.values()) != len(owned):
+        return None  # views from before and after a rebalance
+    initialising = frozenset().union(*(one.initialising for one in found.values()))
+    counts = {one.slot_count for one in found.values()}
+    return Ownership(owned, counts.pop(), initialising) if len(counts) == 1 else None
 
 
 def _check_writes(deployment: Deployment) -> None:
@@ -158,6 +179,7 @@ def _start_instance(index: int, log_dir: Path, options: targets.TargetOptions) -
     command += ["--topic-prefix", options.topic_prefix, "--log-level", "warning"]
     command += ["--ops-listen", "127.0.0.1:0"]  # several instances: one ops port each
     command += ["--sse-max-duration-ms", str(options.sse_max_duration_ms)]
+    command += ["--workers", str(options.workers)]
     log_path = log_dir / f"{targets.DURABLE_KAFKA}-{index}.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, cwd=targets.REPO, stdout=log, stderr=subprocess.STDOUT)

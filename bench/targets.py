@@ -48,6 +48,7 @@ class TargetOptions:
     sse_max_duration_ms: int  # durable-kafka's
     long_poll_timeout_ms: int  # the reference's: it sends an idle SSE subscriber a control event
     node_args: tuple[str, ...] = ()  # the reference's, e.g. ("--cpu-prof",)
+    workers: int = 1  # durable-kafka's `--workers`
 
 
 def raise_fd_limit() -> int:
@@ -94,6 +95,8 @@ def _start_durable_kafka(log_path: Path, dk: TargetOptions) -> Server:
         str(dk.sse_max_duration_ms),
         "--log-level",
         "warning",
+        "--workers",
+        str(dk.workers),
     ]
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
@@ -183,6 +186,15 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
     fields = stat.rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its children (a `--workers` parent's workers), whose CPU is theirs."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return [pid, *(int(child) for child in children)]
 
 
 def machine_jiffies() -> tuple[int, int]:

@@ -30,7 +30,7 @@ def start(home: Path, base_url: str, bootstrap_servers: str) -> str:
     host, _, port = listen.rpartition(":")
     process = ServiceProcess("adapter", home)
     pid, holders = process.pid(), listening_pids(int(port))
-    if holders and pid not in holders:
+    if holders and pid not in holders | _parents(holders):  # with --workers, its workers listen
         raise ServiceError(_taken(listen, holders, pid))
     if pid is None:
         if port_open(host, int(port)):
@@ -40,6 +40,18 @@ def start(home: Path, base_url: str, bootstrap_servers: str) -> str:
         process.spawn(argv)
     process.wait_ready(lambda: is_ready(base_url), START_TIMEOUT_S)
     return base_url
+
+
+def _parents(pids: set[int]) -> set[int]:
+    """The parent pid of each process in `pids` (those /proc still shows)."""
+    parents = set()
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        parents.add(int(stat.rpartition(")")[2].split()[1]))
+    return parents
 
 
 def _taken(listen: str, holders: set[int], pid: int | None) -> str:

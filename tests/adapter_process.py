@@ -17,6 +17,9 @@ from devstack.process import free_port
 SCRIPT = str(Path(sys.executable).with_name("durable-kafka"))
 # Tests run several adapters at once: each gets its ops listener on a port of its own.
 OPS_ANY_PORT = ["--ops-listen", "127.0.0.1:0"]
+# One serving process, as before `--workers`, unless TEST_ADAPTER_WORKERS asks for more (to run
+# a tier against `serve --workers N`: docs/operations.md, "Workers").
+WORKERS = ["--workers", os.environ.get("TEST_ADAPTER_WORKERS", "1")]
 
 
 def http_status(url: str) -> int:
@@ -30,11 +33,14 @@ def http_status(url: str) -> int:
 
 
 @contextlib.contextmanager
-def running_adapter(env: Mapping[str, str], log: Path, port: int | None = None) -> Iterator[str]:
+def running_adapter(
+    env: Mapping[str, str], log: Path, port: int | None = None, workers: int | None = None
+) -> Iterator[str]:
     """Serve `durable-kafka serve` with `env` until the block ends; yield its base URL."""
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT]
+    argv += WORKERS if workers is None else ["--workers", str(workers)]
     with (
         log.open("ab") as sink,
         subprocess.Popen(argv, env=os.environ | dict(env), stderr=sink) as proc,
@@ -62,12 +68,31 @@ def _wait_ready(base_url: str, proc: subprocess.Popen[bytes], log: Path) -> None
 
 
 def adapter_pid(port: int) -> int:
-    """The pid of the adapter listening on `port` (found through /proc, as an operator would)."""
+    """The pid of the adapter listening on `port` (found through /proc, as an operator would):
+    with `--workers`, the parent's."""
+    pids = _serving(port)
+    parents = [pid for pid, ppid in pids.items() if ppid not in pids]
+    if len(parents) != 1:
+        raise AssertionError(f"no single adapter process found: {pids}")
+    return parents[0]
+
+
+def worker_pids(port: int) -> set[int]:
+    """The pids of the workers of the adapter listening on `port` (`serve --workers N`)."""
+    pids = _serving(port)
+    return {pid for pid, ppid in pids.items() if ppid in pids}
+
+
+def _serving(port: int) -> dict[int, int]:
+    """Each `serve` process on `port` (the parent and its workers, which share its command
+    line), with its parent's pid."""
+    found: dict[int, int] = {}
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             argv = cmdline.read_bytes().split(b"\0")
+            stat = (cmdline.parent / "stat").read_text()
         except OSError:
             continue
         if b"serve" in argv and f"127.0.0.1:{port}".encode() in argv:
-            return int(cmdline.parent.name)
-    raise AssertionError("no adapter process found")
+            found[int(cmdline.parent.name)] = int(stat.rpartition(")")[2].split()[1])
+    return found

@@ -17,10 +17,13 @@ connection cut), the answer is what the log says once the slot's next owner has 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 import aiohttp
-from aiohttp import web
+from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
@@ -30,7 +33,7 @@ from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
 from adapter.http.streams import fork_from, stream_ref
-from adapter.log.errors import OutcomeUnknown
+from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id
@@ -40,6 +43,9 @@ from adapter.service.forwarded import ForwardedOutcomes, Sent
 log = logging.getLogger(__name__)
 
 WRITES = frozenset({"PUT", "POST", "DELETE"})
+READS = frozenset({"GET", "HEAD"})
+# The routes a sibling worker's read is synchronised on (`_sibling_sync`).
+_STREAM_ROUTES = frozenset({"/v1/stream/{path}", "/{bucket}/{stream}"})
 READ_YOUR_WRITES_S = 2.0
 # Hop-by-hop headers, and those aiohttp recomputes for the body it sends.
 _NOT_COPIED = frozenset(
@@ -60,21 +66,42 @@ _NOT_COPIED = frozenset(
 
 
 class Forwarder:
-    """The HTTP client to the other instances, opened on first use, closed at shutdown."""
+    """The HTTP clients to the other instances, opened on first use, closed at shutdown.
 
-    def __init__(self, timeout_s: float) -> None:
+    A sibling worker of this process (`serve --workers N`) is reached over its Unix socket
+    (`siblings`: its advertised URL to the socket's path); any other instance over TCP.
+    """
+
+    def __init__(
+        self,
+        timeout_s: float,
+        siblings: Mapping[str, str] | None = None,
+        catch_up: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self._session: aiohttp.ClientSession | None = None
+        self.siblings = dict(siblings or {})
+        self.catch_up = catch_up or _nothing  # follow the state topics to their end
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
 
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self.timeout, auto_decompress=False)
-        return self._session
+    def session(self, url: str) -> aiohttp.ClientSession:
+        """The session for requests to the instance at `url`."""
+        path = self.siblings.get(url, "")
+        session = self._sessions.get(path)
+        if session is None:
+            connector = aiohttp.UnixConnector(path) if path else aiohttp.TCPConnector()
+            session = aiohttp.ClientSession(
+                connector=connector, timeout=self.timeout, auto_decompress=False
+            )
+            self._sessions[path] = session
+        return session
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in self._sessions.values():
+            await session.close()
+
+
+async def _nothing() -> None:
+    return None
 
 
 ROUTER = web.AppKey("router", Router)
@@ -84,8 +111,12 @@ OUTCOMES = web.AppKey("forwarded_outcomes", ForwardedOutcomes)
 
 @web.middleware
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.method in WRITES and request.app[FORWARDER].siblings:
+        await _know_the_stream(request)
     slot = _write_slot(request)
     if slot is None:
+        if request.app[FORWARDER].siblings and request.method in READS:
+            await _sibling_sync(request)
         return await handler(request)
     route = request.app[ROUTER].route(slot)
     if isinstance(route, Local):
@@ -98,6 +129,112 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     if response.status < 300:
         await _read_your_writes(request, response)
     return response
+
+
+async def _sibling_sync(request: web.Request) -> None:
+    """A read of a stream whose slot a sibling worker owns (`serve --workers`) is served here
+    once this worker's catalog shows the stream as the owner does now: a client whose
+    connections land on different workers reads its own writes, as from one process.
+
+    The owner is asked over its Unix socket as the read would ask it: `GET ?offset=now` (an
+    access: it renews a sliding TTL there too, where expiry is decided) or `HEAD` (not one).
+    A stream this worker does not know is asked of every sibling (its slot is not known: a
+    fork's is its source's). Any failure to ask leaves the read to this worker's catalog as
+    it is, as between instances."""
+    resource = request.match_info.route.resource
+    if FORWARDED in request.headers or resource is None:
+        return
+    if resource.canonical not in _STREAM_ROUTES:
+        return
+    try:
+        ref = stream_ref(request)
+    except ProtocolError:
+        return  # the handler refuses it as it would
+    streams, siblings = request.app[STREAMS], request.app[FORWARDER].siblings
+    if streams.catalog.mount(ref.bucket_id) is not None:
+        return  # a mount's streams are indexed by every worker from the topic itself
+    if streams.catalog.stream(ref.bucket_id, ref.stream_id) is None:
+        owners = list(siblings)
+    else:
+        route = request.app[ROUTER].route(streams.slot_of(ref.bucket_id, ref.stream_id))
+        if not isinstance(route, Forward) or route.url not in siblings:
+            return
+        owners = [route.url]
+    answers = await asyncio.gather(*(_described_by(request, url) for url in owners))
+    found = [a for a in answers if a is not None and (a.tail is not None or a.gone)]
+    described = found[0] if found else answers[0] if len(owners) == 1 else None
+    if described is not None:
+        tail, closed, gone = described.tail, described.closed, described.gone
+        if not await streams.reflects(ref, tail, closed, READ_YOUR_WRITES_S, gone):
+            log.info("a sibling's %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
+        meta = streams.catalog.stream(ref.bucket_id, ref.stream_id)
+        if request.method == "GET" and tail is not None and meta is not None:
+            # The owner counted this read as an access (its renewals by reads reach this
+            # worker only with the stream's next write): count it here too, before the
+            # handler judges whether a sliding TTL has run out.
+            streams.touch(meta)
+
+
+@dataclass(frozen=True)
+class _Described:
+    """A stream as its owner answered for it: tail None and not gone means it has none."""
+
+    tail: int | None
+    closed: bool = False
+    gone: bool = False
+
+
+async def _described_by(request: web.Request, owner: str) -> _Described | None:
+    """The stream per `owner`; None when it gave no usable answer."""
+    headers = _copied(request.headers)
+    headers[FORWARDED] = "1"
+    url = owner + request.rel_url.raw_path
+    method, params = ("GET", {"offset": "now"}) if request.method == "GET" else ("HEAD", {})
+    session = request.app[FORWARDER].session(owner)
+    try:
+        async with session.request(method, url, headers=headers, params=params) as reply:
+            await reply.read()  # empty, or `[]` for a JSON stream
+            if reply.status in (404, 410):
+                return _Described(None, gone=reply.status == 410)
+            token = reply.headers.get("Stream-Next-Offset")
+            closed = reply.headers.get("Stream-Closed", "").lower() == "true"
+    except (aiohttp.ClientError, TimeoutError) as error:
+        log.debug("asking %s about %s failed: %s", owner, url, error)
+        return None
+    offset = parse_offset(token) if reply.status < 300 and token is not None else None
+    return _Described(offset, closed) if isinstance(offset, int) else None
+
+
+def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_COPIED)
+
+
+async def _know_the_stream(request: web.Request) -> None:
+    """A write's slot is found in the catalog (a fork's is its source's, whatever its own id
+    hashes to): a worker that does not know the stream a write names — or the source a fork
+    names — follows the state topics to their end before it routes the write, since a
+    sibling may have just made it."""
+    info = request.match_info
+    if FORWARDED in request.headers or ("path" not in info and "stream" not in info):
+        return
+    try:
+        ref = stream_ref(request)
+        fork = fork_from(request, ref) if request.method == "PUT" else None
+    except ProtocolError:
+        return  # the handler refuses it as it would
+    catalog = request.app[STREAMS].catalog
+    if request.method == "PUT":
+        named = None if fork is None else fork.source_id
+    else:
+        named = None if "offset" in info else ref.stream_id
+    if named is None or catalog.mount(ref.bucket_id) is not None:
+        return
+    if catalog.stream(ref.bucket_id, named) is not None:
+        return
+    try:
+        await request.app[FORWARDER].catch_up()
+    except LogUnavailable as error:
+        log.info("catching up before routing a write naming %s: %s", named, error)
 
 
 def _write_slot(request: web.Request) -> int | None:
@@ -120,9 +257,7 @@ def _write_slot(request: web.Request) -> int | None:
 
 
 async def _forward(request: web.Request, route: Forward) -> web.Response:
-    headers = CIMultiDict(
-        (k, v) for k, v in request.headers.items() if k.lower() not in _NOT_COPIED
-    )
+    headers = _copied(request.headers)
     headers[FORWARDED] = "1"
     if (request_id := request.get(REQUEST_ID)) is not None:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
@@ -131,9 +266,18 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     # A streamed body (a snapshot, up to max_snapshot_bytes) is passed on as it arrives, never
     # held whole; other bodies are read first (bounded by their route's limit).
     body = request.content if request.app[ROUTE_BODIES].streamed(request) else await request.read()
+    # aiohttp gives a body without a Content-Type one (application/octet-stream): the owner
+    # must judge the request as it came (a missing Content-Type is 400, a wrong one 409).
+    skip = () if hdrs.CONTENT_TYPE in headers else (hdrs.CONTENT_TYPE,)
+    session = request.app[FORWARDER].session(route.url)
     try:
-        async with request.app[FORWARDER].session.request(
-            request.method, url, headers=headers, data=body, allow_redirects=False
+        async with session.request(
+            request.method,
+            url,
+            headers=headers,
+            data=body,
+            allow_redirects=False,
+            skip_auto_headers=skip,
         ) as reply:
             payload = await reply.read()
             kept = CIMultiDict(

@@ -349,6 +349,31 @@ class StreamService:
 
         return await self._wait_until(key, shown, timeout_s)
 
+    async def reflects(
+        self,
+        ref: StreamRef,
+        next_offset: int | None,
+        closed: bool,
+        timeout_s: float,
+        gone: bool = False,
+    ) -> bool:
+        """Wait until the catalog shows a stream as its owner just described it: its tail at or
+        past `next_offset` and closed if it is (None: the stream absent; `gone`: deleted, its
+        forks living on). False if time ran out."""
+        key = (ref.bucket_id, ref.stream_id)
+
+        def shown() -> bool:
+            meta = self.catalog.stream(*key)
+            if gone:
+                return meta is None or meta.soft_deleted
+            if next_offset is None:
+                return meta is None
+            return (
+                meta is not None and meta.next_offset >= next_offset and (meta.closed or not closed)
+            )
+
+        return await self._wait_until(key, shown, timeout_s)
+
     async def snapshot_applied(self, ref: StreamRef, offset: int, timeout_s: float) -> bool:
         """Wait until the catalog shows a snapshot published elsewhere at `offset` (or a later
         one). Its pointer arrives on its own topic, which wakes no one: checked every 50 ms."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack.process import free_port
-from tests.adapter_process import OPS_ANY_PORT, SCRIPT, http_status
+from tests.adapter_process import OPS_ANY_PORT, SCRIPT, WORKERS, http_status
 
 READY_TIMEOUT_S = 90.0
 
@@ -28,7 +28,7 @@ class Instance:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT]
+        argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT, *WORKERS]
         with self.log.open("ab") as sink:
             self.proc = subprocess.Popen(argv, env=os.environ | self.env, stderr=sink)
 

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from adapter.auth.static_tokens import StaticTokens, digest
 from devstack.process import free_port
-from tests.adapter_process import OPS_ANY_PORT, SCRIPT
+from tests.adapter_process import OPS_ANY_PORT, SCRIPT, WORKERS
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -105,7 +105,7 @@ def test_serves_ready_and_stops_cleanly(
         "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
         "DURABLE_KAFKA_EVENT_LOOP": loop,
     }
-    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT]
+    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT, *WORKERS]
     log = tmp_path / "serve.log"
     with log.open("wb") as sink, subprocess.Popen(argv, env=env, stderr=sink) as proc:
         try:
@@ -147,7 +147,7 @@ def test_sigterm_drops_readiness_then_drains_a_long_poll(
         "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
         "DURABLE_KAFKA_LONG_POLL_TIMEOUT_MS": "8000",
     }
-    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}"]
+    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *WORKERS]
     argv += ["--ops-listen", f"127.0.0.1:{ops_port}"]
     base, ops = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{ops_port}"
     log = tmp_path / "serve.log"

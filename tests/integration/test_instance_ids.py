@@ -11,14 +11,14 @@ import aiohttp
 import pytest
 
 from devstack.process import free_port
-from tests.adapter_process import OPS_ANY_PORT, SCRIPT, running_adapter
+from tests.adapter_process import OPS_ANY_PORT, SCRIPT, WORKERS, running_adapter
 from tests.cluster import cluster_env, owned
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 
 def _serve(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{free_port()}", *OPS_ANY_PORT]
+    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{free_port()}", *OPS_ANY_PORT, *WORKERS]
     with log.open("ab") as sink:
         return subprocess.Popen(argv, env=os.environ | env, stderr=sink)
 

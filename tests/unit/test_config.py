@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -251,6 +252,20 @@ def test_the_event_loop_is_uvloop_unless_asked_otherwise(tmp_path: Path) -> None
     env = {env_name("event_loop"): "uvloop"}
     assert load(config, env, {}).event_loop == "uvloop"
     assert load(config, env, {"event_loop": "asyncio"}).event_loop == "asyncio"
+
+
+def test_workers_default_to_one_and_zero_means_one_per_core(tmp_path: Path) -> None:
+    assert Settings().workers == 1
+    assert Settings().worker_count == 1
+    count = Settings(workers=0).worker_count
+    assert 1 <= count <= min(os.cpu_count() or 1, Settings().write_slots)
+    assert Settings(workers=0, write_slots=1).worker_count == 1
+    config = _toml(tmp_path, "[server]\nworkers = 3\n")
+    assert load(config, {}, {}).worker_count == 3
+    assert load(config, {env_name("workers"): "2"}, {}).workers == 2
+    assert load(config, {env_name("workers"): "2"}, {"workers": "1"}).worker_count == 1
+    with pytest.raises(ConfigError, match=r"workers must be in 0\.\.64"):
+        load(None, {}, {"workers": "-1"})
 
 
 def test_mounts_come_from_toml_tables_or_a_json_array(tmp_path: Path) -> None:

@@ -1,0 +1,212 @@
+"""`serve --workers 2`: one port, two owners of the write slots, a dead worker restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from devstack.process import free_port
+from tests.adapter_process import running_adapter, worker_pids
+from tests.cluster import SLOTS, TEXT, cluster_env
+
+pytestmark = [pytest.mark.integration]
+
+STREAMS = [f"w{i}" for i in range(24)]
+APPENDS = 3  # per stream, per round
+
+
+def _fresh() -> aiohttp.ClientSession:
+    """A client that opens a connection per request: the kernel spreads them over the workers."""
+    connector = aiohttp.TCPConnector(force_close=True)
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30))
+
+
+async def _until_every_slot_owned(base: str, timeout_s: float = 90) -> set[frozenset[int]]:
+    """Ask /readyz on fresh connections until the workers that answered are all ready and
+    own every slot between them; return each one's slots."""
+    seen: dict[frozenset[int], bool] = {}
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    async with _fresh() as session:
+        while loop.time() < deadline:
+            try:
+                async with session.get(f"{base}/readyz") as reply:
+                    ownership = (await reply.json())["checks"]["ownership"]
+                    seen[frozenset(ownership.get("owned_slots", ()))] = reply.status == 200
+            except aiohttp.ClientError:
+                pass  # a worker being killed or restarted
+            ready = {slots for slots, ok in seen.items() if ok and slots}
+            if len(ready) >= 2 and set().union(*ready) == set(range(SLOTS)):
+                if sum(len(slots) for slots in ready) == SLOTS:  # no stale, overlapping view
+                    return ready
+                seen.clear()
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"the workers never shared every slot: {seen}")
+
+
+async def _append_round(base: str, round_: int) -> None:
+    async with _fresh() as session:
+        for stream in STREAMS:
+            for i in range(APPENDS):
+                url = f"{base}/v1/stream/{stream}"
+                async with session.post(url, data=f"{round_}:{i}\n", headers=TEXT) as reply:
+                    assert reply.status in (200, 204), (stream, reply.status, await reply.text())
+
+
+async def _create(base: str) -> None:
+    async with _fresh() as session:
+        for stream in STREAMS:
+            async with session.put(f"{base}/v1/stream/{stream}", headers=TEXT) as reply:
+                assert reply.status == 201, (stream, await reply.text())
+
+
+async def _missing_content_type_is_400(base: str) -> None:
+    """Forwarded or not, an append without Content-Type is judged as sent (a forward once
+    added aiohttp's application/octet-stream, so the owner answered 409)."""
+    async with _fresh() as session:
+        for stream in STREAMS:
+            url, bare = f"{base}/v1/stream/{stream}", ("Content-Type",)
+            async with session.post(url, data=b"x", skip_auto_headers=bare) as reply:
+                assert reply.status == 400, (stream, reply.status, await reply.text())
+
+
+async def _reads_its_own_writes(base: str) -> None:
+    """Each request on a new connection (so on either worker): a stream just created, then
+    appended to, is read back at once, whichever worker owns it."""
+    async with _fresh() as session:
+        for i in range(len(STREAMS)):
+            url = f"{base}/v1/stream/ryw{i}"
+            async with session.put(url, headers=TEXT) as reply:
+                assert reply.status == 201, await reply.text()
+            async with session.head(url) as reply:
+                assert reply.status == 200, (url, reply.status)
+            async with session.post(url, data=b"mine\n", headers=TEXT) as reply:
+                assert reply.status in (200, 204), await reply.text()
+            async with session.get(url, params={"offset": "-1"}) as reply:
+                assert (reply.status, await reply.text()) == (200, "mine\n"), url
+
+
+async def _bodies(base: str) -> dict[str, list[str]]:
+    async with _fresh() as session:
+        found = {}
+        for stream in STREAMS:
+            url = f"{base}/v1/stream/{stream}"
+            async with session.get(url, params={"offset": "-1"}) as reply:
+                assert reply.status == 200, await reply.text()
+                found[stream] = (await reply.text()).splitlines()
+        return found
+
+
+async def _until_restarted(port: int, killed: int, timeout_s: float = 30) -> set[int]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        pids = worker_pids(port)
+        if len(pids) == 2 and killed not in pids:
+            return pids
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"worker {killed} was not replaced: {worker_pids(port)}")
+
+
+@pytest.mark.timeout(300)
+async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    env = cluster_env(kafka_bootstrap, f"wk{unique}.", tmp_path)
+    port = free_port()
+    with running_adapter(env, tmp_path / "workers.log", port, workers=2) as base:
+        workers = worker_pids(port)
+        assert len(workers) == 2
+        await _until_every_slot_owned(base)
+        await _create(base)  # through either worker: about half are forwarded to the other
+        await _append_round(base, 0)
+        await _missing_content_type_is_400(base)
+        await _reads_its_own_writes(base)
+        victim = min(workers)
+        os.kill(victim, signal.SIGKILL)
+        assert len(await _until_restarted(port, victim)) == 2
+        await _until_every_slot_owned(base)
+        await _append_round(base, 1)
+    # A fresh single process reads it all back from Kafka (its hot cache is empty).
+    with running_adapter(env, tmp_path / "reader.log", workers=1) as reader:
+        bodies = await _bodies(reader)
+    expected = [f"{r}:{i}" for r in range(2) for i in range(APPENDS)]
+    assert bodies == dict.fromkeys(STREAMS, expected)
+    log = (tmp_path / "workers.log").read_text()
+    assert "worker 0 exited" in log or "worker 1 exited" in log
+
+
+def _pool(folder: Path, exit_status: int) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "tests.pool_process", str(folder), str(exit_status)]
+    return subprocess.Popen(argv, cwd=Path(__file__).resolve().parents[2])
+
+
+def _started(folder: Path, count: int, timeout_s: float = 20) -> dict[str, list[int]]:
+    """Each worker index's pids so far, once `count` workers in all have started."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found: dict[str, list[int]] = {}
+        for marker in sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime_ns):
+            index, _, pid = marker.name.partition(".")
+            found.setdefault(index, []).append(int(pid))
+        if sum(map(len, found.values())) >= count:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {count} workers started: {list(folder.iterdir())}")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+
+
+@pytest.mark.timeout(60)
+def test_the_parent_restarts_a_killed_worker_and_stops_every_worker_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    with _pool(tmp_path, 0) as parent:
+        first = _started(tmp_path, 2)
+        os.kill(first["0"][0], signal.SIGKILL)
+        again = _started(tmp_path, 3)
+        assert len(again["0"]) == 2  # worker 0 again, in a new process
+        assert again["1"] == first["1"]  # the other untouched
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(30) == 0
+    assert all(_gone(pid) for pids in again.values() for pid in pids)
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_s_configuration_error_stops_the_instance_with_exit_2(tmp_path: Path) -> None:
+    with _pool(tmp_path, 2) as parent:
+        assert parent.wait(30) == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_dying_again_and_again_stops_the_instance_with_exit_1(tmp_path: Path) -> None:
+    with _pool(tmp_path, 1) as parent:
+        assert parent.wait(45) == 1
+    restarts = _started(tmp_path, 2)
+    assert max(map(len, restarts.values())) > 5  # it was restarted 5 times first
+
+
+@pytest.mark.timeout(60)
+def test_the_workers_end_when_the_parent_is_killed(tmp_path: Path) -> None:
+    with _pool(tmp_path, 0) as parent:
+        workers = _started(tmp_path, 2)
+        parent.kill()
+        parent.wait(10)
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pids in workers.values() for pid in pids):
+        assert time.monotonic() < deadline, "a worker outlived its killed parent"
+        time.sleep(0.05)
