@@ -17,6 +17,7 @@ from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_l
 from adapter.http import bootstrap, buckets, console, health, openapi, snapshots, streams
 from adapter.http.auth import GATE, auth_middleware
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
+from adapter.http.connections import CONNECTION_LIMITS, ConnectionLimits
 from adapter.http.credentials import build_gate, jwks_refresher
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import FORWARDER, ROUTER, Forwarder, forwarding_middleware
@@ -310,6 +311,7 @@ def create_app(settings: Settings) -> web.Application:
     app[BODY_BUDGET] = budget
     app[GATE] = gate
     app[CORS] = cors
+    app[CONNECTION_LIMITS] = ConnectionLimits.of(settings)
     app[PARTS] = parts
     app[METRICS] = parts.metrics
     app.on_response_prepare.append(echo_request_id)
