@@ -18,11 +18,10 @@ from aiohttp import ClientSession, web
 from prometheus_client.parser import text_string_to_metric_families
 
 from adapter import logs
-from adapter.app import PARTS, create_app
-from adapter.config import Settings
+from adapter.app import PARTS
 from adapter.http import health
 from adapter.http.ops import create_ops_app
-from tests.served import Served, exchange, served
+from tests.served import Served, ServedApp, exchange
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST_LOG = jsonschema_rs.validator_for(
@@ -45,28 +44,17 @@ class Observed:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Observed]:
-    settings = Settings(
-        bootstrap_servers=kafka_bootstrap,
-        topic_prefix=f"o{uuid.uuid4().hex[:10]}.",
-        partitions=2,
-        cold_dir=str(tmp_path_factory.mktemp("cold")),
-        kafka_timeout_ms=5_000,
-        long_poll_timeout_ms=500,
-    )
-    app = create_app(settings)
+async def server(served_adapter: ServedApp) -> AsyncIterator[Observed]:
+    app, api = served_adapter.app, served_adapter.where
     ops = web.AppRunner(create_ops_app(app[PARTS].metrics, app[health.READINESS]))
     await ops.setup()
     site = web.TCPSite(ops, "127.0.0.1", 0)
     await site.start()
     host, port = ops.addresses[0][:2]
     try:
-        async with served(app) as api:
-            async with ClientSession() as session, session.put(f"{api.url}/{BUCKET}") as made:
-                assert made.status == 201
-            yield Observed(api, f"http://{host}:{port}/metrics")
+        async with ClientSession() as session, session.put(f"{api.url}/{BUCKET}") as made:
+            assert made.status == 201
+        yield Observed(api, f"http://{host}:{port}/metrics")
     finally:
         await ops.cleanup()
 
