@@ -194,6 +194,7 @@ def build_parts(settings: Settings) -> Parts:
         mounted=mounted,
     )
     scanner = PartitionScanner(settings.bootstrap_servers, settings.kafka_timeout_s)
+    metrics.watch_consumer_lag(follower.lag)
     return Parts(
         admin,
         catalog,

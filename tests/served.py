@@ -73,9 +73,13 @@ async def served_adapter(
         yield ServedApp(where, app)
 
 
-async def wait_ready(url: str) -> None:
+async def wait_ready(url: str, timeout_s: float = 60.0) -> None:
+    """Until `/readyz` answers 200 (a fresh broker on a loaded machine takes tens of seconds
+    to make the group coordinator and the transaction coordinator ready)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
     async with ClientSession() as session:
-        for _ in range(300):
+        while loop.time() < deadline:
             async with session.get(f"{url}/readyz") as response:
                 if response.status == 200:
                     return
