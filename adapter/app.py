@@ -18,6 +18,7 @@ from adapter.http import bootstrap, buckets, console, health, openapi, snapshots
 from adapter.http.auth import GATE, auth_middleware
 from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
+from adapter.http.connections import CONNECTION_LIMITS, ConnectionLimits
 from adapter.http.credentials import build_gate, jwks_refresher
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
 from adapter.http.forward import (
@@ -223,6 +224,7 @@ def build_parts(settings: Settings) -> Parts:
         mounted=mounted,
     )
     scanner = PartitionScanner(settings.bootstrap_servers, settings.kafka_timeout_s)
+    metrics.watch_consumer_lag(follower.lag)
     return Parts(
         admin,
         catalog,
@@ -355,6 +357,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app[ROUTE_BODIES] = bodies
     app[GATE] = gate
     app[CORS] = cors
+    app[CONNECTION_LIMITS] = ConnectionLimits.of(settings)
     app[PARTS] = parts
     app[METRICS] = parts.metrics
     app.on_response_prepare.append(echo_request_id)

@@ -61,6 +61,12 @@ class Settings:
     snapshot_gc_grace_ms: int = 600_000
     snapshot_gc_interval_ms: int = 60_000
     max_inflight_body_bytes: int = 256 * 1024 * 1024
+    header_timeout_ms: int = 10_000
+    body_timeout_ms: int = 60_000
+    keepalive_timeout_ms: int = 75_000
+    max_connections: int = 16_384
+    max_connections_per_address: int = 0
+    max_memory_bytes: int = 0
     read_chunk_bytes: int = 1024 * 1024
     read_scan_bytes: int = 16 * 1024 * 1024
     hot_cache_bytes: int = 64 * 1024 * 1024
@@ -205,6 +211,12 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "snapshot_gc_grace_ms": ("server", "snapshot_gc_grace_ms"),
     "snapshot_gc_interval_ms": ("server", "snapshot_gc_interval_ms"),
     "max_inflight_body_bytes": ("server", "max_inflight_body_bytes"),
+    "header_timeout_ms": ("http", "header_timeout_ms"),
+    "body_timeout_ms": ("http", "body_timeout_ms"),
+    "keepalive_timeout_ms": ("http", "keepalive_timeout_ms"),
+    "max_connections": ("http", "max_connections"),
+    "max_connections_per_address": ("http", "max_connections_per_address"),
+    "max_memory_bytes": ("server", "max_memory_bytes"),
     "read_chunk_bytes": ("server", "read_chunk_bytes"),
     "read_scan_bytes": ("server", "read_scan_bytes"),
     "hot_cache_bytes": ("server", "hot_cache_bytes"),
@@ -381,6 +393,18 @@ def validate(settings: Settings) -> None:
         (
             settings.max_inflight_body_bytes >= settings.max_body_bytes,
             "max_inflight_body_bytes must be >= max_message_bytes - 16384 (the largest body)",
+        ),
+        (settings.header_timeout_ms >= 10, "header_timeout_ms must be >= 10"),
+        (settings.body_timeout_ms >= 10, "body_timeout_ms must be >= 10"),
+        (settings.keepalive_timeout_ms >= 10, "keepalive_timeout_ms must be >= 10"),
+        (settings.max_connections >= 0, "max_connections must be >= 0 (0: no limit)"),
+        (
+            settings.max_connections_per_address >= 0,
+            "max_connections_per_address must be >= 0 (0: no limit)",
+        ),
+        (
+            settings.max_memory_bytes == 0 or settings.max_memory_bytes >= 64 * 1024 * 1024,
+            "max_memory_bytes must be 0 (no cap) or >= 64 MiB",
         ),
         (settings.read_chunk_bytes >= 1, "read_chunk_bytes must be >= 1"),
         (

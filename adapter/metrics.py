@@ -9,15 +9,19 @@ has its own registry, served on the ops listener's `/metrics` (`adapter/http/ops
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 # Seconds, from a hot-tail read (~1 ms) to a write waiting out its deadline (~30 s).
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 READ_MODES = ("catch-up", "long-poll", "sse", "snapshot", "bootstrap")
 KAFKA_STAGES = ("produce", "commit")
+# Why a request was refused by authentication or authorization (`adapter/http/auth.py`).
+AUTH_FAILURES = ("missing", "malformed", "expired", "invalid", "insufficient_scope")
 
 
 class Metrics:
@@ -80,15 +84,29 @@ class Metrics:
             ["code"],
             registry=registry,
         )
+        self.auth_failures = Counter(
+            "durable_kafka_auth_failures",
+            "Requests refused by authentication (401) or authorization (403), by reason: "
+            "no token, a malformed Authorization, an expired token, another invalid token "
+            "(unknown, badly signed, wrong issuer or audience), a token without the scope.",
+            ["reason"],
+            registry=registry,
+        )
         self.build = Info("durable_kafka_build", "What this process runs.", registry=registry)
         self.build.info(_build_info())
         for mode in READ_MODES:
             self.read_bytes.labels(mode)  # every mode from the start, at 0
         for stage in KAFKA_STAGES:
             self.kafka_seconds.labels(stage)
+        for reason in AUTH_FAILURES:
+            self.auth_failures.labels(reason)
 
     def watch_live_waiters(self, count: Callable[[], int]) -> None:
         self.live_waiters.set_function(count)
+
+    def watch_consumer_lag(self, lags: Callable[[], dict[str, int]]) -> None:
+        """`lags()` at each scrape: records of each state topic not yet followed."""
+        self.registry.register(_ConsumerLag(lags))
 
     def kafka_timing(self, stage: str, seconds: float) -> None:
         """Called on the writer's thread (prometheus_client's instruments are thread-safe)."""
@@ -102,3 +120,19 @@ def _build_info() -> dict[str, str]:
         "aiohttp": version("aiohttp"),
         "confluent_kafka": version("confluent-kafka"),
     }
+
+
+class _ConsumerLag(Collector):
+    def __init__(self, lags: Callable[[], dict[str, int]]) -> None:
+        self.lags = lags
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "durable_kafka_consumer_lag_records",
+            "Records of each state topic (by kind: meta, producers, owners, snapshots, tier) "
+            "this instance has not followed yet, from the last fetch's high watermark.",
+            labels=["topic"],
+        )
+        for kind, lag in sorted(self.lags().items()):
+            family.add_metric([kind], lag)
+        yield family

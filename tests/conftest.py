@@ -17,6 +17,8 @@ from adapter.app import create_app
 from adapter.config import Settings
 from tests.services import S3Server, kafka_broker, s3_server
 
+pytest_plugins = ["tests.served"]  # the `served_adapter` fixture
+
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -1,15 +1,23 @@
 """An app served as `durable-kafka serve` serves it (`ProtocolRunner` on a real port), and raw
-HTTP/1.1 exchanges with it, for what an HTTP client library would refuse to send."""
+HTTP/1.1 exchanges with it, for what an HTTP client library would refuse to send.
+
+`served_adapter` (a pytest plugin of `tests/conftest.py`): one such adapter per test module
+that asks for it, on the session's broker, under a topic prefix of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import pytest
+import pytest_asyncio
 from aiohttp import ClientSession, web
 
+from adapter.app import create_app
+from adapter.config import Settings
 from adapter.http.server import ProtocolRunner
 
 READ_TIMEOUT_S = 10.0
@@ -41,9 +49,37 @@ async def served(app: web.Application) -> AsyncIterator[Served]:
         await runner.cleanup()
 
 
-async def wait_ready(url: str) -> None:
+@dataclass(frozen=True)
+class ServedApp:
+    where: Served
+    app: web.Application
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def served_adapter(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ServedApp]:
+    """One adapter for the module (each test uses it as a stranger would: nothing is shared)."""
+    settings = Settings(
+        bootstrap_servers=kafka_bootstrap,
+        topic_prefix=f"m{uuid.uuid4().hex[:10]}.",
+        partitions=2,
+        cold_dir=str(tmp_path_factory.mktemp("cold")),
+        kafka_timeout_ms=5_000,
+        long_poll_timeout_ms=500,
+    )
+    app = create_app(settings)
+    async with served(app) as where:
+        yield ServedApp(where, app)
+
+
+async def wait_ready(url: str, timeout_s: float = 60.0) -> None:
+    """Until `/readyz` answers 200 (a fresh broker on a loaded machine takes tens of seconds
+    to make the group coordinator and the transaction coordinator ready)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
     async with ClientSession() as session:
-        for _ in range(300):
+        while loop.time() < deadline:
             async with session.get(f"{url}/readyz") as response:
                 if response.status == 200:
                     return

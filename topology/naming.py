@@ -3,7 +3,7 @@ and the writers' transactional ids."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 # The adapter's `topic_prefix` unless configured; Spark jobs assume it too unless told.
@@ -70,6 +70,10 @@ class StateTopics:
     owners: str
     snapshots: str
     tier: str
+
+    def by_kind(self) -> dict[str, str]:
+        """Each topic under its kind's name (`meta`, `producers`, ...): a metric label."""
+        return asdict(self)
 
     @classmethod
     def of(cls, prefix: str) -> StateTopics:

@@ -54,7 +54,7 @@ class JwtVerifier:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.InvalidTokenError as error:
-            raise InvalidToken(f"malformed token: {error}") from error
+            raise InvalidToken(f"malformed token: {error}", "malformed") from error
         algorithm = header.get("alg")
         if algorithm not in self.expect.algorithms:
             raise InvalidToken(f"algorithm {algorithm!r} is not allowed")
@@ -69,6 +69,8 @@ class JwtVerifier:
                 leeway=self.expect.leeway_s,
                 options={"require": REQUIRED_CLAIMS},
             )
+        except jwt.ExpiredSignatureError as error:
+            raise InvalidToken(str(error), "expired") from error
         except jwt.InvalidTokenError as error:
             raise InvalidToken(str(error)) from error
         return _principal(claims)

@@ -12,7 +12,12 @@ class InvalidToken(Exception):
     """A bearer token that is malformed, unknown, expired or signed by someone else.
 
     The message says why, for the operator's log and the client; it never holds the token.
+    `reason` is one of `expired`, `malformed` and `invalid` (anything else): a metric label.
     """
+
+    def __init__(self, message: str, reason: str = "invalid") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)

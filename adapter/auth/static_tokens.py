@@ -69,7 +69,7 @@ class StaticTokens:
         if principal is None:
             raise InvalidToken("unknown token")
         if principal.expires_at is not None and principal.expires_at <= now:
-            raise InvalidToken("the token has expired")
+            raise InvalidToken("the token has expired", "expired")
         return principal
 
 

@@ -19,6 +19,7 @@ from aiohttp.typedefs import Middleware
 from adapter.auth.policy import Need, Policy, Verdict
 from adapter.auth.principals import InvalidToken, Principal, Verifier
 from adapter.auth.scopes import Operation, needed
+from adapter.http.observe import METRICS, add_log_fields
 from adapter.http.operations import is_public, need_of
 from adapter.http.render import Handler
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -61,15 +62,18 @@ def auth_middleware(gate: Gate) -> Middleware:
         need = need_of(request)
         verdict = gate.policy.decide(principal, need)
         if verdict is Verdict.UNAUTHENTICATED:
+            _count_failure(request, "missing")
             raise ProtocolError(
                 ErrorCode.UNAUTHORIZED,
                 "this request needs a bearer token",
                 headers={"WWW-Authenticate": REALM},
             )
         if verdict is Verdict.INSUFFICIENT_SCOPE:
+            _count_failure(request, "insufficient_scope")
             raise _refusal(gate, principal, need)
         if principal is not None:
             request[PRINCIPAL] = principal
+            add_log_fields(request, principal=principal.name)
         return await handler(request)
 
     return authenticate
@@ -82,6 +86,7 @@ def _principal(request: web.Request, gate: Gate, verifier: Verifier) -> Principa
     try:
         return verifier.verify(token, gate.clock())
     except InvalidToken as error:
+        _count_failure(request, error.reason)
         raise ProtocolError(
             ErrorCode.UNAUTHORIZED,
             f"invalid bearer token: {error}",
@@ -100,12 +105,19 @@ def _token(request: web.Request, gate: Gate) -> str | None:
         return None
     scheme, _, token = header.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
+        _count_failure(request, "malformed")
         raise ProtocolError(
             ErrorCode.UNAUTHORIZED,
             "Authorization must be 'Bearer <token>'",
             headers={"WWW-Authenticate": f'{REALM}, error="invalid_token"'},
         )
     return token.strip()
+
+
+def _count_failure(request: web.Request, reason: str) -> None:
+    metrics = request.app.get(METRICS)
+    if metrics is not None:
+        metrics.auth_failures.labels(reason).inc()
 
 
 def _refusal(gate: Gate, principal: Principal | None, need: Need) -> ProtocolError:

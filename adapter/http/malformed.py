@@ -25,8 +25,32 @@ PARSER_LIMITS = {
 }
 
 
+class RequestTimedOut(HttpProcessingError):
+    """A request's head or body came later than its timeout (`adapter/http/connections.py`)."""
+
+    code = 408
+
+
+class TooManyConnections(HttpProcessingError):
+    """The connection is over a connection limit: its request is answered 503, then closed."""
+
+    code = 503
+
+
+class Overloaded(HttpProcessingError):
+    """The process is past its memory cap: a request is answered 503 until it is back under."""
+
+    code = 503
+
+
 def refused(error: HttpProcessingError) -> ProtocolError:
     """The 4xx for a request the parser could not take; its message never echoes the input."""
+    if isinstance(error, RequestTimedOut):
+        return ProtocolError(ErrorCode.REQUEST_TIMEOUT, error.message)
+    if isinstance(error, Overloaded):
+        return ProtocolError(ErrorCode.UNAVAILABLE, error.message)
+    if isinstance(error, TooManyConnections):
+        return ProtocolError(ErrorCode.TOO_MANY_CONNECTIONS, error.message)
     if isinstance(error, LineTooLong):
         if error.args[1] == MAX_REQUEST_LINE:
             return ProtocolError(

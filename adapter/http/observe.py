@@ -37,7 +37,15 @@ _READ_ROUTES = {
     "/{bucket}/{stream}/bootstrap": "bootstrap",
 }
 
+# Fields a handler or middleware adds to its request's log line (`add_log_fields`).
+LOG_FIELDS = web.RequestKey("log_fields", dict[str, object])
+
 requests_log = logging.getLogger("durable_kafka.requests")
+
+
+def add_log_fields(request: web.Request, **fields: object) -> None:
+    """Put `fields` in the request's log line: the server's own values, never a credential."""
+    request.setdefault(LOG_FIELDS, {}).update(fields)
 
 
 def request_id(given: str | None) -> str:
@@ -124,6 +132,7 @@ def log_request(
     }
     if code is not None:
         fields["error_code"] = code
+    fields |= request.get(LOG_FIELDS, {})
     traceparent = request.headers.get("traceparent")
     if traceparent is not None and _TRACEPARENT.fullmatch(traceparent):
         fields["traceparent"] = traceparent

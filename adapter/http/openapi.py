@@ -134,7 +134,7 @@ _CREATE_HEADERS = (
     "Stream-Fork-Offset",
     "Stream-Fork-Sub-Offset",
 )
-_ROUTING = (400, 404, 405, 413, 414, 415, 417, 431)
+_ROUTING = (400, 404, 405, 408, 413, 414, 415, 417, 431)
 
 
 def _stream_operations() -> Json:
@@ -142,14 +142,14 @@ def _stream_operations() -> Json:
         "put": _op(
             "create a stream (idempotent with the same configuration)",
             {200: "exists with this configuration", 201: "created"},
-            (*_ROUTING, 409, 410),
+            (*_ROUTING, 409, 410, 504),
             headers=_CREATE_HEADERS,
             body=True,
         ),
         "post": _op(
             "append (or close)",
             {200: "appended, with producer headers", 204: "appended"},
-            (*_ROUTING, 403, 409, 410, 412),
+            (*_ROUTING, 403, 409, 410, 412, 504),
             headers=(*_WRITE_HEADERS, *_PRODUCER),
             body=True,
         ),
@@ -161,7 +161,7 @@ def _stream_operations() -> Json:
             headers=("If-None-Match",),
         ),
         "head": _op("the stream's metadata", {200: "exists"}, (*_ROUTING, 410)),
-        "delete": _op("delete the stream", {204: "deleted"}, (*_ROUTING, 410)),
+        "delete": _op("delete the stream", {204: "deleted"}, (*_ROUTING, 410, 504)),
     }
 
 
@@ -169,9 +169,9 @@ def _paths() -> Json:
     health = {"get": _op("liveness", {200: "the process answers"}, (), public=True)}
     ready = {"get": _op("readiness, every check", {200: "ready"}, (), public=True)}
     bucket = {
-        "put": _op("create a bucket", {201: "created"}, (*_ROUTING, 409)),
+        "put": _op("create a bucket", {201: "created"}, (*_ROUTING, 409, 504)),
         "get": _op("describe a bucket", {200: "the bucket"}, _ROUTING),
-        "delete": _op("delete an empty bucket", {204: "deleted"}, (*_ROUTING, 409)),
+        "delete": _op("delete an empty bucket", {204: "deleted"}, (*_ROUTING, 409, 504)),
     }
     listing = {
         "get": _op(
@@ -203,13 +203,50 @@ def _paths() -> Json:
         "/{bucket}/{stream}/snapshot": snapshot_latest,
         "/{bucket}/{stream}/snapshot/{offset}": snapshot,
         "/{bucket}/{stream}/bootstrap": bootstrap,
-        # copies: each path item gets its own path parameters
-        "/v1/stream/{path}/snapshot": dict(snapshot_latest),
-        "/v1/stream/{path}/snapshot/{offset}": dict(snapshot),
-        "/v1/stream/{path}/bootstrap": dict(bootstrap),
+        "/v1/stream/{path}/snapshot": snapshot_latest,
+        "/v1/stream/{path}/snapshot/{offset}": snapshot,
+        "/v1/stream/{path}/bootstrap": bootstrap,
         **_console_paths(),
     }
+    spec["/{bucket}"] = _linked(bucket, "put", "createBucket", 201, "createStream")
+    spec["/{bucket}/{stream}"] = _linked(
+        _linked(
+            _linked(spec["/{bucket}/{stream}"], "put", "createStream", 201, "appendToStream"),
+            "post",
+            "appendToStream",
+            204,
+            "readStream",
+        ),
+        "get",
+        "readStream",
+        None,
+        None,
+    )
     return {path: _with_path_params(path, item) for path, item in spec.items()}
+
+
+# What a link passes on: the bucket and stream of the request that succeeded, and for a
+# read, the stream's beginning (so it reads what the append wrote).
+_LINK_PARAMETERS: dict[str, Json] = {
+    "createStream": {"bucket": "$request.path.bucket"},
+    "appendToStream": {"bucket": "$request.path.bucket", "stream": "$request.path.stream"},
+    "readStream": {
+        "bucket": "$request.path.bucket",
+        "stream": "$request.path.stream",
+        "offset": "-1",
+    },
+}
+
+
+def _linked(item: Json, method: str, operation_id: str, status: int | None, to: str | None) -> Json:
+    """`item` with `method` named `operation_id` and, on `status`, a link to the operation
+    `to`: the create → append → read workflow a stateful fuzzer follows."""
+    operation = item[method] | {"operationId": operation_id}
+    if status is not None and to is not None:
+        responses = operation["responses"]
+        link = {to: {"operationId": to, "parameters": _LINK_PARAMETERS[to]}}
+        operation["responses"] = responses | {str(status): responses[str(status)] | {"links": link}}
+    return item | {method: operation}
 
 
 def _console_paths() -> Json:
@@ -243,13 +280,14 @@ def _console_paths() -> Json:
 
 
 def _with_path_params(path: str, item: Json) -> Json:
+    """`item` with its path's parameters (a new dict: items may be shared by paths)."""
     names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
-    if names:
-        item["parameters"] = [
-            _param(name, "path", _PATH_PARAMS[name][0], True, _PATH_PARAMS[name][1])
-            for name in names
-        ]
-    return item
+    if not names:
+        return item
+    parameters = [
+        _param(name, "path", _PATH_PARAMS[name][0], True, _PATH_PARAMS[name][1]) for name in names
+    ]
+    return item | {"parameters": parameters}
 
 
 def document() -> Json:

@@ -76,6 +76,17 @@ class CorsPolicy:
     def allows(self, origin: str, request: web.BaseRequest) -> bool:
         return self.any_origin or origin in self.origins or _same_origin(origin, request)
 
+    def decorate(self, response: web.StreamResponse, request: web.BaseRequest) -> None:
+        """Add the headers every response carries (the routes' and the parser's refusals)."""
+        response.headers.update(SECURITY_HEADERS)
+        if not self.any_origin:
+            response.headers["Vary"] = "Origin"  # the answer depends on it, for every cache
+        origin = request.headers.get("Origin")
+        if origin is None or not self.allows(origin, request):
+            return
+        response.headers["Access-Control-Allow-Origin"] = "*" if self.any_origin else origin
+        response.headers["Access-Control-Expose-Headers"] = EXPOSED_HEADERS
+
 
 CORS = web.AppKey("cors", CorsPolicy)
 
@@ -103,28 +114,15 @@ def cors_middleware(policy: CorsPolicy) -> Middleware:
         else:
             response = await handler(request)
         if not response.prepared:
-            decorate(response, request)
+            policy.decorate(response, request)
         return response
 
     return cors
 
 
-def decorate(
-    response: web.StreamResponse, request: web.BaseRequest, policy: CorsPolicy | None = None
-) -> None:
-    """Add the headers every response carries (called before a streaming response starts).
-    `policy` is for a request no route has seen yet (a parser's refusal): it has no app."""
-    response.headers.update(SECURITY_HEADERS)
-    origin = request.headers.get("Origin")
-    if policy is None:
-        assert isinstance(request, web.Request)
-        policy = request.app[CORS]
-    if not policy.any_origin:
-        response.headers["Vary"] = "Origin"  # the answer depends on it, for every cache
-    if origin is None or not policy.allows(origin, request):
-        return
-    response.headers["Access-Control-Allow-Origin"] = "*" if policy.any_origin else origin
-    response.headers["Access-Control-Expose-Headers"] = EXPOSED_HEADERS
+def decorate(response: web.StreamResponse, request: web.Request) -> None:
+    """Add the headers every response carries, before a handler's streaming response starts."""
+    request.app[CORS].decorate(response, request)
 
 
 def _preflight(request: web.Request) -> dict[str, str]:

@@ -1,22 +1,34 @@
-"""The connection handler under the routes: what never reaches a route is answered as JSON.
+"""The connection handler under the routes: what never reaches a route is answered as JSON,
+and no connection holds the process for longer, or in greater numbers, than its limits allow.
 
 aiohttp's parser refuses a malformed request before any middleware runs, and answers it with
 a plain-text 400 that echoes the input, logged as an ERROR traceback; aiohttp has no hook for
 it (aio-libs/aiohttp#3287). `ProtocolHandler` answers those as every other error is answered:
 `{"error": {...}}` with the precise status (414, 431, 400), the CORS and `nosniff` headers, and
-no traceback, since they are the client's mistake. `ProtocolRunner` serves an app with it.
+no traceback, since they are the client's mistake. It also enforces `ConnectionLimits`
+(`adapter/http/connections.py`): a head or body later than its timeout is answered 408 and the
+connection closed; a connection over a limit has its request answered 503. `ProtocolRunner`
+serves an app with it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.streams import EMPTY_PAYLOAD
 from aiohttp.web_protocol import RequestHandler, _ErrInfo
 
-from adapter.http.malformed import refused
+from adapter.http.connections import (
+    CONNECTION_LIMITS,
+    ConnectionCounts,
+    ConnectionLimits,
+    ResidentMemory,
+)
+from adapter.http.malformed import Overloaded, RequestTimedOut, TooManyConnections, refused
 from adapter.http.observe import (
     METRICS,
     REQUEST_ID,
@@ -26,12 +38,24 @@ from adapter.http.observe import (
     method_label,
     request_id,
 )
-from adapter.http.render import error_response
-from adapter.http.security import CORS, SECURITY_HEADERS, CorsPolicy, decorate
+from adapter.http.render import Handler, error_response
+from adapter.http.security import CORS, CorsPolicy
 from adapter.metrics import Metrics
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger(__name__)
+
+# Rules for the whole server: no app has them, so the runner finds them in the app it serves.
+DEFAULT_CORS = CorsPolicy(frozenset())
+# Served past the memory cap: an orchestrator must still see the process alive and why.
+ALWAYS_SERVED = frozenset({"/healthz", "/readyz"})
+DEFAULT_LIMITS = ConnectionLimits(
+    header_timeout_s=10,
+    body_timeout_s=60,
+    keepalive_timeout_s=75,
+    max_connections=0,
+    max_per_address=0,
+)
 
 
 class ProtocolHandler(RequestHandler):
@@ -39,19 +63,108 @@ class ProtocolHandler(RequestHandler):
 
     def __init__(
         self,
-        manager: web.Server,
+        manager: ProtocolServer,
         *,
         metrics: Metrics | None,
-        cors: CorsPolicy | None = None,
+        cors: CorsPolicy,
+        counts: ConnectionCounts,
+        memory: ResidentMemory,
         **kwargs: Any,
     ) -> None:
+        limits = counts.limits
+        kwargs["keepalive_timeout"] = limits.keepalive_timeout_s  # idle, and to a first request
         super().__init__(manager, **kwargs)
         self.metrics = metrics
         self.cors = cors  # the app's CORS policy: a refused request has no app to ask
+        self.counts = counts
+        self.memory = memory
+        self.address: str | None = None  # the client's, once admitted
+        self.refusal: str | None = None  # why this connection is over a limit
+        self._head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        address = _client_address(self.peername)
+        self.refusal = self.counts.refusal(address)
+        if self.refusal is None:
+            self.counts.admit(address)
+            self.address = address
+        else:  # answered at its request, or at the head timeout if it sends none
+            self._start_head_deadline()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._stop_head_deadline()
+        if self.address is not None:
+            self.counts.release(self.address)
+            self.address = None
+        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if data and self._waiting_for_head():
+            self._start_head_deadline()
         super().data_received(data)
+        if self._messages:
+            self._stop_head_deadline()
         self._fail_body_being_read()
+
+    def _waiting_for_head(self) -> bool:
+        """Idle between requests (not lingering over an unread body, not pipelining)."""
+        waiter = self._waiter
+        return waiter is not None and not waiter.done() and not self._messages
+
+    def _start_head_deadline(self) -> None:
+        if self._head_deadline is None:
+            self._head_deadline = self._loop.call_later(
+                self.counts.limits.header_timeout_s, self._head_late
+            )
+
+    def _stop_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_late(self) -> None:
+        """A head begun but unfinished at its deadline: answered (408, or 503 if the
+        connection is over a limit) as if the parser had refused it, then closed."""
+        self._head_deadline = None
+        waiter = self._waiter
+        if not self._waiting_for_head() or waiter is None:
+            return
+        seconds = self.counts.limits.header_timeout_s
+        error: HttpProcessingError = (
+            TooManyConnections(message=self.refusal)
+            if self.refusal is not None
+            else RequestTimedOut(message=f"the request's head took over {seconds:g} s")
+        )
+        self._messages.append((_ErrInfo(error.code, error, error.message), EMPTY_PAYLOAD))
+        waiter.set_result(None)
+
+    async def within_limits(self, request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+        """Run `handler` unless the connection is over a limit; fail its body's read once the
+        body is later than `body_timeout` (answered 408 by the errors middleware)."""
+        if self.refusal is not None:
+            raise TooManyConnections(message=self.refusal)
+        if request.path not in ALWAYS_SERVED and self.memory.over():
+            raise Overloaded(message="this instance is past max_memory_bytes; retry")
+        body = request.content
+        if body.is_eof():
+            return await handler(request)  # type: ignore[arg-type]
+        deadline = self._loop.call_later(
+            self.counts.limits.body_timeout_s, self._body_late, request
+        )
+        try:
+            return await handler(request)  # type: ignore[arg-type]
+        finally:
+            deadline.cancel()
+
+    def _body_late(self, request: web.BaseRequest) -> None:
+        if request.content.is_eof():
+            return
+        seconds = self.counts.limits.body_timeout_s
+        request.content.set_exception(
+            RequestTimedOut(message=f"the request's body took over {seconds:g} s")
+        )
+        self._lingering_time = 0.0  # the rest of that body is not worth waiting for
 
     def _fail_body_being_read(self) -> None:
         """A malformed body (a bad chunk size) arriving while its handler reads it: aiohttp
@@ -83,10 +196,7 @@ class ProtocolHandler(RequestHandler):
             error = ProtocolError(ErrorCode.INTERNAL, "internal error")
         response = error_response(error)
         response.force_close()  # the parser's state after a malformed request is unknown
-        if self.cors is not None:
-            decorate(response, request, self.cors)
-        else:
-            response.headers.update(SECURITY_HEADERS)
+        self.cors.decorate(response, request)
         self._observe(request, response, error)
         return response
 
@@ -105,14 +215,39 @@ class ProtocolHandler(RequestHandler):
 
 
 class ProtocolServer(web.Server):
-    """aiohttp's server, making a `ProtocolHandler` for each connection."""
+    """aiohttp's server, making a `ProtocolHandler` for each connection; the app's handler
+    runs within the connection's limits."""
 
-    metrics: Metrics | None = None
-    cors: CorsPolicy | None = None
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        metrics: Metrics | None,
+        cors: CorsPolicy,
+        limits: ConnectionLimits,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(self._within_limits, **kwargs)
+        self.app_handler = handler
+        self.metrics = metrics
+        self.cors = cors
+        self.counts = ConnectionCounts(limits)
+        self.memory = ResidentMemory(limits.max_memory_bytes)
+
+    async def _within_limits(self, request: web.BaseRequest) -> web.StreamResponse:
+        protocol = request.protocol
+        assert isinstance(protocol, ProtocolHandler)
+        return await protocol.within_limits(request, self.app_handler)
 
     def __call__(self) -> RequestHandler:
         return ProtocolHandler(
-            self, metrics=self.metrics, cors=self.cors, loop=self._loop, **self._kwargs
+            self,
+            metrics=self.metrics,
+            cors=self.cors,
+            counts=self.counts,
+            memory=self.memory,
+            loop=self._loop,
+            **self._kwargs,
         )
 
 
@@ -121,13 +256,20 @@ class ProtocolRunner(web.AppRunner):
 
     async def _make_server(self) -> web.Server:
         made = await super()._make_server()
-        server = ProtocolServer(
+        return ProtocolServer(
             made.request_handler,
+            metrics=self.app.get(METRICS),
+            cors=self.app.get(CORS, DEFAULT_CORS),
+            limits=self.app.get(CONNECTION_LIMITS, DEFAULT_LIMITS),
             request_factory=made.request_factory,
             handler_cancellation=made.handler_cancellation,
             loop=made._loop,
             **made._kwargs,
         )
-        server.metrics = self.app.get(METRICS)
-        server.cors = self.app.get(CORS)
-        return server
+
+
+def _client_address(peername: object) -> str:
+    """The client's host (a Unix socket's peers all count as one)."""
+    if isinstance(peername, tuple) and peername:
+        return str(peername[0])
+    return str(peername)

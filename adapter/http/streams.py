@@ -14,7 +14,7 @@ from adapter.http.auth import principal_of
 from adapter.http.forward_ids import forward_id_of
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
-from adapter.http.observe import METRICS
+from adapter.http.observe import METRICS, add_log_fields
 from adapter.http.request_checks import defer_continue
 from adapter.live.fanout import Fanout
 from adapter.protocol import json_mode
@@ -158,6 +158,14 @@ async def append(request: web.Request) -> web.Response:
         forward_id=forward_id_of(request),
     )
     result = await request.app[STREAMS].append(command)
+    if result.kafka is not None:
+        kafka = result.kafka
+        add_log_fields(
+            request,
+            kafka_topic=kafka.topic,
+            kafka_partition=kafka.partition,
+            kafka_offset=kafka.offset,
+        )
     metrics = request.app[METRICS]
     metrics.append_seconds.observe(time.monotonic() - received)  # body in to Kafka commit
     if result.appended:  # not a duplicate of an append already written

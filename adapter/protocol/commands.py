@@ -76,10 +76,20 @@ class Created:
 
 
 @dataclass(frozen=True)
+class KafkaPosition:
+    """Where an append's first record is in Kafka (for the request's log line)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True)
 class Appended:
     meta: StreamMeta
     appended: bool  # False: nothing written (a duplicate, or closing a closed stream)
     producer: ProducerState | None = None  # epoch and highest accepted seq, to echo
+    kafka: KafkaPosition | None = None  # where it was written, when it was
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ class ErrorCode(Enum):
     GONE = ("gone", 410)
     OFFSET_GONE = ("offset_gone", 410)
     PRECONDITION_FAILED = ("precondition_failed", 412)
+    REQUEST_TIMEOUT = ("request_timeout", 408)
     PAYLOAD_TOO_LARGE = ("payload_too_large", 413)
     URI_TOO_LONG = ("uri_too_long", 414)
     UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", 415)
@@ -57,6 +58,7 @@ class ErrorCode(Enum):
     HEADERS_TOO_LARGE = ("headers_too_large", 431)
     NOT_READY = ("not_ready", 503)
     UNAVAILABLE = ("unavailable", 503)  # nothing was written, ever
+    TOO_MANY_CONNECTIONS = ("too_many_connections", 503)
     OUTCOME_UNKNOWN = ("outcome_unknown", 504)  # a write that may or may not have happened
     INTERNAL = ("internal_error", 500)
 

@@ -29,6 +29,7 @@ from adapter.protocol.commands import (
     Created,
     CreateStream,
     ForkFrom,
+    KafkaPosition,
     PublishSnapshot,
     Read,
     StreamRef,
@@ -215,7 +216,9 @@ class StreamService:
         settled = machine.settle(step, offsets)
         assert settled is not None
         producer = step.producer[1] if step.producer is not None else None
-        return Appended(settled, appended=True, producer=producer)
+        topic = self.buckets.topic(command.ref.bucket_id)
+        kafka = KafkaPosition(topic, step.state.partition, offsets[0]) if offsets else None
+        return Appended(settled, appended=True, producer=producer, kafka=kafka)
 
     async def _decide_append(self, key: StreamKey, command: Append) -> machine.Step:
         """Decide against the pending state, or the committed one when the machine says so."""

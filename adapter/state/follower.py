@@ -94,6 +94,22 @@ class MetaFollower:
             except TimeoutError:
                 continue
 
+    def lag(self) -> dict[str, int]:
+        """Records of each state topic (by kind: `meta`, `producers`, ...) not followed yet,
+        from the watermarks the last fetch brought: no request to the broker."""
+        consumer = self._consumer
+        if consumer is None:
+            return {}
+        lags = {}
+        for kind, topic in self.topics.by_kind().items():
+            try:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), cached=True)
+            except KafkaException:
+                continue
+            if high >= 0:
+                lags[kind] = max(0, high - self._positions.get(topic, 0))
+        return lags
+
     def _end_offsets(self) -> dict[str, int]:
         if self._consumer is None:
             raise LogUnavailable("the follower has not replayed yet")

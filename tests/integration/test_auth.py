@@ -9,13 +9,15 @@ of each route, and what it answers once let in.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adapter.app import create_app
+from adapter.app import SETTINGS, create_app
 from adapter.auth.scopes import Operation
+from adapter.http.observe import METRICS
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.tokens import Signer, jwt_settings, token_file, unsigned
 
@@ -154,6 +156,42 @@ async def test_jwt_matrix(jwt_client: tuple[Client, Signer]) -> None:
     for name, (scopes, claims, ttl_s) in SIGNED.items():
         tokens[name] = signer.token(scopes, ttl_s, claims)
     await run_matrix(client, tokens)
+    registry = client.app[METRICS].registry
+
+    def failures(reason: str) -> float | None:
+        return registry.get_sample_value("durable_kafka_auth_failures_total", {"reason": reason})
+
+    # Every route once per credential: no token and expired are refused on each, as such.
+    assert failures("missing") == len(ROUTES)
+    assert failures("expired") == len(ROUTES)
+    # alg=none, wrong issuer, wrong audience: invalid on every route.
+    assert failures("invalid") == 3 * len(ROUTES)
+    assert failures("malformed") == 0
+    refused = sum(expected(name, route[5], route[6]) == 403 for name in SIGNED for route in ROUTES)
+    assert failures("insufficient_scope") == refused > 0
+
+
+async def test_an_append_is_logged_with_its_principal_and_kafka_position(
+    jwt_client: tuple[Client, Signer], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, signer = jwt_client
+    token = signer.token(["admin:*", "append:*"])
+    await seed(client, token)
+    caplog.set_level(logging.INFO, logger="durable_kafka.requests")
+    auth = {"Authorization": f"Bearer {token}", "Content-Type": "text/plain"}
+    for body in (b"a", b"b"):
+        assert (await client.post(STREAM, headers=auth, data=body)).status == 204
+    appends = [r.__dict__ for r in caplog.records if getattr(r, "method", "") == "POST"]
+    assert [line["principal"] for line in appends] == ["alice", "alice"]
+    assert {line["kafka_topic"] for line in appends} == {f"{_prefix(client)}bucket.{BUCKET}"}
+    assert len({line["kafka_partition"] for line in appends}) == 1  # the stream's partition
+    first, second = (line["kafka_offset"] for line in appends)
+    assert second > first >= 0  # the records' offsets in Kafka (markers come between)
+    assert not [r for r in caplog.records if token in r.getMessage() + str(r.__dict__)]
+
+
+def _prefix(client: Client) -> str:
+    return client.app[SETTINGS].topic_prefix
 
 
 async def test_static_matrix(

@@ -3,8 +3,10 @@
 Each operation of the document gets `FUZZ_EXAMPLES` generated requests of positive and of
 negative data, each checked by every schemathesis check but `ignored_auth` (authentication is
 issue 19's other half): no 5xx but a documented 503, every status documented, every error the
-documented JSON body. `make fuzz` runs it longer. (schemathesis' own pytest plugin needs
-pytest internals that pytest 9 removed, so hypothesis drives each operation's strategy here.)
+documented JSON body. A stateful run follows the document's links (create a bucket → create
+a stream → append → read from its start) with the same checks. `make fuzz` runs it longer.
+(schemathesis' own pytest plugin needs pytest internals that pytest 9 removed, so hypothesis
+drives each operation's strategy here.)
 """
 
 from __future__ import annotations
@@ -82,3 +84,28 @@ def test_operation(
         case.call_and_validate(base_url=base_url, excluded_checks=EXCLUDED, timeout=30)
 
     run()
+
+
+def test_create_append_read_workflow(api_schema: OpenApiSchema, base_url: str) -> None:
+    """Scenarios chained by the document's OpenAPI links, each step checked as above."""
+    links = api_schema.as_state_machine()
+
+    class Workflow(links):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"base_url": base_url, "timeout": 30}
+
+        def validate_response(
+            self, response: Any, case: Any, additional_checks: Any = None, **kwargs: Any
+        ) -> None:
+            case.validate_response(response, excluded_checks=EXCLUDED, transport_kwargs=kwargs)
+
+    Workflow.run(
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=6,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=True,
+            database=None,
+        )
+    )

@@ -6,16 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 from aiohttp import ClientSession
 
-from adapter.app import create_app
-from adapter.config import Settings
-from tests.served import RawResponse, Served, exchange, read_response, served
+from tests.served import RawResponse, Served, ServedApp, exchange, read_response
 
 BUCKET = "malformed"
 HOST = b"Host: localhost\r\n"
@@ -25,24 +21,14 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Served]:
-    """One adapter for the module (each test uses it as a stranger would: nothing is shared)."""
-    settings = Settings(
-        bootstrap_servers=kafka_bootstrap,
-        topic_prefix=f"m{uuid.uuid4().hex[:10]}.",
-        partitions=1,
-        cold_dir=str(tmp_path_factory.mktemp("cold")),
-        kafka_timeout_ms=5_000,
-    )
-    async with served(create_app(settings)) as where:
-        async with ClientSession() as session:
-            async with session.put(f"{where.url}/{BUCKET}") as response:
-                assert response.status == 201
-            async with session.put(f"{where.url}/{BUCKET}/s") as response:
-                assert response.status == 201
-        yield where
+async def server(served_adapter: ServedApp) -> Served:
+    where = served_adapter.where
+    async with ClientSession() as session:
+        async with session.put(f"{where.url}/{BUCKET}") as response:
+            assert response.status == 201
+        async with session.put(f"{where.url}/{BUCKET}/s") as response:
+            assert response.status == 201
+    return where
 
 
 @pytest.fixture(autouse=True)

@@ -18,11 +18,10 @@ from aiohttp import ClientSession, web
 from prometheus_client.parser import text_string_to_metric_families
 
 from adapter import logs
-from adapter.app import PARTS, create_app
-from adapter.config import Settings
+from adapter.app import PARTS
 from adapter.http import health
 from adapter.http.ops import create_ops_app
-from tests.served import Served, exchange, served
+from tests.served import Served, ServedApp, exchange
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST_LOG = jsonschema_rs.validator_for(
@@ -33,8 +32,10 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 BUCKET = "observed"
 OCTETS = {"Content-Type": "application/octet-stream"}
-# Enough streams that a label naming them would show; each is created, appended and read.
-MANY_STREAMS = 1_000
+# Enough stream names that a label naming them would show: REAL_STREAMS of them created,
+# appended and read, the rest read while they do not exist.
+MANY_STREAMS = 10_000
+REAL_STREAMS = 1_000
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
@@ -45,28 +46,17 @@ class Observed:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Observed]:
-    settings = Settings(
-        bootstrap_servers=kafka_bootstrap,
-        topic_prefix=f"o{uuid.uuid4().hex[:10]}.",
-        partitions=2,
-        cold_dir=str(tmp_path_factory.mktemp("cold")),
-        kafka_timeout_ms=5_000,
-        long_poll_timeout_ms=500,
-    )
-    app = create_app(settings)
+async def server(served_adapter: ServedApp) -> AsyncIterator[Observed]:
+    app, api = served_adapter.app, served_adapter.where
     ops = web.AppRunner(create_ops_app(app[PARTS].metrics, app[health.READINESS]))
     await ops.setup()
     site = web.TCPSite(ops, "127.0.0.1", 0)
     await site.start()
     host, port = ops.addresses[0][:2]
     try:
-        async with served(app) as api:
-            async with ClientSession() as session, session.put(f"{api.url}/{BUCKET}") as made:
-                assert made.status == 201
-            yield Observed(api, f"http://{host}:{port}/metrics")
+        async with ClientSession() as session, session.put(f"{api.url}/{BUCKET}") as made:
+            assert made.status == 201
+        yield Observed(api, f"http://{host}:{port}/metrics")
     finally:
         await ops.cleanup()
 
@@ -129,6 +119,15 @@ async def test_metrics_move_as_the_workload_says(server: Observed) -> None:
     assert _moved(before, after, commits, stage="commit") >= 4
     assert _moved(before, after, commits, stage="produce") >= 4
     assert _value(after, "durable_kafka_sse_connections") == 0
+    lag = {
+        dict(labels)["topic"]: value
+        for (name, labels), value in after.items()
+        if name == "durable_kafka_consumer_lag_records"
+    }
+    assert set(lag) == {"meta", "producers", "owners", "snapshots", "tier"}
+    assert all(value >= 0 for value in lag.values())
+    failures = "durable_kafka_auth_failures_total"
+    assert _moved(before, after, failures, reason="missing") == 0  # authentication is off
     assert any(name == "durable_kafka_build_info" for name, _ in after)
 
 
@@ -164,18 +163,30 @@ async def test_many_streams_add_no_series(server: Observed) -> None:
     async with ClientSession() as session:
         await _workload(session, server.api.url, "warm-up")
         series = set(await _scrape(server))
-        limit = asyncio.Semaphore(50)
+        limit = asyncio.Semaphore(100)
 
         async def one(n: int) -> None:
             async with limit:
-                await _workload(session, server.api.url, f"many-{n}")
+                if n < REAL_STREAMS:
+                    await _workload(session, server.api.url, f"many-{n}")
+                else:
+                    await _misses(session, server.api.url, f"many-{n}")
 
         await asyncio.gather(*(one(n) for n in range(MANY_STREAMS)))
     after = await _scrape(server)
     assert set(after) == series
-    # The streams were really served: the appended bytes counted them.
+    # The streams were really served: the appended bytes and the misses counted them.
     appended = _value(after, "durable_kafka_appended_bytes_total")
-    assert appended >= 12 * (MANY_STREAMS + 1)
+    assert appended >= 12 * (REAL_STREAMS + 1)
+    missed = _moved({}, after, "durable_kafka_rejections_total", code="stream_not_found")
+    assert missed >= MANY_STREAMS
+
+
+async def _misses(session: ClientSession, url: str, stream: str) -> None:
+    """A read of a stream that does not exist: a request naming a stream, without a Kafka
+    transaction (10,000 of those would take minutes on a loaded machine)."""
+    async with session.get(f"{url}/{BUCKET}/{stream}", params={"offset": "-1"}) as response:
+        assert response.status == 404
 
 
 async def test_request_ids_are_kept_or_made_and_echoed(server: Observed) -> None:
@@ -232,3 +243,8 @@ async def test_one_json_line_per_request_and_no_credentials(
     assert append["bytes_in"] == 1
     assert append["duration_ms"] >= 0
     assert {"time", "level", "logger", "message", "remote", "bytes_out"} <= append.keys()
+    # Where the append went in Kafka; no principal while authentication is off.
+    assert append["kafka_topic"].endswith(f"bucket.{BUCKET}")
+    assert append["kafka_offset"] >= 0
+    assert "principal" not in append
+    assert not any(key.startswith("kafka_") for key in requests[2])  # a read has none

@@ -1,0 +1,130 @@
+"""What one connection may take: time for a request's head and body, idle time, and a place.
+
+aiohttp bounds idle keep-alive time (`keepalive_timeout`, also the time to the first request
+of a connection) and nothing else: a head sent a byte at a time, an endless chunked body or a
+body shorter than its `Content-Length` would hold a connection and its descriptor for ever.
+`adapter/http/server.py` enforces these limits per connection; over `max_connections` (in
+all) or `max_connections_per_address` (from one client address) a connection's request is
+answered 503 `too_many_connections` and the connection closed, so the process refuses work
+before it runs out of file descriptors. Past `max_memory_bytes` of resident memory every
+request but `/healthz` and `/readyz` is answered 503 `unavailable` until it is back under.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from adapter.config import Settings
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+# Descriptors kept for what is not a client connection: Kafka clients, files, refusals.
+RESERVED_DESCRIPTORS = 512
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    header_timeout_s: float  # from a request's first byte to the end of its head
+    body_timeout_s: float  # from the end of a request's head to the end of its body
+    keepalive_timeout_s: float  # idle, between requests (and before the first)
+    max_connections: int  # what the descriptor limit leaves room for, at most
+    max_per_address: int  # 0: no limit
+    max_memory_bytes: int = 0  # resident memory past which requests are refused; 0: none
+
+    @classmethod
+    def of(cls, settings: Settings) -> ConnectionLimits:
+        return cls(
+            header_timeout_s=settings.header_timeout_ms / 1000,
+            body_timeout_s=settings.body_timeout_ms / 1000,
+            keepalive_timeout_s=settings.keepalive_timeout_ms / 1000,
+            max_connections=within_descriptors(settings.max_connections),
+            max_per_address=settings.max_connections_per_address,
+            max_memory_bytes=settings.max_memory_bytes,
+        )
+
+
+CONNECTION_LIMITS = web.AppKey("connection_limits", ConnectionLimits)
+
+
+def within_descriptors(wanted: int) -> int:
+    """`wanted`, lowered to what the process's descriptor limit leaves room for."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    room = max(soft - RESERVED_DESCRIPTORS, 1)
+    if wanted == 0:
+        return room
+    if wanted > room:
+        log.warning(
+            "max_connections %d lowered to %d: RLIMIT_NOFILE is %d (%d kept for the rest)",
+            wanted,
+            room,
+            soft,
+            RESERVED_DESCRIPTORS,
+        )
+        return room
+    return wanted
+
+
+class ConnectionCounts:
+    """The connections admitted now, in all and per client address."""
+
+    def __init__(self, limits: ConnectionLimits) -> None:
+        self.limits = limits
+        self.total = 0
+        self.per_address: Counter[str] = Counter()
+
+    def refusal(self, address: str) -> str | None:
+        """Why a new connection from `address` is over a limit, or None if it is admitted."""
+        if self.limits.max_connections and self.total >= self.limits.max_connections:
+            return f"over {self.limits.max_connections} connections to this instance; retry"
+        per_address = self.limits.max_per_address
+        if per_address and self.per_address[address] >= per_address:
+            return f"over {per_address} connections from one client address; retry"
+        return None
+
+    def admit(self, address: str) -> None:
+        self.total += 1
+        self.per_address[address] += 1
+
+    def release(self, address: str) -> None:
+        self.total -= 1
+        self.per_address[address] -= 1
+        if not self.per_address[address]:
+            del self.per_address[address]
+
+
+class ResidentMemory:
+    """Whether this process's resident memory is at or past `cap` (0: never), read from
+    `/proc/self/statm` at most every `every_s` (a read costs microseconds; requests are many)."""
+
+    def __init__(
+        self, cap: int, every_s: float = 0.05, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.cap, self.every_s, self.clock = cap, every_s, clock
+        self._read_at = -every_s
+        self._over = False
+
+    def over(self) -> bool:
+        if not self.cap:
+            return False
+        now = self.clock()
+        if now - self._read_at >= self.every_s:
+            self._read_at = now
+            self._over = resident_bytes() >= self.cap
+        return self._over
+
+
+def resident_bytes() -> int:
+    """This process's resident set size (Linux)."""
+    with open("/proc/self/statm", "rb") as statm:
+        return int(statm.read().split()[1]) * PAGE_SIZE

@@ -1,0 +1,52 @@
+"""Connection counts and the memory cap (`adapter/http/connections.py`)."""
+
+from __future__ import annotations
+
+from adapter.http.connections import ConnectionCounts, ConnectionLimits, ResidentMemory
+
+
+def _limits(total: int, per_address: int) -> ConnectionLimits:
+    return ConnectionLimits(1.0, 1.0, 1.0, total, per_address)
+
+
+def test_one_address_is_refused_past_its_limit_and_others_are_not() -> None:
+    counts = ConnectionCounts(_limits(0, 2))
+    for _ in range(2):
+        assert counts.refusal("10.0.0.1") is None
+        counts.admit("10.0.0.1")
+    assert "one client address" in (counts.refusal("10.0.0.1") or "")
+    assert counts.refusal("10.0.0.2") is None
+    counts.release("10.0.0.1")
+    assert counts.refusal("10.0.0.1") is None
+    assert counts.per_address == {"10.0.0.1": 1}
+
+
+def test_every_address_is_refused_past_the_total() -> None:
+    counts = ConnectionCounts(_limits(3, 0))
+    for address in ("a", "b", "c"):
+        counts.admit(address)
+    assert "connections to this instance" in (counts.refusal("d") or "")
+    counts.release("b")
+    assert counts.refusal("d") is None
+    assert counts.total == 2
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_no_cap_is_never_over() -> None:
+    assert not ResidentMemory(0).over()
+
+
+def test_a_cap_below_the_process_is_over_and_reread_only_after_a_while() -> None:
+    clock = Clock()
+    memory = ResidentMemory(1, every_s=1.0, clock=clock)
+    assert memory.over()
+    memory.cap = 1 << 50
+    assert memory.over()  # not read again yet
+    clock.now = 1.0
+    assert not memory.over()
