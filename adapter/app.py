@@ -58,6 +58,7 @@ from adapter.service.tiering import TierPolicy, TierWorker
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import stream_of_key
+from adapter.state.store import FileStore, catalog_file_name
 from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, TIER, Durability, Supervisor
 from adapter.tier.cold import ColdReader
 from topology.admin import TopologyAdmin
@@ -127,7 +128,10 @@ def build_parts(settings: Settings) -> Parts:
         )
     layout = topic_layout(settings)
     admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
-    catalog = Catalog()
+    catalog = Catalog(
+        FileStore(settings.catalog_dir, catalog_file_name(settings.topic_prefix)),
+        settings.catalog_cache_entries,
+    )
     topics = StateTopics.of(settings.topic_prefix)
     hub = LiveHub()
     metrics = Metrics()
@@ -411,6 +415,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await parts.mounted.writer.close()
     await parts.reader.close()
     await parts.scanner.close()
+    parts.catalog.close()
 
 
 def _report_ownership(readiness: Readiness, parts: Parts) -> None:
