@@ -136,7 +136,7 @@ def build_parts(settings: Settings) -> Parts:
     hub = LiveHub()
     metrics = Metrics()
     metrics.watch_live_waiters(lambda: hub.waiters)
-    hot_tail = HotCache(settings.hot_cache_bytes)
+    hot_tail = HotCache(settings.hot_cache_bytes, settings.catalog_cache_entries)
     writers = SlotWriters(
         settings.bootstrap_servers,
         settings.topic_prefix,

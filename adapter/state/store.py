@@ -101,16 +101,26 @@ class Store:
 
     def __init__(self, path: str = ":memory:") -> None:
         self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.executescript(
-            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -2048;"
-            "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE;" + _SCHEMA
-        )
+        self._db: sqlite3.Connection | None = None  # opened on first use: building does no I/O
         self._streams: dict[StreamKey, StreamMeta | None] = {}  # pending; None: deleted
         self._producers: dict[StreamKey, dict[str, ProducerRecord | None]] = {}
         self._snapshots: dict[StreamKey, SnapshotPointer | None] = {}
         self._dropped: set[StreamKey] = set()  # pending: every producer state forgotten
         self._pending = 0
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = sqlite3.connect(self._open(), isolation_level=None, check_same_thread=False)
+            self._db.executescript(
+                "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -2048;"
+                "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE;" + _SCHEMA
+            )
+        return self._db
+
+    def _open(self) -> str:
+        """The path to connect to."""
+        return self.path
 
     # -- streams ---------------------------------------------------------------------------
 
@@ -280,24 +290,34 @@ class Store:
         )
 
     def close(self) -> None:
-        self.db.close()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
 
 class FileStore(Store):
     """A store in a file of `folder`, emptied at open and deleted at close (see the module)."""
 
     def __init__(self, folder: str, name: str) -> None:
-        directory = Path(folder)
+        super().__init__(folder)
+        self.name = name
+        self._lock: _LockFile | None = None
+
+    def _open(self) -> str:
+        directory = Path(self.path)
         directory.mkdir(parents=True, exist_ok=True)
-        self._lock = _first_free(directory, name)
+        self._lock = _first_free(directory, self.name)
         path = Path(self._lock.name).with_suffix(".sqlite3")
         _remove(path)  # whatever a previous process left: stale, or corrupt
-        super().__init__(str(path))
+        self.file = path
+        return str(path)
 
     def close(self) -> None:
         super().close()
-        _remove(Path(self.path))
-        self._lock.close()  # releases the flock
+        if self._lock is not None:
+            _remove(self.file)
+            self._lock.close()  # releases the flock
+            self._lock = None
 
 
 R = TypeVar("R", StreamMeta, ProducerRecord, SnapshotPointer)
