@@ -301,6 +301,7 @@ class FileStore(Store):
     def __init__(self, folder: str, name: str) -> None:
         super().__init__(folder)
         self.name = name
+        self.file: Path | None = None  # once opened
         self._lock: _LockFile | None = None
 
     def _open(self) -> str:
@@ -314,8 +315,9 @@ class FileStore(Store):
 
     def close(self) -> None:
         super().close()
-        if self._lock is not None:
+        if self.file is not None:
             _remove(self.file)
+        if self._lock is not None:
             self._lock.close()  # releases the flock
             self._lock = None
 
