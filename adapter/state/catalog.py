@@ -43,8 +43,12 @@ class Catalog:
         self._counts: dict[str, int] = {}  # bucket id -> how many streams it has
         # Hot rows; None: known absent (a stream, a snapshot pointer). A stream's producer
         # states are cached whole or not at all.
-        self._streams: Lru[StreamKey, StreamMeta | None] = Lru(cache_entries)
-        self._producers: Lru[StreamKey, dict[str, ProducerRecord]] = Lru(cache_entries)
+        # A stream's new state and its producers' are written to the store when evicted
+        # (not on every append), unless they change what the store indexes.
+        self._streams: Lru[StreamKey, StreamMeta | None] = Lru(cache_entries, self.store.put_stream)
+        self._producers: Lru[StreamKey, dict[str, ProducerRecord]] = Lru(
+            cache_entries, self._write_producers
+        )
         self._snapshots: Lru[StreamKey, SnapshotPointer | None] = Lru(cache_entries)
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
         self.tier = TierIndex()  # the cold tier's ranges (the tier topic)
@@ -52,6 +56,10 @@ class Catalog:
 
     def close(self) -> None:
         self.store.close()
+
+    def _write_producers(self, key: StreamKey, states: dict[str, ProducerRecord]) -> None:
+        for producer_id, record in states.items():
+            self.store.put_producer(key, producer_id, record)
 
     def _states(self, key: StreamKey) -> dict[str, ProducerRecord]:
         """The producer states of a stream, cached (looked up in the store on a miss)."""
@@ -72,9 +80,11 @@ class Catalog:
     def put_producer(self, record: ProducerRecord) -> None:
         key = (record.bucket_id, record.stream_id)
         states = self._producers.find(key)
-        if states is not MISS:
+        if states is MISS:
+            self.store.put_producer(key, record.producer_id, record)
+        else:
             states[record.producer_id] = record
-        self.store.put_producer(key, record.producer_id, record)
+            self._producers.mark_dirty(key)
 
     def apply_producer(self, key: str, value: bytes | None) -> None:
         """Apply one record of the producers topic."""
@@ -112,7 +122,12 @@ class Catalog:
 
     def visible_snapshot_keys(self) -> set[str]:
         """The object keys of every visible snapshot: the blobs the collector keeps."""
-        return {p.object_key for p, meta in self.store.snapshots() if p.belongs_to(meta)}
+        kept = set()
+        for pointer in self.store.snapshots():
+            meta = self._peek((pointer.bucket_id, pointer.stream_id))
+            if meta is not None and pointer.belongs_to(meta):
+                kept.add(pointer.object_key)
+        return kept
 
     def put_snapshot(self, pointer: SnapshotPointer) -> None:
         key = (pointer.bucket_id, pointer.stream_id)
@@ -154,6 +169,11 @@ class Catalog:
             self._streams.put(key, meta)
         return meta
 
+    def _peek(self, key: StreamKey) -> StreamMeta | None:
+        """The stream, not made recent nor cached (for scans)."""
+        meta = self._streams.peek(key)
+        return self.store.stream(key) if meta is MISS else meta
+
     def stream_count(self, bucket_id: str) -> int:
         """Streams recorded in the bucket (expired ones included)."""
         return self._counts.get(bucket_id, 0)
@@ -178,18 +198,28 @@ class Catalog:
 
     def soft_deleted(self) -> list[StreamMeta]:
         """Every stream deleted while it had forks, kept for them."""
-        return self.store.soft_deleted()
+        metas = (self._peek(key) for key in self.store.soft_deleted())
+        return [meta for meta in metas if meta is not None and meta.soft_deleted]
 
     def forks_of(self, bucket_id: str, stream_id: str) -> list[StreamMeta]:
         """The streams forked from this one (expired ones included)."""
-        return self.store.forks_of((bucket_id, stream_id))
+        metas = (self._peek((bucket_id, i)) for i in self.store.fork_ids((bucket_id, stream_id)))
+        return [meta for meta in metas if meta is not None]
 
     def put_stream(self, meta: StreamMeta) -> None:
         key = (meta.bucket_id, meta.stream_id)
-        if self.stream(*key) is None:
+        before = self.stream(*key)
+        if before is None:
             self._counts[meta.bucket_id] = self._counts.get(meta.bucket_id, 0) + 1
-        self._streams.put(key, meta)
-        self.store.put_stream(key, meta)
+        if (
+            before is None
+            or before.forked_from != meta.forked_from
+            or before.soft_deleted != meta.soft_deleted
+        ):  # what the store indexes changed: it must know now
+            self._streams.put(key, meta)
+            self.store.put_stream(key, meta)
+        else:
+            self._streams.put(key, meta, dirty=True)
 
     def drop_stream(self, bucket_id: str, stream_id: str, producers: bool = True) -> None:
         """Forget a stream, and its producer states unless the log says so separately."""

@@ -27,7 +27,7 @@ import os
 import re
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -70,11 +70,15 @@ MISS = Miss.MISS
 
 
 class Lru(Generic[K, V]):
-    """At most `capacity` entries; a lookup makes an entry the most recent."""
+    """At most `capacity` entries; a lookup makes an entry the most recent. An entry put
+    `dirty` (changed since it was last handed to the store) is handed to `write_back` when it
+    is evicted."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, write_back: Callable[[K, V], None] | None = None) -> None:
         self.capacity = max(1, capacity)
         self._entries: OrderedDict[K, V] = OrderedDict()
+        self._dirty: set[K] = set()
+        self._write_back = write_back
 
     def find(self, key: K) -> V | Miss:
         """The entry of `key` (made the most recent), or MISS."""
@@ -83,14 +87,30 @@ class Lru(Generic[K, V]):
             self._entries.move_to_end(key)
         return value
 
-    def put(self, key: K, value: V) -> None:
+    def put(self, key: K, value: V, dirty: bool = False) -> None:
         self._entries[key] = value
         self._entries.move_to_end(key)
+        if dirty:
+            self._dirty.add(key)
+        else:
+            self._dirty.discard(key)
         if len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
+            self.evict_oldest()
 
-    def pop(self, key: K) -> None:
-        self._entries.pop(key, None)
+    def peek(self, key: K) -> V | Miss:
+        """The entry of `key`, or MISS, leaving the order as it is."""
+        return self._entries.get(key, MISS)
+
+    def mark_dirty(self, key: K) -> None:
+        """The entry of `key` (cached) was changed in place."""
+        self._dirty.add(key)
+
+    def evict_oldest(self) -> None:
+        key, value = self._entries.popitem(last=False)
+        if key in self._dirty:
+            self._dirty.discard(key)
+            if self._write_back is not None:
+                self._write_back(key, value)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -157,21 +177,20 @@ class Store:
         row = self.db.execute("SELECT count(*) FROM streams WHERE bucket = ?", (bucket_id,))
         return int(row.fetchone()[0])
 
-    def forks_of(self, key: StreamKey) -> list[StreamMeta]:
+    def fork_ids(self, key: StreamKey) -> list[str]:
+        """The ids of the streams forked from `key`, in byte order."""
         self.flush()
         rows = self.db.execute(
-            "SELECT stream, value FROM streams WHERE bucket = ? AND forked_from = ? "
-            "ORDER BY stream",
-            key,
+            "SELECT stream FROM streams WHERE bucket = ? AND forked_from = ? ORDER BY stream", key
         )
-        return [_unpack(StreamMeta, v) for s, v in rows.fetchall()]
+        return [stream_id for (stream_id,) in rows.fetchall()]
 
-    def soft_deleted(self) -> list[StreamMeta]:
+    def soft_deleted(self) -> list[StreamKey]:
         self.flush()
         rows = self.db.execute(
-            "SELECT bucket, stream, value FROM streams WHERE soft_deleted ORDER BY bucket, stream"
+            "SELECT bucket, stream FROM streams WHERE soft_deleted ORDER BY bucket, stream"
         )
-        return [_unpack(StreamMeta, v) for b, s, v in rows.fetchall()]
+        return [(bucket_id, stream_id) for bucket_id, stream_id in rows.fetchall()]
 
     # -- producer states -------------------------------------------------------------------
 
@@ -215,20 +234,11 @@ class Store:
         self._snapshots[key] = pointer
         self._wrote()
 
-    def snapshots(self) -> list[tuple[SnapshotPointer, StreamMeta]]:
-        """Every snapshot pointer whose stream exists, with its stream."""
+    def snapshots(self) -> list[SnapshotPointer]:
+        """Every snapshot pointer."""
         self.flush()
-        rows = self.db.execute(
-            "SELECT p.bucket, p.stream, p.value, s.value FROM snapshots p "
-            "JOIN streams s ON s.bucket = p.bucket AND s.stream = p.stream"
-        ).fetchall()
-        return [
-            (
-                _unpack(SnapshotPointer, pointer),
-                _unpack(StreamMeta, meta),
-            )
-            for b, s, pointer, meta in rows
-        ]
+        rows = self.db.execute("SELECT value FROM snapshots").fetchall()
+        return [_unpack(SnapshotPointer, value) for (value,) in rows]
 
     # -- writing ---------------------------------------------------------------------------
 
