@@ -3,11 +3,13 @@
 The catalog holds streams, producer states and snapshot pointers for as many streams as the
 log names, which a process cannot keep in memory at a million streams. So each of the three
 lives in a table of an embedded SQLite database, and only the most recently used rows stay in
-memory (`Lru`, bounded by entries). A write goes to the LRU and to a buffer of pending rows;
-the buffer is written to SQLite in one transaction when it fills, and before any query that
-needs order (listing a bucket, the forks of a stream, soft-deleted streams). A lookup that
-misses the LRU reads the buffer, then SQLite (one indexed read on the event loop, tens of µs:
-cheaper than a hop to a thread, and bounded).
+memory (`Lru`, bounded by entries). The catalog's LRUs are write-back: a changed row stays
+in memory, dirty, and is handed to the store when evicted, unless the change is one SQLite
+indexes (see `Catalog.put_stream`), which is handed over at once. Rows handed over wait in a
+buffer of pending rows, written to SQLite in one transaction when it fills and before any
+query that needs order (listing a bucket, the forks of a stream, soft-deleted streams). A
+lookup that misses the LRU reads the buffer, then SQLite (one indexed read on the event loop,
+tens of µs: cheaper than a hop to a thread, and bounded).
 
 The database is a scratch index, never a source of truth: a file in `catalog_dir`, deleted and
 rebuilt by the replay of the compacted state topics at every start, so the catalog stays a pure

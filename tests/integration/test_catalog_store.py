@@ -3,6 +3,7 @@ and that index rebuilt at start whatever file was left in its folder (adapter/st
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -12,11 +13,21 @@ from adapter.app import PARTS, SETTINGS, create_app
 from adapter.state.catalog import Catalog
 from adapter.state.records import ProducerRecord, StreamMeta
 from adapter.state.store import catalog_file_name
-from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.conftest import Client, ClientFactory, SettingsFactory
 from tests.kafka_reads import compacted_entries
 
 STREAMS = 24
 TEXT = {"Content-Type": "text/plain"}
+
+
+async def _ready(client: Client) -> None:
+    """Ready, on a slow machine too: a restarted instance may wait out the group's session of
+    the one before it (`owner_session_timeout_ms`) before it owns its slots."""
+    for _ in range(1200):
+        if (await client.get("/readyz")).status == 200:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the adapter never became ready")
 
 
 def _producer(seq: int) -> dict[str, str]:
@@ -74,7 +85,7 @@ async def test_streams_beyond_the_cache_are_served_from_the_index(
     read back from SQLite: a retry is still refused as a duplicate."""
     settings = make_settings(catalog_cache_entries=2, catalog_dir=str(tmp_path / "catalog"))
     client = await aiohttp_client(create_app(settings))
-    await wait_ready(client)
+    await _ready(client)
     bucket = f"b-{unique}"
     await _populate(client, bucket)
     await _check_served(client, bucket)
@@ -96,7 +107,7 @@ async def test_a_start_over_a_leftover_file_rebuilds_the_catalog(
     folder = tmp_path / "catalog"
     settings = make_settings(catalog_cache_entries=4, catalog_dir=str(folder))
     first = await aiohttp_client(create_app(settings))
-    await wait_ready(first)
+    await _ready(first)
     bucket = f"b-{unique}"
     await _populate(first, bucket)
     path = folder / f"{catalog_file_name(settings.topic_prefix)}.0.sqlite3"
@@ -112,7 +123,7 @@ async def test_a_start_over_a_leftover_file_rebuilds_the_catalog(
         db.commit()
         db.close()
     second = await aiohttp_client(create_app(settings))
-    await wait_ready(second)
+    await _ready(second)
     catalog = second.app[PARTS].catalog
     assert catalog.stream(bucket, "phantom") is None
     assert _state(catalog, bucket) == _state(_replayed(second), bucket)
