@@ -16,7 +16,7 @@ from adapter.state.store import catalog_file_name
 from tests.conftest import Client, ClientFactory, SettingsFactory
 from tests.kafka_reads import compacted_entries
 
-STREAMS = 24
+STREAMS = 12
 TEXT = {"Content-Type": "text/plain"}
 
 
