@@ -124,6 +124,7 @@ class Store:
     def __init__(self, path: str = ":memory:") -> None:
         self.path = path
         self._db: sqlite3.Connection | None = None  # opened on first use: building does no I/O
+        self._closed = False
         self._streams: dict[StreamKey, StreamMeta | None] = {}  # pending; None: deleted
         self._producers: dict[StreamKey, dict[str, ProducerRecord | None]] = {}
         self._snapshots: dict[StreamKey, SnapshotPointer | None] = {}
@@ -133,6 +134,8 @@ class Store:
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
+            if self._closed:  # a replay still running on its thread as the app stops
+                raise sqlite3.ProgrammingError("the catalog store is closed")
             self._db = sqlite3.connect(self._open(), isolation_level=None, check_same_thread=False)
             self._db.executescript(
                 "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -2048;"
@@ -302,6 +305,7 @@ class Store:
         )
 
     def close(self) -> None:
+        self._closed = True
         if self._db is not None:
             self._db.close()
             self._db = None
