@@ -68,6 +68,7 @@ from adapter.service.tiering import TierPolicy, TierWorker
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import stream_of_key
+from adapter.state.store import FileStore, catalog_file_name
 from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, TIER, Durability, Supervisor
 from adapter.tier.cold import ColdReader
 from topology.admin import TopologyAdmin
@@ -142,12 +143,15 @@ def build_parts(settings: Settings) -> Parts:
         )
     layout = topic_layout(settings)
     admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
-    catalog = Catalog()
+    catalog = Catalog(
+        FileStore(settings.catalog_dir, catalog_file_name(settings.topic_prefix)),
+        settings.catalog_cache_entries,
+    )
     topics = StateTopics.of(settings.topic_prefix)
     hub = LiveHub()
     metrics = Metrics()
     metrics.watch_live_waiters(lambda: hub.waiters)
-    hot_tail = HotCache(settings.hot_cache_bytes)
+    hot_tail = HotCache(settings.hot_cache_bytes, settings.catalog_cache_entries)
     writers = SlotWriters(
         settings.bootstrap_servers,
         settings.topic_prefix,
@@ -464,6 +468,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     parts.mounted.transactions.close()
     await parts.reader.close()
     await parts.scanner.close()
+    parts.catalog.close()
 
 
 def _report_ownership(readiness: Readiness, parts: Parts) -> None:

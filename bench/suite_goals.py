@@ -70,13 +70,25 @@ def goals(
     out.append(_goal("catch-up read", mbps, 100.0, True, "MB/s"))
     sse = _median(rows, "sse-first-event", DK, "p50_ms")
     out.append(_goal("SSE first event p50", sse, 10.0, False, "ms"))
+    out += memory_goals(memory)
+    return out
+
+
+def memory_goals(memory: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """RSS growth from the first point to the one at 100,000 streams (or the last below it):
+    at most 20 %; and at 1,000,000 streams at most 512 MiB (not measured unless reached)."""
+    out = []
     for result in memory:
-        if result["target"] != DK or len(result["points"]) < 2:
+        points = [p for p in result["points"] if p["streams"] <= 100_000]
+        if result["target"] != DK or len(points) < 2:
             continue
-        first, last = result["points"][0], result["points"][-1]
+        first, last = points[0], points[-1]
         growth = last["rss_kib"] / first["rss_kib"] - 1 if first["rss_kib"] else None
         name = f"RSS growth {first['streams']:,} -> {last['streams']:,} streams"
         out.append(_goal(name, growth, 0.2, False, "share"))
+        million = [p["rss_kib"] / 1024 for p in result["points"] if p["streams"] >= 1_000_000]
+        rss = million[0] if million else None
+        out.append(_goal("RSS at 1,000,000 streams", rss, 512, False, "MiB"))
     return out
 
 

@@ -4,8 +4,10 @@ Every commit of this instance adds the data records it holds, with their Kafka o
 for each stream the cache knows *all* of its messages from some offset (`since`) up to its
 tail. A read that starts at or after `since` is answered from memory: live readers woken by
 a commit get the new bytes without a round trip to the broker, and recent data stays
-readable while the broker is away. The whole cache holds at most `budget_bytes` of payload;
-past that, the streams written longest ago are dropped whole (their reads go to Kafka).
+readable while the broker is away. The whole cache holds at most `budget_bytes` of payload
+and the tails of at most `max_streams` streams (a tail costs memory even when empty: a stream
+created without data); past either, the streams written longest ago are dropped whole (their
+reads go to Kafka).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ class _Tail:
 
 
 class HotCache:
-    def __init__(self, budget_bytes: int) -> None:
+    def __init__(self, budget_bytes: int, max_streams: int | None = None) -> None:
         self.budget_bytes = budget_bytes
+        self.max_streams = max_streams
         self._tails: OrderedDict[Hashable, _Tail] = OrderedDict()
         self._size = 0
 
@@ -78,6 +81,9 @@ class HotCache:
         return ReadResult(messages, stop, True)
 
     def _evict(self) -> None:
-        while self._size > self.budget_bytes and self._tails:
+        limit = self.max_streams
+        while self._tails and (
+            self._size > self.budget_bytes or (limit is not None and len(self._tails) > limit)
+        ):
             _key, oldest = self._tails.popitem(last=False)
             self._size -= oldest.size

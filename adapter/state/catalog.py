@@ -1,10 +1,9 @@
-"""The in-memory catalog of buckets, streams, producer states, slot owners, snapshot pointers
-and tiered ranges, mirrored from the compacted meta, producers, owners, snapshots and tier
-topics."""
+"""The catalog of buckets, streams, producer states, slot owners, snapshot pointers and tiered
+ranges, mirrored from the compacted meta, producers, owners, snapshots and tier topics (the
+per-stream part bounded in memory: `adapter/state/store.py`)."""
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
@@ -20,8 +19,8 @@ from adapter.state.records import (
     decode_as,
     stream_of_key,
 )
+from adapter.state.store import DEFAULT_CACHE_ENTRIES, MISS, Lru, Store, StreamKey
 from adapter.tier.manifest import TierIndex
-from topology.listing import ids_after
 
 
 class Catalog:
@@ -31,33 +30,62 @@ class Catalog:
     record was applied first: compaction keeps only a key's last record, so a bucket record
     rewritten after its streams' (two instances creating one bucket on demand) is replayed
     after them, and membership must not depend on that order.
+
+    Buckets, mounts, slot owners and tiered ranges are few and stay in memory. Streams, their
+    producer states and snapshot pointers are as many as the log names: the most recently used
+    `cache_entries` of each stay in memory, all of them are in `store` (`adapter/state/store.py`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: Store | None = None, cache_entries: int = DEFAULT_CACHE_ENTRIES):
+        self.store = store if store is not None else Store()
         self._buckets: dict[str, BucketMeta] = {}
         self._mounts: dict[str, MountMeta] = {}  # registered mounts (configured ones too)
-        self._members: dict[str, list[str]] = {}  # bucket id -> its stream ids, kept sorted
-        self._streams: dict[tuple[str, str], StreamMeta] = {}
-        self._forks: dict[tuple[str, str], set[str]] = {}  # (bucket, source) -> its forks' ids
-        self._producers: dict[tuple[str, str], dict[str, ProducerRecord]] = {}
+        self._counts: dict[str, int] = {}  # bucket id -> how many streams it has
+        # Hot rows; None: known absent (a stream, a snapshot pointer). A stream's producer
+        # states are cached whole or not at all.
+        # A stream's new state and its producers' are written to the store when evicted
+        # (not on every append), unless they change what the store indexes.
+        self._streams: Lru[StreamKey, StreamMeta | None] = Lru(cache_entries, self.store.put_stream)
+        self._producers: Lru[StreamKey, dict[str, ProducerRecord]] = Lru(
+            cache_entries, self._write_producers
+        )
+        self._snapshots: Lru[StreamKey, SnapshotPointer | None] = Lru(cache_entries)
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
         self._owner_marks: dict[int, int] = {}  # write slot -> its owner record's offset
-        self._snapshots: dict[tuple[str, str], SnapshotPointer] = {}
         self.tier = TierIndex()  # the cold tier's ranges (the tier topic)
         self.echoes = Echoes()  # this instance's own state records, for the follower
 
+    def close(self) -> None:
+        self.store.close()
+
+    def _write_producers(self, key: StreamKey, states: dict[str, ProducerRecord]) -> None:
+        for producer_id, record in states.items():
+            self.store.put_producer(key, producer_id, record)
+
+    def _states(self, key: StreamKey) -> dict[str, ProducerRecord]:
+        """The producer states of a stream, cached (looked up in the store on a miss)."""
+        states = self._producers.find(key)
+        if states is MISS:
+            states = self.store.producers(key)
+            self._producers.put(key, states)
+        return states
+
     def producers(self, bucket_id: str, stream_id: str) -> dict[str, ProducerRecord]:
         """The idempotent producers of a stream, by producer id (a copy)."""
-        return dict(self._producers.get((bucket_id, stream_id), {}))
+        return dict(self._states((bucket_id, stream_id)))
 
     def producer_states(self, bucket_id: str, stream_id: str) -> Mapping[str, ProducerRecord]:
         """The idempotent producers of a stream, by producer id (read-only, not a copy)."""
-        return MappingProxyType(self._producers.get((bucket_id, stream_id), {}))
+        return MappingProxyType(self._states((bucket_id, stream_id)))
 
     def put_producer(self, record: ProducerRecord) -> None:
-        self._producers.setdefault((record.bucket_id, record.stream_id), {})[record.producer_id] = (
-            record
-        )
+        key = (record.bucket_id, record.stream_id)
+        states = self._producers.find(key)
+        if states is MISS:
+            self.store.put_producer(key, record.producer_id, record)
+        else:
+            states[record.producer_id] = record
+            self._producers.mark_dirty(key)
 
     def apply_producer(self, key: str, value: bytes | None) -> None:
         """Apply one record of the producers topic."""
@@ -66,10 +94,10 @@ class Catalog:
             return
         stream, _, producer_id = key.partition("\x00")
         bucket_id, _, stream_id = stream.partition("/")
-        states = self._producers.get((bucket_id, stream_id), {})
-        states.pop(producer_id, None)
-        if not states:
-            self._producers.pop((bucket_id, stream_id), None)
+        states = self._producers.find((bucket_id, stream_id))
+        if states is not MISS:
+            states.pop(producer_id, None)
+        self.store.put_producer((bucket_id, stream_id), producer_id, None)
 
     def owner(self, slot: int) -> str | None:
         """The advertised URL of the last instance that took write slot `slot`."""
@@ -88,22 +116,31 @@ class Catalog:
             self._owners[record.slot] = record.url
             self._owner_marks[record.slot] = max(offset, self.owner_mark(record.slot))
 
+    def _pointer(self, key: StreamKey) -> SnapshotPointer | None:
+        pointer = self._snapshots.find(key)
+        if pointer is MISS:
+            pointer = self.store.snapshot(key)
+            self._snapshots.put(key, pointer)
+        return pointer
+
     def snapshot(self, meta: StreamMeta) -> SnapshotPointer | None:
         """The stream's visible snapshot: the pointer its `retained_from` names, if any."""
-        pointer = self._snapshots.get((meta.bucket_id, meta.stream_id))
+        pointer = self._pointer((meta.bucket_id, meta.stream_id))
         return pointer if pointer is not None and pointer.belongs_to(meta) else None
 
     def visible_snapshot_keys(self) -> set[str]:
         """The object keys of every visible snapshot: the blobs the collector keeps."""
         kept = set()
-        for (bucket_id, stream_id), pointer in self._snapshots.items():
-            meta = self._streams.get((bucket_id, stream_id))
+        for pointer in self.store.snapshots():
+            meta = self._peek((pointer.bucket_id, pointer.stream_id))
             if meta is not None and pointer.belongs_to(meta):
                 kept.add(pointer.object_key)
         return kept
 
     def put_snapshot(self, pointer: SnapshotPointer) -> None:
-        self._snapshots[(pointer.bucket_id, pointer.stream_id)] = pointer
+        key = (pointer.bucket_id, pointer.stream_id)
+        self._snapshots.put(key, pointer)
+        self.store.put_snapshot(key, pointer)
 
     def apply_snapshot(self, key: str, value: bytes | None) -> None:
         """Apply one record of the snapshots topic (compacted: the last one of a key wins)."""
@@ -111,7 +148,8 @@ class Catalog:
             self.put_snapshot(decode_as(SnapshotPointer, key, value))
             return
         bucket_id, _, stream_id = key.removeprefix("snapshot:").partition("/")
-        self._snapshots.pop((bucket_id, stream_id), None)
+        self._snapshots.put((bucket_id, stream_id), None)
+        self.store.put_snapshot((bucket_id, stream_id), None)
 
     def bucket(self, bucket_id: str) -> BucketMeta | None:
         return self._buckets.get(bucket_id)
@@ -132,22 +170,40 @@ class Catalog:
         return sorted(self._buckets)
 
     def stream(self, bucket_id: str, stream_id: str) -> StreamMeta | None:
-        return self._streams.get((bucket_id, stream_id))
+        key = (bucket_id, stream_id)
+        meta = self._streams.find(key)
+        if meta is MISS:
+            meta = self.store.stream(key)
+            self._streams.put(key, meta)
+        return meta
+
+    def _peek(self, key: StreamKey) -> StreamMeta | None:
+        """The stream, not made recent nor cached (for scans)."""
+        meta = self._streams.peek(key)
+        return self.store.stream(key) if meta is MISS else meta
 
     def streams_of(self, bucket_id: str) -> Iterator[tuple[StreamMeta, SnapshotPointer | None]]:
         """Every stream recorded in the bucket (expired and soft-deleted ones included), with
         its visible snapshot."""
-        for stream_id in self._members.get(bucket_id, ()):
-            meta = self._streams[(bucket_id, stream_id)]
-            yield meta, self.snapshot(meta)
+        for stream_id in list(self.stream_ids(bucket_id, "", None)):  # no cursor held open
+            meta = self._peek((bucket_id, stream_id))  # a scan: the cache keeps what is hot
+            if meta is not None:
+                yield meta, self.snapshot(meta)
 
     def stream_count(self, bucket_id: str) -> int:
         """Streams recorded in the bucket (expired ones included)."""
-        return len(self._members.get(bucket_id, ()))
+        return self._counts.get(bucket_id, 0)
 
     def stream_ids(self, bucket_id: str, prefix: str, after: str | None) -> Iterator[str]:
         """Ids in byte order that start with `prefix`, strictly after `after`."""
-        return ids_after(self._members.get(bucket_id, []), prefix, after)
+        if after is not None and after >= prefix:
+            ids = self.store.stream_ids(bucket_id, after, inclusive=False)
+        else:
+            ids = self.store.stream_ids(bucket_id, prefix, inclusive=True)
+        for stream_id in ids:
+            if not stream_id.startswith(prefix):
+                return
+            yield stream_id
 
     def put_bucket(self, meta: BucketMeta) -> None:
         self._buckets[meta.bucket_id] = meta
@@ -158,46 +214,44 @@ class Catalog:
 
     def soft_deleted(self) -> list[StreamMeta]:
         """Every stream deleted while it had forks, kept for them."""
-        return [meta for meta in self._streams.values() if meta.soft_deleted]
+        metas = (self._peek(key) for key in self.store.soft_deleted())
+        return [meta for meta in metas if meta is not None and meta.soft_deleted]
 
     def forks_of(self, bucket_id: str, stream_id: str) -> list[StreamMeta]:
         """The streams forked from this one (expired ones included)."""
-        ids = sorted(self._forks.get((bucket_id, stream_id), ()))
-        return [self._streams[(bucket_id, fork_id)] for fork_id in ids]
+        metas = (self._peek((bucket_id, i)) for i in self.store.fork_ids((bucket_id, stream_id)))
+        return [meta for meta in metas if meta is not None]
 
     def put_stream(self, meta: StreamMeta) -> None:
         key = (meta.bucket_id, meta.stream_id)
-        before = self._streams.get(key)
+        before = self.stream(*key)
         if before is None:
-            bisect.insort(self._members.setdefault(meta.bucket_id, []), meta.stream_id)
-        elif before.forked_from != meta.forked_from:
-            self._unlink(before)
-        self._streams[key] = meta
-        if meta.forked_from is not None:
-            self._forks.setdefault((meta.bucket_id, meta.forked_from), set()).add(meta.stream_id)
+            self._counts[meta.bucket_id] = self._counts.get(meta.bucket_id, 0) + 1
+        if (
+            before is None
+            or before.forked_from != meta.forked_from
+            or before.soft_deleted != meta.soft_deleted
+        ):  # what the store indexes changed: it must know now
+            self._streams.put(key, meta)
+            self.store.put_stream(key, meta)
+        else:
+            self._streams.put(key, meta, dirty=True)
 
     def drop_stream(self, bucket_id: str, stream_id: str, producers: bool = True) -> None:
         """Forget a stream, and its producer states unless the log says so separately."""
+        key = (bucket_id, stream_id)
         if producers:
-            self._producers.pop((bucket_id, stream_id), None)
-        meta = self._streams.pop((bucket_id, stream_id), None)
-        if meta is None:
+            self._producers.put(key, {})
+            self.store.drop_producers(key)
+        if self.stream(*key) is None:
             return
-        self._unlink(meta)
-        ids = self._members[bucket_id]
-        del ids[bisect.bisect_left(ids, stream_id)]
-        if not ids:
-            del self._members[bucket_id]
-
-    def _unlink(self, meta: StreamMeta) -> None:
-        """Forget that `meta` is a fork of its source."""
-        if meta.forked_from is None:
-            return
-        source = (meta.bucket_id, meta.forked_from)
-        forks = self._forks.get(source, set())
-        forks.discard(meta.stream_id)
-        if not forks:
-            self._forks.pop(source, None)
+        self._streams.put(key, None)
+        self.store.put_stream(key, None)
+        count = self._counts[bucket_id] - 1
+        if count:
+            self._counts[bucket_id] = count
+        else:
+            del self._counts[bucket_id]
 
     def apply(self, key: str, value: bytes | None) -> None:
         """Apply one record of the meta topic, in log order: a value upserts, a tombstone
@@ -213,7 +267,7 @@ class Catalog:
         elif isinstance(record, MountMeta):
             self.put_mount(record)
         else:
-            self.put_stream(newer(self._streams.get((record.bucket_id, record.stream_id)), record))
+            self.put_stream(newer(self.stream(record.bucket_id, record.stream_id), record))
 
     def _forget(self, key: str) -> None:
         if key.startswith("mount:"):

@@ -47,3 +47,13 @@ def test_budget_drops_the_streams_written_longest_ago() -> None:
     assert cache.size == 6
     cache.forget("old")
     assert cache.size == 0
+
+
+def test_at_most_max_streams_tails_are_kept_even_empty_ones() -> None:
+    """A stream created without data has an empty tail: it costs memory, not bytes."""
+    cache = HotCache(1024, max_streams=2)
+    for key in ("a", "b", "c"):
+        cache.record(key, since=0, end=0, offsets=[], payloads=[])
+    assert cache.read("a", 0, 0, 100) is None
+    assert cache.read("b", 0, 0, 100) == ReadResult([], 0, True)
+    assert cache.read("c", 0, 0, 100) == ReadResult([], 0, True)

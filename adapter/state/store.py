@@ -1,0 +1,396 @@
+"""The catalog's bounded memory: hot rows in LRUs, every row in a scratch SQLite index.
+
+The catalog holds streams, producer states and snapshot pointers for as many streams as the
+log names, which a process cannot keep in memory at a million streams. So each of the three
+lives in a table of an embedded SQLite database, and only the most recently used rows stay in
+memory (`Lru`, bounded by entries). The catalog's LRUs are write-back: a changed row stays
+in memory, dirty, and is handed to the store when evicted, unless the change is one SQLite
+indexes (see `Catalog.put_stream`), which is handed over at once. Rows handed over wait in a
+buffer of pending rows, written to SQLite in one transaction when it fills and before any
+query that needs order (listing a bucket, the forks of a stream, soft-deleted streams). A
+lookup that misses the LRU reads the buffer, then SQLite (one indexed read on the event loop,
+tens of µs: cheaper than a hop to a thread, and bounded).
+
+The database is a scratch index, never a source of truth: a file in `catalog_dir`, deleted and
+rebuilt by the replay of the compacted state topics at every start, so the catalog stays a pure
+function of the log and a missing, stale or corrupt file is no different from none. One
+process holds a file at a time (an exclusive `flock` on its `.lock` sibling; a second process
+on the same folder takes the next number). Since nothing reads it after the process ends, it is
+written without a journal or syncs: a crash loses nothing the next replay does not rebuild.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import fcntl
+import marshal
+import os
+import re
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from adapter.state.records import ProducerRecord, Segment, SnapshotPointer, StreamMeta
+
+K = TypeVar("K")
+V = TypeVar("V")
+StreamKey = tuple[str, str]
+ProducerKey = tuple[str, str, str]
+
+DEFAULT_CACHE_ENTRIES = 4096
+FLUSH_ROWS = 2048  # pending rows written to SQLite in one transaction
+PAGE = 512  # ids read per query when listing
+MAX_FILES = 256  # processes sharing one catalog folder
+
+_SCHEMA = """
+CREATE TABLE streams (
+    bucket TEXT NOT NULL, stream TEXT NOT NULL, forked_from TEXT, soft_deleted INTEGER NOT NULL,
+    value BLOB NOT NULL, PRIMARY KEY (bucket, stream)
+) WITHOUT ROWID;
+CREATE INDEX streams_forks ON streams (bucket, forked_from) WHERE forked_from IS NOT NULL;
+CREATE INDEX streams_soft_deleted ON streams (soft_deleted) WHERE soft_deleted;
+CREATE TABLE producers (
+    bucket TEXT NOT NULL, stream TEXT NOT NULL, producer TEXT NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (bucket, stream, producer)
+) WITHOUT ROWID;
+CREATE TABLE snapshots (
+    bucket TEXT NOT NULL, stream TEXT NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (bucket, stream)
+) WITHOUT ROWID;
+"""
+
+
+class Miss(enum.Enum):
+    MISS = "miss"
+
+
+MISS = Miss.MISS
+
+
+class Lru(Generic[K, V]):
+    """At most `capacity` entries; a lookup makes an entry the most recent. An entry put
+    `dirty` (changed since it was last handed to the store) is handed to `write_back` when it
+    is evicted."""
+
+    def __init__(self, capacity: int, write_back: Callable[[K, V], None] | None = None) -> None:
+        self.capacity = max(1, capacity)
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._dirty: set[K] = set()
+        self._write_back = write_back
+
+    def find(self, key: K) -> V | Miss:
+        """The entry of `key` (made the most recent), or MISS."""
+        value = self._entries.get(key, MISS)
+        if value is not MISS:
+            self._entries.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V, dirty: bool = False) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        if dirty:
+            self._dirty.add(key)
+        else:
+            self._dirty.discard(key)
+        if len(self._entries) > self.capacity:
+            self.evict_oldest()
+
+    def peek(self, key: K) -> V | Miss:
+        """The entry of `key`, or MISS, leaving the order as it is."""
+        return self._entries.get(key, MISS)
+
+    def mark_dirty(self, key: K) -> None:
+        """The entry of `key` (cached) was changed in place."""
+        self._dirty.add(key)
+
+    def evict_oldest(self) -> None:
+        key, value = self._entries.popitem(last=False)
+        if key in self._dirty:
+            self._dirty.discard(key)
+            if self._write_back is not None:
+                self._write_back(key, value)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class Store:
+    """Streams, producer states and snapshot pointers: pending rows over a SQLite index."""
+
+    def __init__(self, path: str = ":memory:") -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None  # opened on first use: building does no I/O
+        self._closed = False
+        self._streams: dict[StreamKey, StreamMeta | None] = {}  # pending; None: deleted
+        self._producers: dict[StreamKey, dict[str, ProducerRecord | None]] = {}
+        self._snapshots: dict[StreamKey, SnapshotPointer | None] = {}
+        self._dropped: set[StreamKey] = set()  # pending: every producer state forgotten
+        self._pending = 0
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            if self._closed:  # a replay still running on its thread as the app stops
+                raise sqlite3.ProgrammingError("the catalog store is closed")
+            self._db = sqlite3.connect(self._open(), isolation_level=None, check_same_thread=False)
+            self._db.executescript(
+                "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -2048;"
+                "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE;" + _SCHEMA
+            )
+        return self._db
+
+    def _open(self) -> str:
+        """The path to connect to."""
+        return self.path
+
+    # -- streams ---------------------------------------------------------------------------
+
+    def stream(self, key: StreamKey) -> StreamMeta | None:
+        if key in self._streams:
+            return self._streams[key]
+        row = self.db.execute(
+            "SELECT value FROM streams WHERE bucket = ? AND stream = ?", key
+        ).fetchone()
+        return None if row is None else _unpack(StreamMeta, row[0])
+
+    def put_stream(self, key: StreamKey, meta: StreamMeta | None) -> None:
+        self._streams[key] = meta
+        self._wrote()
+
+    def stream_ids(self, bucket_id: str, start: str, inclusive: bool) -> Iterator[str]:
+        """Ids of the bucket's streams in byte order from `start`, a page at a time."""
+        op = ">=" if inclusive else ">"
+        while True:
+            self.flush()
+            rows = self.db.execute(
+                f"SELECT stream FROM streams WHERE bucket = ? AND stream {op} ? "
+                "ORDER BY stream LIMIT ?",
+                (bucket_id, start, PAGE),
+            ).fetchall()
+            for (stream_id,) in rows:
+                yield stream_id
+            if len(rows) < PAGE:
+                return
+            start, op = rows[-1][0], ">"
+
+    def stream_count(self, bucket_id: str) -> int:
+        self.flush()
+        row = self.db.execute("SELECT count(*) FROM streams WHERE bucket = ?", (bucket_id,))
+        return int(row.fetchone()[0])
+
+    def fork_ids(self, key: StreamKey) -> list[str]:
+        """The ids of the streams forked from `key`, in byte order."""
+        self.flush()
+        rows = self.db.execute(
+            "SELECT stream FROM streams WHERE bucket = ? AND forked_from = ? ORDER BY stream", key
+        )
+        return [stream_id for (stream_id,) in rows.fetchall()]
+
+    def soft_deleted(self) -> list[StreamKey]:
+        self.flush()
+        rows = self.db.execute(
+            "SELECT bucket, stream FROM streams WHERE soft_deleted ORDER BY bucket, stream"
+        )
+        return [(bucket_id, stream_id) for bucket_id, stream_id in rows.fetchall()]
+
+    # -- producer states -------------------------------------------------------------------
+
+    def producers(self, key: StreamKey) -> dict[str, ProducerRecord]:
+        rows = (
+            []
+            if key in self._dropped
+            else self.db.execute(
+                "SELECT producer, value FROM producers WHERE bucket = ? AND stream = ?", key
+            ).fetchall()
+        )
+        states = {p: _unpack(ProducerRecord, v) for p, v in rows}
+        for producer_id, record in self._producers.get(key, {}).items():
+            if record is None:
+                states.pop(producer_id, None)
+            else:
+                states[producer_id] = record
+        return states
+
+    def put_producer(self, key: StreamKey, producer_id: str, record: ProducerRecord | None) -> None:
+        self._producers.setdefault(key, {})[producer_id] = record
+        self._wrote()
+
+    def drop_producers(self, key: StreamKey) -> None:
+        """Forget every producer state of a stream."""
+        self._producers.pop(key, None)
+        self._dropped.add(key)
+        self._wrote()
+
+    # -- snapshot pointers -----------------------------------------------------------------
+
+    def snapshot(self, key: StreamKey) -> SnapshotPointer | None:
+        if key in self._snapshots:
+            return self._snapshots[key]
+        row = self.db.execute(
+            "SELECT value FROM snapshots WHERE bucket = ? AND stream = ?", key
+        ).fetchone()
+        return None if row is None else _unpack(SnapshotPointer, row[0])
+
+    def put_snapshot(self, key: StreamKey, pointer: SnapshotPointer | None) -> None:
+        self._snapshots[key] = pointer
+        self._wrote()
+
+    def snapshots(self) -> list[SnapshotPointer]:
+        """Every snapshot pointer."""
+        self.flush()
+        rows = self.db.execute("SELECT value FROM snapshots").fetchall()
+        return [_unpack(SnapshotPointer, value) for (value,) in rows]
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _wrote(self) -> None:
+        self._pending += 1
+        if self._pending >= FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending rows to SQLite in one transaction."""
+        if not self._pending:
+            return
+        streams, producers, snapshots = self._streams, self._producers, self._snapshots
+        dropped, self._dropped = self._dropped, set()
+        self._streams, self._producers, self._snapshots = {}, {}, {}
+        self._pending = 0
+        with self.db:
+            self.db.execute("BEGIN")
+            self._flush_streams(streams)
+            self.db.executemany("DELETE FROM producers WHERE bucket = ? AND stream = ?", dropped)
+            self._flush_producers(producers)
+            self._flush_snapshots(snapshots)
+
+    def _flush_streams(self, streams: dict[StreamKey, StreamMeta | None]) -> None:
+        self.db.executemany(
+            "DELETE FROM streams WHERE bucket = ? AND stream = ?",
+            [key for key, meta in streams.items() if meta is None],
+        )
+        self.db.executemany(
+            "INSERT OR REPLACE INTO streams VALUES (?, ?, ?, ?, ?)",
+            [
+                (*key, meta.forked_from, int(meta.soft_deleted), _pack(meta))
+                for key, meta in streams.items()
+                if meta is not None
+            ],
+        )
+
+    def _flush_producers(
+        self, producers: dict[StreamKey, dict[str, ProducerRecord | None]]
+    ) -> None:
+        rows = [(*key, p, r) for key, states in producers.items() for p, r in states.items()]
+        self.db.executemany(
+            "DELETE FROM producers WHERE bucket = ? AND stream = ? AND producer = ?",
+            [(b, s, p) for b, s, p, r in rows if r is None],
+        )
+        self.db.executemany(
+            "INSERT OR REPLACE INTO producers VALUES (?, ?, ?, ?)",
+            [(b, s, p, _pack(r)) for b, s, p, r in rows if r is not None],
+        )
+
+    def _flush_snapshots(self, snapshots: dict[StreamKey, SnapshotPointer | None]) -> None:
+        self.db.executemany(
+            "DELETE FROM snapshots WHERE bucket = ? AND stream = ?",
+            [key for key, pointer in snapshots.items() if pointer is None],
+        )
+        self.db.executemany(
+            "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)",
+            [(*key, _pack(p)) for key, p in snapshots.items() if p is not None],
+        )
+
+    def close(self) -> None:
+        self._closed = True
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+class FileStore(Store):
+    """A store in a file of `folder`, emptied at open and deleted at close (see the module)."""
+
+    def __init__(self, folder: str, name: str) -> None:
+        super().__init__(folder)
+        self.name = name
+        self.file: Path | None = None  # once opened
+        self._lock: _LockFile | None = None
+
+    def _open(self) -> str:
+        directory = Path(self.path)
+        directory.mkdir(parents=True, exist_ok=True)
+        self._lock = _first_free(directory, self.name)
+        path = Path(self._lock.name).with_suffix(".sqlite3")
+        _remove(path)  # whatever a previous process left: stale, or corrupt
+        self.file = path
+        return str(path)
+
+    def close(self) -> None:
+        super().close()
+        if self.file is not None:
+            _remove(self.file)
+        if self._lock is not None:
+            self._lock.close()  # releases the flock
+            self._lock = None
+
+
+R = TypeVar("R", StreamMeta, ProducerRecord, SnapshotPointer)
+_FIELDS = {kind: tuple(f.name for f in fields(kind)) for kind in R.__constraints__}
+
+
+def _pack(record: StreamMeta | ProducerRecord | SnapshotPointer) -> bytes:
+    """A row's value: its fields' values, marshalled (5 times faster than the Avro of the
+    topics, and only ever read back by the process that wrote it)."""
+    values = record.__dict__
+    if isinstance(record, StreamMeta):
+        values = values | {"inherited": tuple(map(tuple, record.inherited))}
+    return marshal.dumps(tuple(values[name] for name in _FIELDS[type(record)]))
+
+
+def _unpack(kind: type[R], value: bytes) -> R:
+    values: dict[str, Any] = dict(zip(_FIELDS[kind], marshal.loads(value), strict=True))
+    if kind is StreamMeta:
+        values["inherited"] = tuple(Segment(*segment) for segment in values["inherited"])
+    record = object.__new__(kind)  # as `StreamMeta.evolve`: the values are checked already
+    record.__dict__.update(values)
+    return record
+
+
+def catalog_file_name(topic_prefix: str) -> str:
+    """The base name of a catalog file: the topic prefix, made safe for a file name."""
+    return "catalog-" + re.sub(r"[^A-Za-z0-9._-]", "_", topic_prefix).strip(".")
+
+
+def _first_free(directory: Path, name: str) -> _LockFile:
+    for number in range(MAX_FILES):
+        lock = _LockFile(directory / f"{name}.{number}.lock")
+        if lock.acquire():
+            return lock
+    raise OSError(f"{MAX_FILES} processes hold catalog files in {directory}")
+
+
+class _LockFile:
+    def __init__(self, path: Path) -> None:
+        self.name = str(path)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+    def acquire(self) -> bool:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            return False
+        return True
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _remove(path: Path) -> None:
+    for each in (path, path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal")):
+        with contextlib.suppress(FileNotFoundError):
+            each.unlink()

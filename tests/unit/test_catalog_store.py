@@ -1,0 +1,120 @@
+"""The catalog's bounded memory: a catalog that caches one entry answers like one that caches
+everything, and each process gets a catalog file of its own (adapter/state/store.py)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from adapter.state.catalog import Catalog
+from adapter.state.records import (
+    BucketMeta,
+    ProducerRecord,
+    Segment,
+    SnapshotPointer,
+    StreamMeta,
+    encode,
+    producer_key,
+    snapshot_key,
+)
+from adapter.state.store import FLUSH_ROWS, MISS, PAGE, FileStore, Lru
+
+BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
+
+
+def _meta(stream_id: str, **changes: object) -> StreamMeta:
+    meta = StreamMeta("b", stream_id, 1, "text/plain", 100, 0, 5, 1_000, 1_000)
+    return meta.evolve(**changes)
+
+
+def _observed(catalog: Catalog, ids: list[str]) -> object:
+    return (
+        [catalog.stream("b", i) for i in ids],
+        [catalog.producers("b", i) for i in ids],
+        [catalog.snapshot(m) for m in (catalog.stream("b", i) for i in ids) if m is not None],
+        list(catalog.stream_ids("b", "", None)),
+        list(catalog.stream_ids("b", "s1", "s10")),
+        catalog.stream_count("b"),
+        [catalog.forks_of("b", i) for i in ids],
+        catalog.soft_deleted(),
+        catalog.visible_snapshot_keys(),
+    )
+
+
+def test_a_catalog_caching_one_entry_answers_like_one_caching_all() -> None:
+    """Random writes, tombstones and lookups: evicted rows come back from SQLite (pending or
+    flushed) exactly as they were, producer states and tombstones included."""
+    rng = random.Random(7)
+    small, large = Catalog(cache_entries=1), Catalog(cache_entries=100_000)
+    ids = [f"s{n}" for n in range(40)]
+    for step in range(3 * FLUSH_ROWS):
+        stream_id, other = rng.choice(ids), rng.choice(ids)
+        action, producers_too = rng.randrange(7), rng.random() < 0.5
+        for catalog in (small, large):
+            if action == 0:
+                catalog.apply(_meta(stream_id).key, encode(_meta(stream_id, next_offset=step)))
+            elif action == 1:
+                catalog.put_stream(
+                    _meta(stream_id, forked_from=other, inherited=(Segment(other, 0, 2),))
+                )
+            elif action == 2:
+                catalog.drop_stream("b", stream_id, producers=producers_too)
+            elif action == 3:
+                record = ProducerRecord("b", stream_id, f"p{step % 3}", 0, step, step)
+                catalog.apply_producer(record.key, encode(record))
+            elif action == 4:
+                catalog.apply_producer(producer_key("b", stream_id, f"p{step % 3}"), None)
+            elif action == 5:
+                pointer = SnapshotPointer(
+                    "b", stream_id, 3, "text/plain", 1, f"o{step}", "", 100, 1
+                )
+                catalog.put_snapshot(pointer)
+                catalog.put_stream(_meta(stream_id, retained_from=3, soft_deleted=step % 2 == 0))
+            else:
+                catalog.apply_snapshot(snapshot_key("b", stream_id), None)
+        if step % 97 == 0:
+            assert _observed(small, ids) == _observed(large, ids)
+    assert _observed(small, ids) == _observed(large, ids)
+
+
+def test_listing_pages_through_the_index_in_byte_order() -> None:
+    catalog = Catalog(cache_entries=1)
+    ids = [*sorted(f"k{n:05d}" for n in range(2 * PAGE + 3)), "k\u00e9", "k\U0001f600", "l"]
+    for stream_id in reversed(ids):
+        catalog.put_stream(_meta(stream_id))
+    assert list(catalog.stream_ids("b", "k", None)) == ids[:-1]
+    assert list(catalog.stream_ids("b", "k", ids[PAGE])) == ids[PAGE + 1 : -1]
+    assert catalog.stream_count("b") == len(ids)
+
+
+def test_the_lru_keeps_the_most_recently_used() -> None:
+    lru: Lru[str, int] = Lru(2)
+    lru.put("a", 1)
+    lru.put("b", 2)
+    assert lru.find("a") == 1  # now the most recent
+    lru.put("c", 3)
+    assert (len(lru), lru.find("a"), lru.find("c")) == (2, 1, 3)
+    assert lru.find("b") is MISS
+
+
+def test_each_store_takes_its_own_file_empties_it_and_deletes_it(tmp_path: Path) -> None:
+    leftover = tmp_path / "catalog-x.0.sqlite3"
+    leftover.write_bytes(b"not a database")
+    first, second = FileStore(str(tmp_path), "catalog-x"), FileStore(str(tmp_path), "catalog-x")
+    assert first.file is None  # nothing opened before the first use
+    one, two = Catalog(first), Catalog(second)
+    one.put_stream(_meta("a"))
+    two.put_stream(_meta("b"))
+    assert (list(one.stream_ids("b", "", None)), list(two.stream_ids("b", "", None))) == (
+        ["a"],
+        ["b"],
+    )
+    assert [first.file, second.file] == [leftover, tmp_path / "catalog-x.1.sqlite3"]
+    one.close()
+    assert not leftover.exists()
+    third = FileStore(str(tmp_path), "catalog-x")
+    assert list(Catalog(third).stream_ids("b", "", None)) == []
+    assert third.file == leftover  # the freed number is taken again
+    two.close()
+    third.close()
+    assert sorted(p.name for p in tmp_path.glob("*.sqlite3")) == []
