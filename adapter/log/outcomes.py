@@ -34,9 +34,8 @@ class Probe:
     offset: int
 
 
-def committed(bootstrap_servers: str, probe: Probe, timeout_s: float) -> bool | None:
-    """True if the probe's record is committed, False if aborted, None if not known yet
-    (the transaction is still open, or the broker did not answer in time)."""
+def _consumer(bootstrap_servers: str, extra: dict[str, Any] | None = None) -> Consumer:
+    """An assign-only `read_committed` consumer that reports the end of a partition."""
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap_servers,
         "group.id": f"durable-kafka-outcome-{uuid.uuid4().hex}",  # never joined
@@ -45,7 +44,13 @@ def committed(bootstrap_servers: str, probe: Probe, timeout_s: float) -> bool | 
         "enable.partition.eof": True,
         "logger": logging.getLogger("librdkafka.outcome"),
     }
-    consumer = Consumer(config)
+    return Consumer(config | (extra or {}))
+
+
+def committed(bootstrap_servers: str, probe: Probe, timeout_s: float) -> bool | None:
+    """True if the probe's record is committed, False if aborted, None if not known yet
+    (the transaction is still open, or the broker did not answer in time)."""
+    consumer = _consumer(bootstrap_servers)
     try:
         consumer.assign([TopicPartition(probe.topic, probe.partition, probe.offset)])
         return _first_answer(consumer, probe, time.monotonic() + timeout_s)
@@ -96,16 +101,8 @@ def forwarded(
     transaction of theirs is still open, and reading `read_committed` up to the high watermark
     seen at the start gives the final answer. None if the broker did not let it finish in time.
     """
-    config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap_servers,
-        "group.id": f"durable-kafka-outcome-{uuid.uuid4().hex}",  # never joined
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-        "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",  # a tail below the log start: the append is above it
-        "logger": logging.getLogger("librdkafka.outcome"),
-    }
-    consumer = Consumer(config)
+    # A tail below the log start (freed since): the append is above it.
+    consumer = _consumer(bootstrap_servers, {"auto.offset.reset": "earliest"})
     try:
         part = TopicPartition(where.topic, where.partition)
         _, high = consumer.get_watermark_offsets(part, timeout_s, cached=False)
