@@ -2,7 +2,10 @@
 against a fresh replay. Pure: the runner gathers the inputs, this decides.
 
 Invariants (each breach is an anomaly, and any anomaly fails the run):
-- lost: an acknowledged append (or close) is not in the log;
+- lost: an acknowledged append (or close) is not in the log — unless its stream was deleted
+  and the log no longer holds even the stream's create record while its partition's log start
+  has moved: retention frees a partition's prefix that no live stream needs, so a deleted
+  stream's records go (counted as `freed`, not an anomaly);
 - duplicated: one logical append is in the log more than once;
 - reordered: a producer's records are not in increasing `Producer-Seq` order;
 - phantom: data whose every attempt was answered 4xx (or every one 5xx) is in the log;
@@ -55,6 +58,7 @@ class Report:
     operations: int = 0
     acknowledged: int = 0
     longest_unavailable_s: float = 0.0
+    freed: int = 0  # acknowledged appends of deleted streams whose records retention freed
     anomalies: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
 
     def add(self, kind: str, detail: str) -> None:
@@ -71,7 +75,7 @@ class Report:
         counts = " ".join(f"{kind}={self.count(kind)}" for kind in KINDS)
         return (
             f"{self.name}: operations={self.operations} acknowledged={self.acknowledged} "
-            f"{counts} longest_unavailable={self.longest_unavailable_s:.1f}s"
+            f"{counts} freed={self.freed} longest_unavailable={self.longest_unavailable_s:.1f}s"
         )
 
     def details(self, limit: int = 5) -> str:
@@ -88,7 +92,9 @@ def check(
     log: Iterable[LogRecord],
     views: Mapping[str, Mapping[str, View]] | None = None,
     fresh: str = "",
+    log_starts: Mapping[str, int] | None = None,
 ) -> Report:
+    """`log_starts`: per stream, the log start offset of its partition (absent: 0)."""
     records = sorted(log, key=lambda r: (r.stream, r.offset))
     by_stream: dict[str, list[LogRecord]] = defaultdict(list)
     for record in records:
@@ -96,7 +102,8 @@ def check(
     report = Report(name, history.operations)
     report.acknowledged = sum(w.outcome is Outcome.ACK for w in history.writes)
     report.longest_unavailable_s = longest_unavailable(history.writes)
-    _exactly_once(report, history.writes, records)
+    freed = _freed_streams(history, by_stream, log_starts or {})
+    _exactly_once(report, history.writes, records, freed)
     _producer_order(report, records)
     _closures(report, history.writes, by_stream)
     histories = _histories(by_stream, history.forks)
@@ -132,7 +139,23 @@ def _histories(by_stream: Mapping[str, list[LogRecord]], forks: list[Fork]) -> _
     return _Histories(by_stream, acknowledged)
 
 
-def _exactly_once(report: Report, writes: list[Write], records: list[LogRecord]) -> None:
+def _freed_streams(
+    history: History, by_stream: Mapping[str, list[LogRecord]], log_starts: Mapping[str, int]
+) -> set[str]:
+    """Deleted streams whose beginning (their create record) the log no longer holds, in a
+    partition whose log start moved: retention freed their records."""
+    deleted = {event.stream for event in history.lifecycle if event.action == "delete"}
+    return {
+        stream
+        for stream in deleted
+        if log_starts.get(stream, 0) > 0
+        and not any(r.control == "create" for r in by_stream.get(stream, []))
+    }
+
+
+def _exactly_once(
+    report: Report, writes: list[Write], records: list[LogRecord], freed: set[str]
+) -> None:
     found = Counter(r.payload for r in records if r.payload is not None)
     attempts: dict[str, list[Write]] = defaultdict(list)
     for write in writes:
@@ -141,7 +164,10 @@ def _exactly_once(report: Report, writes: list[Write], records: list[LogRecord])
     for payload, tries in attempts.items():
         outcomes = {t.outcome for t in tries}
         if Outcome.ACK in outcomes and found[payload] == 0:
-            report.add("lost", f"{payload} acknowledged on {tries[0].stream}, not in the log")
+            if tries[0].stream in freed:
+                report.freed += 1
+            else:
+                report.add("lost", f"{payload} acknowledged on {tries[0].stream}, not in the log")
         if found[payload] and outcomes <= {Outcome.REJECTED}:
             report.add("phantom", f"{payload}: every attempt answered 4xx, yet in the log")
         if found[payload] and outcomes <= {Outcome.FAILED}:

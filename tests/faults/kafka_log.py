@@ -77,3 +77,16 @@ def _producer(headers: wire.ReadHeaders) -> Producer | None:
     epoch = wire.header_value(headers, wire.PRODUCER_EPOCH_HEADER) or b"0"
     seq = wire.header_value(headers, wire.PRODUCER_SEQ_HEADER) or b"0"
     return Producer(pid.decode(), int(epoch), int(seq))
+
+
+def log_starts(bootstrap: str, topic: str) -> dict[int, int]:
+    """Each partition's log start offset (where retention or tiering freed it up to)."""
+    partitions = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "fault-checker-never-joins"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[0]
+            for p in partitions.topics[topic].partitions
+        }
+    finally:
+        consumer.close()

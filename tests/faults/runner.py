@@ -17,7 +17,7 @@ from tests.cluster import PARTITIONS, cluster_env, slot_of, until_owned
 from tests.faults.check import Report, check
 from tests.faults.history import View
 from tests.faults.instances import Instance
-from tests.faults.kafka_log import committed_log
+from tests.faults.kafka_log import committed_log, log_starts
 from tests.faults.load import Load, view
 from topology.naming import bucket_topic
 from topology.placement import partition_for
@@ -133,10 +133,13 @@ async def _run(
     views = await _views(ctx, sorted(load.streams))
     for instance in instances.values():
         await asyncio.to_thread(instance.stop)
-    log = await asyncio.to_thread(
-        committed_log, layout.bootstrap_servers, bucket_topic(prefix, "_default")
-    )
-    return check(name, load.history, log, views, "fresh")
+    topic = bucket_topic(prefix, "_default")
+    log = await asyncio.to_thread(committed_log, layout.bootstrap_servers, topic)
+    starts = await asyncio.to_thread(log_starts, layout.bootstrap_servers, topic)
+    history = load.history
+    names = {w.stream for w in history.writes} | {e.stream for e in history.lifecycle}
+    by_stream = {s: starts.get(partition_for(s.encode(), PARTITIONS), 0) for s in names}
+    return check(name, history, log, views, "fresh", by_stream)
 
 
 async def _views(ctx: Context, streams: list[str]) -> dict[str, dict[str, View]]:

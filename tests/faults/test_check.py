@@ -10,6 +10,7 @@ from tests.faults.check import KINDS, LAG_S, check
 from tests.faults.history import (
     Fork,
     History,
+    Lifecycle,
     LogRecord,
     Outcome,
     Producer,
@@ -212,3 +213,31 @@ def test_a_fork_missing_or_with_the_wrong_inherited_range_is_reported() -> None:
     wide = View(200, 10, False, ("p0", "p1", "f1"))
     seen = {name: found | {"f": wide} for name, found in seen.items()}
     assert reported(history, log[:-1] + log[-1:], views=seen, fresh="fresh")["divergent"] == 1
+
+
+def _deleted_stream(history: History, log: list[LogRecord], keep_create: bool) -> None:
+    """Stream d: created, one acknowledged append, deleted; only the delete record (or the
+    create too) left in the log, as after retention freed the partition's prefix."""
+    history.writes.append(Write("d", "d0", 9.0, 9.1, Outcome.ACK, 204))
+    history.lifecycle.append(Lifecycle("d", "create", 8.5, 8.6, Outcome.ACK, 201))
+    history.lifecycle.append(Lifecycle("d", "delete", 9.5, 9.6, Outcome.ACK, 204))
+    if keep_create:
+        log.append(LogRecord("d", 10, None, "create"))
+    log.append(LogRecord("d", 13, None, "delete"))
+
+
+def test_a_deleted_streams_records_freed_by_retention_are_not_lost() -> None:
+    history, log = clean()
+    _deleted_stream(history, log, keep_create=False)
+    report = check("freed", history, log, log_starts={"d": 12})
+    assert report.count("lost") == 0
+    assert report.freed == 1
+
+
+def test_a_deleted_streams_append_missing_is_lost_unless_the_log_start_moved_past_it() -> None:
+    history, log = clean()
+    _deleted_stream(history, log, keep_create=False)
+    assert reported(history, log) == {"lost": 1}  # nothing was freed: the log start is 0
+    history, log = clean()
+    _deleted_stream(history, log, keep_create=True)
+    assert reported(history, log, log_starts={"d": 12}) == {"lost": 1}  # its create is there
