@@ -229,7 +229,7 @@ def build_parts(settings: Settings) -> Parts:
     )
     scanner = PartitionScanner(settings.bootstrap_servers, settings.kafka_timeout_s)
     metrics.watch_consumer_lag(follower.lag)
-    return Parts(
+    parts = Parts(
         admin,
         catalog,
         writers,
@@ -277,6 +277,8 @@ def build_parts(settings: Settings) -> Parts:
             settings.snapshot_gc_interval_ms / 1000,
         ),
     )
+    metrics.watch_tier(parts.tiering.lag_bytes, parts.tiering.hot_bytes)
+    return parts
 
 
 def tier_policy(settings: Settings) -> TierPolicy:

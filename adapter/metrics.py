@@ -92,6 +92,18 @@ class Metrics:
             ["reason"],
             registry=registry,
         )
+        self.tier_lag_bytes = Gauge(
+            "durable_kafka_tier_lag_bytes",
+            "Bytes of the partitions this instance tiers that are past the hot window and not "
+            "tiered yet, as its last pass over each saw them (0: tiering keeps up).",
+            registry=registry,
+        )
+        self.tier_hot_bytes = Gauge(
+            "durable_kafka_tier_hot_bytes",
+            "Bytes of the partitions this instance tiers still held only in Kafka, as its last "
+            "pass over each saw them.",
+            registry=registry,
+        )
         self.build = Info("durable_kafka_build", "What this process runs.", registry=registry)
         self.build.info(_build_info())
         for mode in READ_MODES:
@@ -107,6 +119,11 @@ class Metrics:
     def watch_consumer_lag(self, lags: Callable[[], dict[str, int]]) -> None:
         """`lags()` at each scrape: records of each state topic not yet followed."""
         self.registry.register(_ConsumerLag(lags))
+
+    def watch_tier(self, lag_bytes: Callable[[], int], hot_bytes: Callable[[], int]) -> None:
+        """The tier worker's figures, read at each scrape."""
+        self.tier_lag_bytes.set_function(lag_bytes)
+        self.tier_hot_bytes.set_function(hot_bytes)
 
     def kafka_timing(self, stage: str, seconds: float) -> None:
         """Called on the writer's thread (prometheus_client's instruments are thread-safe)."""

@@ -115,6 +115,14 @@ class TierWorker:
         self.on_pass: Callable[[TierWorker], None] = lambda _worker: None
         self._meters: dict[Place, Meter] = {}
 
+    def lag_bytes(self) -> int:
+        """Bytes due to be tiered and not tiered yet, over the partitions last passed."""
+        return sum(tier.lag_bytes for tier in self.partitions.values())
+
+    def hot_bytes(self) -> int:
+        """Bytes held only in Kafka, over the partitions last passed."""
+        return sum(tier.hot_bytes for tier in self.partitions.values())
+
     async def run(self) -> None:
         """A pass every interval until cancelled; a failed pass backs off (doubling the wait,
         up to 32 intervals) and is tried again. Kafka keeps everything meanwhile."""

@@ -246,6 +246,11 @@ async def test_old_data_moves_to_chunks_kafka_frees_it_and_every_read_is_identic
     # Everything but about the hot window leaves Kafka (the test runs the worker's passes).
     await tier_until_done(client)
     assert log_start(settings.bootstrap_servers, topic)[0] > head // 2
+    metrics = client.app[PARTS].metrics  # what /metrics shows of it
+    hot = next(iter(metrics.tier_hot_bytes.collect())).samples[0].value
+    lag = next(iter(metrics.tier_lag_bytes.collect())).samples[0].value
+    assert 0 < hot < total  # the hot window stays in Kafka, the rest left
+    assert 0 <= lag < HOT_WINDOW  # what is due is less than a range worth cutting
     ranges = manifest(settings)
     assert len(ranges) > 2
     assert all(r.topic == topic for r in ranges)
