@@ -329,7 +329,12 @@ def forwarded_outcomes(settings: Settings, parts: Parts) -> ForwardedOutcomes:
     timeout_s = settings.kafka_timeout_s
     takeover_s = settings.owner_session_timeout_ms / 1000 + 6 * timeout_s
     return ForwardedOutcomes(
-        parts.catalog, parts.buckets, settings.bootstrap_servers, 2 * timeout_s, takeover_s
+        parts.catalog,
+        parts.buckets,
+        settings.bootstrap_servers,
+        2 * timeout_s,
+        takeover_s,
+        parts.follower.caught_up,
     )
 
 

@@ -32,7 +32,7 @@ from adapter.http.forward_ids import FORWARD_ID, FORWARDED
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
-from adapter.http.streams import fork_from, stream_ref
+from adapter.http.streams import created_response, fork_from, stream_ref
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -284,12 +284,9 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
                 (k, v) for k, v in reply.headers.items() if k.lower() not in _NOT_COPIED
             )
             return web.Response(status=reply.status, headers=kept, body=payload)
-    except aiohttp.ClientConnectorError as error:  # never connected: nothing was sent
-        log.warning("forwarding to %s (slot %d) failed: %s", route.url, route.slot, error)
-        raise ProtocolError(
-            ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"
-        ) from error
     except (aiohttp.ClientError, TimeoutError) as error:
+        # Even a failure to connect may follow a request sent: aiohttp retries an idempotent
+        # request (PUT, DELETE) on a new connection when a kept-alive one drops.
         log.warning("forwarding to %s (slot %d) failed: %s", route.url, route.slot, error)
         if sent is None:
             raise ProtocolError(
@@ -299,8 +296,10 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
 
 
 def _tagged(request: web.Request, route: Forward, headers: CIMultiDict[str]) -> Sent | None:
-    """For an append: what to look for if the owner goes silent (its id goes in `headers`)."""
-    if request.method != "POST" or _is_publish(request):
+    """For a stream's append, creation or deletion: what to look for if the owner goes silent
+    (its id goes in `headers`). Snapshot publishes and bucket writes are not tagged."""
+    info = request.match_info
+    if _is_publish(request) or ("path" not in info and "stream" not in info):
         return None
     sent = request.app[OUTCOMES].sent(stream_ref(request), route.slot)
     headers[FORWARD_ID] = sent.forward_id
@@ -308,20 +307,24 @@ def _tagged(request: web.Request, route: Forward, headers: CIMultiDict[str]) -> 
 
 
 async def _learned(request: web.Request, sent: Sent) -> web.Response:
-    """The answer to an append whose owner went silent: what the log says became of it."""
+    """The answer to a write whose owner went silent: what the log says became of it."""
     found = await request.app[OUTCOMES].learn(sent)
     if found is None:
         raise OutcomeUnknown(
             f"the owner of write slot {sent.slot} went silent and no instance took the slot "
-            "over in time: this append may or may not have been written"
+            "over in time: this write may or may not have happened"
         )
     if not found.written:
         raise ProtocolError(
             ErrorCode.UNAVAILABLE,
-            f"the owner of write slot {sent.slot} stopped before writing this append: "
-            "it was not written; retry",
+            f"the owner of write slot {sent.slot} stopped before writing this request: "
+            "nothing was written; retry",
         )
-    log.warning("forwarded append %s was written before its owner went silent", sent.forward_id)
+    log.warning("forwarded write %s was written before its owner went silent", sent.forward_id)
+    if request.method == "DELETE":
+        return web.Response(status=204)
+    if request.method == "PUT":
+        return await _created(request, sent)
     headers = {"Stream-Next-Offset": encode(found.tail)}
     if found.closed:
         headers["Stream-Closed"] = "true"
@@ -331,6 +334,17 @@ async def _learned(request: web.Request, sent: Sent) -> web.Response:
         headers |= {"Producer-Epoch": epoch, "Producer-Seq": seq}
         status = 200 if found.last_data is not None else 204
     return web.Response(status=status, headers=headers)
+
+
+async def _created(request: web.Request, sent: Sent) -> web.Response:
+    """A creation the silent owner wrote: answered from this instance's catalog once it shows
+    the stream (the follower brings it; the learning caught up already when it was new)."""
+    service = request.app[STREAMS]
+    await service.applied(sent.ref, 0, READ_YOUR_WRITES_S)
+    meta = service.catalog.stream(sent.ref.bucket_id, sent.ref.stream_id)
+    if meta is None:  # created, then deleted by another request meanwhile
+        raise ProtocolError(ErrorCode.STREAM_NOT_FOUND, f"stream {sent.ref.stream_id!r} is gone")
+    return created_response(request, meta, created=True)
 
 
 def _is_publish(request: web.Request) -> bool:

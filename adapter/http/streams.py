@@ -82,13 +82,18 @@ async def create_stream(request: web.Request) -> web.Response:
         closed=is_true(request.headers.get("Stream-Closed")),
         body=await request.read(),
         fork=fork,
+        forward_id=forward_id_of(request),
     )
-    service = request.app[STREAMS]
-    result = await service.create(command)
-    headers = _state_headers(result.meta, service.clock())
-    if result.created:
+    result = await request.app[STREAMS].create(command)
+    return created_response(request, result.meta, result.created)
+
+
+def created_response(request: web.Request, meta: StreamMeta, created: bool) -> web.Response:
+    """The answer to a stream's creation (201), or to a PUT that found it as asked (200)."""
+    headers = _state_headers(meta, request.app[STREAMS].clock())
+    if created:
         headers["Location"] = str(request.url.with_query(None))
-    return web.Response(status=201 if result.created else 200, headers=headers)
+    return web.Response(status=201 if created else 200, headers=headers)
 
 
 def fork_from(request: web.Request, ref: StreamRef) -> ForkFrom | None:
@@ -191,7 +196,7 @@ def _scoped(request: web.Request, producer: ProducerHeaders | None) -> ProducerH
 
 
 async def delete_stream(request: web.Request) -> web.Response:
-    await request.app[STREAMS].delete(stream_ref(request))
+    await request.app[STREAMS].delete(stream_ref(request), forward_id_of(request))
     return web.Response(status=204)
 
 

@@ -36,6 +36,7 @@ class CreateStream:
     closed: bool
     body: bytes
     fork: ForkFrom | None = None
+    forward_id: str | None = None  # set by the instance that forwarded it here (its records')
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapter.log import outcomes
@@ -21,6 +22,7 @@ from adapter.log.outcomes import Forwarded, Probe
 from adapter.protocol.commands import StreamRef
 from adapter.service.buckets import BucketService
 from adapter.state.catalog import Catalog
+from topology.placement import partition_for
 from topology.wire import stream_key
 
 POLL_S = 0.1
@@ -47,8 +49,10 @@ class ForwardedOutcomes:
         bootstrap_servers: str,
         timeout_s: float,
         takeover_s: float,
+        caught_up: Callable[[], Awaitable[None]],
     ) -> None:
         self.catalog = catalog
+        self.caught_up = caught_up  # the catalog holds all the state topics hold now
         self.buckets = buckets
         self.bootstrap_servers = bootstrap_servers
         self.timeout_s = timeout_s  # one search of the partition
@@ -62,10 +66,13 @@ class ForwardedOutcomes:
         """Whether the append was written; None if that could not be learned in time."""
         if not await self._next_owner(sent):
             return None
-        # Unknown here before: the append is somewhere after the stream's creation.
-        where = sent.where or self._where(sent.ref, from_start=True)
-        if where is None:
-            return None
+        if sent.where is None:  # a creation (or a stream not known here yet): catch up first
+            await asyncio.wait_for(self.caught_up(), self.timeout_s + 1)
+        # Unknown here before: what it wrote is somewhere after the stream's creation, or (a
+        # deletion, the stream now gone) anywhere in the partition its id is placed in.
+        where = sent.where or self._where(sent.ref, from_start=True) or self._placed(sent.ref)
+        if where is None:  # no such bucket, all the state topics applied: nothing was written
+            return Forwarded(written=False, last_data=None, closed=False, tail=0)
         key = stream_key(sent.ref.stream_id)
         search = asyncio.to_thread(
             outcomes.forwarded,
@@ -86,6 +93,14 @@ class ForwardedOutcomes:
                 return False
             await asyncio.sleep(POLL_S)
         return True
+
+    def _placed(self, ref: StreamRef) -> Probe | None:
+        """The start of the partition the stream's id is placed in (a fork's is its source's,
+        which is not known once it is gone: such a fork is looked for in the wrong place)."""
+        bucket = self.catalog.bucket(ref.bucket_id)
+        if bucket is None:
+            return None
+        return Probe(bucket.topic, partition_for(stream_key(ref.stream_id), bucket.partitions), 0)
 
     def _where(self, ref: StreamRef, from_start: bool = False) -> Probe | None:
         meta = self.catalog.stream(ref.bucket_id, ref.stream_id)

@@ -134,7 +134,7 @@ class StreamService:
             view = self._view(key, self.catalog.stream(*key))
             step = machine.create(view, command, self.clock(), partition, self.limits)
             if isinstance(step, machine.Write):
-                settled = await self._carry_out(key, partition, step)
+                settled = await self._carry_out(key, partition, step, command.forward_id)
                 assert settled is not None
                 return Created(settled, created=True)
         return _reply(step, Created)
@@ -158,7 +158,7 @@ class StreamService:
             step = machine.create(view, command, self.clock(), 0, self.limits)
             if isinstance(step, machine.Write):
                 assert step.state is not None
-                settled = await self._carry_out(key, step.state.partition, step)
+                settled = await self._carry_out(key, step.state.partition, step, command.forward_id)
                 assert settled is not None
                 return Created(settled, created=True)
         return _reply(step, Created)
@@ -234,7 +234,7 @@ class StreamService:
             meta = self.touch(meta)
         return machine.append(self._view(key, meta), command, self.clock(), self.limits)
 
-    async def delete(self, ref: StreamRef) -> None:
+    async def delete(self, ref: StreamRef, forward_id: str | None = None) -> None:
         key = (ref.bucket_id, ref.stream_id)
         chain = [(ref.bucket_id, a.stream_id) for a, _ in self._ancestors(self._committed(ref))]
         async with self._holding(*reversed(chain), key):
@@ -250,7 +250,7 @@ class StreamService:
                 raise step.error
             assert isinstance(step, machine.Write)
             assert meta is not None
-            await self._carry_out(key, meta.partition, step)
+            await self._carry_out(key, meta.partition, step, forward_id)
 
     async def collect(self, bucket_id: str, stream_id: str) -> bool:
         """Collect a soft-deleted stream whose forks are all gone (expired; deleted ones
@@ -457,10 +457,10 @@ class StreamService:
         await self._chains.settle(key, self.writers.limits.timeout_s * 4)
 
     async def _carry_out(
-        self, key: StreamKey, partition: int, write: machine.Write
+        self, key: StreamKey, partition: int, write: machine.Write, forward_id: str | None = None
     ) -> StreamMeta | None:
         """Write and wait for the commit (creations and deletions, decided on committed state)."""
-        offsets = await asyncio.shield(self._queue(key, partition, write).future)
+        offsets = await asyncio.shield(self._queue(key, partition, write, forward_id).future)
         return machine.settle(write, offsets)
 
     def _queue(

@@ -17,7 +17,7 @@ from devstack.process import free_port
 from tests.adapter_process import running_adapter
 from tests.cluster import PARTITIONS, TEXT, cluster_env, stream_in, until_owned
 from topology.placement import partition_for
-from topology.wire import FORWARD_HEADER
+from topology.wire import CONTROL_HEADER, FORWARD_HEADER, header_value
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -91,3 +91,50 @@ def test_a_forward_id_not_in_the_partition_is_answered_not_written(
     absent = outcomes.Forwarded(written=False, last_data=None, closed=False, tail=3)
     assert outcomes.forwarded(kafka_bootstrap, where, b"s", "9" * 32, 10) == absent  # key t's
     assert outcomes.forwarded(kafka_bootstrap, where, b"s", "f" * 32, 10) == absent
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("method", ["PUT", "DELETE"])
+async def test_a_creation_or_deletion_committed_by_an_owner_that_then_died_is_answered_done(
+    kafka_bootstrap: str, unique: str, tmp_path: Path, method: str
+) -> None:
+    prefix = f"fwc{unique}."
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    dying = env | {"DURABLE_KAFKA_CRASH_AFTER_FORWARDED_COMMIT": "true"}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
+        with (
+            running_adapter(env, tmp_path / "a.log", free_port()) as a,
+            running_adapter(dying, tmp_path / "b.log", free_port()) as b,
+        ):
+            owners = await until_owned(session, {a: None, b: None})
+            stream = stream_in(prefix, owners[b], "c")
+            if method == "DELETE":  # created by the owner itself: nothing dies yet
+                assert (await session.put(f"{b}/v1/stream/{stream}", headers=TEXT)).status == 201
+            # Through `a`: forwarded to `b`, which commits it and exits before answering.
+            async with session.request(method, f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
+                assert reply.status == (201 if method == "PUT" else 204), await reply.text()
+            async with session.head(f"{a}/v1/stream/{stream}") as reply:
+                assert reply.status == (200 if method == "PUT" else 404)
+    events = _control_events(kafka_bootstrap, f"{prefix}bucket._default", stream)
+    assert events == (["create"] if method == "PUT" else ["create", "delete"])  # once each
+
+
+def _control_events(bootstrap: str, topic: str, stream: str) -> list[str]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "never-joined",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, partition_for(stream.encode(), PARTITIONS), 0)])
+    found: list[str] = []
+    try:
+        while (message := consumer.poll(10)) is not None and message.error() is None:
+            event = header_value(message.headers(), CONTROL_HEADER)
+            if message.key() == stream.encode() and event is not None:
+                found.append(event.decode())
+    finally:
+        consumer.close()
+    return found
