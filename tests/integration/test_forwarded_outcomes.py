@@ -22,8 +22,9 @@ from topology.wire import CONTROL_HEADER, FORWARD_HEADER, header_value
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 
-def _stream_values(bootstrap: str, topic: str, stream: str) -> list[tuple[int, bytes]]:
-    """(offset, value) of the stream's data records, as a fresh read_committed consumer sees."""
+def _stream_records(bootstrap: str, topic: str, stream: str) -> list[tuple[int, bytes, bytes]]:
+    """(offset, value, control event or b"") of the stream's records, as a fresh
+    read_committed consumer sees them."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -32,16 +33,21 @@ def _stream_values(bootstrap: str, topic: str, stream: str) -> list[tuple[int, b
             "enable.partition.eof": True,
         }
     )
-    partition = partition_for(stream.encode(), PARTITIONS)
-    consumer.assign([TopicPartition(topic, partition, 0)])
-    found: list[tuple[int, bytes]] = []
+    consumer.assign([TopicPartition(topic, partition_for(stream.encode(), PARTITIONS), 0)])
+    found: list[tuple[int, bytes, bytes]] = []
     try:
         while (message := consumer.poll(10)) is not None and message.error() is None:
-            if message.key() == stream.encode() and message.value():
-                found.append((message.offset() or 0, message.value() or b""))
+            if message.key() == stream.encode():
+                event = header_value(message.headers(), CONTROL_HEADER) or b""
+                found.append((message.offset() or 0, message.value() or b"", event))
     finally:
         consumer.close()
     return found
+
+
+def _stream_values(bootstrap: str, topic: str, stream: str) -> list[tuple[int, bytes]]:
+    """(offset, value) of the stream's data records."""
+    return [(o, v) for o, v, event in _stream_records(bootstrap, topic, stream) if not event]
 
 
 @pytest.mark.timeout(240)
@@ -120,21 +126,6 @@ async def test_a_creation_or_deletion_committed_by_an_owner_that_then_died_is_an
 
 
 def _control_events(bootstrap: str, topic: str, stream: str) -> list[str]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "never-joined",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, partition_for(stream.encode(), PARTITIONS), 0)])
-    found: list[str] = []
-    try:
-        while (message := consumer.poll(10)) is not None and message.error() is None:
-            event = header_value(message.headers(), CONTROL_HEADER)
-            if message.key() == stream.encode() and event is not None:
-                found.append(event.decode())
-    finally:
-        consumer.close()
-    return found
+    """The stream's lifecycle events in the log, in order."""
+    records = _stream_records(bootstrap, topic, stream)
+    return [event.decode() for _offset, _value, event in records if event]
