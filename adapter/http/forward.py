@@ -111,7 +111,7 @@ OUTCOMES = web.AppKey("forwarded_outcomes", ForwardedOutcomes)
 
 @web.middleware
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.method in WRITES and request.app[FORWARDER].siblings:
+    if request.method in WRITES:
         await _know_the_stream(request)
     slot = _write_slot(request)
     if slot is None:
@@ -211,9 +211,12 @@ def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:
 
 async def _know_the_stream(request: web.Request) -> None:
     """A write's slot is found in the catalog (a fork's is its source's, whatever its own id
-    hashes to): a worker that does not know the stream a write names — or the source a fork
-    names — follows the state topics to their end before it routes the write, since a
-    sibling may have just made it."""
+    hashes to): an instance or worker that does not know the stream a write names — or the
+    source a fork names — follows the state topics to their end before it routes the write,
+    since another instance or a sibling may have just made it (a fork made through one
+    instance and appended to through another at once would otherwise be routed by its own
+    id to a slot that is not its own: 404 or 503). Concurrent waits share one query of the
+    state topics' ends (`MetaFollower.caught_up`)."""
     info = request.match_info
     if FORWARDED in request.headers or ("path" not in info and "stream" not in info):
         return

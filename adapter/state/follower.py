@@ -32,6 +32,7 @@ from adapter.log.errors import LogUnavailable
 from adapter.log.reader import poll_batch
 from adapter.log.writer import StateWritten
 from adapter.state.catalog import Catalog
+from adapter.state.fresh import Fresh
 from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ class MetaFollower:
         }
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "meta-follower")
+        # Many waiters (writes naming a stream not known here yet) share one query of the ends.
+        self._ends: Fresh[dict[str, int]] = Fresh(lambda: self._on_thread(self._end_offsets))
 
     async def replay(self) -> int:
         """Apply every committed record to the catalog, up to the end; return how many."""
@@ -81,7 +84,7 @@ class MetaFollower:
 
     async def caught_up(self) -> None:
         """Return once everything committed to the state topics so far has been followed."""
-        ends: dict[str, int] = await self._on_thread(self._end_offsets)
+        ends = await self._ends.get()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
         while any(self._positions.get(topic, 0) < end for topic, end in ends.items()):

@@ -156,6 +156,34 @@ async def test_a_resumed_zombie_never_applies_a_write(
     assert "lost write slots" in (tmp_path / "a.log").read_text()  # A saw it was replaced
 
 
+@pytest.mark.timeout(300)
+async def test_a_fork_made_through_one_instance_takes_appends_through_the_other_at_once(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """A fork lives in its source's slot, not the one its own id hashes to: an instance that
+    has not followed the fork's creation yet must catch up before routing an append to it,
+    not route it by the fork's id (to itself here: 404)."""
+    prefix = f"forkroute{unique}."
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        with (
+            running_adapter(env, tmp_path / "a.log", free_port()) as a,
+            running_adapter(env, tmp_path / "b.log", free_port()) as b,
+        ):
+            owners = await until_owned(session, {a: None, b: None})
+            source = stream_in(prefix, owners[b], "src")  # B writes the source and its forks
+            assert (await session.put(f"{b}/v1/stream/{source}", headers=TEXT)).status == 201
+            assert await _post(session, b, source, "s0\n") == 204
+            forks = [stream_in(prefix, owners[a], f"f{i}x") for i in range(8)]  # ids hash to A
+            for fork in forks:
+                headers = {**TEXT, "Stream-Forked-From": f"/v1/stream/{source}"}
+                async with session.put(f"{b}/v1/stream/{fork}", headers=headers) as made:
+                    assert made.status == 201, await made.text()
+                assert await _post(session, a, fork, f"{fork}\n") == 204, fork  # through A
+            for fork in forks:
+                assert await _read(session, b, fork) == f"s0\n{fork}\n"
+
+
 OWNERSHIP_CHANGES = ("assigned write slots", "revoked write slots", "lost write slots")
 
 
