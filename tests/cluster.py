@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
-from tests.adapter_process import adapter_pid
+from devstack.process import free_port
+from tests.adapter_process import adapter_pid, running_adapter
 from topology.placement import partition_for
 from topology.slots import SlotMap
 
@@ -77,3 +81,27 @@ async def until_owned(
 
 def signal_adapter(port: int, sig: signal.Signals) -> None:
     os.kill(adapter_pid(port), sig)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two adapter processes on one prefix, both serving, the slots split between them."""
+
+    session: aiohttp.ClientSession
+    a: str
+    b: str
+    owners: dict[str, set[int]]
+
+
+@asynccontextmanager
+async def two_instances(
+    bootstrap: str, prefix: str, tmp_path: Path, total_s: float = 30
+) -> AsyncIterator[Pair]:
+    """Instances `a` and `b` (logs `a.log`, `b.log` in `tmp_path`) once each owns slots."""
+    env = cluster_env(bootstrap, prefix, tmp_path)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=total_s)) as session:
+        with (
+            running_adapter(env, tmp_path / "a.log", free_port()) as a,
+            running_adapter(env, tmp_path / "b.log", free_port()) as b,
+        ):
+            yield Pair(session, a, b, await until_owned(session, {a: None, b: None}))

@@ -10,7 +10,7 @@ import pytest
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, stream_in, until_owned
+from tests.cluster import TEXT, cluster_env, stream_in, two_instances, until_owned
 from topology.slots import SlotMap
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -86,16 +86,10 @@ async def test_a_forwarded_write_is_never_forwarded_again(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"loop{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-        with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(env, tmp_path / "b.log", free_port()) as b,
-        ):
-            owners = await until_owned(session, {a: None, b: None})
-            stream = stream_in(prefix, owners[a], "f")
-            headers = TEXT | {"Durable-Kafka-Forwarded": "1"}
-            async with session.put(f"{b}/v1/stream/{stream}", headers=headers) as reply:
-                assert reply.status == 503
-                assert reply.headers["Retry-After"] == "1"
-                assert (await reply.json())["error"]["code"] == "unavailable"
+    async with two_instances(kafka_bootstrap, prefix, tmp_path) as pair:
+        stream = stream_in(prefix, pair.owners[pair.a], "f")
+        headers = TEXT | {"Durable-Kafka-Forwarded": "1"}
+        async with pair.session.put(f"{pair.b}/v1/stream/{stream}", headers=headers) as reply:
+            assert reply.status == 503
+            assert reply.headers["Retry-After"] == "1"
+            assert (await reply.json())["error"]["code"] == "unavailable"

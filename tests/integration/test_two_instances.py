@@ -19,6 +19,7 @@ from tests.cluster import (
     signal_adapter,
     slot_of,
     stream_in,
+    two_instances,
     until_owned,
 )
 
@@ -115,38 +116,33 @@ async def test_a_resumed_zombie_never_applies_a_write(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"zombie{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(env, tmp_path / "b.log", free_port()) as b,
-        ):
-            owners = await until_owned(session, {a: None, b: None})
-            stream = stream_in(prefix, owners[a], "z")
-            assert (await session.put(f"{a}/v1/stream/{stream}", headers=TEXT)).status == 201
-            if await _post(session, a, stream, "a0\n") != 204:  # A writes as the owner
-                raise AssertionError("the owner refused a plain append")
-            # Appends in flight at A when it stops: some inside an open transaction.
-            bodies = [f"inflight{i}\n" for i in range(20)]
-            in_flight = [asyncio.create_task(_post(session, a, stream, t)) for t in bodies]
-            await asyncio.sleep(0.02)
-            signal_adapter(_port(a), signal.SIGSTOP)
-            try:
-                # Sent to the stopped owner: it can only be handled once A resumes.
-                late = asyncio.create_task(_post(session, a, stream, "zombie1\n"))
-                await until_owned(session, {b: 8})  # A's session timed out: B fenced it
-                assert await _post(session, b, stream, "b1\n") == 204
-            finally:
-                signal_adapter(_port(a), signal.SIGCONT)
-            zombie2 = await _post(session, a, stream, "zombie2\n")
-            answers = await asyncio.gather(*in_flight, late)
-            statuses = dict(zip([*bodies, "zombie1\n"], answers, strict=True))
-            statuses["zombie2\n"] = zombie2
-            assert set(statuses.values()) <= {0, 204, 503}, statuses
-            assert await _post(session, b, stream, "b2\n") == 204
-            await until_owned(session, {a: None, b: None})  # A rejoined the group
-            through_b = await _read(session, b, stream)
-            assert await _read(session, a, stream) == through_b  # A's catalog caught up
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60) as pair:
+        session, a, b, owners = pair.session, pair.a, pair.b, pair.owners
+        stream = stream_in(prefix, owners[a], "z")
+        assert (await session.put(f"{a}/v1/stream/{stream}", headers=TEXT)).status == 201
+        if await _post(session, a, stream, "a0\n") != 204:  # A writes as the owner
+            raise AssertionError("the owner refused a plain append")
+        # Appends in flight at A when it stops: some inside an open transaction.
+        bodies = [f"inflight{i}\n" for i in range(20)]
+        in_flight = [asyncio.create_task(_post(session, a, stream, t)) for t in bodies]
+        await asyncio.sleep(0.02)
+        signal_adapter(_port(a), signal.SIGSTOP)
+        try:
+            # Sent to the stopped owner: it can only be handled once A resumes.
+            late = asyncio.create_task(_post(session, a, stream, "zombie1\n"))
+            await until_owned(session, {b: 8})  # A's session timed out: B fenced it
+            assert await _post(session, b, stream, "b1\n") == 204
+        finally:
+            signal_adapter(_port(a), signal.SIGCONT)
+        zombie2 = await _post(session, a, stream, "zombie2\n")
+        answers = await asyncio.gather(*in_flight, late)
+        statuses = dict(zip([*bodies, "zombie1\n"], answers, strict=True))
+        statuses["zombie2\n"] = zombie2
+        assert set(statuses.values()) <= {0, 204, 503}, statuses
+        assert await _post(session, b, stream, "b2\n") == 204
+        await until_owned(session, {a: None, b: None})  # A rejoined the group
+        through_b = await _read(session, b, stream)
+        assert await _read(session, a, stream) == through_b  # A's catalog caught up
     lines = through_b.splitlines(keepends=True)
     assert len(lines) == len(set(lines))  # nothing twice
     acknowledged = {text for text, status in statuses.items() if status == 204}
@@ -164,24 +160,19 @@ async def test_a_fork_made_through_one_instance_takes_appends_through_the_other_
     has not followed the fork's creation yet must catch up before routing an append to it,
     not route it by the fork's id (to itself here: 404)."""
     prefix = f"forkroute{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(env, tmp_path / "b.log", free_port()) as b,
-        ):
-            owners = await until_owned(session, {a: None, b: None})
-            source = stream_in(prefix, owners[b], "src")  # B writes the source and its forks
-            assert (await session.put(f"{b}/v1/stream/{source}", headers=TEXT)).status == 201
-            assert await _post(session, b, source, "s0\n") == 204
-            forks = [stream_in(prefix, owners[a], f"f{i}x") for i in range(8)]  # ids hash to A
-            for fork in forks:
-                headers = {**TEXT, "Stream-Forked-From": f"/v1/stream/{source}"}
-                async with session.put(f"{b}/v1/stream/{fork}", headers=headers) as made:
-                    assert made.status == 201, await made.text()
-                assert await _post(session, a, fork, f"{fork}\n") == 204, fork  # through A
-            for fork in forks:
-                assert await _read(session, b, fork) == f"s0\n{fork}\n"
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        source = stream_in(prefix, pair.owners[b], "src")  # B writes the source and its forks
+        assert (await session.put(f"{b}/v1/stream/{source}", headers=TEXT)).status == 201
+        assert await _post(session, b, source, "s0\n") == 204
+        forks = [stream_in(prefix, pair.owners[a], f"f{i}x") for i in range(8)]  # ids hash to A
+        for fork in forks:
+            headers = {**TEXT, "Stream-Forked-From": f"/v1/stream/{source}"}
+            async with session.put(f"{b}/v1/stream/{fork}", headers=headers) as made:
+                assert made.status == 201, await made.text()
+            assert await _post(session, a, fork, f"{fork}\n") == 204, fork  # through A
+        for fork in forks:
+            assert await _read(session, b, fork) == f"s0\n{fork}\n"
 
 
 OWNERSHIP_CHANGES = ("assigned write slots", "revoked write slots", "lost write slots")
