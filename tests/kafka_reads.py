@@ -14,7 +14,7 @@ def committed_values(bootstrap: str, topic: str) -> list[bytes]:
 
 def committed_records(bootstrap: str, topic: str) -> list[tuple[int, bytes]]:
     """(offset, value) of every committed record of partition 0 of `topic`, in order."""
-    return [(m.offset() or 0, m.value() or b"") for m in _committed(bootstrap, topic)]
+    return [(m.offset() or 0, m.value() or b"") for m in committed_messages(bootstrap, topic)]
 
 
 def compacted_entries(bootstrap: str, topic: str) -> list[tuple[str, bytes | None]]:
@@ -22,13 +22,13 @@ def compacted_entries(bootstrap: str, topic: str) -> list[tuple[str, bytes | Non
     record only, in the order of those last records (tombstones kept, as within
     `delete.retention.ms`)."""
     last: dict[str, tuple[int, bytes | None]] = {}
-    for message in _committed(bootstrap, topic):
+    for message in committed_messages(bootstrap, topic):
         last[(message.key() or b"").decode()] = (message.offset() or 0, message.value())
     return [(key, value) for key, (_offset, value) in sorted(last.items(), key=lambda e: e[1][0])]
 
 
-def _committed(bootstrap: str, topic: str) -> Iterator[Message]:
-    """The committed records of partition 0 of `topic`, read by a fresh consumer."""
+def committed_messages(bootstrap: str, topic: str, partition: int = 0) -> Iterator[Message]:
+    """The committed records of one partition of `topic`, read by a fresh consumer."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -37,7 +37,7 @@ def _committed(bootstrap: str, topic: str) -> Iterator[Message]:
             "enable.partition.eof": True,
         }
     )
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.assign([TopicPartition(topic, partition, 0)])
     try:
         while (message := consumer.poll(10)) is not None and message.error() is None:
             yield message

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from adapter.log import outcomes
@@ -16,6 +16,7 @@ from adapter.protocol.offsets import encode
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
 from tests.cluster import PARTITIONS, TEXT, cluster_env, stream_in, until_owned
+from tests.kafka_reads import committed_messages
 from topology.placement import partition_for
 from topology.wire import CONTROL_HEADER, FORWARD_HEADER, header_value
 
@@ -25,23 +26,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.faults]
 def _stream_records(bootstrap: str, topic: str, stream: str) -> list[tuple[int, bytes, bytes]]:
     """(offset, value, control event or b"") of the stream's records, as a fresh
     read_committed consumer sees them."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "never-joined",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, partition_for(stream.encode(), PARTITIONS), 0)])
+    partition = partition_for(stream.encode(), PARTITIONS)
     found: list[tuple[int, bytes, bytes]] = []
-    try:
-        while (message := consumer.poll(10)) is not None and message.error() is None:
-            if message.key() == stream.encode():
-                event = header_value(message.headers(), CONTROL_HEADER) or b""
-                found.append((message.offset() or 0, message.value() or b"", event))
-    finally:
-        consumer.close()
+    for message in committed_messages(bootstrap, topic, partition):
+        if message.key() == stream.encode():
+            event = header_value(message.headers(), CONTROL_HEADER) or b""
+            found.append((message.offset() or 0, message.value() or b"", event))
     return found
 
 
