@@ -29,6 +29,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry(auto_describe=True)
+        self._answered: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         self.requests = Counter(
             "durable_kafka_http_requests",
             "HTTP requests answered, by method, route template and status.",
@@ -112,6 +113,20 @@ class Metrics:
             self.kafka_seconds.labels(stage)
         for reason in AUTH_FAILURES:
             self.auth_failures.labels(reason)
+
+    def answered(self, method: str, route: str, status: int, seconds: float) -> None:
+        """A request answered: counted, and its duration observed. The labelled series are
+        kept (`labels()` looks them up under a lock, a few µs per request); their labels
+        are few and fixed, so the cache is too."""
+        series = self._answered.get((method, route, status))
+        if series is None:
+            series = self._answered[(method, route, status)] = (
+                self.requests.labels(method, route, str(status)),
+                self.request_seconds.labels(method, route, f"{status // 100}xx"),
+            )
+        count, duration = series
+        count.inc()
+        duration.observe(seconds)
 
     def watch_live_waiters(self, count: Callable[[], int]) -> None:
         self.live_waiters.set_function(count)
