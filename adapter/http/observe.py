@@ -47,6 +47,8 @@ requests_log = logging.getLogger("durable_kafka.requests")
 
 def add_log_fields(request: web.Request, **fields: object) -> None:
     """Put `fields` in the request's log line: the server's own values, never a credential."""
+    if not requests_log.isEnabledFor(logging.INFO):
+        return  # no line is logged (`log_request`)
     request.setdefault(LOG_FIELDS, {}).update(fields)
 
 
