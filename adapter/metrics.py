@@ -79,6 +79,8 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
+        # Every stage from the start, at 0.
+        self._stages = {stage: self.kafka_seconds.labels(stage) for stage in KAFKA_STAGES}
         self.rejections = Counter(
             "durable_kafka_rejections",
             "Requests answered with an error, by error code.",
@@ -109,8 +111,6 @@ class Metrics:
         self.build.info(_build_info())
         for mode in READ_MODES:
             self.read_bytes.labels(mode)  # every mode from the start, at 0
-        for stage in KAFKA_STAGES:
-            self.kafka_seconds.labels(stage)
         for reason in AUTH_FAILURES:
             self.auth_failures.labels(reason)
 
@@ -141,8 +141,10 @@ class Metrics:
         self.tier_hot_bytes.set_function(hot_bytes)
 
     def kafka_timing(self, stage: str, seconds: float) -> None:
-        """Called on the writer's thread (prometheus_client's instruments are thread-safe)."""
-        self.kafka_seconds.labels(stage).observe(seconds)
+        """Called on the writer's thread (prometheus_client's instruments are thread-safe;
+        the stages' series are made once, in `__init__`: `labels()` costs a lock and a lookup)."""
+        series = self._stages.get(stage)
+        (series or self.kafka_seconds.labels(stage)).observe(seconds)
 
 
 def _build_info() -> dict[str, str]:

@@ -33,3 +33,13 @@ def test_instances_keep_their_own_series() -> None:
     second.answered("POST", "/v1/stream/{path}", 204, 0.002)
     assert _count(first, "204") == 1
     assert _count(second, "204") == 1
+
+
+def test_kafka_stages_are_timed_under_their_own_label() -> None:
+    metrics = Metrics()
+    metrics.kafka_timing("produce", 0.003)
+    metrics.kafka_timing("commit", 0.002)
+    metrics.kafka_timing("commit", 0.004)
+    seconds = "durable_kafka_kafka_duration_seconds_count"
+    assert metrics.registry.get_sample_value(seconds, {"stage": "produce"}) == 1
+    assert metrics.registry.get_sample_value(seconds, {"stage": "commit"}) == 2
