@@ -29,6 +29,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry(auto_describe=True)
+        self._answered: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         self.requests = Counter(
             "durable_kafka_http_requests",
             "HTTP requests answered, by method, route template and status.",
@@ -78,6 +79,8 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
+        # Every stage from the start, at 0.
+        self._stages = {stage: self.kafka_seconds.labels(stage) for stage in KAFKA_STAGES}
         self.rejections = Counter(
             "durable_kafka_rejections",
             "Requests answered with an error, by error code.",
@@ -108,10 +111,22 @@ class Metrics:
         self.build.info(_build_info())
         for mode in READ_MODES:
             self.read_bytes.labels(mode)  # every mode from the start, at 0
-        for stage in KAFKA_STAGES:
-            self.kafka_seconds.labels(stage)
         for reason in AUTH_FAILURES:
             self.auth_failures.labels(reason)
+
+    def answered(self, method: str, route: str, status: int, seconds: float) -> None:
+        """A request answered: counted, and its duration observed. The labelled series are
+        kept (`labels()` looks them up under a lock, a few µs per request); their labels
+        are few and fixed, so the cache is too."""
+        series = self._answered.get((method, route, status))
+        if series is None:
+            series = self._answered[(method, route, status)] = (
+                self.requests.labels(method, route, str(status)),
+                self.request_seconds.labels(method, route, f"{status // 100}xx"),
+            )
+        count, duration = series
+        count.inc()
+        duration.observe(seconds)
 
     def watch_live_waiters(self, count: Callable[[], int]) -> None:
         self.live_waiters.set_function(count)
@@ -126,8 +141,10 @@ class Metrics:
         self.tier_hot_bytes.set_function(hot_bytes)
 
     def kafka_timing(self, stage: str, seconds: float) -> None:
-        """Called on the writer's thread (prometheus_client's instruments are thread-safe)."""
-        self.kafka_seconds.labels(stage).observe(seconds)
+        """Called on the writer's thread (prometheus_client's instruments are thread-safe;
+        the stages' series are made once, in `__init__`: `labels()` costs a lock and a lookup)."""
+        series = self._stages.get(stage)
+        (series or self.kafka_seconds.labels(stage)).observe(seconds)
 
 
 def _build_info() -> dict[str, str]:

@@ -9,7 +9,9 @@ no request header but `traceparent`: credentials are never logged.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import re
 import time
 import uuid
@@ -45,14 +47,31 @@ requests_log = logging.getLogger("durable_kafka.requests")
 
 def add_log_fields(request: web.Request, **fields: object) -> None:
     """Put `fields` in the request's log line: the server's own values, never a credential."""
+    if not requests_log.isEnabledFor(logging.INFO):
+        return  # no line is logged (`log_request`)
     request.setdefault(LOG_FIELDS, {}).update(fields)
 
 
 def request_id(given: str | None) -> str:
-    """The client's id when it is a token of at most 128 safe characters, else a new one."""
+    """The client's id when it is a token of at most 128 safe characters, else a new one:
+    32 hex digits, a random one per process then a count (a fresh uuid4 read the kernel's
+    random source for every request)."""
     if given is not None and _REQUEST_ID.fullmatch(given):
         return given
-    return uuid.uuid4().hex
+    return f"{_ids.prefix}{next(_ids.count):016x}"
+
+
+class _Ids:
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.prefix = uuid.uuid4().hex[:16]
+        self.count = itertools.count()
+
+
+_ids = _Ids()
+os.register_at_fork(after_in_child=_ids.reset)  # a forked worker never repeats its parent's
 
 
 def method_label(method: str) -> str:
@@ -100,8 +119,7 @@ def _record(
     status = response.status if response is not None else CLIENT_CLOSED
     route, sent = route_of(request), _bytes_sent(response)
     method = method_label(request.method)
-    metrics.requests.labels(method, route, str(status)).inc()
-    metrics.request_seconds.labels(method, route, f"{status // 100}xx").observe(seconds)
+    metrics.answered(method, route, status, seconds)
     code = response.get(ERROR_CODE) if response is not None else None
     if code is not None:
         metrics.rejections.labels(code).inc()
@@ -120,6 +138,8 @@ def log_request(
     route: str,
 ) -> None:
     """The request's one log line; every field is the server's own or a validated token."""
+    if not requests_log.isEnabledFor(logging.INFO):
+        return  # not built at all: the line's fields cost more than the rest of observing
     fields: dict[str, object] = {
         "request_id": request.get(REQUEST_ID),
         "method": method_label(request.method),

@@ -11,7 +11,7 @@ import concurrent.futures
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -44,9 +44,14 @@ class Scanned:
     producer: ProducerStamp | None = None  # from the producer-* headers, when present
 
 
+# (offset, value bytes, timestamp) of a record: all the tier meter needs of it.
+Measured = tuple[int, int, int]
+R = TypeVar("R", Scanned, Measured)
+
+
 @dataclass(frozen=True)
-class Scan:
-    records: list[Scanned]
+class Scan(Generic[R]):
+    records: list[R]
     next_offset: int  # every committed record below it was returned (or an earlier scan's)
     at_end: bool  # next_offset is the partition's end (its last stable offset) or `stop`
 
@@ -74,10 +79,22 @@ class PartitionScanner:
 
     async def scan(
         self, topic: str, partition: int, start: int, stop: int | None, max_bytes: int
-    ) -> Scan:
+    ) -> Scan[Scanned]:
         """Committed records from `start`, up to `stop` (None: the partition's end), until
         about `max_bytes` of values were read (at least one record)."""
-        return await self._run(lambda c: self._scan(c, topic, partition, start, stop, max_bytes))
+        return await self._run(
+            lambda c: self._scan(c, topic, partition, start, stop, max_bytes, _scanned)
+        )
+
+    async def measure(
+        self, topic: str, partition: int, start: int, max_bytes: int
+    ) -> Scan[Measured]:
+        """As `scan` to the partition's end, but only each record's (offset, value bytes,
+        timestamp): the tier meter reads every record once, and decoding headers it never
+        looks at cost as much as the appends' own requests (`docs/performance.md`)."""
+        return await self._run(
+            lambda c: self._scan(c, topic, partition, start, None, max_bytes, _measured)
+        )
 
     async def close(self) -> None:
         if self._consumer is not None:
@@ -105,17 +122,25 @@ class PartitionScanner:
         start: int,
         stop: int | None,
         max_bytes: int,
-    ) -> Scan:
+        kept: Callable[[Message], R],
+    ) -> Scan[R]:
         consumer.assign([TopicPartition(topic, partition, start)])
         try:
-            return self._collect(consumer, start, stop, max_bytes)
+            return self._collect(consumer, start, stop, max_bytes, kept)
         except KafkaException as error:
             raise LogUnavailable(f"scanning {topic}[{partition}]: {error}") from error
         finally:
             consumer.unassign()
 
-    def _collect(self, consumer: Consumer, start: int, stop: int | None, max_bytes: int) -> Scan:
-        records: list[Scanned] = []
+    def _collect(
+        self,
+        consumer: Consumer,
+        start: int,
+        stop: int | None,
+        max_bytes: int,
+        kept: Callable[[Message], R],
+    ) -> Scan[R]:
+        records: list[R] = []
         size, position = 0, start
         while True:
             batch = poll_batch(consumer, self.timeout_s)
@@ -132,8 +157,8 @@ class PartitionScanner:
                 offset = message.offset() or 0
                 if stop is not None and offset >= stop:
                     return Scan(records, stop, True)
-                records.append(_scanned(message))
-                size += len(records[-1].value)
+                records.append(kept(message))
+                size += len(message.value() or b"")
                 position = offset + 1
                 if size >= max_bytes:
                     return Scan(records, position, stop is not None and position >= stop)
@@ -151,6 +176,10 @@ def _scanned(message: Message) -> Scanned:
         control=is_control(headers),
         producer=_producer(headers),
     )
+
+
+def _measured(message: Message) -> Measured:
+    return (message.offset() or 0, len(message.value() or b""), message.timestamp()[1])
 
 
 def _producer(headers: ReadHeaders) -> ProducerStamp | None:

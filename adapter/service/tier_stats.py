@@ -58,8 +58,8 @@ async def tier_stats(catalog: Catalog, scanner: PartitionScanner) -> list[Partit
 async def _hot_bytes(scanner: PartitionScanner, topic: str, partition: int, start: int) -> int:
     total, position = 0, start
     while True:
-        scan = await scanner.scan(topic, partition, position, None, SCAN_BYTES)
-        total += sum(len(record.value) for record in scan.records)
+        scan = await scanner.measure(topic, partition, position, SCAN_BYTES)
+        total += sum(size for _, size, _ in scan.records)
         position = scan.next_offset
         if scan.at_end:
             return total

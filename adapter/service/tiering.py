@@ -220,11 +220,10 @@ class TierWorker:
         if meter is None or meter.position < begin:
             meter = self._meters[place] = Meter.of(begin, self.policy.after_bytes)
         while True:
-            scan = await self.scanner.scan(
-                place.topic, place.partition, meter.position, None, SCAN_BYTES
+            scan = await self.scanner.measure(
+                place.topic, place.partition, meter.position, SCAN_BYTES
             )
-            sizes = [(r.offset, len(r.value), r.timestamp_ms) for r in scan.records]
-            meter.observe(sizes, scan.next_offset)
+            meter.observe(scan.records, scan.next_offset)
             if scan.at_end:
                 return meter
 
