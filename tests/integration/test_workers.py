@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter, worker_pids
-from tests.cluster import SLOTS, TEXT, cluster_env
+from tests.cluster import SLOTS, TEXT, cluster_env, owned, slot_of
 
 pytestmark = [pytest.mark.integration]
 
@@ -210,3 +211,51 @@ def test_the_workers_end_when_the_parent_is_killed(tmp_path: Path) -> None:
     while not all(_gone(pid) for pids in workers.values() for pid in pids):
         assert time.monotonic() < deadline, "a worker outlived its killed parent"
         time.sleep(0.05)
+
+
+def _worker_urls(log: Path) -> list[str]:
+    """Each worker's own URL (its advertised one, which serves as the shared port does)."""
+    line = next(line for line in log.read_text().splitlines() if "workers: " in line)
+    return re.findall(r"http://127\.0\.0\.1:\d+", line.partition("workers: ")[2])
+
+
+async def _owner_and_other(base: str, log: Path, slot: int) -> tuple[str, str]:
+    """The URL of the worker owning `slot`, and of the other one."""
+    await _until_every_slot_owned(base)
+    urls = _worker_urls(log)
+    async with _fresh() as session:
+        slots = {url: await owned(session, url) or set() for url in urls}
+    owner = next(url for url in urls if slot in slots[url])
+    return owner, next(url for url in urls if url != owner)
+
+
+@pytest.mark.timeout(120)
+async def test_a_fork_renewed_by_a_read_on_its_owner_lives_on_at_the_other_worker(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """The conformance suite's `fork outlives its source via TTL renewal` with 2 workers: a
+    read renews a sliding TTL where it is served; a HEAD on the sibling (not an access) must
+    not find the fork expired on the strength of the sibling's older view."""
+    prefix, log = f"wt{unique}.", tmp_path / "workers.log"
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    ttl = {"Stream-TTL": "3"}
+    with running_adapter(env, log, workers=2) as base:
+        owner, other = await _owner_and_other(base, log, slot_of(prefix, "src"))
+        async with _fresh() as session:
+            async with session.put(f"{base}/v1/stream/src", headers=TEXT | ttl) as reply:
+                assert reply.status == 201, await reply.text()
+            created = time.monotonic()
+            fork = {"Stream-Forked-From": "/v1/stream/src"}
+            async with session.put(f"{base}/v1/stream/fork", headers=TEXT | ttl | fork) as reply:
+                assert reply.status == 201, await reply.text()
+            await asyncio.sleep(1.5)
+            async with session.get(f"{owner}/v1/stream/fork", params={"offset": "-1"}) as reply:
+                assert reply.status == 200, await reply.text()  # renews the fork's TTL
+            renewed = time.monotonic()
+            await asyncio.sleep(max(0.0, created + 3.3 - time.monotonic()))
+            async with session.head(f"{other}/v1/stream/fork") as reply:
+                status = reply.status
+            if time.monotonic() - renewed < 3:  # else this machine stalled too long to tell
+                assert status == 200, "the read's renewal did not reach the other worker"
+            async with session.head(f"{other}/v1/stream/src") as reply:
+                assert reply.status == 404  # idle since its creation: expired everywhere
