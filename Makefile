@@ -46,10 +46,10 @@ test: lint typecheck deps  ## everything CI runs: ruff, mypy, then unit, integra
 	$(PY) -m pytest
 
 conformance: deps  ## the protocol's conformance suite against an adapter on a fresh test broker
-	$(PY) -m pytest tests/conformance -s
+	$(PY) -m pytest tests/conformance -s -k one_worker
 
-conformance-workers: deps  ## the same against `serve --workers 2` (every process-started adapter gets 2 workers)
-	TEST_ADAPTER_WORKERS=2 $(PY) -m pytest tests/conformance -s
+conformance-workers: deps  ## the same against `serve --workers 2` (`make test` runs both)
+	$(PY) -m pytest tests/conformance -s -k two_workers
 
 bench: venv conformance/node_modules/.installed  ## benchmarks vs the Node reference and raw Kafka, as ratios (~20 min; BENCH_ARGS=...)
 	$(PY) -m bench.suite $(BENCH_ARGS)
