@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from devstack.process import free_port
-from tests.adapter_process import running_adapter, worker_pids
+from tests.adapter_process import adapter_pid, running_adapter, worker_pids
 from tests.cluster import SLOTS, TEXT, cluster_env, owned, slot_of
 
 pytestmark = [pytest.mark.integration]
@@ -259,3 +259,29 @@ async def test_a_fork_renewed_by_a_read_on_its_owner_lives_on_at_the_other_worke
                 assert status == 200, "the read's renewal did not reach the other worker"
             async with session.head(f"{other}/v1/stream/src") as reply:
                 assert reply.status == 404  # idle since its creation: expired everywhere
+
+
+@pytest.mark.timeout(240)
+async def test_an_instance_killed_whole_and_restarted_at_once_takes_its_places_back(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """kill -9 of the parent and every worker, restarted at once on the same port: its new
+    workers (new ports of their own) take their former members' places in the owners' group
+    instead of being refused as impostors until those sessions end (30 s here)."""
+    env = cluster_env(kafka_bootstrap, f"wr{unique}.", tmp_path)
+    env["DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS"] = "30000"
+    port = free_port()
+    with running_adapter(env, tmp_path / "first.log", port, workers=2) as base:
+        await _until_every_slot_owned(base)
+        parent, workers = adapter_pid(port), worker_pids(port)
+        os.kill(parent, signal.SIGSTOP)  # no restart, no SIGTERM to the workers meanwhile
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        os.kill(parent, signal.SIGKILL)
+    with running_adapter(env, tmp_path / "second.log", port, workers=2) as base:
+        await _until_every_slot_owned(base)
+        async with _fresh() as session, session.put(f"{base}/v1/stream/after", headers=TEXT) as r:
+            assert r.status == 201, await r.text()
+    log = (tmp_path / "second.log").read_text()
+    assert "is already a member" not in log
+    assert "exited" not in log
