@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -117,6 +118,33 @@ async def _until_restarted(port: int, killed: int, timeout_s: float = 30) -> set
     raise AssertionError(f"worker {killed} was not replaced: {worker_pids(port)}")
 
 
+async def _ready(session: aiohttp.ClientSession, url: str) -> bool:
+    try:
+        async with session.get(f"{url}/readyz") as reply:
+            return reply.status == 200
+    except aiohttp.ClientError:
+        return False
+
+
+async def _only_ready_workers_take_connections(base: str, urls: list[str]) -> None:
+    """Until every worker says ready on its own URL, `/readyz` on the shared port (new
+    connections) answers 200: a restarted worker shares the port only once ready."""
+    statuses: set[int] = set()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    async with _fresh() as session:
+        while loop.time() < deadline:
+            for _ in range(10):
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with session.get(f"{base}/readyz") as reply:
+                        statuses.add(reply.status)
+            if all([await _ready(session, url) for url in urls]):
+                assert statuses == {200}, statuses
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError("the restarted worker never became ready")
+
+
 @pytest.mark.timeout(300)
 async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(
     kafka_bootstrap: str, unique: str, tmp_path: Path
@@ -134,6 +162,7 @@ async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(
         victim = min(workers)
         os.kill(victim, signal.SIGKILL)
         assert len(await _until_restarted(port, victim)) == 2
+        await _only_ready_workers_take_connections(base, _worker_urls(tmp_path / "workers.log"))
         await _until_every_slot_owned(base)
         await _append_round(base, 1)
     # A fresh single process reads it all back from Kafka (its hot cache is empty).
