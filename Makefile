@@ -33,8 +33,8 @@ cluster-up: venv  ## three Kafka brokers (KRaft, 3 voters) on 127.0.0.1:19092,19
 cluster-down: venv  ## stop the three brokers of cluster-up (their data stays in .data/cluster)
 	$(PY) -m devstack down cluster
 
-faults: deps  ## the long fault suite on its own 3-broker cluster (SEED=n, ONLY="leader_kill ...", KEEP=dir)
-	$(PY) -m tests.faults --seed $(or $(SEED),1) $(if $(ONLY),--only $(ONLY)) $(if $(KEEP),--keep $(KEEP))
+faults: deps  ## the long fault suite on its own 3-broker cluster (SEED=n, ONLY="leader_kill ...", KEEP=dir, WORKERS=n)
+	$(PY) -m tests.faults --seed $(or $(SEED),1) $(if $(ONLY),--only $(ONLY)) $(if $(KEEP),--keep $(KEEP)) $(if $(WORKERS),--workers $(WORKERS))
 
 fuzz: deps  ## schemathesis on every operation of /openapi.json, 200 examples each (FUZZ_EXAMPLES=n)
 	FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),200) $(PY) -m pytest tests/integration/test_fuzz.py -p no:randomly -o timeout=3600
@@ -46,10 +46,10 @@ test: lint typecheck deps  ## everything CI runs: ruff, mypy, then unit, integra
 	$(PY) -m pytest
 
 conformance: deps  ## the protocol's conformance suite against an adapter on a fresh test broker
-	$(PY) -m pytest tests/conformance -s
+	$(PY) -m pytest tests/conformance -s -k one_worker
 
-conformance-workers: deps  ## the same against `serve --workers 2` (every process-started adapter gets 2 workers)
-	TEST_ADAPTER_WORKERS=2 $(PY) -m pytest tests/conformance -s
+conformance-workers: deps  ## the same against `serve --workers 2` (`make test` runs both)
+	$(PY) -m pytest tests/conformance -s -k two_workers
 
 bench: venv conformance/node_modules/.installed  ## benchmarks vs the Node reference and raw Kafka, as ratios (~20 min; BENCH_ARGS=...)
 	$(PY) -m bench.suite $(BENCH_ARGS)

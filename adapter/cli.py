@@ -27,6 +27,7 @@ from adapter.http.ops import create_ops_app
 from adapter.http.server import ProtocolRunner
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
+from adapter.readiness import Readiness
 from adapter.service.tier_stats import tier_stats
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
@@ -176,26 +177,32 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     await runner.setup()
     await ops.setup()
     try:
-        reuse_port = listeners.reuse_port or None
-        await web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port).start()
-        for own in (listeners.forward, listeners.unix):
-            if own is not None:  # a worker's own: for writes forwarded to it
-                await web.SockSite(runner, own).start()
-        log.info(
-            "serving on http://%s (kafka %s, %s event loop)",
-            settings.listen,
-            settings.bootstrap_servers,
-            settings.event_loop,
-        )
-        if settings.ops_address is not None:
-            await web.TCPSite(ops, *settings.ops_address).start()
-            log.info("ops listener on %s", _urls(ops))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Future[Any]] = [stopped, app[FATAL]]
+        for own in (listeners.forward, listeners.unix):
+            if own is not None:  # a worker's own: for writes forwarded to it
+                await web.SockSite(runner, own).start()
+        if settings.ops_address is not None:
+            await web.TCPSite(ops, *settings.ops_address).start()
+            log.info("ops listener on %s", _urls(ops))
+        if listeners.reuse_port:
+            # A worker shares the port once ready: while it replays (at start, or restarted
+            # after a crash) the kernel gives new connections to its ready siblings rather
+            # than to a worker that could only answer 503 `not_ready`.
+            await _until_ready(app[health.READINESS], waiters)
+        if not any(waiter.done() for waiter in waiters):
+            reuse_port = listeners.reuse_port or None
+            await web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port).start()
+            log.info(
+                "serving on http://%s (kafka %s, %s event loop)",
+                settings.listen,
+                settings.bootstrap_servers,
+                settings.event_loop,
+            )
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         stopped.cancel()
         if app[FATAL].done():
@@ -207,6 +214,13 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     finally:
         await runner.cleanup()
         await ops.cleanup()
+
+
+async def _until_ready(readiness: Readiness, waiters: list[asyncio.Future[Any]]) -> None:
+    """Return once `readiness` says ready, or once one of `waiters` is done (stop, or a
+    fault): readiness changes without an event, so it is looked at every 50 ms."""
+    while not readiness.ready and not any(waiter.done() for waiter in waiters):
+        await asyncio.wait(waiters, timeout=0.05)
 
 
 def _urls(runner: web.AppRunner) -> str:

@@ -23,7 +23,9 @@ instead of waiting for its dead incarnation's session to expire. A static member
 LeaveGroup when it closes, so a clean stop unsubscribes first (which does send it): the slots
 move at once on a clean stop, after the session timeout on a crash. Two live processes with
 one instance id would fence each other in turn: one found in the group under another URL at
-start is refused, and a member fenced by a newcomer stops the process (exit 1).
+start is refused (unless nothing listens at that URL any more: our killed former incarnation,
+such as a worker of a `serve --workers` instance restarted whole, whose ports are new), and a
+member fenced by a newcomer stops the process (exit 1).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, MemberDescription
@@ -221,6 +225,16 @@ class SlotOwnership:
             log.warning("cannot check the owners' group for our instance id: %s", error)
             return
         other = impostor(members, self.instance_id, self.url)
+        if other is not None and not listening(other, self.timeout_s):
+            # Our killed former incarnation under another URL: a `serve --workers` instance
+            # restarted whole gives its workers new ports. Nothing serves there any more:
+            # take its place, as under the same URL.
+            log.warning(
+                "instance id %r is held by %s, which no longer listens: taking its place",
+                self.instance_id,
+                other,
+            )
+            return
         if other is not None:
             raise InstanceIdInUse(
                 f"instance id {self.instance_id!r} is already a member of {self.group} "
@@ -295,6 +309,21 @@ def impostor(members: Iterable[MemberDescription], instance_id: str, url: str) -
         if member.group_instance_id == instance_id and member.client_id != url:
             return str(member.client_id)
     return None
+
+
+def listening(url: str, timeout_s: float) -> bool:
+    """Whether something accepts connections at `url`; only a refused connection says no (a
+    process killed with its listener), anything else (a timeout, no route) counts as yes."""
+    parts = urlsplit(url)
+    if parts.hostname is None or parts.port is None:
+        return True
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=timeout_s):
+            return True
+    except ConnectionRefusedError:
+        return False
+    except OSError:
+        return True
 
 
 def _check(message: Message | None) -> None:

@@ -28,7 +28,7 @@ from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
 from adapter.http.bodies import ROUTE_BODIES
-from adapter.http.forward_ids import FORWARD_ID, FORWARDED
+from adapter.http.forward_ids import FORWARD_ID, FORWARDED, LAST_ACCESS
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
@@ -116,6 +116,8 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     slot = _write_slot(request)
     if slot is None:
         if request.app[FORWARDER].siblings and request.method in READS:
+            if FORWARDED in request.headers:
+                return _with_last_access(request, await handler(request))
             await _sibling_sync(request)
         return await handler(request)
     route = request.app[ROUTER].route(slot)
@@ -138,6 +140,8 @@ async def _sibling_sync(request: web.Request) -> None:
 
     The owner is asked over its Unix socket as the read would ask it: `GET ?offset=now` (an
     access: it renews a sliding TTL there too, where expiry is decided) or `HEAD` (not one).
+    Its answer carries its last access to the stream, adopted here when later than ours: a
+    read the owner served renewed the stream for every worker, not just for itself.
     A stream this worker does not know is asked of every sibling (its slot is not known: a
     fork's is its source's). Any failure to ask leaves the read to this worker's catalog as
     it is, as between instances."""
@@ -168,6 +172,8 @@ async def _sibling_sync(request: web.Request) -> None:
         if not await streams.reflects(ref, tail, closed, READ_YOUR_WRITES_S, gone):
             log.info("a sibling's %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
         meta = streams.catalog.stream(ref.bucket_id, ref.stream_id)
+        if meta is not None and described.last_access_ms is not None:
+            meta = streams.accessed_at(meta, described.last_access_ms)
         if request.method == "GET" and tail is not None and meta is not None:
             # The owner counted this read as an access (its renewals by reads reach this
             # worker only with the stream's next write): count it here too, before the
@@ -182,6 +188,7 @@ class _Described:
     tail: int | None
     closed: bool = False
     gone: bool = False
+    last_access_ms: int | None = None  # the owner's last access (reads it served, writes)
 
 
 async def _described_by(request: web.Request, owner: str) -> _Described | None:
@@ -198,11 +205,31 @@ async def _described_by(request: web.Request, owner: str) -> _Described | None:
                 return _Described(None, gone=reply.status == 410)
             token = reply.headers.get("Stream-Next-Offset")
             closed = reply.headers.get("Stream-Closed", "").lower() == "true"
+            accessed = reply.headers.get(LAST_ACCESS, "")
     except (aiohttp.ClientError, TimeoutError) as error:
         log.debug("asking %s about %s failed: %s", owner, url, error)
         return None
     offset = parse_offset(token) if reply.status < 300 and token is not None else None
-    return _Described(offset, closed) if isinstance(offset, int) else None
+    last_access = int(accessed) if accessed.isdigit() else None
+    return (
+        _Described(offset, closed, last_access_ms=last_access) if isinstance(offset, int) else None
+    )
+
+
+def _with_last_access(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    """A sibling's synchronising read (`_described_by`), answered with this worker's last
+    access to the stream, which renewed its sliding TTL for every worker."""
+    resource = request.match_info.route.resource
+    if response.prepared or resource is None or resource.canonical not in _STREAM_ROUTES:
+        return response
+    try:
+        ref = stream_ref(request)
+    except ProtocolError:
+        return response
+    meta = request.app[STREAMS].catalog.stream(ref.bucket_id, ref.stream_id)
+    if meta is not None and meta.ttl_seconds is not None:
+        response.headers[LAST_ACCESS] = str(meta.last_access_ms)
+    return response
 
 
 def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:

@@ -9,6 +9,9 @@ from aiohttp import web
 
 FORWARDED: Final = "Durable-Kafka-Forwarded"  # never forwarded again
 FORWARD_ID: Final = "Durable-Kafka-Forward-Id"  # an append's id, written on its records
+# On a sibling worker's synchronising read (`serve --workers`): the owner's last access to the
+# stream (ms since the epoch), which the sibling adopts when later than its own.
+LAST_ACCESS: Final = "Durable-Kafka-Last-Access"
 _FORWARD_ID_SHAPE: Final = re.compile("[0-9a-f]{32}")
 
 

@@ -105,6 +105,15 @@ class StreamService:
             self.catalog.put_stream(renewed)
         return renewed
 
+    def accessed_at(self, meta: StreamMeta, last_access_ms: int) -> StreamMeta:
+        """Adopt an access made elsewhere (a sibling worker's read) when it renews a sliding
+        TTL further than this catalog's own last access."""
+        if meta.ttl_seconds is None or last_access_ms <= meta.last_access_ms:
+            return meta
+        renewed = meta.evolve(last_access_ms=last_access_ms)
+        self.catalog.put_stream(renewed)
+        return renewed
+
     def _committed(self, ref: StreamRef) -> StreamMeta | None:
         """The stream as committed (None if absent); its bucket must exist unless made on demand.
         A mounted topic's streams have no such state: the commands that need it are refused."""
@@ -362,7 +371,8 @@ class StreamService:
     ) -> bool:
         """Wait until the catalog shows a stream as its owner just described it: its tail at or
         past `next_offset` and closed if it is (None: the stream absent; `gone`: deleted, its
-        forks living on). False if time ran out."""
+        forks living on). False if time ran out. A stream that has expired here counts as
+        absent (expiry is not written anywhere: nothing would ever remove it)."""
         key = (ref.bucket_id, ref.stream_id)
 
         def shown() -> bool:
@@ -370,7 +380,7 @@ class StreamService:
             if gone:
                 return meta is None or meta.soft_deleted
             if next_offset is None:
-                return meta is None
+                return meta is None or meta.expired(self.clock())
             return (
                 meta is not None and meta.next_offset >= next_offset and (meta.closed or not closed)
             )

@@ -74,12 +74,16 @@ def page_port() -> int:
     return free_port()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=[1, 2], ids=["one_worker", "two_workers"])
 def adapter_url(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, page_port: int
+    kafka_bootstrap: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    page_port: int,
+    request: pytest.FixtureRequest,
 ) -> Iterator[str]:
     """The real `durable-kafka serve` process on the test broker, with topics of its own;
-    the page's origin is the one cross-origin caller it lets in."""
+    the page's origin is the one cross-origin caller it lets in. Every test runs against a
+    single process and against `serve --workers 2` (a tail held by either worker)."""
     home = tmp_path_factory.mktemp("browser-adapter")
     env = {
         "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
@@ -88,7 +92,7 @@ def adapter_url(
         "DURABLE_KAFKA_MOUNT_INDEX_DIR": str(home / "mount-index"),
         "DURABLE_KAFKA_CORS_ORIGINS": f"http://127.0.0.1:{page_port}",
     }
-    with running_adapter(env, home / "adapter.log") as base_url:
+    with running_adapter(env, home / "adapter.log", workers=request.param) as base_url:
         yield base_url
 
 

@@ -15,7 +15,10 @@ LONG_POLL_TIMEOUT_MS = "500"  # as the reference server's own conformance run
 
 
 @pytest.mark.timeout(900)
-def test_conformance_suite(kafka_bootstrap: str, unique: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2], ids=["one_worker", "two_workers"])
+def test_conformance_suite(kafka_bootstrap: str, unique: str, tmp_path: Path, workers: int) -> None:
+    """Against `serve` as one process, and as `serve --workers 2` (a client's requests land on
+    either worker: forwarded writes, reads synchronised with the slot's owner)."""
     assert shutil.which("node"), "Node.js is needed for the conformance suite"
     assert (CONFORMANCE / "node_modules").is_dir(), "run `make deps` (npm ci in conformance/)"
     env = {
@@ -26,7 +29,7 @@ def test_conformance_suite(kafka_bootstrap: str, unique: str, tmp_path: Path) ->
         # The suite's preflight test asks as a page of this origin (same-origin is the default).
         "DURABLE_KAFKA_CORS_ORIGINS": "https://example.com",
     }
-    with running_adapter(env, tmp_path / "adapter.log") as base_url:
+    with running_adapter(env, tmp_path / "adapter.log", workers=workers) as base_url:
         result = subprocess.run(
             ["node", str(CONFORMANCE / "run.mjs"), base_url],
             capture_output=True,
@@ -35,5 +38,5 @@ def test_conformance_suite(kafka_bootstrap: str, unique: str, tmp_path: Path) ->
             check=False,
         )
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "(no output)"
-    print(f"\nconformance: {summary}")
+    print(f"\nconformance ({workers} worker{'s' if workers > 1 else ''}): {summary}")
     assert result.returncode == 0, f"{result.stdout[-20000:]}\n{result.stderr[-5000:]}"

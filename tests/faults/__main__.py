@@ -1,4 +1,5 @@
-"""`python -m tests.faults [--seed N] [--only NAME ...]`: the long fault suite (`make faults`).
+"""`python -m tests.faults [--seed N] [--only NAME ...] [--workers N]`: the long fault suite
+(`make faults`).
 
 Starts its own 3-broker cluster in a temporary folder, runs every fault as its own scenario,
 prints one line per fault and exits 1 if any reported an anomaly.
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from devstack import cluster
 from devstack.process import ServiceError
+from tests.adapter_process import WORKERS
 from tests.faults import faults, runner
 
 LONG_LOAD_S = 10.0
@@ -24,23 +26,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", nargs="*", choices=sorted(faults.ALL), default=None)
     parser.add_argument("--keep", type=Path, default=None, help="work here, and keep the logs")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="serve --workers N for the two adapters"
+    )
     args = parser.parse_args(argv)
     failed = False
     with tempfile.TemporaryDirectory(prefix="durable-kafka-faults-") as tmp:
         home = args.keep or Path(tmp)
         try:
             cluster.start_cluster(home / "cluster")
-            for name in args.only or list(faults.ALL):
-                failed = not _scenario(name, home, args.seed) or failed
+            several = (args.workers or int(WORKERS[1])) > 1
+            every = [n for n in faults.ALL if several or n not in faults.NEEDS_WORKERS]
+            for name in args.only or every:
+                failed = not _scenario(name, home, args.seed, args.workers) or failed
         finally:
             cluster.stop_cluster(home / "cluster")
     return 1 if failed else 0
 
 
-def _scenario(name: str, home: Path, seed: int) -> bool:
+def _scenario(name: str, home: Path, seed: int, workers: int | None) -> bool:
     """Run one fault and print its line; one that could not finish (the instances never
     settled, say) is a failure too, and the next fault still runs."""
-    scenario = runner.run(name, faults.ALL[name], home, seed, LONG_LOAD_S, faults.ENV.get(name))
+    faulty = faults.ENV.get(name)
+    scenario = runner.run(name, faults.ALL[name], home, seed, LONG_LOAD_S, faulty, workers)
     try:
         report = asyncio.run(scenario)
     except (AssertionError, ServiceError, TimeoutError) as error:

@@ -60,11 +60,25 @@ async def broker_pause(ctx: Context) -> None:
 
 
 async def adapter_kill(ctx: Context) -> None:
-    """kill -9 of the adapter owning the busiest slot, restarted on the same port."""
+    """kill -9 of the adapter owning the busiest slot (every process of it, with `--workers`),
+    restarted on the same port."""
     victim = ctx.instances[await ctx.owner_of_busy_slot()]
     await asyncio.to_thread(victim.kill9)
     await asyncio.sleep(1.0)
     victim.start()
+    await asyncio.to_thread(victim.wait_ready)
+
+
+async def worker_kill(ctx: Context) -> None:
+    """`serve --workers N` only: kill -9 of the one worker owning the busiest slot; its parent
+    restarts it (a second later, under the same URL and member id) while its siblings go on
+    serving and forwarding to it."""
+    name, index = await ctx.busy_slot_owner()
+    victim = ctx.instances[name]
+    assert victim.workers > 1, "worker_kill needs --workers 2 or more"
+    killed = victim.worker_pid(index)
+    await asyncio.to_thread(victim.kill_worker, index)
+    await asyncio.to_thread(_until, lambda: victim.worker_pid(index) != killed, 30)
     await asyncio.to_thread(victim.wait_ready)
 
 
@@ -186,6 +200,7 @@ ALL: dict[str, Fault] = {
     "broker_pause": broker_pause,
     "adapter_kill": adapter_kill,
     "adapter_pause": adapter_pause,
+    "worker_kill": worker_kill,
     "rolling_restart": rolling_restart,
     "endtxn_lost": endtxn_lost,
     "compaction_restart": compaction_restart,
@@ -194,5 +209,7 @@ ALL: dict[str, Fault] = {
 ENV: dict[str, dict[str, str]] = {
     "endtxn_lost": {"DURABLE_KAFKA_LOSE_COMMIT_EVERY": str(LOSE_COMMIT_EVERY)},
 }
+# Faults that only an instance of several workers can have: left out of a full run without.
+NEEDS_WORKERS = ("worker_kill",)
 # The bounded run of `make test`: a partition leader, a killed owner and a zombie.
 BOUNDED = ("leader_kill", "adapter_kill", "adapter_pause")

@@ -1,8 +1,14 @@
-"""Adapter processes the suite can start, kill -9, pause (SIGSTOP), resume and restart."""
+"""Adapter processes the suite can start, kill -9, pause (SIGSTOP), resume and restart.
+
+An instance may run `serve --workers N`: a parent and N workers, in a process group of their
+own, so that killing or pausing the instance signals every one of its processes at once (as a
+machine failing or stalling would), while `kill_worker` kills a single worker (its parent
+restarts it)."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -13,6 +19,8 @@ from devstack.process import free_port
 from tests.adapter_process import OPS_ANY_PORT, SCRIPT, WORKERS, http_status
 
 READY_TIMEOUT_S = 90.0
+_STARTED = re.compile(rb"worker (\d+) started \(pid (\d+)\)")
+_URLS = re.compile(rb"http://127\.0\.0\.1:\d+")
 
 
 @dataclass
@@ -22,30 +30,56 @@ class Instance:
     log: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    workers: int = int(WORKERS[1])
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT, *WORKERS]
+        argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT]
+        argv += ["--workers", str(self.workers)]
         with self.log.open("ab") as sink:
-            self.proc = subprocess.Popen(argv, env=os.environ | self.env, stderr=sink)
+            self.proc = subprocess.Popen(
+                argv, env=os.environ | self.env, stderr=sink, process_group=0
+            )
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
                 raise AssertionError(f"{self.name} exited:\n{self.log.read_text()[-3000:]}")
-            if http_status(f"{self.base}/readyz") == 200:
-                return
+            if http_status(f"{self.base}/readyz") == 200 and all(
+                http_status(f"{url}/readyz") == 200 for url in self.worker_urls()
+            ):
+                return  # every worker (the shared port answers from any one of them)
             time.sleep(0.2)
         raise AssertionError(f"{self.name} not ready:\n{self.log.read_text()[-3000:]}")
 
+    def worker_urls(self) -> list[str]:
+        """Each worker's own URL (its advertised one), in worker order; just the shared
+        `base` for a single process. From the log's latest start."""
+        if self.workers == 1:
+            return [self.base]
+        lines = [line for line in self.log.read_bytes().splitlines() if b"workers: " in line]
+        assert lines, f"{self.name} has not logged its workers' URLs"
+        return [url.decode() for url in _URLS.findall(lines[-1].partition(b"workers: ")[2])]
+
+    def worker_pid(self, index: int) -> int:
+        """The pid of worker `index` as last started (the log says each start)."""
+        found = [int(pid) for i, pid in _STARTED.findall(self.log.read_bytes()) if int(i) == index]
+        assert found, f"{self.name} has not logged worker {index}'s start"
+        return found[-1]
+
     def kill9(self) -> None:
+        """kill -9 of the whole instance: the parent and every worker."""
         self._signal(signal.SIGKILL)
         if self.proc is not None:
             self.proc.wait(timeout=30)
+
+    def kill_worker(self, index: int) -> None:
+        """kill -9 of one worker; the parent restarts it."""
+        os.kill(self.worker_pid(index), signal.SIGKILL)
 
     def pause(self) -> None:
         self._signal(signal.SIGSTOP)
@@ -61,9 +95,10 @@ class Instance:
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self._signal(signal.SIGKILL)
             self.proc.wait(timeout=30)
 
     def _signal(self, sig: signal.Signals) -> None:
+        """`sig` to every process of the instance (its process group: the parent's pid)."""
         if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
+            os.killpg(self.proc.pid, sig)

@@ -45,9 +45,23 @@ class Context:
         return bucket_topic(self.prefix, "_default"), partition_for(BUSY.encode(), PARTITIONS)
 
     async def owner_of_busy_slot(self) -> str:
-        split = await until_owned(self.session, {i.base: None for i in self.live()})
+        return (await self.busy_slot_owner())[0]
+
+    async def busy_slot_owner(self) -> tuple[str, int]:
+        """The instance owning the busiest stream's slot, and which of its workers does (0
+        for a single process), once the live instances' workers own every slot between them."""
+        split = await until_owned(self.session, dict.fromkeys(self.worker_urls()))
         slot = slot_of(self.prefix, BUSY)
-        return next(i.name for i in self.live() if slot in split[i.base])
+        return next(
+            (i.name, index)
+            for i in self.live()
+            for index, url in enumerate(i.worker_urls())
+            if slot in split[url]
+        )
+
+    def worker_urls(self) -> list[str]:
+        """Where each worker of the live instances answers for its own slots (`/readyz`)."""
+        return [url for i in self.live() for url in i.worker_urls()]
 
     def live(self) -> list[Instance]:
         return [self.instances[name] for name in ("a", "b")]
@@ -71,18 +85,21 @@ async def run(
     seed: int,
     load_s: float = WARMUP_S,
     faulty: Mapping[str, str] | None = None,
+    workers: int | None = None,
 ) -> Report:
     """`faulty`: more settings of the two adapters under test (the fresh one never has them),
-    such as the test-only `[testing]` ones."""
+    such as the test-only `[testing]` ones; `workers`: theirs (`serve --workers`; default
+    `TEST_ADAPTER_WORKERS`, else 1). The fresh one is always a single process."""
     layout = cluster.layout(home / "cluster")
     prefix = f"f{name.replace('_', '')}{uuid.uuid4().hex[:6]}."
     work = home / prefix.rstrip(".")
     work.mkdir(parents=True)
     env = adapter_env(layout.bootstrap_servers, prefix, work)
     instances = {
-        n: Instance(n, env | dict(faulty or {}) if n != "fresh" else env, work / f"{n}.log")
-        for n in ("a", "b", "fresh")
-    }
+        n: Instance(n, env | dict(faulty or {}), work / f"{n}.log") for n in ("a", "b")
+    } | {"fresh": Instance("fresh", env, work / "fresh.log", workers=1)}
+    if workers is not None:
+        instances["a"].workers = instances["b"].workers = workers
     async with aiohttp.ClientSession() as session:
         try:
             return await _run(name, fault, layout, prefix, instances, session, seed, load_s)
@@ -149,7 +166,7 @@ async def _views(ctx: Context, streams: list[str]) -> dict[str, dict[str, View]]
     follower a moment later (a poll, more on a loaded machine), so an instance whose view
     differs is asked again for up to `CONVERGE_S`: a lag converges, a divergence stays.
     """
-    await until_owned(ctx.session, {i.base: None for i in ctx.live()})
+    await until_owned(ctx.session, dict.fromkeys(ctx.worker_urls()))
     fresh = ctx.instances["fresh"]
     fresh.start()
     await asyncio.to_thread(fresh.wait_ready)

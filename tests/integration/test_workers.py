@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,8 +16,8 @@ import aiohttp
 import pytest
 
 from devstack.process import free_port
-from tests.adapter_process import running_adapter, worker_pids
-from tests.cluster import SLOTS, TEXT, cluster_env
+from tests.adapter_process import adapter_pid, running_adapter, worker_pids
+from tests.cluster import SLOTS, TEXT, cluster_env, owned, slot_of
 
 pytestmark = [pytest.mark.integration]
 
@@ -116,6 +118,33 @@ async def _until_restarted(port: int, killed: int, timeout_s: float = 30) -> set
     raise AssertionError(f"worker {killed} was not replaced: {worker_pids(port)}")
 
 
+async def _ready(session: aiohttp.ClientSession, url: str) -> bool:
+    try:
+        async with session.get(f"{url}/readyz") as reply:
+            return reply.status == 200
+    except aiohttp.ClientError:
+        return False
+
+
+async def _only_ready_workers_take_connections(base: str, urls: list[str]) -> None:
+    """Until every worker says ready on its own URL, `/readyz` on the shared port (new
+    connections) answers 200: a restarted worker shares the port only once ready."""
+    statuses: set[int] = set()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    async with _fresh() as session:
+        while loop.time() < deadline:
+            for _ in range(10):
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with session.get(f"{base}/readyz") as reply:
+                        statuses.add(reply.status)
+            if all([await _ready(session, url) for url in urls]):
+                assert statuses == {200}, statuses
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError("the restarted worker never became ready")
+
+
 @pytest.mark.timeout(300)
 async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(
     kafka_bootstrap: str, unique: str, tmp_path: Path
@@ -133,6 +162,7 @@ async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(
         victim = min(workers)
         os.kill(victim, signal.SIGKILL)
         assert len(await _until_restarted(port, victim)) == 2
+        await _only_ready_workers_take_connections(base, _worker_urls(tmp_path / "workers.log"))
         await _until_every_slot_owned(base)
         await _append_round(base, 1)
     # A fresh single process reads it all back from Kafka (its hot cache is empty).
@@ -210,3 +240,77 @@ def test_the_workers_end_when_the_parent_is_killed(tmp_path: Path) -> None:
     while not all(_gone(pid) for pids in workers.values() for pid in pids):
         assert time.monotonic() < deadline, "a worker outlived its killed parent"
         time.sleep(0.05)
+
+
+def _worker_urls(log: Path) -> list[str]:
+    """Each worker's own URL (its advertised one, which serves as the shared port does)."""
+    line = next(line for line in log.read_text().splitlines() if "workers: " in line)
+    return re.findall(r"http://127\.0\.0\.1:\d+", line.partition("workers: ")[2])
+
+
+async def _owner_and_other(base: str, log: Path, slot: int) -> tuple[str, str]:
+    """The URL of the worker owning `slot`, and of the other one."""
+    await _until_every_slot_owned(base)
+    urls = _worker_urls(log)
+    async with _fresh() as session:
+        slots = {url: await owned(session, url) or set() for url in urls}
+    owner = next(url for url in urls if slot in slots[url])
+    return owner, next(url for url in urls if url != owner)
+
+
+@pytest.mark.timeout(120)
+async def test_a_fork_renewed_by_a_read_on_its_owner_lives_on_at_the_other_worker(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """The conformance suite's `fork outlives its source via TTL renewal` with 2 workers: a
+    read renews a sliding TTL where it is served; a HEAD on the sibling (not an access) must
+    not find the fork expired on the strength of the sibling's older view."""
+    prefix, log = f"wt{unique}.", tmp_path / "workers.log"
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    ttl = {"Stream-TTL": "3"}
+    with running_adapter(env, log, workers=2) as base:
+        owner, other = await _owner_and_other(base, log, slot_of(prefix, "src"))
+        async with _fresh() as session:
+            async with session.put(f"{base}/v1/stream/src", headers=TEXT | ttl) as reply:
+                assert reply.status == 201, await reply.text()
+            created = time.monotonic()
+            fork = {"Stream-Forked-From": "/v1/stream/src"}
+            async with session.put(f"{base}/v1/stream/fork", headers=TEXT | ttl | fork) as reply:
+                assert reply.status == 201, await reply.text()
+            await asyncio.sleep(1.5)
+            async with session.get(f"{owner}/v1/stream/fork", params={"offset": "-1"}) as reply:
+                assert reply.status == 200, await reply.text()  # renews the fork's TTL
+            renewed = time.monotonic()
+            await asyncio.sleep(max(0.0, created + 3.3 - time.monotonic()))
+            async with session.head(f"{other}/v1/stream/fork") as reply:
+                status = reply.status
+            if time.monotonic() - renewed < 3:  # else this machine stalled too long to tell
+                assert status == 200, "the read's renewal did not reach the other worker"
+            async with session.head(f"{other}/v1/stream/src") as reply:
+                assert reply.status == 404  # idle since its creation: expired everywhere
+
+
+@pytest.mark.timeout(240)
+async def test_an_instance_killed_whole_and_restarted_at_once_takes_its_places_back(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """kill -9 of the parent and every worker, restarted at once on the same port: its new
+    workers (new ports of their own) take their former members' places in the owners' group
+    instead of being refused as impostors until those sessions end (30 s here)."""
+    env = cluster_env(kafka_bootstrap, f"wr{unique}.", tmp_path)
+    env["DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS"] = "30000"
+    port = free_port()
+    with running_adapter(env, tmp_path / "first.log", port, workers=2) as base:
+        await _until_every_slot_owned(base)
+        parent, workers = adapter_pid(port), worker_pids(port)
+        os.kill(parent, signal.SIGSTOP)  # no restart, no SIGTERM to the workers meanwhile
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        os.kill(parent, signal.SIGKILL)
+    with running_adapter(env, tmp_path / "second.log", port, workers=2) as base:
+        await _until_every_slot_owned(base)
+        async with _fresh() as session, session.put(f"{base}/v1/stream/after", headers=TEXT) as r:
+            assert r.status == 201, await r.text()
+    log = (tmp_path / "second.log").read_text()
+    assert "is already a member" not in log
+    assert "exited" not in log
