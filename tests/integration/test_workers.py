@@ -267,7 +267,7 @@ async def test_a_fork_renewed_by_a_read_on_its_owner_lives_on_at_the_other_worke
     not find the fork expired on the strength of the sibling's older view."""
     prefix, log = f"wt{unique}.", tmp_path / "workers.log"
     env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    ttl = {"Stream-TTL": "3"}
+    ttl = {"Stream-TTL": "6"}
     with running_adapter(env, log, workers=2) as base:
         owner, other = await _owner_and_other(base, log, slot_of(prefix, "src"))
         async with _fresh() as session:
@@ -277,15 +277,16 @@ async def test_a_fork_renewed_by_a_read_on_its_owner_lives_on_at_the_other_worke
             fork = {"Stream-Forked-From": "/v1/stream/src"}
             async with session.put(f"{base}/v1/stream/fork", headers=TEXT | ttl | fork) as reply:
                 assert reply.status == 201, await reply.text()
-            await asyncio.sleep(1.5)
+            await asyncio.sleep(3)
             async with session.get(f"{owner}/v1/stream/fork", params={"offset": "-1"}) as reply:
                 assert reply.status == 200, await reply.text()  # renews the fork's TTL
             renewed = time.monotonic()
-            await asyncio.sleep(max(0.0, created + 3.3 - time.monotonic()))
+            await asyncio.sleep(max(0.0, created + 6.3 - time.monotonic()))
             async with session.head(f"{other}/v1/stream/fork") as reply:
                 status = reply.status
-            if time.monotonic() - renewed < 3:  # else this machine stalled too long to tell
-                assert status == 200, "the read's renewal did not reach the other worker"
+            if time.monotonic() - renewed >= 6:  # the renewed TTL itself ran out: cannot tell
+                pytest.skip("the machine stalled for over 2.7 s between the read and the HEAD")
+            assert status == 200, "the read's renewal did not reach the other worker"
             async with session.head(f"{other}/v1/stream/src") as reply:
                 assert reply.status == 404  # idle since its creation: expired everywhere
 
