@@ -15,11 +15,13 @@ from adapter.state.records import (
     SlotOwner,
     SnapshotPointer,
     StreamMeta,
+    bucket_key,
     decode,
     decode_as,
+    encode,
     stream_of_key,
 )
-from adapter.state.store import DEFAULT_CACHE_ENTRIES, MISS, Lru, Store, StreamKey
+from adapter.state.store import DEFAULT_CACHE_ENTRIES, MISS, Checkpoint, Lru, Store, StreamKey
 from adapter.tier.manifest import TierIndex
 
 
@@ -38,8 +40,19 @@ class Catalog:
 
     def __init__(self, store: Store | None = None, cache_entries: int = DEFAULT_CACHE_ENTRIES):
         self.store = store if store is not None else Store()
+        self.cache_entries = cache_entries
+        self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
+        self._owner_marks: dict[int, int] = {}  # write slot -> its owner record's offset
+        self.tier = TierIndex()  # the cold tier's ranges (the tier topic)
+        self.echoes = Echoes()  # this instance's own state records, for the follower
+        self._empty()
+
+    def _empty(self) -> None:
+        """No bucket, mount or stream (what the meta, producers and snapshots topics say)."""
+        cache_entries = self.cache_entries
         self._buckets: dict[str, BucketMeta] = {}
         self._mounts: dict[str, MountMeta] = {}  # registered mounts (configured ones too)
+        self._logged_mounts: dict[str, MountMeta] = {}  # the registered ones (in the log)
         self._counts: dict[str, int] = {}  # bucket id -> how many streams it has
         # Hot rows; None: known absent (a stream, a snapshot pointer). A stream's producer
         # states are cached whole or not at all.
@@ -50,13 +63,34 @@ class Catalog:
             cache_entries, self._write_producers
         )
         self._snapshots: Lru[StreamKey, SnapshotPointer | None] = Lru(cache_entries)
-        self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
-        self._owner_marks: dict[int, int] = {}  # write slot -> its owner record's offset
-        self.tier = TierIndex()  # the cold tier's ranges (the tier topic)
-        self.echoes = Echoes()  # this instance's own state records, for the follower
 
     def close(self) -> None:
         self.store.close()
+
+    # -- resuming from the store's checkpoint ------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget every bucket, mount, stream, producer state and snapshot pointer, in memory
+        and in the store: a rebuild from offset 0 follows."""
+        self._empty()
+        self.store.reset()
+
+    def resume(self) -> None:
+        """Take buckets, registered mounts and stream counts from the store's checkpoint (its
+        rows are looked up on use)."""
+        self._empty()
+        for key, value in self.store.others():
+            self.apply(key, value)
+        self._counts = self.store.counts()
+
+    def save(self, positions: dict[str, int], identity: dict[str, str], now_ms: int) -> None:
+        """Write every row changed in memory, buckets, registered mounts and the checkpoint
+        (`positions` of the state topics applied so far) to the store in one transaction."""
+        self._streams.write_dirty()
+        self._producers.write_dirty()
+        others = [(meta.key, encode(meta)) for meta in self._logged_mounts.values()]
+        others += [(bucket_key(b.bucket_id), encode(b)) for b in self._buckets.values()]
+        self.store.save(Checkpoint(positions, identity, now_ms), others)
 
     def _write_producers(self, key: StreamKey, states: dict[str, ProducerRecord]) -> None:
         for producer_id, record in states.items():
@@ -160,11 +194,15 @@ class Catalog:
     def mounts(self) -> list[MountMeta]:
         return [self._mounts[bucket_id] for bucket_id in sorted(self._mounts)]
 
-    def put_mount(self, meta: MountMeta) -> None:
+    def put_mount(self, meta: MountMeta, configured: bool = False) -> None:
+        """A mount registered (in the log), or configured (`[[mounts]]`: never saved)."""
         self._mounts[meta.bucket_id] = meta
+        if not configured:
+            self._logged_mounts[meta.bucket_id] = meta
 
     def drop_mount(self, bucket_id: str) -> None:
         self._mounts.pop(bucket_id, None)
+        self._logged_mounts.pop(bucket_id, None)
 
     def bucket_ids(self) -> list[str]:
         return sorted(self._buckets)

@@ -17,7 +17,7 @@ from adapter.state.records import (
     producer_key,
     snapshot_key,
 )
-from adapter.state.store import FLUSH_ROWS, MISS, PAGE, FileStore, Lru
+from adapter.state.store import FLUSH_ROWS, MISS, PAGE, Checkpoint, FileStore, Lru
 
 BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
 
@@ -97,24 +97,38 @@ def test_the_lru_keeps_the_most_recently_used() -> None:
     assert lru.find("b") is MISS
 
 
-def test_each_store_takes_its_own_file_empties_it_and_deletes_it(tmp_path: Path) -> None:
+def test_each_store_takes_its_own_file_and_keeps_it_for_the_next(tmp_path: Path) -> None:
+    """A file that is no database is replaced; one process per file; the file outlives the
+    process, and what the next one on it reads is the last checkpoint saved."""
     leftover = tmp_path / "catalog-x.0.sqlite3"
     leftover.write_bytes(b"not a database")
     first, second = FileStore(str(tmp_path), "catalog-x"), FileStore(str(tmp_path), "catalog-x")
     assert first.file is None  # nothing opened before the first use
     one, two = Catalog(first), Catalog(second)
+    assert first.checkpoint() is None
+    one.put_bucket(BUCKET)
     one.put_stream(_meta("a"))
+    one.put_stream(_meta("a", next_offset=9))  # dirty in the LRU, not in SQLite yet
     two.put_stream(_meta("b"))
     assert (list(one.stream_ids("b", "", None)), list(two.stream_ids("b", "", None))) == (
         ["a"],
         ["b"],
     )
     assert [first.file, second.file] == [leftover, tmp_path / "catalog-x.1.sqlite3"]
+    one.save({"meta": 7}, {"cluster": "c"}, 1234)
+    one.put_stream(_meta("later"))  # rows past the checkpoint may be there too
+    first.flush()
     one.close()
-    assert not leftover.exists()
+    assert leftover.exists()
     third = FileStore(str(tmp_path), "catalog-x")
-    assert list(Catalog(third).stream_ids("b", "", None)) == []
+    assert third.checkpoint() == Checkpoint({"meta": 7}, {"cluster": "c"}, 1234)
+    resumed = Catalog(third)
+    resumed.resume()
     assert third.file == leftover  # the freed number is taken again
+    assert (resumed.bucket("b"), resumed.stream("b", "a")) == (BUCKET, _meta("a", next_offset=9))
+    assert resumed.stream_count("b") == 2
+    resumed.reset()
+    assert (third.checkpoint(), resumed.bucket("b"), resumed.stream("b", "a")) == (None,) * 3
+    assert list(resumed.stream_ids("b", "", None)) == []
     two.close()
     third.close()
-    assert sorted(p.name for p in tmp_path.glob("*.sqlite3")) == []
