@@ -445,7 +445,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         collect = asyncio.create_task(parts.collector.run(), name="snapshot-collector")
         collect.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(collect)
-        sweep = asyncio.create_task(sweep_forever(parts.streams), name="soft-delete-collector")
+        sweep = asyncio.create_task(
+            sweep_forever(parts.streams, settings.expired_gc_grace_ms), name="soft-delete-collector"
+        )
         sweep.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(sweep)
         tier = asyncio.create_task(parts.tiering.run(), name="tier-worker")

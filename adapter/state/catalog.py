@@ -21,7 +21,15 @@ from adapter.state.records import (
     encode,
     stream_of_key,
 )
-from adapter.state.store import DEFAULT_CACHE_ENTRIES, MISS, Checkpoint, Lru, Store, StreamKey
+from adapter.state.store import (
+    DEFAULT_CACHE_ENTRIES,
+    MISS,
+    Checkpoint,
+    Expiring,
+    Lru,
+    Store,
+    StreamKey,
+)
 from adapter.tier.manifest import TierIndex
 
 
@@ -254,6 +262,32 @@ class Catalog:
         """Every stream deleted while it had forks, kept for them."""
         metas = (self._peek(key) for key in self.store.soft_deleted())
         return [meta for meta in metas if meta is not None and meta.soft_deleted]
+
+    def expired(self, before_ms: int, page: int = 512) -> Iterator[StreamMeta]:
+        """The streams (not soft-deleted) whose deadline passed before `before_ms`, read from
+        the index a page at a time. A candidate of the index that is not (its sliding TTL was
+        renewed since its row was written) has its row brought up to date."""
+        after: Expiring | None = None
+        while True:
+            rows = self.store.expiring(before_ms, page, after)
+            yield from self._expired_of(rows, before_ms)
+            if len(rows) < page:
+                return
+            after = rows[-1]
+
+    def _expired_of(self, rows: list[Expiring], before_ms: int) -> list[StreamMeta]:
+        found = []
+        for _deadline, bucket_id, stream_id in rows:
+            key = (bucket_id, stream_id)
+            meta = self._peek(key)
+            if meta is None:
+                continue
+            deadline = meta.deadline_ms()
+            if deadline is not None and deadline < before_ms and not meta.soft_deleted:
+                found.append(meta)
+            else:
+                self.store.put_stream(key, meta)
+        return found
 
     def forks_of(self, bucket_id: str, stream_id: str) -> list[StreamMeta]:
         """The streams forked from this one (expired ones included)."""

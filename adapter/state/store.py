@@ -44,18 +44,20 @@ K = TypeVar("K")
 V = TypeVar("V")
 StreamKey = tuple[str, str]
 ProducerKey = tuple[str, str, str]
+Expiring = tuple[int, str, str]  # (deadline, bucket, stream)
 
 DEFAULT_CACHE_ENTRIES = 4096
 FLUSH_ROWS = 2048  # pending rows written to SQLite in one transaction
 PAGE = 512  # ids read per query when listing
 MAX_FILES = 256  # processes sharing one catalog folder
-SCHEMA_VERSION = 1  # a file of another version is rebuilt
+SCHEMA_VERSION = 2  # a file of another version is rebuilt
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS streams (
     bucket TEXT NOT NULL, stream TEXT NOT NULL, forked_from TEXT, soft_deleted INTEGER NOT NULL,
-    value BLOB NOT NULL, PRIMARY KEY (bucket, stream)
+    deadline INTEGER, value BLOB NOT NULL, PRIMARY KEY (bucket, stream)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS streams_deadlines ON streams (deadline) WHERE deadline IS NOT NULL;
 CREATE INDEX IF NOT EXISTS streams_forks ON streams (bucket, forked_from)
     WHERE forked_from IS NOT NULL;
 CREATE INDEX IF NOT EXISTS streams_soft_deleted ON streams (soft_deleted) WHERE soft_deleted;
@@ -283,6 +285,18 @@ class Store:
         )
         return [(bucket_id, stream_id) for bucket_id, stream_id in rows.fetchall()]
 
+    def expiring(self, before_ms: int, limit: int, after: Expiring | None) -> list[Expiring]:
+        """Up to `limit` (deadline, bucket, stream) of streams not soft-deleted whose recorded
+        deadline is before `before_ms`, in that order, past `after` (a sliding TTL's row may
+        be older than the stream's state: check it)."""
+        self.flush()
+        rows = self.db.execute(
+            "SELECT deadline, bucket, stream FROM streams WHERE deadline < ? "
+            "AND (deadline, bucket, stream) > (?, ?, ?) ORDER BY deadline, bucket, stream LIMIT ?",
+            (before_ms, *(after or (-(2**63), "", "")), limit),
+        )
+        return [(int(d), str(b), str(s)) for d, b, s in rows.fetchall()]
+
     # -- producer states -------------------------------------------------------------------
 
     def producers(self, key: StreamKey) -> dict[str, ProducerRecord]:
@@ -367,9 +381,9 @@ class Store:
             [key for key, meta in streams.items() if meta is None],
         )
         self.db.executemany(
-            "INSERT OR REPLACE INTO streams VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO streams VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (*key, meta.forked_from, int(meta.soft_deleted), _pack(meta))
+                (*key, meta.forked_from, int(meta.soft_deleted), _deadline(meta), _pack(meta))
                 for key, meta in streams.items()
                 if meta is not None
             ],
@@ -430,6 +444,12 @@ class FileStore(Store):
         if self._lock is not None:
             self._lock.close()  # releases the flock
             self._lock = None
+
+
+def _deadline(meta: StreamMeta) -> int | None:
+    """What the index orders expired streams by (none for a soft-deleted one: the soft-delete
+    sweep decides those)."""
+    return None if meta.soft_deleted else meta.deadline_ms()
 
 
 def _connect(path: str) -> sqlite3.Connection:

@@ -256,3 +256,41 @@ async def test_a_checkpoint_the_log_can_no_longer_serve_rebuilds(
         assert (await second.get(f"/{bucket}/s05?offset=-1")).status == 404
     else:
         await _check_served(second, bucket)
+
+
+async def test_expired_streams_leave_the_index_unless_a_live_fork_reads_them(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """The sweep forgets an expired stream through the log (its row leaves the index, its name
+    answers 404 and can be created again) but keeps an expired source a live fork reads."""
+    settings = make_settings(catalog_cache_entries=2, expired_gc_grace_ms=0)
+    client = await aiohttp_client(create_app(settings))
+    await _ready(client)
+    bucket = f"b-{unique}"
+    assert (await client.put(f"/{bucket}")).status == 201
+    short = {**TEXT, "Stream-TTL": "1"}
+    assert (await client.put(f"/{bucket}/gone", data=b"g", headers=short)).status == 201
+    assert (await client.put(f"/{bucket}/src", data=b"x", headers=short)).status == 201
+    fork = {**TEXT, "Stream-Forked-From": f"/{bucket}/src", "Stream-TTL": "3600"}
+    forked = await client.put(f"/{bucket}/fork", headers=fork)
+    assert forked.status == 201, await forked.text()
+    assert (await client.put(f"/{bucket}/kept", data=b"k", headers=TEXT)).status == 201
+    catalog, streams = client.app[PARTS].catalog, client.app[PARTS].streams
+    for _ in range(100):  # until both have expired (TTL 1 s)
+        if await streams.sweep_expired(0):
+            break
+        await asyncio.sleep(0.1)
+    assert catalog.store.stream((bucket, "gone")) is None
+    assert catalog.store.stream((bucket, "src")) is not None  # the fork reads it
+    assert catalog.store.stream_count(bucket) == 3
+    assert (bucket, "gone") not in [(m.bucket_id, m.stream_id) for m in catalog.expired(2**62)]
+    meta = dict(
+        compacted_entries(settings.bootstrap_servers, StateTopics.of(settings.topic_prefix).meta)
+    )
+    assert meta[f"stream:{bucket}/gone"] is None  # a tombstone: every instance forgets it
+    assert (await client.get(f"/{bucket}/gone?offset=-1")).status == 404
+    assert (await client.get(f"/{bucket}/src?offset=-1")).status == 404
+    assert await (await client.get(f"/{bucket}/fork?offset=-1")).read() == b"x"
+    assert await (await client.get(f"/{bucket}/kept?offset=-1")).read() == b"k"
+    assert (await client.put(f"/{bucket}/gone", data=b"2", headers=TEXT)).status == 201
+    assert await (await client.get(f"/{bucket}/gone?offset=-1")).read() == b"2"
