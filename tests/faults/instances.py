@@ -30,7 +30,8 @@ class Instance:
     def start(self) -> None:
         argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT, *WORKERS]
         with self.log.open("ab") as sink:
-            self.proc = subprocess.Popen(argv, env=os.environ | self.env, stderr=sink)
+            catalog = {"DURABLE_KAFKA_CATALOG_DIR": str(self.log.parent / "catalog")}
+            self.proc = subprocess.Popen(argv, env=os.environ | catalog | self.env, stderr=sink)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
