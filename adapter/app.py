@@ -147,6 +147,7 @@ def build_parts(settings: Settings) -> Parts:
     catalog = Catalog(
         FileStore(settings.catalog_dir, catalog_file_name(settings.topic_prefix)),
         settings.catalog_cache_entries,
+        settings.catalog_cache_bytes,
     )
     topics = StateTopics.of(settings.topic_prefix)
     hub = LiveHub()

@@ -29,6 +29,9 @@ from adapter.state.store import (
     Lru,
     Store,
     StreamKey,
+    producers_bytes,
+    snapshot_bytes,
+    stream_bytes,
 )
 from adapter.tier.manifest import TierIndex
 
@@ -43,12 +46,19 @@ class Catalog:
 
     Buckets, mounts, slot owners and tiered ranges are few and stay in memory. Streams, their
     producer states and snapshot pointers are as many as the log names: the most recently used
-    `cache_entries` of each stay in memory, all of them are in `store` (`adapter/state/store.py`).
+    `cache_entries` of each stay in memory (and, when `cache_bytes` is set, no more than a
+    third of it each, by estimate), all of them are in `store` (`adapter/state/store.py`).
     """
 
-    def __init__(self, store: Store | None = None, cache_entries: int = DEFAULT_CACHE_ENTRIES):
+    def __init__(
+        self,
+        store: Store | None = None,
+        cache_entries: int = DEFAULT_CACHE_ENTRIES,
+        cache_bytes: int = 0,
+    ):
         self.store = store if store is not None else Store()
         self.cache_entries = cache_entries
+        self.cache_bytes = cache_bytes  # 0: by entries only; else a third for each cache
         self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
         self._owner_marks: dict[int, int] = {}  # write slot -> its owner record's offset
         self.tier = TierIndex()  # the cold tier's ranges (the tier topic)
@@ -66,11 +76,16 @@ class Catalog:
         # states are cached whole or not at all.
         # A stream's new state and its producers' are written to the store when evicted
         # (not on every append), unless they change what the store indexes.
-        self._streams: Lru[StreamKey, StreamMeta | None] = Lru(cache_entries, self.store.put_stream)
-        self._producers: Lru[StreamKey, dict[str, ProducerRecord]] = Lru(
-            cache_entries, self._write_producers
+        share = self.cache_bytes // 3
+        self._streams: Lru[StreamKey, StreamMeta | None] = Lru(
+            cache_entries, self.store.put_stream, share, stream_bytes
         )
-        self._snapshots: Lru[StreamKey, SnapshotPointer | None] = Lru(cache_entries)
+        self._producers: Lru[StreamKey, dict[str, ProducerRecord]] = Lru(
+            cache_entries, self._write_producers, share, producers_bytes
+        )
+        self._snapshots: Lru[StreamKey, SnapshotPointer | None] = Lru(
+            cache_entries, None, share, snapshot_bytes
+        )
 
     def close(self) -> None:
         self.store.close()
@@ -126,8 +141,11 @@ class Catalog:
         if states is MISS:
             self.store.put_producer(key, record.producer_id, record)
         else:
+            known = record.producer_id in states
             states[record.producer_id] = record
             self._producers.mark_dirty(key)
+            if not known:
+                self._producers.resize(key)
 
     def apply_producer(self, key: str, value: bytes | None) -> None:
         """Apply one record of the producers topic."""
@@ -137,8 +155,8 @@ class Catalog:
         stream, _, producer_id = key.partition("\x00")
         bucket_id, _, stream_id = stream.partition("/")
         states = self._producers.find((bucket_id, stream_id))
-        if states is not MISS:
-            states.pop(producer_id, None)
+        if states is not MISS and states.pop(producer_id, None) is not None:
+            self._producers.resize((bucket_id, stream_id))
         self.store.put_producer((bucket_id, stream_id), producer_id, None)
 
     def owner(self, slot: int) -> str | None:

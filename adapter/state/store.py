@@ -109,15 +109,26 @@ MISS = Miss.MISS
 
 
 class Lru(Generic[K, V]):
-    """At most `capacity` entries; a lookup makes an entry the most recent. An entry put
-    `dirty` (changed since it was last handed to the store) is handed to `write_back` when it
-    is evicted."""
+    """At most `capacity` entries and, with a `sizer`, at most `max_bytes` of their estimated
+    sizes (one entry stays whatever its size); a lookup makes an entry the most recent. An
+    entry put `dirty` (changed since it was last handed to the store) is handed to
+    `write_back` when it is evicted."""
 
-    def __init__(self, capacity: int, write_back: Callable[[K, V], None] | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        write_back: Callable[[K, V], None] | None = None,
+        max_bytes: int = 0,
+        sizer: Callable[[V], int] | None = None,
+    ) -> None:
         self.capacity = max(1, capacity)
         self._entries: OrderedDict[K, V] = OrderedDict()
         self._dirty: set[K] = set()
         self._write_back = write_back
+        self.max_bytes = max_bytes
+        self._sizer = sizer if max_bytes > 0 else None  # None: counted by entries only
+        self._sizes: dict[K, int] = {}
+        self.bytes = 0  # estimated, of the entries held (0 without a sizer)
 
     def find(self, key: K) -> V | Miss:
         """The entry of `key` (made the most recent), or MISS."""
@@ -133,7 +144,19 @@ class Lru(Generic[K, V]):
             self._dirty.add(key)
         else:
             self._dirty.discard(key)
+        if self._sizer is not None:
+            self.resize(key)
         if len(self._entries) > self.capacity:
+            self.evict_oldest()
+
+    def resize(self, key: K) -> None:
+        """Estimate the entry of `key` again (changed in place), evicting past `max_bytes`."""
+        if self._sizer is None or key not in self._entries:
+            return
+        size = self._sizer(self._entries[key])
+        self.bytes += size - self._sizes.get(key, 0)
+        self._sizes[key] = size
+        while self.bytes > self.max_bytes and len(self._entries) > 1:
             self.evict_oldest()
 
     def peek(self, key: K) -> V | Miss:
@@ -153,6 +176,7 @@ class Lru(Generic[K, V]):
 
     def evict_oldest(self) -> None:
         key, value = self._entries.popitem(last=False)
+        self.bytes -= self._sizes.pop(key, 0)
         if key in self._dirty:
             self._dirty.discard(key)
             if self._write_back is not None:
@@ -444,6 +468,23 @@ class FileStore(Store):
         if self._lock is not None:
             self._lock.close()  # releases the flock
             self._lock = None
+
+
+# Estimated bytes of a cached entry (Python objects, measured with tracemalloc on CPython
+# 3.11: docs/performance.md, "The catalog's memory"), with its LRU slot and key.
+def stream_bytes(meta: StreamMeta | None) -> int:
+    if meta is None:
+        return 200
+    size = 580 + len(meta.bucket_id) + len(meta.stream_id) + 170 * len(meta.inherited)
+    return size + (60 + len(meta.forked_from) if meta.forked_from is not None else 0)
+
+
+def producers_bytes(states: dict[str, ProducerRecord]) -> int:
+    return 270 + sum(365 + len(producer_id) for producer_id in states)
+
+
+def snapshot_bytes(pointer: SnapshotPointer | None) -> int:
+    return 200 if pointer is None else 700 + len(pointer.object_key)
 
 
 def _deadline(meta: StreamMeta) -> int | None:

@@ -132,3 +132,32 @@ def test_each_store_takes_its_own_file_and_keeps_it_for_the_next(tmp_path: Path)
     assert list(resumed.stream_ids("b", "", None)) == []
     two.close()
     third.close()
+
+
+def test_the_lru_keeps_its_estimated_bytes_under_its_budget() -> None:
+    lru: Lru[str, str] = Lru(100, max_bytes=10, sizer=len)
+    lru.put("a", "xxxx")
+    lru.put("b", "yyyy")
+    assert (len(lru), lru.bytes) == (2, 8)
+    lru.put("c", "zzzz")  # 12 > 10: the least recently used goes
+    assert (lru.find("a"), lru.bytes) == (MISS, 8)
+    lru.put("d", "w" * 50)  # alone over the budget: kept, alone
+    assert (len(lru), lru.bytes, lru.find("d")) == (1, 50, "w" * 50)
+
+
+def test_a_catalog_bounded_by_bytes_caches_by_size_and_answers_the_same() -> None:
+    """A byte budget of about six streams: streams with long fork histories take more of it;
+    whatever is evicted comes back from SQLite unchanged."""
+    catalog = Catalog(cache_entries=100_000, cache_bytes=3 * 6 * 600)
+    metas = [_meta(f"s{n}") for n in range(20)]
+    for meta in metas:
+        catalog.put_stream(meta)
+    assert 4 <= len(catalog._streams) <= 6
+    assert catalog._streams.bytes <= 6 * 600
+    history = tuple(Segment(f"s{n}", 0, 1) for n in range(10))
+    catalog.put_stream(_meta("f", forked_from="s0", inherited=history))
+    assert len(catalog._streams) <= 3  # one long history takes the room of several streams
+    for n in range(3):
+        catalog.put_producer(ProducerRecord("b", "s1", f"p{n}", 0, n, 1))
+    assert [catalog.stream("b", m.stream_id) for m in metas] == metas
+    assert sorted(catalog.producers("b", "s1")) == ["p0", "p1", "p2"]
