@@ -257,20 +257,21 @@ class MetaFollower:
         """The cluster id and the resumable topics' ids and `delete.retention.ms`."""
         admin = AdminClient({"bootstrap.servers": self._config["bootstrap.servers"]})
         timeout = self.timeout_s
-        identity = {
-            "cluster": str(admin.describe_cluster(request_timeout=timeout).result().cluster_id)
-        }
-        described = admin.describe_topics(
-            TopicCollection(list(self.resumable)), request_timeout=timeout
-        )
-        for topic, future in described.items():
-            identity[f"topic:{topic}"] = str(future.result(timeout).topic_id)
-        resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in self.resumable]
-        retention = DEFAULT_DELETE_RETENTION_MS
-        for future in admin.describe_configs(resources, request_timeout=timeout).values():
-            entry = future.result(timeout).get("delete.retention.ms")
-            if entry is not None and entry.value is not None:
-                retention = min(retention, int(entry.value))
+        try:
+            cluster = admin.describe_cluster(request_timeout=timeout).result(timeout)
+            identity = {"cluster": str(cluster.cluster_id)}
+            collection = TopicCollection(list(self.resumable))
+            described = admin.describe_topics(collection, request_timeout=timeout)
+            for topic, future in described.items():
+                identity[f"topic:{topic}"] = str(future.result(timeout).topic_id)
+            resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in self.resumable]
+            retention = DEFAULT_DELETE_RETENTION_MS
+            for future in admin.describe_configs(resources, request_timeout=timeout).values():
+                entry = future.result(timeout).get("delete.retention.ms")
+                if entry is not None and entry.value is not None:
+                    retention = min(retention, int(entry.value))
+        except concurrent.futures.TimeoutError as error:
+            raise LogUnavailable(f"describing {self.resumable}: timed out") from error
         identity["delete_retention_ms"] = str(retention)
         return identity
 
