@@ -1,4 +1,4 @@
-"""The catalog's bounded memory: hot rows in LRUs, every row in a scratch SQLite index.
+"""The catalog's bounded memory: hot rows in LRUs, every row in a SQLite index.
 
 The catalog holds streams, producer states and snapshot pointers for as many streams as the
 log names, which a process cannot keep in memory at a million streams. So each of the three
