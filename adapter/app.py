@@ -410,7 +410,10 @@ async def checkpoint_forever(follower: MetaFollower, every_s: float) -> None:
     """Save the catalog's file with the follower's positions every `every_s`."""
     while True:
         await asyncio.sleep(every_s)
-        _checkpoint(follower)
+        try:
+            await follower.checkpoint_gently()
+        except sqlite3.Error as error:  # the file is an index: the next start can rebuild it
+            logging.getLogger(__name__).warning("saving the catalog's checkpoint: %s", error)
 
 
 def _checkpoint(follower: MetaFollower) -> None:

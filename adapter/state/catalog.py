@@ -4,7 +4,8 @@ per-stream part bounded in memory: `adapter/state/store.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from types import MappingProxyType
 
 from adapter.state.echoes import Echoes
@@ -34,6 +35,8 @@ from adapter.state.store import (
     stream_bytes,
 )
 from adapter.tier.manifest import TierIndex
+
+DIRTY_STEP = 256  # rows a checkpoint writes between two turns of the event loop
 
 
 class Catalog:
@@ -106,11 +109,26 @@ class Catalog:
             self.apply(key, value)
         self._counts = self.store.counts()
 
-    def save(self, positions: dict[str, int], identity: dict[str, str], now_ms: int) -> None:
-        """Write every row changed in memory, buckets, registered mounts and the checkpoint
-        (`positions` of the state topics applied so far) to the store in one transaction."""
-        self._streams.write_dirty()
-        self._producers.write_dirty()
+    def dirty(self) -> list[Callable[[], None]]:
+        """Steps that each write up to `DIRTY_STEP` rows changed in memory so far to the store
+        (they may run apart, on the event loop, with other work in between: a row changed
+        meanwhile is written as it is then, past the positions of the cut, which is harmless)."""
+        steps: list[Callable[[], None]] = []
+        for lru in (self._streams, self._producers):
+            keys = lru.dirty_keys()
+            for start in range(0, len(keys), DIRTY_STEP):
+                steps.append(partial(lru.write_some, keys[start : start + DIRTY_STEP]))
+        return steps
+
+    def save(
+        self, positions: dict[str, int], identity: dict[str, str], now_ms: int, dirty: bool = True
+    ) -> None:
+        """Write every row changed in memory (unless the steps of `dirty()` taken with the
+        positions did), buckets, registered mounts and the checkpoint (`positions` of the
+        state topics applied so far) to the store in one transaction."""
+        if dirty:
+            self._streams.write_dirty()
+            self._producers.write_dirty()
         others = [(meta.key, encode(meta)) for meta in self._logged_mounts.values()]
         others += [(bucket_key(b.bucket_id), encode(b)) for b in self._buckets.values()]
         self.store.save(Checkpoint(positions, identity, now_ms), others)

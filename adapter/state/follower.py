@@ -96,18 +96,40 @@ class MetaFollower:
         return (self.topics.meta, self.topics.producers, self.topics.snapshots)
 
     def checkpoint(self) -> bool:
-        """Save the catalog's file with the positions applied so far (on the event loop, between
-        followed batches); False before the replay is over. A position stays below any record of
-        this instance's whose commit is still open: the catalog may not hold it yet."""
-        if self._identity is None:
+        """Save the catalog's file with the positions applied so far, at once (at stop);
+        False before the replay is over."""
+        cut = self._cut()
+        if cut is None:
             return False
+        self.catalog.save(cut, self._identity or {}, self.clock_ms())
+        return True
+
+    async def checkpoint_gently(self) -> bool:
+        """`checkpoint`, writing the rows changed in memory a few hundred at a time with the
+        event loop's other work in between (4096 dirty streams and producer states take
+        ≈ 90 ms to write: not one stall)."""
+        cut = self._cut()
+        if cut is None:
+            return False
+        for step in self.catalog.dirty():
+            step()
+            await asyncio.sleep(0)
+        self.catalog.save(cut, self._identity or {}, self.clock_ms(), dirty=False)
+        return True
+
+    def _cut(self) -> dict[str, int] | None:
+        """The positions a checkpoint taken now may claim (on the event loop, between followed
+        batches: every record below them is in the catalog), or None before the replay is
+        over. A position stays below any record of this instance whose commit is still open:
+        the follower may have passed its echo before the commit reached the catalog."""
+        if self._identity is None:
+            return None
         positions = {}
         for topic in self.resumable:
             position = self._positions.get(topic, 0)
             floor = self.catalog.echoes.floor(topic)
             positions[topic] = position if floor is None else min(position, floor)
-        self.catalog.save(positions, self._identity, self.clock_ms())
-        return True
+        return positions
 
     async def replay(self) -> int:
         """Apply every committed record to the catalog, up to the end; return how many."""

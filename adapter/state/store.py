@@ -169,10 +169,18 @@ class Lru(Generic[K, V]):
 
     def write_dirty(self) -> None:
         """Hand every dirty entry to `write_back`, keeping it, clean."""
-        dirty, self._dirty = self._dirty, set()
-        if self._write_back is not None:
-            for key in dirty:
-                self._write_back(key, self._entries[key])
+        self.write_some(list(self._dirty))
+
+    def dirty_keys(self) -> list[K]:
+        return list(self._dirty)
+
+    def write_some(self, keys: list[K]) -> None:
+        """Hand those of `keys` still dirty (and cached) to `write_back`, keeping them, clean."""
+        for key in keys:
+            if key in self._dirty:
+                self._dirty.discard(key)
+                if self._write_back is not None:
+                    self._write_back(key, self._entries[key])
 
     def evict_oldest(self) -> None:
         key, value = self._entries.popitem(last=False)

@@ -161,3 +161,29 @@ def test_a_catalog_bounded_by_bytes_caches_by_size_and_answers_the_same() -> Non
         catalog.put_producer(ProducerRecord("b", "s1", f"p{n}", 0, n, 1))
     assert [catalog.stream("b", m.stream_id) for m in metas] == metas
     assert sorted(catalog.producers("b", "s1")) == ["p0", "p1", "p2"]
+
+
+def test_a_checkpoint_written_in_steps_holds_every_row_changed_before_it(tmp_path: Path) -> None:
+    """The dirty rows are written a step at a time; rows changed between two steps are
+    written as they are then (past the cut: harmless). The file then holds every change."""
+    store = FileStore(str(tmp_path), "catalog-x")
+    catalog = Catalog(store)
+    for n in range(600):
+        catalog.put_stream(_meta(f"s{n}"))
+    catalog.save({"meta": 1}, {}, 1)
+    for n in range(600):
+        catalog.put_stream(_meta(f"s{n}", next_offset=9))  # dirty, in memory only
+    steps = catalog.dirty()
+    assert len(steps) == 3  # 600 rows, 256 a step
+    steps[0]()
+    catalog.put_stream(_meta("s599", next_offset=11))  # changed between two steps
+    for step in steps[1:]:
+        step()
+    catalog.save({"meta": 2}, {}, 2, dirty=False)
+    store.close()
+    reopened = Catalog(FileStore(str(tmp_path), "catalog-x"))
+    reopened.resume()
+    assert [reopened.stream("b", f"s{n}") for n in range(599)] == [
+        _meta(f"s{n}", next_offset=9) for n in range(599)
+    ]
+    assert reopened.stream("b", "s599") == _meta("s599", next_offset=11)
