@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
@@ -146,6 +147,7 @@ def build_parts(settings: Settings) -> Parts:
     catalog = Catalog(
         FileStore(settings.catalog_dir, catalog_file_name(settings.topic_prefix)),
         settings.catalog_cache_entries,
+        settings.catalog_cache_bytes,
     )
     topics = StateTopics.of(settings.topic_prefix)
     hub = LiveHub()
@@ -404,6 +406,23 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     return app
 
 
+async def checkpoint_forever(follower: MetaFollower, every_s: float) -> None:
+    """Save the catalog's file with the follower's positions every `every_s`."""
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await follower.checkpoint_gently()
+        except sqlite3.Error as error:  # the file is an index: the next start can rebuild it
+            logging.getLogger(__name__).warning("saving the catalog's checkpoint: %s", error)
+
+
+def _checkpoint(follower: MetaFollower) -> None:
+    try:
+        follower.checkpoint()
+    except sqlite3.Error as error:  # the file is an index: the next start can rebuild it
+        logging.getLogger(__name__).warning("saving the catalog's checkpoint: %s", error)
+
+
 @web.middleware
 async def readiness_gate(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Streams are served only once the catalog has been rebuilt from Kafka."""
@@ -430,7 +449,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         collect = asyncio.create_task(parts.collector.run(), name="snapshot-collector")
         collect.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(collect)
-        sweep = asyncio.create_task(sweep_forever(parts.streams), name="soft-delete-collector")
+        sweep = asyncio.create_task(
+            sweep_forever(parts.streams, settings.expired_gc_grace_ms), name="soft-delete-collector"
+        )
         sweep.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(sweep)
         tier = asyncio.create_task(parts.tiering.run(), name="tier-worker")
@@ -439,6 +460,11 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         tier_gc = asyncio.create_task(parts.tier_collector.run(), name="tier-collector")
         tier_gc.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(tier_gc)
+        if settings.catalog_checkpoint_ms:
+            saving = checkpoint_forever(parts.follower, settings.catalog_checkpoint_ms / 1000)
+            save = asyncio.create_task(saving, name="catalog-checkpoint")
+            save.add_done_callback(lambda done: _report(done, fatal))
+            tasks.append(save)
         parts.ownership.start()  # join the owners' group: slots arrive from here on
         return count
 
@@ -468,6 +494,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         task.cancel()
     await asyncio.wait(tasks)  # their outcome, if any, is already in `fatal`
     await app[FORWARDER].close()
+    _checkpoint(parts.follower)  # the next start resumes from here
     await parts.follower.close()
     await parts.mounted.indexes.close()
     await parts.mounted.writer.close()

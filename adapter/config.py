@@ -72,6 +72,9 @@ class Settings:
     hot_cache_bytes: int = 64 * 1024 * 1024
     catalog_dir: str = ".data/catalog"
     catalog_cache_entries: int = 4096
+    catalog_cache_bytes: int = 0
+    catalog_checkpoint_ms: int = 30_000
+    expired_gc_grace_ms: int = 600_000
     long_poll_timeout_ms: int = 20_000
     sse_max_duration_ms: int = 60_000
     sse_heartbeat_ms: int = 15_000
@@ -224,6 +227,9 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "hot_cache_bytes": ("server", "hot_cache_bytes"),
     "catalog_dir": ("server", "catalog_dir"),
     "catalog_cache_entries": ("server", "catalog_cache_entries"),
+    "catalog_cache_bytes": ("server", "catalog_cache_bytes"),
+    "catalog_checkpoint_ms": ("server", "catalog_checkpoint_ms"),
+    "expired_gc_grace_ms": ("server", "expired_gc_grace_ms"),
     "long_poll_timeout_ms": ("live", "long_poll_timeout_ms"),
     "sse_max_duration_ms": ("live", "sse_max_duration_ms"),
     "sse_heartbeat_ms": ("live", "sse_heartbeat_ms"),
@@ -417,6 +423,9 @@ def validate(settings: Settings) -> None:
         ),
         (settings.hot_cache_bytes >= 0, "hot_cache_bytes must be >= 0"),
         (settings.catalog_cache_entries >= 1, "catalog_cache_entries must be >= 1"),
+        (settings.catalog_cache_bytes >= 0, "catalog_cache_bytes must be >= 0"),
+        (settings.catalog_checkpoint_ms >= 0, "catalog_checkpoint_ms must be >= 0"),
+        (settings.expired_gc_grace_ms >= 0, "expired_gc_grace_ms must be >= 0"),
         (settings.long_poll_timeout_ms >= 0, "long_poll_timeout_ms must be >= 0"),
         (settings.sse_max_duration_ms >= 1000, "sse_max_duration_ms must be >= 1000"),
         (settings.sse_heartbeat_ms >= 100, "sse_heartbeat_ms must be >= 100"),

@@ -43,7 +43,7 @@ def running_adapter(
     argv += WORKERS if workers is None else ["--workers", str(workers)]
     with (
         log.open("ab") as sink,
-        subprocess.Popen(argv, env=os.environ | dict(env), stderr=sink) as proc,
+        subprocess.Popen(argv, env=os.environ | _own_catalog(log) | dict(env), stderr=sink) as proc,
     ):
         try:
             _wait_ready(base_url, proc, log)
@@ -96,3 +96,8 @@ def _serving(port: int) -> dict[int, int]:
         if b"serve" in argv and f"127.0.0.1:{port}".encode() in argv:
             found[int(cmdline.parent.name)] = int(stat.rpartition(")")[2].split()[1])
     return found
+
+
+def _own_catalog(log: Path) -> dict[str, str]:
+    """The catalog's index files beside the log (they outlive the process: not in the repo)."""
+    return {"DURABLE_KAFKA_CATALOG_DIR": str(log.parent / "catalog")}

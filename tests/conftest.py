@@ -54,6 +54,7 @@ def make_settings(kafka_bootstrap: str, unique: str, tmp_path: Path) -> Settings
             partitions=3,
             cold_dir=str(tmp_path / "cold"),
             mount_index_dir=str(tmp_path / "mount-index"),
+            catalog_dir=str(tmp_path / "catalog"),
             kafka_timeout_ms=5_000,
         )
         return replace(base, **overrides)

@@ -234,6 +234,20 @@ def collect(view: View, now_ms: int) -> Write | None:
     return Write((), None, now_ms, collects=_collected(view))
 
 
+def expire(view: View, before_ms: int, now_ms: int) -> Write | None:
+    """Forget a stream that expired before `before_ms` (its state, snapshot pointer and
+    producer states: tombstones), or None when it is not such a stream. One that live forks
+    still read stays (it answers 404 like any expired stream; its records stay theirs), and
+    so do the soft-deleted ancestors of one that goes: the soft-delete sweep decides them."""
+    meta = view.stream
+    if meta is None or meta.soft_deleted or view.forks:
+        return None
+    deadline = meta.deadline_ms()
+    if deadline is None or deadline >= before_ms:
+        return None
+    return Write((), None, now_ms, forget=tuple(view.producers))
+
+
 def publish(
     view: View, command: PublishSnapshot, now_ms: int, limits: Limits = DEFAULT_LIMITS
 ) -> Step:

@@ -44,7 +44,7 @@ class MountService:
                     ErrorCode.BUCKET_EXISTS,
                     f"[[mounts]] bucket {bucket_id!r} is already a bucket; rename the mount",
                 )
-            self.catalog.put_mount(_meta(bucket_id, mount.spec, 0))
+            self.catalog.put_mount(_meta(bucket_id, mount.spec, 0), configured=True)
         self.on_change()
 
     async def mount(self, bucket_id: str, spec: MountSpec) -> MountMeta:

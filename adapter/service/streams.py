@@ -292,6 +292,31 @@ class StreamService:
                 collected.append((meta.bucket_id, meta.stream_id))
         return collected
 
+    async def expire(self, meta: StreamMeta, before_ms: int) -> bool:
+        """Forget an expired stream through the log (tombstones), if this instance owns its
+        write slot and no live fork reads it; True when it was forgotten."""
+        key = (meta.bucket_id, meta.stream_id)
+        if not self.writers.accepting(self.slots.of_stream(meta.bucket_id, meta.partition)):
+            return False
+        async with self._locks.hold(key):
+            await self._settle(key)
+            meta_now = self.catalog.stream(*key)
+            view = replace(self._view(key, meta_now), forks=self._live_forks(*key))
+            write = machine.expire(view, before_ms, self.clock())
+            if write is None or meta_now is None:
+                return False
+            await self._carry_out(key, meta_now.partition, write)
+        return True
+
+    async def sweep_expired(self, grace_ms: int) -> list[StreamKey]:
+        """Forget streams of this instance's slots that expired over `grace_ms` ago."""
+        forgotten: list[StreamKey] = []
+        before_ms = self.clock() - grace_ms
+        for meta in list(self.catalog.expired(before_ms)):  # no cursor held over awaits
+            if await self.expire(meta, before_ms):
+                forgotten.append((meta.bucket_id, meta.stream_id))
+        return forgotten
+
     async def publish(self, command: PublishSnapshot, check_only: bool = False) -> StreamMeta:
         """Make a stored blob the stream's latest snapshot (its pointer and the retention it
         moves commit in one transaction), or with `check_only` just raise what the machine

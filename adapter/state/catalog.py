@@ -4,7 +4,8 @@ per-stream part bounded in memory: `adapter/state/store.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from types import MappingProxyType
 
 from adapter.state.echoes import Echoes
@@ -15,12 +16,27 @@ from adapter.state.records import (
     SlotOwner,
     SnapshotPointer,
     StreamMeta,
+    bucket_key,
     decode,
     decode_as,
+    encode,
     stream_of_key,
 )
-from adapter.state.store import DEFAULT_CACHE_ENTRIES, MISS, Lru, Store, StreamKey
+from adapter.state.store import (
+    DEFAULT_CACHE_ENTRIES,
+    MISS,
+    Checkpoint,
+    Expiring,
+    Lru,
+    Store,
+    StreamKey,
+    producers_bytes,
+    snapshot_bytes,
+    stream_bytes,
+)
 from adapter.tier.manifest import TierIndex
+
+DIRTY_STEP = 256  # rows a checkpoint writes between two turns of the event loop
 
 
 class Catalog:
@@ -33,30 +49,89 @@ class Catalog:
 
     Buckets, mounts, slot owners and tiered ranges are few and stay in memory. Streams, their
     producer states and snapshot pointers are as many as the log names: the most recently used
-    `cache_entries` of each stay in memory, all of them are in `store` (`adapter/state/store.py`).
+    `cache_entries` of each stay in memory (and, when `cache_bytes` is set, no more than a
+    third of it each, by estimate), all of them are in `store` (`adapter/state/store.py`).
     """
 
-    def __init__(self, store: Store | None = None, cache_entries: int = DEFAULT_CACHE_ENTRIES):
+    def __init__(
+        self,
+        store: Store | None = None,
+        cache_entries: int = DEFAULT_CACHE_ENTRIES,
+        cache_bytes: int = 0,
+    ):
         self.store = store if store is not None else Store()
+        self.cache_entries = cache_entries
+        self.cache_bytes = cache_bytes  # 0: by entries only; else a third for each cache
+        self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
+        self._owner_marks: dict[int, int] = {}  # write slot -> its owner record's offset
+        self.tier = TierIndex()  # the cold tier's ranges (the tier topic)
+        self.echoes = Echoes()  # this instance's own state records, for the follower
+        self._empty()
+
+    def _empty(self) -> None:
+        """No bucket, mount or stream (what the meta, producers and snapshots topics say)."""
+        cache_entries = self.cache_entries
         self._buckets: dict[str, BucketMeta] = {}
         self._mounts: dict[str, MountMeta] = {}  # registered mounts (configured ones too)
+        self._logged_mounts: dict[str, MountMeta] = {}  # the registered ones (in the log)
         self._counts: dict[str, int] = {}  # bucket id -> how many streams it has
         # Hot rows; None: known absent (a stream, a snapshot pointer). A stream's producer
         # states are cached whole or not at all.
         # A stream's new state and its producers' are written to the store when evicted
         # (not on every append), unless they change what the store indexes.
-        self._streams: Lru[StreamKey, StreamMeta | None] = Lru(cache_entries, self.store.put_stream)
-        self._producers: Lru[StreamKey, dict[str, ProducerRecord]] = Lru(
-            cache_entries, self._write_producers
+        share = self.cache_bytes // 3
+        self._streams: Lru[StreamKey, StreamMeta | None] = Lru(
+            cache_entries, self.store.put_stream, share, stream_bytes
         )
-        self._snapshots: Lru[StreamKey, SnapshotPointer | None] = Lru(cache_entries)
-        self._owners: dict[int, str] = {}  # write slot -> its owner's advertised URL
-        self._owner_marks: dict[int, int] = {}  # write slot -> its owner record's offset
-        self.tier = TierIndex()  # the cold tier's ranges (the tier topic)
-        self.echoes = Echoes()  # this instance's own state records, for the follower
+        self._producers: Lru[StreamKey, dict[str, ProducerRecord]] = Lru(
+            cache_entries, self._write_producers, share, producers_bytes
+        )
+        self._snapshots: Lru[StreamKey, SnapshotPointer | None] = Lru(
+            cache_entries, None, share, snapshot_bytes
+        )
 
     def close(self) -> None:
         self.store.close()
+
+    # -- resuming from the store's checkpoint ------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget every bucket, mount, stream, producer state and snapshot pointer, in memory
+        and in the store: a rebuild from offset 0 follows."""
+        self._empty()
+        self.store.reset()
+
+    def resume(self) -> None:
+        """Take buckets, registered mounts and stream counts from the store's checkpoint (its
+        rows are looked up on use)."""
+        self._empty()
+        for key, value in self.store.others():
+            self.apply(key, value)
+        self._counts = self.store.counts()
+
+    def dirty(self) -> list[Callable[[], None]]:
+        """Steps that each write up to `DIRTY_STEP` rows changed in memory so far to the store
+        (they may run apart, on the event loop, with other work in between: a row changed
+        meanwhile is written as it is then, past the positions of the cut, which is harmless)."""
+        steps: list[Callable[[], None]] = []
+        for lru in (self._streams, self._producers):
+            keys = lru.dirty_keys()
+            for start in range(0, len(keys), DIRTY_STEP):
+                steps.append(partial(lru.write_some, keys[start : start + DIRTY_STEP]))
+        return steps
+
+    def save(
+        self, positions: dict[str, int], identity: dict[str, str], now_ms: int, dirty: bool = True
+    ) -> None:
+        """Write every row changed in memory (unless the steps of `dirty()` taken with the
+        positions did), buckets, registered mounts and the checkpoint (`positions` of the
+        state topics applied so far) to the store in one transaction."""
+        if dirty:
+            self._streams.write_dirty()
+            self._producers.write_dirty()
+        others = [(meta.key, encode(meta)) for meta in self._logged_mounts.values()]
+        others += [(bucket_key(b.bucket_id), encode(b)) for b in self._buckets.values()]
+        self.store.save(Checkpoint(positions, identity, now_ms), others)
 
     def _write_producers(self, key: StreamKey, states: dict[str, ProducerRecord]) -> None:
         for producer_id, record in states.items():
@@ -84,8 +159,11 @@ class Catalog:
         if states is MISS:
             self.store.put_producer(key, record.producer_id, record)
         else:
+            known = record.producer_id in states
             states[record.producer_id] = record
             self._producers.mark_dirty(key)
+            if not known:
+                self._producers.resize(key)
 
     def apply_producer(self, key: str, value: bytes | None) -> None:
         """Apply one record of the producers topic."""
@@ -95,8 +173,8 @@ class Catalog:
         stream, _, producer_id = key.partition("\x00")
         bucket_id, _, stream_id = stream.partition("/")
         states = self._producers.find((bucket_id, stream_id))
-        if states is not MISS:
-            states.pop(producer_id, None)
+        if states is not MISS and states.pop(producer_id, None) is not None:
+            self._producers.resize((bucket_id, stream_id))
         self.store.put_producer((bucket_id, stream_id), producer_id, None)
 
     def owner(self, slot: int) -> str | None:
@@ -160,11 +238,15 @@ class Catalog:
     def mounts(self) -> list[MountMeta]:
         return [self._mounts[bucket_id] for bucket_id in sorted(self._mounts)]
 
-    def put_mount(self, meta: MountMeta) -> None:
+    def put_mount(self, meta: MountMeta, configured: bool = False) -> None:
+        """A mount registered (in the log), or configured (`[[mounts]]`: never saved)."""
         self._mounts[meta.bucket_id] = meta
+        if not configured:
+            self._logged_mounts[meta.bucket_id] = meta
 
     def drop_mount(self, bucket_id: str) -> None:
         self._mounts.pop(bucket_id, None)
+        self._logged_mounts.pop(bucket_id, None)
 
     def bucket_ids(self) -> list[str]:
         return sorted(self._buckets)
@@ -216,6 +298,32 @@ class Catalog:
         """Every stream deleted while it had forks, kept for them."""
         metas = (self._peek(key) for key in self.store.soft_deleted())
         return [meta for meta in metas if meta is not None and meta.soft_deleted]
+
+    def expired(self, before_ms: int, page: int = 512) -> Iterator[StreamMeta]:
+        """The streams (not soft-deleted) whose deadline passed before `before_ms`, read from
+        the index a page at a time. A candidate of the index that is not (its sliding TTL was
+        renewed since its row was written) has its row brought up to date."""
+        after: Expiring | None = None
+        while True:
+            rows = self.store.expiring(before_ms, page, after)
+            yield from self._expired_of(rows, before_ms)
+            if len(rows) < page:
+                return
+            after = rows[-1]
+
+    def _expired_of(self, rows: list[Expiring], before_ms: int) -> list[StreamMeta]:
+        found = []
+        for _deadline, bucket_id, stream_id in rows:
+            key = (bucket_id, stream_id)
+            meta = self._peek(key)
+            if meta is None:
+                continue
+            deadline = meta.deadline_ms()
+            if deadline is not None and deadline < before_ms and not meta.soft_deleted:
+                found.append(meta)
+            else:
+                self.store.put_stream(key, meta)
+        return found
 
     def forks_of(self, bucket_id: str, stream_id: str) -> list[StreamMeta]:
         """The streams forked from this one (expired ones included)."""

@@ -71,5 +71,11 @@ class Echoes:
                 self._held[(topic, key)] = (offset, value)
             return False
 
+    def floor(self, topic: str) -> int | None:
+        """The lowest offset of `topic` whose commit is still open: the catalog may not hold it
+        even though the follower has passed it (a checkpoint stays below it)."""
+        with self._lock:
+            return min((o for t, _, o in self._open if t == topic), default=None)
+
     def __len__(self) -> int:
         return len(self._mine)

@@ -10,6 +10,18 @@ so the echo is known by its offset (`adapter/state/echoes.py`). A record written
 is applied, whoever owns the stream's slot now: a resumed zombie sees the new owner's
 creations, deletions and producer states. Owner records are applied as they come.
 
+**Resuming.** The meta, producers and snapshots topics are what the catalog's SQLite file
+holds (`adapter/state/store.py`); `checkpoint` saves it with the positions applied so far.
+At start the replay resumes from those positions instead of offset 0 when the file's
+checkpoint can still be trusted (`_resume_points`): the same cluster and the same topics (topic
+ids: a topic deleted and re-created has a new one), each position within the partition's
+[log start, end], and the checkpoint younger than half of the topics' `delete.retention.ms`
+(compaction drops a tombstone only once it is older than that, so every deletion after the
+checkpoint is still in the log as long as the follower was not lagging by as much when it
+saved). Anything else, or any doubt, rebuilds from offset 0. Replaying records the file already
+reflects is harmless: each key's last record wins, and a stream's state never goes back. The
+owners and tier topics are small and held in memory only: always replayed whole.
+
 `caught_up` lets a new slot owner wait until every change committed to the meta and producers
 topics before it fenced the previous owner is in the catalog: positions count past
 transaction markers (the end-of-partition event carries the fetch position), so they reach
@@ -26,7 +38,15 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import poll_batch
@@ -38,6 +58,7 @@ from topology.naming import StateTopics
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2
+DEFAULT_DELETE_RETENTION_MS = 24 * 3600 * 1000  # Kafka's default
 
 
 class MetaFollower:
@@ -68,6 +89,50 @@ class MetaFollower:
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "meta-follower")
         # Many waiters (writes naming a stream not known here yet) share one query of the ends.
         self._ends: Fresh[dict[str, int]] = Fresh(lambda: self._on_thread(self._end_offsets))
+        self._identity: dict[str, str] | None = None  # known once replayed
+        self.resumed_from: dict[str, int] | None = None  # the checkpoint the replay resumed
+        self.clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)
+
+    @property
+    def resumable(self) -> tuple[str, str, str]:
+        """The topics whose state the catalog's file holds (and checkpoints)."""
+        return (self.topics.meta, self.topics.producers, self.topics.snapshots)
+
+    def checkpoint(self) -> bool:
+        """Save the catalog's file with the positions applied so far, at once (at stop);
+        False before the replay is over."""
+        cut = self._cut()
+        if cut is None:
+            return False
+        self.catalog.save(cut, self._identity or {}, self.clock_ms())
+        return True
+
+    async def checkpoint_gently(self) -> bool:
+        """`checkpoint`, writing the rows changed in memory a few hundred at a time with the
+        event loop's other work in between (4096 dirty streams and producer states take
+        ≈ 90 ms to write: not one stall)."""
+        cut = self._cut()
+        if cut is None:
+            return False
+        for step in self.catalog.dirty():
+            step()
+            await asyncio.sleep(0)
+        self.catalog.save(cut, self._identity or {}, self.clock_ms(), dirty=False)
+        return True
+
+    def _cut(self) -> dict[str, int] | None:
+        """The positions a checkpoint taken now may claim (on the event loop, between followed
+        batches: every record below them is in the catalog), or None before the replay is
+        over. A position stays below any record of this instance whose commit is still open:
+        the follower may have passed its echo before the commit reached the catalog."""
+        if self._identity is None:
+            return None
+        positions = {}
+        for topic in self.resumable:
+            position = self._positions.get(topic, 0)
+            floor = self.catalog.echoes.floor(topic)
+            positions[topic] = position if floor is None else min(position, floor)
+        return positions
 
     async def replay(self) -> int:
         """Apply every committed record to the catalog, up to the end; return how many."""
@@ -191,15 +256,70 @@ class MetaFollower:
             self.topics.tier,
         ]
         try:
-            starts = [self._start(consumer, topic) for topic in topics]
+            marks = {topic: self._watermarks(consumer, topic) for topic in topics}
+            identity = self._identity_of()
+            resume = self._resume_points(marks, identity)
+            if resume is None:
+                self.catalog.reset()
+                resume = {}
+            else:
+                self.catalog.resume()
+                log.info("resuming the catalog from its file at %s", resume)
+            self.resumed_from = resume or None
+            starts = [TopicPartition(t, 0, resume.get(t, marks[t][0])) for t in topics]
             consumer.assign(starts)
-            return self._apply_until_end(consumer, set(topics))
+            applied = self._apply_until_end(consumer, set(topics))
         except KafkaException as error:
             raise LogUnavailable(f"replaying {topics}: {error}") from error
+        self._identity = identity
+        return applied
 
-    def _start(self, consumer: Consumer, topic: str) -> TopicPartition:
-        low, _ = consumer.get_watermark_offsets(TopicPartition(topic, 0), self.timeout_s)
-        return TopicPartition(topic, 0, low)
+    def _watermarks(self, consumer: Consumer, topic: str) -> tuple[int, int]:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), self.timeout_s)
+        return int(low), int(high)
+
+    def _identity_of(self) -> dict[str, str]:
+        """The cluster id and the resumable topics' ids and `delete.retention.ms`."""
+        admin = AdminClient({"bootstrap.servers": self._config["bootstrap.servers"]})
+        timeout = self.timeout_s
+        try:
+            cluster = admin.describe_cluster(request_timeout=timeout).result(timeout)
+            identity = {"cluster": str(cluster.cluster_id)}
+            collection = TopicCollection(list(self.resumable))
+            described = admin.describe_topics(collection, request_timeout=timeout)
+            for topic, future in described.items():
+                identity[f"topic:{topic}"] = str(future.result(timeout).topic_id)
+            resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in self.resumable]
+            retention = DEFAULT_DELETE_RETENTION_MS
+            for future in admin.describe_configs(resources, request_timeout=timeout).values():
+                entry = future.result(timeout).get("delete.retention.ms")
+                if entry is not None and entry.value is not None:
+                    retention = min(retention, int(entry.value))
+        except concurrent.futures.TimeoutError as error:
+            raise LogUnavailable(f"describing {self.resumable}: timed out") from error
+        identity["delete_retention_ms"] = str(retention)
+        return identity
+
+    def _resume_points(
+        self, marks: dict[str, tuple[int, int]], identity: dict[str, str]
+    ) -> dict[str, int] | None:
+        """Where to resume each resumable topic from the file's checkpoint, or None: rebuild."""
+        saved = self.catalog.store.checkpoint()
+        if saved is None:
+            return None
+        why = ""
+        if saved.identity != identity:
+            why = f"it was written for {saved.identity}, the topics are now {identity}"
+        elif self.clock_ms() - saved.written_ms > int(identity["delete_retention_ms"]) // 2:
+            why = "it is older than half of delete.retention.ms: tombstones may be gone"
+        for topic in self.resumable:
+            position, (low, high) = saved.positions.get(topic, -1), marks[topic]
+            if not why and not low <= position <= high:
+                why = f"{topic} at {position} is outside the log [{low}, {high}]"
+        if why:
+            log.info("rebuilding the catalog from the log, not from its file: %s", why)
+            return None
+        return dict(saved.positions)
 
     def _apply_until_end(self, consumer: Consumer, pending: set[str]) -> int:
         applied = 0

@@ -1,4 +1,4 @@
-"""The catalog's bounded memory: hot rows in LRUs, every row in a scratch SQLite index.
+"""The catalog's bounded memory: hot rows in LRUs, every row in a SQLite index.
 
 The catalog holds streams, producer states and snapshot pointers for as many streams as the
 log names, which a process cannot keep in memory at a million streams. So each of the three
@@ -11,12 +11,15 @@ query that needs order (listing a bucket, the forks of a stream, soft-deleted st
 lookup that misses the LRU reads the buffer, then SQLite (one indexed read on the event loop,
 tens of µs: cheaper than a hop to a thread, and bounded).
 
-The database is a scratch index, never a source of truth: a file in `catalog_dir`, deleted and
-rebuilt by the replay of the compacted state topics at every start, so the catalog stays a pure
-function of the log and a missing, stale or corrupt file is no different from none. One
-process holds a file at a time (an exclusive `flock` on its `.lock` sibling; a second process
-on the same folder takes the next number). Since nothing reads it after the process ends, it is
-written without a journal or syncs: a crash loses nothing the next replay does not rebuild.
+The database is an index, never a source of truth: a file in `catalog_dir` that a checkpoint
+(`Checkpoint`: the state topics' positions it has applied up to, and who those topics are)
+makes resumable. The checkpoint is written in the same SQLite transaction as every row it
+covers, so a restart replays the log only past it (`adapter/state/follower.py` decides whether
+it still may); a missing, stale, corrupt or foreign file is rebuilt from the log
+(`Store.reset`), so the catalog stays a function of the log. One process holds a file at a time
+(an exclusive `flock` on its `.lock` sibling; a second process on the same folder takes the next
+number). It is written in WAL mode with `synchronous=NORMAL`: a crash (of the process) mid-write
+loses at most the transactions not yet committed, never the file's consistency.
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
+import json
 import marshal
 import os
 import re
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -40,28 +44,61 @@ K = TypeVar("K")
 V = TypeVar("V")
 StreamKey = tuple[str, str]
 ProducerKey = tuple[str, str, str]
+Expiring = tuple[int, str, str]  # (deadline, bucket, stream)
 
 DEFAULT_CACHE_ENTRIES = 4096
 FLUSH_ROWS = 2048  # pending rows written to SQLite in one transaction
 PAGE = 512  # ids read per query when listing
 MAX_FILES = 256  # processes sharing one catalog folder
+SCHEMA_VERSION = 2  # a file of another version is rebuilt
 
 _SCHEMA = """
-CREATE TABLE streams (
+CREATE TABLE IF NOT EXISTS streams (
     bucket TEXT NOT NULL, stream TEXT NOT NULL, forked_from TEXT, soft_deleted INTEGER NOT NULL,
-    value BLOB NOT NULL, PRIMARY KEY (bucket, stream)
+    deadline INTEGER, value BLOB NOT NULL, PRIMARY KEY (bucket, stream)
 ) WITHOUT ROWID;
-CREATE INDEX streams_forks ON streams (bucket, forked_from) WHERE forked_from IS NOT NULL;
-CREATE INDEX streams_soft_deleted ON streams (soft_deleted) WHERE soft_deleted;
-CREATE TABLE producers (
+CREATE INDEX IF NOT EXISTS streams_deadlines ON streams (deadline) WHERE deadline IS NOT NULL;
+CREATE INDEX IF NOT EXISTS streams_forks ON streams (bucket, forked_from)
+    WHERE forked_from IS NOT NULL;
+CREATE INDEX IF NOT EXISTS streams_soft_deleted ON streams (soft_deleted) WHERE soft_deleted;
+CREATE TABLE IF NOT EXISTS producers (
     bucket TEXT NOT NULL, stream TEXT NOT NULL, producer TEXT NOT NULL, value BLOB NOT NULL,
     PRIMARY KEY (bucket, stream, producer)
 ) WITHOUT ROWID;
-CREATE TABLE snapshots (
+CREATE TABLE IF NOT EXISTS snapshots (
     bucket TEXT NOT NULL, stream TEXT NOT NULL, value BLOB NOT NULL,
     PRIMARY KEY (bucket, stream)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS others (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoint (id INTEGER PRIMARY KEY CHECK (id = 0), value TEXT NOT NULL);
 """
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What the rows of a file reflect: every record of each resumable state topic below its
+    position (and maybe some after: replaying those again changes nothing), read from topics
+    that `identity` names (cluster id, topic ids), at `written_ms` (wall clock)."""
+
+    positions: dict[str, int]
+    identity: dict[str, str]
+    written_ms: int
+
+    def dumps(self) -> str:
+        document = {"version": SCHEMA_VERSION, "positions": self.positions}
+        return json.dumps(document | {"identity": self.identity, "written_ms": self.written_ms})
+
+    @staticmethod
+    def loads(text: str) -> Checkpoint | None:
+        document = json.loads(text)
+        if not isinstance(document, dict) or document.get("version") != SCHEMA_VERSION:
+            return None
+        positions, identity = document["positions"], document["identity"]
+        return Checkpoint(
+            {str(t): int(p) for t, p in positions.items()},
+            {str(k): str(v) for k, v in identity.items()},
+            int(document["written_ms"]),
+        )
 
 
 class Miss(enum.Enum):
@@ -72,15 +109,26 @@ MISS = Miss.MISS
 
 
 class Lru(Generic[K, V]):
-    """At most `capacity` entries; a lookup makes an entry the most recent. An entry put
-    `dirty` (changed since it was last handed to the store) is handed to `write_back` when it
-    is evicted."""
+    """At most `capacity` entries and, with a `sizer`, at most `max_bytes` of their estimated
+    sizes (one entry stays whatever its size); a lookup makes an entry the most recent. An
+    entry put `dirty` (changed since it was last handed to the store) is handed to
+    `write_back` when it is evicted."""
 
-    def __init__(self, capacity: int, write_back: Callable[[K, V], None] | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        write_back: Callable[[K, V], None] | None = None,
+        max_bytes: int = 0,
+        sizer: Callable[[V], int] | None = None,
+    ) -> None:
         self.capacity = max(1, capacity)
         self._entries: OrderedDict[K, V] = OrderedDict()
         self._dirty: set[K] = set()
         self._write_back = write_back
+        self.max_bytes = max_bytes
+        self._sizer = sizer if max_bytes > 0 else None  # None: counted by entries only
+        self._sizes: dict[K, int] = {}
+        self.bytes = 0  # estimated, of the entries held (0 without a sizer)
 
     def find(self, key: K) -> V | Miss:
         """The entry of `key` (made the most recent), or MISS."""
@@ -96,7 +144,19 @@ class Lru(Generic[K, V]):
             self._dirty.add(key)
         else:
             self._dirty.discard(key)
+        if self._sizer is not None:
+            self.resize(key)
         if len(self._entries) > self.capacity:
+            self.evict_oldest()
+
+    def resize(self, key: K) -> None:
+        """Estimate the entry of `key` again (changed in place), evicting past `max_bytes`."""
+        if self._sizer is None or key not in self._entries:
+            return
+        size = self._sizer(self._entries[key])
+        self.bytes += size - self._sizes.get(key, 0)
+        self._sizes[key] = size
+        while self.bytes > self.max_bytes and len(self._entries) > 1:
             self.evict_oldest()
 
     def peek(self, key: K) -> V | Miss:
@@ -107,8 +167,24 @@ class Lru(Generic[K, V]):
         """The entry of `key` (cached) was changed in place."""
         self._dirty.add(key)
 
+    def write_dirty(self) -> None:
+        """Hand every dirty entry to `write_back`, keeping it, clean."""
+        self.write_some(list(self._dirty))
+
+    def dirty_keys(self) -> list[K]:
+        return list(self._dirty)
+
+    def write_some(self, keys: list[K]) -> None:
+        """Hand those of `keys` still dirty (and cached) to `write_back`, keeping them, clean."""
+        for key in keys:
+            if key in self._dirty:
+                self._dirty.discard(key)
+                if self._write_back is not None:
+                    self._write_back(key, self._entries[key])
+
     def evict_oldest(self) -> None:
         key, value = self._entries.popitem(last=False)
+        self.bytes -= self._sizes.pop(key, 0)
         if key in self._dirty:
             self._dirty.discard(key)
             if self._write_back is not None:
@@ -136,16 +212,60 @@ class Store:
         if self._db is None:
             if self._closed:  # a replay still running on its thread as the app stops
                 raise sqlite3.ProgrammingError("the catalog store is closed")
-            self._db = sqlite3.connect(self._open(), isolation_level=None, check_same_thread=False)
-            self._db.executescript(
-                "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -2048;"
-                "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE;" + _SCHEMA
-            )
+            path = self._open()
+            try:
+                self._db = _connect(path)
+            except sqlite3.DatabaseError:  # not a database (a crash on an older version): anew
+                self._discard(path)
+                self._db = _connect(path)
         return self._db
 
     def _open(self) -> str:
         """The path to connect to."""
         return self.path
+
+    def _discard(self, path: str) -> None:
+        """Forget whatever `path` holds."""
+
+    def reset(self) -> None:
+        """Empty the index (pending rows, tables, checkpoint): a rebuild starts from nothing."""
+        self._streams, self._producers, self._snapshots = {}, {}, {}
+        self._dropped, self._pending = set(), 0
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._discard(self._open())
+        self.db  # noqa: B018 -- created anew
+
+    # -- the checkpoint --------------------------------------------------------------------
+
+    def checkpoint(self) -> Checkpoint | None:
+        """The file's checkpoint, or None (none, another version, unreadable)."""
+        try:
+            row = self.db.execute("SELECT value FROM checkpoint WHERE id = 0").fetchone()
+            return None if row is None else Checkpoint.loads(row[0])
+        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def others(self) -> list[tuple[str, bytes]]:
+        """The checkpoint's meta records other than streams (buckets, mounts), as logged."""
+        rows = self.db.execute("SELECT key, value FROM others ORDER BY key").fetchall()
+        return [(str(key), bytes(value)) for key, value in rows]
+
+    def counts(self) -> dict[str, int]:
+        """How many streams each bucket has in the index."""
+        self.flush()
+        rows = self.db.execute("SELECT bucket, count(*) FROM streams GROUP BY bucket")
+        return {str(bucket): int(count) for bucket, count in rows.fetchall()}
+
+    def save(self, checkpoint: Checkpoint, others: list[tuple[str, bytes]]) -> None:
+        """Write the pending rows, `others` and the checkpoint in one transaction."""
+        self._flush(checkpoint, others)
+
+    def rows(self) -> int:
+        """Stream rows in the index (written ones: pending rows flushed first)."""
+        self.flush()
+        return int(self.db.execute("SELECT count(*) FROM streams").fetchone()[0])
 
     # -- streams ---------------------------------------------------------------------------
 
@@ -196,6 +316,18 @@ class Store:
             "SELECT bucket, stream FROM streams WHERE soft_deleted ORDER BY bucket, stream"
         )
         return [(bucket_id, stream_id) for bucket_id, stream_id in rows.fetchall()]
+
+    def expiring(self, before_ms: int, limit: int, after: Expiring | None) -> list[Expiring]:
+        """Up to `limit` (deadline, bucket, stream) of streams not soft-deleted whose recorded
+        deadline is before `before_ms`, in that order, past `after` (a sliding TTL's row may
+        be older than the stream's state: check it)."""
+        self.flush()
+        rows = self.db.execute(
+            "SELECT deadline, bucket, stream FROM streams WHERE deadline < ? "
+            "AND (deadline, bucket, stream) > (?, ?, ?) ORDER BY deadline, bucket, stream LIMIT ?",
+            (before_ms, *(after or (-(2**63), "", "")), limit),
+        )
+        return [(int(d), str(b), str(s)) for d, b, s in rows.fetchall()]
 
     # -- producer states -------------------------------------------------------------------
 
@@ -254,8 +386,10 @@ class Store:
 
     def flush(self) -> None:
         """Write the pending rows to SQLite in one transaction."""
-        if not self._pending:
-            return
+        if self._pending:
+            self._flush(None, [])
+
+    def _flush(self, checkpoint: Checkpoint | None, others: list[tuple[str, bytes]]) -> None:
         streams, producers, snapshots = self._streams, self._producers, self._snapshots
         dropped, self._dropped = self._dropped, set()
         self._streams, self._producers, self._snapshots = {}, {}, {}
@@ -266,6 +400,12 @@ class Store:
             self.db.executemany("DELETE FROM producers WHERE bucket = ? AND stream = ?", dropped)
             self._flush_producers(producers)
             self._flush_snapshots(snapshots)
+            if checkpoint is not None:
+                self.db.execute("DELETE FROM others")
+                self.db.executemany("INSERT INTO others VALUES (?, ?)", others)
+                self.db.execute(
+                    "INSERT OR REPLACE INTO checkpoint VALUES (0, ?)", (checkpoint.dumps(),)
+                )
 
     def _flush_streams(self, streams: dict[StreamKey, StreamMeta | None]) -> None:
         self.db.executemany(
@@ -273,9 +413,9 @@ class Store:
             [key for key, meta in streams.items() if meta is None],
         )
         self.db.executemany(
-            "INSERT OR REPLACE INTO streams VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO streams VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (*key, meta.forked_from, int(meta.soft_deleted), _pack(meta))
+                (*key, meta.forked_from, int(meta.soft_deleted), _deadline(meta), _pack(meta))
                 for key, meta in streams.items()
                 if meta is not None
             ],
@@ -312,7 +452,7 @@ class Store:
 
 
 class FileStore(Store):
-    """A store in a file of `folder`, emptied at open and deleted at close (see the module)."""
+    """A store in a file of `folder`, kept from one start to the next (see the module)."""
 
     def __init__(self, folder: str, name: str) -> None:
         super().__init__(folder)
@@ -321,21 +461,58 @@ class FileStore(Store):
         self._lock: _LockFile | None = None
 
     def _open(self) -> str:
-        directory = Path(self.path)
-        directory.mkdir(parents=True, exist_ok=True)
-        self._lock = _first_free(directory, self.name)
-        path = Path(self._lock.name).with_suffix(".sqlite3")
-        _remove(path)  # whatever a previous process left: stale, or corrupt
-        self.file = path
-        return str(path)
+        if self.file is None:
+            directory = Path(self.path)
+            directory.mkdir(parents=True, exist_ok=True)
+            self._lock = _first_free(directory, self.name)
+            self.file = Path(self._lock.name).with_suffix(".sqlite3")
+        return str(self.file)
+
+    def _discard(self, path: str) -> None:
+        _remove(Path(path))
 
     def close(self) -> None:
         super().close()
-        if self.file is not None:
-            _remove(self.file)
         if self._lock is not None:
             self._lock.close()  # releases the flock
             self._lock = None
+
+
+# Estimated bytes of a cached entry (Python objects, measured with tracemalloc on CPython
+# 3.11: docs/performance.md, "The catalog's memory"), with its LRU slot and key.
+def stream_bytes(meta: StreamMeta | None) -> int:
+    if meta is None:
+        return 200
+    size = 580 + len(meta.bucket_id) + len(meta.stream_id) + 170 * len(meta.inherited)
+    return size + (60 + len(meta.forked_from) if meta.forked_from is not None else 0)
+
+
+def producers_bytes(states: dict[str, ProducerRecord]) -> int:
+    return 270 + sum(365 + len(producer_id) for producer_id in states)
+
+
+def snapshot_bytes(pointer: SnapshotPointer | None) -> int:
+    return 200 if pointer is None else 700 + len(pointer.object_key)
+
+
+def _deadline(meta: StreamMeta) -> int | None:
+    """What the index orders expired streams by (none for a soft-deleted one: the soft-delete
+    sweep decides those)."""
+    return None if meta.soft_deleted else meta.deadline_ms()
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        db.executescript(
+            "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;"
+            "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -2048; PRAGMA temp_store = FILE;"
+            + _SCHEMA
+        )
+    except sqlite3.DatabaseError:
+        db.close()
+        raise
+    return db
 
 
 R = TypeVar("R", StreamMeta, ProducerRecord, SnapshotPointer)
@@ -391,6 +568,7 @@ class _LockFile:
 
 
 def _remove(path: Path) -> None:
-    for each in (path, path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal")):
+    names = (path.name, path.name + "-journal", path.name + "-wal", path.name + "-shm")
+    for each in (path.with_name(name) for name in names):
         with contextlib.suppress(FileNotFoundError):
             each.unlink()

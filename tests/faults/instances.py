@@ -40,8 +40,9 @@ class Instance:
         argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT]
         argv += ["--workers", str(self.workers)]
         with self.log.open("ab") as sink:
+            catalog = {"DURABLE_KAFKA_CATALOG_DIR": str(self.log.parent / "catalog")}
             self.proc = subprocess.Popen(
-                argv, env=os.environ | self.env, stderr=sink, process_group=0
+                argv, env=os.environ | catalog | self.env, stderr=sink, process_group=0
             )
 
     def wait_ready(self) -> None:

@@ -17,7 +17,7 @@ from adapter.state.records import (
     producer_key,
     snapshot_key,
 )
-from adapter.state.store import FLUSH_ROWS, MISS, PAGE, FileStore, Lru
+from adapter.state.store import FLUSH_ROWS, MISS, PAGE, Checkpoint, FileStore, Lru
 
 BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
 
@@ -97,24 +97,93 @@ def test_the_lru_keeps_the_most_recently_used() -> None:
     assert lru.find("b") is MISS
 
 
-def test_each_store_takes_its_own_file_empties_it_and_deletes_it(tmp_path: Path) -> None:
+def test_each_store_takes_its_own_file_and_keeps_it_for_the_next(tmp_path: Path) -> None:
+    """A file that is no database is replaced; one process per file; the file outlives the
+    process, and what the next one on it reads is the last checkpoint saved."""
     leftover = tmp_path / "catalog-x.0.sqlite3"
     leftover.write_bytes(b"not a database")
     first, second = FileStore(str(tmp_path), "catalog-x"), FileStore(str(tmp_path), "catalog-x")
     assert first.file is None  # nothing opened before the first use
     one, two = Catalog(first), Catalog(second)
+    assert first.checkpoint() is None
+    one.put_bucket(BUCKET)
     one.put_stream(_meta("a"))
+    one.put_stream(_meta("a", next_offset=9))  # dirty in the LRU, not in SQLite yet
     two.put_stream(_meta("b"))
     assert (list(one.stream_ids("b", "", None)), list(two.stream_ids("b", "", None))) == (
         ["a"],
         ["b"],
     )
     assert [first.file, second.file] == [leftover, tmp_path / "catalog-x.1.sqlite3"]
+    one.save({"meta": 7}, {"cluster": "c"}, 1234)
+    one.put_stream(_meta("later"))  # rows past the checkpoint may be there too
+    first.flush()
     one.close()
-    assert not leftover.exists()
+    assert leftover.exists()
     third = FileStore(str(tmp_path), "catalog-x")
-    assert list(Catalog(third).stream_ids("b", "", None)) == []
+    assert third.checkpoint() == Checkpoint({"meta": 7}, {"cluster": "c"}, 1234)
+    resumed = Catalog(third)
+    resumed.resume()
     assert third.file == leftover  # the freed number is taken again
+    assert (resumed.bucket("b"), resumed.stream("b", "a")) == (BUCKET, _meta("a", next_offset=9))
+    assert resumed.stream_count("b") == 2
+    resumed.reset()
+    assert (third.checkpoint(), resumed.bucket("b"), resumed.stream("b", "a")) == (None,) * 3
+    assert list(resumed.stream_ids("b", "", None)) == []
     two.close()
     third.close()
-    assert sorted(p.name for p in tmp_path.glob("*.sqlite3")) == []
+
+
+def test_the_lru_keeps_its_estimated_bytes_under_its_budget() -> None:
+    lru: Lru[str, str] = Lru(100, max_bytes=10, sizer=len)
+    lru.put("a", "xxxx")
+    lru.put("b", "yyyy")
+    assert (len(lru), lru.bytes) == (2, 8)
+    lru.put("c", "zzzz")  # 12 > 10: the least recently used goes
+    assert (lru.find("a"), lru.bytes) == (MISS, 8)
+    lru.put("d", "w" * 50)  # alone over the budget: kept, alone
+    assert (len(lru), lru.bytes, lru.find("d")) == (1, 50, "w" * 50)
+
+
+def test_a_catalog_bounded_by_bytes_caches_by_size_and_answers_the_same() -> None:
+    """A byte budget of about six streams: streams with long fork histories take more of it;
+    whatever is evicted comes back from SQLite unchanged."""
+    catalog = Catalog(cache_entries=100_000, cache_bytes=3 * 6 * 600)
+    metas = [_meta(f"s{n}") for n in range(20)]
+    for meta in metas:
+        catalog.put_stream(meta)
+    assert 4 <= len(catalog._streams) <= 6
+    assert catalog._streams.bytes <= 6 * 600
+    history = tuple(Segment(f"s{n}", 0, 1) for n in range(10))
+    catalog.put_stream(_meta("f", forked_from="s0", inherited=history))
+    assert len(catalog._streams) <= 3  # one long history takes the room of several streams
+    for n in range(3):
+        catalog.put_producer(ProducerRecord("b", "s1", f"p{n}", 0, n, 1))
+    assert [catalog.stream("b", m.stream_id) for m in metas] == metas
+    assert sorted(catalog.producers("b", "s1")) == ["p0", "p1", "p2"]
+
+
+def test_a_checkpoint_written_in_steps_holds_every_row_changed_before_it(tmp_path: Path) -> None:
+    """The dirty rows are written a step at a time; rows changed between two steps are
+    written as they are then (past the cut: harmless). The file then holds every change."""
+    store = FileStore(str(tmp_path), "catalog-x")
+    catalog = Catalog(store)
+    for n in range(600):
+        catalog.put_stream(_meta(f"s{n}"))
+    catalog.save({"meta": 1}, {}, 1)
+    for n in range(600):
+        catalog.put_stream(_meta(f"s{n}", next_offset=9))  # dirty, in memory only
+    steps = catalog.dirty()
+    assert len(steps) == 3  # 600 rows, 256 a step
+    steps[0]()
+    catalog.put_stream(_meta("s599", next_offset=11))  # changed between two steps
+    for step in steps[1:]:
+        step()
+    catalog.save({"meta": 2}, {}, 2, dirty=False)
+    store.close()
+    reopened = Catalog(FileStore(str(tmp_path), "catalog-x"))
+    reopened.resume()
+    assert [reopened.stream("b", f"s{n}") for n in range(599)] == [
+        _meta(f"s{n}", next_offset=9) for n in range(599)
+    ]
+    assert reopened.stream("b", "s599") == _meta("s599", next_offset=11)

@@ -67,3 +67,15 @@ def test_an_echo_seen_while_open_is_dropped_when_applied() -> None:
     echoes.wrote([("meta", KEY, 7)])
     assert not echoes.is_news("meta", KEY, 7, b"meta-7")
     assert echoes.settled([("meta", KEY, 7)], applied=True) == []
+
+
+def test_a_checkpoint_stays_below_a_commit_still_open() -> None:
+    """The follower may pass the echo of a commit whose outcome is still open (not in the
+    catalog yet): the lowest such offset per topic bounds what a checkpoint may claim."""
+    echoes = Echoes()
+    echoes.wrote([("meta", "a", 7), ("meta", "b", 9), ("producers", "a", 3)])
+    assert (echoes.floor("meta"), echoes.floor("producers"), echoes.floor("tier")) == (7, 3, None)
+    echoes.settled([("meta", "a", 7), ("producers", "a", 3)], applied=True)
+    assert (echoes.floor("meta"), echoes.floor("producers")) == (9, None)
+    echoes.settled([("meta", "b", 9)], applied=False)
+    assert echoes.floor("meta") is None
