@@ -87,6 +87,11 @@ class SlotWriters:
     def accepting(self, slot: int) -> bool:
         return slot in self._ready
 
+    def accepting_all(self) -> bool:
+        """Whether every slot's writes are taken here (a lone instance): then every stream
+        any owner made is in this catalog (a new owner catches up before it takes a slot)."""
+        return len(self._ready) == self.count
+
     async def submit(
         self, slot: int, records: list[Record], finalize: Callable[[list[int]], list[StateEntry]]
     ) -> list[int]:

@@ -111,7 +111,7 @@ OUTCOMES = web.AppKey("forwarded_outcomes", ForwardedOutcomes)
 
 @web.middleware
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.method in WRITES:
+    if request.method in WRITES and not request.app[ROUTER].writers.accepting_all():
         await _know_the_stream(request)
     slot = _write_slot(request)
     if slot is None:
@@ -243,7 +243,9 @@ async def _know_the_stream(request: web.Request) -> None:
     since another instance or a sibling may have just made it (a fork made through one
     instance and appended to through another at once would otherwise be routed by its own
     id to a slot that is not its own: 404 or 503). Concurrent waits share one query of the
-    state topics' ends (`MetaFollower.caught_up`)."""
+    state topics' ends (`MetaFollower.caught_up`). An instance that takes every slot's writes
+    skips it: nothing it has not seen can have been made (a write naming an unknown stream is
+    answered 404 at once, not after a catch-up of up to a few hundred ms)."""
     info = request.match_info
     if FORWARDED in request.headers or ("path" not in info and "stream" not in info):
         return
