@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from adapter.app import PARTS, SETTINGS, create_app, topic_layout
+from adapter.config import Settings
 from adapter.state.catalog import Catalog
 from adapter.state.records import ProducerRecord, StreamMeta
 from adapter.state.store import catalog_file_name
@@ -162,6 +163,17 @@ async def _replayed_records(client: Client) -> int:
     return int(body["checks"]["catalog"]["replayed_records"])
 
 
+async def _populated_then_stopped(
+    aiohttp_client: ClientFactory, settings: Settings, bucket: str
+) -> Path:
+    """Serve, fill `bucket`, stop; the path of the catalog file the stop left."""
+    first = await aiohttp_client(create_app(settings))
+    await _ready(first)
+    await _populate(first, bucket)
+    await first.close()
+    return Path(settings.catalog_dir) / f"{catalog_file_name(settings.topic_prefix)}.0.sqlite3"
+
+
 async def test_a_restart_resumes_from_the_checkpoint(
     aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, tmp_path: Path
 ) -> None:
@@ -171,12 +183,8 @@ async def test_a_restart_resumes_from_the_checkpoint(
     as a replay of the whole log says."""
     settings = make_settings(catalog_cache_entries=4, catalog_dir=str(tmp_path / "catalog"))
     topics, bootstrap = StateTopics.of(settings.topic_prefix), settings.bootstrap_servers
-    first = await aiohttp_client(create_app(settings))
-    await _ready(first)
     bucket = f"b-{unique}"
-    await _populate(first, bucket)
-    await first.close()
-    path = tmp_path / "catalog" / f"{catalog_file_name(settings.topic_prefix)}.0.sqlite3"
+    path = await _populated_then_stopped(aiohttp_client, settings, bucket)
     assert path.exists()  # kept at stop
     positions: dict[str, int] = _checkpoint(path)["positions"]
     assert positions[topics.meta] > 0
@@ -225,12 +233,8 @@ async def test_a_checkpoint_the_log_can_no_longer_serve_rebuilds(
     cluster: the restarted instance rebuilds from what the log holds, not from its file."""
     settings = make_settings(catalog_cache_entries=4, catalog_dir=str(tmp_path / "catalog"))
     topics = StateTopics.of(settings.topic_prefix)
-    first = await aiohttp_client(create_app(settings))
-    await _ready(first)
     bucket = f"b-{unique}"
-    await _populate(first, bucket)
-    await first.close()
-    path = tmp_path / "catalog" / f"{catalog_file_name(settings.topic_prefix)}.0.sqlite3"
+    path = await _populated_then_stopped(aiohttp_client, settings, bucket)
     if why == "recreated":  # new topics: new topic ids, and the old records are gone
         admin = TopologyAdmin(settings.bootstrap_servers, topic_layout(settings), 10)
         await admin.delete_topics(list(topics.by_kind().values()))
