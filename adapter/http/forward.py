@@ -122,6 +122,8 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         return await handler(request)
     route = request.app[ROUTER].route(slot)
     if isinstance(route, Local):
+        if request.method == "PUT" and not request.app[ROUTER].writers.accepting_all():
+            await _know_the_name(request)
         return await handler(request)
     if not isinstance(route, Forward) or FORWARDED in request.headers:
         raise ProtocolError(
@@ -267,6 +269,33 @@ async def _know_the_stream(request: web.Request) -> None:
         await request.app[FORWARDER].catch_up()
     except LogUnavailable as error:
         log.info("catching up before routing a write naming %s: %s", named, error)
+
+
+async def _know_the_name(request: web.Request) -> None:
+    """A stream id is placed in two ways: a new stream in the slot its id hashes to, a fork in
+    its source's. So the owner deciding a creation may not be the one that made a stream of
+    that name: one made through another owner a moment ago (a fork of the same name, or a
+    plain stream a fork now names) must be seen before this one is created over it (409, or
+    the same stream again), so an owner that does not know the name catches up first. Only
+    two creations of one name racing through two owners can still both succeed (the later
+    record wins); see docs/architecture.md."""
+    info = request.match_info
+    if "offset" in info or ("path" not in info and "stream" not in info):
+        return  # a snapshot or a bucket: its slot alone decides
+    try:
+        ref = stream_ref(request)
+    except ProtocolError:
+        return  # the handler refuses it as it would
+    catalog = request.app[STREAMS].catalog
+    if (
+        catalog.mount(ref.bucket_id) is not None
+        or catalog.stream(ref.bucket_id, ref.stream_id) is not None
+    ):
+        return
+    try:
+        await request.app[FORWARDER].catch_up()
+    except LogUnavailable as error:
+        log.info("catching up before creating %s: %s", ref, error)
 
 
 def _write_slot(request: web.Request) -> int | None:

@@ -87,8 +87,12 @@ class MetaFollower:
         }
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "meta-follower")
-        # Many waiters (writes naming a stream not known here yet) share one query of the ends.
-        self._ends: Fresh[dict[str, int]] = Fresh(lambda: self._on_thread(self._end_offsets))
+        # The ends are asked on a connection and thread of their own, not queued behind the
+        # follower's fetch (up to 200 ms): a caught-up follower answers in a few round trips.
+        # Many waiters (writes naming a stream not known here yet) share one query.
+        self._probe: Consumer | None = None
+        self._probe_thread = concurrent.futures.ThreadPoolExecutor(1, "meta-ends")
+        self._ends: Fresh[dict[str, int]] = Fresh(self._query_ends)
         self._identity: dict[str, str] | None = None  # known once replayed
         self.resumed_from: dict[str, int] | None = None  # the checkpoint the replay resumed
         self.clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)
@@ -178,14 +182,23 @@ class MetaFollower:
                 lags[kind] = max(0, high - self._positions.get(topic, 0))
         return lags
 
+    async def _query_ends(self) -> dict[str, int]:
+        loop = asyncio.get_running_loop()
+        ends: dict[str, int] = await loop.run_in_executor(self._probe_thread, self._end_offsets)
+        return ends
+
     def _end_offsets(self) -> dict[str, int]:
         if self._consumer is None:
             raise LogUnavailable("the follower has not replayed yet")
+        probe = self._probe or Consumer(
+            self._config | {"group.id": f"{self._config['group.id']}-ends"}
+        )
+        self._probe = probe
         ends = {}
         state = (self.topics.meta, self.topics.producers, self.topics.snapshots, self.topics.tier)
         for topic in state:
             try:
-                _, high = self._consumer.get_watermark_offsets(
+                _, high = probe.get_watermark_offsets(
                     TopicPartition(topic, 0), self.timeout_s, cached=False
                 )
             except KafkaException as error:
@@ -240,7 +253,11 @@ class MetaFollower:
     async def close(self) -> None:
         if self._consumer is not None:
             await self._on_thread(self._consumer.close)
+        if self._probe is not None:
+            probe = self._probe
+            await asyncio.get_running_loop().run_in_executor(self._probe_thread, probe.close)
         self._thread.shutdown(wait=False, cancel_futures=True)
+        self._probe_thread.shutdown(wait=False, cancel_futures=True)
 
     async def _on_thread(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)

@@ -175,6 +175,32 @@ async def test_a_fork_made_through_one_instance_takes_appends_through_the_other_
             assert await _read(session, b, fork) == f"s0\n{fork}\n"
 
 
+@pytest.mark.timeout(300)
+async def test_a_name_taken_through_one_owner_is_refused_by_the_other_at_once(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """A plain stream is placed in its own id's slot, a fork in its source's: the owner that
+    decides a creation must see a stream of that name another owner just made (409 for
+    another configuration), not make a second one over it."""
+    prefix = f"names{unique}."
+    json_type = {"Content-Type": "application/json"}
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        source = stream_in(prefix, pair.owners[b], "src")  # its forks are decided by B
+        assert (await session.put(f"{b}/v1/stream/{source}", headers=TEXT)).status == 201
+        fork_of = {"Stream-Forked-From": f"/v1/stream/{source}"}
+        for i in range(6):
+            plain = stream_in(prefix, pair.owners[a], f"p{i}x")  # made by A, then forked at B
+            assert (await session.put(f"{a}/v1/stream/{plain}", headers=json_type)).status == 201
+            async with session.put(f"{b}/v1/stream/{plain}", headers=TEXT | fork_of) as r:
+                assert r.status == 409, (plain, r.status, await r.text())
+            fork = stream_in(prefix, pair.owners[a], f"f{i}y")  # a fork made by B, then at A
+            async with session.put(f"{b}/v1/stream/{fork}", headers=TEXT | fork_of) as r:
+                assert r.status == 201, await r.text()
+            async with session.put(f"{a}/v1/stream/{fork}", headers=json_type) as r:
+                assert r.status == 409, (fork, r.status, await r.text())
+
+
 OWNERSHIP_CHANGES = ("assigned write slots", "revoked write slots", "lost write slots")
 
 
