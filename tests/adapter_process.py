@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,6 +22,7 @@ OPS_ANY_PORT = ["--ops-listen", "127.0.0.1:0"]
 # One serving process, as before `--workers`, unless TEST_ADAPTER_WORKERS asks for more (to run
 # a tier against `serve --workers N`: docs/operations.md, "Workers").
 WORKERS = ["--workers", os.environ.get("TEST_ADAPTER_WORKERS", "1")]
+_URLS = re.compile(rb"http://127\.0\.0\.1:\d+")
 
 
 def http_status(url: str) -> int:
@@ -46,7 +49,7 @@ def running_adapter(
         subprocess.Popen(argv, env=os.environ | _own_catalog(log) | dict(env), stderr=sink) as proc,
     ):
         try:
-            _wait_ready(base_url, proc, log)
+            _wait_ready(base_url, proc, log, int(argv[-1]))
             yield base_url
         finally:
             proc.terminate()
@@ -56,15 +59,43 @@ def running_adapter(
                 proc.kill()
 
 
-def _wait_ready(base_url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+def _wait_ready(base_url: str, proc: subprocess.Popen[bytes], log: Path, workers: int) -> None:
+    """Until `/readyz` says 200; with several workers, until each worker says so and their
+    slots are split (the shared port answers from whichever worker is ready first, and the
+    next one's joining moves slots: writes in between get 503)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"the adapter exited during start-up:\n{log.read_text()}")
-        if http_status(f"{base_url}/readyz") == 200:
+        if http_status(f"{base_url}/readyz") == 200 and (
+            workers == 1 or _slots_split(worker_urls(log), workers)
+        ):
             return
         time.sleep(0.1)
     raise AssertionError(f"the adapter was not ready within 60s:\n{log.read_text()}")
+
+
+def worker_urls(log: Path) -> list[str]:
+    """Each worker's own URL, in worker order, as the log of `serve --workers N` last said."""
+    lines = [line for line in log.read_bytes().splitlines() if b"workers: " in line]
+    if not lines:
+        return []
+    return [url.decode() for url in _URLS.findall(lines[-1].partition(b"workers: ")[2])]
+
+
+def _slots_split(urls: list[str], workers: int) -> bool:
+    """Whether every worker is ready and their owned slots are all the slots, once each."""
+    owned: list[int] = []
+    count = None
+    for url in urls:
+        try:
+            with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
+                ownership = json.load(response)["checks"]["ownership"]
+        except (OSError, ValueError, KeyError):
+            return False
+        owned += [int(slot) for slot in ownership.get("owned_slots") or {}]
+        count = ownership.get("slot_count")
+    return len(urls) == workers and count is not None and sorted(owned) == list(range(count))
 
 
 def adapter_pid(port: int) -> int:

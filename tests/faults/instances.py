@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack.process import free_port
-from tests.adapter_process import OPS_ANY_PORT, SCRIPT, WORKERS, http_status
+from tests.adapter_process import OPS_ANY_PORT, SCRIPT, WORKERS, http_status, worker_urls
 
 READY_TIMEOUT_S = 90.0
 _STARTED = re.compile(rb"worker (\d+) started \(pid (\d+)\)")
-_URLS = re.compile(rb"http://127\.0\.0\.1:\d+")
 
 
 @dataclass
@@ -67,9 +66,9 @@ class Instance:
         `base` for a single process. From the log's latest start."""
         if self.workers == 1:
             return [self.base]
-        lines = [line for line in self.log.read_bytes().splitlines() if b"workers: " in line]
-        assert lines, f"{self.name} has not logged its workers' URLs"
-        return [url.decode() for url in _URLS.findall(lines[-1].partition(b"workers: ")[2])]
+        urls = worker_urls(self.log)
+        assert urls, f"{self.name} has not logged its workers' URLs"
+        return urls
 
     def worker_pid(self, index: int) -> int:
         """The pid of worker `index` as last started (the log says each start)."""
