@@ -297,7 +297,11 @@ class MetaFollower:
 
     def _identity_of(self) -> dict[str, str]:
         """The cluster id and the resumable topics' ids and `delete.retention.ms`."""
-        admin = AdminClient({"bootstrap.servers": self._config["bootstrap.servers"]})
+        config: dict[str, Any] = {
+            "bootstrap.servers": self._config["bootstrap.servers"],
+            "logger": logging.getLogger("librdkafka.follower"),  # not stderr
+        }
+        admin = AdminClient(config)
         timeout = self.timeout_s
         try:
             cluster = admin.describe_cluster(request_timeout=timeout).result(timeout)
