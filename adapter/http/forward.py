@@ -80,7 +80,7 @@ class Forwarder:
     ) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.siblings = dict(siblings or {})
-        self.catch_up = catch_up or _nothing  # follow the state topics to their end
+        self.catch_up = catch_up or _nothing  # follow the meta topic to what is written in it
         self._sessions: dict[str, aiohttp.ClientSession] = {}
 
     def session(self, url: str) -> aiohttp.ClientSession:
@@ -107,6 +107,7 @@ async def _nothing() -> None:
 ROUTER = web.AppKey("router", Router)
 FORWARDER = web.AppKey("forwarder", Forwarder)
 OUTCOMES = web.AppKey("forwarded_outcomes", ForwardedOutcomes)
+_CAUGHT_UP = web.RequestKey("caught_up", bool)  # this request followed the meta topic
 
 
 @web.middleware
@@ -241,13 +242,12 @@ def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:
 async def _know_the_stream(request: web.Request) -> None:
     """A write's slot is found in the catalog (a fork's is its source's, whatever its own id
     hashes to): an instance or worker that does not know the stream a write names — or the
-    source a fork names — follows the state topics to their end before it routes the write,
-    since another instance or a sibling may have just made it (a fork made through one
-    instance and appended to through another at once would otherwise be routed by its own
+    source a fork names — follows the meta topic to what is written in it now before it routes
+    the write, since another instance or a sibling may have just made it (a fork made through
+    one instance and appended to through another at once would otherwise be routed by its own
     id to a slot that is not its own: 404 or 503). Concurrent waits share one query of the
-    state topics' ends (`MetaFollower.caught_up`). An instance that takes every slot's writes
-    skips it: nothing it has not seen can have been made (a write naming an unknown stream is
-    answered 404 at once, not after a catch-up of up to a few hundred ms)."""
+    topic's end (`MetaFollower.seen_written`): a few round trips when caught up. An instance
+    that takes every slot's writes skips it: nothing it has not seen can have been made."""
     info = request.match_info
     if FORWARDED in request.headers or ("path" not in info and "stream" not in info):
         return
@@ -256,19 +256,12 @@ async def _know_the_stream(request: web.Request) -> None:
         fork = fork_from(request, ref) if request.method == "PUT" else None
     except ProtocolError:
         return  # the handler refuses it as it would
-    catalog = request.app[STREAMS].catalog
     if request.method == "PUT":
         named = None if fork is None else fork.source_id
     else:
         named = None if "offset" in info else ref.stream_id
-    if named is None or catalog.mount(ref.bucket_id) is not None:
-        return
-    if catalog.stream(ref.bucket_id, named) is not None:
-        return
-    try:
-        await request.app[FORWARDER].catch_up()
-    except LogUnavailable as error:
-        log.info("catching up before routing a write naming %s: %s", named, error)
+    if named is not None:
+        await _catch_up_unless_known(request, ref.bucket_id, named)
 
 
 async def _know_the_name(request: web.Request) -> None:
@@ -286,16 +279,23 @@ async def _know_the_name(request: web.Request) -> None:
         ref = stream_ref(request)
     except ProtocolError:
         return  # the handler refuses it as it would
+    await _catch_up_unless_known(request, ref.bucket_id, ref.stream_id)
+
+
+async def _catch_up_unless_known(request: web.Request, bucket_id: str, stream_id: str) -> None:
+    """Follow the meta topic to what is written in it now, unless the catalog knows the
+    stream (or its bucket is a mount, indexed from its topic) or this request caught up
+    already (a fork naming an unknown source, then its own name)."""
     catalog = request.app[STREAMS].catalog
-    if (
-        catalog.mount(ref.bucket_id) is not None
-        or catalog.stream(ref.bucket_id, ref.stream_id) is not None
-    ):
+    if request.get(_CAUGHT_UP) or catalog.mount(bucket_id) is not None:
         return
+    if catalog.stream(bucket_id, stream_id) is not None:
+        return
+    request[_CAUGHT_UP] = True
     try:
         await request.app[FORWARDER].catch_up()
     except LogUnavailable as error:
-        log.info("catching up before creating %s: %s", ref, error)
+        log.info("catching up before a write naming %s/%s: %s", bucket_id, stream_id, error)
 
 
 def _write_slot(request: web.Request) -> int | None:

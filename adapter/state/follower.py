@@ -26,6 +26,15 @@ owners and tier topics are small and held in memory only: always replayed whole.
 topics before it fenced the previous owner is in the catalog: positions count past
 transaction markers (the end-of-partition event carries the fetch position), so they reach
 the end offsets.
+
+`seen_written` is what an instance that is not the stream's owner waits for before it routes a
+write naming a stream it does not know, or creates a name it does not know: every stream record
+*written* so far followed (or its transaction ended). The stable end `caught_up` asks for is
+not enough there: Kafka acknowledges a commit once the coordinator has logged it, and writes
+the markers that make its records readable a moment later, so a stream another instance was
+answered 201 for can still sit above the meta topic's stable end (a fork appended to through
+another instance at once got 404, 1 run in many). A new slot owner does not need it: its
+init waits for the previous owner's transactions to be completed, markers included.
 """
 
 from __future__ import annotations
@@ -90,9 +99,10 @@ class MetaFollower:
         # The ends are asked on a connection and thread of their own, not queued behind the
         # follower's fetch (up to 200 ms): a caught-up follower answers in a few round trips.
         # Many waiters (writes naming a stream not known here yet) share one query.
-        self._probe: Consumer | None = None
+        self._probes: dict[str, Consumer] = {}  # by isolation level
         self._probe_thread = concurrent.futures.ThreadPoolExecutor(1, "meta-ends")
         self._ends: Fresh[dict[str, int]] = Fresh(self._query_ends)
+        self._written_ends: Fresh[dict[str, int]] = Fresh(self._query_written_ends)
         self._identity: dict[str, str] | None = None  # known once replayed
         self.resumed_from: dict[str, int] | None = None  # the checkpoint the replay resumed
         self.clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)
@@ -153,7 +163,15 @@ class MetaFollower:
 
     async def caught_up(self) -> None:
         """Return once everything committed to the state topics so far has been followed."""
-        ends = await self._ends.get()
+        await self._reach(await self._ends.get())
+
+    async def seen_written(self) -> None:
+        """Return once every record written to the meta topic so far has been followed, or its
+        transaction aborted: a commit already acknowledged whose markers are not written yet
+        included (see the module's docstring). Waits for transactions open now to end."""
+        await self._reach(await self._written_ends.get())
+
+    async def _reach(self, ends: dict[str, int]) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
         while any(self._positions.get(topic, 0) < end for topic, end in ends.items()):
@@ -183,20 +201,31 @@ class MetaFollower:
         return lags
 
     async def _query_ends(self) -> dict[str, int]:
+        state = (self.topics.meta, self.topics.producers, self.topics.snapshots, self.topics.tier)
+        return await self._query(state, "read_committed")  # the stable ends
+
+    async def _query_written_ends(self) -> dict[str, int]:
+        return await self._query((self.topics.meta,), "read_uncommitted")  # the high watermark
+
+    async def _query(self, topics: Sequence[str], isolation: str) -> dict[str, int]:
         loop = asyncio.get_running_loop()
-        ends: dict[str, int] = await loop.run_in_executor(self._probe_thread, self._end_offsets)
+        ends: dict[str, int] = await loop.run_in_executor(
+            self._probe_thread, self._end_offsets, topics, isolation
+        )
         return ends
 
-    def _end_offsets(self) -> dict[str, int]:
+    def _end_offsets(self, topics: Sequence[str], isolation: str) -> dict[str, int]:
+        """The partitions' ends as a consumer of `isolation` sees them (librdkafka answers the
+        stable end to a read_committed one, the high watermark to a read_uncommitted one)."""
         if self._consumer is None:
             raise LogUnavailable("the follower has not replayed yet")
-        probe = self._probe or Consumer(
-            self._config | {"group.id": f"{self._config['group.id']}-ends"}
-        )
-        self._probe = probe
+        probe = self._probes.get(isolation)
+        if probe is None:
+            group = f"{self._config['group.id']}-ends-{isolation}"
+            probe = Consumer(self._config | {"group.id": group, "isolation.level": isolation})
+            self._probes[isolation] = probe
         ends = {}
-        state = (self.topics.meta, self.topics.producers, self.topics.snapshots, self.topics.tier)
-        for topic in state:
+        for topic in topics:
             try:
                 _, high = probe.get_watermark_offsets(
                     TopicPartition(topic, 0), self.timeout_s, cached=False
@@ -253,8 +282,7 @@ class MetaFollower:
     async def close(self) -> None:
         if self._consumer is not None:
             await self._on_thread(self._consumer.close)
-        if self._probe is not None:
-            probe = self._probe
+        for probe in self._probes.values():
             await asyncio.get_running_loop().run_in_executor(self._probe_thread, probe.close)
         self._thread.shutdown(wait=False, cancel_futures=True)
         self._probe_thread.shutdown(wait=False, cancel_futures=True)

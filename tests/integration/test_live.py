@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 
+from confluent_kafka import Producer
+
 from adapter.app import PARTS, SETTINGS
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
+from adapter.state.records import StreamMeta, encode
 from tests.conftest import Client
 from topology.naming import StateTopics
 
@@ -119,6 +122,45 @@ async def test_the_follower_reports_each_committed_change(client: Client, unique
                 break
             await asyncio.sleep(0.05)
         assert f"stream:_default/follow-{unique}" in changed
+    finally:
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
+        await follower.close()
+
+
+async def test_seen_written_waits_for_a_transaction_the_stable_end_is_still_below(
+    client: Client, unique: str
+) -> None:
+    """Kafka acknowledges a commit before the markers that make its records readable are
+    written: for that moment, a stream another instance was answered 201 for sits above the
+    meta topic's stable end. `caught_up` (the stable end) returns below a transaction still
+    open; `seen_written` (the high watermark) waits for it to end and sees its record."""
+    settings = client.app[SETTINGS]
+    topics = StateTopics.of(settings.topic_prefix)
+    catalog = Catalog()
+    follower = MetaFollower(settings.bootstrap_servers, topics, catalog, 10, lambda _: None)
+    await follower.replay()
+    following = asyncio.create_task(follower.follow())
+    producer = Producer(
+        {"bootstrap.servers": settings.bootstrap_servers, "transactional.id": f"seen-{unique}"}
+    )
+    name = f"open-{unique}"
+    try:
+        await asyncio.to_thread(producer.init_transactions, 10)
+        producer.begin_transaction()
+        meta = StreamMeta("_default", name, 0, "text/plain", 1, 0, 0, 1, 1)
+        producer.produce(topics.meta, encode(meta), meta.key)
+        await asyncio.to_thread(producer.flush, 10)
+        await asyncio.wait_for(follower.caught_up(), 5)  # the stable end is below the record
+        seen = asyncio.create_task(follower.seen_written())
+        await asyncio.sleep(0.5)
+        assert not seen.done()  # the record is written: its transaction is still open
+        await asyncio.to_thread(producer.commit_transaction, 10)
+        await asyncio.wait_for(seen, 10)
+        assert catalog.stream("_default", name) is not None
+        producer.begin_transaction()  # leave no stream behind for other tests
+        producer.produce(topics.meta, None, meta.key)
+        await asyncio.to_thread(producer.commit_transaction, 10)
     finally:
         following.cancel()
         await asyncio.gather(following, return_exceptions=True)

@@ -164,8 +164,9 @@ def test_a_catalog_bounded_by_bytes_caches_by_size_and_answers_the_same() -> Non
 
 
 def test_a_checkpoint_written_in_steps_holds_every_row_changed_before_it(tmp_path: Path) -> None:
-    """The dirty rows are written a step at a time; rows changed between two steps are
-    written as they are then (past the cut: harmless). The file then holds every change."""
+    """The dirty rows are written a step at a time; a row changed between two steps is written
+    as it is then if its step is still to come, else it stays dirty for the next checkpoint
+    (its change is past the cut either way: harmless). No change is ever lost."""
     store = FileStore(str(tmp_path), "catalog-x")
     catalog = Catalog(store)
     for n in range(600):
@@ -180,10 +181,16 @@ def test_a_checkpoint_written_in_steps_holds_every_row_changed_before_it(tmp_pat
     for step in steps[1:]:
         step()
     catalog.save({"meta": 2}, {}, 2, dirty=False)
+    still_dirty = ("b", "s599") in catalog._streams.dirty_keys()
     store.close()
     reopened = Catalog(FileStore(str(tmp_path), "catalog-x"))
     reopened.resume()
     assert [reopened.stream("b", f"s{n}") for n in range(599)] == [
         _meta(f"s{n}", next_offset=9) for n in range(599)
     ]
-    assert reopened.stream("b", "s599") == _meta("s599", next_offset=11)
+    # The dirty keys' order is a set's: s599's step ran after its change, or before it and the
+    # row waits, dirty, for the next checkpoint.
+    held = reopened.stream("b", "s599")
+    assert held == _meta("s599", next_offset=11) or (
+        held == _meta("s599", next_offset=9) and still_dirty
+    )
