@@ -67,6 +67,7 @@ from topology.naming import StateTopics
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2
+WRITTEN_WAIT_S = 2.0  # how long `seen_written` waits for the transactions open when asked
 DEFAULT_DELETE_RETENTION_MS = 24 * 3600 * 1000  # Kafka's default
 
 
@@ -163,17 +164,20 @@ class MetaFollower:
 
     async def caught_up(self) -> None:
         """Return once everything committed to the state topics so far has been followed."""
-        await self._reach(await self._ends.get())
+        await self._reach(await self._ends.get(), self.timeout_s)
 
-    async def seen_written(self) -> None:
+    async def seen_written(self, within_s: float = WRITTEN_WAIT_S) -> None:
         """Return once every record written to the meta topic so far has been followed, or its
         transaction aborted: a commit already acknowledged whose markers are not written yet
-        included (see the module's docstring). Waits for transactions open now to end."""
-        await self._reach(await self._written_ends.get())
+        included (see the module's docstring). Waits for the transactions open now to end, for
+        at most `within_s` (else LogUnavailable): one left open by an instance that died is
+        ended only when its slot's next owner fences it, seconds later, and the writes that
+        wait here need not stall that long for a race of milliseconds."""
+        await self._reach(await self._written_ends.get(), within_s)
 
-    async def _reach(self, ends: dict[str, int]) -> None:
+    async def _reach(self, ends: dict[str, int], within_s: float) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout_s
+        deadline = loop.time() + within_s
         while any(self._positions.get(topic, 0) < end for topic, end in ends.items()):
             remaining = deadline - loop.time()
             if remaining <= 0:

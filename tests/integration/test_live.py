@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from confluent_kafka import Producer
 
 from adapter.app import PARTS, SETTINGS
+from adapter.log.errors import LogUnavailable
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import StreamMeta, encode
@@ -134,7 +136,8 @@ async def test_seen_written_waits_for_a_transaction_the_stable_end_is_still_belo
     """Kafka acknowledges a commit before the markers that make its records readable are
     written: for that moment, a stream another instance was answered 201 for sits above the
     meta topic's stable end. `caught_up` (the stable end) returns below a transaction still
-    open; `seen_written` (the high watermark) waits for it to end and sees its record."""
+    open; `seen_written` (the high watermark) waits for it to end, for as long as it is told,
+    and sees its record."""
     settings = client.app[SETTINGS]
     topics = StateTopics.of(settings.topic_prefix)
     catalog = Catalog()
@@ -152,9 +155,11 @@ async def test_seen_written_waits_for_a_transaction_the_stable_end_is_still_belo
         producer.produce(topics.meta, encode(meta), meta.key)
         await asyncio.to_thread(producer.flush, 10)
         await asyncio.wait_for(follower.caught_up(), 5)  # the stable end is below the record
-        seen = asyncio.create_task(follower.seen_written())
+        with pytest.raises(LogUnavailable):  # the record is written, its transaction open
+            await follower.seen_written(0.5)  # a bounded wait: not for as long as it stays open
+        seen = asyncio.create_task(follower.seen_written(30))
         await asyncio.sleep(0.5)
-        assert not seen.done()  # the record is written: its transaction is still open
+        assert not seen.done()
         await asyncio.to_thread(producer.commit_transaction, 10)
         await asyncio.wait_for(seen, 10)
         assert catalog.stream("_default", name) is not None
