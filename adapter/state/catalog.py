@@ -266,11 +266,17 @@ class Catalog:
 
     def streams_of(self, bucket_id: str) -> Iterator[tuple[StreamMeta, SnapshotPointer | None]]:
         """Every stream recorded in the bucket (expired and soft-deleted ones included), with
-        its visible snapshot."""
-        for stream_id in list(self.stream_ids(bucket_id, "", None)):  # no cursor held open
-            meta = self._peek((bucket_id, stream_id))  # a scan: the cache keeps what is hot
+        its visible snapshot. A scan: the index's rows a page at a time (never a list of every
+        id: at 100,000 streams that was ≈ 9 MiB, a peak the allocator kept), the cached state
+        where there is one (newer, when dirty), and nothing made recent nor cached."""
+        for stream_id, row in self.store.stream_rows(bucket_id):
+            key = (bucket_id, stream_id)
+            meta = self._streams.peek(key)
+            meta = row if meta is MISS else meta
             if meta is not None:
-                yield meta, self.snapshot(meta)
+                pointer = self._snapshots.peek(key)
+                pointer = self.store.snapshot(key) if pointer is MISS else pointer
+                yield meta, pointer if pointer is not None and pointer.belongs_to(meta) else None
 
     def stream_count(self, bucket_id: str) -> int:
         """Streams recorded in the bucket (expired ones included)."""

@@ -68,6 +68,16 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.2
 WRITTEN_WAIT_S = 2.0  # how long `seen_written` waits for the transactions open when asked
+# librdkafka prefetches ahead of what is polled until its queue holds 100,000 messages of a
+# partition or 64 MiB in all (`queued.min.messages`, `queued.max.messages.kbytes`): native
+# memory, which glibc keeps once freed. State records are small and applying them, not
+# fetching them, is what limits a replay or a burst of creates, so 10,000 messages or 4 MiB
+# keep the follower as busy, provided a full queue is looked at again soon (librdkafka waits
+# 1 s: the rebuild took 40 % longer): a rebuild of 100,000 streams left RSS at 95-100 MiB
+# instead of 123 MiB, ready as soon (docs/performance.md, "RSS growth, fifth session").
+QUEUE_MESSAGES = 10_000
+QUEUE_KBYTES = 4096
+QUEUE_BACKOFF_MS = 10
 DEFAULT_DELETE_RETENTION_MS = 24 * 3600 * 1000  # Kafka's default
 
 
@@ -93,6 +103,9 @@ class MetaFollower:
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
             "fetch.wait.max.ms": 100,
+            "queued.min.messages": QUEUE_MESSAGES,
+            "queued.max.messages.kbytes": QUEUE_KBYTES,
+            "fetch.queue.backoff.ms": QUEUE_BACKOFF_MS,
             "logger": logging.getLogger("librdkafka.follower"),
         }
         self._consumer: Consumer | None = None

@@ -283,16 +283,29 @@ class Store:
 
     def stream_ids(self, bucket_id: str, start: str, inclusive: bool) -> Iterator[str]:
         """Ids of the bucket's streams in byte order from `start`, a page at a time."""
+        for stream_id, _value in self._pages("stream, NULL", bucket_id, start, inclusive):
+            yield stream_id
+
+    def stream_rows(self, bucket_id: str) -> Iterator[tuple[str, StreamMeta]]:
+        """Every stream of the bucket with the state its row holds, in byte order, read a page
+        at a time: a scan of the whole bucket holds one page, never every id."""
+        for stream_id, value in self._pages("stream, value", bucket_id, "", inclusive=True):
+            yield stream_id, _unpack(StreamMeta, value)
+
+    def _pages(
+        self, columns: str, bucket_id: str, start: str, inclusive: bool
+    ) -> Iterator[tuple[str, Any]]:
+        """(id, `columns`' second) of the bucket's rows from `start` on, `PAGE` per query
+        (pending rows written first; no cursor stays open between two pages)."""
         op = ">=" if inclusive else ">"
         while True:
             self.flush()
             rows = self.db.execute(
-                f"SELECT stream FROM streams WHERE bucket = ? AND stream {op} ? "
+                f"SELECT {columns} FROM streams WHERE bucket = ? AND stream {op} ? "
                 "ORDER BY stream LIMIT ?",
                 (bucket_id, start, PAGE),
             ).fetchall()
-            for (stream_id,) in rows:
-                yield stream_id
+            yield from rows
             if len(rows) < PAGE:
                 return
             start, op = rows[-1][0], ">"
@@ -371,11 +384,22 @@ class Store:
         self._snapshots[key] = pointer
         self._wrote()
 
-    def snapshots(self) -> list[SnapshotPointer]:
-        """Every snapshot pointer."""
-        self.flush()
-        rows = self.db.execute("SELECT value FROM snapshots").fetchall()
-        return [_unpack(SnapshotPointer, value) for (value,) in rows]
+    def snapshots(self) -> Iterator[SnapshotPointer]:
+        """Every snapshot pointer, read `PAGE` at a time (a scan holds one page, not all)."""
+        after: StreamKey = ("", "")
+        op = ">="
+        while True:
+            self.flush()
+            rows = self.db.execute(
+                f"SELECT bucket, stream, value FROM snapshots WHERE (bucket, stream) {op} (?, ?) "
+                "ORDER BY bucket, stream LIMIT ?",
+                (*after, PAGE),
+            ).fetchall()
+            for _bucket, _stream, value in rows:
+                yield _unpack(SnapshotPointer, value)
+            if len(rows) < PAGE:
+                return
+            after, op = (rows[-1][0], rows[-1][1]), ">"
 
     # -- writing ---------------------------------------------------------------------------
 
