@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import islice
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
@@ -40,7 +41,7 @@ from adapter.log.scanner import PartitionScanner, Scanned
 from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.protocol.snapshots import retention_floors
 from adapter.state.catalog import Catalog
-from adapter.state.records import BucketMeta
+from adapter.state.records import BucketMeta, SnapshotPointer, StreamMeta
 from adapter.tier import chunks, manifest
 from adapter.tier.chunks import ColdMessage
 from adapter.tier.freeing import free_to, to_free
@@ -51,6 +52,8 @@ from topology.errors import BrokerUnavailable, TopologyError
 from topology.slots import SlotMap
 
 log = logging.getLogger(__name__)
+
+FLOOR_STEP = 512  # streams judged between two turns of the event loop
 
 SCAN_BYTES = 4 * 1024 * 1024  # per measuring read
 RANGE_BYTES = 64 * 1024 * 1024  # of values per tiered range, at most (one record more)
@@ -146,7 +149,7 @@ class TierWorker:
         failed: Exception | None = None
         for bucket_id in self.catalog.bucket_ids():
             bucket = self.catalog.bucket(bucket_id)
-            floors = self._floors(bucket_id)
+            floors = await self._floors(bucket_id)
             for partition in range(bucket.partitions if bucket else 0):
                 if bucket is None or not self._owned(bucket_id, partition):
                     continue
@@ -166,12 +169,12 @@ class TierWorker:
     def _owned(self, bucket_id: str, partition: int) -> bool:
         return self.writers.accepting(self.slots.of_stream(bucket_id, partition))
 
-    def _floors(self, bucket_id: str) -> dict[int, int]:
+    async def _floors(self, bucket_id: str) -> dict[int, int]:
         """Per partition of the bucket, where the records no stream needs end. Taken from the
         catalog of the partitions' owner, whose commits it applies in commit order: a stream
         not in it yet was committed after every one that is, so it starts past their floor."""
         settled_before = self.clock() - self.policy.retention_grace_ms
-        return retention_floors(self.catalog.streams_of(bucket_id), settled_before)
+        return await floors_gently(self.catalog.streams_of(bucket_id), settled_before)
 
     async def tier_partition(
         self, bucket: BucketMeta, partition: int, floor: int | None = None
@@ -350,3 +353,25 @@ def _stream_id(key: bytes) -> str | None:
         return key.decode() or None
     except UnicodeDecodeError:
         return None
+
+
+async def floors_gently(
+    streams: Iterable[tuple[StreamMeta, SnapshotPointer | None]], settled_before_ms: int
+) -> dict[int, int]:
+    """`retention_floors` over a scan of the catalog, `FLOOR_STEP` streams at a time with the
+    event loop's other work in between (at ≈ 10 µs a stream, a bucket of 100,000 streams in
+    one go stalled every request for a second or more, every pass).
+
+    Streams that change between two steps are judged as they are when reached, which is as
+    safe as a scan taken at once and followed by the awaits of the pass: `settled_before_ms`
+    is fixed before the scan, so a stream's need only falls with a newer snapshot (not
+    settled yet: its history's start counts); a deleted stream needs nothing; and a stream
+    created meanwhile, missed or not, was committed after those scanned before it, so it
+    starts past their floor, as one created just after a scan at once would."""
+    floors: dict[int, int] = {}
+    scan = iter(streams)
+    while step := list(islice(scan, FLOOR_STEP)):
+        for partition, floor in retention_floors(step, settled_before_ms).items():
+            floors[partition] = min(floors.get(partition, floor), floor)
+        await asyncio.sleep(0)
+    return floors
