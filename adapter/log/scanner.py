@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from adapter.log.errors import LogUnavailable
-from adapter.log.reader import poll_batch
+from adapter.log.reader import bounded_prefetch, poll_batch
 from topology.wire import (
     CONTENT_TYPE_HEADER,
     PRODUCER_EPOCH_HEADER,
@@ -69,6 +69,7 @@ class PartitionScanner:
             "auto.offset.reset": "error",
             "fetch.wait.max.ms": 10,
             "logger": logging.getLogger("librdkafka.tier"),
+            **bounded_prefetch(),
         }
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "tier-scanner")
