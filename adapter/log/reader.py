@@ -205,8 +205,9 @@ class LogReader:
 
 def bounded_prefetch() -> dict[str, Any]:
     """librdkafka prefetches up to 64 MiB a consumer by default: native memory that glibc keeps
-    once freed. A 1 GiB bootstrap overlapping the tiering pass's measuring scan of the same
-    partition grew RSS by 134 MiB in a loaded CI run (36 MiB alone). A full queue is looked at
+    once freed. A 1 GiB bootstrap grew RSS by 134 MiB in a loaded CI run (36 MiB on a quiet
+    machine), likeliest by overlapping the tier pass's measuring scan of the same partition,
+    each consumer with its own 64 MiB. A full queue is looked at
     again after 10 ms, not librdkafka's 1 s, which made a smaller queue slow a catch-up ~4x."""
     return {"queued.max.messages.kbytes": QUEUE_KBYTES, "fetch.queue.backoff.ms": QUEUE_BACKOFF_MS}
 
