@@ -203,13 +203,13 @@ class LogReader:
         return ReadResult(messages, request.stop, True)
 
 
-def bounded_prefetch() -> dict[str, Any]:
+def bounded_prefetch(kbytes: int = QUEUE_KBYTES) -> dict[str, Any]:
     """librdkafka prefetches up to 64 MiB a consumer by default: native memory that glibc keeps
     once freed. A 1 GiB bootstrap grew RSS by 134 MiB in a loaded CI run (36 MiB on a quiet
     machine), likeliest by overlapping the tier pass's measuring scan of the same partition,
     each consumer with its own 64 MiB. A full queue is looked at
     again after 10 ms, not librdkafka's 1 s, which made a smaller queue slow a catch-up ~4x."""
-    return {"queued.max.messages.kbytes": QUEUE_KBYTES, "fetch.queue.backoff.ms": QUEUE_BACKOFF_MS}
+    return {"queued.max.messages.kbytes": kbytes, "fetch.queue.backoff.ms": QUEUE_BACKOFF_MS}
 
 
 def sparse_fetch_config(fetch_bytes: int) -> dict[str, Any]:

@@ -274,9 +274,14 @@ class Catalog:
             meta = self._streams.peek(key)
             meta = row if meta is MISS else meta
             if meta is not None:
-                pointer = self._snapshots.peek(key)
-                pointer = self.store.snapshot(key) if pointer is MISS else pointer
-                yield meta, pointer if pointer is not None and pointer.belongs_to(meta) else None
+                yield meta, self._peek_snapshot(meta)
+
+    def _peek_snapshot(self, meta: StreamMeta) -> SnapshotPointer | None:
+        """`snapshot`, not made recent nor cached (for scans)."""
+        key = (meta.bucket_id, meta.stream_id)
+        pointer = self._snapshots.peek(key)
+        pointer = self.store.snapshot(key) if pointer is MISS else pointer
+        return pointer if pointer is not None and pointer.belongs_to(meta) else None
 
     def stream_count(self, bucket_id: str) -> int:
         """Streams recorded in the bucket (expired ones included)."""

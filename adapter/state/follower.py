@@ -58,7 +58,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from adapter.log.errors import LogUnavailable
-from adapter.log.reader import poll_batch
+from adapter.log.reader import bounded_prefetch, poll_batch
 from adapter.log.writer import StateWritten
 from adapter.state.catalog import Catalog
 from adapter.state.fresh import Fresh
@@ -77,7 +77,6 @@ WRITTEN_WAIT_S = 2.0  # how long `seen_written` waits for the transactions open 
 # instead of 123 MiB, ready as soon (docs/performance.md, "RSS growth, fifth session").
 QUEUE_MESSAGES = 10_000
 QUEUE_KBYTES = 4096
-QUEUE_BACKOFF_MS = 10
 DEFAULT_DELETE_RETENTION_MS = 24 * 3600 * 1000  # Kafka's default
 
 
@@ -104,9 +103,8 @@ class MetaFollower:
             "enable.partition.eof": True,
             "fetch.wait.max.ms": 100,
             "queued.min.messages": QUEUE_MESSAGES,
-            "queued.max.messages.kbytes": QUEUE_KBYTES,
-            "fetch.queue.backoff.ms": QUEUE_BACKOFF_MS,
             "logger": logging.getLogger("librdkafka.follower"),
+            **bounded_prefetch(QUEUE_KBYTES),  # a full queue looked at again after 10 ms
         }
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "meta-follower")
