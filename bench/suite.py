@@ -2,11 +2,14 @@
 
 Targets, each started here: durable-kafka (the console script on the local broker; one or
 `--instances` processes on one topic prefix), the Node reference server in memory and
-file-backed, and raw Kafka (confluent-kafka, acks=all, idempotent) where a scenario has a
-Kafka equivalent. Load comes from the compiled generator in bench/loadgen (Go), a separate
-process; SSE fan-out is bench.sse_fanout's, run as a subprocess and folded in; `/bootstrap`
-vs catch-up of one stream is bench.suite_bootstrap's, and the cold tier (catch-up from cold vs
-hot, append p99 while tiering vs idle) bench.tier_catchup's (durable-kafka only).
+file-backed, raw Kafka (confluent-kafka, acks=all, idempotent) where a scenario has a Kafka
+equivalent, and in the append scenarios the Python floors (bench/floor_server.py: aiohttp on
+uvloop answering appends with no product code, in memory or behind one Kafka transaction per
+batch), which say how much of durable-kafka's cost any Python server on this stack pays.
+Load comes from the compiled generator in bench/loadgen (Go), a separate process; SSE
+fan-out is bench.sse_fanout's, run as a subprocess and folded in; `/bootstrap` vs catch-up of
+one stream is bench.suite_bootstrap's, and the cold tier (catch-up from cold vs hot, append
+p99 while tiering vs idle) bench.tier_catchup's (durable-kafka only).
 
     .venv/bin/python -m bench.suite                 # the full run (~20 min on 2 cores)
     .venv/bin/python -m bench.suite --smoke         # tiny sizes (~1.5 min warm)
@@ -144,12 +147,12 @@ def run_target(
     except targets.TargetError as error:
         log(f"  FAILED: {error}")
         label = suite_servers.row_name(name, args.instances, args.workers)
-        wanted = [s for s in chosen if not s.targets_only or name in s.targets_only]
+        wanted = [s for s in chosen if s.runs_on(name)]
         return [Row(label, s.name, s.metric, s.what, failure=str(error)) for s in wanted]
     rows = []
     try:
         for scenario in chosen:
-            if scenario.targets_only and name not in scenario.targets_only:
+            if not scenario.runs_on(name):
                 continue
             log(f"[{deployment.name} / {scenario.name}]")
             row = http_row(ctx, deployment, scenario, scenario.timeout_s(args))

@@ -8,7 +8,7 @@ from bench import targets
 from bench.suite_measure import RAW_KAFKA
 from bench.suite_scenarios import LATENCY, MBPS, RATE
 
-OTHERS = (targets.REFERENCE_MEMORY, targets.REFERENCE_FILE, RAW_KAFKA)
+OTHERS = (targets.REFERENCE_MEMORY, targets.REFERENCE_FILE, RAW_KAFKA, *targets.FLOORS)
 HEADLINE = {LATENCY: "p50_ms", RATE: "rate", MBPS: "mb_per_s"}
 
 
@@ -70,6 +70,10 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         entry["reference_cpu_us_per_op"] = (
             reference["median"]["server_cpu_us_per_op"] if reference else None
         )
+        floor = by_key.get((scenario, targets.PYTHON_KAFKA_FLOOR))
+        entry["kafka_floor_cpu_us_per_op"] = (
+            floor["median"]["server_cpu_us_per_op"] if floor else None
+        )
         for other in OTHERS:
             theirs = by_key.get((scenario, other))
             mine, their = row["median"][key], theirs["median"][key] if theirs else None
@@ -84,12 +88,14 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def ratio_table(entries: list[dict[str, Any]]) -> str:
     lines = [
         "| scenario | durable-kafka target | figure | / ref memory | / ref file | / raw Kafka "
-        "| server CPU µs/op | ref memory's |"
+        "| / Python floor | / Python+Kafka floor | server CPU µs/op | ref memory's "
+        "| Python+Kafka floor's |"
     ]
-    lines.append("|" + "---|" * 8)
+    lines.append("|" + "---|" * 11)
     for e in entries:
         cells = [_ratio(e.get(other)) for other in OTHERS]
-        cells += [_num(e.get("cpu_us_per_op")), _num(e.get("reference_cpu_us_per_op"))]
+        cells += [_num(e.get(k)) for k in ("cpu_us_per_op", "reference_cpu_us_per_op")]
+        cells.append(_num(e.get("kafka_floor_cpu_us_per_op")))
         lines.append(
             f"| {e['scenario']} | {e['target']} | {e['figure']} | " + " | ".join(cells) + " |"
         )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field, replace
 
+from bench import targets
+
 MIB = 2**20
 
 LATENCY, RATE, MBPS = "latency", "rate", "mb_per_s"
@@ -22,6 +24,12 @@ class Scenario:
     setup: dict[str, object] | None = None  # a generator run before the repetitions
     fresh_prefix: bool = False  # new stream names every repetition
     targets_only: tuple[str, ...] = field(default=())  # empty: every HTTP target
+    floor: bool = False  # also run against the Python floors (bench/floor_server.py)
+
+    def runs_on(self, target: str) -> bool:
+        if self.targets_only:
+            return target in self.targets_only
+        return self.floor or target not in targets.FLOORS
 
     def with_raw(self, raw: dict[str, object]) -> Scenario:
         return replace(self, raw=raw)
@@ -81,6 +89,7 @@ def catalogue(args: argparse.Namespace) -> list[Scenario]:
             f"{small} streams x 1 writer, 100 B, closed loop",
             append_load(args, small),
             raw=raw_load(args, small),
+            floor=True,
         ),
         Scenario(
             f"append-{many}-streams",
@@ -88,6 +97,7 @@ def catalogue(args: argparse.Namespace) -> list[Scenario]:
             f"{many} streams x 1 writer, 100 B, closed loop",
             append_load(args, many),
             raw=raw_load(args, many),
+            floor=True,
         ),
         Scenario(
             "append-hot-stream",
@@ -95,6 +105,7 @@ def catalogue(args: argparse.Namespace) -> list[Scenario]:
             f"1 stream x {small} writers, 100 B, closed loop",
             append_load(args, 1, writers=small),
             raw=raw_load(args, 1),
+            floor=True,
         ),
         Scenario(
             f"append-{small}-streams-producer",
@@ -107,6 +118,7 @@ def catalogue(args: argparse.Namespace) -> list[Scenario]:
             LATENCY,
             f"{args.moderate_rate:g} appends/s open loop over {small} streams",
             moderate,
+            floor=True,
         ),
         Scenario(
             "append-moderate-producer",

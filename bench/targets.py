@@ -22,7 +22,12 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 DURABLE_KAFKA = "durable-kafka"
 REFERENCE_MEMORY = "reference-memory"
 REFERENCE_FILE = "reference-file"
-TARGETS = (DURABLE_KAFKA, REFERENCE_MEMORY, REFERENCE_FILE)
+# bench/floor_server.py: what a Python server on aiohttp costs before any product code, with
+# nothing behind it or with one Kafka transaction per batch of appends (issue 18's floors).
+PYTHON_FLOOR = "python-floor"
+PYTHON_KAFKA_FLOOR = "python-kafka-floor"
+FLOORS = (PYTHON_FLOOR, PYTHON_KAFKA_FLOOR)
+TARGETS = (DURABLE_KAFKA, REFERENCE_MEMORY, REFERENCE_FILE, *FLOORS)
 
 
 class TargetError(RuntimeError):
@@ -75,6 +80,8 @@ def start(name: str, log_dir: Path, dk: TargetOptions) -> Server:
     if name in (REFERENCE_MEMORY, REFERENCE_FILE):
         memory = name == REFERENCE_MEMORY
         return _start_reference(name, log_dir / f"{name}.log", memory, dk)
+    if name in FLOORS:
+        return _start_floor(name, log_dir / f"{name}.log", dk)
     raise TargetError(f"unknown target {name!r}; known: {', '.join(TARGETS)}")
 
 
@@ -119,6 +126,24 @@ def _start_reference(name: str, log_path: Path, memory: bool, options: TargetOpt
         raise TargetError(f"{name} did not start (stdout {line!r}); see {log_path}")
     server = Server(name, line.removeprefix("listening on "), process, log_path)
     _wait_ready(server, f"{server.url}/v1/stream/__bench_ready_probe", timeout_s=10)
+    return server
+
+
+def floor_topic(options: TargetOptions) -> str:
+    """The topic python-kafka-floor writes, under durable-kafka's prefix of the run."""
+    return f"{options.topic_prefix}python-kafka-floor"
+
+
+def _start_floor(name: str, log_path: Path, options: TargetOptions) -> Server:
+    port = free_port()
+    mode = "kafka" if name == PYTHON_KAFKA_FLOOR else "memory"
+    command = [sys.executable, "-m", "bench.floor_server", "--mode", mode, "--port", str(port)]
+    command += ["--bootstrap-servers", options.bootstrap_servers]
+    command += ["--topic", floor_topic(options)]
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    server = Server(name, f"http://127.0.0.1:{port}", process, log_path)
+    _wait_ready(server, f"{server.url}/v1/stream/__bench_ready_probe", timeout_s=60)
     return server
 
 

@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from adapter.app import create_app
 from bench import loadgen_run, suite_bootstrap, targets, tier_catchup
@@ -174,3 +175,58 @@ async def test_tier_bench_reads_a_stream_hot_then_cold_and_times_appends(
     assert set(result["mb_per_s"]) == {"hot", "cold", "cold_cached"}
     assert result["ratios"]["append_p99_tiering_vs_idle"] > 0
     assert "tiering / idle" in tier_catchup.table(result)
+
+
+async def test_the_python_floors_answer_appends_and_the_kafka_one_commits_each(
+    loadgen: Path, kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """bench/floor_server.py as the suite starts it: every append the generator counted as
+    answered is in memory (python-floor) or committed in Kafka (python-kafka-floor, read back
+    by a read_committed consumer), so the floors' figures are of work really done."""
+    options = targets.TargetOptions(kafka_bootstrap, f"{unique}.", 3_600_000, 15_000)
+    for name in targets.FLOORS:
+        server = targets.start(name, tmp_path, options)
+        try:
+            report = loadgen_run.run(
+                loadgen,
+                {"mode": "append", "base": server.url, "streams": 3, "create": True}
+                | {"size": 100, "warmup": 0.2, "duration": 1, "server-pids": server.pid},
+                timeout_s=60,
+            ).report
+        finally:
+            targets.stop(server)
+        assert report["errors"] == 0, report
+        assert report["ok"] > 0, report
+        assert report["server_cpu_s"] > 0, report  # its process is the one measured
+        if name == targets.PYTHON_KAFKA_FLOOR:
+            committed = await asyncio.to_thread(
+                _committed_records, kafka_bootstrap, targets.floor_topic(options)
+            )
+            assert committed >= report["ok"]  # the generator counts only the measured window
+
+
+def _committed_records(bootstrap: str, topic: str) -> int:
+    """Records of `topic` a read_committed consumer sees, read to the end."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"floor-check-{topic}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        count = 0
+        while True:
+            message = consumer.poll(10)
+            assert message is not None, f"no end of {topic} within 10 s"
+            error = message.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                return count
+            count += 1
+    finally:
+        consumer.close()
