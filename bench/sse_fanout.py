@@ -384,7 +384,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
-    add("--targets", default=",".join(targets.TARGETS), help="comma-separated, of %(default)s")
+    add(
+        "--targets",
+        default=",".join(targets.PROTOCOL_TARGETS),
+        help="comma-separated, of %(default)s",
+    )
     add("--scenarios", default="one,one-big,many", help="comma-separated, of %(default)s")
     add("--subscribers", type=int, default=1000, help="subscribers of one stream in 'one'")
     add("--big-subscribers", type=int, default=10_000, help="subscribers in 'one-big'")
@@ -429,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     known = scenarios(args)
     unknown = [s for s in args.scenarios.split(",") if s not in known]
-    unknown += [t for t in args.targets if t not in targets.TARGETS]
+    unknown += [t for t in args.targets if t not in targets.PROTOCOL_TARGETS]
     if unknown:
         log(f"unknown target or scenario: {', '.join(unknown)}")
         return 2

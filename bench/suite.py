@@ -215,7 +215,7 @@ def run_memory(binary: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def run_fanout(args: argparse.Namespace) -> dict[str, Any] | None:
     out = RESULTS / "sse_fanout_suite.json"
-    wanted = [t for t in args.targets if t in targets.TARGETS]
+    wanted = [t for t in args.targets if t in targets.PROTOCOL_TARGETS]  # floors: no SSE
     command = [sys.executable, "-m", "bench.sse_fanout", *shlex.split(args.fanout_args)]
     command += ["--targets", ",".join(wanted), "--out", str(out), "--no-devstack"]
     command += ["--bootstrap-servers", args.bootstrap_servers]
