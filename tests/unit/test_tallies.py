@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    enable_created_metrics,
+    generate_latest,
+)
 
 from adapter.tallies import CounterTally, HistogramTally
 
+# prometheus_client's switch for `_created` series (untyped there).
+_disable_created = cast(Callable[[], None], disable_created_metrics)
+_enable_created = cast(Callable[[], None], enable_created_metrics)
 BUCKETS = (0.001, 0.01, 0.1, 1)
 SECONDS = (0.0005, 0.001, 0.002, 0.01, 0.5, 2.0, 30.0, 0.0)
 _CREATED = re.compile(rb"(_created(?:\{[^}]*\})?) [0-9.e+]+")
@@ -62,6 +73,22 @@ def test_unlabelled_families_render_as_prometheus_client_does() -> None:
         rendered.append(_text(registry))
     assert rendered[0] == rendered[1]
     assert b"y_bytes_total 800.0" in rendered[1]
+
+
+def test_without_created_series_as_prometheus_client_without_them() -> None:
+    _disable_created()
+    try:
+        rendered = []
+        for tally in (False, True):
+            registry = CollectorRegistry(auto_describe=True)
+            requests, seconds = _labelled(registry, tally)
+            requests.labels("GET", "200").inc()
+            seconds.labels("GET").observe(0.002)
+            rendered.append(generate_latest(registry))
+    finally:
+        _enable_created()
+    assert rendered[0] == rendered[1]
+    assert b"_created" not in rendered[1]
 
 
 def test_a_name_is_registered_once() -> None:
