@@ -426,7 +426,7 @@ def _checkpoint(follower: MetaFollower) -> None:
 @web.middleware
 async def readiness_gate(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Streams are served only once the catalog has been rebuilt from Kafka."""
-    if request.path in ("/healthz", "/readyz") or request.app[health.READINESS].is_ok(CATALOG):
+    if request.app[health.READINESS].is_ok(CATALOG) or request.path in ("/healthz", "/readyz"):
         return await handler(request)
     raise ProtocolError(ErrorCode.NOT_READY, "the catalog is still being loaded from Kafka")
 

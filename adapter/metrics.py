@@ -16,6 +16,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from adapter.tallies import Count, CounterTally, HistogramTally, Spread
+
 # Seconds, from a hot-tail read (~1 ms) to a write waiting out its deadline (~30 s).
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 READ_MODES = ("catch-up", "long-poll", "sse", "snapshot", "bootstrap")
@@ -29,14 +31,15 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry(auto_describe=True)
-        self._answered: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
-        self.requests = Counter(
+        self._answered: dict[tuple[str, str, int], tuple[Count, Spread]] = {}
+        # The request path's instruments count without a lock (`adapter/tallies.py`).
+        self.requests = CounterTally(
             "durable_kafka_http_requests",
             "HTTP requests answered, by method, route template and status.",
             ["method", "route", "status"],
             registry=registry,
         )
-        self.request_seconds = Histogram(
+        self.request_seconds = HistogramTally(
             "durable_kafka_http_request_duration_seconds",
             "Time from a request's headers to its answer's end, by method, route template "
             "and status class (2xx, 4xx, ...).",
@@ -44,13 +47,13 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
-        self.append_seconds = Histogram(
+        self.append_seconds = HistogramTally(
             "durable_kafka_append_duration_seconds",
             "Time from an append's body received to its Kafka transaction committed.",
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
-        self.appended_bytes = Counter(
+        self.appended_bytes = CounterTally(
             "durable_kafka_appended_bytes",
             "Body bytes of appends that were written.",
             registry=registry,
@@ -116,8 +119,8 @@ class Metrics:
 
     def answered(self, method: str, route: str, status: int, seconds: float) -> None:
         """A request answered: counted, and its duration observed. The labelled series are
-        kept (`labels()` looks them up under a lock, a few µs per request); their labels
-        are few and fixed, so the cache is too."""
+        kept (one lookup per request, not two); their labels are few and fixed, so the cache
+        is too."""
         series = self._answered.get((method, route, status))
         if series is None:
             series = self._answered[(method, route, status)] = (

@@ -112,7 +112,8 @@ _CAUGHT_UP = web.RequestKey("caught_up", bool)  # this request followed the meta
 
 @web.middleware
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.method in WRITES and not request.app[ROUTER].writers.accepting_all():
+    router = request.app[ROUTER]
+    if request.method in WRITES and not router.writers.accepting_all():
         await _know_the_stream(request)
     slot = _write_slot(request)
     if slot is None:
@@ -121,9 +122,9 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
                 return _with_last_access(request, await handler(request))
             await _sibling_sync(request)
         return await handler(request)
-    route = request.app[ROUTER].route(slot)
+    route = router.route(slot)
     if isinstance(route, Local):
-        if request.method == "PUT" and not request.app[ROUTER].writers.accepting_all():
+        if request.method == "PUT" and not router.writers.accepting_all():
             await _know_the_name(request)
         return await handler(request)
     if not isinstance(route, Forward) or FORWARDED in request.headers:

@@ -21,6 +21,9 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+# `Host` values whose verdict is kept: a client names this server in a few spellings; past
+# this many, the rest are judged each time (a client spraying names grows nothing).
+REMEMBERED_HOSTS = 64
 
 
 def allowed_hosts(settings: Settings) -> frozenset[str] | None:
@@ -45,10 +48,20 @@ def host_name(host: str) -> str:
 
 
 def host_middleware(allowed: frozenset[str] | None) -> Middleware:
+    verdicts: dict[str, bool] = {}  # Host header -> allowed: parsed once, not per request
+
+    def allows(host: str) -> bool:
+        verdict = verdicts.get(host)
+        if verdict is None:
+            verdict = allowed is None or host_name(host) in allowed
+            if len(verdicts) < REMEMBERED_HOSTS:
+                verdicts[host] = verdict
+        return verdict
+
     @web.middleware
     async def check_host(request: web.Request, handler: Handler) -> web.StreamResponse:
         host = request.headers.get("Host")
-        if allowed is not None and host is not None and host_name(host) not in allowed:
+        if allowed is not None and host is not None and not allows(host):
             raise ProtocolError(
                 ErrorCode.HOST_NOT_ALLOWED,
                 "this server does not answer for that Host (see allowed_hosts)",

@@ -120,7 +120,9 @@ def _record(
     route, sent = route_of(request), _bytes_sent(response)
     method = method_label(request.method)
     metrics.answered(method, route, status, seconds)
-    code = response.get(ERROR_CODE) if response is not None else None
+    # Only an error response carries a code (all >= 400): a lookup that misses raises a
+    # KeyError inside `Mapping.get`, a cost paid by every success if asked unconditionally.
+    code = response.get(ERROR_CODE) if response is not None and status >= 400 else None
     if code is not None:
         metrics.rejections.labels(code).inc()
     mode = _read_mode(request, route)

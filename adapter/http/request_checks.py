@@ -35,6 +35,8 @@ async def defer_continue(request: web.Request) -> None:
 
 def require_utf8_path(raw_path: str) -> None:
     """400 unless the path (without its query) percent-decodes to valid UTF-8."""
+    if raw_path.isascii() and "%" not in raw_path:
+        return  # nothing to decode: ASCII is UTF-8
     path = raw_path.partition("?")[0]
     try:
         unquote_to_bytes(path).decode("utf-8")

@@ -10,7 +10,7 @@ preflight is answered before routing, so it is the same for resources that exist
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -68,20 +68,30 @@ SECURITY_HEADERS = {
 @dataclass(frozen=True)
 class CorsPolicy:
     origins: frozenset[str]  # exact origins (scheme://host[:port]); "*" lets any in
+    # Decided once, not per response: whether any origin is let in, and the headers every
+    # response carries whatever its origin.
+    any_origin: bool = field(init=False, repr=False, compare=False)
+    _always: dict[str, str] = field(init=False, repr=False, compare=False)
 
-    @property
-    def any_origin(self) -> bool:
-        return "*" in self.origins
+    def __post_init__(self) -> None:
+        any_origin = "*" in self.origins
+        object.__setattr__(self, "any_origin", any_origin)
+        # Without `*` the answer depends on Origin: `Vary` says so to every cache.
+        vary = {} if any_origin else {"Vary": "Origin"}
+        object.__setattr__(self, "_always", SECURITY_HEADERS | vary)
 
     def allows(self, origin: str, request: web.BaseRequest) -> bool:
         return self.any_origin or origin in self.origins or _same_origin(origin, request)
 
     def decorate(self, response: web.StreamResponse, request: web.BaseRequest) -> None:
         """Add the headers every response carries (the routes' and the parser's refusals)."""
-        response.headers.update(SECURITY_HEADERS)
-        if not self.any_origin:
-            response.headers["Vary"] = "Origin"  # the answer depends on it, for every cache
-        origin = request.headers.get("Origin")
+        self.decorate_for(response, request.headers.get("Origin"), request)
+
+    def decorate_for(
+        self, response: web.StreamResponse, origin: str | None, request: web.BaseRequest
+    ) -> None:
+        """`decorate`, the request's Origin header already read."""
+        response.headers.update(self._always)
         if origin is None or not self.allows(origin, request):
             return
         response.headers["Access-Control-Allow-Origin"] = "*" if self.any_origin else origin
@@ -114,7 +124,7 @@ def cors_middleware(policy: CorsPolicy) -> Middleware:
         else:
             response = await handler(request)
         if not response.prepared:
-            policy.decorate(response, request)
+            policy.decorate_for(response, origin, request)
         return response
 
     return cors

@@ -145,19 +145,20 @@ def _fork_offset(value: str | None) -> int | None:
 async def append(request: web.Request) -> web.Response:
     body = await request.read()
     received = time.monotonic()
+    given = request.headers
     command = Append(
         ref=stream_ref(request),
-        content_type=normalize_content_type(request.headers.get("Content-Type")),
+        content_type=normalize_content_type(given.get("Content-Type")),
         body=body,
-        close=is_true(request.headers.get("Stream-Closed")),
-        seq=parse_stream_seq(request.headers.get("Stream-Seq")),
-        if_match=request.headers.get("If-Match"),
+        close=is_true(given.get("Stream-Closed")),
+        seq=parse_stream_seq(given.get("Stream-Seq")),
+        if_match=given.get("If-Match"),
         producer=_scoped(
             request,
             parse_producer(
-                request.headers.get("Producer-Id"),
-                request.headers.get("Producer-Epoch"),
-                request.headers.get("Producer-Seq"),
+                given.get("Producer-Id"),
+                given.get("Producer-Epoch"),
+                given.get("Producer-Seq"),
             ),
         ),
         forward_id=forward_id_of(request),

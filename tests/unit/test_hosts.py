@@ -5,9 +5,12 @@ from __future__ import annotations
 import socket
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 
 from adapter.config import Settings
-from adapter.http.hosts import allowed_hosts, host_name
+from adapter.http.hosts import REMEMBERED_HOSTS, allowed_hosts, host_middleware, host_name
+from adapter.protocol.errors import ErrorCode, ProtocolError
 
 
 @pytest.mark.parametrize(
@@ -50,3 +53,20 @@ def test_configured_names_add_and_star_allows_all() -> None:
     assert hosts is not None
     assert {"streams.example", "other.example"} <= hosts
     assert allowed_hosts(Settings(allowed_hosts="*")) is None
+
+
+async def test_each_host_keeps_its_verdict_when_remembered_and_past_the_memory() -> None:
+    check = host_middleware(frozenset({"localhost"}))
+
+    async def handler(_request: web.Request) -> web.StreamResponse:
+        return web.Response(status=204)
+
+    # Past the hosts remembered, the others are still judged, each on its own name.
+    for index in range(REMEMBERED_HOSTS + 10):
+        for _ in range(2):
+            refused = make_mocked_request("GET", "/", headers={"Host": f"h{index}.example"})
+            with pytest.raises(ProtocolError) as raised:
+                await check(refused, handler)
+            assert raised.value.code is ErrorCode.HOST_NOT_ALLOWED
+            allowed = make_mocked_request("GET", "/", headers={"Host": f"LOCALHOST:{index}"})
+            assert (await check(allowed, handler)).status == 204
