@@ -14,13 +14,15 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
-from typing import cast
+from typing import Generic, TypeVar, cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client import metrics as prometheus_metrics
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import INF, floatToGoString
+
+S = TypeVar("S")
 
 # The `le` label of a bound as prometheus_client spells it ("0.005", "+Inf").
 _le_label = cast(Callable[[float], str], floatToGoString)
@@ -62,9 +64,9 @@ class Spread:
         self.counts[bisect_left(self.bounds, amount)] += 1
 
 
-class CounterTally(Collector):
-    """A `Counter` family: `labels(*values)` is its series (made, at 0, on first use); an
-    unlabelled family has its one series from the start and counts with `inc`."""
+class _Family(Collector, Generic[S]):
+    """A family of series by label values: `labels(*values)` is its series (made on first
+    use); an unlabelled family has its one series from the start."""
 
     def __init__(
         self,
@@ -74,33 +76,53 @@ class CounterTally(Collector):
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.name, self.documentation, self.labelnames = name, documentation, tuple(labelnames)
-        self._series: dict[tuple[str, ...], Count] = {}
+        self._series: dict[tuple[str, ...], S] = {}
         self._only = None if labelnames else self.labels()
         if registry is not None:
             registry.register(self)
 
-    def labels(self, *values: str) -> Count:
+    def _new(self) -> S:
+        raise NotImplementedError
+
+    def labels(self, *values: str) -> S:
         series = self._series.get(values)
         if series is None:
-            series = self._series[values] = Count()
+            series = self._series[values] = self._new()
         return series
 
-    def inc(self, amount: float = 1) -> None:
-        assert self._only is not None, "a labelled family counts through labels()"
-        self._only.value += amount
+    def _empty(self) -> Metric:
+        """The family with no samples yet."""
+        raise NotImplementedError
 
     def describe(self) -> Iterable[Metric]:
-        return [CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)]
+        return [self._empty()]
+
+    def _the_one(self) -> S:
+        assert self._only is not None, "a labelled family counts through labels()"
+        return self._only
+
+
+class CounterTally(_Family[Count]):
+    """A `Counter` family; unlabelled, it counts with `inc`."""
+
+    def _new(self) -> Count:
+        return Count()
+
+    def inc(self, amount: float = 1) -> None:
+        self._the_one().value += amount
+
+    def _empty(self) -> CounterMetricFamily:
+        return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
     def collect(self) -> Iterable[Metric]:
-        family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        family = self._empty()
         created = _export_created()
         for values, series in list(self._series.items()):
             family.add_metric(values, series.value, series.created if created else None)
         return [family]
 
 
-class HistogramTally(Collector):
+class HistogramTally(_Family[Spread]):
     """A `Histogram` family with these bucket bounds (+Inf added), labelled or not."""
 
     def __init__(
@@ -111,30 +133,22 @@ class HistogramTally(Collector):
         buckets: Sequence[float] = (),
         registry: CollectorRegistry | None = None,
     ) -> None:
-        self.name, self.documentation, self.labelnames = name, documentation, tuple(labelnames)
         bounds = [float(bound) for bound in buckets]
         self.bounds = (*bounds, INF) if not bounds or bounds[-1] != INF else tuple(bounds)
         self._le = [_le_label(bound) for bound in self.bounds]
-        self._series: dict[tuple[str, ...], Spread] = {}
-        self._only = None if labelnames else self.labels()
-        if registry is not None:
-            registry.register(self)
+        super().__init__(name, documentation, labelnames, registry)
 
-    def labels(self, *values: str) -> Spread:
-        series = self._series.get(values)
-        if series is None:
-            series = self._series[values] = Spread(self.bounds)
-        return series
+    def _new(self) -> Spread:
+        return Spread(self.bounds)
 
     def observe(self, amount: float) -> None:
-        assert self._only is not None, "a labelled family observes through labels()"
-        self._only.observe(amount)
+        self._the_one().observe(amount)
 
-    def describe(self) -> Iterable[Metric]:
-        return [HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)]
+    def _empty(self) -> HistogramMetricFamily:
+        return HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
     def collect(self) -> Iterable[Metric]:
-        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        family = self._empty()
         created = _export_created()
         for values, series in list(self._series.items()):
             labels = dict(zip(self.labelnames, values, strict=True))
