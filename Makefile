@@ -51,7 +51,7 @@ conformance: deps  ## the protocol's conformance suite against an adapter on a f
 conformance-workers: deps  ## the same against `serve --workers 2` (`make test` runs both)
 	$(PY) -m pytest tests/conformance -s -k two_workers
 
-bench: venv conformance/node_modules/.installed  ## benchmarks vs the Node reference and raw Kafka, as ratios (~20 min; BENCH_ARGS=...)
+bench: venv conformance/node_modules/.installed  ## benchmarks vs the Node reference, raw Kafka and the Python floors, as ratios (~25 min; BENCH_ARGS=...)
 	$(PY) -m bench.suite $(BENCH_ARGS)
 
 bench-smoke: venv conformance/node_modules/.installed  ## the same harness at tiny sizes (~1.5 min warm)

@@ -11,7 +11,7 @@ fan-out is bench.sse_fanout's, run as a subprocess and folded in; `/bootstrap` v
 one stream is bench.suite_bootstrap's, and the cold tier (catch-up from cold vs hot, append
 p99 while tiering vs idle) bench.tier_catchup's (durable-kafka only).
 
-    .venv/bin/python -m bench.suite                 # the full run (~20 min on 2 cores)
+    .venv/bin/python -m bench.suite                 # the full run (~25 min on 2 cores)
     .venv/bin/python -m bench.suite --smoke         # tiny sizes (~1.5 min warm)
     .venv/bin/python -m bench.suite --instances 2   # durable-kafka as two processes
     .venv/bin/python -m bench.suite --workers 2     # one instance, `serve --workers 2`
