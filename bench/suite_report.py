@@ -10,6 +10,11 @@ from bench.suite_scenarios import LATENCY, MBPS, RATE
 
 OTHERS = (targets.REFERENCE_MEMORY, targets.REFERENCE_FILE, RAW_KAFKA, *targets.FLOORS)
 HEADLINE = {LATENCY: "p50_ms", RATE: "rate", MBPS: "mb_per_s"}
+# Server CPU µs per operation of these targets, shown beside durable-kafka's.
+CPU_BESIDE = {
+    "reference_cpu_us_per_op": targets.REFERENCE_MEMORY,
+    "kafka_floor_cpu_us_per_op": targets.PYTHON_KAFKA_FLOOR,
+}
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -66,14 +71,9 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key = HEADLINE[row["metric"]]
         entry: dict[str, Any] = {"scenario": scenario, "target": target, "figure": key}
         entry["cpu_us_per_op"] = row["median"]["server_cpu_us_per_op"]
-        reference = by_key.get((scenario, targets.REFERENCE_MEMORY))
-        entry["reference_cpu_us_per_op"] = (
-            reference["median"]["server_cpu_us_per_op"] if reference else None
-        )
-        floor = by_key.get((scenario, targets.PYTHON_KAFKA_FLOOR))
-        entry["kafka_floor_cpu_us_per_op"] = (
-            floor["median"]["server_cpu_us_per_op"] if floor else None
-        )
+        for field, other in CPU_BESIDE.items():
+            theirs = by_key.get((scenario, other))
+            entry[field] = theirs["median"]["server_cpu_us_per_op"] if theirs else None
         for other in OTHERS:
             theirs = by_key.get((scenario, other))
             mine, their = row["median"][key], theirs["median"][key] if theirs else None
@@ -94,8 +94,7 @@ def ratio_table(entries: list[dict[str, Any]]) -> str:
     lines.append("|" + "---|" * 11)
     for e in entries:
         cells = [_ratio(e.get(other)) for other in OTHERS]
-        cells += [_num(e.get(k)) for k in ("cpu_us_per_op", "reference_cpu_us_per_op")]
-        cells.append(_num(e.get("kafka_floor_cpu_us_per_op")))
+        cells += [_num(e.get(k)) for k in ("cpu_us_per_op", *CPU_BESIDE)]
         lines.append(
             f"| {e['scenario']} | {e['target']} | {e['figure']} | " + " | ".join(cells) + " |"
         )

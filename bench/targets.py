@@ -106,10 +106,16 @@ def _start_durable_kafka(log_path: Path, dk: TargetOptions) -> Server:
         "--workers",
         str(dk.workers),
     ]
+    return _launch(DURABLE_KAFKA, command, port, log_path, "/readyz")
+
+
+def _launch(name: str, command: list[str], port: int, log_path: Path, probe: str) -> Server:
+    """Start a server listening on `port` (output to `log_path`); return it once `probe`
+    answers (200, or 404 for a probe of a stream that is not there)."""
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-    server = Server(DURABLE_KAFKA, f"http://127.0.0.1:{port}", process, log_path)
-    _wait_ready(server, f"{server.url}/readyz", timeout_s=60)
+    server = Server(name, f"http://127.0.0.1:{port}", process, log_path)
+    _wait_ready(server, f"{server.url}{probe}", timeout_s=60)
     return server
 
 
@@ -141,11 +147,7 @@ def _start_floor(name: str, log_path: Path, options: TargetOptions) -> Server:
     command = [sys.executable, "-m", "bench.floor_server", "--mode", mode, "--port", str(port)]
     command += ["--bootstrap-servers", options.bootstrap_servers]
     command += ["--topic", floor_topic(options)]
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-    server = Server(name, f"http://127.0.0.1:{port}", process, log_path)
-    _wait_ready(server, f"{server.url}/v1/stream/__bench_ready_probe", timeout_s=60)
-    return server
+    return _launch(name, command, port, log_path, "/v1/stream/__bench_ready_probe")
 
 
 def _wait_ready(server: Server, url: str, timeout_s: float) -> None:
