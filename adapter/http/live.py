@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -13,6 +14,7 @@ from adapter.http.sse_sink import TransportSink
 from adapter.live.fanout import Fanout
 from adapter.live.shared_reads import SharedReads
 from adapter.live.tailers import Ending, Payload, Tailer
+from adapter.log.errors import LogUnavailable
 from adapter.protocol.caching import NO_CACHE, NO_STORE
 from adapter.protocol.commands import Chunk, Read, StreamRef
 from adapter.protocol.cursors import next_cursor, parse_cursor
@@ -29,6 +31,9 @@ from adapter.protocol.sse import (
 from adapter.service.reads import resolve_start
 from adapter.service.streams import StreamService
 from adapter.state.records import StreamMeta
+from topology.errors import BrokerUnavailable
+
+log = logging.getLogger(__name__)
 
 SSE_BACKLOG_BYTES = 256 * 1024  # unsent bytes one SSE client may hold before it must drain
 PARK_GRACE_S = 5.0  # the sweep ends parked sessions at their deadline; this only bounds it
@@ -119,6 +124,10 @@ async def sse(
         return response
     except ProtocolError:
         pass  # the stream was deleted or expired while tailed: end the response
+    except (LogUnavailable, BrokerUnavailable) as error:
+        # Every event written is whole, so a clean end is safe: the client resumes from the
+        # last control event's offset, as after the session's maximum duration.
+        log.warning("ending an SSE session of %s early: %s", request.path, error)
     await response.write_eof()
     return response
 

@@ -19,7 +19,7 @@ import uuid
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from adapter.http.render import CLIENT_CLOSED, ERROR_CODE, Handler
+from adapter.http.render import CLIENT_CLOSED, ERROR_CODE, STARTED, Handler
 from adapter.metrics import Metrics
 
 REQUEST_ID_HEADER = "X-Request-Id"
@@ -109,8 +109,10 @@ def observe_middleware(metrics: Metrics) -> Middleware:
 
 
 async def echo_request_id(request: web.Request, response: web.StreamResponse) -> None:
-    """`on_response_prepare`: every response carries the request's id."""
+    """`on_response_prepare`: every response carries the request's id; the one that begins is
+    remembered, so a failure after this point breaks it off (`render._break_off`)."""
     response.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID) or request_id(None)
+    request[STARTED] = response
 
 
 def _record(

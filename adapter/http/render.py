@@ -26,6 +26,9 @@ RETRY_AFTER_S = "1"
 # (nginx's convention); it is never sent.
 CLIENT_CLOSED = 499
 ERROR_CODE = web.ResponseKey("error_code", str)
+# The response a handler has begun to send (set as it is prepared): a failure after that point
+# cannot be answered with another response, only by breaking the connection off.
+STARTED = web.RequestKey("started_response", web.StreamResponse)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 INTERNAL = ProtocolError(ErrorCode.INTERNAL, "internal error")
@@ -66,6 +69,17 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     """Render every failure as `{"error": {"code", "message"}}` with its precise status."""
     try:
         return await handler(request)
+    except Exception as error:  # noqa: BLE001 - every failure is answered or broken off below
+        started = request.get(STARTED)
+        if started is None:
+            return _answer(request, error)
+        return _break_off(request, started, error)
+
+
+def _answer(request: web.Request, failure: Exception) -> web.StreamResponse:
+    """The error response for a failure raised before any response began."""
+    try:
+        raise failure
     except ProtocolError as error:
         return error_response(error)
     except (LogUnavailable, BrokerUnavailable) as error:
@@ -91,6 +105,24 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         # A bug, not a bad request: logged with its traceback, answered without internals.
         log.exception("unhandled error in %s %s", request.method, request.path)
         return error_response(INTERNAL)
+
+
+def _break_off(
+    request: web.Request, started: web.StreamResponse, error: Exception
+) -> web.StreamResponse:
+    """A failure after the response began (a streamed body, an SSE session): its status and
+    part of its body are on the wire, so another response would only corrupt the framing. The
+    connection is dropped instead, so the client sees a body cut short (never one that looks
+    complete) and retries; aiohttp's own end of the response then finds it gone."""
+    if isinstance(error, ConnectionError):  # the client hung up: nobody to tell
+        log.debug("client hung up during %s %s", request.method, request.path)
+    elif isinstance(error, ProtocolError | LogUnavailable | BrokerUnavailable | OutcomeUnknown):
+        log.warning("%s %s broke off after it began: %s", request.method, request.path, error)
+    else:
+        log.exception("unhandled error in %s %s after it began", request.method, request.path)
+    if request.transport is not None:
+        request.transport.abort()
+    return started
 
 
 def _allow(error: web.HTTPException) -> dict[str, str]:

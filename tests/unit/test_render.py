@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 
-from adapter.http.render import error_response
+import pytest
+from aiohttp import web
+
+from adapter.http.observe import echo_request_id
+from adapter.http.render import Handler, error_response, errors_middleware
+from adapter.log.errors import LogUnavailable
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
 
@@ -41,3 +48,57 @@ def test_extra_fields_sit_beside_the_error() -> None:
     assert _body(response.body) == body
     assert response.headers["Cache-Control"] == "no-store"
     assert response.headers["Retry-After"] == "1"
+
+
+async def _raw_exchange(handler: Handler, keep_alive: bool = True) -> bytes:
+    """Everything a server with the errors middleware sends to one GET, until it closes the
+    connection (a server that keeps it open fails the wait)."""
+    head = b"GET / HTTP/1.1\r\nHost: test\r\n" + (b"" if keep_alive else b"Connection: close\r\n")
+    app = web.Application(middlewares=[errors_middleware])
+    app.on_response_prepare.append(echo_request_id)
+    app.router.add_get("/", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    await web.SockSite(runner, listener).start()
+    try:
+        reader, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+        writer.write(head + b"\r\n")
+        try:
+            return await asyncio.wait_for(reader.read(-1), 10)
+        finally:
+            writer.close()
+            await writer.wait_closed()
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("failure", [LogUnavailable("kafka went away"), RuntimeError("a bug")])
+async def test_a_failure_after_the_response_began_breaks_the_connection_off(
+    failure: Exception,
+) -> None:
+    """Once a streamed response's head and first event are out, no second response may follow
+    (it would land inside the first's chunked body): the connection is dropped mid-body."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.content_type = "text/event-stream"
+        await response.prepare(request)
+        await response.write(b"event: control\ndata: {}\n\n")
+        raise failure
+
+    received = await _raw_exchange(handler)
+    assert received.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"event: control\ndata: {}\n\n" in received
+    assert received.count(b"HTTP/1.1 ") == 1
+    assert not received.endswith(b"0\r\n\r\n")  # cut short: never a body that looks complete
+
+
+async def test_a_failure_before_the_response_began_is_answered() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        raise LogUnavailable("kafka went away")
+
+    received = await _raw_exchange(handler, keep_alive=False)
+    assert received.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+    assert b'"code":"unavailable"' in received
