@@ -246,6 +246,13 @@ class MetaFollower:
                     TopicPartition(topic, 0), self.timeout_s, cached=False
                 )
             except KafkaException as error:
+                # A fresh handle next time. A probe is never assigned, so nothing refreshes its
+                # metadata: one whose query failed while a killed broker came back answers
+                # "Local: Unknown partition" at once, without asking, until the broker list
+                # next changes (10 of 13 such episodes lasted over 100 s; a probe re-created
+                # after an error never had one; docs/operations.md, "Results, seventh session").
+                del self._probes[isolation]
+                probe.close()
                 raise LogUnavailable(f"end offsets of {topic}: {error}") from error
             ends[topic] = high
         return ends

@@ -168,6 +168,7 @@ class Load:
                 close = await self.write(stream, None, close=True)
                 if close.outcome in (Outcome.ACK, Outcome.REJECTED):
                     break
+                await asyncio.sleep(0.2)  # like every other retry: not a flood of 503s
             await self.write(stream, self.fresh(f"{stream}.late."))  # must be refused
 
     async def churn(self, instance: str | None = None) -> None:
