@@ -135,11 +135,25 @@ class LogReader:
             # that scan is over, so two reads never share one consumer.
             scan.add_done_callback(lambda _done: self._idle.put_nowait(consumer))
             raise LogUnavailable("reading from kafka timed out") from error
+        except LogUnavailable as error:
+            if isinstance(error, BelowLogStart):  # an answer, not a failure of the consumer
+                self._idle.put_nowait(consumer)
+            else:
+                self._idle.put_nowait(self._replace(consumer))
+            raise
         except BaseException:
             self._idle.put_nowait(consumer)
             raise
         self._idle.put_nowait(consumer)
         return result
+
+    def _replace(self, failed: Consumer) -> Consumer:
+        """A fresh consumer for one whose Kafka call failed (its thread's work is over), which
+        is closed: a call failing while a killed broker comes back can leave a handle's
+        metadata stale, the partition "unknown" without asking, for minutes
+        (docs/operations.md, "Results, seventh session")."""
+        self._threads.submit(failed.close)
+        return Consumer(self._config)
 
     async def close(self) -> None:
         while not self._idle.empty():

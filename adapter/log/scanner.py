@@ -104,16 +104,26 @@ class PartitionScanner:
 
     async def _run(self, fn: Callable[[Consumer], T]) -> T:
         loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(self._thread, lambda: fn(self._consumer_now()))
+        call = loop.run_in_executor(self._thread, self._with_consumer, fn)
         try:
             return await asyncio.wait_for(asyncio.shield(call), self.timeout_s * 3)
         except TimeoutError as error:
             raise LogUnavailable("scanning a partition timed out") from error
 
-    def _consumer_now(self) -> Consumer:
+    def _with_consumer(self, fn: Callable[[Consumer], T]) -> T:
+        """`fn` with the consumer, on the scanner's thread. One whose call failed is closed and
+        made again at the next: a call failing while a killed broker comes back can leave a
+        handle's metadata stale, the partition "unknown" without asking, for minutes
+        (docs/operations.md, "Results, seventh session")."""
         if self._consumer is None:
             self._consumer = Consumer(self._config)
-        return self._consumer
+        consumer = self._consumer
+        try:
+            return fn(consumer)
+        except LogUnavailable:
+            self._consumer = None
+            consumer.close()
+            raise
 
     def _scan(
         self,
