@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -152,7 +153,8 @@ class LogReader:
         is closed: a call failing while a killed broker comes back can leave a handle's
         metadata stale, the partition "unknown" without asking, for minutes
         (docs/operations.md, "Results, seventh session")."""
-        self._threads.submit(failed.close)
+        with contextlib.suppress(RuntimeError):  # closing down: its threads are gone
+            self._threads.submit(failed.close)
         return Consumer(self._config)
 
     async def close(self) -> None:
