@@ -32,6 +32,7 @@ from adapter.http.forward_ids import FORWARD_ID, FORWARDED, LAST_ACCESS
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
+from adapter.http.renewals import OwnerRenewals
 from adapter.http.streams import created_response, fork_from, stream_ref
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.protocol.commands import StreamRef
@@ -82,6 +83,7 @@ class Forwarder:
         self.siblings = dict(siblings or {})
         self.catch_up = catch_up or _nothing  # follow the meta topic to what is written in it
         self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self.renewals = OwnerRenewals()  # reads here of streams other instances own
 
     def session(self, url: str) -> aiohttp.ClientSession:
         """The session for requests to the instance at `url`."""
@@ -96,6 +98,7 @@ class Forwarder:
         return session
 
     async def close(self) -> None:
+        await self.renewals.close()
         for session in self._sessions.values():
             await session.close()
 
@@ -121,6 +124,8 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
             if FORWARDED in request.headers:
                 return _with_last_access(request, await handler(request))
             await _sibling_sync(request)
+        if request.method == "GET" and FORWARDED not in request.headers:
+            _renew_at_owner(request)
         return await handler(request)
     route = router.route(slot)
     if isinstance(route, Local):
@@ -183,6 +188,36 @@ async def _sibling_sync(request: web.Request) -> None:
             # worker only with the stream's next write): count it here too, before the
             # handler judges whether a sliding TTL has run out.
             streams.touch(meta)
+
+
+def _renew_at_owner(request: web.Request) -> None:
+    """A read here of a stream with a sliding TTL that another instance owns is an access its
+    owner must hear of: the owner decides expiry, and renewals by reads are written nowhere.
+    It is told in the background, as a sibling's read is (`_described_by`: a forwarded
+    `GET ?offset=now`, an access there), throttled per stream (`renewals.OwnerRenewals`).
+    A sibling worker's reads were told by `_sibling_sync` already."""
+    router = request.app[ROUTER]
+    if router.writers.accepting_all():
+        return  # every slot is this instance's: it is the owner of whatever it reads
+    resource = request.match_info.route.resource
+    if resource is None or resource.canonical not in _STREAM_ROUTES:
+        return
+    try:
+        ref = stream_ref(request)
+    except ProtocolError:
+        return  # the handler refuses it as it would
+    streams, forwarder = request.app[STREAMS], request.app[FORWARDER]
+    meta = streams.catalog.stream(ref.bucket_id, ref.stream_id)
+    if meta is None or meta.ttl_seconds is None:
+        return
+    route = router.route(streams.slot_of(ref.bucket_id, ref.stream_id))
+    if not isinstance(route, Forward) or route.url in forwarder.siblings:
+        return
+
+    async def tell() -> None:
+        await _described_by(request, route.url)
+
+    forwarder.renewals.read((ref.bucket_id, ref.stream_id), meta.ttl_seconds, tell)
 
 
 @dataclass(frozen=True)

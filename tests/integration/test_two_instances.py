@@ -241,3 +241,33 @@ async def test_an_owner_killed_and_restarted_at_once_takes_its_slots_straight_ba
     assert not [line for line in b_since_kill.splitlines() if _changes_ownership(line)]
     assert forwarded == 204
     assert body == "first\nsecond\n"
+
+
+@pytest.mark.timeout(300)
+async def test_reads_through_another_instance_keep_a_sliding_ttl_alive_on_its_owner(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """The owner decides expiry and a renewal by a read is written nowhere: reads the other
+    instance serves are told to the owner, so a stream read only there outlives its TTL on
+    the owner while it is read, and still expires once nobody reads it."""
+    prefix = f"ttlreads{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        stream = stream_in(prefix, pair.owners[a], "ttl")  # A owns it and decides its expiry
+        url_a, url_b = f"{a}/v1/stream/{stream}", f"{b}/v1/stream/{stream}"
+        async with session.put(url_a, headers=TEXT | {"Stream-TTL": "2"}) as made:
+            assert made.status == 201, await made.text()
+        assert await _post(session, a, stream, "x\n") == 204
+        for _ in range(100):  # until B has followed the creation
+            async with session.get(url_b, params={"offset": "-1"}) as seen:
+                if seen.status == 200 and await seen.text() == "x\n":
+                    break
+            await asyncio.sleep(0.1)
+        for _ in range(12):  # 6 s, three TTLs: read only through B
+            assert await _read(session, b, stream) == "x\n"
+            await asyncio.sleep(0.5)
+        async with session.head(url_a) as head:  # HEAD is no access: A's own verdict
+            assert head.status == 200
+        await asyncio.sleep(3.0)  # nobody reads: it runs out on the owner as before
+        async with session.head(url_a) as head:
+            assert head.status == 404
