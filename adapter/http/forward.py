@@ -154,15 +154,9 @@ async def _sibling_sync(request: web.Request) -> None:
     A stream this worker does not know is asked of every sibling (its slot is not known: a
     fork's is its source's). Any failure to ask leaves the read to this worker's catalog as
     it is, as between instances."""
-    resource = request.match_info.route.resource
-    if FORWARDED in request.headers or resource is None:
+    ref = _stream_route_ref(request)
+    if FORWARDED in request.headers or ref is None:
         return
-    if resource.canonical not in _STREAM_ROUTES:
-        return
-    try:
-        ref = stream_ref(request)
-    except ProtocolError:
-        return  # the handler refuses it as it would
     streams, siblings = request.app[STREAMS], request.app[FORWARDER].siblings
     if streams.catalog.mount(ref.bucket_id) is not None:
         return  # a mount's streams are indexed by every worker from the topic itself
@@ -199,13 +193,9 @@ def _renew_at_owner(request: web.Request) -> None:
     router = request.app[ROUTER]
     if router.writers.accepting_all():
         return  # every slot is this instance's: it is the owner of whatever it reads
-    resource = request.match_info.route.resource
-    if resource is None or resource.canonical not in _STREAM_ROUTES:
+    ref = _stream_route_ref(request)
+    if ref is None:
         return
-    try:
-        ref = stream_ref(request)
-    except ProtocolError:
-        return  # the handler refuses it as it would
     streams, forwarder = request.app[STREAMS], request.app[FORWARDER]
     meta = streams.catalog.stream(ref.bucket_id, ref.stream_id)
     if meta is None or meta.ttl_seconds is None:
@@ -258,17 +248,25 @@ async def _described_by(request: web.Request, owner: str) -> _Described | None:
 def _with_last_access(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
     """A sibling's synchronising read (`_described_by`), answered with this worker's last
     access to the stream, which renewed its sliding TTL for every worker."""
-    resource = request.match_info.route.resource
-    if response.prepared or resource is None or resource.canonical not in _STREAM_ROUTES:
-        return response
-    try:
-        ref = stream_ref(request)
-    except ProtocolError:
+    ref = None if response.prepared else _stream_route_ref(request)
+    if ref is None:
         return response
     meta = request.app[STREAMS].catalog.stream(ref.bucket_id, ref.stream_id)
     if meta is not None and meta.ttl_seconds is not None:
         response.headers[LAST_ACCESS] = str(meta.last_access_ms)
     return response
+
+
+def _stream_route_ref(request: web.Request) -> StreamRef | None:
+    """The stream a request on a stream's own route names; None on any other route, or for a
+    name the handler will refuse as it would anyway."""
+    resource = request.match_info.route.resource
+    if resource is None or resource.canonical not in _STREAM_ROUTES:
+        return None
+    try:
+        return stream_ref(request)
+    except ProtocolError:
+        return None
 
 
 def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:
