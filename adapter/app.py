@@ -73,6 +73,7 @@ from adapter.state.store import FileStore, catalog_file_name
 from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, TIER, Durability, Supervisor
 from adapter.tier.cold import ColdReader
 from topology.admin import TopologyAdmin
+from topology.management import TopicManagement, TopicPolicy
 from topology.naming import StateTopics
 from topology.slots import SlotMap
 from topology.specs import TopicLayout
@@ -122,6 +123,10 @@ def topic_layout(settings: Settings) -> TopicLayout:
     )
 
 
+def topic_policy(settings: Settings) -> TopicPolicy:
+    return TopicPolicy(TopicManagement(settings.topic_management))
+
+
 def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
     """The `[[mounts]]` of the settings, checked (ConfigError naming the problem)."""
     try:
@@ -143,7 +148,9 @@ def build_parts(settings: Settings) -> Parts:
             settings.serve_below_retention,
         )
     layout = topic_layout(settings)
-    admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
+    admin = TopologyAdmin(
+        settings.bootstrap_servers, layout, settings.kafka_timeout_s, topic_policy(settings)
+    )
     catalog = Catalog(
         FileStore(settings.catalog_dir, catalog_file_name(settings.topic_prefix)),
         settings.catalog_cache_entries,
@@ -196,7 +203,7 @@ def build_parts(settings: Settings) -> Parts:
         settings.bootstrap_servers,
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
     )
-    bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
+    bucket_service = BucketService(catalog, writers, admin, wall_clock_ms)
     store = object_store(settings)
     reads = ReadPath(
         reader,
@@ -473,6 +480,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         settings.min_insync_replicas,
         settings.kafka_timeout_ms,
         settings.require_durable_topics,
+        settings.allow_unreplicated,
     )
     supervisor = Supervisor(parts.admin, parts.store, readiness, load_state, durability)
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()

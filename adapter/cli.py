@@ -20,7 +20,16 @@ from aiohttp import web
 from adapter import logs
 from adapter.app import FATAL, PARTS, configured_mounts, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
-from adapter.config import CONFIG_ENV, ConfigError, EventLoop, Settings, env_name, flag_name, load
+from adapter.config import (
+    AUTO_COUNTS,
+    CONFIG_ENV,
+    ConfigError,
+    EventLoop,
+    Settings,
+    env_name,
+    flag_name,
+    load,
+)
 from adapter.config import setting_names as names
 from adapter.http import health
 from adapter.http.ops import create_ops_app
@@ -31,6 +40,7 @@ from adapter.readiness import Readiness
 from adapter.service.tier_stats import tier_stats
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
+from adapter.topic_plan import DEFAULT_STRIMZI_CLUSTER, FORMATS, print_plan
 from adapter.workers import CONFIG_ERROR, Listeners, WorkerPool
 from topology.errors import BrokerUnavailable
 from topology.naming import StateTopics
@@ -55,7 +65,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="One JSON object per bucket partition, from the state topics and the "
         "bucket topics (reads each partition's part still in Kafka). Takes the serve settings.",
     )
-    for command in (serve, stats):
+    topics = commands.add_parser("topics", help="the Kafka topics the server needs")
+    plan = topics.add_subparsers(dest="topics_command", required=True).add_parser(
+        "plan",
+        help="print the topics to create when topic_management is external",
+        description="The internal topics and each named bucket's data topic, as the server "
+        "creates them in auto mode. Takes the serve settings; auto replication asks the "
+        "cluster for its broker count.",
+    )
+    plan.add_argument(
+        "--bucket", action="append", default=[], metavar="NAME", help="a bucket's topic too"
+    )
+    plan.add_argument("--format", choices=FORMATS, default="kafka-topics", dest="plan_format")
+    plan.add_argument(
+        "--strimzi-cluster",
+        default=DEFAULT_STRIMZI_CLUSTER,
+        metavar="NAME",
+        help="the strimzi.io/cluster label of each KafkaTopic",
+    )
+    for command in (serve, stats, plan):
         _settings_arguments(command)
     hash_token = commands.add_parser(
         "hash-token",
@@ -72,11 +100,12 @@ def _settings_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--config", metavar="FILE", help=f"TOML settings file (or ${CONFIG_ENV})")
     defaults = Settings()
     for name in names():
+        default = "auto" if name in AUTO_COUNTS else repr(getattr(defaults, name))
         command.add_argument(
             flag_name(name),
             dest=name,
             metavar=name.split("_")[-1].upper(),
-            help=f"default {getattr(defaults, name)!r}; env {env_name(name)}",
+            help=f"default {default}; env {env_name(name)}",
         )
 
 
@@ -94,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup(settings.log_level, settings.log_format)
     if args.command == "tier-stats":
         return asyncio.run(print_tier_stats(settings))
+    if args.command == "topics":
+        return asyncio.run(
+            print_plan(settings, args.bucket, args.plan_format, args.strimzi_cluster)
+        )
     if settings.worker_count > 1:
         return WorkerPool(settings, run_server).run()
     return run_server(settings, Listeners())

@@ -27,6 +27,9 @@ ColdBackend = Literal["fs", "s3"]
 AuthMode = Literal["off", "static", "jwt"]
 EventLoop = Literal["uvloop", "asyncio"]
 ConsoleMode = Literal["off", "ro", "rw"]
+TopicManagementMode = Literal["auto", "external"]
+# Settings whose 0 means "resolved at start from the cluster" and that accept "auto" for it.
+AUTO_COUNTS = frozenset({"replication_factor", "min_insync_replicas"})
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
 MAX_WORKERS = 64
@@ -51,9 +54,11 @@ class Settings:
     bootstrap_servers: str = "127.0.0.1:9092"
     topic_prefix: str = DEFAULT_PREFIX
     partitions: int = 12
-    replication_factor: int = 1
-    min_insync_replicas: int = 1
+    replication_factor: int = 0  # 0: auto (`topology/replication.py`)
+    min_insync_replicas: int = 0  # 0: auto
+    allow_unreplicated: bool = False
     require_durable_topics: bool = False
+    topic_management: TopicManagementMode = "auto"
     max_message_bytes: int = 8 * 1024 * 1024
     kafka_timeout_ms: int = 10_000
     max_append_messages: int = 10_000
@@ -208,7 +213,9 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "partitions": ("kafka", "partitions"),
     "replication_factor": ("kafka", "replication_factor"),
     "min_insync_replicas": ("kafka", "min_insync_replicas"),
+    "allow_unreplicated": ("kafka", "allow_unreplicated"),
     "require_durable_topics": ("kafka", "require_durable_topics"),
+    "topic_management": ("kafka", "topic_management"),
     "max_message_bytes": ("kafka", "max_message_bytes"),
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
     "max_append_messages": ("server", "max_append_messages"),
@@ -339,6 +346,8 @@ def _default(name: str) -> Any:
 
 
 def _parse(name: str, raw: str, origin: str) -> Any:
+    if name in AUTO_COUNTS and raw.strip().lower() == "auto":
+        return 0
     if name == "mounts":
         try:
             document = json.loads(raw)
@@ -369,6 +378,8 @@ def _mounts(document: Any, origin: str) -> tuple[dict[str, Any], ...]:
 
 
 def _typed(name: str, value: Any, origin: str) -> Any:
+    if name in AUTO_COUNTS and value == "auto":
+        return 0
     expected = type(_default(name))
     if type(value) is not expected:
         raise ConfigError(f"{origin}: expected {expected.__name__}, got {value!r}")
@@ -382,10 +393,18 @@ def validate(settings: Settings) -> None:
         (bool(settings.bootstrap_servers.strip()), "bootstrap_servers is empty"),
         (bool(_TOPIC_PREFIX.match(settings.topic_prefix)), "topic_prefix: only [a-zA-Z0-9._-]"),
         (1 <= settings.partitions <= 10_000, "partitions must be in 1..10000"),
-        (settings.replication_factor >= 1, "replication_factor must be >= 1"),
+        (settings.replication_factor >= 0, "replication_factor must be >= 1 (or auto)"),
         (
-            1 <= settings.min_insync_replicas <= settings.replication_factor,
-            "min_insync_replicas must be in 1..replication_factor",
+            settings.min_insync_replicas >= 0
+            and (
+                not settings.replication_factor
+                or settings.min_insync_replicas <= settings.replication_factor
+            ),
+            "min_insync_replicas must be in 1..replication_factor (or auto)",
+        ),
+        (
+            settings.topic_management in ("auto", "external"),
+            "topic_management must be 'auto' or 'external'",
         ),
         (settings.max_message_bytes >= 65536, "max_message_bytes must be >= 65536"),
         (settings.kafka_timeout_ms >= 100, "kafka_timeout_ms must be >= 100"),

@@ -37,6 +37,7 @@ class ErrorCode(Enum):
     STREAM_EXISTS = ("stream_exists", 409)
     SOURCE_DELETED = ("source_deleted", 409)
     TOPIC_CONFLICT = ("topic_conflict", 409)
+    TOPIC_MISSING = ("topic_missing", 409)  # managed externally: the platform must create it
     STREAM_CLOSED = ("stream_closed", 409)
     CONTENT_TYPE_MISMATCH = ("content_type_mismatch", 409)
     SEQUENCE_CONFLICT = ("sequence_conflict", 409)

@@ -9,6 +9,7 @@ import pytest
 
 from adapter.app import configured_mounts
 from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
+from topology.replication import AUTO
 
 
 def _toml(tmp_path: Path, text: str) -> str:
@@ -69,7 +70,9 @@ def test_bad_toml_names_the_problem(tmp_path: Path, text: str, message: str) -> 
         ("topic_prefix", "bad/prefix", "topic_prefix"),
         ("cold_backend", "ftp", "cold_backend"),
         ("console", "yes", "console must be 'off', 'ro' or 'rw'"),
-        ("min_insync_replicas", "2", "min_insync_replicas"),
+        ("min_insync_replicas", "-1", "min_insync_replicas"),
+        ("replication_factor", "some", "not an integer"),
+        ("topic_management", "platform", "topic_management must be 'auto' or 'external'"),
         ("log_level", "loud", "log_level"),
         ("event_loop", "trio", "event_loop"),
         ("max_inflight_body_bytes", "1000", "max_inflight_body_bytes"),
@@ -294,3 +297,29 @@ def test_a_bad_mount_table_is_a_configuration_error() -> None:
     settings = load(None, {"DURABLE_KAFKA_MOUNTS": '[{"bucket": "logs", "topik": "x"}]'}, {})
     with pytest.raises(ConfigError, match="unknown mount field"):
         configured_mounts(settings)
+
+
+def test_replication_is_auto_unless_set(tmp_path: Path) -> None:
+    assert (Settings().replication_factor, Settings().min_insync_replicas) == (AUTO, AUTO)
+    config = _toml(tmp_path, '[kafka]\nreplication_factor = "auto"\nmin_insync_replicas = 2\n')
+    settings = load(config, {}, {})
+    assert (settings.replication_factor, settings.min_insync_replicas) == (AUTO, 2)
+    env = {env_name("replication_factor"): "3", env_name("min_insync_replicas"): "Auto"}
+    settings = load(config, env, {})
+    assert (settings.replication_factor, settings.min_insync_replicas) == (3, AUTO)
+
+
+def test_more_in_sync_than_replicas_is_refused() -> None:
+    env = {env_name("replication_factor"): "2", env_name("min_insync_replicas"): "3"}
+    with pytest.raises(
+        ConfigError, match=r"min_insync_replicas must be in 1\.\.replication_factor"
+    ):
+        load(None, env, {})
+
+
+def test_topic_management_and_unreplicated_are_read(tmp_path: Path) -> None:
+    config = _toml(tmp_path, '[kafka]\ntopic_management = "external"\nallow_unreplicated = true\n')
+    settings = load(config, {}, {})
+    assert (settings.topic_management, settings.allow_unreplicated) == ("external", True)
+    assert load(None, {}, {"topic_management": "external"}).topic_management == "external"
+    assert Settings().topic_management == "auto"
