@@ -27,8 +27,9 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"protocol", "auth"}),  # pure protocol rules; tokens, scopes, access decision
     frozenset({"state", "cluster"}),  # the catalog and its follower; slot ownership
     frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
-    # leaves (console: its files; tallies: the metrics' lock-free families)
-    frozenset({"config", "readiness", "console", "metrics", "tallies", "logs"}),
+    # leaves (console: its files; tallies: the metrics' lock-free families; settings_help:
+    # what each setting means, for the reference docs)
+    frozenset({"config", "settings_help", "readiness", "console", "metrics", "tallies", "logs"}),
 )
 LAYER = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 # Packages beside `adapter` that must stand without it.
