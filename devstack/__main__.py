@@ -1,4 +1,4 @@
-"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter] [chromium] [spark]`."""
+"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter] [chromium] [spark] [helm]`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from devstack import adapter, browser, cluster, kafka, minio, spark
+from devstack import adapter, browser, cluster, helm, kafka, minio, spark
 from devstack.paths import data_dir
 from devstack.process import ServiceError
 
@@ -65,6 +65,13 @@ SERVICES: dict[str, Service] = {
         down=lambda: None,
         fetch=spark.jars_dir,
         status=spark.is_cached,
+    ),
+    # A tool too: the chart tests render `deploy/helm` with it.
+    "helm": Service(
+        up=lambda: str(helm.binary()),
+        down=lambda: None,
+        fetch=helm.binary,
+        status=helm.is_cached,
     ),
 }
 
