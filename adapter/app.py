@@ -382,7 +382,10 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app[MOUNTED] = parts.mounted
     app[ROUTER] = parts.router
     app[FORWARDER] = Forwarder(
-        forward_timeout_s(settings.kafka_timeout_s), siblings, parts.follower.seen_written
+        forward_timeout_s(settings.kafka_timeout_s),
+        siblings,
+        parts.follower.seen_written,
+        settings.owner_renewal_entries,
     )
     app[OUTCOMES] = forwarded_outcomes(settings, parts)
     app[LIVE_LIMITS] = live_limits(settings)

@@ -94,6 +94,8 @@ class Settings:
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
     instance_id: str = ""
+    # Streams whose reads here are told to their owner remembered at once (http/renewals.py).
+    owner_renewal_entries: int = 10_000
     auth_mode: AuthMode = "off"
     auth_off_beyond_loopback: bool = False
     auth_token_file: str = ""
@@ -249,6 +251,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
     "instance_id": ("cluster", "instance_id"),
+    "owner_renewal_entries": ("cluster", "owner_renewal_entries"),
     "auth_mode": ("auth", "mode"),
     "auth_off_beyond_loopback": ("auth", "off_beyond_loopback"),
     "auth_token_file": ("auth", "token_file"),
@@ -460,6 +463,10 @@ def validate(settings: Settings) -> None:
         (
             not settings.instance_id or bool(_INSTANCE_ID.match(settings.instance_id)),
             "instance_id: 1 to 249 of [a-zA-Z0-9._-]",
+        ),
+        (
+            1 <= settings.owner_renewal_entries <= 10_000_000,
+            "owner_renewal_entries must be in 1..10000000",
         ),
         (settings.console in ("off", "ro", "rw"), "console must be 'off', 'ro' or 'rw'"),
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
