@@ -252,7 +252,12 @@ def build_parts(settings: Settings) -> Parts:
             settings.snapshot_gc_grace_ms,
             settings.snapshot_gc_interval_ms / 1000,
         ),
-        MountService(bucket_service, configured_mounts(settings), indexes.reconcile),
+        MountService(
+            bucket_service,
+            configured_mounts(settings),
+            indexes.reconcile,
+            comma_list(settings.mount_topics),
+        ),
         mounted,
         metrics,
         scanner,

@@ -117,6 +117,8 @@ class Settings:
     # Existing topics served as buckets from start (`[[mounts]]`; env and flag: a JSON array),
     # as tables; `adapter.protocol.mounts.parse_configured` checks each at start.
     mounts: tuple[dict[str, Any], ...] = ()
+    # Topic patterns (comma list of globs) a bucket's admin may mount over HTTP; "": none.
+    mount_topics: str = ""
     mount_index_positions_per_key: int = 4096
     mount_index_dir: str = ".data/mount-index"  # "": mounts' key indexes are not persisted
     console: ConsoleMode = "rw"
@@ -270,6 +272,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "rate_limit_burst": ("limits", "request_burst"),
     "rate_limit_append_bytes": ("limits", "append_bytes_per_s"),
     "max_live_readers_per_bucket": ("limits", "live_readers_per_bucket"),
+    "mount_topics": ("server", "mount_topics"),
     "mount_index_positions_per_key": ("server", "mount_index_positions_per_key"),
     "mount_index_dir": ("server", "mount_index_dir"),
     "console": ("server", "console"),
