@@ -64,8 +64,8 @@ lint: venv  ## ruff format check and lint
 typecheck: venv  ## mypy --strict on the packages and the tests
 	$(VENV)/bin/mypy
 
-deps: venv conformance/node_modules/.installed  ## Kafka, MinIO, Chromium, Spark's connectors, the suite
-	$(PY) -m devstack fetch kafka minio chromium spark
+deps: venv conformance/node_modules/.installed  ## Kafka, MinIO, Chromium, nginx, Spark's connectors, the suite
+	$(PY) -m devstack fetch kafka minio chromium nginx spark
 
 conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
 	cd conformance && npm ci --no-audit --no-fund --loglevel=error
