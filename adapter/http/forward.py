@@ -242,11 +242,10 @@ async def _described_by(request: web.Request, owner: str) -> _Described | None:
             closed = reply.headers.get("Stream-Closed", "").lower() == "true"
             accessed = reply.headers.get(LAST_ACCESS, "")
     except (aiohttp.ClientError, TimeoutError) as error:
-        log.warning("%s %s at %s failed: %s", _asking(method), request.path, owner, error)
+        _failed(method, request.path, owner, error)
         return None
     if reply.status >= 300:
-        # A refused renewal lets the stream expire on its owner while it is read here.
-        log.warning("%s %s at %s: %d", _asking(method), request.path, owner, reply.status)
+        _failed(method, request.path, owner, reply.status)
     offset = parse_offset(token) if reply.status < 300 and token is not None else None
     last_access = int(accessed) if accessed.isdigit() else None
     return (
@@ -254,9 +253,13 @@ async def _described_by(request: web.Request, owner: str) -> _Described | None:
     )
 
 
-def _asking(method: str) -> str:
-    """What asking the owner is, in a log line: a GET renews a sliding TTL there."""
-    return "renewing" if method == "GET" else "describing"
+def _failed(method: str, path: str, owner: str, why: object) -> None:
+    """A renewal (GET) the owner refused or did not answer is a warning: the stream may expire
+    on its owner while it is read here. A failed HEAD only leaves the read to this catalog."""
+    if method == "GET":
+        log.warning("renewing %s at %s: %s", path, owner, why)
+    else:
+        log.debug("describing %s at %s: %s", path, owner, why)
 
 
 def _with_credential(request: web.Request, headers: CIMultiDict[str]) -> CIMultiDict[str]:
