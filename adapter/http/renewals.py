@@ -26,7 +26,7 @@ SHARE_OF_TTL = 4  # told at most this many times per TTL per stream
 DEFAULT_ENTRIES = 10_000  # streams remembered (`owner_renewal_entries`)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Told:
     at: float  # monotonic time of the last telling
     every: float  # the quarter of the stream's TTL
