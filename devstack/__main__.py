@@ -1,4 +1,4 @@
-"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter] [chromium] [nginx] [spark] [helm]`."""
+"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter] [chromium] [nginx] ...`."""
 
 from __future__ import annotations
 
