@@ -259,7 +259,12 @@ def build_parts(settings: Settings) -> Parts:
             settings.snapshot_gc_grace_ms,
             settings.snapshot_gc_interval_ms / 1000,
         ),
-        MountService(bucket_service, configured_mounts(settings), indexes.reconcile),
+        MountService(
+            bucket_service,
+            configured_mounts(settings),
+            indexes.reconcile,
+            comma_list(settings.mount_topics),
+        ),
         mounted,
         metrics,
         scanner,
@@ -389,7 +394,10 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app[MOUNTED] = parts.mounted
     app[ROUTER] = parts.router
     app[FORWARDER] = Forwarder(
-        forward_timeout_s(settings.kafka_timeout_s), siblings, parts.follower.seen_written
+        forward_timeout_s(settings.kafka_timeout_s),
+        siblings,
+        parts.follower.seen_written,
+        settings.owner_renewal_entries,
     )
     app[OUTCOMES] = forwarded_outcomes(settings, parts)
     app[LIVE_LIMITS] = live_limits(settings)

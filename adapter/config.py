@@ -99,6 +99,8 @@ class Settings:
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
     instance_id: str = ""
+    # Streams whose reads here are told to their owner remembered at once (http/renewals.py).
+    owner_renewal_entries: int = 10_000
     auth_mode: AuthMode = "off"
     auth_off_beyond_loopback: bool = False
     auth_token_file: str = ""
@@ -120,6 +122,8 @@ class Settings:
     # Existing topics served as buckets from start (`[[mounts]]`; env and flag: a JSON array),
     # as tables; `adapter.protocol.mounts.parse_configured` checks each at start.
     mounts: tuple[dict[str, Any], ...] = ()
+    # Topic patterns (comma list of globs) a bucket's admin may mount over HTTP; "": none.
+    mount_topics: str = ""
     mount_index_positions_per_key: int = 4096
     mount_index_dir: str = ".data/mount-index"  # "": mounts' key indexes are not persisted
     console: ConsoleMode = "rw"
@@ -256,6 +260,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
     "instance_id": ("cluster", "instance_id"),
+    "owner_renewal_entries": ("cluster", "owner_renewal_entries"),
     "auth_mode": ("auth", "mode"),
     "auth_off_beyond_loopback": ("auth", "off_beyond_loopback"),
     "auth_token_file": ("auth", "token_file"),
@@ -274,6 +279,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "rate_limit_burst": ("limits", "request_burst"),
     "rate_limit_append_bytes": ("limits", "append_bytes_per_s"),
     "max_live_readers_per_bucket": ("limits", "live_readers_per_bucket"),
+    "mount_topics": ("server", "mount_topics"),
     "mount_index_positions_per_key": ("server", "mount_index_positions_per_key"),
     "mount_index_dir": ("server", "mount_index_dir"),
     "console": ("server", "console"),
@@ -479,6 +485,10 @@ def validate(settings: Settings) -> None:
         (
             not settings.instance_id or bool(_INSTANCE_ID.match(settings.instance_id)),
             "instance_id: 1 to 249 of [a-zA-Z0-9._-]",
+        ),
+        (
+            1 <= settings.owner_renewal_entries <= 10_000_000,
+            "owner_renewal_entries must be in 1..10000000",
         ),
         (settings.console in ("off", "ro", "rw"), "console must be 'off', 'ro' or 'rw'"),
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),

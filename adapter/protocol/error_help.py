@@ -67,6 +67,10 @@ HELP: dict[str, tuple[str, str]] = {
         "a `Producer-Epoch` older than the producer's current one (answer carries `Producer-Epoch`)",
         "This producer was superseded: stop writing with it, or start a higher epoch at seq 0.",
     ),
+    "topic_not_allowed": (
+        "a mount over HTTP of a topic `mount_topics` does not allow, or of any deployment's internal topics (`*internal.*`) or Kafka's own (`__*`)",
+        "Ask the operator to allow the topic in `mount_topics`, or mount it from the configuration (`[[mounts]]`); internal topics are never mountable.",
+    ),
     "not_found": ("no such route", "Check the path."),
     "bucket_not_found": (
         "the bucket does not exist (or is being deleted, for a stream creation)",

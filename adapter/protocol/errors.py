@@ -22,6 +22,7 @@ class ErrorCode(Enum):
     INVALID_PRODUCER_EPOCH = ("invalid_producer_epoch", 400)
     UNAUTHORIZED = ("unauthorized", 401)
     FORBIDDEN = ("forbidden", 403)
+    TOPIC_NOT_ALLOWED = ("topic_not_allowed", 403)
     INSUFFICIENT_SCOPE = ("insufficient_scope", 403)
     ORIGIN_NOT_ALLOWED = ("origin_not_allowed", 403)
     STALE_PRODUCER_EPOCH = ("stale_producer_epoch", 403)

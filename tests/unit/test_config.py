@@ -114,6 +114,13 @@ def test_cluster_settings_come_from_every_source(tmp_path: Path) -> None:
     assert settings.advertised_url == "http://adapter-1.internal:4437"
 
 
+def test_renewal_memory_and_mountable_topics_come_from_their_tables(tmp_path: Path) -> None:
+    text = '[cluster]\nowner_renewal_entries = 500\n[server]\nmount_topics = "orders,shared-*"\n'
+    settings = load(_toml(tmp_path, text), {}, {})
+    assert (settings.owner_renewal_entries, settings.mount_topics) == (500, "orders,shared-*")
+    assert Settings().mount_topics == ""  # nothing is mountable over HTTP unless allowed
+
+
 def test_the_advertised_url_defaults_to_the_listen_address() -> None:
     assert Settings(listen="127.0.0.1:4000").advertised_url == "http://127.0.0.1:4000"
     assert Settings(listen="[::1]:4000").advertised_url == "http://[::1]:4000"
@@ -139,6 +146,7 @@ def test_an_instance_id_given_is_taken_as_it_is(tmp_path: Path) -> None:
         ({"owner_session_timeout_ms": "10"}, "owner_session_timeout_ms"),
         ({"instance_id": "adapter 1"}, "instance_id"),
         ({"instance_id": "a" * 250}, "instance_id"),
+        ({"owner_renewal_entries": "0"}, "owner_renewal_entries"),
     ],
 )
 def test_cluster_settings_are_validated(flags: dict[str, str], message: str) -> None:
