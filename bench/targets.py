@@ -23,7 +23,7 @@ DURABLE_KAFKA = "durable-kafka"
 REFERENCE_MEMORY = "reference-memory"
 REFERENCE_FILE = "reference-file"
 # bench/floor_server.py: what a Python server on aiohttp costs before any product code, with
-# nothing behind it or with one Kafka transaction per batch of appends (issue 18's floors).
+# nothing behind it or with one Kafka transaction per batch of appends.
 PYTHON_FLOOR = "python-floor"
 PYTHON_KAFKA_FLOOR = "python-kafka-floor"
 FLOORS = (PYTHON_FLOOR, PYTHON_KAFKA_FLOOR)

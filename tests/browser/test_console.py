@@ -2,7 +2,7 @@
 
 Headless Debian Chromium driven by Playwright (never a downloaded browser). The adapter runs
 with an SSE connection lifetime of 2 s, so every live test also crosses reconnects. Numbered
-comments refer to the checks of issue 20. Screenshots of each view go to `artifacts/console/`.
+comments name the checks they make. Screenshots of each view go to `artifacts/console/`.
 """
 
 from __future__ import annotations
