@@ -22,7 +22,9 @@ SCANNED = [
     ),
     *(path for path in (ROOT / "tests").rglob("*.py") if path.name != "test_no_history.py"),
 ]
-ORDINALS = "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|this|last|previous|next"
+ORDINALS = (
+    "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|this|last|previous|next"
+)
 HISTORY = re.compile(
     rf"\b(?:{ORDINALS}) session\b"  # "the fifth session's run"
     r"|(?<!known )\bissue \d+\b"  # "issue 18's floors" (a "known issue" of the docs is product)
