@@ -7,7 +7,7 @@ import concurrent.futures
 import logging
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from topology.errors import BrokerUnavailable, TopicNotKnownYet, TopologyError, TopologyMismatch
@@ -178,6 +178,17 @@ class TopologyAdmin:
         except KafkaException as error:
             raise _translate(error, f"deleting records of {topic}[{partition}]") from error
         return int(getattr(deleted, "low_watermark", before))
+
+    async def topic_id(self, topic: str) -> str:
+        """The topic's id: a topic deleted and created again under its name has a new one."""
+        futures = self._client.describe_topics(
+            TopicCollection([topic]), request_timeout=self.timeout_s
+        )
+        try:
+            described = await self._wait(futures[topic])
+        except KafkaException as error:
+            raise _translate(error, f"describing topic {topic}") from error
+        return str(described.topic_id)
 
     async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
         try:
