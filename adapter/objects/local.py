@@ -104,9 +104,10 @@ class LocalObjectStore:
             return None
 
     def _keys(self, prefix: str) -> list[str]:
-        if not self.root.exists():
+        top = self.root / prefix.rpartition("/")[0]  # the folder every such key is under
+        if not top.is_dir():
             return []
-        found = (p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
+        found = (p.relative_to(self.root).as_posix() for p in top.rglob("*") if p.is_file())
         return sorted(k for k in found if k.startswith(prefix) and "/.tmp-" not in f"/{k}")
 
 
