@@ -13,6 +13,7 @@ from aiohttp import web
 from adapter.cluster.deadlines import forward_timeout_s
 from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
+from adapter.cluster.shared_folder import FolderGuard
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
 from adapter.http import bootstrap, buckets, console, health, openapi, snapshots, streams
@@ -74,7 +75,7 @@ from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, TIER, Durability, Sup
 from adapter.tier.cold import ColdReader
 from topology.admin import TopologyAdmin
 from topology.management import TopicManagement, TopicPolicy
-from topology.naming import StateTopics
+from topology.naming import StateTopics, owners_group
 from topology.slots import SlotMap
 from topology.specs import TopicLayout
 
@@ -454,8 +455,11 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     _report_tier(readiness, parts.tiering)
 
     tasks: list[asyncio.Task[None]] = []
+    guard = folder_guard(settings, parts)
 
     async def load_state() -> int:
+        if guard is not None:  # before joining the owners' group: see shared_folder.py
+            await guard.refuse_strangers()
         count = await parts.follower.replay()
         parts.mounts.load_configured()  # and index every mount
         follow = asyncio.create_task(parts.follower.follow(), name="follower")
@@ -490,7 +494,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         settings.require_durable_topics,
         settings.allow_unreplicated,
     )
-    supervisor = Supervisor(parts.admin, parts.store, readiness, load_state, durability)
+    supervisor = Supervisor(
+        parts.admin, parts.store, readiness, load_state, durability, folder=guard
+    )
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
     app[FATAL] = fatal
 
@@ -519,6 +525,14 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await parts.reader.close()
     await parts.scanner.close()
     parts.catalog.close()
+
+
+def folder_guard(settings: Settings, parts: Parts) -> FolderGuard | None:
+    """The check that every instance sees the `fs` folder, unless the operator says so."""
+    if settings.cold_backend != "fs" or settings.cold_dir_shared:
+        return None
+    group = owners_group(settings.topic_prefix)
+    return FolderGuard(parts.store, parts.admin, group, settings.group_instance_id)
 
 
 def _report_ownership(readiness: Readiness, parts: Parts) -> None:

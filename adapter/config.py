@@ -86,6 +86,7 @@ class Settings:
     sse_write_timeout_ms: int = 10_000
     cold_backend: ColdBackend = "fs"
     cold_dir: str = ".data/cold"
+    cold_dir_shared: bool = False
     s3_bucket: str = "durable-kafka"
     s3_endpoint_url: str = ""
     s3_region: str = "us-east-1"
@@ -247,6 +248,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "sse_write_timeout_ms": ("live", "sse_write_timeout_ms"),
     "cold_backend": ("cold", "backend"),
     "cold_dir": ("cold", "dir"),
+    "cold_dir_shared": ("cold", "dir_shared"),
     "s3_bucket": ("cold", "s3_bucket"),
     "s3_endpoint_url": ("cold", "s3_endpoint_url"),
     "s3_region": ("cold", "s3_region"),

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
+from adapter.cluster.shared_folder import FolderGuard, refusal
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 from adapter.objects.base import ObjectStore, ObjectStoreError
@@ -125,6 +126,7 @@ class Supervisor:
         load_state: Callable[[], Awaitable[int]],
         durability: Durability,
         interval_s: float = 2.0,
+        folder: FolderGuard | None = None,
     ) -> None:
         self.admin = admin
         self.objects = objects
@@ -132,6 +134,7 @@ class Supervisor:
         self.load_state = load_state
         self.durability = durability
         self.interval_s = interval_s
+        self.folder = folder
         self._durability_judged = False
 
     async def run(self) -> None:
@@ -194,8 +197,25 @@ class Supervisor:
     async def _check_objects(self) -> None:
         try:
             await self.objects.check()
+            strangers = await self._strangers()
         except ObjectStoreError as error:
             log.warning("object store not usable: %s", error)
             self.readiness.set(OBJECTS, False, str(error))
+            return
+        if strangers:
+            if self.readiness.is_ok(OBJECTS):
+                log.error("%s", refusal(strangers))
+            self.readiness.set(OBJECTS, False, refusal(strangers), strangers=strangers)
         else:
             self.readiness.set(OBJECTS, True, "reachable")
+
+    async def _strangers(self) -> list[str]:
+        """Instances joined since the start that do not share our `fs` folder (none if the
+        group cannot be described this round: the next round asks again)."""
+        if self.folder is None or not self.readiness.is_ok(CATALOG):
+            return []
+        try:
+            return await self.folder.strangers()
+        except TopologyError as error:
+            log.warning("cannot describe the owners' group: %s", error)
+            return []

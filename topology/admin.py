@@ -8,7 +8,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from topology.errors import (
@@ -214,6 +214,27 @@ class TopologyAdmin:
         except KafkaException as error:
             raise _translate(error, f"deleting records of {topic}[{partition}]") from error
         return int(getattr(deleted, "low_watermark", before))
+
+    async def group_instance_ids(self, group: str) -> list[str]:
+        """The members of a consumer group, by static instance id (else client id): none
+        when the group does not exist."""
+        futures = self._client.describe_consumer_groups([group], request_timeout=self.timeout_s)
+        try:
+            described = await self._wait(futures[group])
+        except KafkaException as error:
+            raise _translate(error, f"describing group {group}") from error
+        return [m.group_instance_id or m.client_id for m in described.members]
+
+    async def topic_id(self, topic: str) -> str:
+        """The topic's id: a topic deleted and created again under its name has a new one."""
+        futures = self._client.describe_topics(
+            TopicCollection([topic]), request_timeout=self.timeout_s
+        )
+        try:
+            described = await self._wait(futures[topic])
+        except KafkaException as error:
+            raise _translate(error, f"describing topic {topic}") from error
+        return str(described.topic_id)
 
     async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
         try:

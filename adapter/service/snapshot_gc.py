@@ -57,7 +57,7 @@ async def collect_forever(
 
 @dataclass(frozen=True)
 class Listing:
-    """The objects under a prefix, listed at `now_ms`, before the catalog caught up."""
+    """The objects under a prefix, listed by `now_ms`, before the catalog caught up."""
 
     now_ms: int
     keys: list[str]
@@ -85,8 +85,10 @@ class OrphanSweep:
         self._seen: dict[str, int] = {}
 
     async def begin(self) -> Listing:
-        now = self.clock()
         keys = await self.store.keys(self.prefix)
+        # Read after the listing returned, so an object is first seen no earlier than it was
+        # stored, however long the listing took (an upload's deadline counts from before it).
+        now = self.clock()
         await self.caught_up()
         return Listing(now, keys)
 
