@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import LogUnavailable, Retriable
 from adapter.log.faults import WriterFaults
 from adapter.log.writer import (
     GuessCounts,
@@ -169,7 +169,7 @@ class SlotWriters:
             await asyncio.wait_for(
                 writer.submit([], lambda _offsets: [entry]), self.limits.timeout_s * 2
             )
-        except (LogUnavailable, TimeoutError) as error:
+        except (Retriable, TimeoutError) as error:
             log.warning("write slot %d not initialised, retrying: %s", slot, error)
             if task is not None:
                 task.cancel()
@@ -229,7 +229,7 @@ class SlotWriters:
         """Accept writes once the catalog holds every change committed before our init."""
         try:
             await self._catch_up()
-        except (LogUnavailable, TimeoutError) as error:
+        except (Retriable, TimeoutError) as error:
             log.warning("slots %s: catalog not caught up, retrying: %s", slots, error)
             for slot in slots:
                 await self._retire(slot, 0)
