@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from adapter.cluster.shared_folder import FolderGuard, refusal
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import Retriable
 from adapter.log.writer import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.readiness import Readiness
@@ -190,7 +190,7 @@ class Supervisor:
         try:
             count = await self.load_state()
             self.readiness.set(CATALOG, True, f"replayed {count} records", replayed_records=count)
-        except LogUnavailable as error:
+        except Retriable as error:
             log.warning("catalog not loaded yet: %s", error)
             self.readiness.set(CATALOG, False, str(error))
 

@@ -17,9 +17,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from adapter.log.errors import LogUnavailable
-from adapter.objects.base import ObjectStore, ObjectStoreError
+from adapter.objects.base import ObjectStore
 from adapter.protocol.snapshots import OBJECT_PREFIX
+from adapter.service.background import RIDDEN_OUT
 from adapter.state.catalog import Catalog
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ async def collect_forever(
         await asyncio.sleep(interval_s)
         try:
             await collect_once()
-        except (ObjectStoreError, LogUnavailable) as error:
+        except RIDDEN_OUT as error:
             log.warning("%s collection failed, trying again later: %s", what, error)
 
 

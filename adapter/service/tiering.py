@@ -40,8 +40,9 @@ from itertools import islice
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner, Scanned
-from adapter.objects.base import ObjectStore, ObjectStoreError
+from adapter.objects.base import ObjectStore
 from adapter.protocol.snapshots import retention_floors
+from adapter.service.background import RIDDEN_OUT
 from adapter.state.catalog import Catalog
 from adapter.state.records import BucketMeta, SnapshotPointer, StreamMeta
 from adapter.tier import chunks, manifest
@@ -50,7 +51,6 @@ from adapter.tier.freeing import free_to, to_free
 from adapter.tier.manifest import Place, TierChunk, TierRange
 from adapter.tier.meter import Meter
 from topology.admin import TopologyAdmin
-from topology.errors import BrokerUnavailable, TopologyError
 from topology.slots import SlotMap
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ MIN_RANGE_SHARE = 16  # a range holds at least 1/16 of the hot window
 PARALLEL_PUTS = 8
 MAX_BACKOFF = 32  # intervals
 # What a pass may meet and try again later: the store or the broker away, a topic just deleted.
-_RETRIED = (ObjectStoreError, LogUnavailable, BrokerUnavailable, TopologyError)
+_RETRIED = RIDDEN_OUT
 
 
 @dataclass(frozen=True)
