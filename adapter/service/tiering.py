@@ -50,7 +50,8 @@ from adapter.tier.chunks import ColdMessage
 from adapter.tier.freeing import free_to, to_free
 from adapter.tier.manifest import Place, TierChunk, TierRange
 from adapter.tier.meter import Meter
-from topology.admin import TopologyAdmin, TopologyError
+from topology.admin import TopologyAdmin
+from topology.errors import TopologyError
 from topology.slots import SlotMap
 
 log = logging.getLogger(__name__)
