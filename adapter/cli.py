@@ -32,6 +32,7 @@ from adapter.config import (
 )
 from adapter.config import setting_names as names
 from adapter.http import health
+from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
 from adapter.http.ops import create_ops_app
 from adapter.http.server import ProtocolRunner
 from adapter.log.errors import LogUnavailable
@@ -229,7 +230,11 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             await _until_ready(app[health.READINESS], waiters)
         if not any(waiter.done() for waiter in waiters):
             reuse_port = listeners.reuse_port or None
-            await web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port).start()
+            backlog = listen_backlog(runner.app[CONNECTION_LIMITS].max_connections)
+            site = web.TCPSite(
+                runner, settings.host, settings.port, backlog=backlog, reuse_port=reuse_port
+            )
+            await site.start()
             log.info(
                 "serving on http://%s (kafka %s, %s event loop)",
                 settings.listen,
