@@ -28,7 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"state", "cluster"}),  # the catalog and its follower; slot ownership
     frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
     # leaves (console: its files; tallies: the metrics' lock-free families)
-    frozenset({"config", "readiness", "console", "metrics", "tallies", "logs"}),
+    frozenset({"config", "readiness", "console", "metrics", "tallies", "logs", "request_lines"}),
 )
 LAYER = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 # Packages beside `adapter` that must stand without it.
