@@ -17,7 +17,7 @@ from typing import Any
 import uvloop
 from aiohttp import web
 
-from adapter import logs
+from adapter import logs, request_lines
 from adapter.app import FATAL, PARTS, configured_mounts, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
@@ -142,6 +142,9 @@ def run_server(settings: Settings, listeners: Listeners) -> int:
     except ConfigError as error:  # a token or key file named by the settings is unusable
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return CONFIG_ERROR
+    finally:
+        # A worker process ends in os._exit, which runs no atexit hook: write the last lines.
+        request_lines.close()
 
 
 # The cyclic garbage collector's thresholds while serving (Python's default: 700, 10, 10).

@@ -155,6 +155,12 @@ def install(handler: logging.StreamHandler[TextIO], json_lines: bool) -> Request
     return lines
 
 
+def close() -> None:
+    """Write the lines still waiting, if request lines are written here at all."""
+    if installed.lines is not None:
+        installed.lines.close()
+
+
 def _after_fork() -> None:
     if installed.lines is not None:
         installed.lines.forget_thread()
