@@ -17,7 +17,7 @@ from typing import Any
 import uvloop
 from aiohttp import web
 
-from adapter import logs
+from adapter import logs, request_lines
 from adapter.app import FATAL, PARTS, configured_mounts, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
@@ -32,6 +32,7 @@ from adapter.config import (
 )
 from adapter.config import setting_names as names
 from adapter.http import health
+from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
 from adapter.http.ops import create_ops_app
 from adapter.http.server import ProtocolRunner
 from adapter.log.errors import LogUnavailable
@@ -141,6 +142,9 @@ def run_server(settings: Settings, listeners: Listeners) -> int:
     except ConfigError as error:  # a token or key file named by the settings is unusable
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return CONFIG_ERROR
+    finally:
+        # A worker process ends in os._exit, which runs no atexit hook: write the last lines.
+        request_lines.close()
 
 
 # The cyclic garbage collector's thresholds while serving (Python's default: 700, 10, 10).
@@ -229,7 +233,11 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             await _until_ready(app[health.READINESS], waiters)
         if not any(waiter.done() for waiter in waiters):
             reuse_port = listeners.reuse_port or None
-            await web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port).start()
+            backlog = listen_backlog(runner.app[CONNECTION_LIMITS].max_connections)
+            site = web.TCPSite(
+                runner, settings.host, settings.port, backlog=backlog, reuse_port=reuse_port
+            )
+            await site.start()
             log.info(
                 "serving on http://%s (kafka %s, %s event loop)",
                 settings.listen,

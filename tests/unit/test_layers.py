@@ -30,8 +30,19 @@ LAYERS: tuple[frozenset[str], ...] = (
     ),  # pure protocol rules and their model; tokens, scopes, access decision
     frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
     # leaves (console: its files; tallies: the metrics' lock-free families; settings_help:
-    # what each setting means, for the reference docs)
-    frozenset({"config", "settings_help", "readiness", "console", "metrics", "tallies", "logs"}),
+    # what each setting means, for the reference docs; request_lines: the request log's writer)
+    frozenset(
+        {
+            "config",
+            "settings_help",
+            "readiness",
+            "console",
+            "metrics",
+            "tallies",
+            "logs",
+            "request_lines",
+        }
+    ),
 )
 LAYER = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 # Packages beside `adapter` that must stand without it.
