@@ -25,6 +25,7 @@ from adapter.config import setting_names as names
 from adapter.http import health
 from adapter.http.ops import create_ops_app
 from adapter.http.server import ProtocolRunner
+from adapter.http.tls import reload, server_context
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.readiness import Readiness
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load(args.config, os.environ, flags)
         configured_mounts(settings)
+        server_context(settings)  # the TLS files: a bad one stops the start here, before workers
     except ConfigError as error:
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2
@@ -169,7 +171,9 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
 
     On SIGTERM readiness drops first (`serving`), then the listener closes, SSE responses
     end and in-flight requests get `drain_timeout_ms` to finish before the process exits.
+    With HTTPS, SIGHUP reloads the certificate (`adapter/http/tls.py`).
     """
+    tls = server_context(settings)
     app = create_app(settings, listeners.siblings)
     drain_s = settings.drain_timeout_ms / 1000
     runner = ProtocolRunner(app, access_log=None, shutdown_timeout=drain_s)
@@ -181,11 +185,16 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        if tls is not None:
+            loop.add_signal_handler(signal.SIGHUP, reload, tls, settings)
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Future[Any]] = [stopped, app[FATAL]]
-        for own in (listeners.forward, listeners.unix):
-            if own is not None:  # a worker's own: for writes forwarded to it
-                await web.SockSite(runner, own).start()
+        # A worker's own listeners, for writes forwarded to it: its TCP port (other instances,
+        # over the network: HTTPS as `listen` is) and its Unix socket (its siblings).
+        if listeners.forward is not None:
+            await web.SockSite(runner, listeners.forward, ssl_context=tls).start()
+        if listeners.unix is not None:
+            await web.SockSite(runner, listeners.unix).start()
         if settings.ops_address is not None:
             await web.TCPSite(ops, *settings.ops_address).start()
             log.info("ops listener on %s", _urls(ops))
@@ -196,9 +205,12 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             await _until_ready(app[health.READINESS], waiters)
         if not any(waiter.done() for waiter in waiters):
             reuse_port = listeners.reuse_port or None
-            await web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port).start()
+            await web.TCPSite(
+                runner, settings.host, settings.port, ssl_context=tls, reuse_port=reuse_port
+            ).start()
             log.info(
-                "serving on http://%s (kafka %s, %s event loop)",
+                "serving on %s://%s (kafka %s, %s event loop)",
+                settings.scheme,
                 settings.listen,
                 settings.bootstrap_servers,
                 settings.event_loop,

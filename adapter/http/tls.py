@@ -1,0 +1,114 @@
+"""HTTPS on the API's listeners: the server's TLS context, built from the settings at start
+and given a new certificate on SIGHUP without dropping a connection.
+
+One `ssl.SSLContext` serves every TLS listener of a process. A reload loads the new pair into
+that same context (`load_cert_chain`), so handshakes from then on present the new certificate
+while connections already open keep the session they negotiated. The pair is first loaded
+into a scratch context: a pair that is unreadable, not PEM or not matching is refused there,
+and the context in use is never left half-changed (a failed reload keeps the old pair).
+The pair is parsed with `cryptography` first, so each error names the file at fault and an
+encrypted key is refused rather than prompted for on a terminal.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from adapter.config import ConfigError, Settings
+
+log = logging.getLogger(__name__)
+
+
+def server_context(settings: Settings) -> ssl.SSLContext | None:
+    """The TLS context of the API's listeners; None when `tls_cert_file` is not set.
+    Raises ConfigError naming the file that cannot be used."""
+    if not settings.tls:
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    load_pair(context, settings)
+    if settings.tls_client_ca_file:
+        _trust_clients(context, settings)
+    return context
+
+
+def _trust_clients(context: ssl.SSLContext, settings: Settings) -> None:
+    path = settings.tls_client_ca_file
+    try:
+        context.load_verify_locations(cafile=path)
+    except (OSError, ssl.SSLError) as error:
+        raise ConfigError(
+            f"tls_client_ca_file {path}: no usable PEM CA certificate: {error}"
+        ) from error
+    required = settings.tls_client_auth == "required"
+    context.verify_mode = ssl.CERT_REQUIRED if required else ssl.CERT_OPTIONAL
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the loaded certificate is, for the log line that says so."""
+
+    subject: str
+    serial: int
+    not_after: str
+
+    def __str__(self) -> str:
+        return f"{self.subject} (serial {self.serial:x}, valid until {self.not_after})"
+
+
+def load_pair(context: ssl.SSLContext, settings: Settings) -> Served:
+    """Check the pair, then load it into `context`; ConfigError (nothing loaded) if unusable."""
+    served = _checked(settings)
+    try:
+        context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
+    except (OSError, ssl.SSLError) as error:
+        raise ConfigError(
+            f"tls_cert_file {settings.tls_cert_file} and tls_key_file {settings.tls_key_file} "
+            f"are not a certificate and its key: {error}"
+        ) from error
+    return served
+
+
+def _checked(settings: Settings) -> Served:
+    cert = _read(settings.tls_cert_file, "tls_cert_file")
+    key = _read(settings.tls_key_file, "tls_key_file")
+    try:
+        leaf = x509.load_pem_x509_certificates(cert)[0]
+    except ValueError as error:
+        raise ConfigError(
+            f"tls_cert_file {settings.tls_cert_file}: not a PEM certificate"
+        ) from error
+    try:
+        load_pem_private_key(key, password=None)
+    except (ValueError, TypeError) as error:  # TypeError: encrypted, and no password given
+        raise ConfigError(
+            f"tls_key_file {settings.tls_key_file}: not an unencrypted PEM private key ({error})"
+        ) from error
+    not_after = leaf.not_valid_after_utc.isoformat()
+    return Served(leaf.subject.rfc4514_string(), leaf.serial_number, not_after)
+
+
+def _read(path: str, setting: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as error:
+        raise ConfigError(f"{setting} {path}: cannot be read: {error.strerror}") from error
+
+
+def reload(context: ssl.SSLContext, settings: Settings) -> bool:
+    """SIGHUP: load the pair named by the settings into the context in use, once it has
+    loaded into a scratch one. On failure the old pair stays and one line says why."""
+    try:
+        load_pair(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), settings)
+        served = load_pair(context, settings)
+    except ConfigError as error:
+        log.error("TLS certificate not reloaded, the previous one stays in use: %s", error)
+        return False
+    log.info("TLS certificate reloaded: %s", served)
+    return True
