@@ -4,10 +4,13 @@ adapter and the clients verify them with OpenSSL."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import hashlib
 import ipaddress
+import socket
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +98,24 @@ def spki_sha256(cert: Path) -> str:
 def serial_of(der: bytes) -> int:
     """The serial number of a DER certificate (what a TLS peer presented)."""
     return x509.load_der_x509_certificate(der).serial_number
+
+
+def presented_serial(port: int, context: ssl.SSLContext) -> int:
+    """The serial of the certificate a new connection to 127.0.0.1:`port` is shown."""
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        return serial_of(tls.getpeercert(binary_form=True) or b"")
+
+
+async def until_presented(port: int, context: ssl.SSLContext, serial: int) -> None:
+    """Until a fresh connection to `port` is shown `serial` (a reload follows its signal)."""
+    async with asyncio.timeout(30):
+        while True:
+            if await asyncio.to_thread(presented_serial, port, context) == serial:
+                return
+            await asyncio.sleep(0.1)
 
 
 def _name(common_name: str) -> x509.Name:

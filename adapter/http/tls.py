@@ -67,11 +67,13 @@ def load_pair(context: ssl.SSLContext, settings: Settings) -> Served:
     served = _checked(settings)
     try:
         context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
-    except (OSError, ssl.SSLError) as error:
+    except ssl.SSLError as error:  # both parsed: most likely a key of another certificate
         raise ConfigError(
-            f"tls_cert_file {settings.tls_cert_file} and tls_key_file {settings.tls_key_file} "
-            f"are not a certificate and its key: {error}"
+            f"tls_key_file {settings.tls_key_file} is not the key of tls_cert_file "
+            f"{settings.tls_cert_file} ({error.reason or error})"
         ) from error
+    except OSError as error:  # changed since it was read
+        raise ConfigError(f"tls_cert_file or tls_key_file cannot be read: {error}") from error
     return served
 
 

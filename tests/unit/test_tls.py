@@ -92,7 +92,7 @@ def test_each_unusable_file_is_a_start_error_naming_it(ca: TestCA, tmp_path: Pat
         "tls_key_file .*server.crt: not an unencrypted PEM private key": replace(
             pair, key=pair.cert
         ),
-        "are not a certificate and its key": replace(pair, key=other.key),
+        "is not the key of tls_cert_file .*KEY_VALUES_MISMATCH": replace(pair, key=other.key),
     }
     for message, broken in cases.items():
         with pytest.raises(ConfigError, match=message):
