@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load(args.config, os.environ, flags)
         configured_mounts(settings)
-        server_context(settings)  # the TLS files: a bad one stops the start here, before workers
+        if args.command == "serve":
+            server_context(settings)  # the TLS files: a bad one stops here, before any worker
     except ConfigError as error:
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2
