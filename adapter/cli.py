@@ -10,6 +10,8 @@ import json
 import logging
 import os
 import signal
+import socket
+import ssl
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +27,7 @@ from adapter.config import setting_names as names
 from adapter.http import health
 from adapter.http.ops import create_ops_app
 from adapter.http.server import ProtocolRunner
-from adapter.http.tls import reload, server_context
+from adapter.http.tls import TlsSockSite, TlsTCPSite, reload, server_context
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.readiness import Readiness
@@ -193,7 +195,7 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
         # A worker's own listeners, for writes forwarded to it: its TCP port (other instances,
         # over the network: HTTPS as `listen` is) and its Unix socket (its siblings).
         if listeners.forward is not None:
-            await web.SockSite(runner, listeners.forward, ssl_context=tls).start()
+            await _own_site(runner, listeners.forward, settings, tls).start()
         if listeners.unix is not None:
             await web.SockSite(runner, listeners.unix).start()
         if settings.ops_address is not None:
@@ -206,9 +208,7 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             await _until_ready(app[health.READINESS], waiters)
         if not any(waiter.done() for waiter in waiters):
             reuse_port = listeners.reuse_port or None
-            await web.TCPSite(
-                runner, settings.host, settings.port, ssl_context=tls, reuse_port=reuse_port
-            ).start()
+            await _shared_site(runner, settings, tls, reuse_port).start()
             log.info(
                 "serving on %s://%s (kafka %s, %s event loop)",
                 settings.scheme,
@@ -227,6 +227,28 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     finally:
         await runner.cleanup()
         await ops.cleanup()
+
+
+def _shared_site(
+    runner: web.AppRunner, settings: Settings, tls: ssl.SSLContext | None, reuse_port: bool | None
+) -> web.TCPSite:
+    """The `listen` address's site: over HTTPS, handshakes within `header_timeout_ms`."""
+    host, port = settings.host, settings.port
+    if tls is None:
+        return web.TCPSite(runner, host, port, reuse_port=reuse_port)
+    handshake_s = settings.header_timeout_ms / 1000
+    return TlsTCPSite(
+        runner, host, port, ssl_context=tls, handshake_timeout_s=handshake_s, reuse_port=reuse_port
+    )
+
+
+def _own_site(
+    runner: web.AppRunner, sock: socket.socket, settings: Settings, tls: ssl.SSLContext | None
+) -> web.SockSite:
+    """A worker's own TCP port: HTTPS as `listen` is."""
+    if tls is None:
+        return web.SockSite(runner, sock)
+    return TlsSockSite(runner, sock, tls, settings.header_timeout_ms / 1000)
 
 
 async def _until_ready(readiness: Readiness, waiters: list[asyncio.Future[Any]]) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import ssl
 import subprocess
 import uuid
@@ -299,3 +300,26 @@ async def test_instances_forward_writes_to_each_other_over_https(
 
 def _port(base: str) -> int:
     return int(base.rpartition(":")[2])
+
+
+def test_a_connection_that_never_finishes_its_handshake_is_closed(
+    kafka_bootstrap: str, tmp_path: Path, ca: TestCA
+) -> None:
+    """A TLS handshake gets the head's deadline (`header_timeout_ms`), not asyncio's 60 s: a
+    connection opened and left silent is closed by the server (the read below would time out
+    at 30 s had it been left the default)."""
+    env = _tls_env(kafka_bootstrap, tmp_path, ca.server("server"))
+    env["DURABLE_KAFKA_HEADER_TIMEOUT_MS"] = "1000"
+    port = free_port()
+    with running_adapter(env, tmp_path / "adapter.log", port, 1, trusting(ca)):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as silent:
+            assert _closed_by_server(silent)
+        assert presented_serial(port, trusting(ca)) > 0  # a real handshake still succeeds
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """Whether the peer closed `sock` (an end of stream, or a reset) before its timeout."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
