@@ -10,6 +10,8 @@ import json
 import logging
 import os
 import signal
+import socket
+import ssl
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +37,7 @@ from adapter.http import health
 from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
 from adapter.http.ops import create_ops_app
 from adapter.http.server import ProtocolRunner
+from adapter.http.tls import TlsSockSite, TlsTCPSite, reload, server_context
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.readiness import Readiness
@@ -118,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load(args.config, os.environ, flags)
         configured_mounts(settings)
+        if args.command == "serve":
+            server_context(settings)  # the TLS files: a bad one stops here, before any worker
     except ConfigError as error:
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2
@@ -206,7 +211,9 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
 
     On SIGTERM readiness drops first (`serving`), then the listener closes, SSE responses
     end and in-flight requests get `drain_timeout_ms` to finish before the process exits.
+    With HTTPS, SIGHUP reloads the certificate (`adapter/http/tls.py`).
     """
+    tls = server_context(settings)
     app = create_app(settings, listeners.siblings)
     drain_s = settings.drain_timeout_ms / 1000
     runner = ProtocolRunner(app, access_log=None, shutdown_timeout=drain_s)
@@ -218,11 +225,16 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        if tls is not None:
+            loop.add_signal_handler(signal.SIGHUP, reload, tls, settings)
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Future[Any]] = [stopped, app[FATAL]]
-        for own in (listeners.forward, listeners.unix):
-            if own is not None:  # a worker's own: for writes forwarded to it
-                await web.SockSite(runner, own).start()
+        # A worker's own listeners, for writes forwarded to it: its TCP port (other instances,
+        # over the network: HTTPS as `listen` is) and its Unix socket (its siblings).
+        if listeners.forward is not None:
+            await _own_site(runner, listeners.forward, settings, tls).start()
+        if listeners.unix is not None:
+            await web.SockSite(runner, listeners.unix).start()
         if settings.ops_address is not None:
             await web.TCPSite(ops, *settings.ops_address).start()
             log.info("ops listener on %s", _urls(ops))
@@ -233,13 +245,10 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             await _until_ready(app[health.READINESS], waiters)
         if not any(waiter.done() for waiter in waiters):
             reuse_port = listeners.reuse_port or None
-            backlog = listen_backlog(runner.app[CONNECTION_LIMITS].max_connections)
-            site = web.TCPSite(
-                runner, settings.host, settings.port, backlog=backlog, reuse_port=reuse_port
-            )
-            await site.start()
+            await _shared_site(runner, settings, tls, reuse_port).start()
             log.info(
-                "serving on http://%s (kafka %s, %s event loop)",
+                "serving on %s://%s (kafka %s, %s event loop)",
+                settings.scheme,
                 settings.listen,
                 settings.bootstrap_servers,
                 settings.event_loop,
@@ -255,6 +264,36 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     finally:
         await runner.cleanup()
         await ops.cleanup()
+
+
+def _shared_site(
+    runner: web.AppRunner, settings: Settings, tls: ssl.SSLContext | None, reuse_port: bool | None
+) -> web.TCPSite:
+    """The `listen` address's site: over HTTPS, handshakes within `header_timeout_ms`; a
+    backlog as deep as the connections it admits."""
+    host, port = settings.host, settings.port
+    backlog = listen_backlog(runner.app[CONNECTION_LIMITS].max_connections)
+    if tls is None:
+        return web.TCPSite(runner, host, port, backlog=backlog, reuse_port=reuse_port)
+    handshake_s = settings.header_timeout_ms / 1000
+    return TlsTCPSite(
+        runner,
+        host,
+        port,
+        ssl_context=tls,
+        handshake_timeout_s=handshake_s,
+        backlog=backlog,
+        reuse_port=reuse_port,
+    )
+
+
+def _own_site(
+    runner: web.AppRunner, sock: socket.socket, settings: Settings, tls: ssl.SSLContext | None
+) -> web.SockSite:
+    """A worker's own TCP port: HTTPS as `listen` is."""
+    if tls is None:
+        return web.SockSite(runner, sock)
+    return TlsSockSite(runner, sock, tls, settings.header_timeout_ms / 1000)
 
 
 async def _until_ready(readiness: Readiness, waiters: list[asyncio.Future[Any]]) -> None:

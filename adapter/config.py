@@ -30,6 +30,7 @@ ConsoleMode = Literal["off", "ro", "rw"]
 TopicManagementMode = Literal["auto", "external"]
 # Settings whose 0 means "resolved at start from the cluster" and that accept "auto" for it.
 AUTO_COUNTS = frozenset({"replication_factor", "min_insync_replicas"})
+ClientAuth = Literal["none", "optional", "required"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
 MAX_WORKERS = 64
@@ -51,6 +52,11 @@ class Settings:
     log_format: str = "json"
     ops_listen: str = "127.0.0.1:9464"
     drain_timeout_ms: int = 10_000
+    # HTTPS on `listen` when both are set (PEM files; the pair is reloaded on SIGHUP).
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_client_ca_file: str = ""  # set: client certificates are asked for and verified
+    tls_client_auth: ClientAuth = "optional"
     bootstrap_servers: str = "127.0.0.1:9092"
     topic_prefix: str = DEFAULT_PREFIX
     partitions: int = 12
@@ -114,6 +120,9 @@ class Settings:
     auth_public_read: str = ""
     auth_conceal: bool = False
     auth_query_token: bool = False
+    # `[auth.certificates]`: a client certificate's subject (`CN=...`) -> its scopes, as
+    # (subject, scopes) pairs; env and flag: a JSON object.
+    auth_certificates: tuple[tuple[str, tuple[str, ...]], ...] = ()
     allowed_hosts: str = ""
     cors_origins: str = ""
     rate_limit_requests: int = 0
@@ -166,7 +175,16 @@ class Settings:
             host = socket.gethostname()
         elif ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
+
+    @property
+    def tls(self) -> bool:
+        """Whether the API is served over HTTPS."""
+        return bool(self.tls_cert_file)
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
 
     @property
     def group_instance_id(self) -> str:
@@ -213,6 +231,10 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "log_format": ("server", "log_format"),
     "ops_listen": ("server", "ops_listen"),
     "drain_timeout_ms": ("server", "drain_timeout_ms"),
+    "tls_cert_file": ("tls", "cert_file"),
+    "tls_key_file": ("tls", "key_file"),
+    "tls_client_ca_file": ("tls", "client_ca_file"),
+    "tls_client_auth": ("tls", "client_auth"),
     "bootstrap_servers": ("kafka", "bootstrap_servers"),
     "topic_prefix": ("kafka", "topic_prefix"),
     "partitions": ("kafka", "partitions"),
@@ -275,6 +297,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "auth_public_read": ("auth", "public_read"),
     "auth_conceal": ("auth", "conceal"),
     "auth_query_token": ("auth", "query_token"),
+    "auth_certificates": ("auth", "certificates"),
     "allowed_hosts": ("http", "allowed_hosts"),
     "cors_origins": ("http", "cors_origins"),
     "rate_limit_requests": ("limits", "requests_per_s"),
@@ -334,7 +357,12 @@ def _from_toml(path: Path) -> dict[str, Any]:
                 raise ConfigError(f"{path}: unknown setting [{table}] {key}")
     for name, (table, key) in TOML_KEYS.items():
         if key in document.get(table, {}):
-            values[name] = _typed(name, document[table][key], f"{path} [{table}] {key}")
+            origin = f"{path} [{table}] {key}"
+            value = document[table][key]
+            if name == "auth_certificates":
+                values[name] = _certificates(value, f"{path} [auth.certificates]")
+            else:
+                values[name] = _typed(name, value, origin)
     return values
 
 
@@ -362,6 +390,11 @@ def _parse(name: str, raw: str, origin: str) -> Any:
         except ValueError as error:
             raise ConfigError(f"{origin}: not a JSON array of mounts: {error}") from error
         return _mounts(document, origin)
+    if name == "auth_certificates":
+        try:
+            return _certificates(json.loads(raw), origin)
+        except ValueError as error:
+            raise ConfigError(f"{origin}: not a JSON object of subjects: {error}") from error
     if isinstance(_default(name), bool):  # before int: a bool is an int
         if raw.lower() not in ("true", "false"):
             raise ConfigError(f"{origin}: {raw!r} is not true or false")
@@ -383,6 +416,20 @@ def _mounts(document: Any, origin: str) -> tuple[dict[str, Any], ...]:
     if len(set(map(str, names))) != len(names):
         raise ConfigError(f"{origin}: a bucket is mounted twice")
     return mounts
+
+
+def _certificates(document: Any, origin: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Subject -> scopes pairs from a table (TOML) or a JSON object: `{"CN=bot": ["read:*"]}`."""
+    if not isinstance(document, dict):
+        raise ConfigError(f"{origin}: expected a table of subject = [scopes]")
+    pairs = []
+    for subject, scopes in document.items():
+        if not subject.startswith("CN=") or len(subject) == 3:
+            raise ConfigError(f"{origin}: {subject!r}: a subject is CN=<common name>")
+        if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
+            raise ConfigError(f"{origin}: {subject!r}: scopes must be a list of strings")
+        pairs.append((subject, tuple(scopes)))
+    return tuple(sorted(pairs))
 
 
 def _typed(name: str, value: Any, origin: str) -> Any:
@@ -495,6 +542,7 @@ def validate(settings: Settings) -> None:
         (settings.console in ("off", "ro", "rw"), "console must be 'off', 'ro' or 'rw'"),
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
         *_auth_checks(settings),
+        *_tls_checks(settings),
         (settings.rate_limit_requests >= 0, "rate_limit_requests must be >= 0 (0: off)"),
         (settings.rate_limit_burst >= 0, "rate_limit_burst must be >= 0"),
         (settings.rate_limit_append_bytes >= 0, "rate_limit_append_bytes must be >= 0 (0: off)"),
@@ -542,6 +590,40 @@ def _auth_checks(settings: Settings) -> list[tuple[bool, str]]:
             "shared-secret algorithms are refused)",
         ),
         (0 <= settings.auth_jwt_leeway_s <= 300, "auth_jwt_leeway_s must be in 0..300"),
+    ]
+
+
+def _tls_checks(settings: Settings) -> list[tuple[bool, str]]:
+    cert, key, client_ca = (
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        settings.tls_client_ca_file,
+    )
+    client_auth = settings.tls_client_auth
+    return [
+        (bool(key) or not cert, "tls_key_file is required with tls_cert_file"),
+        (bool(cert) or not key, "tls_cert_file is required with tls_key_file"),
+        (
+            client_auth in ("none", "optional", "required"),
+            "tls_client_auth must be 'none', 'optional' or 'required'",
+        ),
+        (not client_ca or bool(cert), "tls_client_ca_file needs tls_cert_file and tls_key_file"),
+        (
+            client_auth != "required" or bool(client_ca),
+            "tls_client_auth 'required' needs tls_client_ca_file",
+        ),
+        (
+            not client_ca or client_auth != "none",
+            "tls_client_ca_file is set but tls_client_auth is 'none'",
+        ),
+        (
+            not settings.auth_certificates or bool(client_ca),
+            "auth_certificates needs tls_client_ca_file (certificates are verified against it)",
+        ),
+        (
+            not settings.auth_certificates or settings.auth_mode != "off",
+            "auth_certificates needs auth_mode 'static' or 'jwt'",
+        ),
     ]
 
 

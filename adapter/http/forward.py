@@ -27,9 +27,9 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
-from adapter.http.auth import GATE, QUERY_TOKEN
+from adapter.http.auth import GATE, QUERY_TOKEN, SUBJECT
 from adapter.http.bodies import ROUTE_BODIES
-from adapter.http.forward_ids import FORWARD_ID, FORWARDED, LAST_ACCESS
+from adapter.http.forward_ids import CERTIFICATE_SUBJECT, FORWARD_ID, FORWARDED, LAST_ACCESS
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
@@ -63,6 +63,7 @@ _NOT_COPIED = frozenset(
         "Upgrade",
         "Proxy-Authorization",
         "Proxy-Authenticate",
+        CERTIFICATE_SUBJECT,
     )
 )
 
@@ -228,8 +229,7 @@ async def _described_by(request: web.Request, owner: str) -> _Described | None:
     The owner checks the reader's credential again, as it does a forwarded write's: it is
     sent as it came in the `Authorization` header, or, when the reader put it in the URL
     (`?access_token=`), moved to that header (the URL asked for is the route alone)."""
-    headers = _with_credential(request, _copied(request.headers))
-    headers[FORWARDED] = "1"
+    headers = _with_credential(request, _copied(request, owner))
     url = owner + request.rel_url.raw_path
     method, params = ("GET", {"offset": "now"}) if request.method == "GET" else ("HEAD", {})
     session = request.app[FORWARDER].session(owner)
@@ -295,8 +295,17 @@ def _stream_route_ref(request: web.Request) -> StreamRef | None:
         return None
 
 
-def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_COPIED)
+def _copied(request: web.Request, url: str) -> CIMultiDict[str]:
+    """The request's headers for the instance at `url`, marked forwarded; a sibling worker
+    is also told the client certificate's subject (it cannot see the certificate)."""
+    headers = CIMultiDict(
+        (k, v) for k, v in request.headers.items() if k.lower() not in _NOT_COPIED
+    )
+    headers[FORWARDED] = "1"
+    subject = request.get(SUBJECT)
+    if subject is not None and url in request.app[FORWARDER].siblings:
+        headers[CERTIFICATE_SUBJECT] = subject
+    return headers
 
 
 async def _know_the_stream(request: web.Request) -> None:
@@ -378,8 +387,7 @@ def _write_slot(request: web.Request) -> int | None:
 
 
 async def _forward(request: web.Request, route: Forward) -> web.Response:
-    headers = _copied(request.headers)
-    headers[FORWARDED] = "1"
+    headers = _copied(request, route.url)
     if (request_id := request.get(REQUEST_ID)) is not None:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
     url = route.url + request.rel_url.raw_path_qs

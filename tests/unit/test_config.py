@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -331,3 +332,64 @@ def test_topic_management_and_unreplicated_are_read(tmp_path: Path) -> None:
     assert (settings.topic_management, settings.allow_unreplicated) == ("external", True)
     assert load(None, {}, {"topic_management": "external"}).topic_management == "external"
     assert Settings().topic_management == "auto"
+
+
+def test_tls_settings_come_from_the_tls_table_env_and_flags(tmp_path: Path) -> None:
+    config = _toml(
+        tmp_path,
+        '[tls]\ncert_file = "a.crt"\nkey_file = "a.key"\nclient_ca_file = "ca.pem"\n'
+        'client_auth = "required"\n[auth]\nmode = "static"\ntoken_file = "t.toml"\n'
+        '[auth.certificates]\n"CN=ingest-bot" = ["append:logs", "read:logs"]\n',
+    )
+    settings = load(config, {env_name("tls_key_file"): "b.key"}, {"tls_cert_file": "c.crt"})
+    assert (settings.tls_cert_file, settings.tls_key_file) == ("c.crt", "b.key")
+    assert (settings.tls_client_ca_file, settings.tls_client_auth) == ("ca.pem", "required")
+    assert settings.auth_certificates == (("CN=ingest-bot", ("append:logs", "read:logs")),)
+    assert settings.tls
+    assert settings.advertised_url.startswith("https://")
+    from_env = load(config, {env_name("auth_certificates"): '{"CN=b": ["read:*"]}'}, {})
+    assert from_env.auth_certificates == (("CN=b", ("read:*",)),)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"tls_cert_file": "a.crt"}, "tls_key_file is required with tls_cert_file"),
+        ({"tls_key_file": "a.key"}, "tls_cert_file is required with tls_key_file"),
+        ({"tls_client_ca_file": "ca.pem"}, "tls_client_ca_file needs tls_cert_file"),
+        (
+            {"tls_cert_file": "a", "tls_key_file": "b", "tls_client_auth": "required"},
+            "'required' needs tls_client_ca_file",
+        ),
+        (
+            {
+                "tls_cert_file": "a",
+                "tls_key_file": "b",
+                "tls_client_ca_file": "c",
+                "tls_client_auth": "none",
+            },
+            "tls_client_ca_file is set but tls_client_auth is 'none'",
+        ),
+        ({"tls_client_auth": "sometimes"}, "tls_client_auth must be"),
+        (
+            {"auth_certificates": '{"CN=a": ["read:*"]}'},
+            "auth_certificates needs tls_client_ca_file",
+        ),
+        (
+            {
+                "tls_cert_file": "a",
+                "tls_key_file": "b",
+                "tls_client_ca_file": "c",
+                "auth_certificates": '{"CN=a": []}',
+            },
+            "auth_certificates needs auth_mode 'static' or 'jwt'",
+        ),
+        ({"auth_certificates": '{"O=acme": ["read:*"]}'}, "a subject is CN=<common name>"),
+        ({"auth_certificates": '{"CN=a": "read:*"}'}, "scopes must be a list of strings"),
+        ({"auth_certificates": '["CN=a"]'}, "expected a table of subject"),
+        ({"auth_certificates": "{"}, "not a JSON object of subjects"),
+    ],
+)
+def test_tls_settings_that_cannot_work_are_refused(values: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load(None, {}, values)
