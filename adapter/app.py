@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
 
+from adapter.cluster.access_relay import AccessRelay
 from adapter.cluster.deadlines import forward_timeout_s
 from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
@@ -23,18 +24,13 @@ from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middle
 from adapter.http.connections import CONNECTION_LIMITS, ConnectionLimits
 from adapter.http.credentials import build_gate, jwks_refresher
 from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
-from adapter.http.forward import (
-    FORWARDER,
-    OUTCOMES,
-    ROUTER,
-    Forwarder,
-    forwarding_middleware,
-)
+from adapter.http.forward import OUTCOMES, ROUTER, forwarding_middleware
 from adapter.http.hosts import allowed_hosts, host_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, MOUNTED, MOUNTS, SNAPSHOTS, STREAMS
 from adapter.http.live import LiveLimits
 from adapter.http.malformed import PARSER_LIMITS
 from adapter.http.observe import METRICS, echo_request_id, observe_middleware
+from adapter.http.owners import FORWARDER, Forwarder
 from adapter.http.rate_limits import Limits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.request_checks import defer_continue, request_checks_middleware
@@ -136,7 +132,7 @@ def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
         raise ConfigError(f"[[mounts]]: {error.message}") from error
 
 
-def build_parts(settings: Settings) -> Parts:
+def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
     faults = WriterFaults(
         every=settings.lose_commit_every,
         trust_unknown_outcomes=settings.trust_unknown_outcomes,
@@ -236,6 +232,7 @@ def build_parts(settings: Settings) -> Parts:
         hub,
         limits=stream_machine.Limits(settings.max_append_messages, settings.max_snapshot_bytes),
         mounted=mounted,
+        relay=AccessRelay(router, siblings, settings.owner_renewal_entries),
     )
     scanner = PartitionScanner(settings.bootstrap_servers, settings.kafka_timeout_s)
     metrics.watch_consumer_lag(follower.lag)
@@ -358,7 +355,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     to their Unix sockets, see adapter/workers.py)."""
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
     bodies = RouteBodies(settings.max_body_bytes, settings.max_snapshot_bytes)
-    parts = build_parts(settings)
+    parts = build_parts(settings, siblings or {})
     gate = build_gate(settings)
     cors = CorsPolicy(frozenset(comma_list(settings.cors_origins)))
     app = web.Application(
@@ -398,7 +395,6 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
         forward_timeout_s(settings.kafka_timeout_s),
         siblings,
         parts.follower.seen_written,
-        settings.owner_renewal_entries,
     )
     app[OUTCOMES] = forwarded_outcomes(settings, parts)
     app[LIVE_LIMITS] = live_limits(settings)
@@ -515,6 +511,8 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     for task in tasks:
         task.cancel()
     await asyncio.wait(tasks)  # their outcome, if any, is already in `fatal`
+    if parts.streams.relay is not None:  # its tellings use the clients closed next
+        await parts.streams.relay.close()
     await app[FORWARDER].close()
     _checkpoint(parts.follower)  # the next start resumes from here
     await parts.follower.close()

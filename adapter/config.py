@@ -106,7 +106,7 @@ class Settings:
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
     instance_id: str = ""
-    # Streams whose reads here are told to their owner remembered at once (http/renewals.py).
+    # Streams whose reads here are told to their owner remembered at once (cluster/access_relay.py).
     owner_renewal_entries: int = 10_000
     auth_mode: AuthMode = "off"
     auth_off_beyond_loopback: bool = False

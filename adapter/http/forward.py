@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
-from adapter.http.auth import GATE, QUERY_TOKEN, SUBJECT
 from adapter.http.bodies import ROUTE_BODIES
-from adapter.http.forward_ids import CERTIFICATE_SUBJECT, FORWARD_ID, FORWARDED, LAST_ACCESS
+from adapter.http.forward_ids import FORWARD_ID, FORWARDED, LAST_ACCESS
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
+from adapter.http.owners import FORWARDER, copied, described_by, forwarded
 from adapter.http.render import Handler
-from adapter.http.renewals import DEFAULT_ENTRIES, OwnerRenewals
 from adapter.http.streams import created_response, fork_from, stream_ref
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.protocol.commands import StreamRef
@@ -49,69 +46,7 @@ READS = frozenset({"GET", "HEAD"})
 # The routes a sibling worker's read is synchronised on (`_sibling_sync`).
 _STREAM_ROUTES = frozenset({"/v1/stream/{path}", "/{bucket}/{stream}"})
 READ_YOUR_WRITES_S = 2.0
-# Hop-by-hop headers, and those aiohttp recomputes for the body it sends.
-_NOT_COPIED = frozenset(
-    h.lower()
-    for h in (
-        "Host",
-        "Connection",
-        "Keep-Alive",
-        "Transfer-Encoding",
-        "Content-Length",
-        "TE",
-        "Trailer",
-        "Upgrade",
-        "Proxy-Authorization",
-        "Proxy-Authenticate",
-        CERTIFICATE_SUBJECT,
-    )
-)
-
-
-class Forwarder:
-    """The HTTP clients to the other instances, opened on first use, closed at shutdown.
-
-    A sibling worker of this process (`serve --workers N`) is reached over its Unix socket
-    (`siblings`: its advertised URL to the socket's path); any other instance over TCP.
-    """
-
-    def __init__(
-        self,
-        timeout_s: float,
-        siblings: Mapping[str, str] | None = None,
-        catch_up: Callable[[], Awaitable[None]] | None = None,
-        renewal_entries: int = DEFAULT_ENTRIES,
-    ) -> None:
-        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self.siblings = dict(siblings or {})
-        self.catch_up = catch_up or _nothing  # follow the meta topic to what is written in it
-        self._sessions: dict[str, aiohttp.ClientSession] = {}
-        self.renewals = OwnerRenewals(renewal_entries)  # reads here of streams other instances own
-
-    def session(self, url: str) -> aiohttp.ClientSession:
-        """The session for requests to the instance at `url`."""
-        path = self.siblings.get(url, "")
-        session = self._sessions.get(path)
-        if session is None:
-            connector = aiohttp.UnixConnector(path) if path else aiohttp.TCPConnector()
-            session = aiohttp.ClientSession(
-                connector=connector, timeout=self.timeout, auto_decompress=False
-            )
-            self._sessions[path] = session
-        return session
-
-    async def close(self) -> None:
-        await self.renewals.close()
-        for session in self._sessions.values():
-            await session.close()
-
-
-async def _nothing() -> None:
-    return None
-
-
 ROUTER = web.AppKey("router", Router)
-FORWARDER = web.AppKey("forwarder", Forwarder)
 OUTCOMES = web.AppKey("forwarded_outcomes", ForwardedOutcomes)
 _CAUGHT_UP = web.RequestKey("caught_up", bool)  # this request followed the meta topic
 
@@ -127,8 +62,6 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
             if FORWARDED in request.headers:
                 return _with_last_access(request, await handler(request))
             await _sibling_sync(request)
-        if request.method == "GET" and FORWARDED not in request.headers:
-            _renew_at_owner(request)
         return await handler(request)
     route = router.route(slot)
     if isinstance(route, Local):
@@ -170,109 +103,25 @@ async def _sibling_sync(request: web.Request) -> None:
         if not isinstance(route, Forward) or route.url not in siblings:
             return
         owners = [route.url]
-    answers = await asyncio.gather(*(_described_by(request, url) for url in owners))
+    answers = await asyncio.gather(*(described_by(request, url) for url in owners))
     found = [a for a in answers if a is not None and (a.tail is not None or a.gone)]
     described = found[0] if found else answers[0] if len(owners) == 1 else None
     if described is not None:
         tail, closed, gone = described.tail, described.closed, described.gone
         if not await streams.reflects(ref, tail, closed, READ_YOUR_WRITES_S, gone):
             log.info("a sibling's %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
-        meta = streams.catalog.stream(ref.bucket_id, ref.stream_id)
-        if meta is not None and described.last_access_ms is not None:
-            meta = streams.accessed_at(meta, described.last_access_ms)
-        if request.method == "GET" and tail is not None and meta is not None:
+        at_ms = described.last_access_ms
+        if request.method == "GET" and tail is not None:
             # The owner counted this read as an access (its renewals by reads reach this
             # worker only with the stream's next write): count it here too, before the
             # handler judges whether a sliding TTL has run out.
-            streams.touch(meta)
-
-
-def _renew_at_owner(request: web.Request) -> None:
-    """A read here of a stream with a sliding TTL that another instance owns is an access its
-    owner must hear of: the owner decides expiry, and renewals by reads are written nowhere.
-    It is told in the background, as a sibling's read is (`_described_by`: a forwarded
-    `GET ?offset=now`, an access there), throttled per stream (`renewals.OwnerRenewals`).
-    A sibling worker's reads were told by `_sibling_sync` already."""
-    router = request.app[ROUTER]
-    if router.writers.accepting_all():
-        return  # every slot is this instance's: it is the owner of whatever it reads
-    ref = _stream_route_ref(request)
-    if ref is None:
-        return
-    streams, forwarder = request.app[STREAMS], request.app[FORWARDER]
-    meta = streams.catalog.stream(ref.bucket_id, ref.stream_id)
-    if meta is None or meta.ttl_seconds is None:
-        return
-    route = router.route(streams.slot_of(ref.bucket_id, ref.stream_id))
-    if not isinstance(route, Forward) or route.url in forwarder.siblings:
-        return
-
-    async def tell() -> None:
-        await _described_by(request, route.url)
-
-    forwarder.renewals.read((ref.bucket_id, ref.stream_id), meta.ttl_seconds, tell)
-
-
-@dataclass(frozen=True)
-class _Described:
-    """A stream as its owner answered for it: tail None and not gone means it has none."""
-
-    tail: int | None
-    closed: bool = False
-    gone: bool = False
-    last_access_ms: int | None = None  # the owner's last access (reads it served, writes)
-
-
-async def _described_by(request: web.Request, owner: str) -> _Described | None:
-    """The stream per `owner`; None when it gave no usable answer.
-
-    The owner checks the reader's credential again, as it does a forwarded write's: it is
-    sent as it came in the `Authorization` header, or, when the reader put it in the URL
-    (`?access_token=`), moved to that header (the URL asked for is the route alone)."""
-    headers = _with_credential(request, _copied(request, owner))
-    url = owner + request.rel_url.raw_path
-    method, params = ("GET", {"offset": "now"}) if request.method == "GET" else ("HEAD", {})
-    session = request.app[FORWARDER].session(owner)
-    try:
-        async with session.request(method, url, headers=headers, params=params) as reply:
-            await reply.read()  # empty, or `[]` for a JSON stream
-            if reply.status in (404, 410):
-                return _Described(None, gone=reply.status == 410)
-            token = reply.headers.get("Stream-Next-Offset")
-            closed = reply.headers.get("Stream-Closed", "").lower() == "true"
-            accessed = reply.headers.get(LAST_ACCESS, "")
-    except (aiohttp.ClientError, TimeoutError) as error:
-        _failed(method, request.path, owner, error)
-        return None
-    if reply.status >= 300:
-        _failed(method, request.path, owner, reply.status)
-    offset = parse_offset(token) if reply.status < 300 and token is not None else None
-    last_access = int(accessed) if accessed.isdigit() else None
-    return (
-        _Described(offset, closed, last_access_ms=last_access) if isinstance(offset, int) else None
-    )
-
-
-def _failed(method: str, path: str, owner: str, why: object) -> None:
-    """A renewal (GET) the owner refused or did not answer is a warning: the stream may expire
-    on its owner while it is read here. A failed HEAD only leaves the read to this catalog."""
-    if method == "GET":
-        log.warning("renewing %s at %s: %s", path, owner, why)
-    else:
-        log.debug("describing %s at %s: %s", path, owner, why)
-
-
-def _with_credential(request: web.Request, headers: CIMultiDict[str]) -> CIMultiDict[str]:
-    """`headers` with the reader's query token, if it sent one, as `Authorization`."""
-    if request.app[GATE].query_token and hdrs.AUTHORIZATION not in headers:
-        query = request.query.getall(QUERY_TOKEN, [])
-        if len(query) == 1:  # two were refused already (RFC 6750: one way only)
-            headers[hdrs.AUTHORIZATION] = f"Bearer {query[0]}"
-    return headers
+            at_ms = max(at_ms or 0, streams.clock())
+        if at_ms is not None:
+            streams.accessed_elsewhere(ref, at_ms)
 
 
 def _with_last_access(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
-    """A sibling's synchronising read (`_described_by`), answered with this worker's last
+    """A sibling's synchronising read (`described_by`), answered with this worker's last
     access to the stream, which renewed its sliding TTL for every worker."""
     ref = None if response.prepared else _stream_route_ref(request)
     if ref is None:
@@ -293,19 +142,6 @@ def _stream_route_ref(request: web.Request) -> StreamRef | None:
         return stream_ref(request)
     except ProtocolError:
         return None
-
-
-def _copied(request: web.Request, url: str) -> CIMultiDict[str]:
-    """The request's headers for the instance at `url`, marked forwarded; a sibling worker
-    is also told the client certificate's subject (it cannot see the certificate)."""
-    headers = CIMultiDict(
-        (k, v) for k, v in request.headers.items() if k.lower() not in _NOT_COPIED
-    )
-    headers[FORWARDED] = "1"
-    subject = request.get(SUBJECT)
-    if subject is not None and url in request.app[FORWARDER].siblings:
-        headers[CERTIFICATE_SUBJECT] = subject
-    return headers
 
 
 async def _know_the_stream(request: web.Request) -> None:
@@ -387,7 +223,7 @@ def _write_slot(request: web.Request) -> int | None:
 
 
 async def _forward(request: web.Request, route: Forward) -> web.Response:
-    headers = _copied(request, route.url)
+    headers = forwarded(request, route.url)
     if (request_id := request.get(REQUEST_ID)) is not None:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
     url = route.url + request.rel_url.raw_path_qs
@@ -409,10 +245,7 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
             skip_auto_headers=skip,
         ) as reply:
             payload = await reply.read()
-            kept = CIMultiDict(
-                (k, v) for k, v in reply.headers.items() if k.lower() not in _NOT_COPIED
-            )
-            return web.Response(status=reply.status, headers=kept, body=payload)
+            return web.Response(status=reply.status, headers=copied(reply.headers), body=payload)
     except (aiohttp.ClientError, TimeoutError) as error:
         # Even a failure to connect may follow a request sent: aiohttp retries an idempotent
         # request (PUT, DELETE) on a new connection when a kept-alive one drops.

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from adapter.http.auth import seconds_left
+from adapter.http.owners import reader_of
 from adapter.http.security import decorate
 from adapter.http.sse_sink import TransportSink
 from adapter.live.fanout import Fanout
@@ -74,7 +75,7 @@ async def long_poll(
     left = seconds_left(request)
     if left is not None:  # answer (204) by the time the token expires: the client renews it
         timeout_s = max(0.0, min(timeout_s, left))
-    meta = service.existing(ref)
+    meta = service.accessed(ref, reader_of(request))
     position = resolve_start(meta, start)
     if position >= meta.next_offset and not meta.closed:
         meta = await service.wait_for_data(ref, position, timeout_s)
@@ -106,7 +107,7 @@ async def sse(
     start: ReadFrom,
     limits: LiveLimits,
 ) -> web.StreamResponse:
-    meta = service.existing(ref)
+    meta = service.accessed(ref, reader_of(request))
     response = web.StreamResponse(status=200)
     response.headers["Content-Type"] = CONTENT_TYPE
     response.headers["Cache-Control"] = NO_CACHE

@@ -15,6 +15,7 @@ from adapter.http.forward_ids import forward_id_of
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
 from adapter.http.observe import METRICS, add_log_fields
+from adapter.http.owners import reader_of
 from adapter.http.request_checks import defer_continue
 from adapter.live.fanout import Fanout
 from adapter.protocol import json_mode
@@ -233,7 +234,8 @@ async def read(request: web.Request) -> web.StreamResponse:
             return empty_poll_response(meta, cursor)
         closed_at_tail = chunk.meta.closed and chunk.up_to_date
         return _chunk_response(request, chunk, start, {} if closed_at_tail else cursor)
-    return _chunk_response(request, await service.read(Read(ref, start)), start, {})
+    chunk = await service.read(Read(ref, start), reader_of(request))
+    return _chunk_response(request, chunk, start, {})
 
 
 def _chunk_response(

@@ -125,7 +125,7 @@ class StreamFeed:
     def sweep(self, now: float, heartbeat_s: float, heartbeat: Payload) -> None:
         """Heartbeats, deadlines, departures; and the stream is still there (a read: TTL)."""
         try:
-            self.service.touch(self.service.existing(self.ref))
+            self.service.accessed(self.ref)
         except ProtocolError:
             self.end_all(Ending.LOST)  # deleted or expired: the handlers end their responses
             return

@@ -65,7 +65,7 @@ class SharedReads:
 
     async def read(self, ref: StreamRef, position: int) -> Chunk:
         """A catch-up read from `position`, as `StreamService.read` answers it."""
-        meta = self.service.touch(self.service.existing(ref))
+        meta = self.service.accessed(ref)
         key = (ref.bucket_id, ref.stream_id, position)
         chunk = self._recent.get(key, meta)
         if chunk is None:

@@ -65,6 +65,13 @@ class PublishSnapshot:
 
 
 @dataclass(frozen=True)
+class Access:
+    """The stream was read (or written) at `at_ms`: here, or on another instance that said so."""
+
+    at_ms: int
+
+
+@dataclass(frozen=True)
 class Read:
     ref: StreamRef
     start: ReadFrom  # a sentinel, or a Kafka offset decoded from a token

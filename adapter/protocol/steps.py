@@ -9,6 +9,8 @@ returns one `Step`:
 - `Done`: nothing to write, the reply is known (a duplicate, closing a closed stream, an
   existing stream created again with the same configuration);
 - `Refused`: the error the request gets;
+- `Renewed` (an access's step only): the stream's sliding TTL starts again; nothing is
+  written (see `Renewed`);
 - `SETTLE`: the view was a pending one (appends queued, not yet committed) and this command
   must be decided against committed state: refusals and repeats answer with what is
   committed, If-Match compares the committed tail, and an append without data has no
@@ -112,6 +114,18 @@ class Done:
 @dataclass(frozen=True)
 class Refused:
     error: ProtocolError
+
+
+@dataclass(frozen=True)
+class Renewed:
+    """An access's step: the stream with its sliding TTL started again at the access.
+
+    An access writes no record of its own: the new state is held in the catalog, written with
+    the stream's next write, and reads served by other instances reach the owner, which
+    decides expiry, as accesses of its own (`adapter/cluster/access_relay.py`).
+    """
+
+    state: StreamMeta
 
 
 class _Settle(Enum):

@@ -1,13 +1,13 @@
 """A stream's write-side rules as one pure state machine: state and command in, a step out.
 
 Every protocol rule decided when a stream changes lives here: content-type match, closure,
-`Stream-Seq`, `If-Match`, idempotent producers (epoch and seq), TTL and expiry, JSON
-flattening and its limits, forks (what they inherit, `adapter/protocol/forks.py`), the
-soft deletion of a stream its forks still read, and snapshot publication with the retention it
-moves (`adapter/protocol/snapshots.py`). Given what a command is decided against (a
-`View`), the command and the time, a function returns one `Step` (`adapter/protocol/steps.py`:
-a write, a known reply, a refusal, or: decide again on committed state). The append rules
-are in `adapter/protocol/appends.py`.
+`Stream-Seq`, `If-Match`, idempotent producers (epoch and seq), TTL and expiry (a read is an
+`Access`, which renews a sliding TTL), JSON flattening and its limits, forks (what they
+inherit, `adapter/protocol/forks.py`), the soft deletion of a stream its forks still read, and
+snapshot publication with the retention it moves (`adapter/protocol/snapshots.py`). Given
+what a command is decided against (a `View`), the command and the time, a function returns
+one `Step` (`adapter/protocol/steps.py`: a write, a known reply, a refusal, or: decide again
+on committed state). The append rules are in `adapter/protocol/appends.py`.
 
 No asyncio, no Kafka, no HTTP, no clock: the caller passes the time and carries steps out.
 """
@@ -19,7 +19,14 @@ from typing import Any
 
 from adapter.protocol import forks, snapshots
 from adapter.protocol.appends import decide_append, initial_messages, within
-from adapter.protocol.commands import Append, Created, CreateStream, ForkFrom, PublishSnapshot
+from adapter.protocol.commands import (
+    Access,
+    Append,
+    Created,
+    CreateStream,
+    ForkFrom,
+    PublishSnapshot,
+)
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import content_types_match
 from adapter.protocol.model import StreamMeta
@@ -33,6 +40,7 @@ from adapter.protocol.steps import (
     Limits,
     Message,
     Refused,
+    Renewed,
     Step,
     View,
     Write,
@@ -54,9 +62,11 @@ __all__ = [
     "Limits",
     "Message",
     "Refused",
+    "Renewed",
     "Step",
     "View",
     "Write",
+    "access",
     "append",
     "collect",
     "create",
@@ -65,7 +75,6 @@ __all__ = [
     "message_offsets",
     "not_found",
     "publish",
-    "renewed",
     "same_config",
     "settle",
 ]
@@ -268,6 +277,22 @@ def publish(
     return Write((), state, now_ms, snapshot=snapshots.pointer(meta, command, now_ms))
 
 
+def access(view: View, command: Access) -> Renewed | None:
+    """A read (or write) of the stream at `command.at_ms`: a sliding TTL starts again from it;
+    None when there is nothing to do (no stream, no sliding TTL: an absolute `Expires-At` does
+    not move, or an access at least as recent is known already, so accesses told late or out of
+    order never shorten a stream's life).
+
+    Expiry is not judged here: a read served here was refused already if the stream had
+    expired, and an access its owner reports counts even where the stream looked expired (the
+    owner decides expiry).
+    """
+    meta = view.stream
+    if meta is None or meta.ttl_seconds is None or command.at_ms <= meta.last_access_ms:
+        return None
+    return Renewed(meta.evolve(last_access_ms=command.at_ms))
+
+
 def _collected(view: View) -> tuple[str, ...]:
     """The soft-deleted ancestors whose last live fork is going (nearest first)."""
     collected: list[str] = []
@@ -279,11 +304,6 @@ def _collected(view: View) -> tuple[str, ...]:
 
 
 # -- rules ----------------------------------------------------------------------------------
-
-
-def renewed(meta: StreamMeta, now_ms: int) -> StreamMeta:
-    """The stream after an access: a sliding TTL starts again (absolute expiry does not)."""
-    return meta if meta.ttl_seconds is None else meta.evolve(last_access_ms=now_ms)
 
 
 def same_config(existing: StreamMeta, command: CreateStream) -> bool:

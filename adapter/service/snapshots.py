@@ -116,7 +116,7 @@ class SnapshotService:
 
     async def bootstrap(self, ref: StreamRef) -> Bootstrap:
         """Start a bootstrap: the stream (its tail bounds what follows) and its snapshot."""
-        meta = self.streams.touch(self.streams.existing(ref))
+        meta = self.streams.accessed(ref)
         pointer = self.streams.snapshot(meta)
         if pointer is None:
             return Bootstrap(meta, None, b"")

@@ -18,12 +18,14 @@ from dataclasses import replace
 from functools import partial
 from typing import TypeVar
 
+from adapter.cluster.access_relay import AccessRelay, Reader
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import forks
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import (
+    Access,
     Append,
     Appended,
     Chunk,
@@ -72,6 +74,7 @@ class StreamService:
         clock: Clock = wall_clock_ms,
         limits: machine.Limits = machine.DEFAULT_LIMITS,
         mounted: MountedStreams | None = None,
+        relay: AccessRelay | None = None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -85,6 +88,7 @@ class StreamService:
         self._locks = KeyedLocks()
         self._chains = Chains()
         self.mounted = mounted  # buckets that are mounted topics: read-only, one stream per key
+        self.relay = relay  # tells other instances' streams' owners of reads served here
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -99,21 +103,36 @@ class StreamService:
             raise machine.not_found(ref.stream_id)
         return meta
 
-    def touch(self, meta: StreamMeta) -> StreamMeta:
-        """Renew a sliding TTL on a read or write; persisted with the stream's next write."""
-        renewed = machine.renewed(meta, self.clock())
-        if renewed is not meta:
-            self.catalog.put_stream(renewed)
-        return renewed
+    # -- accesses (sliding TTL) --------------------------------------------------------------
 
-    def accessed_at(self, meta: StreamMeta, last_access_ms: int) -> StreamMeta:
-        """Adopt an access made elsewhere (a sibling worker's read) when it renews a sliding
-        TTL further than this catalog's own last access."""
-        if meta.ttl_seconds is None or last_access_ms <= meta.last_access_ms:
+    def accessed(self, ref: StreamRef, reader: Reader | None = None) -> StreamMeta:
+        """A read of the stream served here, the door every read path goes through: the stream
+        (404 or 410 as `existing`) with its sliding TTL started again (`machine.access`).
+
+        Given the `reader` (once per request, by the edge), the read is also told to the
+        stream's owner when that is another instance (`AccessRelay`), judged on the stream as
+        known here even if it looks expired: the owner decides expiry.
+        """
+        if reader is not None and self.relay is not None:
+            meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+            if meta is not None:
+                self.relay.read(meta, self.slots.of_stream(ref.bucket_id, meta.partition), reader)
+        return self._renewed(self.existing(ref), self.clock())
+
+    def accessed_elsewhere(self, ref: StreamRef, at_ms: int) -> None:
+        """An access at `at_ms` its owner reports (a sibling worker's answer to a read asked of
+        it), applied here too, even to a stream that looks expired here."""
+        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+        if meta is not None:
+            self._renewed(meta, at_ms)
+
+    def _renewed(self, meta: StreamMeta, at_ms: int) -> StreamMeta:
+        """The stream after an access: held in the catalog, written with its next write."""
+        step = machine.access(machine.View(meta), Access(at_ms))
+        if step is None:
             return meta
-        renewed = meta.evolve(last_access_ms=last_access_ms)
-        self.catalog.put_stream(renewed)
-        return renewed
+        self.catalog.put_stream(step.state)
+        return step.state
 
     def _committed(self, ref: StreamRef) -> StreamMeta | None:
         """The stream as committed (None if absent); its bucket must exist unless made on demand.
@@ -246,7 +265,7 @@ class StreamService:
         partition = meta.partition if meta is not None else None
         self._decidable(command.ref.bucket_id, partition, command.ref.stream_id)
         if meta is not None and not meta.expired(self.clock()):
-            meta = self.touch(meta)
+            meta = self._renewed(meta, self.clock())
         return machine.append(self._view(key, meta), command, self.clock(), self.limits)
 
     async def delete(self, ref: StreamRef, forward_id: str | None = None) -> None:
@@ -364,10 +383,11 @@ class StreamService:
         """Metadata only: a HEAD does not count as an access for the sliding TTL."""
         return self.existing(ref)
 
-    async def read(self, command: Read) -> Chunk:
+    async def read(self, command: Read, reader: Reader | None = None) -> Chunk:
+        """A catch-up read; `reader` as `accessed` takes it."""
         if self.mounted is not None and self.mounted.covers(command.ref.bucket_id):
             return await self.mounted.read(command.ref, command.start)
-        meta = self.touch(self.existing(command.ref))
+        meta = self.accessed(command.ref, reader)
         topic = self.buckets.topic(command.ref.bucket_id)
         return await self.reads.read(topic, meta, command.start)
 
@@ -382,7 +402,7 @@ class StreamService:
         found: list[StreamMeta] = []
 
         def moved() -> bool:
-            found[:] = [self.touch(self.existing(ref))]
+            found[:] = [self.accessed(ref)]
             return found[0].next_offset > position or found[0].closed
 
         await self._wait_until((ref.bucket_id, ref.stream_id), moved, timeout_s)

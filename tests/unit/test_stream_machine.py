@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from adapter.protocol import forks
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import (
+    Access,
     Append,
     Appended,
     Created,
@@ -267,8 +268,64 @@ def test_a_write_renews_a_sliding_ttl_only() -> None:
     write = _write(machine.append(machine.View(fixed), _append(), NOW))
     assert write.state is not None
     assert write.state.last_access_ms == 5
-    assert machine.renewed(fixed, NOW) is fixed
-    assert machine.renewed(sliding, NOW).last_access_ms == NOW
+
+
+# -- access (sliding TTL) ---------------------------------------------------------------------
+
+
+def _renewed(meta: StreamMeta | None, at_ms: int) -> StreamMeta | None:
+    """The stream after an access at `at_ms`, or None when the machine says nothing to do."""
+    step = machine.access(machine.View(meta), Access(at_ms))
+    return None if step is None else step.state
+
+
+def test_an_access_renews_a_sliding_ttl_only() -> None:
+    sliding = _meta(ttl_seconds=60, last_access_ms=NOW - 10)
+    renewed = _renewed(sliding, NOW)
+    assert renewed == sliding.evolve(last_access_ms=NOW)
+    assert renewed.deadline_ms() == NOW + 60_000
+    assert _renewed(_meta(expires_at_ms=NOW * 2, last_access_ms=5), NOW) is None
+    assert _renewed(_meta(), NOW) is None  # no expiry at all
+    assert _renewed(None, NOW) is None  # no stream
+
+
+def test_an_access_no_later_than_the_last_one_known_renews_nothing() -> None:
+    sliding = _meta(ttl_seconds=60, last_access_ms=NOW)
+    assert _renewed(sliding, NOW) is None
+    assert _renewed(sliding, NOW - 1) is None  # told late, or by a clock behind ours
+
+
+def test_an_access_reported_for_a_stream_expired_here_revives_it() -> None:
+    # The owner decides expiry: an access it reports counts even where the stream looked expired.
+    expired = _meta(ttl_seconds=1, last_access_ms=NOW - 5_000)
+    assert expired.expired(NOW)
+    renewed = _renewed(expired, NOW)
+    assert renewed is not None
+    assert not renewed.expired(NOW)
+
+
+_EXPIRY = st.sampled_from([(None, None), (60, None), (None, NOW * 2), (1, None)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_EXPIRY, st.integers(0, NOW), st.lists(st.integers(0, 2 * NOW), max_size=12))
+def test_accesses_in_any_order_leave_the_latest_and_never_shorten_a_life(
+    expiry: tuple[int | None, int | None], last_access_ms: int, accesses: list[int]
+) -> None:
+    ttl, expires_at = expiry
+    first = _meta(ttl_seconds=ttl, expires_at_ms=expires_at, last_access_ms=last_access_ms)
+    meta = first
+    for at_ms in accesses:
+        renewed = _renewed(meta, at_ms)
+        if renewed is None:
+            assert ttl is None or at_ms <= meta.last_access_ms
+            continue
+        assert renewed == meta.evolve(last_access_ms=at_ms)  # nothing else changes
+        assert (renewed.deadline_ms() or 0) > (meta.deadline_ms() or 0)
+        meta = renewed
+    expected = max([last_access_ms, *accesses]) if ttl is not None else last_access_ms
+    assert meta.last_access_ms == expected
+    assert _renewed(meta, meta.last_access_ms) is None  # applying the latest again: nothing
 
 
 # -- pending state ----------------------------------------------------------------------------

@@ -1,15 +1,23 @@
-"""Sliding-TTL renewals by reads served here of streams another instance owns, told to it.
+"""Reads served here of streams with a sliding TTL that another instance owns, told to it.
 
 The owner decides expiry, and a renewal by a read is written nowhere (docs/architecture.md,
 "TTL"): a stream read only through other instances would expire on its owner while a reader
-keeps it alive there. Each read here is told to the owner as an access of its own (the caller
-sends a forwarded `GET ?offset=now`), at most once per quarter of the TTL per stream; a read
-in between is told when that quarter ends, so the owner's last access is never older than
-the last read here (save for a request that fails: the next read tells it again).
+keeps it alive there. So each read served here of such a stream is told to its owner as an
+access of its own, by the reader's `Reader` (a forwarded `GET ?offset=now` carrying the
+reader's credential, which the owner checks again), at most once per quarter of the TTL per
+stream; a read in between is told when that quarter ends, so the owner's last access is never
+older than the last read here (save for a telling that fails: the next read tells it again).
+
+Nothing is told when this instance owns every slot (it is the owner of whatever it reads), or
+when the owner is a sibling worker of this process: a sibling's read asks the owner already,
+before it is served (`adapter/http/forward.py`, `_sibling_sync`).
 
 Memory is bounded by `owner_renewal_entries`: past that many streams, the one read here
 longest ago is forgotten (a telling it was waiting for is sent at once instead), so its next
 read is told at once, as a first one is.
+
+HTTP stays out of this layer: the edge hands each read its `Reader`, which knows how to ask an
+owner as that reader did (its credential is the reader's, so it comes with the read).
 """
 
 from __future__ import annotations
@@ -17,10 +25,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from adapter.cluster.routing import Forward, Route, Router
+from adapter.protocol.model import StreamMeta
+
+# Asks the instance at a URL for the stream as the reader asked here: an access there.
+Reader = Callable[[str], Coroutine[Any, Any, None]]
 Tell = Callable[[], Coroutine[Any, Any, None]]
 SHARE_OF_TTL = 4  # told at most this many times per TTL per stream
 DEFAULT_ENTRIES = 10_000  # streams remembered (`owner_renewal_entries`)
@@ -34,18 +48,50 @@ class _Told:
     waiting: Tell | None = None  # what `later` sends
 
 
-class OwnerRenewals:
+def owner_to_tell(
+    meta: StreamMeta, accepting_all: bool, route: Route, siblings: Collection[str]
+) -> str | None:
+    """The URL of the instance a read of `meta` served here is told to, or None: only a
+    sliding TTL is renewed by reads, an instance that takes every slot's writes owns whatever
+    it reads, and a sibling worker was asked before the read was served."""
+    if meta.ttl_seconds is None or accepting_all:
+        return None
+    if not isinstance(route, Forward) or route.url in siblings:
+        return None
+    return route.url
+
+
+class AccessRelay:
+    """The owners of streams read here, told of those reads (see the module's docstring)."""
+
     def __init__(
-        self, entries: int = DEFAULT_ENTRIES, clock: Callable[[], float] = time.monotonic
+        self,
+        router: Router,
+        siblings: Collection[str] = (),
+        entries: int = DEFAULT_ENTRIES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.router = router
+        self.siblings = frozenset(siblings)  # sibling workers' advertised URLs
         self._entries = entries
         self._clock = clock
         self._told: OrderedDict[tuple[str, str], _Told] = OrderedDict()  # oldest read first
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def read(self, key: tuple[str, str], ttl_s: float, tell: Tell) -> None:
-        """A read of `key` (bucket, stream) was served here: tell its owner now, or when the
-        current quarter of `ttl_s` ends if it was told less than that ago."""
+    def read(self, meta: StreamMeta, slot: int, reader: Reader) -> None:
+        """A read of `meta` (in write slot `slot`) was served here by `reader`: its owner is
+        told, when `owner_to_tell` names one."""
+        if meta.ttl_seconds is None:
+            return  # the usual case, decided before any routing
+        accepting_all = self.router.writers.accepting_all()
+        owner = owner_to_tell(meta, accepting_all, self.router.route(slot), self.siblings)
+        if owner is not None:
+            key = (meta.bucket_id, meta.stream_id)
+            self.throttled(key, meta.ttl_seconds, partial(reader, owner))
+
+    def throttled(self, key: tuple[str, str], ttl_s: float, tell: Tell) -> None:
+        """Tell of a read of `key` (bucket, stream) now, or when the current quarter of `ttl_s`
+        ends if it was told less than that ago."""
         now, every = self._clock(), ttl_s / SHARE_OF_TTL
         told = self._told.get(key)
         if told is None or now - told.at >= every:
