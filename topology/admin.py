@@ -10,7 +10,14 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from topology.errors import BrokerUnavailable, TopicNotKnownYet, TopologyError, TopologyMismatch
+from topology.errors import (
+    AccessDenied,
+    BrokerUnavailable,
+    TopicNotKnownYet,
+    TopologyError,
+    TopologyMismatch,
+)
+from topology.kafka_client import KafkaAccess, denied
 from topology.specs import TopicLayout, TopicSpec, internal_topic_specs, slots_topic_spec
 
 log = logging.getLogger(__name__)
@@ -22,22 +29,24 @@ REQUIRED_CONFIGS = ("cleanup.policy",)
 class TopologyAdmin:
     """The admin client of one adapter instance."""
 
-    def __init__(self, bootstrap_servers: str, layout: TopicLayout, timeout_s: float) -> None:
+    def __init__(self, kafka: KafkaAccess, layout: TopicLayout, timeout_s: float) -> None:
+        self.kafka = kafka
         self.layout = layout
         self.timeout_s = timeout_s
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "client.id": "durable-kafka-admin",
-            "logger": logging.getLogger("librdkafka.admin"),  # not stderr
-        }
+        config = kafka.config({"client.id": "durable-kafka-admin"}, "librdkafka.admin")
         self._client = AdminClient(config)
+
+    def _unanswered(self, error: KafkaException) -> BrokerUnavailable:
+        """A failed metadata request, explained by an authentication or TLS failure a client
+        reported (the call itself says only that the transport failed)."""
+        return BrokerUnavailable(self.kafka.problems.explain(f"metadata request failed: {error}"))
 
     async def topic_names(self) -> set[str]:
         """Every topic on the cluster; BrokerUnavailable when the metadata request times out."""
         try:
             metadata = await asyncio.to_thread(self._client.list_topics, timeout=self.timeout_s)
         except KafkaException as error:
-            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+            raise self._unanswered(error) from error
         return set(metadata.topics)
 
     async def broker_count(self) -> int:
@@ -45,7 +54,7 @@ class TopologyAdmin:
         try:
             metadata = await asyncio.to_thread(self._client.list_topics, timeout=self.timeout_s)
         except KafkaException as error:
-            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+            raise self._unanswered(error) from error
         return len(metadata.brokers)
 
     async def ensure_internal_topics(self) -> list[str]:
@@ -63,7 +72,7 @@ class TopologyAdmin:
                 self._client.list_topics, topic=spec.name, timeout=self.timeout_s
             )
         except KafkaException as error:
-            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+            raise self._unanswered(error) from error
         found = len(metadata.topics[spec.name].partitions)
         if found == 0:  # metadata of a topic created moments ago by another instance
             raise BrokerUnavailable(f"topic {spec.name} has no partitions in metadata yet")
@@ -94,7 +103,7 @@ class TopologyAdmin:
                 await self._wait(future)
             except KafkaException as error:
                 if _code(error) != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise _translate(error, f"creating topic {name}") from error
+                    raise _translate(error, f"creating topic {name}", ("Create", name)) from error
                 continue  # another instance won the race; _verify checks what it made
             log.info("created topic %s", name)
             created.append(name)
@@ -137,7 +146,9 @@ class TopologyAdmin:
         except KafkaException as error:
             if _code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise TopicNotKnownYet(f"describing topic {topic}: not known yet") from error
-            raise _translate(error, f"describing topic {topic}") from error
+            raise _translate(
+                error, f"describing topic {topic}", ("DescribeConfigs", topic)
+            ) from error
         return {key: entry.value for key, entry in entries.items()}
 
     async def topic_exists(self, name: str) -> bool:
@@ -150,7 +161,7 @@ class TopologyAdmin:
         except KafkaException as error:
             if _code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 return False
-            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+            raise self._unanswered(error) from error
         topic = metadata.topics.get(name)
         return topic is not None and not _unknown(topic.error)
 
@@ -164,7 +175,7 @@ class TopologyAdmin:
                 await self._wait(future)
             except KafkaException as error:
                 if _code(error) != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise _translate(error, f"deleting topic {name}") from error
+                    raise _translate(error, f"deleting topic {name}", ("Delete", name)) from error
 
     async def delete_records(self, topic: str, partition: int, before: int) -> int:
         """Free every record of the partition below offset `before` (Kafka's DeleteRecords);
@@ -176,7 +187,8 @@ class TopologyAdmin:
             (future,) = futures.values()
             deleted = await self._wait(future)
         except KafkaException as error:
-            raise _translate(error, f"deleting records of {topic}[{partition}]") from error
+            doing = f"deleting records of {topic}[{partition}]"
+            raise _translate(error, doing, ("Delete", topic)) from error
         return int(getattr(deleted, "low_watermark", before))
 
     async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
@@ -195,8 +207,11 @@ def _unknown(error: KafkaError | None) -> bool:
     return error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
-def _translate(error: KafkaException, doing: str) -> Exception:
+def _translate(error: KafkaException, doing: str, asked: tuple[str, str]) -> Exception:
+    """BrokerUnavailable when retrying may help, AccessDenied naming what an ACL refused."""
     inner = error.args[0] if error.args else None
+    if isinstance(inner, KafkaError) and (refusal := denied(inner, {"Topic": asked})):
+        return AccessDenied(f"{doing}: {refusal}")
     if isinstance(inner, KafkaError) and (inner.retriable() or inner.code() in _TRANSIENT):
         return BrokerUnavailable(f"{doing}: {inner.str()}")
     return TopologyError(f"{doing}: {error}")

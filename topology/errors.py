@@ -20,3 +20,8 @@ class TopologyMismatch(TopologyError):
 class TopicNotKnownYet(BrokerUnavailable):
     """The broker answering has not learnt of a topic that exists (just created, perhaps by
     another instance): ask again in a moment."""
+
+
+class AccessDenied(BrokerUnavailable):
+    """An ACL refused an operation (`DENIED: <operation> on <type> <name>`): retried, so the
+    instance becomes ready once an administrator grants it."""

@@ -44,6 +44,7 @@ from confluent_kafka.admin import AdminClient, MemberDescription
 
 from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
+from topology.kafka_client import KafkaAccess
 from topology.naming import owners_group, slots_topic
 
 log = logging.getLogger(__name__)
@@ -70,23 +71,22 @@ def heartbeat_ms(session_timeout_ms: int) -> int:
 class SlotOwnership:
     def __init__(
         self,
-        bootstrap_servers: str,
-        prefix: str,
+        kafka: KafkaAccess,
         advertised_url: str,
         instance_id: str,
         session_timeout_ms: int,
         writers: SlotWriters,
         timeout_s: float,
     ) -> None:
-        self.topic = slots_topic(prefix)
-        self.group = owners_group(prefix)
+        self.kafka = kafka
+        self.topic = slots_topic(kafka.prefix)
+        self.group = owners_group(kafka.prefix)
         self.url = advertised_url
         self.instance_id = instance_id
         self.writers = writers
         self.timeout_s = timeout_s
         self._confirmations = Confirmations(self.topic)
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
+        owned: dict[str, Any] = {
             "group.id": self.group,
             "group.instance.id": instance_id,
             "client.id": advertised_url,
@@ -95,8 +95,8 @@ class SlotOwnership:
             "heartbeat.interval.ms": heartbeat_ms(session_timeout_ms),
             "enable.auto.commit": False,
             "on_commit": self._confirmations.answered,
-            "logger": logging.getLogger("librdkafka.owners"),
         }
+        self._config = kafka.config(owned, "librdkafka.owners")
         self._consumer: Consumer | None = None
         self._holding = threading.Lock()
         self._held: set[int] = set()  # the slots assigned to us, as the callbacks said
@@ -211,11 +211,7 @@ class SlotOwnership:
 
     def _refuse_an_impostor(self) -> None:
         """Refuse to start when our instance id is a member serving under another URL."""
-        config: dict[str, Any] = {
-            "bootstrap.servers": self._config["bootstrap.servers"],
-            "logger": logging.getLogger("librdkafka.owners"),  # not stderr
-        }
-        admin = AdminClient(config)
+        admin = AdminClient(self.kafka.config({}, "librdkafka.owners"))
         # librdkafka's own deadline ends the request (a described group timing out in our
         # wait instead once crashed librdkafka, see docs/architecture.md, "Forwarding").
         groups = admin.describe_consumer_groups([self.group], request_timeout=self.timeout_s)

@@ -32,6 +32,7 @@ from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.log.faults import WriterFaults as WriterFaults  # re-exported for its importers
 from adapter.log.outcomes import Probe
 from adapter.log.tails import PartitionTails
+from topology.kafka_client import KafkaAccess, denied
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class LogWriter:
 
     def __init__(
         self,
-        bootstrap_servers: str,
+        kafka: KafkaAccess,
         transactional_id: str,
         settings: WriterLimits,
         may_reinit: Callable[[], bool] = lambda: True,
@@ -77,8 +78,8 @@ class LogWriter:
         self._may_reinit = may_reinit
         self._idle = asyncio.Event()  # nothing queued, no commit running
         self._idle.set()
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
+        self.kafka = kafka
+        owned: dict[str, Any] = {
             "transactional.id": transactional_id,
             "acks": "all",
             "enable.idempotence": True,
@@ -87,8 +88,8 @@ class LogWriter:
             "queue.buffering.max.kbytes": self.bounds.queue_kbytes,
             "message.max.bytes": settings.max_message_bytes + 64 * 1024,
             "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-            "logger": logging.getLogger("librdkafka.writer"),
         }
+        self._config = kafka.config(owned, "librdkafka.writer")
         self._producer: Producer | None = None
         self._tails = PartitionTails()  # touched only on the writer's thread
         self.guesses = GuessCounts()
@@ -276,10 +277,19 @@ class LogWriter:
         try:
             producer.init_transactions(self.limits.timeout_s)
         except KafkaException as error:
-            raise LogUnavailable(f"initialising the transactional producer: {error}") from error
+            raise LogUnavailable(self._init_failure(error)) from error
         self._tails.forget()  # whatever was left open before is aborted now, taking offsets
         self._producer = producer
         return producer
+
+    def _init_failure(self, error: KafkaException) -> str:
+        """What stopped init_transactions: an ACL refusal, a rejected credential or TLS
+        handshake a client reported, or the error itself."""
+        inner = error.args[0] if error.args else None
+        asked = {"TransactionalId": ("Write", self.transactional_id)}
+        if isinstance(inner, KafkaError) and (refusal := denied(inner, asked)):
+            return refusal
+        return self.kafka.problems.explain(f"initialising the transactional producer: {error}")
 
     def _commit(self, batches: list[WriteBatch]) -> Committed:
         if self.fenced:
@@ -426,13 +436,12 @@ class LogWriter:
         learning budget; meanwhile this slot takes no other transaction. Past the budget the
         outcome is unknown (OutcomeUnknown): the next transaction's new producer ends it.
         """
-        bootstrap = str(self._config["bootstrap.servers"])
         deadline = time.monotonic() + self.learning_budget_s
         while True:
             try:
                 if not self.fenced and not self._stopping and self._producer is None:
                     self._reinit()
-                known = outcomes.committed(bootstrap, probe, self.limits.timeout_s)
+                known = outcomes.committed(self.kafka, probe, self.limits.timeout_s)
             except LogUnavailable as error:
                 log.warning("%s: outcome not known yet: %s", self.transactional_id, error)
                 known = None

@@ -43,7 +43,6 @@ import asyncio
 import concurrent.futures
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,6 +61,7 @@ from adapter.log.reader import bounded_prefetch, poll_batch
 from adapter.log.writer import StateWritten
 from adapter.state.catalog import Catalog
 from adapter.state.fresh import Fresh
+from topology.kafka_client import KafkaAccess
 from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ DEFAULT_DELETE_RETENTION_MS = 24 * 3600 * 1000  # Kafka's default
 class MetaFollower:
     def __init__(
         self,
-        bootstrap_servers: str,
+        kafka: KafkaAccess,
         topics: StateTopics,
         catalog: Catalog,
         timeout_s: float,
@@ -95,17 +95,17 @@ class MetaFollower:
         self.on_change = on_change
         self._positions: dict[str, int] = {}
         self._progress = asyncio.Event()
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": f"durable-kafka-follower-{uuid.uuid4().hex}",  # never joined
+        self.kafka = kafka
+        owned: dict[str, Any] = {
+            "group.id": kafka.group("follower", unique=True),  # never joined
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
             "fetch.wait.max.ms": 100,
             "queued.min.messages": QUEUE_MESSAGES,
-            "logger": logging.getLogger("librdkafka.follower"),
             **bounded_prefetch(QUEUE_KBYTES),  # a full queue looked at again after 10 ms
         }
+        self._config = kafka.config(owned, "librdkafka.follower")
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "meta-follower")
         # The ends are asked on a connection and thread of their own, not queued behind the
@@ -347,11 +347,7 @@ class MetaFollower:
 
     def _identity_of(self) -> dict[str, str]:
         """The cluster id and the resumable topics' ids and `delete.retention.ms`."""
-        config: dict[str, Any] = {
-            "bootstrap.servers": self._config["bootstrap.servers"],
-            "logger": logging.getLogger("librdkafka.follower"),  # not stderr
-        }
-        admin = AdminClient(config)
+        admin = AdminClient(self.kafka.config({}, "librdkafka.follower"))
         timeout = self.timeout_s
         try:
             cluster = admin.describe_cluster(request_timeout=timeout).result(timeout)

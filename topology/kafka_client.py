@@ -1,0 +1,227 @@
+"""How this instance reaches Kafka: every confluent_kafka client config is built here.
+
+The operator's client properties (librdkafka keys: `security.protocol`, `sasl.*`, `ssl.*`, ...)
+go into every client; the keys the server sets itself for correctness or for its own design are
+refused at start (`refused`), so no property can quietly change a transaction, an isolation level
+or a group. Every consumer group id and transactional id starts with the topic prefix, so an
+administrator grants prefixed ACLs (see docs/operations.md, "Secure Kafka").
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import javaproperties
+from confluent_kafka import KafkaError
+
+# What the server sets on some client: an operator's value would break a guarantee (transactions,
+# read_committed, groups never joined) or a limit derived from other settings. Aliases too.
+OWNED = frozenset(
+    {
+        "bootstrap.servers",
+        "metadata.broker.list",
+        "transactional.id",
+        "transaction.timeout.ms",
+        "enable.idempotence",
+        "acks",
+        "request.required.acks",
+        "isolation.level",
+        "group.id",
+        "group.instance.id",
+        "client.id",
+        "enable.auto.commit",
+        "enable.auto.offset.store",
+        "auto.offset.reset",
+        "enable.partition.eof",
+        "partition.assignment.strategy",
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "linger.ms",
+        "partitioner",
+        "queue.buffering.max.messages",
+        "queue.buffering.max.kbytes",
+        "message.max.bytes",
+        "delivery.timeout.ms",
+        "fetch.wait.max.ms",
+        "fetch.max.bytes",
+        "max.partition.fetch.bytes",
+        "fetch.queue.backoff.ms",
+        "queued.min.messages",
+        "queued.max.messages.kbytes",
+        "log_level",
+        # Callbacks: set in code, never from a file.
+        "logger",
+        "error_cb",
+        "stats_cb",
+        "throttle_cb",
+        "oauth_cb",
+        "on_commit",
+        "on_delivery",
+    }
+)
+# A property whose value is a credential: its value is never logged, printed or answered.
+_SECRET = re.compile(r"password|secret|token|jaas|key\.pem|oauthbearer\.config|private", re.I)
+REDACTED = "[redacted]"
+# How long an authentication or TLS failure a client reported explains a failing call.
+PROBLEM_TTL_S = 60.0
+
+
+class ClientPropertiesError(ValueError):
+    """The client properties cannot be used; the message names the keys, never a value."""
+
+
+def is_secret(key: str) -> bool:
+    return bool(_SECRET.search(key))
+
+
+def redacted(properties: Mapping[str, str]) -> dict[str, str]:
+    """The properties with every secret's value replaced, for printing."""
+    return {key: REDACTED if is_secret(key) else value for key, value in properties.items()}
+
+
+def refused(properties: Mapping[str, object]) -> list[str]:
+    """The keys the server owns, sorted."""
+    return sorted(key for key in properties if key in OWNED)
+
+
+def checked(properties: Mapping[str, object], origin: str) -> dict[str, str]:
+    """Properties as librdkafka strings; ClientPropertiesError naming refused or bad keys."""
+    if owned := refused(properties):
+        raise ClientPropertiesError(
+            f"{origin}: the server sets {', '.join(owned)} itself; remove them"
+        )
+    bad = sorted(k for k, v in properties.items() if not isinstance(v, str | int | bool))
+    if bad:
+        raise ClientPropertiesError(f"{origin}: {', '.join(bad)} must be strings or numbers")
+    return {key: _text(value) for key, value in properties.items()}
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def read_properties_file(path: str) -> dict[str, str]:
+    """A Java-style client.properties (`key=value`, `#`/`!` comments, `\\` continuations)."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return dict(javaproperties.load(stream))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        problem = f"cannot read client properties file {path}: {type(error).__name__}"
+        raise ClientPropertiesError(problem) from None  # its text may quote a secret
+
+
+@dataclass(frozen=True)
+class Problem:
+    """An authentication or TLS failure a client reported (`reason` says which)."""
+
+    reason: str
+    detail: str
+    at: float
+
+
+class ClientProblems:
+    """The latest authentication or TLS failure any client reported through its `error_cb`.
+
+    librdkafka's calls fail with a bare transport error or a timeout when the broker refused
+    the credentials or the handshake; only the error callback says why.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._latest: Problem | None = None
+
+    def report(self, error: KafkaError) -> None:
+        """The clients' `error_cb` (on a librdkafka thread or a poll)."""
+        reason = problem_reason(error)
+        if reason is not None:
+            with self._lock:
+                self._latest = Problem(reason, error.str(), time.monotonic())
+
+    def latest(self, ttl_s: float = PROBLEM_TTL_S) -> Problem | None:
+        with self._lock:
+            problem = self._latest
+        if problem is None or time.monotonic() - problem.at > ttl_s:
+            return None
+        return problem
+
+    def clear(self) -> None:
+        with self._lock:
+            self._latest = None
+
+    def explain(self, failure: str) -> str:
+        """`failure`, or why it failed when a client reported an authentication or TLS fault."""
+        problem = self.latest()
+        return failure if problem is None else f"{problem.reason}: {problem.detail}"
+
+
+def problem_reason(error: KafkaError) -> str | None:
+    """'authentication failed', 'TLS handshake failed' or None for any other error."""
+    if error.code() == KafkaError._AUTHENTICATION:
+        return "authentication failed"
+    text = error.str()
+    if error.code() == KafkaError._SSL or "SSL handshake failed" in text:
+        return "TLS handshake failed"
+    return None
+
+
+@dataclass(frozen=True)
+class KafkaAccess:
+    """Where the cluster is, the operator's client properties and the prefix of our ids."""
+
+    bootstrap_servers: str
+    prefix: str
+    properties: Mapping[str, str] = field(default_factory=dict, repr=False)
+    problems: ClientProblems = field(default_factory=ClientProblems, compare=False, repr=False)
+
+    def config(self, owned: Mapping[str, Any], logger: str) -> dict[str, Any]:
+        """A client's config: the operator's properties, then the server's own (`owned`)."""
+        if stray := sorted(set(owned) - OWNED):
+            raise ValueError(f"add {stray} to OWNED: the server sets them")
+        return {
+            **self.properties,
+            **owned,
+            "bootstrap.servers": self.bootstrap_servers,
+            "logger": logging.getLogger(logger),  # not stderr
+            "error_cb": self.problems.report,
+        }
+
+    def group(self, role: str, unique: bool = False) -> str:
+        """A consumer group id under the prefix (librdkafka requires one even for a consumer
+        that never joins, and its FindCoordinator is checked against the Group ACLs)."""
+        return f"{self.prefix}{role}-{uuid.uuid4().hex}" if unique else f"{self.prefix}{role}"
+
+    def transactional_id(self, role: str) -> str:
+        return f"{self.prefix}{role}"
+
+
+# The Kafka errors that say an ACL refused an operation, by the type of resource refused.
+_DENIED_KINDS = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "Topic",
+    KafkaError.GROUP_AUTHORIZATION_FAILED: "Group",
+    KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "TransactionalId",
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "Cluster",
+}
+
+
+def denied(error: KafkaError, asked: Mapping[str, tuple[str, str]]) -> str | None:
+    """`DENIED: <operation> on <type> <name>` when an ACL refused the call, else None.
+
+    `asked` maps each resource type the call touches to (operation, name): Kafka's error names
+    only the type; the caller knows what it asked for.
+    """
+    kind = _DENIED_KINDS.get(error.code())
+    if kind is None:
+        return None
+    operation, name = asked.get(
+        kind, ("an operation", "kafka-cluster" if kind == "Cluster" else "?")
+    )
+    return f"DENIED: {operation} on {kind} {name}"
