@@ -12,7 +12,7 @@ from adapter.log.writer import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.readiness import Readiness
 from topology.admin import TopologyAdmin
-from topology.errors import TopologyError
+from topology.errors import AccessDenied, TopologyError
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,10 @@ class Supervisor:
             if not error.retriable:
                 log.error("refusing to serve: %s", error)
                 raise
-            log.warning("kafka not reachable: %s", error)
+            if isinstance(error, AccessDenied):
+                log.warning("kafka refused an operation: %s", error)
+            else:
+                log.warning("kafka not reachable: %s", error)
             self.readiness.set(KAFKA, False, str(error))
 
     async def _judge_durability_once(self) -> None:

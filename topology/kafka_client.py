@@ -167,10 +167,32 @@ def problem_reason(error: KafkaError) -> str | None:
     """'authentication failed', 'TLS handshake failed' or None for any other error."""
     if error.code() == KafkaError._AUTHENTICATION:
         return "authentication failed"
-    text = error.str()
-    if error.code() == KafkaError._SSL or "SSL handshake failed" in text:
+    if error.code() == KafkaError._SSL or _TLS_FAILURE.search(error.str()):
         return "TLS handshake failed"
     return None
+
+
+class SecurityFailures(logging.Filter):
+    """Drops librdkafka's lines about a refused credential or TLS handshake.
+
+    Each reconnection logs one (for TLS about every 100 ms, on each client); the error
+    callback records the failure instead, and readiness reports it once per check.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _SECURITY_FAILURE.search(record.getMessage())
+
+
+_TLS_FAILURE = re.compile(r"SSL handshake failed|SSL routines|certificate verify failed")
+_SECURITY_FAILURE = re.compile(f"SASL authentication error|{_TLS_FAILURE.pattern}")
+_FILTER = SecurityFailures()
+
+
+def _quiet_logger(name: str) -> logging.Logger:
+    logger = logging.getLogger(name)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    return logger
 
 
 @dataclass(frozen=True)
@@ -190,7 +212,7 @@ class KafkaAccess:
             **self.properties,
             **owned,
             "bootstrap.servers": self.bootstrap_servers,
-            "logger": logging.getLogger(logger),  # not stderr
+            "logger": _quiet_logger(logger),  # not stderr
             "error_cb": self.problems.report,
         }
 

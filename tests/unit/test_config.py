@@ -339,5 +339,5 @@ def test_an_owned_key_in_the_client_file_is_refused(tmp_path: Path) -> None:
     properties = tmp_path / "client.properties"
     properties.write_text("bootstrap.servers=elsewhere:9092\ntransactional.id=t\n")
     env = {env_name("kafka_client_file"): str(properties)}
-    with pytest.raises(ConfigError, match="bootstrap.servers, transactional.id"):
+    with pytest.raises(ConfigError, match=r"bootstrap\.servers, transactional\.id"):
         load(None, env, {})

@@ -3,6 +3,7 @@ and that every Kafka client of the server is configured through `KafkaAccess.con
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -165,3 +166,17 @@ def test_every_key_the_server_sets_is_refused_from_operators() -> None:
         "delete.retention.ms",
     }
     assert set_by_code - topic_configs - OWNED == set()
+
+
+def test_librdkafka_lines_about_refused_credentials_are_dropped() -> None:
+    access = KafkaAccess("b:9092", "p.")
+    logger = access.config({}, "librdkafka.test-quiet")["logger"]
+    auth = "sasl_ssl://h:1/bootstrap: SASL authentication error: Authentication failed"
+    tls = "ssl://h:1/bootstrap: SSL handshake failed: error:0A000086:SSL routines::certificate"
+    other = "ssl://h:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused"
+    kept = [
+        logger.filter(logging.LogRecord("x", logging.ERROR, "", 0, "%s [%s] %s", a, None))
+        for a in (("FAIL", "rdkafka#1", auth), ("FAIL", "rdkafka#1", tls), ("FAIL", "r", other))
+    ]
+    assert kept == [False, False, True]
+    assert problem_reason(KafkaError(KafkaError._TRANSPORT, tls)) == "TLS handshake failed"
