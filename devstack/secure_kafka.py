@@ -99,13 +99,15 @@ class SecureKafka:
         """Create the ACLs (as the super user); raises if the broker refuses one."""
         bindings = [_binding(principal, grant, op) for grant in grants for op in grant.operations]
         if bindings:
-            for future in self.admin().create_acls(bindings, request_timeout=30).values():
+            admin = self.admin()  # held: a collected client fails its futures
+            for future in admin.create_acls(bindings, request_timeout=30).values():
                 future.result(timeout=30)
 
     def revoke(self, principal: str, grants: list[Grant]) -> None:
         filters = [_filter(principal, g, op) for g in grants for op in g.operations]
         if filters:
-            for future in self.admin().delete_acls(filters, request_timeout=30).values():
+            admin = self.admin()
+            for future in admin.delete_acls(filters, request_timeout=30).values():
                 future.result(timeout=30)
 
 

@@ -17,7 +17,7 @@ from topology.errors import (
     TopologyError,
     TopologyMismatch,
 )
-from topology.kafka_client import KafkaAccess, denied
+from topology.kafka_client import KafkaAccess, denied, serve_callbacks
 from topology.specs import TopicLayout, TopicSpec, internal_topic_specs, slots_topic_spec
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,7 @@ class TopologyAdmin:
     def _unanswered(self, error: KafkaException) -> BrokerUnavailable:
         """A failed metadata request, explained by an authentication or TLS failure a client
         reported (the call itself says only that the transport failed)."""
+        serve_callbacks(self._client)
         return BrokerUnavailable(self.kafka.problems.explain(f"metadata request failed: {error}"))
 
     async def topic_names(self) -> set[str]:

@@ -9,6 +9,7 @@ administrator grants prefixed ACLs (see docs/operations.md, "Secure Kafka").
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
@@ -19,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import javaproperties
-from confluent_kafka import KafkaError
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
 
 # What the server sets on some client: an operator's value would break a guarantee (transactions,
 # read_committed, groups never joined) or a limit derived from other settings. Aliases too.
@@ -161,6 +163,13 @@ class ClientProblems:
         """`failure`, or why it failed when a client reported an authentication or TLS fault."""
         problem = self.latest()
         return failure if problem is None else f"{problem.reason}: {problem.detail}"
+
+
+def serve_callbacks(client: Producer | Consumer | AdminClient) -> None:
+    """Run the error callbacks librdkafka queued (it runs them only on a poll), without waiting:
+    after a failed call, so `ClientProblems` knows why it failed."""
+    with contextlib.suppress(KafkaException):  # a fatal error, already raised by the call
+        client.poll(0)
 
 
 def problem_reason(error: KafkaError) -> str | None:

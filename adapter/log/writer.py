@@ -32,7 +32,7 @@ from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.log.faults import WriterFaults as WriterFaults  # re-exported for its importers
 from adapter.log.outcomes import Probe
 from adapter.log.tails import PartitionTails
-from topology.kafka_client import KafkaAccess, denied
+from topology.kafka_client import KafkaAccess, denied, serve_callbacks
 
 log = logging.getLogger(__name__)
 
@@ -277,6 +277,7 @@ class LogWriter:
         try:
             producer.init_transactions(self.limits.timeout_s)
         except KafkaException as error:
+            serve_callbacks(producer)
             raise LogUnavailable(self._init_failure(error)) from error
         self._tails.forget()  # whatever was left open before is aborted now, taking offsets
         self._producer = producer
