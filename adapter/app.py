@@ -517,6 +517,8 @@ def _report_ownership(readiness: Readiness, parts: Parts) -> None:
     assigned, ready = parts.writers.assigned, parts.writers.ready
     owned, initialising = sorted(ready), sorted(assigned - ready)
     detail = f"owns {len(owned)}/{parts.writers.count} slots: {_listed(owned)}"
+    if not parts.ownership.joined and parts.ownership.refused:
+        detail += f"; {parts.ownership.refused}"
     if initialising:
         detail += f" (initialising {initialising})"
         if parts.writers.last_failure:

@@ -73,14 +73,15 @@ async def readiness(client: Client) -> dict[str, Any]:
 
 
 async def ready_or_why(client: Client, wait_s: float = READY_WAIT_S) -> str | None:
-    """None once `/readyz` says ready; else the failing checks' details after `wait_s`."""
+    """None once `/readyz` says ready; else the failing checks' details, as soon as one
+    names an ACL's refusal, or after `wait_s`."""
     deadline = asyncio.get_running_loop().time() + wait_s
     while True:
         report = await readiness(client)
         if report["ready"]:
             return None
-        if asyncio.get_running_loop().time() >= deadline:
-            failing = {k: v["detail"] for k, v in report["checks"].items() if not v["ok"]}
+        failing = {k: v["detail"] for k, v in report["checks"].items() if not v["ok"]}
+        if "DENIED" in str(failing) or asyncio.get_running_loop().time() >= deadline:
             return json.dumps(failing)
         await asyncio.sleep(0.2)
 

@@ -1,10 +1,11 @@
 """The Kafka ACLs one instance needs, as data, and as `kafka-acls.sh` commands and Strimzi YAML.
 
 Every topic, consumer group and transactional id of an instance starts with its topic prefix, so
-each grant is PREFIXED on it; nothing cluster-wide is needed beyond Describe. A mounted
-existing topic needs Read and Describe on that topic alone. The integration tier grants
-exactly this set on a broker with `allow.everyone.if.no.acl.found=false` and removes each
-grant in turn (tests/integration/test_secure_kafka_acls.py).
+each grant is PREFIXED on it. Nothing cluster-wide is needed at all (not even Describe), and no
+Describe of its own: Kafka implies Describe from Read, Write and Delete. A mounted existing
+topic needs Read on that topic alone. The integration tier grants exactly this set on a broker
+with `allow.everyone.if.no.acl.found=false` and removes each operation in turn; each removal
+makes an operation fail (tests/integration/test_secure_kafka_acls.py).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 
 # Kafka's names (kafka-acls.sh `--operation`, Strimzi's `operations`).
 TOPIC, GROUP, TRANSACTIONAL_ID, CLUSTER = "Topic", "Group", "TransactionalId", "Cluster"
-# What the server does to its own topics when it manages them: creates bucket and internal
-# topics, deletes a bucket's topic, and frees tiered records (DeleteRecords is Delete).
-MANAGE_TOPICS = ("Create", "Delete")
+# Read: replaying the state topics, reads; Write: transactions; DescribeConfigs: verifying the
+# internal topics' configs and resuming the catalog; Delete: freeing tiered records
+# (DeleteRecords) and deleting a bucket's topic; Create: creating topics.
+TOPIC_OPERATIONS = ("Read", "Write", "DescribeConfigs", "Delete")
 
 
 @dataclass(frozen=True)
@@ -29,19 +31,21 @@ class Grant:
 
 
 def instance_grants(prefix: str, manage_topics: bool = True) -> list[Grant]:
-    """What an instance with topic prefix `prefix` needs (`manage_topics`: it creates topics)."""
-    topic_ops = ("Describe", "DescribeConfigs", "Read", "Write")
+    """What an instance with topic prefix `prefix` needs (`manage_topics`: it creates topics).
+
+    Group Read: the owners' group, and the group ids its consumers never join (FindCoordinator
+    checks them); TransactionalId Write: the slot writers' and mount writers' transactions."""
+    create = ("Create",) if manage_topics else ()
     return [
-        Grant(TOPIC, prefix, True, topic_ops + (MANAGE_TOPICS if manage_topics else ())),
-        Grant(GROUP, prefix, True, ("Read", "Describe")),
-        Grant(TRANSACTIONAL_ID, prefix, True, ("Write", "Describe")),
-        Grant(CLUSTER, "kafka-cluster", False, ("Describe",)),
+        Grant(TOPIC, prefix, True, TOPIC_OPERATIONS + create),
+        Grant(GROUP, prefix, True, ("Read",)),
+        Grant(TRANSACTIONAL_ID, prefix, True, ("Write",)),
     ]
 
 
 def mount_grants(topic: str) -> list[Grant]:
     """What mounting an existing topic needs, besides the instance's own grants."""
-    return [Grant(TOPIC, topic, False, ("Read", "Describe"))]
+    return [Grant(TOPIC, topic, False, ("Read",))]
 
 
 def kafka_acls_commands(principal: str, grants: list[Grant]) -> str:

@@ -243,6 +243,12 @@ _DENIED_KINDS = {
 }
 
 
+def refusal_of(error: BaseException, asked: Mapping[str, tuple[str, str]]) -> str | None:
+    """`denied` for the KafkaError a KafkaException carries; None for any other exception."""
+    inner = error.args[0] if isinstance(error, KafkaException) and error.args else None
+    return denied(inner, asked) if isinstance(inner, KafkaError) else None
+
+
 def denied(error: KafkaError, asked: Mapping[str, tuple[str, str]]) -> str | None:
     """`DENIED: <operation> on <type> <name>` when an ACL refused the call, else None.
 
@@ -252,7 +258,6 @@ def denied(error: KafkaError, asked: Mapping[str, tuple[str, str]]) -> str | Non
     kind = _DENIED_KINDS.get(error.code())
     if kind is None:
         return None
-    operation, name = asked.get(
-        kind, ("an operation", "kafka-cluster" if kind == "Cluster" else "?")
-    )
+    unnamed = "kafka-cluster" if kind == "Cluster" else "(not named by Kafka)"
+    operation, name = asked.get(kind, ("an operation", unnamed))
     return f"DENIED: {operation} on {kind} {name}"

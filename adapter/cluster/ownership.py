@@ -44,7 +44,7 @@ from confluent_kafka.admin import AdminClient, MemberDescription
 
 from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
-from topology.kafka_client import KafkaAccess
+from topology.kafka_client import KafkaAccess, denied
 from topology.naming import owners_group, slots_topic
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ class SlotOwnership:
         self._holding = threading.Lock()
         self._held: set[int] = set()  # the slots assigned to us, as the callbacks said
         self.joined = False
+        self.refused: str | None = None  # an ACL's refusal, while it lasts
         self.member_id = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -175,7 +176,9 @@ class SlotOwnership:
         failed = True
         try:
             while not self._stop.is_set():
-                _check(consumer.poll(POLL_S))  # a rebalance callback's exception too
+                message = consumer.poll(POLL_S)
+                self._note_refusal(message)
+                _check(message)  # a rebalance callback's exception too
                 self._confirmations.send(consumer)
                 self.member_id = consumer.memberid() or ""
             failed = False
@@ -190,6 +193,20 @@ class SlotOwnership:
         finally:
             self._close(consumer, leave=not failed)
         return False
+
+    def _note_refusal(self, message: Message | None) -> None:
+        """Keep (and log once) an ACL's refusal of the group or the slots topic: readiness
+        shows it while the instance owns no slot."""
+        error = None if message is None else message.error()
+        if error is None:
+            return
+        asked = {"Group": ("Read", self.group), "Topic": ("Describe", self.topic)}
+        refusal = denied(error, asked)
+        if refusal is not None and refusal != self.refused:
+            self.refused = refusal
+            log.warning("the owners' group: %s", refusal)
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self.writers.on_change)
 
     def _close(self, consumer: Consumer, leave: bool) -> None:
         """Close the consumer; on a clean stop, leave the group first (see the module doc)."""
@@ -242,6 +259,7 @@ class SlotOwnership:
 
     def _assigned(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.joined = True
+        self.refused = None
         slots = sorted(tp.partition for tp in partitions)
         self._hold(slots, held=True)
         log.info("assigned write slots %s", slots)

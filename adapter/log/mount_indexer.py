@@ -34,7 +34,7 @@ from confluent_kafka import (
 from adapter.log.key_index import KeyIndex
 from adapter.log.key_index_store import KeyIndexStore, begin, rows
 from adapter.log.reader import poll_batch
-from topology.kafka_client import KafkaAccess
+from topology.kafka_client import KafkaAccess, denied
 from topology.mount_positions import position
 
 log = logging.getLogger(__name__)
@@ -196,9 +196,10 @@ class MountIndexer:
         topic = metadata.topics.get(self.naming.topic)
         self._checked_at = time.monotonic()
         if topic is None or topic.error is not None:
-            log.warning(
-                "mounted topic %s is not readable: %s", self.naming.topic, topic and topic.error
-            )
+            asked = {"Topic": ("Read", self.naming.topic)}  # Read implies the Describe asked
+            refusal = topic and topic.error and denied(topic.error, asked)
+            why = refusal or (topic and topic.error)
+            log.warning("mounted topic %s is not readable: %s", self.naming.topic, why)
             return
         count = len(topic.partitions)
         if count > self.partitions:
@@ -222,7 +223,12 @@ class MountIndexer:
                 self._at_end.add(partition)
                 self._next[partition] = max(self._next.get(partition, 0), offset)
             else:
-                log.warning("indexing mounted topic %s: %s", self.naming.topic, error)
+                asked = {"Topic": ("Read", self.naming.topic)}
+                log.warning(
+                    "indexing mounted topic %s: %s",
+                    self.naming.topic,
+                    denied(error, asked) or error,
+                )
             return None
         self.scanned += 1
         self._next[partition] = offset + 1

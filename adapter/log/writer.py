@@ -327,7 +327,9 @@ class LogWriter:
             # of flush() as a SystemError whose cause is the KafkaException.
             inner = _kafka_error(error)
             self._recover(producer, inner)
-            reason = inner.str() if inner is not None else str(error)
+            reason = _refusal(inner, batches, self.kafka.prefix) or (
+                inner.str() if inner is not None else str(error)
+            )
             raise LogUnavailable(FENCED_MESSAGE if self.fenced else f"kafka: {reason}") from error
 
     def _reinit(self) -> Producer:
@@ -545,6 +547,16 @@ class GuessCounts:
 class WriterLimits:
     timeout_s: float
     max_message_bytes: int
+
+
+def _refusal(error: KafkaError | None, batches: list[WriteBatch], prefix: str) -> str | None:
+    """`DENIED: Write on Topic ...` when an ACL refused the transaction's topics (Kafka does not
+    say which: the batches' data topics, or the state topics when it had no data)."""
+    if error is None:
+        return None
+    topics = sorted({record.topic for batch in batches for record in batch.records})
+    named = ", ".join(topics) or f"{prefix}internal.* (the state topics)"
+    return denied(error, {"Topic": ("Write", named)})
 
 
 def _produce_state(

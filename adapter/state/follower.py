@@ -61,7 +61,7 @@ from adapter.log.reader import bounded_prefetch, poll_batch
 from adapter.log.writer import StateWritten
 from adapter.state.catalog import Catalog
 from adapter.state.fresh import Fresh
-from topology.kafka_client import KafkaAccess
+from topology.kafka_client import KafkaAccess, refusal_of
 from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
@@ -337,7 +337,12 @@ class MetaFollower:
             consumer.assign(starts)
             applied = self._apply_until_end(consumer, set(topics))
         except KafkaException as error:
-            raise LogUnavailable(f"replaying {topics}: {error}") from error
+            asked = {
+                "Topic": ("Read", f"{self.topics.meta} (and the other state topics)"),
+                "Group": ("Read", str(self._config["group.id"])),  # FindCoordinator checks it
+            }
+            refusal = refusal_of(error, asked)
+            raise LogUnavailable(f"replaying {topics}: {refusal or error}") from error
         self._identity = identity
         return applied
 
@@ -358,8 +363,10 @@ class MetaFollower:
                 identity[f"topic:{topic}"] = str(future.result(timeout).topic_id)
             resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in self.resumable]
             retention = DEFAULT_DELETE_RETENTION_MS
-            for future in admin.describe_configs(resources, request_timeout=timeout).values():
-                entry = future.result(timeout).get("delete.retention.ms")
+            for resource, future in admin.describe_configs(
+                resources, request_timeout=timeout
+            ).items():
+                entry = _configs(future, resource.name, timeout).get("delete.retention.ms")
                 if entry is not None and entry.value is not None:
                     retention = min(retention, int(entry.value))
         except concurrent.futures.TimeoutError as error:
@@ -438,3 +445,14 @@ def _at_end(message: Message) -> bool:
     if error.code() == KafkaError._PARTITION_EOF:
         return True
     raise KafkaException(error)
+
+
+def _configs(future: concurrent.futures.Future[Any], topic: str, timeout: float) -> Any:
+    """A topic's described configs; LogUnavailable naming the ACL that refused them."""
+    try:
+        return future.result(timeout)
+    except KafkaException as error:
+        refusal = refusal_of(error, {"Topic": ("DescribeConfigs", topic)})
+        if refusal is None:
+            raise
+        raise LogUnavailable(f"describing {topic}: {refusal}") from error

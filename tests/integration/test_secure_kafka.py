@@ -1,6 +1,7 @@
 """An instance on a secured broker (tests/secure_kafka.py): over mTLS with only the documented
 ACLs it does everything it does on an open broker; a wrong password, an unknown CA and a
-missing ACL each leave it not ready, saying why, without a flood of log lines."""
+missing ACL (tests/integration/test_secure_kafka_acls.py) each leave it not ready, saying why,
+without a flood of log lines."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tests.secure_kafka import (
     until_detail,
     walk_through,
 )
-from topology.acls import TRANSACTIONAL_ID, Grant, instance_grants, mount_grants
+from topology.acls import instance_grants, mount_grants
 
 WINDOW_S = 20
 CHECK_INTERVAL_S = 2  # the supervisor's
@@ -96,20 +97,4 @@ async def test_an_unknown_ca_is_named(
 
     detail = await until_detail(client, "kafka", "TLS handshake failed")
     assert "certificate verify failed" in detail
-    assert await ready_or_why(client, wait_s=1) is not None
-
-
-@pytest.mark.timeout(120)
-async def test_a_missing_acl_is_named_with_its_operation_and_resource(
-    aiohttp_client: ClientFactory, make_settings: SettingsFactory, secured_kafka: SecureKafka
-) -> None:
-    prefix = new_prefix()
-    granted = [g for g in instance_grants(prefix) if g.resource != TRANSACTIONAL_ID]
-    secured_kafka.grant(APP, [*granted, Grant(TRANSACTIONAL_ID, prefix, True, ("Describe",))])
-    properties = secured_kafka.sasl_properties(APP)
-    settings = secure_settings(make_settings, secured_kafka.sasl_bootstrap, prefix, properties)
-    client = await aiohttp_client(create_app(settings))
-
-    detail = await until_detail(client, "ownership", "DENIED")
-    assert f"DENIED: Write on TransactionalId {prefix}writer-" in detail
     assert await ready_or_why(client, wait_s=1) is not None
