@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from topology.kafka_client import ClientPropertiesError, checked, read_properties_file
+from topology.client_properties import ClientPropertiesError, checked, read_properties_file
 from topology.naming import DEFAULT_PREFIX
 
 ENV_PREFIX = "DURABLE_KAFKA_"

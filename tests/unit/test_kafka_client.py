@@ -10,18 +10,15 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError
 
-from topology.kafka_client import (
+from topology.client_properties import (
     OWNED,
     REDACTED,
-    ClientProblems,
     ClientPropertiesError,
-    KafkaAccess,
     checked,
-    denied,
-    problem_reason,
     read_properties_file,
     redacted,
 )
+from topology.kafka_client import ClientProblems, KafkaAccess, denied, problem_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 SECURE = {"security.protocol": "SASL_SSL", "sasl.username": "app", "sasl.password": "hunter2"}
@@ -130,14 +127,15 @@ def _modules() -> list[Path]:
         path
         for top in ("adapter", "topology", "spark_streaming")
         for path in sorted((ROOT / top).rglob("*.py"))
-        if path.name != "kafka_client.py"
+        if path.name not in ("kafka_client.py", "client_properties.py")
     ]
 
 
 def test_every_client_config_is_built_by_kafka_access() -> None:
     """A module that builds a client's config itself would connect without the operator's
     properties (no TLS, no credentials): only topology/kafka_client.py may name
-    bootstrap.servers, and a module creating a client must take its config from `.config(`."""
+    bootstrap.servers, a module creating a client must take its config from `.config(`, and
+    one giving Spark's Kafka source a broker must give it `spark_kafka_options` too."""
     strays = []
     for path in _modules():
         text = path.read_text()
@@ -146,6 +144,8 @@ def test_every_client_config_is_built_by_kafka_access() -> None:
             strays.append(f"{where}: names bootstrap.servers")
         if _CLIENT.search(text) and ".config(" not in text:
             strays.append(f"{where}: creates a client without KafkaAccess.config")
+        if "kafka.bootstrap.servers" in text and "spark_kafka_options(" not in text:
+            strays.append(f"{where}: a Spark Kafka source without the client properties")
     assert strays == []
 
 
