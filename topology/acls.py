@@ -61,8 +61,8 @@ def kafka_acls_commands(principal: str, grants: list[Grant]) -> str:
         pattern = " --resource-pattern-type prefixed" if grant.prefixed else ""
         operations = " ".join(f"--operation {op}" for op in grant.operations)
         lines.append(
-            f"kafka-acls.sh --bootstrap-server $BOOTSTRAP --command-config admin.properties \\\n"
-            f"  --add --allow-principal '{principal}' {resource}{pattern} {operations}"
+            'kafka-acls.sh --bootstrap-server "$BOOTSTRAP" --command-config admin.properties --add'
+            f" \\\n  --allow-principal '{principal}' {resource}{pattern} \\\n  {operations}"
         )
     return "\n".join(lines)
 
