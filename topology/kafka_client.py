@@ -1,10 +1,11 @@
 """How this instance reaches Kafka: every confluent_kafka client config is built here.
 
 The operator's client properties (librdkafka keys: `security.protocol`, `sasl.*`, `ssl.*`, ...)
-go into every client; the keys the server sets itself for correctness or for its own design are
-refused at start (`refused`), so no property can quietly change a transaction, an isolation level
-or a group. Every consumer group id and transactional id starts with the topic prefix, so an
-administrator grants prefixed ACLs (see docs/operations.md, "Secure Kafka").
+go into every client, under the keys the server sets itself (`OWNED`, refused at start by
+`topology/client_properties.py`). Every consumer group id and transactional id starts with the
+topic prefix, so an administrator grants prefixed ACLs (docs/operations.md, "Secure Kafka").
+Failures are named here too: an authentication or TLS fault a client's error callback reported
+(`ClientProblems`), an ACL's refusal (`denied`).
 """
 
 from __future__ import annotations
