@@ -81,7 +81,7 @@ def checked(properties: Mapping[str, object], origin: str) -> dict[str, str]:
     """Properties as librdkafka strings; ClientPropertiesError naming refused or bad keys."""
     if owned := refused(properties):
         raise ClientPropertiesError(
-            f"{origin}: the server sets {', '.join(owned)} itself; remove them"
+            f"{origin}: refused, the server sets these itself: {', '.join(owned)}"
         )
     bad = sorted(k for k, v in properties.items() if not isinstance(v, str | int | bool))
     if bad:
