@@ -43,9 +43,10 @@ def instance_grants(prefix: str, manage_topics: bool = True) -> list[Grant]:
     ]
 
 
-def mount_grants(topic: str) -> list[Grant]:
-    """What mounting an existing topic needs, besides the instance's own grants."""
-    return [Grant(TOPIC, topic, False, ("Read",))]
+def mount_grants(topic: str, appends: bool = False) -> list[Grant]:
+    """What mounting an existing topic needs, besides the instance's own grants (a mount that
+    takes appends writes to it: with an idempotent producer, which Write alone allows)."""
+    return [Grant(TOPIC, topic, False, ("Read", "Write") if appends else ("Read",))]
 
 
 def kafka_acls_commands(principal: str, grants: list[Grant]) -> str:

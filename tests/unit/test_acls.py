@@ -32,3 +32,7 @@ def test_everything_is_prefixed_and_nothing_is_cluster_wide() -> None:
     assert "Create" not in instance_grants("p.", manage_topics=False)[0].operations
     assert mount_grants("orders")[0].operations == ("Read",)
     assert not mount_grants("orders")[0].prefixed
+
+
+def test_a_mount_taking_appends_may_also_write_its_topic() -> None:
+    assert mount_grants("orders", appends=True)[0].operations == ("Read", "Write")
