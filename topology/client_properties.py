@@ -43,7 +43,6 @@ OWNED = frozenset(
         "fetch.queue.backoff.ms",
         "queued.min.messages",
         "queued.max.messages.kbytes",
-        "log_level",
         # Callbacks: set in code, never from a file.
         "logger",
         "error_cb",

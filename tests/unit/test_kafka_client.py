@@ -180,3 +180,11 @@ def test_librdkafka_lines_about_refused_credentials_are_dropped() -> None:
     ]
     assert kept == [False, False, True]
     assert problem_reason(KafkaError(KafkaError._TRANSPORT, tls)) == "TLS handshake failed"
+
+
+def test_the_refused_keys_are_documented() -> None:
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    callbacks = {
+        k for k in OWNED if k.endswith("_cb") or k in ("logger", "on_commit", "on_delivery")
+    }
+    assert [k for k in sorted(OWNED - callbacks) if f"`{k}`" not in operations] == []
