@@ -70,6 +70,7 @@ from adapter.state.store import FileStore, catalog_file_name
 from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, TIER, Durability, Supervisor
 from adapter.tier.cold import ColdReader
 from topology.admin import TopologyAdmin
+from topology.kafka_client import KafkaAccess
 from topology.management import TopicManagement, TopicPolicy
 from topology.naming import StateTopics, owners_group
 from topology.slots import SlotMap
@@ -124,6 +125,13 @@ def topic_policy(settings: Settings) -> TopicPolicy:
     return TopicPolicy(TopicManagement(settings.topic_management))
 
 
+def kafka_access(settings: Settings) -> KafkaAccess:
+    """How every Kafka client of this instance connects (see topology/kafka_client.py)."""
+    return KafkaAccess(
+        settings.bootstrap_servers, settings.topic_prefix, dict(settings.kafka_client)
+    )
+
+
 def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
     """The `[[mounts]]` of the settings, checked (ConfigError naming the problem)."""
     try:
@@ -145,9 +153,8 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
             settings.serve_below_retention,
         )
     layout = topic_layout(settings)
-    admin = TopologyAdmin(
-        settings.bootstrap_servers, layout, settings.kafka_timeout_s, topic_policy(settings)
-    )
+    kafka = kafka_access(settings)
+    admin = TopologyAdmin(kafka, layout, settings.kafka_timeout_s, topic_policy(settings))
     catalog = Catalog(
         FileStore(settings.catalog_dir, catalog_file_name(settings.topic_prefix)),
         settings.catalog_cache_entries,
@@ -159,8 +166,7 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
     metrics.watch_live_waiters(lambda: hub.waiters)
     hot_tail = HotCache(settings.hot_cache_bytes, settings.catalog_cache_entries)
     writers = SlotWriters(
-        settings.bootstrap_servers,
-        settings.topic_prefix,
+        kafka,
         settings.write_slots,
         WriterLimits(settings.kafka_timeout_s, settings.max_message_bytes),
         catch_up=lambda: follower.caught_up(),
@@ -172,7 +178,7 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
         on_timing=metrics.kafka_timing,
     )
     indexes = MountIndexes(
-        settings.bootstrap_servers,
+        kafka,
         catalog,
         settings.mount_index_positions_per_key,
         settings.kafka_timeout_s,
@@ -180,15 +186,14 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
         index_dir=settings.mount_index_dir,
     )
     follower = MetaFollower(
-        settings.bootstrap_servers,
+        kafka,
         topics,
         catalog,
         settings.kafka_timeout_s,
         on_change=lambda key: _changed_elsewhere(key, hot_tail, hub, indexes),
     )
     ownership = SlotOwnership(
-        settings.bootstrap_servers,
-        settings.topic_prefix,
+        kafka,
         settings.advertised_url,
         settings.group_instance_id,
         settings.owner_session_timeout_ms,
@@ -197,7 +202,7 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
     )
     router = Router(writers, catalog.owner, settings.advertised_url)
     reader = LogReader(
-        settings.bootstrap_servers,
+        kafka,
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
     )
     bucket_service = BucketService(catalog, writers, admin, wall_clock_ms)
@@ -210,7 +215,7 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
         check_retention=not settings.serve_below_retention,
     )
     sparse_reader = LogReader(
-        settings.bootstrap_servers,
+        kafka,
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
         fetch_bytes=SPARSE_FETCH_BYTES,
     )
@@ -218,9 +223,9 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
         indexes,
         reader,
         sparse_reader,
-        MountWriter(settings.bootstrap_servers, settings.kafka_timeout_s),
+        MountWriter(kafka, settings.kafka_timeout_s),
         hub,
-        Transactions(settings.bootstrap_servers, settings.topic_prefix, settings.kafka_timeout_s),
+        Transactions(kafka, settings.kafka_timeout_s),
         topics.producers,
         state_followed=lambda: follower.caught_up(),
     )
@@ -234,7 +239,7 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
         mounted=mounted,
         relay=AccessRelay(router, siblings, settings.owner_renewal_entries),
     )
-    scanner = PartitionScanner(settings.bootstrap_servers, settings.kafka_timeout_s)
+    scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     metrics.watch_consumer_lag(follower.lag)
     parts = Parts(
         admin,
@@ -343,7 +348,7 @@ def forwarded_outcomes(settings: Settings, parts: Parts) -> ForwardedOutcomes:
     return ForwardedOutcomes(
         parts.catalog,
         parts.buckets,
-        settings.bootstrap_servers,
+        parts.admin.kafka,
         2 * timeout_s,
         takeover_s,
         parts.follower.caught_up,
@@ -538,8 +543,12 @@ def _report_ownership(readiness: Readiness, parts: Parts) -> None:
     assigned, ready = parts.writers.assigned, parts.writers.ready
     owned, initialising = sorted(ready), sorted(assigned - ready)
     detail = f"owns {len(owned)}/{parts.writers.count} slots: {_listed(owned)}"
+    if not parts.ownership.joined and parts.ownership.refused:
+        detail += f"; {parts.ownership.refused}"
     if initialising:
         detail += f" (initialising {initialising})"
+        if parts.writers.last_failure:
+            detail += f"; last failure: {parts.writers.last_failure}"
     readiness.set(
         OWNERSHIP,
         parts.ownership.joined and assigned == ready,

@@ -20,7 +20,7 @@ import uvloop
 from aiohttp import web
 
 from adapter import logs, request_lines
-from adapter.app import FATAL, PARTS, configured_mounts, create_app
+from adapter.app import FATAL, PARTS, configured_mounts, create_app, kafka_access
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
     AUTO_COUNTS,
@@ -189,10 +189,9 @@ def loop_factory(kind: EventLoop) -> Callable[[], asyncio.AbstractEventLoop]:
 async def print_tier_stats(settings: Settings) -> int:
     catalog = Catalog()
     topics = StateTopics.of(settings.topic_prefix)
-    follower = MetaFollower(
-        settings.bootstrap_servers, topics, catalog, settings.kafka_timeout_s, lambda _key: None
-    )
-    scanner = PartitionScanner(settings.bootstrap_servers, settings.kafka_timeout_s)
+    kafka = kafka_access(settings)
+    follower = MetaFollower(kafka, topics, catalog, settings.kafka_timeout_s, lambda _key: None)
+    scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     try:
         await follower.replay()
         for stats in await tier_stats(catalog, scanner):

@@ -9,10 +9,11 @@ import re
 import socket
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from topology.client_properties import ClientPropertiesError, checked, read_properties_file
 from topology.naming import DEFAULT_PREFIX
 
 ENV_PREFIX = "DURABLE_KAFKA_"
@@ -58,6 +59,10 @@ class Settings:
     tls_client_ca_file: str = ""  # set: client certificates are asked for and verified
     tls_client_auth: ClientAuth = "optional"
     bootstrap_servers: str = "127.0.0.1:9092"
+    # librdkafka properties of every Kafka client: `kafka_client_file` (a client.properties),
+    # then `[kafka.client]` (env and flag: a JSON object) over it; `load` merges them here.
+    kafka_client_file: str = ""
+    kafka_client: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     topic_prefix: str = DEFAULT_PREFIX
     partitions: int = 12
     replication_factor: int = 0  # 0: auto (`topology/replication.py`)
@@ -236,6 +241,8 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "tls_client_ca_file": ("tls", "client_ca_file"),
     "tls_client_auth": ("tls", "client_auth"),
     "bootstrap_servers": ("kafka", "bootstrap_servers"),
+    "kafka_client_file": ("kafka", "client_file"),
+    "kafka_client": ("kafka", "client"),
     "topic_prefix": ("kafka", "topic_prefix"),
     "partitions": ("kafka", "partitions"),
     "replication_factor": ("kafka", "replication_factor"),
@@ -339,7 +346,29 @@ def load(
     values |= _from_strings(flags, lambda name: name, "command line")
     settings = replace(Settings(), **values)
     validate(settings)
-    return settings
+    return _with_client_file(settings)
+
+
+def _with_client_file(settings: Settings) -> Settings:
+    """The settings with `kafka_client_file`'s properties under those given inline."""
+    if not settings.kafka_client_file:
+        return settings
+    origin = f"kafka_client_file {settings.kafka_client_file}"
+    try:
+        found = checked(read_properties_file(settings.kafka_client_file), origin)
+    except ClientPropertiesError as error:
+        raise ConfigError(str(error)) from error
+    return replace(settings, kafka_client=tuple((found | dict(settings.kafka_client)).items()))
+
+
+def _client_properties(document: Any, origin: str) -> tuple[tuple[str, str], ...]:
+    """`[kafka.client]` or its JSON object, checked; errors name keys, never values."""
+    if not isinstance(document, dict):
+        raise ConfigError(f"{origin}: expected a table (a JSON object) of client properties")
+    try:
+        return tuple(checked(document, origin).items())
+    except ClientPropertiesError as error:
+        raise ConfigError(str(error)) from error
 
 
 def _from_toml(path: Path) -> dict[str, Any]:
@@ -395,6 +424,12 @@ def _parse(name: str, raw: str, origin: str) -> Any:
             return _certificates(json.loads(raw), origin)
         except ValueError as error:
             raise ConfigError(f"{origin}: not a JSON object of subjects: {error}") from error
+    if name == "kafka_client":
+        try:
+            document = json.loads(raw)
+        except ValueError:  # the error would quote the text, and it holds secrets
+            raise ConfigError(f"{origin}: not a JSON object of client properties") from None
+        return _client_properties(document, origin)
     if isinstance(_default(name), bool):  # before int: a bool is an int
         if raw.lower() not in ("true", "false"):
             raise ConfigError(f"{origin}: {raw!r} is not true or false")
@@ -435,6 +470,8 @@ def _certificates(document: Any, origin: str) -> tuple[tuple[str, tuple[str, ...
 def _typed(name: str, value: Any, origin: str) -> Any:
     if name in AUTO_COUNTS and value == "auto":
         return 0
+    if name == "kafka_client":
+        return _client_properties(value, origin)
     expected = type(_default(name))
     if type(value) is not expected:
         raise ConfigError(f"{origin}: expected {expected.__name__}, got {value!r}")

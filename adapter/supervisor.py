@@ -13,7 +13,7 @@ from adapter.log.writer import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.readiness import Readiness
 from topology.admin import TopologyAdmin
-from topology.errors import TopologyError
+from topology.errors import AccessDenied, TopologyError
 from topology.replication import (
     DURABLE_BROKERS,
     DURABLE_MIN_INSYNC_REPLICAS,
@@ -159,7 +159,10 @@ class Supervisor:
             if not error.retriable:
                 log.error("refusing to serve: %s", error)
                 raise
-            log.warning("kafka not reachable: %s", error)
+            if isinstance(error, AccessDenied):
+                log.warning("kafka refused an operation: %s", error)
+            else:
+                log.warning("kafka not reachable: %s", error)
             self.readiness.set(KAFKA, False, str(error))
 
     async def _judge_durability_once(self) -> None:

@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 from typing import Literal
 
-from adapter.app import topic_layout
+from adapter.app import kafka_access, topic_layout
 from adapter.config import Settings
 from adapter.protocol.errors import ProtocolError
 from adapter.protocol.identifiers import DEFAULT_BUCKET, validate_bucket_id
@@ -61,7 +61,7 @@ async def resolved_layout(settings: Settings) -> TopicLayout:
 
 
 async def _broker_count(settings: Settings, layout: TopicLayout) -> int:
-    admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
+    admin = TopologyAdmin(kafka_access(settings), layout, settings.kafka_timeout_s)
     try:
         return await admin.broker_count()
     except BrokerUnavailable as error:

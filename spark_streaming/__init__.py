@@ -7,6 +7,7 @@
 Rows follow `schemas/stream_row.avsc` (see `row_schema()`); docs/spark.md has the details.
 """
 
+from spark_streaming.client_options import spark_kafka_options
 from spark_streaming.cold import cold_chunk_keys, read_cold_batch
 from spark_streaming.history import History, Range, history_of, read_history
 from spark_streaming.schema import LIFECYCLE_SCHEMA, row_schema
@@ -42,4 +43,5 @@ __all__ = [
     "read_streams",
     "read_streams_batch",
     "row_schema",
+    "spark_kafka_options",
 ]

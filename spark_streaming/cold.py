@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from schemas import load
+from spark_streaming.client_options import spark_kafka_options
 from spark_streaming.schema import row_schema
 from topology.naming import DEFAULT_PREFIX, InternalTopic, bucket_topic, internal_topic
 
@@ -35,19 +36,23 @@ def cold_chunk_keys(
     buckets: Sequence[str] | None = None,
     topic_prefix: str = DEFAULT_PREFIX,
     options: Mapping[str, str] | None = None,
+    client_properties: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The object keys of every chunk of the current buckets' tiered ranges (None: all)."""
     epochs = {
         bucket_topic(topic_prefix, meta["bucket_id"]): meta["created_at_ms"]
         for key, value in _compacted(
-            spark, bootstrap_servers, InternalTopic.META, topic_prefix, options
+            spark, bootstrap_servers, InternalTopic.META, topic_prefix, options, client_properties
         )
         if key.startswith("bucket:") and value is not None and value[:1] == _FORMAT
         for meta in [_decode("bucket_meta", value)]
         if buckets is None or meta["bucket_id"] in buckets
     }
     keys = []
-    for _, value in _compacted(spark, bootstrap_servers, InternalTopic.TIER, topic_prefix, options):
+    tier = _compacted(
+        spark, bootstrap_servers, InternalTopic.TIER, topic_prefix, options, client_properties
+    )
+    for _, value in tier:
         if value is None or value[:1] != _FORMAT:
             continue
         tier_range = _decode("tier_range", value)
@@ -65,6 +70,7 @@ def read_cold_batch(
     buckets: Sequence[str] | None = None,
     topic_prefix: str = DEFAULT_PREFIX,
     options: Mapping[str, str] | None = None,
+    client_properties: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """Every tiered message of the buckets (None: all), as `read_streams_batch` rows.
 
@@ -72,7 +78,12 @@ def read_cold_batch(
     `cold_dir` folder (`file:///…`) or `s3a://<s3_bucket>` (with the hadoop-aws connector).
     """
     keys = cold_chunk_keys(
-        spark, bootstrap_servers, buckets=buckets, topic_prefix=topic_prefix, options=options
+        spark,
+        bootstrap_servers,
+        buckets=buckets,
+        topic_prefix=topic_prefix,
+        options=options,
+        client_properties=client_properties,
     )
     if not keys:
         return spark.createDataFrame([], row_schema())
@@ -103,9 +114,12 @@ def _compacted(
     which: InternalTopic,
     topic_prefix: str,
     options: Mapping[str, str] | None,
+    client_properties: Mapping[str, str] | None,
 ) -> list[tuple[str, bytes | None]]:
     """Each key's last value in a (small, compacted) state topic, read on the driver."""
     chosen = {
+        **spark_kafka_options(client_properties or {}),
+        "groupIdPrefix": f"{topic_prefix}spark",
         "kafka.bootstrap.servers": bootstrap_servers,
         "kafka.isolation.level": "read_committed",
         "subscribe": internal_topic(topic_prefix, which),

@@ -83,6 +83,7 @@ def read_history(
     *,
     topic_prefix: str = DEFAULT_PREFIX,
     options: Mapping[str, str] | None = None,
+    client_properties: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """The stream's messages in history order, as rows of the stream (its id on every row),
     at the same offset tokens the HTTP API answers with."""
@@ -93,6 +94,7 @@ def read_history(
         topic_prefix=topic_prefix,
         starting=starting,
         ending=ending,
+        client_properties=client_properties,
     )
     # Only the stream's partition: offsets given for one partition need it assigned alone.
     del chosen["subscribe"]

@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType
 
+from spark_streaming.client_options import spark_kafka_options
 from spark_streaming.schema import LIFECYCLE_SCHEMA, row_schema
 from topology.naming import BUCKET_INFIX, DEFAULT_PREFIX, bucket_topic, bucket_topic_pattern
 from topology.wire import (
@@ -36,16 +37,21 @@ def kafka_options(
     starting: str = "earliest",
     ending: str | None = None,
     options: Mapping[str, str] | None = None,
+    client_properties: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Options of Spark's `kafka` source for the bucket topics: the named buckets, or all.
 
     `starting`/`ending` are Spark's `startingOffsets`/`endingOffsets`: `earliest`, `latest`
-    or its JSON form (per topic and partition). `options` are passed on last, so they win
-    (e.g. `kafka.security.protocol`, `maxOffsetsPerTrigger`).
+    or its JSON form (per topic and partition). `client_properties` are the adapter's Kafka
+    client properties (librdkafka keys, mapped by `spark_kafka_options`). `options` are
+    passed on last, so they win (e.g. `maxOffsetsPerTrigger`). The source's consumer group
+    ids start with the topic prefix, so the adapter's prefixed Group ACL covers them.
     """
     chosen: dict[str, str] = {
+        **spark_kafka_options(client_properties or {}),
         "kafka.bootstrap.servers": bootstrap_servers,
         "kafka.isolation.level": "read_committed",
+        "groupIdPrefix": f"{topic_prefix}spark",
         "includeHeaders": "true",
         "startingOffsets": starting,
     }
@@ -136,6 +142,7 @@ def _raw(
     starting: str,
     ending: str | None,
     options: Mapping[str, str] | None,
+    client_properties: Mapping[str, str] | None,
 ) -> DataFrame:
     chosen = kafka_options(
         bootstrap_servers,
@@ -144,6 +151,7 @@ def _raw(
         starting=starting,
         ending=ending,
         options=options,
+        client_properties=client_properties,
     )
     if streaming:
         return spark.readStream.format("kafka").options(**chosen).load()
@@ -158,6 +166,7 @@ def read_streams(
     topic_prefix: str = DEFAULT_PREFIX,
     starting: str = "earliest",
     options: Mapping[str, str] | None = None,
+    client_properties: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of every committed message of the buckets (None: all buckets)."""
     raw = _raw(
@@ -169,6 +178,7 @@ def read_streams(
         starting=starting,
         ending=None,
         options=options,
+        client_properties=client_properties,
     )
     return decode_streams(raw, topic_prefix)
 
@@ -182,6 +192,7 @@ def read_streams_batch(
     starting: str = "earliest",
     ending: str = "latest",
     options: Mapping[str, str] | None = None,
+    client_properties: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """The same rows as `read_streams`, as a batch DataFrame between two positions."""
     raw = _raw(
@@ -193,6 +204,7 @@ def read_streams_batch(
         starting=starting,
         ending=ending,
         options=options,
+        client_properties=client_properties,
     )
     return decode_streams(raw, topic_prefix)
 
@@ -207,6 +219,7 @@ def read_lifecycle(
     ending: str | None = None,
     streaming: bool = False,
     options: Mapping[str, str] | None = None,
+    client_properties: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """Streams' create/close/delete events: a batch DataFrame, or streaming if asked."""
     raw = _raw(
@@ -218,5 +231,6 @@ def read_lifecycle(
         starting=starting,
         ending=None if streaming else (ending or "latest"),
         options=options,
+        client_properties=client_properties,
     )
     return decode_lifecycle(raw, topic_prefix)

@@ -17,7 +17,7 @@ from adapter.app import create_app
 from adapter.config import Settings
 from tests.services import S3Server, kafka_broker, s3_server
 
-pytest_plugins = ["tests.served"]  # the `served_adapter` fixture
+pytest_plugins = ["tests.served", "tests.secure_kafka"]  # `served_adapter`, `secured_kafka`
 
 
 @pytest.fixture(scope="session")

@@ -6,17 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapter.config import env_name, setting_names
-
-# Settings of a secured deployment, passed on by the chart and the compose `secure` profile.
-# They are known names even where `Settings` does not define them.
-SECURED_SETTINGS = frozenset(
-    {"kafka_client_file", "tls_cert_file", "tls_key_file", "tls_client_ca_file", "topic_management"}
-)
+from topology.acls import CLUSTER, GROUP, TOPIC, TRANSACTIONAL_ID, instance_grants, mount_grants
 
 
 def known_variables() -> set[str]:
     """Every DURABLE_KAFKA_* variable the server reads."""
-    return {env_name(name) for name in {*setting_names(), *SECURED_SETTINGS}}
+    return {env_name(name) for name in setting_names()}
 
 
 @dataclass(frozen=True)
@@ -30,20 +25,26 @@ class Acl:
 
 
 def documented_acls(prefix: str, topic_management: str) -> set[Acl]:
-    """The ACLs the server needs under `prefix`, and no more: everything it names starts with
-    the prefix; it creates, reconfigures and deletes (records of) topics only when it manages
-    them; cluster-wide it only describes."""
-    topic_operations = {"Describe", "DescribeConfigs", "Read", "Write"}
-    if topic_management == "auto":
-        topic_operations |= {"Create", "Alter", "AlterConfigs", "Delete"}
+    """The ACLs the server needs under `prefix`, as `topology/acls.py` states them (the set the
+    integration tier verifies against a broker that denies everything else)."""
+    kinds = {
+        TOPIC: "topic",
+        GROUP: "group",
+        TRANSACTIONAL_ID: "transactional-id",
+        CLUSTER: "cluster",
+    }
     return {
-        Acl("topic", prefix, "prefixed", frozenset(topic_operations)),
-        Acl("group", prefix, "prefixed", frozenset({"Read", "Describe"})),
-        Acl("transactional-id", prefix, "prefixed", frozenset({"Write", "Describe"})),
-        Acl("cluster", "", "literal", frozenset({"Describe"})),
+        Acl(
+            kinds[grant.resource],
+            "" if grant.resource == CLUSTER else grant.name,
+            "prefixed" if grant.prefixed else "literal",
+            frozenset(grant.operations),
+        )
+        for grant in instance_grants(prefix, manage_topics=topic_management == "auto")
     }
 
 
 def mounted_topic_acl(topic: str) -> Acl:
-    """All a mounted existing topic needs."""
-    return Acl("topic", topic, "literal", frozenset({"Read", "Describe"}))
+    """All a mounted existing topic needs (read only)."""
+    (grant,) = mount_grants(topic)
+    return Acl("topic", topic, "literal", frozenset(grant.operations))

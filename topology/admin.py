@@ -12,12 +12,14 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPa
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from topology.errors import (
+    AccessDenied,
     BrokerUnavailable,
     TopicMissing,
     TopicNotKnownYet,
     TopologyError,
     TopologyMismatch,
 )
+from topology.kafka_client import KafkaAccess, denied, serve_callbacks
 from topology.management import TopicPolicy, config_findings
 from topology.plan import kafka_topics_command
 from topology.specs import TopicLayout, TopicSpec, internal_specs, slots_topic_spec
@@ -35,28 +37,31 @@ class TopologyAdmin:
 
     def __init__(
         self,
-        bootstrap_servers: str,
+        kafka: KafkaAccess,
         layout: TopicLayout,
         timeout_s: float,
         policy: TopicPolicy | None = None,
     ) -> None:
+        self.kafka = kafka
         self.layout = layout
         self.timeout_s = timeout_s
         self.policy = policy or TopicPolicy()
-        self.bootstrap_servers = bootstrap_servers
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "client.id": "durable-kafka-admin",
-            "logger": logging.getLogger("librdkafka.admin"),  # not stderr
-        }
+        self.bootstrap_servers = kafka.bootstrap_servers
+        config = kafka.config({"client.id": "durable-kafka-admin"}, "librdkafka.admin")
         self._client = AdminClient(config)
+
+    def _unanswered(self, error: KafkaException) -> BrokerUnavailable:
+        """A failed metadata request, explained by an authentication or TLS failure a client
+        reported (the call itself says only that the transport failed)."""
+        serve_callbacks(self._client)
+        return BrokerUnavailable(self.kafka.problems.explain(f"metadata request failed: {error}"))
 
     async def topic_names(self) -> set[str]:
         """Every topic on the cluster; BrokerUnavailable when the metadata request times out."""
         try:
             metadata = await asyncio.to_thread(self._client.list_topics, timeout=self.timeout_s)
         except KafkaException as error:
-            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+            raise self._unanswered(error) from error
         return set(metadata.topics)
 
     async def broker_count(self) -> int:
@@ -64,7 +69,7 @@ class TopologyAdmin:
         try:
             metadata = await asyncio.to_thread(self._client.list_topics, timeout=self.timeout_s)
         except KafkaException as error:
-            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+            raise self._unanswered(error) from error
         return len(metadata.brokers)
 
     def use_replication(self, replication_factor: int, min_insync_replicas: int) -> None:
@@ -91,7 +96,7 @@ class TopologyAdmin:
                 self._client.list_topics, topic=topic, timeout=self.timeout_s
             )
         except KafkaException as error:
-            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+            raise self._unanswered(error) from error
         found = len(metadata.topics[topic].partitions)
         if found == 0:
             raise BrokerUnavailable(f"topic {topic} has no partitions in metadata yet")
@@ -133,7 +138,7 @@ class TopologyAdmin:
                 await self._wait(future)
             except KafkaException as error:
                 if _code(error) != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise _translate(error, f"creating topic {name}") from error
+                    raise _translate(error, f"creating topic {name}", ("Create", name)) from error
                 continue  # another instance won the race; _verify checks what it made
             log.info("created topic %s", name)
             created.append(name)
@@ -172,7 +177,9 @@ class TopologyAdmin:
         except KafkaException as error:
             if _code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise TopicNotKnownYet(f"describing topic {topic}: not known yet") from error
-            raise _translate(error, f"describing topic {topic}") from error
+            raise _translate(
+                error, f"describing topic {topic}", ("DescribeConfigs", topic)
+            ) from error
         return {key: entry.value for key, entry in entries.items()}
 
     async def topic_exists(self, name: str) -> bool:
@@ -185,7 +192,7 @@ class TopologyAdmin:
         except KafkaException as error:
             if _code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 return False
-            raise BrokerUnavailable(f"metadata request failed: {error}") from error
+            raise self._unanswered(error) from error
         topic = metadata.topics.get(name)
         return topic is not None and not _unknown(topic.error)
 
@@ -200,7 +207,7 @@ class TopologyAdmin:
                 await self._wait(future)
             except KafkaException as error:
                 if _code(error) != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise _translate(error, f"deleting topic {name}") from error
+                    raise _translate(error, f"deleting topic {name}", ("Delete", name)) from error
 
     async def delete_records(self, topic: str, partition: int, before: int) -> int:
         """Free every record of the partition below offset `before` (Kafka's DeleteRecords);
@@ -212,7 +219,8 @@ class TopologyAdmin:
             (future,) = futures.values()
             deleted = await self._wait(future)
         except KafkaException as error:
-            raise _translate(error, f"deleting records of {topic}[{partition}]") from error
+            doing = f"deleting records of {topic}[{partition}]"
+            raise _translate(error, doing, ("Delete", topic)) from error
         return int(getattr(deleted, "low_watermark", before))
 
     async def group_instance_ids(self, group: str) -> list[str]:
@@ -222,7 +230,9 @@ class TopologyAdmin:
         try:
             described = await self._wait(futures[group])
         except KafkaException as error:
-            raise _translate(error, f"describing group {group}") from error
+            raise _translate(
+                error, f"describing group {group}", ("Describe", group), kind="Group"
+            ) from error
         return [m.group_instance_id or m.client_id for m in described.members]
 
     async def topic_id(self, topic: str) -> str:
@@ -233,7 +243,7 @@ class TopologyAdmin:
         try:
             described = await self._wait(futures[topic])
         except KafkaException as error:
-            raise _translate(error, f"describing topic {topic}") from error
+            raise _translate(error, f"describing topic {topic}", ("Describe", topic)) from error
         return str(described.topic_id)
 
     async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
@@ -252,8 +262,14 @@ def _unknown(error: KafkaError | None) -> bool:
     return error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
-def _translate(error: KafkaException, doing: str) -> Exception:
+def _translate(
+    error: KafkaException, doing: str, asked: tuple[str, str], kind: str = "Topic"
+) -> Exception:
+    """BrokerUnavailable when retrying may help, AccessDenied naming what an ACL refused
+    (`asked`: the operation and the name of the `kind` of resource the call touched)."""
     inner = error.args[0] if error.args else None
+    if isinstance(inner, KafkaError) and (refusal := denied(inner, {kind: asked})):
+        return AccessDenied(f"{doing}: {refusal}")
     if isinstance(inner, KafkaError) and (inner.retriable() or inner.code() in _TRANSIENT):
         return BrokerUnavailable(f"{doing}: {inner.str()}")
     return TopologyError(f"{doing}: {error}")

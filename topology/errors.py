@@ -35,3 +35,8 @@ class TopicMissing(TopologyError):
         )
         self.names = names
         self.commands = commands
+
+
+class AccessDenied(BrokerUnavailable):
+    """An ACL refused an operation (`DENIED: <operation> on <type> <name>`): retried, so the
+    instance becomes ready once an administrator grants it."""

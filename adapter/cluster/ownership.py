@@ -44,6 +44,7 @@ from confluent_kafka.admin import AdminClient, MemberDescription
 
 from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
+from topology.kafka_client import KafkaAccess, denied
 from topology.naming import owners_group, slots_topic
 
 log = logging.getLogger(__name__)
@@ -70,23 +71,22 @@ def heartbeat_ms(session_timeout_ms: int) -> int:
 class SlotOwnership:
     def __init__(
         self,
-        bootstrap_servers: str,
-        prefix: str,
+        kafka: KafkaAccess,
         advertised_url: str,
         instance_id: str,
         session_timeout_ms: int,
         writers: SlotWriters,
         timeout_s: float,
     ) -> None:
-        self.topic = slots_topic(prefix)
-        self.group = owners_group(prefix)
+        self.kafka = kafka
+        self.topic = slots_topic(kafka.prefix)
+        self.group = owners_group(kafka.prefix)
         self.url = advertised_url
         self.instance_id = instance_id
         self.writers = writers
         self.timeout_s = timeout_s
         self._confirmations = Confirmations(self.topic)
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
+        owned: dict[str, Any] = {
             "group.id": self.group,
             "group.instance.id": instance_id,
             "client.id": advertised_url,
@@ -95,12 +95,13 @@ class SlotOwnership:
             "heartbeat.interval.ms": heartbeat_ms(session_timeout_ms),
             "enable.auto.commit": False,
             "on_commit": self._confirmations.answered,
-            "logger": logging.getLogger("librdkafka.owners"),
         }
+        self._config = kafka.config(owned, "librdkafka.owners")
         self._consumer: Consumer | None = None
         self._holding = threading.Lock()
         self._held: set[int] = set()  # the slots assigned to us, as the callbacks said
         self.joined = False
+        self.refused: str | None = None  # an ACL's refusal, while it lasts
         self.member_id = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -175,7 +176,9 @@ class SlotOwnership:
         failed = True
         try:
             while not self._stop.is_set():
-                _check(consumer.poll(POLL_S))  # a rebalance callback's exception too
+                message = consumer.poll(POLL_S)
+                self._note_refusal(message)
+                _check(message)  # a rebalance callback's exception too
                 self._confirmations.send(consumer)
                 self.member_id = consumer.memberid() or ""
             failed = False
@@ -190,6 +193,20 @@ class SlotOwnership:
         finally:
             self._close(consumer, leave=not failed)
         return False
+
+    def _note_refusal(self, message: Message | None) -> None:
+        """Keep (and log once) an ACL's refusal of the group or the slots topic: readiness
+        shows it while the instance owns no slot."""
+        error = None if message is None else message.error()
+        if error is None:
+            return
+        asked = {"Group": ("Read", self.group), "Topic": ("Describe", self.topic)}
+        refusal = denied(error, asked)
+        if refusal is not None and refusal != self.refused:
+            self.refused = refusal
+            log.warning("the owners' group: %s", refusal)
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self.writers.on_change)
 
     def _close(self, consumer: Consumer, leave: bool) -> None:
         """Close the consumer; on a clean stop, leave the group first (see the module doc)."""
@@ -211,11 +228,7 @@ class SlotOwnership:
 
     def _refuse_an_impostor(self) -> None:
         """Refuse to start when our instance id is a member serving under another URL."""
-        config: dict[str, Any] = {
-            "bootstrap.servers": self._config["bootstrap.servers"],
-            "logger": logging.getLogger("librdkafka.owners"),  # not stderr
-        }
-        admin = AdminClient(config)
+        admin = AdminClient(self.kafka.config({}, "librdkafka.owners"))
         # librdkafka's own deadline ends the request (a described group timing out in our
         # wait instead once crashed librdkafka, see docs/architecture.md, "Forwarding").
         groups = admin.describe_consumer_groups([self.group], request_timeout=self.timeout_s)
@@ -246,6 +259,7 @@ class SlotOwnership:
 
     def _assigned(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.joined = True
+        self.refused = None
         slots = sorted(tp.partition for tp in partitions)
         self._hold(slots, held=True)
         log.info("assigned write slots %s", slots)

@@ -32,6 +32,7 @@ from adapter.log.writer import (
     WriteBatch,
     WriterLimits,
 )
+from topology.kafka_client import KafkaAccess
 from topology.naming import writer_transactional_id
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,7 @@ class SlotWriters:
 
     def __init__(
         self,
-        bootstrap_servers: str,
-        prefix: str,
+        kafka: KafkaAccess,
         count: int,
         limits: WriterLimits,
         catch_up: Callable[[], Awaitable[None]],
@@ -62,8 +62,11 @@ class SlotWriters:
         faults: WriterFaults | None = None,
         on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
     ) -> None:
-        self.bootstrap_servers = bootstrap_servers
-        self.prefix = prefix
+        self.kafka = kafka
+        self.prefix = kafka.prefix
+        # Why the last slot that failed to initialise did (an ACL refusal names what it
+        # refused): `/readyz` shows it until a slot initialises.
+        self.last_failure: str | None = None
         self.count = count
         self.limits = limits
         self._catch_up = catch_up
@@ -167,7 +170,7 @@ class SlotWriters:
 
     async def _start(self, slot: int) -> bool:
         writer = LogWriter(
-            self.bootstrap_servers,
+            self.kafka,
             writer_transactional_id(self.prefix, slot),
             self.limits,
             may_reinit=lambda: self._may_reinit(slot),
@@ -187,6 +190,8 @@ class SlotWriters:
             )
         except (Retriable, TimeoutError) as error:
             log.warning("write slot %d not initialised, retrying: %s", slot, error)
+            self.last_failure = str(error) or type(error).__name__
+            self.on_change()
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -194,6 +199,7 @@ class SlotWriters:
             asyncio.get_running_loop().call_later(RETRY_GAIN_S, self._retry, slot)
             return False
         self._slots[slot] = _Slot(writer, task)
+        self.last_failure = None
         return True
 
     def _renew_soon(self, slot: int, writer: LogWriter) -> None:

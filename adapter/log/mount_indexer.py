@@ -18,7 +18,6 @@ import asyncio
 import concurrent.futures
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ from confluent_kafka import (
 from adapter.log.key_index import KeyIndex
 from adapter.log.key_index_store import KeyIndexStore, begin, rows
 from adapter.log.reader import poll_batch
+from topology.kafka_client import KafkaAccess, denied
 from topology.mount_positions import position
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class Naming:
 class MountIndexer:
     def __init__(
         self,
-        bootstrap_servers: str,
+        kafka: KafkaAccess,
         naming: Naming,
         index: KeyIndex,
         timeout_s: float,
@@ -78,17 +78,16 @@ class MountIndexer:
         self._next: dict[int, int] = {}  # per partition, the offset after what is indexed
         self._starts: dict[int, int] = {}  # per partition, where reading starts
         self._saved_at = 0.0
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": f"durable-kafka-mount-{uuid.uuid4().hex}",  # never joined or committed
+        owned: dict[str, Any] = {
+            "group.id": kafka.group("mount", unique=True),  # never joined or committed
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
             "fetch.wait.max.ms": 100,
-            "logger": logging.getLogger("librdkafka.mount"),
         }
+        self._config = kafka.config(owned, "librdkafka.mount")
         self._consumer: Consumer | None = None
         self._checked_at = 0.0
         self._thread = concurrent.futures.ThreadPoolExecutor(1, f"mount-{naming.topic}")
@@ -197,9 +196,10 @@ class MountIndexer:
         topic = metadata.topics.get(self.naming.topic)
         self._checked_at = time.monotonic()
         if topic is None or topic.error is not None:
-            log.warning(
-                "mounted topic %s is not readable: %s", self.naming.topic, topic and topic.error
-            )
+            asked = {"Topic": ("Read", self.naming.topic)}  # Read implies the Describe asked
+            refusal = topic and topic.error and denied(topic.error, asked)
+            why = refusal or (topic and topic.error)
+            log.warning("mounted topic %s is not readable: %s", self.naming.topic, why)
             return
         count = len(topic.partitions)
         if count > self.partitions:
@@ -223,7 +223,12 @@ class MountIndexer:
                 self._at_end.add(partition)
                 self._next[partition] = max(self._next.get(partition, 0), offset)
             else:
-                log.warning("indexing mounted topic %s: %s", self.naming.topic, error)
+                asked = {"Topic": ("Read", self.naming.topic)}
+                log.warning(
+                    "indexing mounted topic %s: %s",
+                    self.naming.topic,
+                    denied(error, asked) or error,
+                )
             return None
         self.scanned += 1
         self._next[partition] = offset + 1

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from adapter.log.errors import LogUnavailable
+from topology.kafka_client import KafkaAccess
 
 log = logging.getLogger(__name__)
 
@@ -41,17 +42,16 @@ StateEntry = tuple[str, str, bytes]  # (topic, key, value) of a state record
 
 
 class MountWriter:
-    def __init__(self, bootstrap_servers: str, timeout_s: float) -> None:
+    def __init__(self, kafka: KafkaAccess, timeout_s: float) -> None:
         self.timeout_s = timeout_s
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
+        owned: dict[str, Any] = {
             "enable.idempotence": True,
             "acks": "all",
             "partitioner": "murmur2_random",
             "linger.ms": 2,
             "delivery.timeout.ms": int(timeout_s * 1000),
-            "logger": logging.getLogger("librdkafka.mount-writer"),
         }
+        self._config = kafka.config(owned, "librdkafka.mount-writer")
         self._producer: Producer | None = None
         self._stop = threading.Event()
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "mount-writer")
@@ -129,17 +129,16 @@ class Transaction:
 class Transactions:
     """Transactional producers for mounted appends with producer state, one per slot."""
 
-    def __init__(self, bootstrap_servers: str, prefix: str, timeout_s: float) -> None:
+    def __init__(self, kafka: KafkaAccess, timeout_s: float) -> None:
         self.timeout_s = timeout_s
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
+        owned: dict[str, Any] = {
             "acks": "all",
             "partitioner": "murmur2_random",
             "linger.ms": 0,
             "transaction.timeout.ms": max(int(timeout_s * 4000), 10_000),
-            "logger": logging.getLogger("librdkafka.mount-writer"),
         }
-        self._prefix = prefix
+        self._config = kafka.config(owned, "librdkafka.mount-writer")
+        self._kafka = kafka
         self._held: dict[int, Transaction] = {}
         self._locks = [asyncio.Lock() for _ in range(TRANSACTIONAL_SLOTS)]
         self._thread = concurrent.futures.ThreadPoolExecutor(2, "mount-transactions")
@@ -168,7 +167,9 @@ class Transactions:
         return await self._run(lambda: self._transact(held.producer, topic, key, values, state))
 
     def _initialised(self, slot: int) -> Producer:
-        config = self._config | {"transactional.id": f"{self._prefix}mount-writer-{slot}"}
+        config = self._config | {
+            "transactional.id": self._kafka.transactional_id(f"mount-writer-{slot}")
+        }
         producer = Producer(config)
         producer.init_transactions(self.timeout_s)
         return producer

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from topology.kafka_client import KafkaAccess
 from topology.wire import CONTROL_HEADER, FORWARD_HEADER, ControlEvent, header_value, is_control
 
 log = logging.getLogger(__name__)
@@ -34,23 +34,21 @@ class Probe:
     offset: int
 
 
-def _consumer(bootstrap_servers: str, extra: dict[str, Any] | None = None) -> Consumer:
+def _consumer(kafka: KafkaAccess, extra: dict[str, Any] | None = None) -> Consumer:
     """An assign-only `read_committed` consumer that reports the end of a partition."""
-    config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap_servers,
-        "group.id": f"durable-kafka-outcome-{uuid.uuid4().hex}",  # never joined
+    owned: dict[str, Any] = {
+        "group.id": kafka.group("outcome", unique=True),  # never joined
         "enable.auto.commit": False,
         "isolation.level": "read_committed",
         "enable.partition.eof": True,
-        "logger": logging.getLogger("librdkafka.outcome"),
     }
-    return Consumer(config | (extra or {}))
+    return Consumer(kafka.config(owned | (extra or {}), "librdkafka.outcome"))
 
 
-def committed(bootstrap_servers: str, probe: Probe, timeout_s: float) -> bool | None:
+def committed(kafka: KafkaAccess, probe: Probe, timeout_s: float) -> bool | None:
     """True if the probe's record is committed, False if aborted, None if not known yet
     (the transaction is still open, or the broker did not answer in time)."""
-    consumer = _consumer(bootstrap_servers)
+    consumer = _consumer(kafka)
     try:
         consumer.assign([TopicPartition(probe.topic, probe.partition, probe.offset)])
         return _first_answer(consumer, probe, time.monotonic() + timeout_s)
@@ -88,7 +86,7 @@ class Forwarded:
 
 
 def forwarded(
-    bootstrap_servers: str,
+    kafka: KafkaAccess,
     where: Probe,
     key: bytes,
     forward_id: str,
@@ -102,7 +100,7 @@ def forwarded(
     seen at the start gives the final answer. None if the broker did not let it finish in time.
     """
     # A tail below the log start (freed since): the append is above it.
-    consumer = _consumer(bootstrap_servers, {"auto.offset.reset": "earliest"})
+    consumer = _consumer(kafka, {"auto.offset.reset": "earliest"})
     try:
         part = TopicPartition(where.topic, where.partition)
         _, high = consumer.get_watermark_offsets(part, timeout_s, cached=False)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from adapter.log.errors import BelowLogStart, LogUnavailable
+from topology.kafka_client import KafkaAccess
 from topology.wire import is_control
 
 log = logging.getLogger(__name__)
@@ -70,15 +71,14 @@ class LogReader:
 
     def __init__(
         self,
-        bootstrap_servers: str,
+        kafka: KafkaAccess,
         limits: ReadLimits,
         pool_size: int = 4,
         fetch_bytes: int | None = None,
     ) -> None:
         self.limits = limits
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": "durable-kafka-reader",  # required by librdkafka; never joined or committed
+        owned: dict[str, Any] = {
+            "group.id": kafka.group("reader"),  # required by librdkafka; never joined or committed
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
@@ -87,11 +87,11 @@ class LogReader:
             # the read fails (503) instead of skipping to the earliest offset left.
             "auto.offset.reset": "error",
             "fetch.wait.max.ms": 10,
-            "logger": logging.getLogger("librdkafka.reader"),
             **bounded_prefetch(),
         }
         if fetch_bytes is not None:
-            self._config.update(sparse_fetch_config(fetch_bytes))
+            owned.update(sparse_fetch_config(fetch_bytes))
+        self._config = kafka.config(owned, "librdkafka.reader")
         self._idle: asyncio.Queue[Consumer] = asyncio.Queue()
         self._created = 0
         self._pool_size = pool_size

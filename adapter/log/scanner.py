@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -17,6 +16,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import bounded_prefetch, poll_batch
+from topology.kafka_client import KafkaAccess
 from topology.wire import (
     CONTENT_TYPE_HEADER,
     PRODUCER_EPOCH_HEADER,
@@ -57,20 +57,19 @@ class Scan(Generic[R]):
 
 
 class PartitionScanner:
-    def __init__(self, bootstrap_servers: str, timeout_s: float) -> None:
+    def __init__(self, kafka: KafkaAccess, timeout_s: float) -> None:
         self.timeout_s = timeout_s
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": "durable-kafka-tier",  # required by librdkafka; never joined
+        owned: dict[str, Any] = {
+            "group.id": kafka.group("tier"),  # required by librdkafka; never joined
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
             "auto.offset.reset": "error",
             "fetch.wait.max.ms": 10,
-            "logger": logging.getLogger("librdkafka.tier"),
             **bounded_prefetch(),
         }
+        self._config = kafka.config(owned, "librdkafka.tier")
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "tier-scanner")
 

@@ -32,6 +32,7 @@ from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.log.faults import WriterFaults as WriterFaults  # re-exported for its importers
 from adapter.log.outcomes import Probe
 from adapter.log.tails import PartitionTails
+from topology.kafka_client import KafkaAccess, denied, serve_callbacks
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class LogWriter:
 
     def __init__(
         self,
-        bootstrap_servers: str,
+        kafka: KafkaAccess,
         transactional_id: str,
         settings: WriterLimits,
         may_reinit: Callable[[], bool] = lambda: True,
@@ -78,8 +79,8 @@ class LogWriter:
         self._may_reinit = may_reinit
         self._idle = asyncio.Event()  # nothing queued, no commit running
         self._idle.set()
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
+        self.kafka = kafka
+        owned: dict[str, Any] = {
             "transactional.id": transactional_id,
             "acks": "all",
             "enable.idempotence": True,
@@ -88,8 +89,8 @@ class LogWriter:
             "queue.buffering.max.kbytes": self.bounds.queue_kbytes,
             "message.max.bytes": settings.max_message_bytes + 64 * 1024,
             "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-            "logger": logging.getLogger("librdkafka.writer"),
         }
+        self._config = kafka.config(owned, "librdkafka.writer")
         self._producer: Producer | None = None
         self._tails = PartitionTails()  # touched only on the writer's thread
         self.guesses = GuessCounts()
@@ -341,10 +342,20 @@ class LogWriter:
         try:
             producer.init_transactions(self.limits.timeout_s)
         except KafkaException as error:
-            raise LogUnavailable(f"initialising the transactional producer: {error}") from error
+            serve_callbacks(producer)
+            raise LogUnavailable(self._init_failure(error)) from error
         self._tails.forget()  # whatever was left open before is aborted now, taking offsets
         self._producer = producer
         return producer
+
+    def _init_failure(self, error: KafkaException) -> str:
+        """What stopped init_transactions: an ACL refusal, a rejected credential or TLS
+        handshake a client reported, or the error itself."""
+        inner = error.args[0] if error.args else None
+        asked = {"TransactionalId": ("Write", self.transactional_id)}
+        if isinstance(inner, KafkaError) and (refusal := denied(inner, asked)):
+            return refusal
+        return self.kafka.problems.explain(f"initialising the transactional producer: {error}")
 
     def _commit(self, batches: list[WriteBatch]) -> Committed:
         if self.fenced:
@@ -381,7 +392,9 @@ class LogWriter:
             # of flush() as a SystemError whose cause is the KafkaException.
             inner = _kafka_error(error)
             self._recover(producer, inner)
-            reason = inner.str() if inner is not None else str(error)
+            reason = _refusal(inner, batches, self.kafka.prefix) or (
+                inner.str() if inner is not None else str(error)
+            )
             raise LogUnavailable(FENCED_MESSAGE if self.fenced else f"kafka: {reason}") from error
 
     def _reinit(self) -> Producer:
@@ -491,13 +504,12 @@ class LogWriter:
         learning budget; meanwhile this slot takes no other transaction. Past the budget the
         outcome is unknown (OutcomeUnknown): answered 504, then learned on (`_learn_on`).
         """
-        bootstrap = str(self._config["bootstrap.servers"])
         deadline = time.monotonic() + self.learning_budget_s
         while True:
             try:
                 if not self.fenced and not self._stopping and self._producer is None:
                     self._reinit()
-                known = outcomes.committed(bootstrap, probe, self.limits.timeout_s)
+                known = outcomes.committed(self.kafka, probe, self.limits.timeout_s)
             except LogUnavailable as error:
                 log.warning("%s: outcome not known yet: %s", self.transactional_id, error)
                 known = None
@@ -609,6 +621,16 @@ class GuessCounts:
 class WriterLimits:
     timeout_s: float
     max_message_bytes: int
+
+
+def _refusal(error: KafkaError | None, batches: list[WriteBatch], prefix: str) -> str | None:
+    """`DENIED: Write on Topic ...` when an ACL refused the transaction's topics (Kafka does not
+    say which: the batches' data topics, or the state topics when it had no data)."""
+    if error is None:
+        return None
+    topics = sorted({record.topic for batch in batches for record in batch.records})
+    named = ", ".join(topics) or f"{prefix}internal.* (the state topics)"
+    return denied(error, {"Topic": ("Write", named)})
 
 
 def _produce_state(

@@ -22,6 +22,7 @@ from adapter.log.outcomes import Forwarded, Probe
 from adapter.protocol.commands import StreamRef
 from adapter.service.buckets import BucketService
 from adapter.state.catalog import Catalog
+from topology.kafka_client import KafkaAccess
 from topology.placement import partition_for
 from topology.wire import stream_key
 
@@ -46,7 +47,7 @@ class ForwardedOutcomes:
         self,
         catalog: Catalog,
         buckets: BucketService,
-        bootstrap_servers: str,
+        kafka: KafkaAccess,
         timeout_s: float,
         takeover_s: float,
         caught_up: Callable[[], Awaitable[None]],
@@ -54,7 +55,7 @@ class ForwardedOutcomes:
         self.catalog = catalog
         self.caught_up = caught_up  # the catalog holds all the state topics hold now
         self.buckets = buckets
-        self.bootstrap_servers = bootstrap_servers
+        self.kafka = kafka
         self.timeout_s = timeout_s  # one search of the partition
         self.takeover_s = takeover_s  # how long the slot may take to get its next owner
 
@@ -76,7 +77,7 @@ class ForwardedOutcomes:
         key = stream_key(sent.ref.stream_id)
         search = asyncio.to_thread(
             outcomes.forwarded,
-            self.bootstrap_servers,
+            self.kafka,
             where,
             key,
             sent.forward_id,

@@ -22,6 +22,7 @@ from adapter.log.mount_indexer import MountIndexer, Naming
 from adapter.protocol.mount_keys import media_type, stream_id_of
 from adapter.state.catalog import Catalog
 from adapter.state.records import MountMeta
+from topology.kafka_client import KafkaAccess
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +38,14 @@ class Indexed:
 class MountIndexes:
     def __init__(
         self,
-        bootstrap_servers: str,
+        kafka: KafkaAccess,
         catalog: Catalog,
         max_positions_per_key: int,
         timeout_s: float,
         on_keys: Callable[[str, set[str]], None],
         index_dir: str = "",
     ) -> None:
-        self.bootstrap_servers = bootstrap_servers
+        self.kafka = kafka
         self.index_dir = Path(index_dir) if index_dir else None  # None: not persisted
         self.catalog = catalog
         self.max_positions_per_key = max_positions_per_key
@@ -84,7 +85,7 @@ class MountIndexes:
             media_type,
         )
         indexer = MountIndexer(
-            self.bootstrap_servers,
+            self.kafka,
             naming,
             index,
             self.timeout_s,

@@ -43,7 +43,6 @@ import asyncio
 import concurrent.futures
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,6 +61,7 @@ from adapter.log.reader import bounded_prefetch, poll_batch
 from adapter.log.writer import StateWritten
 from adapter.state.catalog import Catalog
 from adapter.state.fresh import Fresh
+from topology.kafka_client import KafkaAccess, refusal_of
 from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ DEFAULT_DELETE_RETENTION_MS = 24 * 3600 * 1000  # Kafka's default
 class MetaFollower:
     def __init__(
         self,
-        bootstrap_servers: str,
+        kafka: KafkaAccess,
         topics: StateTopics,
         catalog: Catalog,
         timeout_s: float,
@@ -95,17 +95,17 @@ class MetaFollower:
         self.on_change = on_change
         self._positions: dict[str, int] = {}
         self._progress = asyncio.Event()
-        self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": f"durable-kafka-follower-{uuid.uuid4().hex}",  # never joined
+        self.kafka = kafka
+        owned: dict[str, Any] = {
+            "group.id": kafka.group("follower", unique=True),  # never joined
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
             "fetch.wait.max.ms": 100,
             "queued.min.messages": QUEUE_MESSAGES,
-            "logger": logging.getLogger("librdkafka.follower"),
             **bounded_prefetch(QUEUE_KBYTES),  # a full queue looked at again after 10 ms
         }
+        self._config = kafka.config(owned, "librdkafka.follower")
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "meta-follower")
         # The ends are asked on a connection and thread of their own, not queued behind the
@@ -337,7 +337,12 @@ class MetaFollower:
             consumer.assign(starts)
             applied = self._apply_until_end(consumer, set(topics))
         except KafkaException as error:
-            raise LogUnavailable(f"replaying {topics}: {error}") from error
+            asked = {
+                "Topic": ("Read", f"{self.topics.meta} (and the other state topics)"),
+                "Group": ("Read", str(self._config["group.id"])),  # FindCoordinator checks it
+            }
+            refusal = refusal_of(error, asked)
+            raise LogUnavailable(f"replaying {topics}: {refusal or error}") from error
         self._identity = identity
         return applied
 
@@ -347,11 +352,7 @@ class MetaFollower:
 
     def _identity_of(self) -> dict[str, str]:
         """The cluster id and the resumable topics' ids and `delete.retention.ms`."""
-        config: dict[str, Any] = {
-            "bootstrap.servers": self._config["bootstrap.servers"],
-            "logger": logging.getLogger("librdkafka.follower"),  # not stderr
-        }
-        admin = AdminClient(config)
+        admin = AdminClient(self.kafka.config({}, "librdkafka.follower"))
         timeout = self.timeout_s
         try:
             cluster = admin.describe_cluster(request_timeout=timeout).result(timeout)
@@ -362,8 +363,10 @@ class MetaFollower:
                 identity[f"topic:{topic}"] = str(future.result(timeout).topic_id)
             resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in self.resumable]
             retention = DEFAULT_DELETE_RETENTION_MS
-            for future in admin.describe_configs(resources, request_timeout=timeout).values():
-                entry = future.result(timeout).get("delete.retention.ms")
+            for resource, future in admin.describe_configs(
+                resources, request_timeout=timeout
+            ).items():
+                entry = _configs(future, resource.name, timeout).get("delete.retention.ms")
                 if entry is not None and entry.value is not None:
                     retention = min(retention, int(entry.value))
         except concurrent.futures.TimeoutError as error:
@@ -442,3 +445,14 @@ def _at_end(message: Message) -> bool:
     if error.code() == KafkaError._PARTITION_EOF:
         return True
     raise KafkaException(error)
+
+
+def _configs(future: concurrent.futures.Future[Any], topic: str, timeout: float) -> Any:
+    """A topic's described configs; LogUnavailable naming the ACL that refused them."""
+    try:
+        return future.result(timeout)
+    except KafkaException as error:
+        refusal = refusal_of(error, {"Topic": ("DescribeConfigs", topic)})
+        if refusal is None:
+            raise
+        raise LogUnavailable(f"describing {topic}: {refusal}") from error

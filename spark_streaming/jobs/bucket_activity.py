@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from spark_streaming.jobs.common import add_source_arguments, run_until_signalled
+from spark_streaming.jobs.common import add_source_arguments, client_properties, run_until_signalled
 from spark_streaming.session import build_session
 from spark_streaming.source import read_streams
 
@@ -52,7 +52,9 @@ def parse_args(argv: list[str] | None, env: Mapping[str, str]) -> argparse.Names
         default="30 seconds",
         help="micro-batch interval when running until stopped (default: '30 seconds')",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.client_properties = client_properties(args, env)
+    return args
 
 
 def activity(rows: DataFrame, window: str) -> DataFrame:
@@ -101,6 +103,7 @@ def start(spark: SparkSession, args: argparse.Namespace) -> StreamingQuery:
         buckets=args.buckets,
         topic_prefix=args.topic_prefix,
         starting=args.starting_offsets,
+        client_properties=args.client_properties,
     )
     writer = (
         rows.writeStream.queryName("bucket_activity")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import threading
 from collections.abc import Mapping
@@ -10,17 +11,29 @@ from types import FrameType
 
 from pyspark.sql.streaming.query import StreamingQuery
 
+from topology.client_properties import ClientPropertiesError, checked, read_properties_file
 from topology.naming import DEFAULT_PREFIX
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
+# The adapter's own: a job reads the cluster with the properties the adapter writes it with.
+CLIENT_FILE_ENV = "DURABLE_KAFKA_KAFKA_CLIENT_FILE"
+CLIENT_ENV = "DURABLE_KAFKA_KAFKA_CLIENT"
 
 
 def add_source_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str]) -> None:
-    """--bootstrap-servers, --topic-prefix, --bucket, --starting-offsets and --master."""
+    """--bootstrap-servers, --kafka-client-file, --topic-prefix, --bucket, --starting-offsets
+    and --master."""
     parser.add_argument(
         "--bootstrap-servers",
         default=env.get(BOOTSTRAP_ENV, "127.0.0.1:9092"),
         help=f"Kafka bootstrap servers (default: ${BOOTSTRAP_ENV}, else 127.0.0.1:9092)",
+    )
+    parser.add_argument(
+        "--kafka-client-file",
+        default=env.get(CLIENT_FILE_ENV),
+        metavar="FILE",
+        help=f"the adapter's client.properties (librdkafka keys; default: ${CLIENT_FILE_ENV});"
+        f" ${CLIENT_ENV} (a JSON object) is read too and wins",
     )
     parser.add_argument(
         "--topic-prefix",
@@ -45,6 +58,15 @@ def add_source_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str]
         default=None,
         help="Spark master URL, e.g. local[2] (default: Spark's own, or spark-submit's)",
     )
+
+
+def client_properties(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, str]:
+    """The adapter's Kafka client properties: the file's, then the JSON object's over them."""
+    found = read_properties_file(args.kafka_client_file) if args.kafka_client_file else {}
+    inline = json.loads(env[CLIENT_ENV]) if env.get(CLIENT_ENV) else {}
+    if not isinstance(inline, dict):
+        raise ClientPropertiesError(f"${CLIENT_ENV}: expected a JSON object")
+    return checked(found | inline, "client properties")
 
 
 def run_until_signalled(query: StreamingQuery) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_streaming.jobs.common import add_source_arguments, run_until_signalled
+from spark_streaming.jobs.common import add_source_arguments, client_properties, run_until_signalled
 from spark_streaming.session import build_session
 from spark_streaming.source import read_streams
 
@@ -23,7 +23,9 @@ def parse_args(argv: list[str] | None, env: Mapping[str, str]) -> argparse.Names
         "devstack cache (fetched with Maven on first use).",
     )
     add_source_arguments(parser, env)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.client_properties = client_properties(args, env)
+    return args
 
 
 def records(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
@@ -34,6 +36,7 @@ def records(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
         buckets=args.buckets,
         topic_prefix=args.topic_prefix,
         starting=args.starting_offsets,
+        client_properties=args.client_properties,
     )
     return rows.select(
         "bucket",

@@ -3,9 +3,11 @@ and wires every setting, file, probe, port and label the server needs."""
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
@@ -17,7 +19,7 @@ import yaml
 from kubernetes_validate.utils import SchemaNotFoundError
 
 from adapter.cli import build_parser
-from adapter.config import ConfigError, Settings, load
+from adapter.config import ConfigError, Settings, env_name, load
 from devstack import helm as helm_tool
 from tests.deployment import known_variables
 
@@ -120,7 +122,24 @@ def environment(manifests: Sequence[Manifest]) -> dict[str, str]:
 
 
 def settings(manifests: Sequence[Manifest]) -> Settings:
-    return load(None, environment(manifests), {})
+    """The settings the container loads; its client.properties (mounted from a Secret) is read
+    from the Strimzi example's Secret, which the secured values name."""
+    env = environment(manifests)
+    variable = env_name("kafka_client_file")
+    if variable in env:
+        env[variable] = str(_example_client_properties())
+    return load(None, env, {})
+
+
+@functools.cache
+def _example_client_properties() -> Path:
+    secret = yaml.safe_load(
+        (CHART / "examples" / "strimzi" / "credentials-secret.yaml").read_text()
+    )
+    key = yaml.safe_load(SECURED.read_text())["kafka"]["clientProperties"]["key"]
+    path = Path(tempfile.mkdtemp()) / "client.properties"
+    path.write_text(secret["stringData"][key])
+    return path
 
 
 def port(manifests: Sequence[Manifest], name: str) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from adapter.app import PARTS, SETTINGS, create_app, topic_layout
+from adapter.app import PARTS, SETTINGS, create_app, kafka_access, topic_layout
 from adapter.config import Settings
 from adapter.state.catalog import Catalog
 from adapter.state.records import ProducerRecord, StreamMeta
@@ -236,7 +236,7 @@ async def test_a_checkpoint_the_log_can_no_longer_serve_rebuilds(
     bucket = f"b-{unique}"
     path = await _populated_then_stopped(aiohttp_client, settings, bucket)
     if why == "recreated":  # new topics: new topic ids, and the old records are gone
-        admin = TopologyAdmin(settings.bootstrap_servers, topic_layout(settings), 10)
+        admin = TopologyAdmin(kafka_access(settings), topic_layout(settings), 10)
         await admin.delete_topics(list(topics.by_kind().values()))
         for _ in range(300):
             if not any([await admin.topic_exists(t) for t in topics.by_kind().values()]):

@@ -17,6 +17,7 @@ from devstack.process import free_port
 from tests.adapter_process import running_adapter
 from tests.cluster import PARTITIONS, TEXT, cluster_env, stream_in, until_owned
 from tests.kafka_reads import committed_messages
+from topology.kafka_client import KafkaAccess
 from topology.placement import partition_for
 from topology.wire import CONTROL_HEADER, FORWARD_HEADER, header_value
 
@@ -82,11 +83,15 @@ def test_a_forward_id_not_in_the_partition_is_answered_not_written(
     producer.produce(topic, b"other", key=b"t", partition=0, headers=[(FORWARD_HEADER, b"9" * 32)])
     assert producer.flush(10) == 0
     where = Probe(topic, 0, 0)
-    found = outcomes.forwarded(kafka_bootstrap, where, b"s", "1" * 32, 10)
+    found = outcomes.forwarded(KafkaAccess(kafka_bootstrap, "t."), where, b"s", "1" * 32, 10)
     assert found == outcomes.Forwarded(written=True, last_data=1, closed=False, tail=2)
     absent = outcomes.Forwarded(written=False, last_data=None, closed=False, tail=3)
-    assert outcomes.forwarded(kafka_bootstrap, where, b"s", "9" * 32, 10) == absent  # key t's
-    assert outcomes.forwarded(kafka_bootstrap, where, b"s", "f" * 32, 10) == absent
+    assert (
+        outcomes.forwarded(KafkaAccess(kafka_bootstrap, "t."), where, b"s", "9" * 32, 10) == absent
+    )  # key t's
+    assert (
+        outcomes.forwarded(KafkaAccess(kafka_bootstrap, "t."), where, b"s", "f" * 32, 10) == absent
+    )
 
 
 @pytest.mark.timeout(240)

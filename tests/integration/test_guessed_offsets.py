@@ -20,6 +20,7 @@ from adapter.http.keys import STREAMS
 from adapter.log.writer import LogWriter, Record, StateEntry, WriterLimits
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.kafka_reads import committed_records, committed_values
+from topology.kafka_client import KafkaAccess
 from topology.naming import bucket_topic
 
 LIMITS = WriterLimits(timeout_s=5, max_message_bytes=1 << 20)
@@ -38,7 +39,7 @@ async def topics(kafka_bootstrap: str, unique: str) -> tuple[str, str]:
 
 @pytest.fixture
 async def writer(kafka_bootstrap: str, topics: tuple[str, str]) -> AsyncIterator[LogWriter]:
-    log_writer = LogWriter(kafka_bootstrap, f"{topics[0]}-writer", LIMITS)
+    log_writer = LogWriter(KafkaAccess(kafka_bootstrap, topics[0]), f"{topics[0]}-writer", LIMITS)
     task = asyncio.create_task(log_writer.run())
     await log_writer.start()
     yield log_writer

@@ -8,7 +8,7 @@ import json
 import pytest
 from confluent_kafka import Producer
 
-from adapter.app import PARTS, SETTINGS
+from adapter.app import PARTS, SETTINGS, kafka_access
 from adapter.log.errors import LogUnavailable
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
@@ -112,7 +112,7 @@ async def test_the_follower_reports_each_committed_change(client: Client, unique
     topics = StateTopics.of(settings.topic_prefix)
     changed: list[str] = []
     catalog = Catalog()
-    follower = MetaFollower(settings.bootstrap_servers, topics, catalog, 10, changed.append)
+    follower = MetaFollower(kafka_access(settings), topics, catalog, 10, changed.append)
     path = await _stream(client, f"follow-{unique}")
     await follower.replay()
     assert catalog.stream("_default", f"follow-{unique}") is not None
@@ -141,7 +141,7 @@ async def test_seen_written_waits_for_a_transaction_the_stable_end_is_still_belo
     settings = client.app[SETTINGS]
     topics = StateTopics.of(settings.topic_prefix)
     catalog = Catalog()
-    follower = MetaFollower(settings.bootstrap_servers, topics, catalog, 10, lambda _: None)
+    follower = MetaFollower(kafka_access(settings), topics, catalog, 10, lambda _: None)
     await follower.replay()
     following = asyncio.create_task(follower.follow())
     producer = Producer(

@@ -15,6 +15,7 @@ from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LogWriter, Record, WriteBatch, WriterLimits
 from tests.conftest import Client
 from tests.kafka_reads import committed_values
+from topology.kafka_client import KafkaAccess
 
 TEXT = {"Content-Type": "text/plain"}
 APPENDS = 120
@@ -107,7 +108,7 @@ async def test_a_failed_transaction_fails_every_batch_chained_after_it(
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     new = NewTopic(topic, 1, 1, config={"max.message.bytes": "4096"})
     await asyncio.to_thread(admin.create_topics([new])[topic].result, 10)
-    writer = LogWriter(kafka_bootstrap, f"{topic}-writer-0", LIMITS)
+    writer = LogWriter(KafkaAccess(kafka_bootstrap, topic), f"{topic}-writer-0", LIMITS)
     task = asyncio.create_task(writer.run())
     try:
         await writer.start()

@@ -12,6 +12,7 @@ from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LogWriter, Record, WriterLimits
 from tests.kafka_reads import committed_values
+from topology.kafka_client import KafkaAccess
 from topology.naming import writer_transactional_id
 
 pytestmark = pytest.mark.integration
@@ -29,8 +30,10 @@ async def test_a_fenced_slot_writer_fails_and_never_fences_back(
     topic = f"fence{unique}"
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     await asyncio.to_thread(admin.create_topics([NewTopic(topic, 1, 1)])[topic].result, 10)
-    old = LogWriter(kafka_bootstrap, f"{topic}-writer-0", LIMITS, may_reinit=lambda: False)
-    new = LogWriter(kafka_bootstrap, f"{topic}-writer-0", LIMITS)
+    old = LogWriter(
+        KafkaAccess(kafka_bootstrap, topic), f"{topic}-writer-0", LIMITS, may_reinit=lambda: False
+    )
+    new = LogWriter(KafkaAccess(kafka_bootstrap, topic), f"{topic}-writer-0", LIMITS)
     tasks = [asyncio.create_task(old.run()), asyncio.create_task(new.run())]
     try:
         await old.start()
@@ -74,15 +77,16 @@ async def test_a_slot_fenced_while_still_ours_gets_a_new_writer(
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     await asyncio.to_thread(admin.create_topics([NewTopic(topic, 1, 1)])[topic].result, 10)
     writers = SlotWriters(
-        kafka_bootstrap,
-        prefix,
+        KafkaAccess(kafka_bootstrap, prefix),
         1,
         LIMITS,
         _caught_up,
         may_reinit=lambda _slot: still_ours,
         announce=lambda slot: (topic, f"slot:{slot}", b"owner"),
     )
-    intruder = LogWriter(kafka_bootstrap, writer_transactional_id(prefix, 0), LIMITS)
+    intruder = LogWriter(
+        KafkaAccess(kafka_bootstrap, prefix), writer_transactional_id(prefix, 0), LIMITS
+    )
     try:
         await writers.gain([0])
         await _until_written(writers, topic, b"before")

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from adapter.app import topic_layout
+from adapter.app import kafka_access, topic_layout
 from adapter.config import Settings
 from tests.conftest import SettingsFactory
 from topology.admin import TopologyAdmin
@@ -16,7 +16,7 @@ from topology.specs import TopicSpec
 
 
 def _admin(settings: Settings) -> TopologyAdmin:
-    admin = TopologyAdmin(settings.bootstrap_servers, topic_layout(settings), timeout_s=5)
+    admin = TopologyAdmin(kafka_access(settings), topic_layout(settings), timeout_s=5)
     admin.use_replication(1, 1)  # what start resolves `auto` to on the single test broker
     return admin
 
@@ -53,7 +53,7 @@ async def test_refuses_a_topic_with_the_wrong_policy(make_settings: SettingsFact
 
 async def test_unreachable_broker_is_retriable(make_settings: SettingsFactory) -> None:
     settings = make_settings(bootstrap_servers="127.0.0.1:1")
-    admin = TopologyAdmin(settings.bootstrap_servers, topic_layout(settings), timeout_s=1)
+    admin = TopologyAdmin(kafka_access(settings), topic_layout(settings), timeout_s=1)
     with pytest.raises(BrokerUnavailable) as raised:
         await admin.ensure_internal_topics()
     assert raised.value.retriable

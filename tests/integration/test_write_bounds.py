@@ -31,6 +31,7 @@ from adapter.log.writer import (
 )
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.kafka_reads import committed_values
+from topology.kafka_client import KafkaAccess
 
 JSON = {"Content-Type": "application/json"}
 TEXT = {"Content-Type": "text/plain"}
@@ -172,7 +173,9 @@ async def test_a_batch_past_its_deadline_is_refused_and_never_written(
     topic = f"deadline{unique}"
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     await asyncio.to_thread(admin.create_topics([NewTopic(topic, 1, 1)])[topic].result, 10)
-    writer = LogWriter(kafka_bootstrap, f"{topic}-writer", WriterLimits(2, 1 << 20))
+    writer = LogWriter(
+        KafkaAccess(kafka_bootstrap, topic), f"{topic}-writer", WriterLimits(2, 1 << 20)
+    )
     await writer.start()
     late = [writer.enqueue(_batch(topic, b"late")) for _ in range(2)]
     outcomes = await asyncio.wait_for(
@@ -195,7 +198,7 @@ def _none(_offsets: list[int]) -> list[StateEntry]:
 
 
 async def test_a_full_slot_queue_refuses_a_batch_at_once() -> None:
-    writer = LogWriter("127.0.0.1:1", "never-started", WriterLimits(5, 1 << 20))
+    writer = LogWriter(KafkaAccess("127.0.0.1:1", "t."), "never-started", WriterLimits(5, 1 << 20))
     try:
         bound = writer.bounds.queue.records
         first = writer.enqueue(_batch("t", *[b""] * (bound - 10)))

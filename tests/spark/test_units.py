@@ -37,7 +37,12 @@ def test_options_name_the_buckets_topics() -> None:
         "includeHeaders": "true",
         "startingOffsets": "earliest",
         "subscribe": "p.bucket.a,p.bucket.b",
+        "groupIdPrefix": "p.spark",  # the prefixed Group ACL covers the source's groups
     }
+    secured = kafka_options(
+        "k:9092", buckets=["a"], client_properties={"security.protocol": "SASL_SSL"}
+    )
+    assert secured["kafka.security.protocol"] == "SASL_SSL"
 
 
 def test_options_default_to_every_bucket_topic_and_let_the_caller_override() -> None:
@@ -135,3 +140,15 @@ def test_a_forks_history_is_decoded_from_its_meta_record_and_spans_its_ranges() 
     assert json.loads(ending) == {"p.bucket.shop": {"2": 45}}
     plain = history_of(encode(replace(fork, inherited=())))
     assert plain.ranges == (Range("fork", 40, 45),)
+
+
+def test_jobs_take_the_adapters_client_properties(tmp_path: Path) -> None:
+    properties = tmp_path / "client.properties"
+    properties.write_text("security.protocol=SASL_SSL\nsasl.password=from-file\n")
+    env = {
+        "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(properties),
+        "DURABLE_KAFKA_KAFKA_CLIENT": '{"sasl.password": "from-json"}',
+    }
+    args = console.parse_args([], env)
+    assert args.client_properties == {"security.protocol": "SASL_SSL", "sasl.password": "from-json"}
+    assert console.parse_args([], {}).client_properties == {}

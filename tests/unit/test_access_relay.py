@@ -13,6 +13,7 @@ from adapter.cluster.routing import Forward, Local, Moving, Route, Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.writer import StateEntry, WriterLimits
 from adapter.protocol.model import StreamMeta
+from topology.kafka_client import KafkaAccess
 
 KEY = ("_default", "s")
 OWNER = "http://10.0.0.2:4437"
@@ -23,8 +24,7 @@ SLIDING = StreamMeta("_default", "s", 0, "text/plain", 0, 0, 0, 0, 0, ttl_second
 def _relay(entries: int = 10_000) -> AccessRelay:
     """A relay of an instance that owns no slot yet (nothing is connected to build one)."""
     writers = SlotWriters(
-        "unused:9092",
-        "p.",
+        KafkaAccess("unused:9092", "p.", {}),
         4,
         WriterLimits(1.0, 1024),
         catch_up=_nothing,

@@ -123,7 +123,7 @@ def test_every_durable_kafka_variable_is_a_setting() -> None:
 
 @pytest.mark.parametrize("name", SERVICES + CLUSTER + ("adapter-secure",))
 def test_durable_kafka_values_load(name: str) -> None:
-    env = durable_environment(name)
+    env = _files_on_host(name, durable_environment(name))
     try:
         settings = load(None, env, {})
     except ConfigError as error:
@@ -132,6 +132,17 @@ def test_durable_kafka_values_load(name: str) -> None:
     assert {var: by_variable[var] for var in env if var in by_variable} == {
         var: value for var, value in env.items() if var in by_variable
     }
+
+
+def _files_on_host(name: str, env: dict[str, str]) -> dict[str, str]:
+    """`env` with each path of a file the service mounts from the repository (`./src:dst`)
+    read from the repository instead: the settings read such files when they are loaded."""
+    mounted = {}
+    for volume in service(name).get("volumes") or []:
+        source, _, rest = str(volume).partition(":")
+        if source.startswith("./"):
+            mounted[rest.partition(":")[0]] = str(ROOT / source)
+    return {var: mounted.get(value, value) for var, value in env.items()}
 
 
 def _text(value: object) -> str:
@@ -269,7 +280,7 @@ def test_cluster_host_listeners_are_published_apart() -> None:
 
 
 def secure_settings() -> Settings:
-    return load(None, durable_environment("adapter-secure"), {})
+    return load(None, _files_on_host("adapter-secure", durable_environment("adapter-secure")), {})
 
 
 def properties(path: Path) -> dict[str, str]:

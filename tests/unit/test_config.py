@@ -393,3 +393,50 @@ def test_tls_settings_come_from_the_tls_table_env_and_flags(tmp_path: Path) -> N
 def test_tls_settings_that_cannot_work_are_refused(values: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         load(None, {}, values)
+
+
+def test_kafka_client_properties_come_from_a_file_a_table_and_the_environment(
+    tmp_path: Path,
+) -> None:
+    properties = tmp_path / "client.properties"
+    properties.write_text("security.protocol=SASL_SSL\nsasl.password=from-file\nretries=1\n")
+    config = _toml(
+        tmp_path,
+        f'[kafka]\nclient_file = "{properties}"\n'
+        '[kafka.client]\n"sasl.password" = "from-toml"\n"socket.keepalive.enable" = true\n',
+    )
+    settings = load(config, {}, {})
+    assert dict(settings.kafka_client) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.password": "from-toml",  # the table over the file
+        "retries": "1",
+        "socket.keepalive.enable": "true",
+    }
+    env = {env_name("kafka_client"): '{"sasl.password": "from-env"}'}
+    assert dict(load(config, env, {}).kafka_client)["sasl.password"] == "from-env"
+    assert env_name("kafka_client_file") == "DURABLE_KAFKA_KAFKA_CLIENT_FILE"
+    assert "from-toml" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ('{"group.id": "g", "acks": "1", "sasl.password": "s3cr3t"}', "acks, group.id"),
+        ('{"sasl.password": "s3cr3t"', "not a JSON object"),
+        ('["sasl.password", "s3cr3t"]', "expected a table"),
+    ],
+)
+def test_bad_kafka_client_properties_are_refused_without_their_values(
+    source: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as raised:
+        load(None, {env_name("kafka_client"): source}, {})
+    assert "s3cr3t" not in str(raised.value)
+
+
+def test_an_owned_key_in_the_client_file_is_refused(tmp_path: Path) -> None:
+    properties = tmp_path / "client.properties"
+    properties.write_text("bootstrap.servers=elsewhere:9092\ntransactional.id=t\n")
+    env = {env_name("kafka_client_file"): str(properties)}
+    with pytest.raises(ConfigError, match=r"bootstrap\.servers, transactional\.id"):
+        load(None, env, {})

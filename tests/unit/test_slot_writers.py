@@ -6,6 +6,7 @@ import asyncio
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.writer import StateEntry, WriterLimits
+from topology.kafka_client import KafkaAccess
 
 
 async def _caught_up() -> None:
@@ -19,7 +20,12 @@ def _owner_record(slot: int) -> StateEntry:
 def writers_reporting_to(failures: list[BaseException]) -> SlotWriters:
     # Nothing here touches Kafka: producers are made only when a slot is gained.
     writers = SlotWriters(
-        "127.0.0.1:1", "p.", 2, WriterLimits(1.0, 1 << 20), _caught_up, bool, _owner_record
+        KafkaAccess("127.0.0.1:1", "p."),
+        2,
+        WriterLimits(1.0, 1 << 20),
+        _caught_up,
+        bool,
+        _owner_record,
     )
     writers.on_failure = failures.append
     return writers
