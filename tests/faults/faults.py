@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from confluent_kafka.admin import (
@@ -15,9 +15,12 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from adapter.log.writer import LEARNING_PAUSE_S, LEARNING_TIMEOUTS
 from devstack import cluster, kafka
 from devstack.process import port_open
 from tests.cluster import slot_of
+from tests.faults.history import Outcome
+from tests.faults.load import Answer
 from tests.faults.runner import BUSY, Context, Fault
 from topology.naming import InternalTopic, internal_topic, writer_transactional_id
 
@@ -26,11 +29,22 @@ DOWN_S = 8.0
 PAUSED_S = 14.0
 # Past the owners' session timeout (6 s in tests/cluster.py): the slots move.
 ADAPTER_PAUSED_S = 12.0
+KAFKA_TIMEOUT_S = 3.0  # the adapters' kafka_timeout_ms (tests/cluster.py)
+# Past kafka_timeout_ms four times: every S3 call under way times out, and some more.
+S3_PAUSED_S = 12.0
+# How long a writer tries to learn a commit's unknown outcome before answering 504
+# (`learning_budget_s` in adapter/log/writer.py): 3 timeouts and a pause, 10 s here.
+LEARNING_BUDGET_S = LEARNING_TIMEOUTS * KAFKA_TIMEOUT_S + LEARNING_PAUSE_S
+FLAP_FOR_S = 3 * LEARNING_BUDGET_S
+FLAP_DOWN_S = 2.0
+FLAP_UP_S = 2.0  # once the cluster lists the broker again
+RECREATED = "rebucket"  # the bucket `bucket_recreate` deletes and creates again
+RECREATE_LOAD_S = 12.0  # of load on each incarnation: long enough for ranges to be tiered
 
 
-async def _kill_and_restart(ctx: Context, node_id: int) -> None:
+async def _kill_and_restart(ctx: Context, node_id: int, down_s: float = DOWN_S) -> None:
     await asyncio.to_thread(cluster.kill_node, ctx.cluster, node_id)
-    await asyncio.sleep(DOWN_S)
+    await asyncio.sleep(down_s)
     await asyncio.to_thread(cluster.restart_node, ctx.cluster, node_id)
 
 
@@ -39,6 +53,18 @@ async def leader_kill(ctx: Context) -> None:
     topic, partition = ctx.busy_partition()
     leader = await asyncio.to_thread(cluster.partition_leader, ctx.bootstrap, topic, partition)
     await _kill_and_restart(ctx, leader)
+
+
+async def broker_flap(ctx: Context) -> None:
+    """The busiest slot's transaction coordinator (as it is at each turn) killed -9 and
+    restarted, again and again, for three learning budgets: commits whose outcome is unknown
+    meet a broker that is away again before they could be learned."""
+    tid = writer_transactional_id(ctx.prefix, slot_of(ctx.prefix, BUSY))
+    deadline = time.monotonic() + FLAP_FOR_S
+    while time.monotonic() < deadline:
+        node = await asyncio.to_thread(cluster.transaction_coordinator, ctx.bootstrap, tid)
+        await _kill_and_restart(ctx, node, FLAP_DOWN_S)
+        await asyncio.sleep(FLAP_UP_S)
 
 
 async def coordinator_kill(ctx: Context) -> None:
@@ -57,6 +83,48 @@ async def broker_pause(ctx: Context) -> None:
         await asyncio.sleep(PAUSED_S)
     finally:
         cluster.resume_node(ctx.cluster, leader)
+
+
+async def s3_kill(ctx: Context) -> None:
+    """kill -9 of MinIO (the cold tier: chunks being written and read), restarted after 8 s
+    on the same folder and port."""
+    await asyncio.to_thread(ctx.store.kill9)
+    await asyncio.sleep(DOWN_S)
+    await asyncio.to_thread(ctx.store.restart)
+
+
+async def s3_pause(ctx: Context) -> None:
+    """MinIO SIGSTOPped past `kafka_timeout_ms` (its connections open, nothing answered: the
+    S3 calls under way time out), then resumed."""
+    ctx.store.pause()
+    try:
+        await asyncio.sleep(S3_PAUSED_S)
+    finally:
+        ctx.store.resume()
+
+
+async def bucket_recreate(ctx: Context) -> None:
+    """A bucket of its own under appends and catch-up reads, deleted and created again (its
+    stream created again by the writer), once ranges of it were tiered; then more load on the
+    new incarnation, so it is tiered too."""
+    load = ctx.load
+    stream = f"{RECREATED}/r"
+    await _until_answered(lambda: load.bucket(RECREATED, "create"))
+    load.spawn(load.recreated(stream))
+    load.spawn(load.catchup([stream]))
+    await asyncio.sleep(RECREATE_LOAD_S)
+    await _until_answered(lambda: load.bucket(RECREATED, "delete"))
+    await _until_answered(lambda: load.bucket(RECREATED, "create"))
+    await asyncio.sleep(RECREATE_LOAD_S)
+
+
+async def _until_answered(call: Callable[[], Awaitable[Answer]]) -> None:
+    """Try again until a 2xx or 4xx (a retried create or delete that had landed: 409, 404)."""
+    for _ in range(120):
+        if (await call()).outcome in (Outcome.ACK, Outcome.REJECTED):
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError("a bucket create or delete was never answered")
 
 
 async def adapter_kill(ctx: Context) -> None:
@@ -204,6 +272,10 @@ ALL: dict[str, Fault] = {
     "rolling_restart": rolling_restart,
     "endtxn_lost": endtxn_lost,
     "compaction_restart": compaction_restart,
+    "s3_kill": s3_kill,
+    "s3_pause": s3_pause,
+    "bucket_recreate": bucket_recreate,
+    "broker_flap": broker_flap,
 }
 # Settings of the two adapters under test that a fault needs from their start.
 ENV: dict[str, dict[str, str]] = {
