@@ -148,7 +148,7 @@ def check(
     _exactly_once(report, history.writes, records, freed, floors)
     _producer_order(report, records)
     _closures(report, history.writes, by_stream, reference)
-    histories = _histories(by_stream, history.forks, floors)
+    histories = _histories(by_stream, history, floors)
     tiered: dict[str, list[int]] = defaultdict(list)
     for record in (cold or ColdTier()).records:
         tiered[record.stream].append(record.offset)
@@ -199,16 +199,22 @@ def _current(report: Report, history: History) -> History:
 
 def _incarnations(history: History) -> dict[str, tuple[float, float]]:
     """Per bucket deleted and created again: (when the first attempt of its last deletion was
-    sent, when the create after it was answered: 2xx, or 409 for a retry that had landed)."""
+    sent, when the create after it was answered). A deletion took effect if one of its
+    attempts was answered 2xx, or 404 (a retry after one that had landed); a create, 2xx or
+    409 (the same). Attempts refused otherwise (409 `bucket_not_empty`) deleted nothing."""
     cuts: dict[str, tuple[float, float]] = {}
     deleting: dict[str, float] = {}
+    deleted: set[str] = set()
     for event in history.buckets:
         if event.action == "delete":
             deleting.setdefault(event.bucket, event.invoked)
-            continue
-        created = event.outcome is Outcome.ACK or event.status == 409
-        if created and event.bucket in deleting:
-            cuts[event.bucket] = (deleting.pop(event.bucket), event.completed)
+            if event.outcome is Outcome.ACK or event.status == 404:
+                deleted.add(event.bucket)
+        elif event.outcome is Outcome.ACK or event.status == 409:
+            sent = deleting.pop(event.bucket, None)
+            if event.bucket in deleted and sent is not None:
+                cuts[event.bucket] = (sent, event.completed)
+            deleted.discard(event.bucket)
     return cuts
 
 
@@ -242,20 +248,25 @@ class _Histories:
         by_stream: Mapping[str, list[LogRecord]],
         forks: Mapping[str, Fork],
         floors: Mapping[str, int],
+        tried: Mapping[str, set[str]],
     ):
         self.by_stream = by_stream
         self.forks = forks
         self.floors = floors
+        self.tried = tried  # per stream, the payloads of appends not refused on every attempt
 
     def served(self, stream: str, start: int, end: int, payloads: tuple[str, ...]) -> bool:
         """Whether `payloads` are the stream's data records in [start, end): all of them, or,
-        from below its floor (which the log may no longer hold), ending with those past it."""
+        from below its floor (which the log may no longer hold), appends tried on the stream
+        and then exactly its records past the floor."""
         inside = [r for r in self.of(stream) if r.payload is not None and start <= r.offset < end]
         if payloads == tuple(r.payload for r in inside):
             return True
         floor = self.floors.get(stream, 0)
         known = tuple(r.payload for r in inside if r.offset >= floor)
-        return start < floor and len(payloads) >= len(known) and payloads[-len(known) :] == known
+        below, past = payloads[: len(payloads) - len(known)], payloads[len(payloads) - len(known) :]
+        tried = self.tried.get(stream, set())
+        return start < floor and past == known and all(p in tried for p in below)
 
     def of(self, stream: str, depth: int = 0) -> list[LogRecord]:
         fork = self.forks.get(stream)
@@ -267,10 +278,14 @@ class _Histories:
 
 
 def _histories(
-    by_stream: Mapping[str, list[LogRecord]], forks: list[Fork], floors: Mapping[str, int]
+    by_stream: Mapping[str, list[LogRecord]], history: History, floors: Mapping[str, int]
 ) -> _Histories:
-    acknowledged = {f.stream: f for f in forks if f.outcome is Outcome.ACK}
-    return _Histories(by_stream, acknowledged, floors)
+    acknowledged = {f.stream: f for f in history.forks if f.outcome is Outcome.ACK}
+    tried: dict[str, set[str]] = defaultdict(set)
+    for write in history.writes:
+        if write.payload is not None and write.outcome not in _SAID_NOTHING_WRITTEN:
+            tried[write.stream].add(write.payload)
+    return _Histories(by_stream, acknowledged, floors, tried)
 
 
 def _freed_streams(

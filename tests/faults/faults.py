@@ -19,7 +19,6 @@ from adapter.log.writer import LEARNING_PAUSE_S, LEARNING_TIMEOUTS
 from devstack import cluster, kafka
 from devstack.process import port_open
 from tests.cluster import slot_of
-from tests.faults.history import Outcome
 from tests.faults.load import Answer
 from tests.faults.runner import BUSY, Context, Fault
 from topology.naming import InternalTopic, internal_topic, writer_transactional_id
@@ -104,27 +103,33 @@ async def s3_pause(ctx: Context) -> None:
 
 
 async def bucket_recreate(ctx: Context) -> None:
-    """A bucket of its own under appends and catch-up reads, deleted and created again (its
-    stream created again by the writer), once ranges of it were tiered; then more load on the
-    new incarnation, so it is tiered too."""
+    """A bucket of its own under appends and catch-up reads, once ranges of it were tiered:
+    its stream deleted (the writer holds off creating it again), the bucket deleted and
+    created again while appends and reads go on (404s), the stream created again by the
+    writer; then more load on the new incarnation, so it is tiered too."""
     load = ctx.load
     stream = f"{RECREATED}/r"
-    await _until_answered(lambda: load.bucket(RECREATED, "create"))
+    await _until_status(lambda: load.bucket(RECREATED, "create"), 201, 409)
     load.spawn(load.recreated(stream))
     load.spawn(load.catchup([stream]))
     await asyncio.sleep(RECREATE_LOAD_S)
-    await _until_answered(lambda: load.bucket(RECREATED, "delete"))
-    await _until_answered(lambda: load.bucket(RECREATED, "create"))
+    load.held.add(stream)
+    await _until_status(lambda: load.lifecycle(stream, "delete"), 200, 204, 404)
+    # 409 `bucket_not_empty` while a creation of the stream is still in flight: again.
+    await _until_status(lambda: load.bucket(RECREATED, "delete"), 200, 204, 404)
+    await _until_status(lambda: load.bucket(RECREATED, "create"), 201, 409)
+    load.held.discard(stream)
     await asyncio.sleep(RECREATE_LOAD_S)
 
 
-async def _until_answered(call: Callable[[], Awaitable[Answer]]) -> None:
-    """Try again until a 2xx or 4xx (a retried create or delete that had landed: 409, 404)."""
+async def _until_status(call: Callable[[], Awaitable[Answer]], *done: int) -> None:
+    """Try again until answered with one of the `done` statuses (a retried create or delete
+    that had landed answers 409 or 404)."""
     for _ in range(120):
-        if (await call()).outcome in (Outcome.ACK, Outcome.REJECTED):
+        if (await call()).status in done:
             return
         await asyncio.sleep(0.5)
-    raise AssertionError("a bucket create or delete was never answered")
+    raise AssertionError(f"a bucket or stream create or delete never answered {done}")
 
 
 async def adapter_kill(ctx: Context) -> None:

@@ -49,6 +49,7 @@ class Load:
     history: History = field(default_factory=History)
     streams: set[str] = field(default_factory=set)
     buckets: set[str] = field(default_factory=lambda: {DEFAULT_BUCKET})
+    held: set[str] = field(default_factory=set)  # streams `recreated` must not create now
     running: bool = True
     counter: int = 0
     workers: list[asyncio.Task[None]] = field(default_factory=list)
@@ -192,10 +193,10 @@ class Load:
 
     async def recreated(self, stream: str) -> None:
         """Plain appends to a stream of a bucket that may be deleted and created again: a 404
-        (bucket or stream gone) is followed by a create of the stream."""
+        (bucket or stream gone) is followed by a create of the stream, unless it is held."""
         while self.running:
             write = await self.write(stream, self.fresh(f"{stream}."))
-            if write.status == 404:
+            if write.status == 404 and stream not in self.held:
                 await self.lifecycle(stream, "create")
             await asyncio.sleep(PAUSE_S)
 

@@ -31,17 +31,18 @@ WARMUP_S = 3.0
 AFTER_S = 5.0
 # How long an instance's view may lag the log's once the load has stopped (its follower).
 CONVERGE_S = 15.0
-# Tiering on, small: a range is cut once 8 KiB lie behind a partition's head, a pass every
-# second, so reads, bootstraps and faults cross the hot/cold seam within a scenario; the
-# collectors' grace (and a snapshot's, before Kafka is freed below it) as short as
-# `kafka_timeout_ms` (3 s) allows, so they collect while the load runs too.
+# Tiering on, small: a range is cut once 256 bytes of values (a dozen of the load's messages)
+# lie behind a partition's head, a pass every second, so reads, bootstraps and faults cross the
+# hot/cold seam within a scenario; the collectors' grace (and a snapshot's, before Kafka is
+# freed below it) as short as `kafka_timeout_ms` (3 s) allows, so they collect while the load
+# runs too; catch-up reads of 4 KiB pages, so one read through a stream crosses several ranges.
 TIERING = {
-    "DURABLE_KAFKA_TIER_AFTER_BYTES": "8192",
+    "DURABLE_KAFKA_TIER_AFTER_BYTES": "256",
     "DURABLE_KAFKA_TIER_AFTER_MS": "0",
     "DURABLE_KAFKA_TIER_INTERVAL_MS": "1000",
     "DURABLE_KAFKA_SNAPSHOT_GC_GRACE_MS": "30000",
     "DURABLE_KAFKA_SNAPSHOT_GC_INTERVAL_MS": "5000",
-    "DURABLE_KAFKA_READ_CHUNK_BYTES": "16384",
+    "DURABLE_KAFKA_READ_CHUNK_BYTES": "4096",
 }
 
 

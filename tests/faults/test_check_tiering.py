@@ -110,6 +110,11 @@ def test_below_a_visible_snapshot_freed_records_are_neither_lost_nor_misread() -
     assert report.freed == 2
     history.reads[-1] = replace(history.reads[-1], payloads=("a0", "a1", "a3"))  # a2 skipped
     assert reported(history, log, views=seen, fresh="fresh", cold=kept) == {"stale_reads": 1}
+    below = Read("s", 0, 3, ("a0", "a1"), 5.0, "catchup", 4.0)  # all of it freed since
+    history.reads[-1] = below
+    assert reported(history, log, views=seen, fresh="fresh", cold=kept) == {}
+    history.reads[-1] = replace(below, payloads=("a0", "zz"))  # never appended to s
+    assert reported(history, log, views=seen, fresh="fresh", cold=kept) == {"stale_reads": 1}
 
 
 def test_a_close_freed_with_its_streams_beginning_is_seen_closed() -> None:
@@ -154,6 +159,17 @@ def test_a_bucket_created_again_ends_the_old_history_and_checks_the_new() -> Non
     assert reported(history, without_new) == {"lost": 1, "stale_reads": 1}
     old_again = [*log, LogRecord("rb/s", 2, "o2")]  # in between: either way
     assert reported(history, old_again) == {}
+
+
+def test_a_bucket_whose_deletes_were_refused_is_checked_as_one_history() -> None:
+    history = recreated()
+    for index in (1, 2):  # 409 bucket_not_empty: nothing was deleted
+        history.buckets[index] = replace(
+            history.buckets[index], outcome=Outcome.REJECTED, status=409
+        )
+    history.buckets[3] = replace(history.buckets[3], outcome=Outcome.REJECTED, status=409)
+    log = [LogRecord("rb/s", 0, None, "create"), LogRecord("rb/s", 1, "n1")]
+    assert reported(history, log)["lost"] == 2  # o1, o2
 
 
 def test_without_its_create_again_a_deleted_bucket_is_checked_as_one_history() -> None:
