@@ -35,15 +35,15 @@ S3_PAUSED_S = 12.0
 # (`learning_budget_s` in adapter/log/writer.py): 3 timeouts and a pause, 10 s here.
 LEARNING_BUDGET_S = LEARNING_TIMEOUTS * KAFKA_TIMEOUT_S + LEARNING_PAUSE_S
 FLAP_FOR_S = 3 * LEARNING_BUDGET_S
-FLAP_DOWN_S = 2.0
-FLAP_UP_S = 2.0  # once the cluster lists the broker again
+FLAP_DOWN_S = KAFKA_TIMEOUT_S + 0.5  # a call under way times out
+FLAP_UP_S = 1.0
 RECREATED = "rebucket"  # the bucket `bucket_recreate` deletes and creates again
 RECREATE_LOAD_S = 12.0  # of load on each incarnation: long enough for ranges to be tiered
 
 
-async def _kill_and_restart(ctx: Context, node_id: int, down_s: float = DOWN_S) -> None:
+async def _kill_and_restart(ctx: Context, node_id: int) -> None:
     await asyncio.to_thread(cluster.kill_node, ctx.cluster, node_id)
-    await asyncio.sleep(down_s)
+    await asyncio.sleep(DOWN_S)
     await asyncio.to_thread(cluster.restart_node, ctx.cluster, node_id)
 
 
@@ -55,14 +55,21 @@ async def leader_kill(ctx: Context) -> None:
 
 
 async def broker_flap(ctx: Context) -> None:
-    """The busiest slot's transaction coordinator (as it is at each turn) killed -9 and
-    restarted, again and again, for three learning budgets: commits whose outcome is unknown
-    meet a broker that is away again before they could be learned."""
+    """The busiest slot's transaction coordinator stopped (SIGSTOP) past `kafka_timeout_ms`
+    and started again (SIGCONT) for a second, over and over for three learning budgets: a
+    commit whose answer timed out is learned through the same coordinator, which is away
+    again before the learning could end. Each stop is shorter than the broker's session
+    timeout, so the controller never fences it and the coordinator stays where it is (a
+    broker killed and restarted instead takes longer to come back than a learning budget)."""
     tid = writer_transactional_id(ctx.prefix, slot_of(ctx.prefix, BUSY))
+    node = await asyncio.to_thread(cluster.transaction_coordinator, ctx.bootstrap, tid)
     deadline = time.monotonic() + FLAP_FOR_S
     while time.monotonic() < deadline:
-        node = await asyncio.to_thread(cluster.transaction_coordinator, ctx.bootstrap, tid)
-        await _kill_and_restart(ctx, node, FLAP_DOWN_S)
+        cluster.pause_node(ctx.cluster, node)
+        try:
+            await asyncio.sleep(FLAP_DOWN_S)
+        finally:
+            cluster.resume_node(ctx.cluster, node)
         await asyncio.sleep(FLAP_UP_S)
 
 

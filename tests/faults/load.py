@@ -326,29 +326,9 @@ class Load:
         _, url = self.url(stream)
         invoked = self.history.now()
         answer = await self.call("GET", f"{url}/bootstrap", {})
-        if answer.status != 200:
-            return
-        boundary = answer.headers["Content-Type"].partition("boundary=")[2]
-        parts = multipart(answer.body, boundary)
-        if parts is None:
-            return  # cut short: the client saw a failed request, not an answer
-        at = answer.headers["Stream-Snapshot-Offset"]
-        snapshot = None if at == "-1" else parts[0].decode()
-        payloads: list[str] = []
-        for part in parts[1:]:
-            found = json.loads(part)
-            payloads += [str(m["p"]) for m in (found if isinstance(found, list) else [found])]
-        self.history.bootstraps.append(
-            Bootstrap(
-                stream,
-                None if at == "-1" else decode_token(at),
-                snapshot,
-                decode_token(answer.headers["Stream-Next-Offset"]),
-                tuple(payloads),
-                invoked,
-                self.history.now(),
-            )
-        )
+        found = bootstrap_of(stream, answer, invoked, self.history.now())
+        if found is not None:
+            self.history.bootstraps.append(found)
 
     async def long_poll(self, stream: str) -> None:
         offset = "-1"
@@ -448,6 +428,25 @@ async def view(load: Load, base: str, stream: str) -> View:
 def stream_path(stream: str) -> str:
     """`/v1/stream/{stream}` for the default bucket's, `/{bucket}/{id}` for `{bucket}/{id}`."""
     return f"/{stream}" if "/" in stream else f"/v1/stream/{stream}"
+
+
+def bootstrap_of(stream: str, answer: Answer, invoked: float, done: float) -> Bootstrap | None:
+    """What a `/bootstrap` answered, or None if it was not answered in full (an error, or a
+    body cut short: the client saw a failed request)."""
+    if answer.status != 200:
+        return None
+    parts = multipart(answer.body, answer.headers["Content-Type"].partition("boundary=")[2])
+    if parts is None:
+        return None
+    at = answer.headers["Stream-Snapshot-Offset"]
+    payloads: list[str] = []
+    for part in parts[1:]:
+        found = json.loads(part)
+        payloads += [str(m["p"]) for m in (found if isinstance(found, list) else [found])]
+    snapshot = None if at == "-1" else decode_token(at)
+    tail = decode_token(answer.headers["Stream-Next-Offset"])
+    body = None if snapshot is None else parts[0].decode()
+    return Bootstrap(stream, snapshot, body, tail, tuple(payloads), invoked, done)
 
 
 def multipart(body: bytes, boundary: str) -> list[bytes] | None:
