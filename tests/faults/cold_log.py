@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import boto3
 from botocore.exceptions import ClientError
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -64,13 +63,7 @@ def _records(bootstrap: str, topic: str) -> Iterable[tuple[str, bytes | None]]:
 def cold_tier(store: Store, s3_bucket: str, ranges: list[TierRange], label: str) -> ColdTier:
     """The records of every chunk of `ranges` (one bucket incarnation's), their streams named
     `label + stream id`; chunks the store does not hold are listed as missing."""
-    client = boto3.client(
-        "s3",
-        endpoint_url=store.endpoint_url,
-        aws_access_key_id=store.access_key,
-        aws_secret_access_key=store.secret_key,
-        region_name="us-east-1",
-    )
+    client = store.client()
     tier = ColdTier()
     for tier_range in ranges:
         for chunk in tier_range.chunks:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,12 +17,13 @@ from confluent_kafka.admin import (
 )
 
 from adapter.log.writer import LEARNING_PAUSE_S, LEARNING_TIMEOUTS
+from adapter.tier import chunks
 from devstack import cluster, kafka
 from devstack.process import port_open
 from tests.cluster import slot_of
 from tests.faults.load import Answer
-from tests.faults.runner import BUSY, Context, Fault
-from topology.naming import InternalTopic, internal_topic, writer_transactional_id
+from tests.faults.runner import BUSY, Context, Fault, s3_bucket
+from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
 
 DOWN_S = 8.0
 # Past the brokers' default broker.session.timeout.ms (9 s): the controller fences the node.
@@ -38,7 +40,8 @@ FLAP_FOR_S = 3 * LEARNING_BUDGET_S
 FLAP_DOWN_S = KAFKA_TIMEOUT_S + 0.5  # a call under way times out
 FLAP_UP_S = 1.0
 RECREATED = "rebucket"  # the bucket `bucket_recreate` deletes and creates again
-RECREATE_LOAD_S = 12.0  # of load on each incarnation: long enough for ranges to be tiered
+RECREATE_LOAD_S = 12.0  # of load on each incarnation
+TIERED_WAIT_S = 90.0  # for the first incarnation's first chunks, at most
 
 
 async def _kill_and_restart(ctx: Context, node_id: int) -> None:
@@ -110,16 +113,17 @@ async def s3_pause(ctx: Context) -> None:
 
 
 async def bucket_recreate(ctx: Context) -> None:
-    """A bucket of its own under appends and catch-up reads, once ranges of it were tiered:
+    """A bucket of its own under appends and catch-up reads, once chunks of it are stored:
     its stream deleted (the writer holds off creating it again), the bucket deleted and
     created again while appends and reads go on (404s), the stream created again by the
-    writer; then more load on the new incarnation, so it is tiered too."""
+    writer; then more load on the new incarnation, until chunks of it are stored too."""
     load = ctx.load
     stream = f"{RECREATED}/r"
     await _until_status(lambda: load.bucket(RECREATED, "create"), 201, 409)
     load.spawn(load.recreated(stream))
     load.spawn(load.catchup([stream]))
     await asyncio.sleep(RECREATE_LOAD_S)
+    await asyncio.to_thread(_until, lambda: _tiered(ctx, RECREATED, ""), TIERED_WAIT_S)
     load.held.add(stream)
     await _until_status(lambda: load.lifecycle(stream, "delete"), 200, 204, 404)
     # 409 `bucket_not_empty` while a creation of the stream is still in flight: again.
@@ -127,6 +131,22 @@ async def bucket_recreate(ctx: Context) -> None:
     await _until_status(lambda: load.bucket(RECREATED, "create"), 201, 409)
     load.held.discard(stream)
     await asyncio.sleep(RECREATE_LOAD_S)
+    epoch = await _created_at(ctx, RECREATED)
+    await asyncio.to_thread(_until, lambda: _tiered(ctx, RECREATED, f"{epoch}/"), TIERED_WAIT_S)
+
+
+async def _created_at(ctx: Context, bucket: str) -> int:
+    """The bucket's `created_at_ms` (its incarnation, in its chunks' keys)."""
+    answer = await ctx.load.call("GET", f"{ctx.live()[0].base}/{bucket}", {})
+    assert answer.status == 200, f"GET /{bucket}: {answer.status}"
+    return int(json.loads(answer.body)["created_at_ms"])
+
+
+def _tiered(ctx: Context, bucket: str, incarnation: str) -> bool:
+    """Whether chunks of the bucket's topic are in the store (`{created_at_ms}/`: of that
+    incarnation; "": of any)."""
+    topic = bucket_topic(ctx.prefix, bucket)
+    return ctx.store.holds(s3_bucket(ctx.prefix), f"{chunks.OBJECT_PREFIX}{topic}/{incarnation}")
 
 
 async def _until_status(call: Callable[[], Awaitable[Answer]], *done: int) -> None:

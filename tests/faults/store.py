@@ -9,9 +9,15 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import boto3
 
 from devstack import minio
 from devstack.process import free_port
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,20 @@ class Store:
             "DURABLE_KAFKA_S3_ACCESS_KEY_ID": self.access_key,
             "DURABLE_KAFKA_S3_SECRET_ACCESS_KEY": self.secret_key,
         }
+
+    def client(self) -> S3Client:
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name="us-east-1",
+        )
+
+    def holds(self, s3_bucket: str, prefix: str) -> bool:
+        """Whether any object's key starts with `prefix`."""
+        listing = self.client().list_objects_v2(Bucket=s3_bucket, Prefix=prefix, MaxKeys=1)
+        return bool(listing.get("KeyCount", 0))
 
     def kill9(self) -> None:
         self._signal(signal.SIGKILL)
