@@ -24,7 +24,7 @@ BROKEN_TIER = {
     "DURABLE_KAFKA_COLD_READS_EMPTY": "true",
     "DURABLE_KAFKA_TIER_SKIP_PUTS": "true",
 }
-TIERING_S = 15.0  # of load with no fault: ranges tiered, read from -1 and bootstrapped
+TIERING_S = 8.0  # of load with no fault: ranges tiered, read from -1 and bootstrapped
 
 
 @pytest.mark.timeout(300)
