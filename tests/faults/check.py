@@ -21,11 +21,15 @@ what it moved, so neither alone holds everything.
 - stale reads: what a client was served differs from the log's data records at those offsets
   (for a fork: its source's below the fork offset, then its own; below a stream's visible
   snapshot the log may have been freed, so there only the records at or past it are
-  compared, as the served list's end), or a read said it was up to date while an append
+  compared, as the served list's end), or it lacks an acknowledged append whose record was
+  certainly in its range (below the tail the append was answered, at or past every tail
+  acknowledged before the append was first sent: a rule on the history alone, which holds
+  where the log was freed since), or a read said it was up to date while an append
   acknowledged `LAG_S` before it was sent lies past its end;
 - bootstraps: a `/bootstrap` served other messages than the log holds after its snapshot's
-  offset (as for reads), said it was up to date while missing an append acknowledged `LAG_S`
-  before it was sent, or served a snapshot no publish that could have landed named;
+  offset or lacks an acknowledged append of that range (as for reads), said it was up to
+  date while missing an append acknowledged `LAG_S` before it was sent, or served a snapshot
+  no publish that could have landed named;
 - divergent: an instance's HEAD/GET of a stream differs (still, after up to 15 s) from a fresh
   instance's, or the fresh instance's from the log;
 - snapshots: a stream's visible snapshot (on the fresh instance) is older than one whose
@@ -254,6 +258,17 @@ class _Histories:
         self.forks = forks
         self.floors = floors
         self.tried = tried  # per stream, the payloads of appends not refused on every attempt
+        self.bounds: dict[str, list[tuple[str, int, int]]] = {}
+
+    def missing(self, stream: str, start: int, end: int, payloads: tuple[str, ...]) -> str | None:
+        """An acknowledged append of the stream certainly in [start, end), yet not served: its
+        record lies below the tail its answer gave and at or past every tail acknowledged
+        before it was first sent. Needs no log, so it holds where the log was freed since."""
+        served = set(payloads)
+        for payload, low, tail in self.bounds.get(stream, []):
+            if start <= low and tail <= end and payload not in served:
+                return f"{payload} (in [{low}, {tail}))"
+        return None
 
     def served(self, stream: str, start: int, end: int, payloads: tuple[str, ...]) -> bool:
         """Whether `payloads` are the stream's data records in [start, end): all of them, or,
@@ -285,7 +300,37 @@ def _histories(
     for write in history.writes:
         if write.payload is not None and write.outcome not in _SAID_NOTHING_WRITTEN:
             tried[write.stream].add(write.payload)
-    return _Histories(by_stream, acknowledged, floors, tried)
+    found = _Histories(by_stream, acknowledged, floors, tried)
+    found.bounds = _bounds(history.writes)
+    return found
+
+
+def _bounds(writes: list[Write]) -> dict[str, list[tuple[str, int, int]]]:
+    """Per stream, each acknowledged append's payload and the offsets its record lies within:
+    [the highest tail acknowledged before its first attempt was sent, the tail it was
+    answered)."""
+    first: dict[str, float] = {}
+    for write in writes:
+        if write.payload is not None:
+            first[write.payload] = min(first.get(write.payload, write.invoked), write.invoked)
+    acks = sorted(
+        (w for w in writes if w.outcome is Outcome.ACK and w.next_offset is not None),
+        key=lambda w: w.completed,
+    )
+    by_stream: dict[str, list[Write]] = defaultdict(list)
+    for write in acks:
+        by_stream[write.stream].append(write)
+    bounds: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    for stream, done in by_stream.items():
+        times = [w.completed for w in done]
+        highest = list(itertools.accumulate((w.next_offset or 0 for w in done), max))
+        for write in done:
+            if write.payload is None or write.next_offset is None:
+                continue
+            before = bisect.bisect_left(times, first[write.payload])
+            low = highest[before - 1] if before else 0
+            bounds[stream].append((write.payload, low, write.next_offset))
+    return bounds
 
 
 def _freed_streams(
@@ -404,6 +449,13 @@ def _reads(
                 f"{read.kind} of {read.stream} [{read.start}, {read.next_offset}) served "
                 f"{list(read.payloads)[:4]}…, the log holds {expected[:4]}…",
             )
+        absent = histories.missing(read.stream, read.start, read.next_offset, read.payloads)
+        if absent is not None:
+            report.add(
+                "stale_reads",
+                f"{read.kind} of {read.stream} [{read.start}, {read.next_offset}) did not "
+                f"serve the acknowledged {absent}",
+            )
         if read.up_to_date and read.invoked is not None:
             missed = _missed(history.writes, read.stream, read.invoked, read.next_offset)
             if missed:
@@ -456,6 +508,9 @@ def _bootstrap_problems(
     start = boot.snapshot_offset or 0
     if not histories.served(boot.stream, start, boot.next_offset, boot.payloads):
         problems.append(f"[{start}, {boot.next_offset}) served {list(boot.payloads)[:4]}…")
+    absent = histories.missing(boot.stream, start, boot.next_offset, boot.payloads)
+    if absent is not None:
+        problems.append(f"[{start}, {boot.next_offset}) did not serve the acknowledged {absent}")
     missed = _missed(history.writes, boot.stream, boot.invoked, boot.next_offset)
     if missed:
         problems.append(f"up to date at {boot.next_offset} without {missed}")
