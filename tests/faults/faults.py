@@ -16,7 +16,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from adapter.log.writer import LEARNING_PAUSE_S, LEARNING_TIMEOUTS
+from adapter.log.writer import COMMIT_ATTEMPTS, LEARNING_PAUSE_S, LEARNING_TIMEOUTS
 from adapter.tier import chunks
 from devstack import cluster, kafka
 from devstack.process import port_open
@@ -37,7 +37,8 @@ S3_PAUSED_S = 12.0
 # (`learning_budget_s` in adapter/log/writer.py): 3 timeouts and a pause, 10 s here.
 LEARNING_BUDGET_S = LEARNING_TIMEOUTS * KAFKA_TIMEOUT_S + LEARNING_PAUSE_S
 FLAP_FOR_S = 3 * LEARNING_BUDGET_S
-FLAP_DOWN_S = KAFKA_TIMEOUT_S + 0.5  # a call under way times out
+# Past a commit's attempts (each a timeout): its outcome is unknown, to be learned.
+FLAP_DOWN_S = COMMIT_ATTEMPTS * KAFKA_TIMEOUT_S + 2.0
 FLAP_UP_S = 1.0
 RECREATED = "rebucket"  # the bucket `bucket_recreate` deletes and creates again
 RECREATE_LOAD_S = 12.0  # of load on each incarnation
@@ -58,16 +59,16 @@ async def leader_kill(ctx: Context) -> None:
 
 
 async def broker_flap(ctx: Context) -> None:
-    """The busiest slot's transaction coordinator stopped (SIGSTOP) past `kafka_timeout_ms`
-    and started again (SIGCONT) for a second, over and over for three learning budgets: a
-    commit whose answer timed out is learned through the same coordinator, which is away
-    again before the learning could end. Each stop is shorter than the broker's session
-    timeout, so the controller never fences it and the coordinator stays where it is (a
-    broker killed and restarted instead takes longer to come back than a learning budget)."""
+    """The busiest slot's transaction coordinator, asked again at each turn, stopped
+    (SIGSTOP) past every attempt of a commit and started again (SIGCONT) for a second, over
+    and over for three learning budgets: a commit left without an answer is learned through
+    the coordinator that took over, which is the next one stopped, before the first is back
+    in sync (a broker killed and restarted takes longer than a learning budget to return, so
+    a kill could not flap this fast)."""
     tid = writer_transactional_id(ctx.prefix, slot_of(ctx.prefix, BUSY))
-    node = await asyncio.to_thread(cluster.transaction_coordinator, ctx.bootstrap, tid)
     deadline = time.monotonic() + FLAP_FOR_S
     while time.monotonic() < deadline:
+        node = await asyncio.to_thread(cluster.transaction_coordinator, ctx.bootstrap, tid)
         cluster.pause_node(ctx.cluster, node)
         try:
             await asyncio.sleep(FLAP_DOWN_S)
