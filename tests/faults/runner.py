@@ -180,6 +180,9 @@ async def _run(
     await asyncio.sleep(load_s)
     await fault(ctx)
     await asyncio.sleep(AFTER_S)
+    for instance in ctx.live():  # a process that died is the finding, not what follows it
+        ended = instance.exited()
+        assert ended is None, ended
     await load.finish(120)
     views = await _views(ctx, sorted(load.streams))
     epochs = {b: await _epoch(ctx, b) for b in sorted(load.buckets)}
