@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help run up down status cluster-up cluster-down faults fuzz test conformance conformance-workers bench bench-smoke lint typecheck deps venv clean
+.PHONY: help run up down status cluster-up cluster-down faults fuzz test conformance conformance-workers bench bench-smoke lint typecheck docs reference deps venv clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -42,7 +42,7 @@ fuzz: deps  ## schemathesis on every operation of /openapi.json, 200 examples ea
 status: venv  ## which local services answer
 	$(PY) -m devstack status
 
-test: lint typecheck deps  ## everything CI runs: ruff, mypy, then unit, integration and conformance tests
+test: lint typecheck docs deps  ## everything CI runs: ruff, mypy, then unit, integration and conformance tests
 	$(PY) -m pytest
 
 conformance: deps  ## the protocol's conformance suite against an adapter on a fresh test broker
@@ -64,8 +64,14 @@ lint: venv  ## ruff format check and lint
 typecheck: venv  ## mypy --strict on the packages and the tests
 	$(VENV)/bin/mypy
 
-deps: venv conformance/node_modules/.installed  ## Kafka, MinIO, Chromium, Spark's connectors, the suite
-	$(PY) -m devstack fetch kafka minio chromium spark
+docs: venv  ## build the docs site (MkDocs, --strict: a broken link or anchor fails) into .data/site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+reference: venv  ## write docs/reference/ again from the code (settings, routes, errors, metrics)
+	$(PY) -m devstack.reference
+
+deps: venv conformance/node_modules/.installed  ## Kafka, MinIO, Chromium, nginx, Spark's connectors, Helm, the suite
+	$(PY) -m devstack fetch kafka minio chromium nginx spark helm
 
 conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
 	cd conformance && npm ci --no-audit --no-fund --loglevel=error

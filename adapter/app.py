@@ -13,6 +13,7 @@ from aiohttp import web
 from adapter.cluster.deadlines import forward_timeout_s
 from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.routing import Router
+from adapter.cluster.shared_folder import FolderGuard
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
 from adapter.http import bootstrap, buckets, console, health, openapi, snapshots, streams
@@ -74,7 +75,8 @@ from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, TIER, Durability, Sup
 from adapter.tier.cold import ColdReader
 from adapter.tier.faults import EmptyColdReader, UnwrittenStore
 from topology.admin import TopologyAdmin
-from topology.naming import StateTopics
+from topology.management import TopicManagement, TopicPolicy
+from topology.naming import StateTopics, owners_group
 from topology.slots import SlotMap
 from topology.specs import TopicLayout
 
@@ -123,6 +125,10 @@ def topic_layout(settings: Settings) -> TopicLayout:
     )
 
 
+def topic_policy(settings: Settings) -> TopicPolicy:
+    return TopicPolicy(TopicManagement(settings.topic_management))
+
+
 def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
     """The `[[mounts]]` of the settings, checked (ConfigError naming the problem)."""
     try:
@@ -148,7 +154,9 @@ def build_parts(settings: Settings) -> Parts:
             settings.tier_skip_puts,
         )
     layout = topic_layout(settings)
-    admin = TopologyAdmin(settings.bootstrap_servers, layout, settings.kafka_timeout_s)
+    admin = TopologyAdmin(
+        settings.bootstrap_servers, layout, settings.kafka_timeout_s, topic_policy(settings)
+    )
     catalog = Catalog(
         FileStore(settings.catalog_dir, catalog_file_name(settings.topic_prefix)),
         settings.catalog_cache_entries,
@@ -201,7 +209,7 @@ def build_parts(settings: Settings) -> Parts:
         settings.bootstrap_servers,
         ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s),
     )
-    bucket_service = BucketService(catalog, writers, admin, layout, wall_clock_ms)
+    bucket_service = BucketService(catalog, writers, admin, wall_clock_ms)
     store = object_store(settings)
     reads = ReadPath(
         reader,
@@ -259,7 +267,12 @@ def build_parts(settings: Settings) -> Parts:
             settings.snapshot_gc_grace_ms,
             settings.snapshot_gc_interval_ms / 1000,
         ),
-        MountService(bucket_service, configured_mounts(settings), indexes.reconcile),
+        MountService(
+            bucket_service,
+            configured_mounts(settings),
+            indexes.reconcile,
+            comma_list(settings.mount_topics),
+        ),
         mounted,
         metrics,
         scanner,
@@ -389,7 +402,10 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app[MOUNTED] = parts.mounted
     app[ROUTER] = parts.router
     app[FORWARDER] = Forwarder(
-        forward_timeout_s(settings.kafka_timeout_s), siblings, parts.follower.seen_written
+        forward_timeout_s(settings.kafka_timeout_s),
+        siblings,
+        parts.follower.seen_written,
+        settings.owner_renewal_entries,
     )
     app[OUTCOMES] = forwarded_outcomes(settings, parts)
     app[LIVE_LIMITS] = live_limits(settings)
@@ -446,8 +462,11 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     _report_tier(readiness, parts.tiering)
 
     tasks: list[asyncio.Task[None]] = []
+    guard = folder_guard(settings, parts)
 
     async def load_state() -> int:
+        if guard is not None:  # before joining the owners' group: see shared_folder.py
+            await guard.refuse_strangers()
         count = await parts.follower.replay()
         parts.mounts.load_configured()  # and index every mount
         follow = asyncio.create_task(parts.follower.follow(), name="follower")
@@ -480,8 +499,11 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         settings.min_insync_replicas,
         settings.kafka_timeout_ms,
         settings.require_durable_topics,
+        settings.allow_unreplicated,
     )
-    supervisor = Supervisor(parts.admin, parts.store, readiness, load_state, durability)
+    supervisor = Supervisor(
+        parts.admin, parts.store, readiness, load_state, durability, folder=guard
+    )
     fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
     app[FATAL] = fatal
 
@@ -510,6 +532,14 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await parts.reader.close()
     await parts.scanner.close()
     parts.catalog.close()
+
+
+def folder_guard(settings: Settings, parts: Parts) -> FolderGuard | None:
+    """The check that every instance sees the `fs` folder, unless the operator says so."""
+    if settings.cold_backend != "fs" or settings.cold_dir_shared:
+        return None
+    group = owners_group(settings.topic_prefix)
+    return FolderGuard(parts.store, parts.admin, group, settings.group_instance_id)
 
 
 def _report_ownership(readiness: Readiness, parts: Parts) -> None:

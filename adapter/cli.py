@@ -10,6 +10,8 @@ import json
 import logging
 import os
 import signal
+import socket
+import ssl
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,20 +19,32 @@ from typing import Any
 import uvloop
 from aiohttp import web
 
-from adapter import logs
+from adapter import logs, request_lines
 from adapter.app import FATAL, PARTS, configured_mounts, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
-from adapter.config import CONFIG_ENV, ConfigError, EventLoop, Settings, env_name, flag_name, load
+from adapter.config import (
+    AUTO_COUNTS,
+    CONFIG_ENV,
+    ConfigError,
+    EventLoop,
+    Settings,
+    env_name,
+    flag_name,
+    load,
+)
 from adapter.config import setting_names as names
 from adapter.http import health
+from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
 from adapter.http.ops import create_ops_app
 from adapter.http.server import ProtocolRunner
+from adapter.http.tls import TlsSockSite, TlsTCPSite, reload, server_context
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.readiness import Readiness
 from adapter.service.tier_stats import tier_stats
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
+from adapter.topic_plan import DEFAULT_STRIMZI_CLUSTER, FORMATS, print_plan
 from adapter.workers import CONFIG_ERROR, Listeners, WorkerPool
 from topology.errors import BrokerUnavailable
 from topology.naming import StateTopics
@@ -55,7 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="One JSON object per bucket partition, from the state topics and the "
         "bucket topics (reads each partition's part still in Kafka). Takes the serve settings.",
     )
-    for command in (serve, stats):
+    topics = commands.add_parser("topics", help="the Kafka topics the server needs")
+    plan = topics.add_subparsers(dest="topics_command", required=True).add_parser(
+        "plan",
+        help="print the topics to create when topic_management is external",
+        description="The internal topics and each named bucket's data topic, as the server "
+        "creates them in auto mode. Takes the serve settings; auto replication asks the "
+        "cluster for its broker count.",
+    )
+    plan.add_argument(
+        "--bucket", action="append", default=[], metavar="NAME", help="a bucket's topic too"
+    )
+    plan.add_argument("--format", choices=FORMATS, default="kafka-topics", dest="plan_format")
+    plan.add_argument(
+        "--strimzi-cluster",
+        default=DEFAULT_STRIMZI_CLUSTER,
+        metavar="NAME",
+        help="the strimzi.io/cluster label of each KafkaTopic",
+    )
+    for command in (serve, stats, plan):
         _settings_arguments(command)
     hash_token = commands.add_parser(
         "hash-token",
@@ -72,11 +104,12 @@ def _settings_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--config", metavar="FILE", help=f"TOML settings file (or ${CONFIG_ENV})")
     defaults = Settings()
     for name in names():
+        default = "auto" if name in AUTO_COUNTS else repr(getattr(defaults, name))
         command.add_argument(
             flag_name(name),
             dest=name,
             metavar=name.split("_")[-1].upper(),
-            help=f"default {getattr(defaults, name)!r}; env {env_name(name)}",
+            help=f"default {default}; env {env_name(name)}",
         )
 
 
@@ -88,12 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load(args.config, os.environ, flags)
         configured_mounts(settings)
+        if args.command == "serve":
+            server_context(settings)  # the TLS files: a bad one stops here, before any worker
     except ConfigError as error:
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2
     logs.setup(settings.log_level, settings.log_format)
     if args.command == "tier-stats":
         return asyncio.run(print_tier_stats(settings))
+    if args.command == "topics":
+        return asyncio.run(
+            print_plan(settings, args.bucket, args.plan_format, args.strimzi_cluster)
+        )
     if settings.worker_count > 1:
         return WorkerPool(settings, run_server).run()
     return run_server(settings, Listeners())
@@ -108,6 +147,9 @@ def run_server(settings: Settings, listeners: Listeners) -> int:
     except ConfigError as error:  # a token or key file named by the settings is unusable
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return CONFIG_ERROR
+    finally:
+        # A worker process ends in os._exit, which runs no atexit hook: write the last lines.
+        request_lines.close()
 
 
 # The cyclic garbage collector's thresholds while serving (Python's default: 700, 10, 10).
@@ -169,7 +211,9 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
 
     On SIGTERM readiness drops first (`serving`), then the listener closes, SSE responses
     end and in-flight requests get `drain_timeout_ms` to finish before the process exits.
+    With HTTPS, SIGHUP reloads the certificate (`adapter/http/tls.py`).
     """
+    tls = server_context(settings)
     app = create_app(settings, listeners.siblings)
     drain_s = settings.drain_timeout_ms / 1000
     runner = ProtocolRunner(app, access_log=None, shutdown_timeout=drain_s)
@@ -181,11 +225,16 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        if tls is not None:
+            loop.add_signal_handler(signal.SIGHUP, reload, tls, settings)
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Future[Any]] = [stopped, app[FATAL]]
-        for own in (listeners.forward, listeners.unix):
-            if own is not None:  # a worker's own: for writes forwarded to it
-                await web.SockSite(runner, own).start()
+        # A worker's own listeners, for writes forwarded to it: its TCP port (other instances,
+        # over the network: HTTPS as `listen` is) and its Unix socket (its siblings).
+        if listeners.forward is not None:
+            await _own_site(runner, listeners.forward, settings, tls).start()
+        if listeners.unix is not None:
+            await web.SockSite(runner, listeners.unix).start()
         if settings.ops_address is not None:
             await web.TCPSite(ops, *settings.ops_address).start()
             log.info("ops listener on %s", _urls(ops))
@@ -196,9 +245,10 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             await _until_ready(app[health.READINESS], waiters)
         if not any(waiter.done() for waiter in waiters):
             reuse_port = listeners.reuse_port or None
-            await web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port).start()
+            await _shared_site(runner, settings, tls, reuse_port).start()
             log.info(
-                "serving on http://%s (kafka %s, %s event loop)",
+                "serving on %s://%s (kafka %s, %s event loop)",
+                settings.scheme,
                 settings.listen,
                 settings.bootstrap_servers,
                 settings.event_loop,
@@ -214,6 +264,36 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     finally:
         await runner.cleanup()
         await ops.cleanup()
+
+
+def _shared_site(
+    runner: web.AppRunner, settings: Settings, tls: ssl.SSLContext | None, reuse_port: bool | None
+) -> web.TCPSite:
+    """The `listen` address's site: over HTTPS, handshakes within `header_timeout_ms`; a
+    backlog as deep as the connections it admits."""
+    host, port = settings.host, settings.port
+    backlog = listen_backlog(runner.app[CONNECTION_LIMITS].max_connections)
+    if tls is None:
+        return web.TCPSite(runner, host, port, backlog=backlog, reuse_port=reuse_port)
+    handshake_s = settings.header_timeout_ms / 1000
+    return TlsTCPSite(
+        runner,
+        host,
+        port,
+        ssl_context=tls,
+        handshake_timeout_s=handshake_s,
+        backlog=backlog,
+        reuse_port=reuse_port,
+    )
+
+
+def _own_site(
+    runner: web.AppRunner, sock: socket.socket, settings: Settings, tls: ssl.SSLContext | None
+) -> web.SockSite:
+    """A worker's own TCP port: HTTPS as `listen` is."""
+    if tls is None:
+        return web.SockSite(runner, sock)
+    return TlsSockSite(runner, sock, tls, settings.header_timeout_ms / 1000)
 
 
 async def _until_ready(readiness: Readiness, waiters: list[asyncio.Future[Any]]) -> None:

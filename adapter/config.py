@@ -27,6 +27,10 @@ ColdBackend = Literal["fs", "s3"]
 AuthMode = Literal["off", "static", "jwt"]
 EventLoop = Literal["uvloop", "asyncio"]
 ConsoleMode = Literal["off", "ro", "rw"]
+TopicManagementMode = Literal["auto", "external"]
+# Settings whose 0 means "resolved at start from the cluster" and that accept "auto" for it.
+AUTO_COUNTS = frozenset({"replication_factor", "min_insync_replicas"})
+ClientAuth = Literal["none", "optional", "required"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
 MAX_WORKERS = 64
@@ -48,12 +52,19 @@ class Settings:
     log_format: str = "json"
     ops_listen: str = "127.0.0.1:9464"
     drain_timeout_ms: int = 10_000
+    # HTTPS on `listen` when both are set (PEM files; the pair is reloaded on SIGHUP).
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_client_ca_file: str = ""  # set: client certificates are asked for and verified
+    tls_client_auth: ClientAuth = "optional"
     bootstrap_servers: str = "127.0.0.1:9092"
     topic_prefix: str = DEFAULT_PREFIX
     partitions: int = 12
-    replication_factor: int = 1
-    min_insync_replicas: int = 1
+    replication_factor: int = 0  # 0: auto (`topology/replication.py`)
+    min_insync_replicas: int = 0  # 0: auto
+    allow_unreplicated: bool = False
     require_durable_topics: bool = False
+    topic_management: TopicManagementMode = "auto"
     max_message_bytes: int = 8 * 1024 * 1024
     kafka_timeout_ms: int = 10_000
     max_append_messages: int = 10_000
@@ -81,6 +92,7 @@ class Settings:
     sse_write_timeout_ms: int = 10_000
     cold_backend: ColdBackend = "fs"
     cold_dir: str = ".data/cold"
+    cold_dir_shared: bool = False
     s3_bucket: str = "durable-kafka"
     s3_endpoint_url: str = ""
     s3_region: str = "us-east-1"
@@ -94,6 +106,8 @@ class Settings:
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
     instance_id: str = ""
+    # Streams whose reads here are told to their owner remembered at once (http/renewals.py).
+    owner_renewal_entries: int = 10_000
     auth_mode: AuthMode = "off"
     auth_off_beyond_loopback: bool = False
     auth_token_file: str = ""
@@ -106,6 +120,9 @@ class Settings:
     auth_public_read: str = ""
     auth_conceal: bool = False
     auth_query_token: bool = False
+    # `[auth.certificates]`: a client certificate's subject (`CN=...`) -> its scopes, as
+    # (subject, scopes) pairs; env and flag: a JSON object.
+    auth_certificates: tuple[tuple[str, tuple[str, ...]], ...] = ()
     allowed_hosts: str = ""
     cors_origins: str = ""
     rate_limit_requests: int = 0
@@ -115,6 +132,8 @@ class Settings:
     # Existing topics served as buckets from start (`[[mounts]]`; env and flag: a JSON array),
     # as tables; `adapter.protocol.mounts.parse_configured` checks each at start.
     mounts: tuple[dict[str, Any], ...] = ()
+    # Topic patterns (comma list of globs) a bucket's admin may mount over HTTP; "": none.
+    mount_topics: str = ""
     mount_index_positions_per_key: int = 4096
     mount_index_dir: str = ".data/mount-index"  # "": mounts' key indexes are not persisted
     console: ConsoleMode = "rw"
@@ -158,7 +177,16 @@ class Settings:
             host = socket.gethostname()
         elif ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
+
+    @property
+    def tls(self) -> bool:
+        """Whether the API is served over HTTPS."""
+        return bool(self.tls_cert_file)
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
 
     @property
     def group_instance_id(self) -> str:
@@ -205,12 +233,18 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "log_format": ("server", "log_format"),
     "ops_listen": ("server", "ops_listen"),
     "drain_timeout_ms": ("server", "drain_timeout_ms"),
+    "tls_cert_file": ("tls", "cert_file"),
+    "tls_key_file": ("tls", "key_file"),
+    "tls_client_ca_file": ("tls", "client_ca_file"),
+    "tls_client_auth": ("tls", "client_auth"),
     "bootstrap_servers": ("kafka", "bootstrap_servers"),
     "topic_prefix": ("kafka", "topic_prefix"),
     "partitions": ("kafka", "partitions"),
     "replication_factor": ("kafka", "replication_factor"),
     "min_insync_replicas": ("kafka", "min_insync_replicas"),
+    "allow_unreplicated": ("kafka", "allow_unreplicated"),
     "require_durable_topics": ("kafka", "require_durable_topics"),
+    "topic_management": ("kafka", "topic_management"),
     "max_message_bytes": ("kafka", "max_message_bytes"),
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
     "max_append_messages": ("server", "max_append_messages"),
@@ -238,6 +272,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "sse_write_timeout_ms": ("live", "sse_write_timeout_ms"),
     "cold_backend": ("cold", "backend"),
     "cold_dir": ("cold", "dir"),
+    "cold_dir_shared": ("cold", "dir_shared"),
     "s3_bucket": ("cold", "s3_bucket"),
     "s3_endpoint_url": ("cold", "s3_endpoint_url"),
     "s3_region": ("cold", "s3_region"),
@@ -251,6 +286,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
     "instance_id": ("cluster", "instance_id"),
+    "owner_renewal_entries": ("cluster", "owner_renewal_entries"),
     "auth_mode": ("auth", "mode"),
     "auth_off_beyond_loopback": ("auth", "off_beyond_loopback"),
     "auth_token_file": ("auth", "token_file"),
@@ -263,12 +299,14 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "auth_public_read": ("auth", "public_read"),
     "auth_conceal": ("auth", "conceal"),
     "auth_query_token": ("auth", "query_token"),
+    "auth_certificates": ("auth", "certificates"),
     "allowed_hosts": ("http", "allowed_hosts"),
     "cors_origins": ("http", "cors_origins"),
     "rate_limit_requests": ("limits", "requests_per_s"),
     "rate_limit_burst": ("limits", "request_burst"),
     "rate_limit_append_bytes": ("limits", "append_bytes_per_s"),
     "max_live_readers_per_bucket": ("limits", "live_readers_per_bucket"),
+    "mount_topics": ("server", "mount_topics"),
     "mount_index_positions_per_key": ("server", "mount_index_positions_per_key"),
     "mount_index_dir": ("server", "mount_index_dir"),
     "console": ("server", "console"),
@@ -323,7 +361,12 @@ def _from_toml(path: Path) -> dict[str, Any]:
                 raise ConfigError(f"{path}: unknown setting [{table}] {key}")
     for name, (table, key) in TOML_KEYS.items():
         if key in document.get(table, {}):
-            values[name] = _typed(name, document[table][key], f"{path} [{table}] {key}")
+            origin = f"{path} [{table}] {key}"
+            value = document[table][key]
+            if name == "auth_certificates":
+                values[name] = _certificates(value, f"{path} [auth.certificates]")
+            else:
+                values[name] = _typed(name, value, origin)
     return values
 
 
@@ -343,12 +386,19 @@ def _default(name: str) -> Any:
 
 
 def _parse(name: str, raw: str, origin: str) -> Any:
+    if name in AUTO_COUNTS and raw.strip().lower() == "auto":
+        return 0
     if name == "mounts":
         try:
             document = json.loads(raw)
         except ValueError as error:
             raise ConfigError(f"{origin}: not a JSON array of mounts: {error}") from error
         return _mounts(document, origin)
+    if name == "auth_certificates":
+        try:
+            return _certificates(json.loads(raw), origin)
+        except ValueError as error:
+            raise ConfigError(f"{origin}: not a JSON object of subjects: {error}") from error
     if isinstance(_default(name), bool):  # before int: a bool is an int
         if raw.lower() not in ("true", "false"):
             raise ConfigError(f"{origin}: {raw!r} is not true or false")
@@ -372,7 +422,23 @@ def _mounts(document: Any, origin: str) -> tuple[dict[str, Any], ...]:
     return mounts
 
 
+def _certificates(document: Any, origin: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Subject -> scopes pairs from a table (TOML) or a JSON object: `{"CN=bot": ["read:*"]}`."""
+    if not isinstance(document, dict):
+        raise ConfigError(f"{origin}: expected a table of subject = [scopes]")
+    pairs = []
+    for subject, scopes in document.items():
+        if not subject.startswith("CN=") or len(subject) == 3:
+            raise ConfigError(f"{origin}: {subject!r}: a subject is CN=<common name>")
+        if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
+            raise ConfigError(f"{origin}: {subject!r}: scopes must be a list of strings")
+        pairs.append((subject, tuple(scopes)))
+    return tuple(sorted(pairs))
+
+
 def _typed(name: str, value: Any, origin: str) -> Any:
+    if name in AUTO_COUNTS and value == "auto":
+        return 0
     expected = type(_default(name))
     if type(value) is not expected:
         raise ConfigError(f"{origin}: expected {expected.__name__}, got {value!r}")
@@ -386,10 +452,18 @@ def validate(settings: Settings) -> None:
         (bool(settings.bootstrap_servers.strip()), "bootstrap_servers is empty"),
         (bool(_TOPIC_PREFIX.match(settings.topic_prefix)), "topic_prefix: only [a-zA-Z0-9._-]"),
         (1 <= settings.partitions <= 10_000, "partitions must be in 1..10000"),
-        (settings.replication_factor >= 1, "replication_factor must be >= 1"),
+        (settings.replication_factor >= 0, "replication_factor must be >= 1 (or auto)"),
         (
-            1 <= settings.min_insync_replicas <= settings.replication_factor,
-            "min_insync_replicas must be in 1..replication_factor",
+            settings.min_insync_replicas >= 0
+            and (
+                not settings.replication_factor
+                or settings.min_insync_replicas <= settings.replication_factor
+            ),
+            "min_insync_replicas must be in 1..replication_factor (or auto)",
+        ),
+        (
+            settings.topic_management in ("auto", "external"),
+            "topic_management must be 'auto' or 'external'",
         ),
         (settings.max_message_bytes >= 65536, "max_message_bytes must be >= 65536"),
         (settings.kafka_timeout_ms >= 100, "kafka_timeout_ms must be >= 100"),
@@ -465,9 +539,14 @@ def validate(settings: Settings) -> None:
             not settings.instance_id or bool(_INSTANCE_ID.match(settings.instance_id)),
             "instance_id: 1 to 249 of [a-zA-Z0-9._-]",
         ),
+        (
+            1 <= settings.owner_renewal_entries <= 10_000_000,
+            "owner_renewal_entries must be in 1..10000000",
+        ),
         (settings.console in ("off", "ro", "rw"), "console must be 'off', 'ro' or 'rw'"),
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
         *_auth_checks(settings),
+        *_tls_checks(settings),
         (settings.rate_limit_requests >= 0, "rate_limit_requests must be >= 0 (0: off)"),
         (settings.rate_limit_burst >= 0, "rate_limit_burst must be >= 0"),
         (settings.rate_limit_append_bytes >= 0, "rate_limit_append_bytes must be >= 0 (0: off)"),
@@ -515,6 +594,40 @@ def _auth_checks(settings: Settings) -> list[tuple[bool, str]]:
             "shared-secret algorithms are refused)",
         ),
         (0 <= settings.auth_jwt_leeway_s <= 300, "auth_jwt_leeway_s must be in 0..300"),
+    ]
+
+
+def _tls_checks(settings: Settings) -> list[tuple[bool, str]]:
+    cert, key, client_ca = (
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        settings.tls_client_ca_file,
+    )
+    client_auth = settings.tls_client_auth
+    return [
+        (bool(key) or not cert, "tls_key_file is required with tls_cert_file"),
+        (bool(cert) or not key, "tls_cert_file is required with tls_key_file"),
+        (
+            client_auth in ("none", "optional", "required"),
+            "tls_client_auth must be 'none', 'optional' or 'required'",
+        ),
+        (not client_ca or bool(cert), "tls_client_ca_file needs tls_cert_file and tls_key_file"),
+        (
+            client_auth != "required" or bool(client_ca),
+            "tls_client_auth 'required' needs tls_client_ca_file",
+        ),
+        (
+            not client_ca or client_auth != "none",
+            "tls_client_ca_file is set but tls_client_auth is 'none'",
+        ),
+        (
+            not settings.auth_certificates or bool(client_ca),
+            "auth_certificates needs tls_client_ca_file (certificates are verified against it)",
+        ),
+        (
+            not settings.auth_certificates or settings.auth_mode != "off",
+            "auth_certificates needs auth_mode 'static' or 'jwt'",
+        ),
     ]
 
 

@@ -1,7 +1,8 @@
 """How the process logs: one JSON object a line (`log_format = "json"`) or text, to stderr.
 
 A JSON line has `time`, `level`, `logger` and `message`, an `exc_info` traceback when there
-is one, and the fields its call passed in `extra` (the request log's, `adapter/http/observe.py`).
+is one, and the fields its call passed in `extra`. The request log's lines
+(`adapter/http/observe.py`) are the same, written by `adapter/request_lines.py` off the loop.
 Warnings and errors that repeat are rate-limited (`RepeatLimit`): a flood of one failure must
 not fill the disk or starve the event loop (asyncio alone once logged 142,079 tracebacks in
 25 s for descriptors run out).
@@ -15,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pythonjsonlogger.json import JsonFormatter
+
+from adapter import request_lines
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -79,6 +82,7 @@ def setup(level: str, log_format: str) -> None:
     handler.setFormatter(formatter(log_format))
     handler.addFilter(RepeatLimit())
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    request_lines.install(handler, json_lines=log_format == "json")
 
 
 def formatter(log_format: str) -> logging.Formatter:

@@ -5,14 +5,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from adapter.log.errors import LogUnavailable
+from adapter.cluster.shared_folder import FolderGuard, refusal
+from adapter.log.errors import Retriable
 from adapter.log.writer import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.readiness import Readiness
 from topology.admin import TopologyAdmin
 from topology.errors import TopologyError
+from topology.replication import (
+    DURABLE_BROKERS,
+    DURABLE_MIN_INSYNC_REPLICAS,
+    DURABLE_REPLICATION_FACTOR,
+    Replication,
+    resolve,
+)
 
 log = logging.getLogger(__name__)
 
@@ -24,20 +32,26 @@ OWNERSHIP = "ownership"  # set by the slot writers: joined the owners' group, sl
 TIER = "tier"  # set by the tier worker: always ok, its detail says the tier lag
 CHECKS = [KAFKA, TOPICS, CATALOG, OWNERSHIP, OBJECTS, TIER]
 
-# What a cluster of 3 brokers or more allows: an acknowledged append survives losing a broker.
-DURABLE_BROKERS = 3
-DURABLE_REPLICATION_FACTOR = 3
-DURABLE_MIN_INSYNC_REPLICAS = 2
-
 
 @dataclass(frozen=True)
 class Durability:
-    """The settings the start-up durability checks judge (see `durability_findings`)."""
+    """The settings the start-up durability checks judge (see `durability_findings`);
+    replication as configured (0: auto) until `resolved` for a cluster."""
 
     replication_factor: int
     min_insync_replicas: int
     kafka_timeout_ms: int
     require_durable_topics: bool = False
+    allow_unreplicated: bool = False
+
+    def resolved(self, brokers: int) -> Durability:
+        """With `auto` resolved for a cluster of `brokers`; ReplicationRefused when the
+        configured replication must not be used there (`topology.replication.resolve`)."""
+        wanted = Replication(
+            self.replication_factor, self.min_insync_replicas, self.allow_unreplicated
+        )
+        rf, isr = resolve(brokers, wanted)
+        return replace(self, replication_factor=rf, min_insync_replicas=isr)
 
 
 @dataclass(frozen=True)
@@ -112,6 +126,7 @@ class Supervisor:
         load_state: Callable[[], Awaitable[int]],
         durability: Durability,
         interval_s: float = 2.0,
+        folder: FolderGuard | None = None,
     ) -> None:
         self.admin = admin
         self.objects = objects
@@ -119,6 +134,7 @@ class Supervisor:
         self.load_state = load_state
         self.durability = durability
         self.interval_s = interval_s
+        self.folder = folder
         self._durability_judged = False
 
     async def run(self) -> None:
@@ -147,11 +163,21 @@ class Supervisor:
             self.readiness.set(KAFKA, False, str(error))
 
     async def _judge_durability_once(self) -> None:
-        """Before any topic is created: log each finding; raise WeakTopics if required."""
+        """Before any topic is created: resolve the replication our topics get (raise
+        ReplicationRefused if it must not be used), log each finding, raise WeakTopics if
+        required."""
         if self._durability_judged:
             return
         brokers = await self.admin.broker_count()
-        findings = durability_findings(brokers, self.durability)
+        durability = self.durability.resolved(brokers)
+        self.admin.use_replication(durability.replication_factor, durability.min_insync_replicas)
+        log.info(
+            "topics get replication_factor=%d and min_insync_replicas=%d (%d brokers)",
+            durability.replication_factor,
+            durability.min_insync_replicas,
+            brokers,
+        )
+        findings = durability_findings(brokers, durability)
         self._durability_judged = True
         for warning in findings.warnings:
             log.warning("weak durability: %s", warning)
@@ -164,15 +190,32 @@ class Supervisor:
         try:
             count = await self.load_state()
             self.readiness.set(CATALOG, True, f"replayed {count} records", replayed_records=count)
-        except LogUnavailable as error:
+        except Retriable as error:
             log.warning("catalog not loaded yet: %s", error)
             self.readiness.set(CATALOG, False, str(error))
 
     async def _check_objects(self) -> None:
         try:
             await self.objects.check()
+            strangers = await self._strangers()
         except ObjectStoreError as error:
             log.warning("object store not usable: %s", error)
             self.readiness.set(OBJECTS, False, str(error))
+            return
+        if strangers:
+            if self.readiness.is_ok(OBJECTS):
+                log.error("%s", refusal(strangers))
+            self.readiness.set(OBJECTS, False, refusal(strangers), strangers=strangers)
         else:
             self.readiness.set(OBJECTS, True, "reachable")
+
+    async def _strangers(self) -> list[str]:
+        """Instances joined since the start that do not share our `fs` folder (none if the
+        group cannot be described this round: the next round asks again)."""
+        if self.folder is None or not self.readiness.is_ok(CATALOG):
+            return []
+        try:
+            return await self.folder.strangers()
+        except TopologyError as error:
+            log.warning("cannot describe the owners' group: %s", error)
+            return []

@@ -14,6 +14,8 @@ The parent serves nothing. It restarts a worker that dies (a second later; it gi
 exits 1, when one dies 5 times within a minute), passes SIGTERM and SIGINT on to every worker
 (each drains as a single process does) and exits once all have: 0, or 1 if one failed, or 2 on
 a configuration error. Workers end with it even when it is killed (`PR_SET_PDEATHSIG`).
+With HTTPS it passes SIGHUP on to every worker too, and each reloads its certificate: an
+operator (or an orchestrator) signals the one process it knows, the parent.
 """
 
 from __future__ import annotations
@@ -160,13 +162,16 @@ class WorkerPool:
             workers = plan(self.settings, Path(sockets_dir))
             self.running = [_Running(worker) for worker in workers]
             log.info(
-                "serving on http://%s with %d workers: %s",
+                "serving on %s://%s with %d workers: %s",
+                self.settings.scheme,
                 self.settings.listen,
                 len(workers),
                 ", ".join(w.settings.advertised_url for w in workers),
             )
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self._stop)
+            if self.settings.tls:
+                signal.signal(signal.SIGHUP, self._pass_on)
             try:
                 for entry in self.running:
                     self._start(entry)
@@ -180,6 +185,14 @@ class WorkerPool:
     def _stop(self, signum: int, _frame: FrameType | None) -> None:
         log.info("stopping: %s to every worker", signal.Signals(signum).name)
         self.stopping = True
+
+    def _pass_on(self, signum: int, _frame: FrameType | None) -> None:
+        """SIGHUP: every running worker reloads its TLS certificate."""
+        log.info("%s: passed on to every worker", signal.Signals(signum).name)
+        for entry in self.running:
+            if entry.process is not None and entry.process.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(entry.process.pid, signum)
 
     def _start(self, entry: _Running) -> None:
         parent = os.getpid()
@@ -247,6 +260,9 @@ def _worker_main(serve: Serve, worker: Worker, every: list[Worker], parent: int)
         sys.exit(1)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)  # serving installs its own
+    # Not the parent's handler (it signals the workers); serving installs its own, and until
+    # then the certificate it is about to load is the current one anyway.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     _close_all([other for other in every if other.index != worker.index])
     _label_logs(worker.index)
     sys.exit(serve(worker.settings, worker.listeners))

@@ -1,7 +1,6 @@
 """The floor of a Python append server: what aiohttp on uvloop costs before any product code.
 
-Issue 18 asks for appends at half the Node reference's in-memory rate and at most 100 µs of
-server CPU each. This server answers the bench's append scenarios with nothing but what any
+This server answers the bench's append scenarios with nothing but what any
 Python implementation on aiohttp must do, so the suite can show how much of durable-kafka's
 cost is the HTTP layer itself:
 

@@ -255,6 +255,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         listen=f"127.0.0.1:{port}",
         topic_prefix=f"bench{uuid.uuid4().hex[:6]}.",
         mount_index_dir=tempfile.mkdtemp(prefix="bench-mount-index-"),
+        mount_topics=topic,  # the one topic this run mounts over HTTP
     )
     runner = await _serve(settings, port)
     base = f"http://127.0.0.1:{port}"

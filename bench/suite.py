@@ -1,4 +1,4 @@
-"""The benchmark suite (`make bench`): every scenario of issue 7 against every target, as ratios.
+"""The benchmark suite (`make bench`): every scenario against every target, as ratios.
 
 Targets, each started here: durable-kafka (the console script on the local broker; one or
 `--instances` processes on one topic prefix), the Node reference server in memory and

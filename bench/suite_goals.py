@@ -1,4 +1,4 @@
-"""Issue 7's goals, checked against one run's figures (reported, never asserted)."""
+"""The suite's goals, checked against one run's figures (reported, never asserted)."""
 
 from __future__ import annotations
 

@@ -187,7 +187,9 @@ def _start_instance(index: int, log_dir: Path, options: targets.TargetOptions) -
     if not _ready(server, timeout_s=60):
         targets.stop(server)
         what = "exited" if process.poll() is not None else "never answered /readyz 200"
-        hint = " (several instances on one prefix need issue 6's ownership)" if index else ""
+        hint = (
+            " (several instances on one prefix need the ownership of write slots)" if index else ""
+        )
         raise targets.TargetError(
             f"durable-kafka instance {index + 1} {what} within 60 s{hint}; see {log_path}"
         )

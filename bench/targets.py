@@ -23,7 +23,7 @@ DURABLE_KAFKA = "durable-kafka"
 REFERENCE_MEMORY = "reference-memory"
 REFERENCE_FILE = "reference-file"
 # bench/floor_server.py: what a Python server on aiohttp costs before any product code, with
-# nothing behind it or with one Kafka transaction per batch of appends (issue 18's floors).
+# nothing behind it or with one Kafka transaction per batch of appends.
 PYTHON_FLOOR = "python-floor"
 PYTHON_KAFKA_FLOOR = "python-kafka-floor"
 FLOORS = (PYTHON_FLOOR, PYTHON_KAFKA_FLOOR)
@@ -55,6 +55,7 @@ class TargetOptions:
     long_poll_timeout_ms: int  # the reference's: it sends an idle SSE subscriber a control event
     node_args: tuple[str, ...] = ()  # the reference's, e.g. ("--cpu-prof",)
     workers: int = 1  # durable-kafka's `--workers`
+    log_level: str = "warning"  # durable-kafka's: "info" logs a line per request (its default)
 
 
 def raise_fd_limit() -> int:
@@ -102,7 +103,7 @@ def _start_durable_kafka(log_path: Path, dk: TargetOptions) -> Server:
         "--sse-max-duration-ms",
         str(dk.sse_max_duration_ms),
         "--log-level",
-        "warning",
+        dk.log_level,
         "--workers",
         str(dk.workers),
     ]

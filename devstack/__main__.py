@@ -1,4 +1,4 @@
-"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter] [chromium] [spark]`."""
+"""`python -m devstack up|down|status|fetch [kafka] [minio] [adapter] [chromium] [nginx] ...`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from devstack import adapter, browser, cluster, kafka, minio, spark
+from devstack import adapter, browser, cluster, helm, kafka, minio, nginx, spark
 from devstack.paths import data_dir
 from devstack.process import ServiceError
 
@@ -60,11 +60,24 @@ SERVICES: dict[str, Service] = {
         fetch=browser.chromium_path,
         status=lambda: browser.chromium_version() is not None,
     ),
+    "nginx": Service(
+        up=nginx.nginx_path,
+        down=lambda: None,
+        fetch=nginx.nginx_path,
+        status=lambda: nginx.nginx_version() is not None,
+    ),
     "spark": Service(
         up=lambda: str(spark.jars_dir()),
         down=lambda: None,
         fetch=spark.jars_dir,
         status=spark.is_cached,
+    ),
+    # A tool too: the chart tests render `deploy/helm` with it.
+    "helm": Service(
+        up=lambda: str(helm.binary()),
+        down=lambda: None,
+        fetch=helm.binary,
+        status=helm.is_cached,
     ),
 }
 

@@ -20,7 +20,7 @@ START_TIMEOUT_S = 90.0
 # id, and so which broker coordinates it, follows from this count.
 TRANSACTION_STATE_PARTITIONS = 10
 
-_LOG4J2 = """\
+LOG4J2 = """\
 status = warn
 appender.console.type = Console
 appender.console.name = console
@@ -97,7 +97,7 @@ def server_properties(node: KafkaNode) -> str:
     )
 
 
-def _java_argv(node: KafkaNode, main: str, *args: str) -> list[str]:
+def java_argv(node: KafkaNode, main: str, *args: str) -> list[str]:
     classpath = str(jars_dir() / "*")  # a literal wildcard for the JVM, never for a shell
     return [
         "java", f"-Xms{node.heap}", f"-Xmx{node.heap}",
@@ -125,12 +125,12 @@ def _format_storage(node: KafkaNode, cluster_id: str | None = None) -> None:
     node.home.mkdir(parents=True, exist_ok=True)
     config = node.home / "server.properties"
     config.write_text(server_properties(node))
-    (node.home / "log4j2.properties").write_text(_LOG4J2)
+    (node.home / "log4j2.properties").write_text(LOG4J2)
     if (node.home / "logs" / "meta.properties").exists():
         return
     cluster_id = cluster_id or new_cluster_id()
     run_checked(
-        _java_argv(
+        java_argv(
             node, "kafka.tools.StorageTool", "format", "-g", "-t", cluster_id, "-c", str(config)
         ),
         "formatting Kafka storage",
@@ -166,7 +166,7 @@ def spawn(node: KafkaNode, cluster_id: str | None = None) -> None:
     if port_open("127.0.0.1", node.port) or port_open("127.0.0.1", node.controller_port):
         raise ServiceError(f"ports {node.port}/{node.controller_port} are taken by another process")
     _format_storage(node, cluster_id)
-    node.process.spawn(_java_argv(node, "kafka.Kafka", str(node.home / "server.properties")))
+    node.process.spawn(java_argv(node, "kafka.Kafka", str(node.home / "server.properties")))
 
 
 def stop(node: KafkaNode) -> None:

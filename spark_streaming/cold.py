@@ -52,7 +52,8 @@ def cold_chunk_keys(
             continue
         tier_range = _decode("tier_range", value)
         if epochs.get(tier_range["topic"]) == tier_range["bucket_created_at_ms"]:
-            keys += [chunk["object_key"] for chunk in tier_range["chunks"]]
+            # An empty key: a chunk the collector dropped (no stream reads it any more).
+            keys += [chunk["object_key"] for chunk in tier_range["chunks"] if chunk["object_key"]]
     return sorted(keys)
 
 

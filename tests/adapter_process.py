@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import time
@@ -22,12 +23,12 @@ OPS_ANY_PORT = ["--ops-listen", "127.0.0.1:0"]
 # One serving process, as before `--workers`, unless TEST_ADAPTER_WORKERS asks for more (to run
 # a tier against `serve --workers N`: docs/operations.md, "Workers").
 WORKERS = ["--workers", os.environ.get("TEST_ADAPTER_WORKERS", "1")]
-_URLS = re.compile(rb"http://127\.0\.0\.1:\d+")
+_URLS = re.compile(rb"https?://127\.0\.0\.1:\d+")
 
 
-def http_status(url: str) -> int:
+def http_status(url: str, tls: ssl.SSLContext | None = None) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=2, context=tls) as response:
             return int(response.status)
     except urllib.error.HTTPError as error:
         return int(error.code)
@@ -37,11 +38,17 @@ def http_status(url: str) -> int:
 
 @contextlib.contextmanager
 def running_adapter(
-    env: Mapping[str, str], log: Path, port: int | None = None, workers: int | None = None
+    env: Mapping[str, str],
+    log: Path,
+    port: int | None = None,
+    workers: int | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> Iterator[str]:
-    """Serve `durable-kafka serve` with `env` until the block ends; yield its base URL."""
+    """Serve `durable-kafka serve` with `env` until the block ends; yield its base URL.
+    With `tls` (a client context trusting the adapter's certificate), over HTTPS: `env`
+    then names the certificate and key."""
     port = port or free_port()
-    base_url = f"http://127.0.0.1:{port}"
+    base_url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT]
     argv += WORKERS if workers is None else ["--workers", str(workers)]
     with (
@@ -49,7 +56,7 @@ def running_adapter(
         subprocess.Popen(argv, env=os.environ | _own_catalog(log) | dict(env), stderr=sink) as proc,
     ):
         try:
-            _wait_ready(base_url, proc, log, int(argv[-1]))
+            _wait_ready(base_url, proc, log, int(argv[-1]), tls)
             yield base_url
         finally:
             proc.terminate()
@@ -59,7 +66,13 @@ def running_adapter(
                 proc.kill()
 
 
-def _wait_ready(base_url: str, proc: subprocess.Popen[bytes], log: Path, workers: int) -> None:
+def _wait_ready(
+    base_url: str,
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    workers: int,
+    tls: ssl.SSLContext | None = None,
+) -> None:
     """Until `/readyz` says 200; with several workers, until each worker says so and their
     slots are split (the shared port answers from whichever worker is ready first, and the
     next one's joining moves slots: writes in between get 503)."""
@@ -67,8 +80,8 @@ def _wait_ready(base_url: str, proc: subprocess.Popen[bytes], log: Path, workers
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"the adapter exited during start-up:\n{log.read_text()}")
-        if http_status(f"{base_url}/readyz") == 200 and (
-            workers == 1 or _slots_split(worker_urls(log), workers)
+        if http_status(f"{base_url}/readyz", tls) == 200 and (
+            workers == 1 or _slots_split(worker_urls(log), workers, tls)
         ):
             return
         time.sleep(0.1)
@@ -83,13 +96,13 @@ def worker_urls(log: Path) -> list[str]:
     return [url.decode() for url in _URLS.findall(lines[-1].partition(b"workers: ")[2])]
 
 
-def _slots_split(urls: list[str], workers: int) -> bool:
+def _slots_split(urls: list[str], workers: int, tls: ssl.SSLContext | None = None) -> bool:
     """Whether every worker is ready and their owned slots are all the slots, once each."""
     owned: list[int] = []
     count = None
     for url in urls:
         try:
-            with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
+            with urllib.request.urlopen(f"{url}/readyz", timeout=2, context=tls) as response:
                 ownership = json.load(response)["checks"]["ownership"]
         except (OSError, ValueError, KeyError):
             return False

@@ -2,7 +2,7 @@
 
 1. An address given by the environment (`KAFKA_BOOTSTRAP_SERVERS`, `S3_ENDPOINT_URL`).
 2. Containers through testcontainers, when a Docker engine answers.
-3. Otherwise the real local services of `devstack`, started fresh for this session.
+3. Otherwise the real local services of `devstack`, started fresh for the test run.
 """
 
 from __future__ import annotations

@@ -5,26 +5,45 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+from dataclasses import replace
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from topology.errors import BrokerUnavailable, TopicNotKnownYet, TopologyError, TopologyMismatch
-from topology.specs import TopicLayout, TopicSpec, internal_topic_specs, slots_topic_spec
+from topology.errors import (
+    BrokerUnavailable,
+    TopicMissing,
+    TopicNotKnownYet,
+    TopologyError,
+    TopologyMismatch,
+)
+from topology.management import TopicPolicy, config_findings
+from topology.plan import kafka_topics_command
+from topology.specs import TopicLayout, TopicSpec, internal_specs, slots_topic_spec
 
 log = logging.getLogger(__name__)
 
-# Settings a topic must have for us to write to it; others may drift and are only reported.
-REQUIRED_CONFIGS = ("cleanup.policy",)
-
 
 class TopologyAdmin:
-    """The admin client of one adapter instance."""
+    """The admin client of one adapter instance.
 
-    def __init__(self, bootstrap_servers: str, layout: TopicLayout, timeout_s: float) -> None:
+    Every topic creation and deletion goes through `policy`: with `topic_management =
+    external` none reaches Kafka, and a topic we need that is missing is a TopicMissing
+    carrying the command that creates it.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        layout: TopicLayout,
+        timeout_s: float,
+        policy: TopicPolicy | None = None,
+    ) -> None:
         self.layout = layout
         self.timeout_s = timeout_s
+        self.policy = policy or TopicPolicy()
+        self.bootstrap_servers = bootstrap_servers
         config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
             "client.id": "durable-kafka-admin",
@@ -48,25 +67,39 @@ class TopologyAdmin:
             raise BrokerUnavailable(f"metadata request failed: {error}") from error
         return len(metadata.brokers)
 
+    def use_replication(self, replication_factor: int, min_insync_replicas: int) -> None:
+        """Give topics created from now on these (start resolves them from the broker count)."""
+        self.layout = replace(
+            self.layout,
+            replication_factor=replication_factor,
+            min_insync_replicas=min_insync_replicas,
+        )
+
     async def ensure_internal_topics(self) -> list[str]:
         """Create the missing internal topics, verify the existing ones; return those created."""
         slots = slots_topic_spec(self.layout)
-        created = await self.ensure([*internal_topic_specs(self.layout), slots])
+        created = await self.ensure(internal_specs(self.layout))
         if slots.name not in created:  # one we just created has them by construction
             await self._verify_partitions(slots)
         return created
 
-    async def _verify_partitions(self, spec: TopicSpec) -> None:
-        """The slots topic must have exactly one partition per write slot."""
+    async def partition_count(self, topic: str) -> int:
+        """How many partitions an existing topic has; BrokerUnavailable while its metadata
+        lists none yet (a topic created moments ago) or the broker does not answer."""
         try:
             metadata = await asyncio.to_thread(
-                self._client.list_topics, topic=spec.name, timeout=self.timeout_s
+                self._client.list_topics, topic=topic, timeout=self.timeout_s
             )
         except KafkaException as error:
             raise BrokerUnavailable(f"metadata request failed: {error}") from error
-        found = len(metadata.topics[spec.name].partitions)
-        if found == 0:  # metadata of a topic created moments ago by another instance
-            raise BrokerUnavailable(f"topic {spec.name} has no partitions in metadata yet")
+        found = len(metadata.topics[topic].partitions)
+        if found == 0:
+            raise BrokerUnavailable(f"topic {topic} has no partitions in metadata yet")
+        return found
+
+    async def _verify_partitions(self, spec: TopicSpec) -> None:
+        """The slots topic must have exactly one partition per write slot."""
+        found = await self.partition_count(spec.name)
         if found != spec.partitions:
             raise TopologyMismatch(
                 f"topic {spec.name} has {found} partitions but write_slots is {spec.partitions};"
@@ -74,8 +107,13 @@ class TopologyAdmin:
             )
 
     async def ensure(self, specs: list[TopicSpec]) -> list[str]:
+        """Create the missing topics (TopicMissing instead when a platform team manages them),
+        verify the others; return those created."""
         existing = await self.topic_names()
         missing = [spec for spec in specs if spec.name not in existing]
+        if missing and not self.policy.manages_topics:
+            commands = [kafka_topics_command(s, self.bootstrap_servers) for s in missing]
+            raise TopicMissing([spec.name for spec in missing], commands)
         created = await self._create(missing)
         await self._verify([spec for spec in specs if spec.name not in created])
         return created
@@ -83,6 +121,7 @@ class TopologyAdmin:
     async def _create(self, specs: list[TopicSpec]) -> list[str]:
         if not specs:
             return []
+        self.policy.allow("create", (spec.name for spec in specs))
         new = [
             NewTopic(s.name, s.partitions, s.replication_factor, config=dict(s.configs))
             for s in specs
@@ -103,18 +142,14 @@ class TopologyAdmin:
     async def _verify(self, specs: list[TopicSpec]) -> None:
         for spec in specs:
             actual = await self._configs_of_existing(spec.name)
-            for key, wanted in spec.configs.items():
-                if actual.get(key) == wanted:
-                    continue
-                if key in REQUIRED_CONFIGS:
-                    raise TopologyMismatch(
-                        f"topic {spec.name} has {key}={actual.get(key)!r}, but durable-kafka "
-                        f"needs {key}={wanted!r}; fix the topic (kafka-configs --alter) or "
-                        "choose another topic_prefix"
-                    )
-                log.warning(
-                    "topic %s has %s=%r (expected %r)", spec.name, key, actual.get(key), wanted
+            findings = config_findings(spec, actual, self.policy)
+            if findings.refusals:
+                raise TopologyMismatch(
+                    f"topic {spec.name} has {'; '.join(findings.refusals)}; fix the topic"
+                    " (kafka-configs.sh --alter) or choose another topic_prefix"
                 )
+            for warning in findings.warnings:
+                log.warning("topic %s has %s", spec.name, warning)
 
     async def _configs_of_existing(self, topic: str) -> dict[str, str]:
         """The configs of a topic the metadata listed or a creation found existing: the broker
@@ -158,6 +193,7 @@ class TopologyAdmin:
         """Delete the topics; one that is already gone counts as deleted (retries are safe)."""
         if not names:
             return
+        self.policy.allow("delete", names)
         futures = self._client.delete_topics(names, operation_timeout=self.timeout_s)
         for name, future in futures.items():
             try:
@@ -178,6 +214,27 @@ class TopologyAdmin:
         except KafkaException as error:
             raise _translate(error, f"deleting records of {topic}[{partition}]") from error
         return int(getattr(deleted, "low_watermark", before))
+
+    async def group_instance_ids(self, group: str) -> list[str]:
+        """The members of a consumer group, by static instance id (else client id): none
+        when the group does not exist."""
+        futures = self._client.describe_consumer_groups([group], request_timeout=self.timeout_s)
+        try:
+            described = await self._wait(futures[group])
+        except KafkaException as error:
+            raise _translate(error, f"describing group {group}") from error
+        return [m.group_instance_id or m.client_id for m in described.members]
+
+    async def topic_id(self, topic: str) -> str:
+        """The topic's id: a topic deleted and created again under its name has a new one."""
+        futures = self._client.describe_topics(
+            TopicCollection([topic]), request_timeout=self.timeout_s
+        )
+        try:
+            described = await self._wait(futures[topic])
+        except KafkaException as error:
+            raise _translate(error, f"describing topic {topic}") from error
+        return str(described.topic_id)
 
     async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
         try:

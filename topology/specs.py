@@ -13,6 +13,7 @@ class TopicLayout:
 
     prefix: str
     partitions: int
+    # Both 0 until start resolves `auto` from the broker count (`topology/replication.py`).
     replication_factor: int
     min_insync_replicas: int
     max_message_bytes: int
@@ -29,6 +30,11 @@ class TopicSpec:
 
 # Each internal topic is replayed whole at start, so one partition keeps it totally ordered.
 INTERNAL_PARTITIONS = 1
+
+
+def internal_specs(layout: TopicLayout) -> list[TopicSpec]:
+    """Every topic the server needs before it serves: the compacted ones, then the slots."""
+    return [*internal_topic_specs(layout), slots_topic_spec(layout)]
 
 
 def internal_topic_specs(layout: TopicLayout) -> list[TopicSpec]:

@@ -42,9 +42,13 @@ class Policy:
             return Verdict.ALLOWED
         return Verdict.INSUFFICIENT_SCOPE
 
+    def readable_by_anyone(self, bucket_id: str) -> bool:
+        """Whether `bucket_id` is public-read: its reads answer the same to every caller."""
+        return any(matches(pattern, bucket_id) for pattern in self.public_read)
+
     def _public(self, need: Need) -> bool:
         return (
             need.operation is Operation.READ
             and need.bucket_id is not None
-            and any(matches(pattern, need.bucket_id) for pattern in self.public_read)
+            and self.readable_by_anyone(need.bucket_id)
         )

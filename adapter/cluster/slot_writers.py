@@ -8,7 +8,10 @@ k. Losing slot k: refuse new writes at once, let the batches
 already submitted finish (bounded), then drop the producer. A writer fenced while the group
 still gives us its slot (its transaction outlived `transaction.timeout.ms`, say) would refuse
 every write for good: the first write that finds it fenced asks the coordinator, and if the
-slot is still ours, the writer is retired and the slot gained again with a new producer.
+slot is still ours, the writer is retired and the slot gained again with a new producer. So is
+a writer that could not learn the outcome of a commit it answered 504 within a second learning
+budget: the new producer's init ends that transaction, and the catch-up brings its state into
+the catalog if it committed.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import LogUnavailable, Retriable
 from adapter.log.faults import WriterFaults
 from adapter.log.writer import (
     GuessCounts,
@@ -97,6 +100,17 @@ class SlotWriters:
     ) -> list[int]:
         return await self._writer(slot).submit(records, finalize)
 
+    def learning(self, slot: int) -> bool:
+        """Whether the slot's writer is learning the outcome of a commit it answered 504: the
+        slot's state may lack that commit, so nothing is decided on it meanwhile. A writer
+        that could not learn it within a second budget is renewed (see `LogWriter._learn_on`)."""
+        entry = self._slots.get(slot)
+        if entry is None or not entry.writer.learning:
+            return False
+        if entry.writer.lost:
+            self._renew_soon(slot, entry.writer)
+        return True
+
     def enqueue(self, slot: int, batch: WriteBatch) -> WriteBatch:
         """Queue a batch without waiting for it (its future tells the outcome)."""
         return self._writer(slot).enqueue(batch)
@@ -108,6 +122,8 @@ class SlotWriters:
         if writer.fenced:
             self._renew_soon(slot, writer)
             raise LogUnavailable(f"write slot {slot}: its producer was fenced; retry")
+        if writer.lost:
+            self._renew_soon(slot, writer)
         return writer
 
     def guesses(self) -> GuessCounts:
@@ -169,7 +185,7 @@ class SlotWriters:
             await asyncio.wait_for(
                 writer.submit([], lambda _offsets: [entry]), self.limits.timeout_s * 2
             )
-        except (LogUnavailable, TimeoutError) as error:
+        except (Retriable, TimeoutError) as error:
             log.warning("write slot %d not initialised, retrying: %s", slot, error)
             if task is not None:
                 task.cancel()
@@ -191,14 +207,16 @@ class SlotWriters:
         task.add_done_callback(self._gain_ended)
 
     async def _renew(self, slot: int, writer: LogWriter) -> None:
-        """Replace a fenced writer if the coordinator says the slot is still ours."""
+        """Replace a fenced writer, or one that cannot learn an outcome, if the coordinator
+        says the slot is still ours."""
         if not await asyncio.to_thread(self._may_reinit, slot):
             return  # not ours: the rebalance that says so retires the writer
         async with self._changes:
             entry = self._slots.get(slot)
             if entry is None or entry.writer is not writer or slot not in self._assigned:
                 return
-            log.warning("write slot %d: still ours but its writer was fenced; renewing", slot)
+            why = "was fenced" if writer.fenced else "cannot learn an outcome"
+            log.warning("write slot %d: still ours but its writer %s; renewing", slot, why)
             self._ready.discard(slot)
             self.on_change()
             await self._retire(slot, 0)
@@ -229,7 +247,7 @@ class SlotWriters:
         """Accept writes once the catalog holds every change committed before our init."""
         try:
             await self._catch_up()
-        except (LogUnavailable, TimeoutError) as error:
+        except (Retriable, TimeoutError) as error:
             log.warning("slots %s: catalog not caught up, retrying: %s", slots, error)
             for slot in slots:
                 await self._retire(slot, 0)

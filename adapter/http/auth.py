@@ -4,11 +4,15 @@ Runs after the errors middleware (so refusals are JSON) and before anything read
 forwards a write. `/healthz` and `/readyz` stay open; a preflight is answered before it.
 Every other route is mapped to an operation class by its method (`operations.need_of`).
 A token comes from `Authorization: Bearer`, or from `?access_token=` only when
-`auth_query_token` is on; it is never put in a message or a log line.
+`auth_query_token` is on; it is never put in a message or a log line. Without a token, a
+client certificate listed in `[auth.certificates]` is the principal (verified by the TLS
+handshake; `adapter/auth/certificates.py`); a sibling worker passes its subject on with a
+write it forwards over its Unix socket, where only siblings connect.
 """
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,9 +20,11 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from adapter.auth.certificates import CertificatePrincipals, Subject
 from adapter.auth.policy import Need, Policy, Verdict
 from adapter.auth.principals import InvalidToken, Principal, Verifier
 from adapter.auth.scopes import Operation, needed
+from adapter.http.forward_ids import CERTIFICATE_SUBJECT, FORWARDED
 from adapter.http.observe import METRICS, add_log_fields
 from adapter.http.operations import is_public, need_of
 from adapter.http.render import Handler
@@ -37,10 +43,13 @@ class Gate:
     conceal: bool = False
     query_token: bool = False
     clock: Callable[[], float] = field(default=time.time)
+    certificates: CertificatePrincipals = field(default_factory=lambda: CertificatePrincipals({}))
 
 
 GATE = web.AppKey("auth_gate", Gate)
 PRINCIPAL = web.RequestKey("principal", Principal)
+# The subject of the client certificate that is the request's principal (none: a token's).
+SUBJECT = web.RequestKey("certificate_subject", str)
 
 
 def principal_of(request: web.Request) -> Principal | None:
@@ -67,7 +76,7 @@ def auth_middleware(gate: Gate) -> Middleware:
             _count_failure(request, "missing")
             raise ProtocolError(
                 ErrorCode.UNAUTHORIZED,
-                "this request needs a bearer token",
+                _needs(gate),
                 headers={"WWW-Authenticate": REALM},
             )
         if verdict is Verdict.INSUFFICIENT_SCOPE:
@@ -81,10 +90,16 @@ def auth_middleware(gate: Gate) -> Middleware:
     return authenticate
 
 
+def _needs(gate: Gate) -> str:
+    if gate.certificates.by_subject:
+        return "this request needs a bearer token or a client certificate"
+    return "this request needs a bearer token"
+
+
 def _principal(request: web.Request, gate: Gate, verifier: Verifier) -> Principal | None:
     token = _token(request, gate)
     if token is None:
-        return None
+        return _certificate_principal(request, gate.certificates)
     try:
         return verifier.verify(token, gate.clock())
     except InvalidToken as error:
@@ -94,6 +109,33 @@ def _principal(request: web.Request, gate: Gate, verifier: Verifier) -> Principa
             f"invalid bearer token: {error}",
             headers={"WWW-Authenticate": f'{REALM}, error="invalid_token"'},
         ) from None
+
+
+def _certificate_principal(
+    request: web.Request, certificates: CertificatePrincipals
+) -> Principal | None:
+    """The principal of the client's verified certificate, or of the one a sibling worker
+    saw on the request it forwarded here; None when there is none or it is not listed."""
+    if not certificates.by_subject or request.transport is None:
+        return None
+    peer: dict[str, Subject] | None = request.transport.get_extra_info("peercert")
+    if peer:
+        principal = certificates.principal(peer.get("subject", ()))
+    elif _from_sibling(request):
+        principal = certificates.by_subject.get(request.headers[CERTIFICATE_SUBJECT])
+    else:
+        return None
+    if principal is not None:
+        request[SUBJECT] = principal.name
+    return principal
+
+
+def _from_sibling(request: web.Request) -> bool:
+    """A forwarded request naming a certificate, come over this worker's Unix socket."""
+    if FORWARDED not in request.headers or CERTIFICATE_SUBJECT not in request.headers:
+        return False
+    sock = request.transport.get_extra_info("socket") if request.transport else None
+    return sock is not None and sock.family == socket.AF_UNIX
 
 
 def _token(request: web.Request, gate: Gate) -> str | None:

@@ -27,6 +27,9 @@ from adapter.config import Settings
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+# The most connections a listener lets wait for `accept` (listen(2) takes an unsigned short's
+# worth; the kernel lowers it further to `net.core.somaxconn`).
+MAX_BACKLOG = 65_535
 # Descriptors kept for what is not a client connection: Kafka clients, files, refusals.
 RESERVED_DESCRIPTORS = 512
 
@@ -73,6 +76,14 @@ def within_descriptors(wanted: int) -> int:
         )
         return room
     return wanted
+
+
+def listen_backlog(max_connections: int) -> int:
+    """How many connections may wait to be accepted: as many as would be admitted. A fuller
+    queue drops new connections' handshakes, and the client retries them for seconds (1, 3,
+    7, 15 s ...) or sees its connection reset, while the loop is busy with the others.
+    aiohttp's default is 128, a burst of 1,000 clients overflows it."""
+    return min(max_connections or MAX_BACKLOG, MAX_BACKLOG)
 
 
 class ConnectionCounts:

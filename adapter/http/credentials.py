@@ -10,6 +10,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
+from adapter.auth.certificates import CertificateMappingError, CertificatePrincipals
 from adapter.auth.jwt_tokens import Expectations, JwtVerifier, KeySetError, key_set
 from adapter.auth.policy import Policy
 from adapter.auth.principals import Verifier
@@ -29,9 +30,16 @@ def build_gate(settings: Settings) -> Gate:
     policy = Policy(comma_list(settings.auth_public_read))
     try:
         verifier = _verifier(settings)
-    except (TokenFileError, KeySetError, OSError) as error:
+        certificates = CertificatePrincipals.of(settings.auth_certificates)
+    except (TokenFileError, KeySetError, CertificateMappingError, OSError) as error:
         raise ConfigError(str(error)) from error
-    return Gate(verifier, policy, settings.auth_conceal, settings.auth_query_token)
+    return Gate(
+        verifier,
+        policy,
+        settings.auth_conceal,
+        settings.auth_query_token,
+        certificates=certificates,
+    )
 
 
 def _verifier(settings: Settings) -> Verifier | None:

@@ -27,12 +27,13 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
+from adapter.http.auth import GATE, QUERY_TOKEN, SUBJECT
 from adapter.http.bodies import ROUTE_BODIES
-from adapter.http.forward_ids import FORWARD_ID, FORWARDED, LAST_ACCESS
+from adapter.http.forward_ids import CERTIFICATE_SUBJECT, FORWARD_ID, FORWARDED, LAST_ACCESS
 from adapter.http.keys import BUCKETS, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.render import Handler
-from adapter.http.renewals import OwnerRenewals
+from adapter.http.renewals import DEFAULT_ENTRIES, OwnerRenewals
 from adapter.http.streams import created_response, fork_from, stream_ref
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.protocol.commands import StreamRef
@@ -62,6 +63,7 @@ _NOT_COPIED = frozenset(
         "Upgrade",
         "Proxy-Authorization",
         "Proxy-Authenticate",
+        CERTIFICATE_SUBJECT,
     )
 )
 
@@ -78,12 +80,13 @@ class Forwarder:
         timeout_s: float,
         siblings: Mapping[str, str] | None = None,
         catch_up: Callable[[], Awaitable[None]] | None = None,
+        renewal_entries: int = DEFAULT_ENTRIES,
     ) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.siblings = dict(siblings or {})
         self.catch_up = catch_up or _nothing  # follow the meta topic to what is written in it
         self._sessions: dict[str, aiohttp.ClientSession] = {}
-        self.renewals = OwnerRenewals()  # reads here of streams other instances own
+        self.renewals = OwnerRenewals(renewal_entries)  # reads here of streams other instances own
 
     def session(self, url: str) -> aiohttp.ClientSession:
         """The session for requests to the instance at `url`."""
@@ -221,9 +224,12 @@ class _Described:
 
 
 async def _described_by(request: web.Request, owner: str) -> _Described | None:
-    """The stream per `owner`; None when it gave no usable answer."""
-    headers = _copied(request.headers)
-    headers[FORWARDED] = "1"
+    """The stream per `owner`; None when it gave no usable answer.
+
+    The owner checks the reader's credential again, as it does a forwarded write's: it is
+    sent as it came in the `Authorization` header, or, when the reader put it in the URL
+    (`?access_token=`), moved to that header (the URL asked for is the route alone)."""
+    headers = _with_credential(request, _copied(request, owner))
     url = owner + request.rel_url.raw_path
     method, params = ("GET", {"offset": "now"}) if request.method == "GET" else ("HEAD", {})
     session = request.app[FORWARDER].session(owner)
@@ -236,13 +242,33 @@ async def _described_by(request: web.Request, owner: str) -> _Described | None:
             closed = reply.headers.get("Stream-Closed", "").lower() == "true"
             accessed = reply.headers.get(LAST_ACCESS, "")
     except (aiohttp.ClientError, TimeoutError) as error:
-        log.debug("asking %s about %s failed: %s", owner, url, error)
+        _failed(method, request.path, owner, error)
         return None
+    if reply.status >= 300:
+        _failed(method, request.path, owner, reply.status)
     offset = parse_offset(token) if reply.status < 300 and token is not None else None
     last_access = int(accessed) if accessed.isdigit() else None
     return (
         _Described(offset, closed, last_access_ms=last_access) if isinstance(offset, int) else None
     )
+
+
+def _failed(method: str, path: str, owner: str, why: object) -> None:
+    """A renewal (GET) the owner refused or did not answer is a warning: the stream may expire
+    on its owner while it is read here. A failed HEAD only leaves the read to this catalog."""
+    if method == "GET":
+        log.warning("renewing %s at %s: %s", path, owner, why)
+    else:
+        log.debug("describing %s at %s: %s", path, owner, why)
+
+
+def _with_credential(request: web.Request, headers: CIMultiDict[str]) -> CIMultiDict[str]:
+    """`headers` with the reader's query token, if it sent one, as `Authorization`."""
+    if request.app[GATE].query_token and hdrs.AUTHORIZATION not in headers:
+        query = request.query.getall(QUERY_TOKEN, [])
+        if len(query) == 1:  # two were refused already (RFC 6750: one way only)
+            headers[hdrs.AUTHORIZATION] = f"Bearer {query[0]}"
+    return headers
 
 
 def _with_last_access(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
@@ -269,8 +295,17 @@ def _stream_route_ref(request: web.Request) -> StreamRef | None:
         return None
 
 
-def _copied(headers: Mapping[str, str]) -> CIMultiDict[str]:
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_COPIED)
+def _copied(request: web.Request, url: str) -> CIMultiDict[str]:
+    """The request's headers for the instance at `url`, marked forwarded; a sibling worker
+    is also told the client certificate's subject (it cannot see the certificate)."""
+    headers = CIMultiDict(
+        (k, v) for k, v in request.headers.items() if k.lower() not in _NOT_COPIED
+    )
+    headers[FORWARDED] = "1"
+    subject = request.get(SUBJECT)
+    if subject is not None and url in request.app[FORWARDER].siblings:
+        headers[CERTIFICATE_SUBJECT] = subject
+    return headers
 
 
 async def _know_the_stream(request: web.Request) -> None:
@@ -352,8 +387,7 @@ def _write_slot(request: web.Request) -> int | None:
 
 
 async def _forward(request: web.Request, route: Forward) -> web.Response:
-    headers = _copied(request.headers)
-    headers[FORWARDED] = "1"
+    headers = _copied(request, route.url)
     if (request_id := request.get(REQUEST_ID)) is not None:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
     url = route.url + request.rel_url.raw_path_qs

@@ -12,6 +12,10 @@ FORWARD_ID: Final = "Durable-Kafka-Forward-Id"  # an append's id, written on its
 # On a sibling worker's synchronising read (`serve --workers`): the owner's last access to the
 # stream (ms since the epoch), which the sibling adopts when later than its own.
 LAST_ACCESS: Final = "Durable-Kafka-Last-Access"
+# On a request a sibling worker forwards over its Unix socket: the subject (`CN=...`) of the
+# client certificate the request came with, which only the worker it entered could see.
+# Believed only from a Unix socket (siblings alone reach it); never copied from a client.
+CERTIFICATE_SUBJECT: Final = "Durable-Kafka-Certificate-Subject"
 _FORWARD_ID_SHAPE: Final = re.compile("[0-9a-f]{32}")
 
 

@@ -19,6 +19,7 @@ import uuid
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from adapter import request_lines
 from adapter.http.render import CLIENT_CLOSED, ERROR_CODE, STARTED, Handler
 from adapter.metrics import Metrics
 
@@ -160,7 +161,11 @@ def log_request(
     traceparent = request.headers.get("traceparent")
     if traceparent is not None and _TRACEPARENT.fullmatch(traceparent):
         fields["traceparent"] = traceparent
-    requests_log.info("%s %s %d", fields["method"], route, status, extra=fields)
+    lines = request_lines.installed.lines
+    if lines is not None:  # a serving process: formatted and written off the event loop
+        lines.put(fields, error=status >= 400)
+    else:
+        requests_log.info("%s %s %d", fields["method"], route, status, extra=fields)
 
 
 def _read_mode(request: web.Request, route: str) -> str | None:

@@ -6,32 +6,41 @@ keeps it alive there. Each read here is told to the owner as an access of its ow
 sends a forwarded `GET ?offset=now`), at most once per quarter of the TTL per stream; a read
 in between is told when that quarter ends, so the owner's last access is never older than
 the last read here (save for a request that fails: the next read tells it again).
+
+Memory is bounded by `owner_renewal_entries`: past that many streams, the one read here
+longest ago is forgotten (a telling it was waiting for is sent at once instead), so its next
+read is told at once, as a first one is.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 Tell = Callable[[], Coroutine[Any, Any, None]]
 SHARE_OF_TTL = 4  # told at most this many times per TTL per stream
-REMEMBERED = 10_000  # past this many streams remembered, those whose quarter ended are dropped
+DEFAULT_ENTRIES = 10_000  # streams remembered (`owner_renewal_entries`)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Told:
     at: float  # monotonic time of the last telling
     every: float  # the quarter of the stream's TTL
     later: asyncio.TimerHandle | None = None  # a telling due when the quarter ends
+    waiting: Tell | None = None  # what `later` sends
 
 
 class OwnerRenewals:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, entries: int = DEFAULT_ENTRIES, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._entries = entries
         self._clock = clock
-        self._told: dict[tuple[str, str], _Told] = {}
+        self._told: OrderedDict[tuple[str, str], _Told] = OrderedDict()  # oldest read first
         self._tasks: set[asyncio.Task[None]] = set()
 
     def read(self, key: tuple[str, str], ttl_s: float, tell: Tell) -> None:
@@ -40,13 +49,21 @@ class OwnerRenewals:
         now, every = self._clock(), ttl_s / SHARE_OF_TTL
         told = self._told.get(key)
         if told is None or now - told.at >= every:
-            self._forget_ended(now)
+            if told is not None and told.later is not None:
+                told.later.cancel()  # told now instead
             self._told[key] = _Told(now, every)
             self._start(tell)
         elif told.later is None:
             told.later = asyncio.get_running_loop().call_later(
-                told.at + every - now, self._due, key, tell
+                told.at + every - now, self._due, key
             )
+            told.waiting = tell
+        self._told.move_to_end(key)
+        self._forget_oldest()
+
+    def remembered(self) -> int:
+        """How many streams' tellings are remembered (at most `entries`)."""
+        return len(self._told)
 
     def pending(self) -> int:
         """Tellings running or waiting for their quarter to end."""
@@ -60,20 +77,22 @@ class OwnerRenewals:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def _due(self, key: tuple[str, str], tell: Tell) -> None:
-        self._told[key] = _Told(self._clock(), self._told[key].every)
-        self._start(tell)
+    def _due(self, key: tuple[str, str]) -> None:
+        told = self._told[key]
+        self._told[key] = _Told(self._clock(), told.every)
+        if told.waiting is not None:
+            self._start(told.waiting)
 
     def _start(self, tell: Tell) -> None:
         task = asyncio.get_running_loop().create_task(tell())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _forget_ended(self, now: float) -> None:
-        """Past `REMEMBERED` streams, drop those whose quarter ended with nothing waiting: the
-        next read of one is told at once, as if it were still remembered."""
-        if len(self._told) < REMEMBERED:
-            return
-        ended = [k for k, t in self._told.items() if t.later is None and now - t.at >= t.every]
-        for key in ended:
-            del self._told[key]
+    def _forget_oldest(self) -> None:
+        """Past `entries` streams, forget the one read longest ago; a read of it that waits
+        for its quarter's end is told now, so no read goes untold."""
+        while len(self._told) > self._entries:
+            _, told = self._told.popitem(last=False)
+            if told.later is not None and told.waiting is not None:
+                told.later.cancel()
+                self._start(told.waiting)

@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from adapter.http.render import Handler, error_response
+from adapter.protocol.caching import vary_with
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
 ALLOWED_METHODS = "GET, HEAD, POST, PUT, DELETE, OPTIONS"
@@ -68,17 +69,11 @@ SECURITY_HEADERS = {
 @dataclass(frozen=True)
 class CorsPolicy:
     origins: frozenset[str]  # exact origins (scheme://host[:port]); "*" lets any in
-    # Decided once, not per response: whether any origin is let in, and the headers every
-    # response carries whatever its origin.
+    # Decided once, not per response: whether any origin is let in.
     any_origin: bool = field(init=False, repr=False, compare=False)
-    _always: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        any_origin = "*" in self.origins
-        object.__setattr__(self, "any_origin", any_origin)
-        # Without `*` the answer depends on Origin: `Vary` says so to every cache.
-        vary = {} if any_origin else {"Vary": "Origin"}
-        object.__setattr__(self, "_always", SECURITY_HEADERS | vary)
+        object.__setattr__(self, "any_origin", "*" in self.origins)
 
     def allows(self, origin: str, request: web.BaseRequest) -> bool:
         return self.any_origin or origin in self.origins or _same_origin(origin, request)
@@ -91,7 +86,11 @@ class CorsPolicy:
         self, response: web.StreamResponse, origin: str | None, request: web.BaseRequest
     ) -> None:
         """`decorate`, the request's Origin header already read."""
-        response.headers.update(self._always)
+        response.headers.update(SECURITY_HEADERS)
+        if not self.any_origin:
+            # The answer depends on Origin: `Vary` says so to every cache, beside what the
+            # route's answer varies with already (Authorization, on a read with auth on).
+            response.headers["Vary"] = vary_with(response.headers.get("Vary"), "Origin")
         if origin is None or not self.allows(origin, request):
             return
         response.headers["Access-Control-Allow-Origin"] = "*" if self.any_origin else origin

@@ -10,7 +10,7 @@ from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
-from adapter.http.auth import principal_of
+from adapter.http.auth import GATE, principal_of
 from adapter.http.forward_ids import forward_id_of
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
@@ -242,6 +242,9 @@ def _chunk_response(
     """A 200 with the chunk's bytes (or a 304 when the client holds them already)."""
     meta = chunk.meta
     headers = _read_headers(chunk) | extra
+    per_caller = _answer_per_caller(request, meta.bucket_id)
+    if per_caller:
+        headers["Vary"] = "Authorization"
     if start is Start.NOW:
         headers["Cache-Control"] = NO_STORE
     else:
@@ -251,6 +254,7 @@ def _chunk_response(
             has_data=bool(chunk.messages),
             closed=meta.closed and chunk.up_to_date,
             seconds_left=_seconds_left(meta, request.app[STREAMS].clock()),
+            shared=not per_caller,
         )
         if if_none_match_matches(request.headers.get("If-None-Match"), etag):
             return web.Response(status=304, headers=headers)
@@ -258,6 +262,14 @@ def _chunk_response(
     return web.Response(
         status=200, body=body, headers=headers | {"Content-Type": meta.content_type}
     )
+
+
+def _answer_per_caller(request: web.Request, bucket_id: str) -> bool:
+    """Whether a read's answer depends on who asks (its `Authorization`): auth is on and the
+    bucket is not public-read. Such an answer is only for the caller's own cache (`private`):
+    a shared one keyed by URL would serve it to anyone."""
+    gate = request.app[GATE]
+    return gate.verifier is not None and not gate.policy.readable_by_anyone(bucket_id)
 
 
 def _seconds_left(meta: StreamMeta, now_ms: int) -> int | None:

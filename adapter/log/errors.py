@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 
-class LogUnavailable(Exception):
+class Retriable(Exception):
+    """Kafka did not do what was asked, for now. A request is answered 503 (504 for an unknown
+    outcome) and may be retried; background work logs it and tries again later, never stops."""
+
+
+class LogUnavailable(Retriable):
     """Kafka did not take or serve the data in time; nothing was made visible. Retry later."""
 
 
@@ -12,6 +17,6 @@ class BelowLogStart(LogUnavailable):
     to the cold store since the read was planned). Nothing was returned."""
 
 
-class OutcomeUnknown(Exception):
+class OutcomeUnknown(Retriable):
     """A write whose outcome could not be learned in time: it may or may not be in the log.
     Never a LogUnavailable, which says nothing was made visible."""

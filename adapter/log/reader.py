@@ -152,7 +152,7 @@ class LogReader:
         """A fresh consumer for one whose Kafka call failed (its thread's work is over), which
         is closed: a call failing while a killed broker comes back can leave a handle's
         metadata stale, the partition "unknown" without asking, for minutes
-        (docs/operations.md, "Results, seventh session")."""
+        (a broker kill in the fault suite showed it)."""
         with contextlib.suppress(RuntimeError):  # closing down: its threads are gone
             self._threads.submit(failed.close)
         return Consumer(self._config)

@@ -114,7 +114,7 @@ class PartitionScanner:
         """`fn` with the consumer, on the scanner's thread. One whose call failed is closed and
         made again at the next: a call failing while a killed broker comes back can leave a
         handle's metadata stale, the partition "unknown" without asking, for minutes
-        (docs/operations.md, "Results, seventh session")."""
+        (a broker kill in the fault suite showed it)."""
         if self._consumer is None:
             self._consumer = Consumer(self._config)
         consumer = self._consumer

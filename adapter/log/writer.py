@@ -49,6 +49,7 @@ LEARNING_PAUSE_S = 1.0
 FENCED_MESSAGE = "fenced: another instance owns this write slot now; retry"
 UNKNOWN_MESSAGE = "the outcome of this write could not be learned"
 BUSY_MESSAGE = "write slot busy: too much is waiting to be written; retry"
+LEARNING_MESSAGE = "write slot busy: the outcome of an earlier write is being learned; retry"
 QUEUE_FULL_MESSAGE = "kafka: the producer's queue is full; nothing was written; retry"
 
 
@@ -105,6 +106,10 @@ class LogWriter:
         self._on_timing = on_timing
         self._stopping = False  # retired: stop trying to learn an unknown outcome
         self._committing = False  # a transaction is being written (on the thread)
+        # A commit answered 504 whose outcome is still being learned: until it is known the
+        # slot's state may lack it, so the slot takes no batch (see `_learn_on`).
+        self._open: _Open | None = None
+        self.lost = False  # not learned within a second budget either: the slot is renewed
         self._queue = batching.SlotQueue[WriteBatch](self.bounds)
         self._arrived = asyncio.Event()  # set when the queue may hold a batch
         self._expiry: asyncio.TimerHandle | None = None  # armed while the queue holds a batch
@@ -130,6 +135,8 @@ class LogWriter:
         """
         loop = asyncio.get_running_loop()
         batch.future = loop.create_future()
+        if self._open is not None:
+            raise LogUnavailable(LEARNING_MESSAGE)
         if not self._queue.offer(batch, batch.size, loop.time()):
             raise LogUnavailable(BUSY_MESSAGE)
         self._idle.clear()
@@ -141,6 +148,9 @@ class LogWriter:
     async def run(self) -> None:
         """The group-commit loop; runs until cancelled."""
         while True:
+            if self._open is not None:
+                await self._learn_on(self._open)
+                continue
             await self._arrived.wait()
             taken = self._queue.take(asyncio.get_running_loop().time())
             expired(taken.expired)
@@ -170,10 +180,13 @@ class LogWriter:
             for batch in batches:
                 batch.fail(LogUnavailable(str(error)))
             return
-        except OutcomeUnknown as error:
-            self._unapplied(error)
+        except _Unlearned as error:
+            # Answered 504 now; learned before the slot decides anything again.
+            self._open = _Open(batches, error.probe, error.done)
             for batch in batches:
                 batch.fail(OutcomeUnknown(str(error)))
+            for batch in self._queue.clear():
+                batch.fail(LogUnavailable(LEARNING_MESSAGE))
             return
         except Exception:
             # A bug: the loop dies and the process stops, but no request is left unanswered.
@@ -182,6 +195,58 @@ class LogWriter:
             raise
         committed(batches, done.offsets)
         self._on_state_settled(done.state, True)
+
+    async def _learn_on(self, open_: _Open) -> None:
+        """Learn the outcome of a commit answered 504 before the slot takes another batch.
+
+        Every decision on the slot's streams waits (503) meanwhile: the catalog, the hot tail
+        and the producer states lack that commit, and a decision on them could write a
+        producer's retry twice or extend a hot tail over the commit's records. Once known, a
+        commit that happened is applied as any (catalog, hot tail, live readers); one that did
+        not leaves them as they are. Not known within another learning budget either, the writer
+        asks to be renewed (`lost`): the new producer's init ends the transaction and its slot
+        accepts writes again only once the catalog has followed the log (its state records'
+        echoes are news from then on). Learning goes on until then.
+        """
+        self._idle.clear()
+        self._committing = True
+        try:
+            while self._open is open_:
+                learning = asyncio.ensure_future(self._on_thread(self._learn, open_.probe))
+                try:
+                    happened = await asyncio.shield(learning)
+                except OutcomeUnknown as error:
+                    if not self.lost:
+                        log.warning("%s: %s; renewing the slot", self.transactional_id, error)
+                    self.lost = True
+                    continue
+                self._learned(open_, happened)
+        except asyncio.CancelledError:
+            self._stopping = True  # retired: the next owner's producer ends the transaction
+            self._on_state_settled(open_.done.state, False)
+            raise
+        finally:
+            self._committing = False
+            self._settle_idle()
+
+    def _learned(self, open_: _Open, happened: bool) -> None:
+        """The outcome of a commit answered 504 is known: the slot's state follows it."""
+        self._open, self.lost = None, False
+        if not happened:
+            log.warning("%s: a commit answered unknown did not happen", self.transactional_id)
+            self._on_state_settled(open_.done.state, False)
+            return
+        log.warning("%s: a commit answered unknown did commit", self.transactional_id)
+        committed(open_.batches, open_.done.offsets)
+        # Only a stream's write applies all it commits itself (`on_commit`); the state of
+        # any other batch is applied by its caller, who was told 504: the follower applies it.
+        applied = all(batch.on_commit is not None for batch in open_.batches)
+        self._on_state_settled(open_.done.state, applied)
+
+    @property
+    def learning(self) -> bool:
+        """Whether a commit answered 504 is still being learned (the slot decides nothing)."""
+        return self._open is not None
 
     def _unapplied(self, error: BaseException | None) -> None:
         """A commit answered without its outcome applied: its state records' echoes are news."""
@@ -298,7 +363,7 @@ class LogWriter:
             try:
                 happened = self._learn(unknown.probe)
             except OutcomeUnknown as error:
-                raise _Unlearned(str(error), unknown.done.state) from None
+                raise _Unlearned(str(error), unknown.probe, unknown.done) from None
             if happened:
                 log.warning("%s: a commit without an answer did commit", self.transactional_id)
                 self._tails.committed([batch.records for batch in batches], unknown.done.offsets)
@@ -424,7 +489,7 @@ class LogWriter:
         A producer with the transactional id is initialised first (not when fenced or retired:
         the next owner's does that), which ends the transaction either way. Retried within the
         learning budget; meanwhile this slot takes no other transaction. Past the budget the
-        outcome is unknown (OutcomeUnknown): the next transaction's new producer ends it.
+        outcome is unknown (OutcomeUnknown): answered 504, then learned on (`_learn_on`).
         """
         bootstrap = str(self._config["bootstrap.servers"])
         deadline = time.monotonic() + self.learning_budget_s
@@ -489,11 +554,20 @@ class _NotApplied(LogUnavailable):
 
 class _Unlearned(OutcomeUnknown):
     """A commit whose outcome could not be learned in time: its state records were written,
-    not applied; whether they committed the log will tell the follower."""
+    not applied; whether they committed is learned later, or the log tells the follower."""
 
-    def __init__(self, message: str, state: list[StateWritten]) -> None:
+    def __init__(self, message: str, probe: Probe, done: Committed) -> None:
         super().__init__(message)
-        self.state = state
+        self.probe, self.done, self.state = probe, done, done.state
+
+
+@dataclass(frozen=True)
+class _Open:
+    """A transaction answered 504, its outcome still being learned."""
+
+    batches: list[WriteBatch]
+    probe: Probe
+    done: Committed
 
 
 class _CommitUnknown(Exception):

@@ -14,7 +14,11 @@ from adapter.objects.base import Fetched, ObjectStoreError
 
 
 class LocalObjectStore:
-    """Keys map to paths under `root`; writes are atomic (temp file, fsync, rename)."""
+    """Keys map to paths under `root`; writes are atomic and durable: temp file, fsync,
+    rename, then fsync of the folder holding the new name (and of each folder the write
+    created, with the folder holding it). Without the folder syncs a host crash can lose the
+    name of a file whose bytes were synced: the manifest would list a chunk that is gone,
+    after Kafka freed its records."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -63,7 +67,7 @@ class LocalObjectStore:
 
     @staticmethod
     def _write(path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_folders(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -74,10 +78,11 @@ class LocalObjectStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        _sync_folder(path.parent)
 
     @staticmethod
     def _open_temp(path: Path) -> tuple[BinaryIO, str]:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_folders(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         return os.fdopen(fd, "wb"), tmp
 
@@ -87,6 +92,7 @@ class LocalObjectStore:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+        _sync_folder(path.parent)
 
     @staticmethod
     def _read(path: Path, start: int, end: int | None) -> bytes | None:
@@ -98,7 +104,28 @@ class LocalObjectStore:
             return None
 
     def _keys(self, prefix: str) -> list[str]:
-        if not self.root.exists():
+        top = self.root / prefix.rpartition("/")[0]  # the folder every such key is under
+        if not top.is_dir():
             return []
-        found = (p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
+        found = (p.relative_to(self.root).as_posix() for p in top.rglob("*") if p.is_file())
         return sorted(k for k in found if k.startswith(prefix) and "/.tmp-" not in f"/{k}")
+
+
+def _make_folders(folder: Path) -> None:
+    """Create `folder` and its missing parents, each one's entry synced in its parent."""
+    missing: list[Path] = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        each.mkdir(exist_ok=True)  # another put may make it at the same time
+        _sync_folder(each.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder: its entries (a rename into it, a folder made in it) reach the disk."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -8,6 +8,7 @@ from adapter.protocol.caching import if_match_matches
 from adapter.protocol.commands import Append, Appended, CreateStream
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import content_types_match, is_json, seq_is_greater
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import encode
 from adapter.protocol.producers import (
     Accepted,
@@ -21,7 +22,6 @@ from adapter.protocol.producers import (
 )
 from adapter.protocol.steps import Done, Limits, Message, View, Write, gone, not_found
 from adapter.protocol.stream_etags import stream_etag
-from adapter.state.records import StreamMeta
 from topology.wire import ControlEvent
 
 

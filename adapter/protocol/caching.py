@@ -57,8 +57,9 @@ def cache_control_for_read(
     """Cache-Control of a 200 catch-up or long-poll read (offset=now excepted).
 
     Bytes never change at a position, so a response with data may be cached as §8.1 advises
-    (`public`, or `private` when streams are not `shared`, `max-age=60,
-    stale-while-revalidate=300`); so may the empty EOF of a `closed` stream. An empty read at
+    (`max-age=60, stale-while-revalidate=300`): `public` when the answer is the same for every
+    caller (`shared`), else `private`, for the caller's own cache only (auth on, the bucket not
+    public-read); so may the empty EOF of a `closed` stream. An empty read at
     the tail of an open stream is not stored: a cache would hide new data from everyone
     polling that offset. Nor is the read of a stream that may be gone sooner than a cache
     could keep it (`seconds_left`: its TTL window, or the time until Stream-Expires-At).
@@ -69,6 +70,14 @@ def cache_control_for_read(
         return NO_STORE
     scope = "public" if shared else "private"
     return f"{scope}, max-age={MAX_AGE_S}, stale-while-revalidate={STALE_WHILE_REVALIDATE_S}"
+
+
+def vary_with(vary: str | None, name: str) -> str:
+    """A `Vary` value naming `name` as well as what `vary` names already (RFC 9110 §12.5.5)."""
+    names = [n.strip() for n in (vary or "").split(",") if n.strip()]
+    if name.lower() not in (n.lower() for n in names):
+        names.append(name)
+    return ", ".join(names)
 
 
 def _opaque(etag: str) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapter.protocol.headers import ProducerHeaders
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import ReadFrom
 from adapter.protocol.producers import ProducerState
-from adapter.state.records import StreamMeta
 
 
 @dataclass(frozen=True)

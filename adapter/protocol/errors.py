@@ -22,6 +22,7 @@ class ErrorCode(Enum):
     INVALID_PRODUCER_EPOCH = ("invalid_producer_epoch", 400)
     UNAUTHORIZED = ("unauthorized", 401)
     FORBIDDEN = ("forbidden", 403)
+    TOPIC_NOT_ALLOWED = ("topic_not_allowed", 403)
     INSUFFICIENT_SCOPE = ("insufficient_scope", 403)
     ORIGIN_NOT_ALLOWED = ("origin_not_allowed", 403)
     STALE_PRODUCER_EPOCH = ("stale_producer_epoch", 403)
@@ -37,6 +38,7 @@ class ErrorCode(Enum):
     STREAM_EXISTS = ("stream_exists", 409)
     SOURCE_DELETED = ("source_deleted", 409)
     TOPIC_CONFLICT = ("topic_conflict", 409)
+    TOPIC_MISSING = ("topic_missing", 409)  # managed externally: the platform must create it
     STREAM_CLOSED = ("stream_closed", 409)
     CONTENT_TYPE_MISMATCH = ("content_type_mismatch", 409)
     SEQUENCE_CONFLICT = ("sequence_conflict", 409)

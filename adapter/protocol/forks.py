@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import is_json
+from adapter.protocol.model import Segment, SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import encode
 from adapter.protocol.snapshots import gone_before
-from adapter.state.records import Segment, SnapshotPointer, StreamMeta
 
 
 def cut(source: StreamMeta, offset: int | None) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from adapter.protocol import json_mode
@@ -22,6 +23,10 @@ TOPIC_NAME: Final = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 HEADER_NAME: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
 KEY_ENCODINGS: Final = ("utf8",)
 DEFAULT_CONTENT_TYPE: Final = "application/octet-stream"
+# Never mounted over HTTP, whatever `mount_topics` allows: the internal topics of every
+# deployment on the cluster (`{prefix}internal.{which}`, whatever its prefix) and Kafka's own
+# (`__consumer_offsets`, `__transaction_state`, ...). A `[[mounts]]` table may still name one.
+NEVER_MOUNTED: Final = ("*internal.*", "__*")
 FIELDS: Final = frozenset(
     {"topic", "content_type", "content_type_header", "key_encoding", "appends"}
 )
@@ -55,6 +60,26 @@ def parse_mount(document: Any) -> MountSpec:
         key_encoding=_key_encoding(document.get("key_encoding", "utf8")),
         appends=_appends(document.get("appends", False)),
     )
+
+
+def check_mountable(topic: str, prefix: str, allowed: tuple[str, ...]) -> None:
+    """Refuse a mount over HTTP of `topic` unless an operator allowed it: 409 for a topic
+    under our own `prefix` (a bucket's or our internals), 403 `topic_not_allowed` for any
+    deployment's internals, Kafka's own topics, and a topic no `allowed` glob matches."""
+    if topic.startswith(prefix):
+        raise ProtocolError(
+            ErrorCode.TOPIC_CONFLICT,
+            f"topic {topic!r} has durable-kafka's prefix: serve it as a bucket",
+        )
+    if any(fnmatchcase(topic, pattern) for pattern in NEVER_MOUNTED):
+        raise ProtocolError(
+            ErrorCode.TOPIC_NOT_ALLOWED, f"topic {topic!r} is internal: it is never mounted"
+        )
+    if not any(fnmatchcase(topic, pattern) for pattern in allowed):
+        raise ProtocolError(
+            ErrorCode.TOPIC_NOT_ALLOWED,
+            f"topic {topic!r} is not one the operator allows to mount (mount_topics)",
+        )
 
 
 def _content_type(value: Any) -> str:

@@ -16,8 +16,8 @@ from typing import Final
 
 from adapter.protocol.commands import PublishSnapshot
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import ReadFrom, Start, encode
-from adapter.state.records import SnapshotPointer, StreamMeta
 
 DEFAULT_MAX_SNAPSHOT_BYTES: Final = 128 * 1024 * 1024
 OBJECT_PREFIX: Final = "snapshots/"

@@ -29,8 +29,8 @@ from adapter.protocol import snapshots
 from adapter.protocol.commands import Appended, Created
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import ProducerHeaders
+from adapter.protocol.model import SnapshotPointer, StreamMeta
 from adapter.protocol.producers import Position, ProducerState
-from adapter.state.records import SnapshotPointer, StreamMeta
 from topology.wire import ControlEvent
 
 # An append of a JSON array becomes one record per element, all in one transaction.

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from adapter.protocol.caching import etag
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import encode
-from adapter.state.records import StreamMeta
 
 
 def stream_etag(meta: StreamMeta) -> str:

@@ -22,6 +22,7 @@ from adapter.protocol.appends import decide_append, initial_messages, within
 from adapter.protocol.commands import Append, Created, CreateStream, ForkFrom, PublishSnapshot
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import content_types_match
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.steps import (
     DEFAULT_CONTENT_TYPE,
     DEFAULT_LIMITS,
@@ -40,7 +41,6 @@ from adapter.protocol.steps import (
     not_found,
     settle,
 )
-from adapter.state.records import StreamMeta
 from topology.wire import ControlEvent
 
 # The steps are part of the machine's interface: its callers name them through it.

@@ -19,7 +19,7 @@ from adapter.state.catalog import Catalog
 from adapter.state.records import BucketMeta, StreamMeta, bucket_key
 from adapter.state.records import encode as encode_meta
 from topology.admin import TopologyAdmin
-from topology.errors import TopologyError, TopologyMismatch
+from topology.errors import TopicMissing, TopologyError, TopologyMismatch
 from topology.naming import StateTopics
 from topology.slots import SlotMap
 from topology.specs import TopicLayout, TopicSpec, bucket_topic_spec
@@ -47,15 +47,13 @@ class BucketService:
         catalog: Catalog,
         writers: SlotWriters,
         admin: TopologyAdmin,
-        layout: TopicLayout,
         clock: Callable[[], int],
     ) -> None:
         self.catalog = catalog
         self.writers = writers
-        self.slots = SlotMap(layout.prefix, layout.write_slots)
+        self.slots = SlotMap(admin.layout.prefix, admin.layout.write_slots)
         self.admin = admin
-        self.layout = layout
-        self.topics = StateTopics.of(layout.prefix)
+        self.topics = StateTopics.of(admin.layout.prefix)
         self.clock = clock
         self.deadline_s = DEADLINE_TIMEOUTS * admin.timeout_s
         self.locks = KeyedLocks()  # per bucket id; mounts (`service/mounts.py`) share them
@@ -74,6 +72,11 @@ class BucketService:
             self._creating[bucket_id] -= 1
             if not self._creating[bucket_id]:
                 del self._creating[bucket_id]
+
+    @property
+    def layout(self) -> TopicLayout:
+        """The admin's: its replication is resolved from the broker count at start."""
+        return self.admin.layout
 
     def topic(self, bucket_id: str) -> str:
         return self.get(bucket_id).topic
@@ -107,8 +110,9 @@ class BucketService:
 
         An on-demand creation is written through `slot`, the slot of the stream being created
         (its owner decides; creating the topic twice is harmless). A registered bucket whose
-        topic is gone gets it back (`_repair`): records sent to a missing topic would hold the
-        slot's whole transaction until the flush timed out.
+        topic is gone gets it back (`_repair`; with externally managed topics, 409
+        `topic_missing` until the platform team re-creates it): records sent to a missing
+        topic would hold the slot's whole transaction until the flush timed out.
         """
         async with self.bounded(f"preparing bucket {bucket_id!r}"):
             self._refuse_if_deleting(bucket_id)
@@ -131,7 +135,7 @@ class BucketService:
             meta = self.get(bucket_id)  # a deletion finished while we waited: 404
             if await self.admin.topic_exists(meta.topic):
                 return
-            log.warning("bucket %r has no topic %s: re-creating it", bucket_id, meta.topic)
+            log.warning("bucket %r has no topic %s", bucket_id, meta.topic)
             spec = bucket_topic_spec(self.layout, bucket_id)
             await self._ensure_topic(replace(spec, name=meta.topic, partitions=meta.partitions))
 
@@ -160,6 +164,11 @@ class BucketService:
     async def _delete(self, bucket_id: str, meta: BucketMeta) -> None:
         """Drop the topic, wait until it is gone, then forget the bucket and its expired streams.
 
+        With externally managed topics the topic is left to the platform team, records
+        included: only the bucket and its streams are forgotten. A bucket created again under
+        that name adopts the topic; its streams start at their creation offsets, so the old
+        records are never served (they only take space until the team deletes the topic).
+
         In this order no failure leaves a topic that no bucket names (an orphan, which a later
         bucket of that name would adopt, old records included): a failure after the topic
         went leaves the bucket registered without it, which a retried delete finishes (a
@@ -167,8 +176,11 @@ class BucketService:
         Waiting until the metadata no longer lists the topic keeps a re-creation of the bucket
         from verifying and adopting the topic on its way out.
         """
-        await self.admin.delete_topics([meta.topic])
-        await self._until_gone(meta.topic)
+        if self.admin.policy.manages_topics:
+            await self.admin.delete_topics([meta.topic])
+            await self._until_gone(meta.topic)
+        else:
+            log.info("bucket %r deleted; its topic %s is left to its owners", bucket_id, meta.topic)
         expired = list(self.catalog.stream_ids(bucket_id, "", None))
         entries: list[StateEntry] = [(self.topics.meta, bucket_key(bucket_id), None)]
         for stream_id in expired:
@@ -207,9 +219,14 @@ class BucketService:
                 yield meta
 
     async def _create(self, bucket_id: str, slot: int) -> BucketMeta:
+        """Create (or, if managed externally, verify) the topic, then register the bucket with
+        the topic's partitions: a platform team's topic may have another count than ours."""
         spec = bucket_topic_spec(self.layout, bucket_id)
         await self._ensure_topic(spec)
-        meta = BucketMeta(bucket_id, spec.name, spec.partitions, self.clock())
+        partitions = spec.partitions
+        if not self.admin.policy.manages_topics:
+            partitions = await self.admin.partition_count(spec.name)
+        meta = BucketMeta(bucket_id, spec.name, partitions, self.clock())
         entry = (self.topics.meta, bucket_key(bucket_id), encode_meta(meta))
         await self.writers.submit(slot, [], lambda _offsets: [entry])
         self.catalog.put_bucket(meta)
@@ -219,7 +236,9 @@ class BucketService:
         """Create the topic; a topic of the same name still being deleted is waited out.
 
         A topic of that name configured otherwise (say, compacted) is not ours to write to:
-        the bucket cannot be created until an operator renames or removes it.
+        the bucket cannot be created until an operator renames or removes it. With externally
+        managed topics a missing one is 409 `topic_missing`, its message the command that
+        creates it.
         """
         while True:  # bounded by the caller's deadline (`bounded`)
             try:
@@ -227,6 +246,8 @@ class BucketService:
                 return
             except TopologyMismatch as error:
                 raise ProtocolError(ErrorCode.TOPIC_CONFLICT, str(error)) from error
+            except TopicMissing as error:
+                raise ProtocolError(ErrorCode.TOPIC_MISSING, str(error)) from error
             except TopologyError as error:
                 # A topic being deleted is listed a while after it stops being describable.
                 if not any(sign in str(error).lower() for sign in TOPIC_GOING_AWAY):

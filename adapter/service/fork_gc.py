@@ -20,8 +20,8 @@ import asyncio
 import logging
 from typing import Final
 
-from adapter.log.errors import LogUnavailable
 from adapter.protocol.errors import ProtocolError
+from adapter.service.background import RIDDEN_OUT
 from adapter.service.streams import StreamService
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ async def sweep_forever(
         try:
             collected = await streams.sweep()
             expired = await streams.sweep_expired(grace_ms)
-        except (ProtocolError, LogUnavailable) as error:
+        except (ProtocolError, *RIDDEN_OUT) as error:
             log.warning("collecting soft-deleted streams failed, trying again later: %s", error)
             continue
         if collected:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.mounts import ConfiguredMount, MountSpec
+from adapter.protocol.mounts import ConfiguredMount, MountSpec, check_mountable
 from adapter.service.buckets import BucketService
 from adapter.state.records import MountMeta, mount_key
 from adapter.state.records import encode as encode_meta
@@ -27,8 +27,10 @@ class MountService:
         buckets: BucketService,
         configured: tuple[ConfiguredMount, ...],
         on_change: Callable[[], None],
+        allowed: tuple[str, ...] = (),
     ) -> None:
         self.buckets = buckets
+        self.allowed = allowed  # topic globs a bucket's admin may mount (`mount_topics`)
         self.catalog = buckets.catalog
         self.configured = {mount.bucket_id: mount for mount in configured}
         self.on_change = on_change  # the set of mounts changed: start or stop their indexes
@@ -52,11 +54,7 @@ class MountService:
         async with buckets.bounded(f"mounting {bucket_id!r}"), buckets.locks.hold(bucket_id):
             if self.catalog.bucket(bucket_id) is not None or self.get(bucket_id) is not None:
                 raise ProtocolError(ErrorCode.BUCKET_EXISTS, f"bucket {bucket_id!r} exists")
-            if spec.topic.startswith(buckets.layout.prefix):
-                raise ProtocolError(
-                    ErrorCode.TOPIC_CONFLICT,
-                    f"topic {spec.topic!r} has durable-kafka's prefix: serve it as a bucket",
-                )
+            check_mountable(spec.topic, buckets.layout.prefix, self.allowed)
             if not await buckets.admin.topic_exists(spec.topic):
                 raise ProtocolError(ErrorCode.TOPIC_NOT_FOUND, f"topic {spec.topic!r} not found")
             meta = _meta(bucket_id, spec, buckets.clock())

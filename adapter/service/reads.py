@@ -18,10 +18,10 @@ from adapter.objects.base import ObjectStoreError
 from adapter.protocol.commands import Chunk
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import ReadFrom, Start
-from adapter.protocol.snapshots import check_readable
+from adapter.protocol.snapshots import check_readable, gone_before
 from adapter.state.catalog import Catalog
 from adapter.state.records import Segment, StreamMeta
-from adapter.tier.cold import ColdReader
+from adapter.tier.cold import ChunkCollected, ColdReader
 from adapter.tier.manifest import Place, TierRange
 from topology.wire import stream_key
 
@@ -79,7 +79,7 @@ class ReadPath:
         limit = self.reader.limits.max_read_bytes
         tiered = self._tiered(topic, meta, start)
         if tiered is not None:
-            return await self._read_cold(tiered, segment, start, already)
+            return await self._read_cold(tiered, meta, segment, start, already)
         key = (meta.bucket_id, segment.stream_id)
         result = None if already else self.cache.read(key, start, segment.end, limit)
         if result is None:
@@ -94,17 +94,29 @@ class ReadPath:
                 tiered = self._tiered(topic, meta, start)
                 if tiered is None:
                     raise
-                return await self._read_cold(tiered, segment, start, already)
+                return await self._read_cold(tiered, meta, segment, start, already)
         return result
 
     async def _read_cold(
-        self, tiered: TierRange, segment: Segment, start: int, already: int
+        self, tiered: TierRange, meta: StreamMeta, segment: Segment, start: int, already: int
     ) -> ReadResult:
         stop = min(segment.end, tiered.end)
         limit = self.reader.limits.max_read_bytes
         cold = self.cold.read(tiered, segment.stream_id, start, stop, limit, already)
         # `complete` means the tiered range's end here: the caller goes on from there.
-        return await _cold(cold)
+        try:
+            return await _cold(cold)
+        except ChunkCollected as error:
+            # A read that began before a newer snapshot (or a deletion) and outlived the
+            # grace period: what it still needs is gone, which it must be told.
+            raise self._gone(meta) from error
+
+    def _gone(self, meta: StreamMeta) -> ProtocolError:
+        """410 with the stream's earliest offset as it is now (404 if it is gone)."""
+        now = self.catalog.stream(meta.bucket_id, meta.stream_id)
+        if now is None or now.created_at_ms != meta.created_at_ms:
+            return ProtocolError(ErrorCode.STREAM_NOT_FOUND, f"stream {meta.stream_id!r} is gone")
+        return gone_before(now)
 
     def _tiered(self, topic: str, meta: StreamMeta, start: int) -> TierRange | None:
         bucket = self.catalog.bucket(meta.bucket_id)

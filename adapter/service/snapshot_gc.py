@@ -17,9 +17,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from adapter.log.errors import LogUnavailable
-from adapter.objects.base import ObjectStore, ObjectStoreError
+from adapter.objects.base import ObjectStore
 from adapter.protocol.snapshots import OBJECT_PREFIX
+from adapter.service.background import RIDDEN_OUT
 from adapter.state.catalog import Catalog
 
 log = logging.getLogger(__name__)
@@ -51,13 +51,13 @@ async def collect_forever(
         await asyncio.sleep(interval_s)
         try:
             await collect_once()
-        except (ObjectStoreError, LogUnavailable) as error:
+        except RIDDEN_OUT as error:
             log.warning("%s collection failed, trying again later: %s", what, error)
 
 
 @dataclass(frozen=True)
 class Listing:
-    """The objects under a prefix, listed at `now_ms`, before the catalog caught up."""
+    """The objects under a prefix, listed by `now_ms`, before the catalog caught up."""
 
     now_ms: int
     keys: list[str]
@@ -85,8 +85,10 @@ class OrphanSweep:
         self._seen: dict[str, int] = {}
 
     async def begin(self) -> Listing:
-        now = self.clock()
         keys = await self.store.keys(self.prefix)
+        # Read after the listing returned, so an object is first seen no earlier than it was
+        # stored, however long the listing took (an upload's deadline counts from before it).
+        now = self.clock()
         await self.caught_up()
         return Listing(now, keys)
 

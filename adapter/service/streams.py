@@ -19,7 +19,8 @@ from functools import partial
 from typing import TypeVar
 
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.log.writer import StateEntry, WriteBatch
+from adapter.log.errors import LogUnavailable
+from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import forks
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import (
@@ -140,6 +141,7 @@ class StreamService:
         partition = partition_for(stream_key(ref.stream_id), bucket.partitions)
         async with self.buckets.creating_stream(ref.bucket_id), self._locks.hold(key):
             await self._settle(key)
+            self._decidable(ref.bucket_id, partition)
             view = self._view(key, self.catalog.stream(*key))
             step = machine.create(view, command, self.clock(), partition, self.limits)
             if isinstance(step, machine.Write):
@@ -158,6 +160,8 @@ class StreamService:
             await self._settle(source_key)
             await self._settle(key)
             source = self.catalog.stream(*source_key)
+            if source is not None:
+                self._decidable(ref.bucket_id, source.partition)
             view = replace(
                 self._view(key, self.catalog.stream(*key)),
                 source=source,
@@ -239,6 +243,8 @@ class StreamService:
                 return step
             await self._settle(key)
         meta = self._committed(command.ref)
+        partition = meta.partition if meta is not None else None
+        self._decidable(command.ref.bucket_id, partition, command.ref.stream_id)
         if meta is not None and not meta.expired(self.clock()):
             meta = self.touch(meta)
         return machine.append(self._view(key, meta), command, self.clock(), self.limits)
@@ -249,6 +255,8 @@ class StreamService:
         async with self._holding(*reversed(chain), key):
             await self._settle(key)
             meta = self._committed(ref)
+            if meta is not None:
+                self._decidable(ref.bucket_id, meta.partition)
             view = replace(
                 self._view(key, meta),
                 forks=self._live_forks(*key),
@@ -275,6 +283,8 @@ class StreamService:
         async with self._holding(*reversed(chain), key):
             await self._settle(key)
             meta = self.catalog.stream(*key)
+            if meta is not None:
+                self._decidable(bucket_id, meta.partition)
             view = replace(
                 self._view(key, meta), forks=self._live_forks(*key), ancestors=self._ancestors(meta)
             )
@@ -301,6 +311,8 @@ class StreamService:
         async with self._locks.hold(key):
             await self._settle(key)
             meta_now = self.catalog.stream(*key)
+            if meta_now is not None:
+                self._decidable(meta.bucket_id, meta_now.partition)
             view = replace(self._view(key, meta_now), forks=self._live_forks(*key))
             write = machine.expire(view, before_ms, self.clock())
             if write is None or meta_now is None:
@@ -331,7 +343,10 @@ class StreamService:
             return self.existing(command.ref)
         async with self._locks.hold(key):
             await self._settle(key)
-            view = self._view(key, self._committed(command.ref))
+            meta = self._committed(command.ref)
+            if meta is not None:
+                self._decidable(meta.bucket_id, meta.partition)
+            view = self._view(key, meta)
             step = machine.publish(view, command, self.clock(), self.limits)
             if isinstance(step, machine.Refused):
                 raise step.error
@@ -487,6 +502,17 @@ class StreamService:
             if state is not None:
                 producers[producer_id] = state
         return machine.View(chain.meta, producers, pending=True, broken=chain.broken)
+
+    def _decidable(self, bucket_id: str, partition: int | None, stream_id: str = "") -> None:
+        """Refuse (503) to decide while the slot's writer learns an outcome it answered 504:
+        the committed state may lack that write (`LogWriter._learn_on`). Without a partition
+        (a stream not known yet) the slot is the one its creation would take."""
+        if partition is None:
+            slot = self._creation_slot(StreamRef(bucket_id, stream_id))
+        else:
+            slot = self.slots.of_stream(bucket_id, partition)
+        if self.writers.learning(slot):
+            raise LogUnavailable(LEARNING_MESSAGE)
 
     async def _settle(self, key: StreamKey) -> None:
         await self._chains.settle(key, self.writers.limits.timeout_s * 4)

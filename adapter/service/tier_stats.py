@@ -36,7 +36,7 @@ async def tier_stats(catalog: Catalog, scanner: PartitionScanner) -> list[Partit
                 continue
             place = Place(bucket.topic, bucket.created_at_ms, partition)
             ranges = catalog.tier.ranges(place)
-            chunks = [chunk for r in ranges for chunk in r.chunks]
+            chunks = [chunk for r in ranges for chunk in r.stored]
             low, high = await scanner.watermarks(bucket.topic, partition)
             found.append(
                 PartitionStats(

@@ -7,12 +7,14 @@ Run on every instance for the partitions of the write slots it owns. One pass pe
    the cut: the last record boundary with `tier_after_bytes` behind the head and nothing
    younger than `tier_after_ms` before it;
 2. read the committed records of [tiered_to, cut) (bounded per range), group the data records
-   by key and write one chunk object per stream (deterministic keys: a redone pass rewrites
-   the same objects);
+   by key and write one chunk object per stream, under keys of this attempt's own (a redone
+   pass writes new objects: `tier/chunks.py`);
 3. commit the range's manifest record with the slot's transactional producer (so a fenced
    former owner cannot), and put it in the index reads use;
 4. only then DeleteRecords up to the range's end (`tier/freeing.py`: the one rule for where
-   Kafka may free a partition).
+   Kafka may free a partition), if the bucket is still the one the pass began with: the same
+   `created_at_ms` in the catalog and the same Kafka topic id, checked right before (a bucket
+   deleted and created again during the pass's awaits has a new topic of the same name).
 
 Before that, a pass frees what no stream needs any more (`protocol/snapshots.py`
 `retention_floors`): when every stream of the partition (forks reading older ranges of their
@@ -38,8 +40,9 @@ from itertools import islice
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner, Scanned
-from adapter.objects.base import ObjectStore, ObjectStoreError
+from adapter.objects.base import ObjectStore
 from adapter.protocol.snapshots import retention_floors
+from adapter.service.background import RIDDEN_OUT
 from adapter.state.catalog import Catalog
 from adapter.state.records import BucketMeta, SnapshotPointer, StreamMeta
 from adapter.tier import chunks, manifest
@@ -48,7 +51,7 @@ from adapter.tier.freeing import free_to, to_free
 from adapter.tier.manifest import Place, TierChunk, TierRange
 from adapter.tier.meter import Meter
 from topology.admin import TopologyAdmin
-from topology.errors import BrokerUnavailable, TopologyError
+from topology.errors import TopologyError
 from topology.slots import SlotMap
 
 log = logging.getLogger(__name__)
@@ -62,7 +65,7 @@ MIN_RANGE_SHARE = 16  # a range holds at least 1/16 of the hot window
 PARALLEL_PUTS = 8
 MAX_BACKOFF = 32  # intervals
 # What a pass may meet and try again later: the store or the broker away, a topic just deleted.
-_RETRIED = (ObjectStoreError, LogUnavailable, BrokerUnavailable, TopologyError)
+_RETRIED = RIDDEN_OUT
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ class TierWorker:
         self.partitions: dict[Place, PartitionTier] = {}
         self.on_pass: Callable[[TierWorker], None] = lambda _worker: None
         self._meters: dict[Place, Meter] = {}
+        self._topic_ids: dict[Place, str] = {}  # of the topic each partition's pass reads
 
     def lag_bytes(self) -> int:
         """Bytes due to be tiered and not tiered yet, over the partitions last passed."""
@@ -162,6 +166,8 @@ class TierWorker:
         for place in set(self._meters) - owned:  # slots lost, buckets deleted
             self._meters.pop(place)
             self.partitions.pop(place, None)
+        for place in set(self._topic_ids) - owned:
+            self._topic_ids.pop(place)
         if failed is not None:
             raise failed
         return committed
@@ -180,12 +186,14 @@ class TierWorker:
         self, bucket: BucketMeta, partition: int, floor: int | None = None
     ) -> int:
         place = Place(bucket.topic, bucket.created_at_ms, partition)
+        # Taken before anything is read: the topic this pass reads, and the only one it frees.
+        self._topic_ids[place] = await self.admin.topic_id(bucket.topic)
         log_start, _ = await self.scanner.watermarks(bucket.topic, partition)
         tiered_to = self.catalog.tier.tiered_to(place)
         freeable = to_free(self.catalog.tier, place, log_start)
         if freeable is not None:
             # A crash (or a lost slot) between a range's commit and its DeleteRecords.
-            log_start = await self.admin.delete_records(bucket.topic, partition, freeable)
+            log_start = await self._free(bucket.bucket_id, place, freeable)
         begin = log_start if tiered_to is None else max(tiered_to, log_start)
         if floor is not None and floor > begin:
             begin = log_start = await self._free_below(bucket, place, begin, floor)
@@ -258,14 +266,28 @@ class TierWorker:
         self.catalog.tier.put(tier_range)
         freeable = free_to(self.catalog.tier, tier_range.place)
         if freeable is not None:  # the range's end, unless an earlier range's reaches further
-            await self.admin.delete_records(tier_range.topic, tier_range.partition, freeable)
+            await self._free(bucket_id, tier_range.place, freeable)
+
+    async def _free(self, bucket_id: str, place: Place, before: int) -> int:
+        """DeleteRecords below `before`, only if the partition is still the one the pass read
+        (checked right before): a bucket deleted and created again during the pass's awaits
+        has a new topic of the same name, whose offsets say nothing of what was tiered."""
+        bucket = self.catalog.bucket(bucket_id)
+        same = bucket is not None and bucket.created_at_ms == place.epoch_ms
+        if not same or await self.admin.topic_id(place.topic) != self._topic_ids.get(place):
+            raise TopologyError(
+                f"bucket {bucket_id!r} was deleted (and perhaps created again) during a tier "
+                f"pass: {place.topic}[{place.partition}] is not freed by it"
+            )
+        return await self.admin.delete_records(place.topic, place.partition, before)
 
     async def _tier_range(self, bucket: BucketMeta, place: Place, begin: int, cut: int) -> int:
         """Tier [begin, cut) or a bounded first part of it; return where it ended."""
         scan = await self.scanner.scan(place.topic, place.partition, begin, cut, RANGE_BYTES)
         end, groups = _grouped(scan.records, scan.next_offset, self.policy.max_streams_per_range)
         started = self.clock()
-        written = await self._write_chunks(bucket.bucket_id, place, begin, end, groups)
+        attempt = chunks.new_attempt()
+        written = await self._write_chunks(bucket.bucket_id, place, (begin, end, attempt), groups)
         if self.clock() - started > self.policy.commit_within_ms:
             raise LogUnavailable(f"tiering {place.topic}[{place.partition}] took too long")
         tier_range = TierRange(
@@ -293,15 +315,15 @@ class TierWorker:
         self,
         bucket_id: str,
         place: Place,
-        begin: int,
-        end: int,
+        attempt: tuple[int, int, str],  # the range's start and end, and the attempt's id
         groups: dict[str, list[ColdMessage]],
     ) -> list[TierChunk]:
         gate = asyncio.Semaphore(PARALLEL_PUTS)
+        begin, end, attempt_id = attempt
 
         async def put(stream_id: str, messages: list[ColdMessage]) -> TierChunk:
             key = chunks.object_key(
-                place.topic, place.epoch_ms, place.partition, begin, end, stream_id
+                place.topic, place.epoch_ms, place.partition, begin, end, stream_id, attempt_id
             )
             async with gate:
                 # In a worker thread: deflating a range (up to 64 MiB) on the event loop held

@@ -74,7 +74,7 @@ WRITTEN_WAIT_S = 2.0  # how long `seen_written` waits for the transactions open 
 # fetching them, is what limits a replay or a burst of creates, so 10,000 messages or 4 MiB
 # keep the follower as busy, provided a full queue is looked at again soon (librdkafka waits
 # 1 s: the rebuild took 40 % longer): a rebuild of 100,000 streams left RSS at 95-100 MiB
-# instead of 123 MiB, ready as soon (docs/performance.md, "RSS growth, fifth session").
+# instead of 123 MiB, ready as soon (bench/results/recorded/, "RSS growth").
 QUEUE_MESSAGES = 10_000
 QUEUE_KBYTES = 4096
 DEFAULT_DELETE_RETENTION_MS = 24 * 3600 * 1000  # Kafka's default
@@ -250,7 +250,7 @@ class MetaFollower:
                 # metadata: one whose query failed while a killed broker came back answers
                 # "Local: Unknown partition" at once, without asking, until the broker list
                 # next changes (10 of 13 such episodes lasted over 100 s; a probe re-created
-                # after an error never had one; docs/operations.md, "Results, seventh session").
+                # after an error never had one; a broker kill in the fault suite showed it).
                 del self._probes[isolation]
                 probe.close()
                 raise LogUnavailable(f"end offsets of {topic}: {error}") from error

@@ -503,7 +503,7 @@ class FileStore(Store):
 
 
 # Estimated bytes of a cached entry (Python objects, measured with tracemalloc on CPython
-# 3.11: docs/performance.md, "The catalog's memory"), with its LRU slot and key.
+# 3.11: bench/results/recorded/, "The catalog's memory"), with its LRU slot and key.
 def stream_bytes(meta: StreamMeta | None) -> int:
     if meta is None:
         return 200

@@ -1,8 +1,11 @@
 """Cold chunks: one stream's data records of one tiered range, as an Avro object container file.
 
 An Avro container (`schemas/tier_message.avsc`, deflate blocks) so Spark reads chunks with
-`format("avro")` and any Avro tool can open one. The object key is a function of the range and
-the stream alone, so a pass redone after a crash writes the same objects again, never new ones.
+`format("avro")` and any Avro tool can open one. The object key holds the range, the stream and
+the attempt at the range (a random id each time a pass tiers it): a pass redone after a failure
+writes new objects, never over those of an earlier attempt, so an object the orphan sweep has
+judged is never one a manifest may still list (docs/architecture.md, "Tiering"). Readers find
+chunks by the keys their range's manifest record lists, never by computing them.
 
 Blocks hold about `BLOCK_BYTES` of payload each, and the header's metadata carries their index
 (`INDEX_KEY`: each block's first offset and byte position), so a reader fetches the header and
@@ -16,6 +19,7 @@ import bisect
 import hashlib
 import io
 import json
+import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -79,17 +83,23 @@ class ColdMessage:
     producer: ProducerStamp | None = None
 
 
+def new_attempt() -> str:
+    """The id of one attempt at tiering a range: unique across passes, instances, restarts."""
+    return secrets.token_hex(8)
+
+
 def object_key(
-    topic: str, epoch_ms: int, partition: int, start: int, end: int, stream_id: str
+    topic: str, epoch_ms: int, partition: int, start: int, end: int, stream_id: str, attempt: str
 ) -> str:
-    """Where the chunk of `stream_id` in range [start, end) of a partition lives.
+    """Where attempt `attempt` puts the chunk of `stream_id` in range [start, end).
 
     The stream id is hashed: it may hold `/` and characters an object store or a folder
     spells badly. The topic's incarnation (its bucket's `created_at_ms`) keeps a re-created
     bucket's chunks apart from the old one's.
     """
     digest = hashlib.sha256(stream_id.encode()).hexdigest()[:32]
-    return f"{OBJECT_PREFIX}{topic}/{epoch_ms}/{partition}/{start:020d}-{end:020d}/{digest}.avro"
+    span = f"{start:020d}-{end:020d}"
+    return f"{OBJECT_PREFIX}{topic}/{epoch_ms}/{partition}/{span}/{attempt}/{digest}.avro"
 
 
 def encode(bucket_id: str, stream_id: str, partition: int, messages: list[ColdMessage]) -> bytes:

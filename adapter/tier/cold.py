@@ -7,7 +7,8 @@ its start offset on, as many as its byte bound may need in one ranged GET (block
 `BLOCK_BYTES` of payload each; `READ_AHEAD_BLOCKS` when the block before is cached: a reader
 going on through the chunk), and more only if they did not do; a chunk no larger than
 `HEAD_BYTES` (or one without an index) is fetched whole. A store that fails raises
-`ObjectStoreError` (retriable ones become 503 at the edge); nothing partial is returned.
+`ObjectStoreError` (retriable ones become 503 at the edge, a chunk missing from the store 500);
+a chunk the collector dropped raises `ChunkCollected` (410); nothing partial is returned.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ HEAD_BYTES = 64 * 1024
 # as catch-up does): 4 MiB of payload, so a sequential read is not one round trip per read.
 READ_AHEAD_BLOCKS = 16
 V = TypeVar("V")
+
+
+class ChunkCollected(Exception):
+    """The stream's chunk of the range was collected: its messages are gone (a 410)."""
 
 
 class ColdReader:
@@ -51,6 +56,8 @@ class ColdReader:
         chunk = tier_range.chunk_of(stream_id)
         if chunk is None or chunk.last_offset < start or chunk.first_offset >= stop:
             return ReadResult([], stop, True)
+        if chunk.collected:
+            raise ChunkCollected(f"{stream_id!r} at {start} of {tier_range.key}")
         shape = await self._layout(chunk)
         taken: list[bytes] = []
         size = 0

@@ -1,9 +1,10 @@
 """The manifest of the cold tier: tiered ranges of bucket-topic partitions, and their index.
 
 A `TierRange` says that every committed data record of one partition at offsets [start, end)
-is in one of its chunks (one per stream that has records there). It is one record of the
-compacted tier topic, so a range and all its chunks become visible together or not at all.
-Ranges of a partition are contiguous: each pass starts where the last one ended.
+is in one of its chunks (one per stream that has records there), or was collected: a chunk
+the collector dropped stays listed without an object (`TierChunk.collected`). It is one record
+of the compacted tier topic, so a range and all its chunks become visible together or not at
+all. Ranges of a partition are contiguous: each pass starts where the last one ended.
 """
 
 from __future__ import annotations
@@ -32,6 +33,16 @@ class TierChunk:
     payload_bytes: int
     object_bytes: int
 
+    @property
+    def collected(self) -> bool:
+        """Dropped by the collector (no stream needed it any more): the range still names the
+        stream, so a reader that reaches these offsets is told they are gone, never given an
+        empty answer as if the stream had no messages there."""
+        return not self.object_key
+
+    def as_collected(self) -> TierChunk:
+        return TierChunk(self.stream_id, "", self.first_offset, self.last_offset, 0, 0, 0)
+
 
 @dataclass(frozen=True)
 class TierRange:
@@ -51,6 +62,11 @@ class TierRange:
     @property
     def key(self) -> str:
         return range_key(self.place, self.start)
+
+    @property
+    def stored(self) -> tuple[TierChunk, ...]:
+        """The chunks that have an object (not collected)."""
+        return tuple(chunk for chunk in self.chunks if not chunk.collected)
 
     def chunk_of(self, stream_id: str) -> TierChunk | None:
         for chunk in self.chunks:

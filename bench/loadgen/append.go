@@ -27,21 +27,19 @@ func (w *Writer) headers() map[string]string {
 	}
 }
 
-// once appends one body; counted only when `measured` says the window is open.
+// once appends one body; a success counts only when `measured` says the window is open, a
+// failure always (one in the warm-up or after the window is a failed request all the same).
 func (w *Writer) once(t *Target, body []byte, tally *Tally, measured func() bool) {
 	started := time.Now()
 	r := t.Append(context.Background(), w.url, body, w.headers())
 	took := time.Since(started)
-	if r.OK() {
-		w.seq++
-	}
-	if !measured() {
+	if !r.OK() {
+		tally.Failure(r.Label(), describe("POST", w.url, r))
 		return
 	}
-	if r.OK() {
+	w.seq++
+	if measured() {
 		tally.Success(r.Status, took, int64(len(body)))
-	} else {
-		tally.Failure(r.Label(), describe("POST", w.url, r))
 	}
 }
 

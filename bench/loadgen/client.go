@@ -47,10 +47,14 @@ type Result struct {
 // OK is a 2xx answer.
 func (r Result) OK() bool { return r.Err == nil && r.Status >= 200 && r.Status < 300 }
 
-// Label for the status counts: the code, or "transport".
+// Label for the status counts: the code, or "transport"; a 503 that does not say when to
+// retry is "503-no-retry-after".
 func (r Result) Label() string {
 	if r.Err != nil {
 		return "transport"
+	}
+	if r.Status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") == "" {
+		return "503-no-retry-after"
 	}
 	return fmt.Sprint(r.Status)
 }

@@ -61,7 +61,7 @@ func (t *Tally) Failure(status string, sample string) {
 	t.mu.Lock()
 	t.errors++
 	t.statuses[status]++
-	if len(t.samples) < 5 {
+	if len(t.samples) < 5 || t.statuses[status] == 1 { // the first of each kind, at least
 		t.samples = append(t.samples, sample)
 	}
 	t.mu.Unlock()

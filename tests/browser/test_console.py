@@ -2,7 +2,7 @@
 
 Headless Debian Chromium driven by Playwright (never a downloaded browser). The adapter runs
 with an SSE connection lifetime of 2 s, so every live test also crosses reconnects. Numbered
-comments refer to the checks of issue 20. Screenshots of each view go to `artifacts/console/`.
+comments name the checks they make. Screenshots of each view go to `artifacts/console/`.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def adapter_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) 
         "DURABLE_KAFKA_COLD_DIR": str(home / "cold"),
         "DURABLE_KAFKA_SSE_MAX_DURATION_MS": str(SSE_LIFETIME_MS),
         "DURABLE_KAFKA_CONSOLE": "rw",
+        "DURABLE_KAFKA_MOUNT_TOPICS": "ui-*",
     }
     with running_adapter(env, home / "adapter.log") as base_url:
         yield base_url

@@ -90,6 +90,7 @@ def adapter_url(
         "DURABLE_KAFKA_TOPIC_PREFIX": f"br{uuid.uuid4().hex[:10]}.",
         "DURABLE_KAFKA_COLD_DIR": str(home / "cold"),
         "DURABLE_KAFKA_MOUNT_INDEX_DIR": str(home / "mount-index"),
+        "DURABLE_KAFKA_MOUNT_TOPICS": "orders-*",
         "DURABLE_KAFKA_CORS_ORIGINS": f"http://127.0.0.1:{page_port}",
     }
     with running_adapter(env, home / "adapter.log", workers=request.param) as base_url:

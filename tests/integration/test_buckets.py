@@ -168,7 +168,7 @@ def _view(catalog: Catalog) -> dict[str, object]:
 async def test_bucket_and_stream_churn_leaves_no_orphan_and_no_5xx(
     aiohttp_client: ClientFactory, make_settings: SettingsFactory, kafka_bootstrap: str
 ) -> None:
-    """Issue 14, defect 7: 50 tasks creating and deleting one bucket and its streams."""
+    """50 tasks creating and deleting one bucket and its streams."""
     settings = make_settings(partitions=12)
     client = await aiohttp_client(create_app(settings))
     await wait_ready(client)
@@ -268,7 +268,7 @@ def _owned_streams(instance: Client, bucket: str) -> list[str]:
 async def test_two_instances_creating_one_bucket_on_demand_keep_its_streams(
     aiohttp_client: ServerFactory, make_settings: SettingsFactory, unique: str, kafka_bootstrap: str
 ) -> None:
-    """Issue 14, defect 5: both instances may write the bucket's record; no stream is lost
+    """Both instances may write the bucket's record; no stream is lost
     from its list, even replayed as compaction leaves the log, and the bucket (whose topic
     holds their data) cannot be deleted."""
     a, b = await _two_instances(aiohttp_client, make_settings)

@@ -1,4 +1,4 @@
-"""Slow and numerous connections (issue 19's slowloris findings): a head, a body or an idle
+"""Slow and numerous connections (slowloris): a head, a body or an idle
 keep-alive later than its timeout is answered 408 or closed; connections over the
 per-address limit are answered 503 while other clients are still served."""
 

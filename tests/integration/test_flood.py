@@ -1,4 +1,4 @@
-"""A flood (issue 19, "Verified by"): appends at 3x the rate limit, half of the time with the
+"""A flood: appends at 3x the rate limit, half of the time with the
 broker paused (SIGSTOP). Only 2xx, 429 and 503 are seen, every 429 and 503 with
 `Retry-After`; the adapter's resident memory stays under `max_memory_bytes`; the rate let
 through is the configured one within 10%; and exactly the appends answered 2xx are in the

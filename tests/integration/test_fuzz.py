@@ -1,8 +1,8 @@
 """schemathesis against a real `durable-kafka serve` on the real broker, from /openapi.json.
 
 Each operation of the document gets `FUZZ_EXAMPLES` generated requests of positive and of
-negative data, each checked by every schemathesis check but `ignored_auth` (authentication is
-issue 19's other half): no 5xx but a documented 503, every status documented, every error the
+negative data, each checked by every schemathesis check but `ignored_auth` (the adapter runs
+without authentication here): no 5xx but a documented 503, every status documented, every error the
 documented JSON body. A stateful run follows the document's links (create a bucket → create
 a stream → append → read from its start) with the same checks. `make fuzz` runs it longer.
 (schemathesis' own pytest plugin needs pytest internals that pytest 9 removed, so hypothesis
@@ -28,7 +28,7 @@ from adapter.http.openapi import document
 from tests.adapter_process import running_adapter
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10"))
-# ignored_auth: no authentication yet (issue 19's other half). positive_data_acceptance:
+# ignored_auth: the adapter runs without authentication here. positive_data_acceptance:
 # requests valid for the document may still break a rule it cannot state (Stream-TTL with
 # Stream-Expires-At, only some Producer-* headers, a stream that does not exist): 4xx is right.
 EXCLUDED = [ignored_auth, positive_data_acceptance]

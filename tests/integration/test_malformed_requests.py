@@ -1,5 +1,5 @@
 """Requests refused below the routes or before their body is read: each a JSON 4xx with the
-protocol's headers, never a 500, never an ERROR traceback (issue 19's findings)."""
+protocol's headers, never a 500, never an ERROR traceback."""
 
 from __future__ import annotations
 

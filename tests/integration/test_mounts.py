@@ -12,16 +12,28 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import ClientResponse
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from adapter.app import create_app
+from adapter.config import Settings
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 
 JSON = {"Content-Type": "application/json"}
 KEYS = [f"k-{i:03d}" for i in range(120)] + ["a/b", "~tilde", "streams", "\u00e9t\u00e9"]
 BINARY_KEY = b"\xff\x00bin"
+
+
+@pytest.fixture
+def make_settings(make_settings: SettingsFactory, unique: str) -> SettingsFactory:
+    """The suite's settings, with this test's topics allowed to be mounted over HTTP."""
+
+    def make(**overrides: Any) -> Settings:
+        return make_settings(**{"mount_topics": f"*-{unique}"} | overrides)
+
+    return make
 
 
 def _create_topic(bootstrap: str, topic: str) -> None:

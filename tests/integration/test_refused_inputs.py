@@ -1,5 +1,5 @@
 """A 2xx means the exact bytes sent were stored: inputs that would store anything else are
-refused whole, with nothing written (issue 14, defects 8 and 9)."""
+refused whole, with nothing written."""
 
 from __future__ import annotations
 

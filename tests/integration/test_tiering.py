@@ -10,6 +10,7 @@ import email.policy
 import itertools
 import json
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -426,8 +427,8 @@ async def test_chunks_no_stream_can_read_are_collected(
         parts.store,
         internal_topic(settings.topic_prefix, InternalTopic.TIER),
         parts.follower.caught_up,
-        lambda: 0,
-        grace_ms=0,  # orphans go in the pass that finds them
+        lambda: int(time.time() * 1000),
+        grace_ms=0,  # orphans go in the pass that finds them, and snapshots are settled at once
         interval_s=3600,
     )
     assert await collector.collect_once() == (0, [])  # every chunk is read by some stream
@@ -447,8 +448,13 @@ async def test_chunks_no_stream_can_read_are_collected(
     }
     assert gone
     assert set(deleted) == gone
-    left = {c.object_key for r in manifest(settings) for c in r.chunks}
+    left = {c.object_key for r in manifest(settings) for c in r.stored}
     assert left == set(listed) - gone
+    collected = {
+        (c.stream_id, c.first_offset) for r in manifest(settings) for c in r.chunks if c.collected
+    }
+    # Still named, without their objects: a reader at them gets 410.
+    assert collected == {(listed[key].stream_id, listed[key].first_offset) for key in gone}
     assert set(await parts.store.keys(chunks.OBJECT_PREFIX)) == left
     assert await catch_up(client, f"/{bucket}/keep", "-1") == references["keep"]
     assert await catch_up(client, f"/{bucket}/trim", tails[9]) == trimmed

@@ -16,7 +16,9 @@ from topology.specs import TopicSpec
 
 
 def _admin(settings: Settings) -> TopologyAdmin:
-    return TopologyAdmin(settings.bootstrap_servers, topic_layout(settings), timeout_s=5)
+    admin = TopologyAdmin(settings.bootstrap_servers, topic_layout(settings), timeout_s=5)
+    admin.use_replication(1, 1)  # what start resolves `auto` to on the single test broker
+    return admin
 
 
 async def test_creates_internal_topics_once(make_settings: SettingsFactory) -> None:

@@ -9,9 +9,11 @@ append once or not at all.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
+from confluent_kafka import Message
 
 from adapter.app import PARTS, create_app
 from adapter.log import outcomes
@@ -19,6 +21,7 @@ from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.kafka_reads import committed_records, committed_values
 
 TEXT = {"Content-Type": "text/plain"}
+real_committed = outcomes.committed
 
 
 async def _client(
@@ -154,3 +157,112 @@ async def test_a_writer_retired_mid_learning_still_answers_the_real_outcome(
     async with await append as reply:
         assert reply.status == 204, await reply.text()
     assert _data(committed_values(bootstrap, topic)) == [b"a", b"b"]
+
+
+def _nothing_followed() -> list[Message]:
+    """The meta follower's poll while the broker is away (or its consumer reconnecting)."""
+    time.sleep(0.1)
+    return []
+
+
+def _producer(seq: int) -> dict[str, str]:
+    return {**TEXT, "Producer-Id": "p", "Producer-Epoch": "0", "Producer-Seq": str(seq)}
+
+
+async def _sse_data(client: Client, offset: str) -> bytes:
+    """Every data event of an SSE session from `offset`, until the stream is closed."""
+    async with client.get("/outcomes/s", params={"offset": offset, "live": "sse"}) as reply:
+        body = (await asyncio.wait_for(reply.read(), 120)).decode()
+    events = [block.split("\n") for block in body.strip().split("\n\n")]
+    return "".join(e[1].removeprefix("data:") for e in events if e[0] == "event: data").encode()
+
+
+async def _until_answered(client: Client, body: bytes, headers: dict[str, str]) -> int:
+    """Post until the answer is not 503 (the slot learning an outcome); its status."""
+    for _ in range(300):
+        async with client.post("/outcomes/s", data=body, headers=headers) as reply:
+            if reply.status != 503:
+                return reply.status
+            assert "Retry-After" in reply.headers
+        await asyncio.sleep(0.2)
+    raise AssertionError("the slot kept answering 503")
+
+
+async def test_after_an_unknown_outcome_nothing_is_decided_on_the_stale_state(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit answered 504 that did happen. The broker comes back, and the meta follower
+    (reconnecting with its backoff) has not followed the commit's state records yet: while the
+    writer learns the outcome the slot decides nothing (503 with Retry-After), so a producer's
+    retry is never accepted on the state that lacks the commit; once learned it is a
+    duplicate, and the next append extends the hot tail from the real tail. A fresh consumer
+    finds each append once, and a live reader waiting since before gets every message once."""
+    client, topic, bootstrap = await _client(aiohttp_client, make_settings)
+    parts = client.app[PARTS]
+    async with client.post("/outcomes/s", data=b"a", headers=_producer(0)) as reply:
+        assert reply.status == 200
+        after_a = reply.headers["Stream-Next-Offset"]
+    live = asyncio.create_task(_sse_data(client, after_a))
+    parts.writers.faults.drop_commit_replies = 1
+    monkeypatch.setattr(outcomes, "committed", lambda *_args: None)  # the broker never says
+    monkeypatch.setattr(parts.follower, "_poll", _nothing_followed)  # nor is it followed
+    async with client.post("/outcomes/s", data=b"b", headers=_producer(1)) as reply:
+        assert reply.status == 504, await reply.text()
+    monkeypatch.setattr(outcomes, "committed", real_committed)  # the broker answers again
+    retried = await _until_answered(client, b"b", _producer(1))
+    monkeypatch.undo()  # the follower too
+    async with client.post("/outcomes/s", data=b"c", headers=_producer(2)) as reply:
+        assert reply.status == 200
+    async with client.get("/outcomes/s", params={"offset": after_a}) as reply:
+        read = await reply.read()
+    closing = {**TEXT, "Stream-Closed": "true"}
+    assert (await client.post("/outcomes/s", headers=closing)).status == 204
+    assert _data(committed_values(bootstrap, topic)) == [b"a", b"b", b"c"]
+    assert await live == b"bc"
+    assert read == b"bc"  # the hot tail holds the learned commit
+    assert retried == 204  # a duplicate
+
+
+async def test_an_unknown_outcome_learned_aborted_leaves_the_state_as_it_was(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit answered 504 that never arrived: once learned (aborted), the producer's retry
+    is accepted and written, once; a live reader gets it once."""
+    client, topic, bootstrap = await _client(aiohttp_client, make_settings)
+    parts = client.app[PARTS]
+    async with client.post("/outcomes/s", data=b"a", headers=_producer(0)) as reply:
+        assert reply.status == 200
+        after_a = reply.headers["Stream-Next-Offset"]
+    live = asyncio.create_task(_sse_data(client, after_a))
+    parts.writers.faults.drop_commit_requests = 1
+    monkeypatch.setattr(outcomes, "committed", lambda *_args: None)  # the broker never says
+    async with client.post("/outcomes/s", data=b"b", headers=_producer(1)) as reply:
+        assert reply.status == 504, await reply.text()
+    monkeypatch.undo()
+    assert await _until_answered(client, b"b", _producer(1)) == 200  # accepted: not written
+    closing = {**TEXT, "Stream-Closed": "true"}
+    assert (await client.post("/outcomes/s", headers=closing)).status == 204
+    assert _data(committed_values(bootstrap, topic)) == [b"a", b"b"]
+    assert await live == b"b"
+
+
+async def test_an_outcome_never_learned_renews_the_slot_and_the_catalog_follows_the_log(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outcome stays unknown past a second learning budget too: the slot is renewed (a
+    new producer ends the transaction, the catalog catches up with the log), and only then
+    decides again: the producer's retry is a duplicate, the log holds the append once."""
+    client, topic, bootstrap = await _client(aiohttp_client, make_settings)
+    parts = client.app[PARTS]
+    async with client.post("/outcomes/s", data=b"a", headers=_producer(0)) as reply:
+        assert reply.status == 200
+    parts.writers.faults.drop_commit_replies = 1
+    monkeypatch.setattr(outcomes, "committed", lambda *_args: None)  # never learned
+    async with client.post("/outcomes/s", data=b"b", headers=_producer(1)) as reply:
+        assert reply.status == 504, await reply.text()
+    assert await _until_answered(client, b"b", _producer(1)) == 204  # renewed, a duplicate
+    async with client.post("/outcomes/s", data=b"c", headers=_producer(2)) as reply:
+        assert reply.status == 200
+    async with client.get("/outcomes/s", params={"offset": "-1"}) as reply:
+        assert await reply.read() == b"abc"
+    assert _data(committed_values(bootstrap, topic)) == [b"a", b"b", b"c"]

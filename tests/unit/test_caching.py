@@ -12,6 +12,7 @@ from adapter.protocol.caching import (
     etag,
     if_match_matches,
     if_none_match_matches,
+    vary_with,
 )
 
 START = "-1"
@@ -102,3 +103,14 @@ def test_cache_control_for_read(
 )
 def test_if_match_compares_strongly(header: str, matches: bool) -> None:
     assert if_match_matches(header, '"s:1:2"') is matches
+
+
+def test_vary_names_each_header_once_beside_those_named_already() -> None:
+    assert vary_with(None, "Origin") == "Origin"
+    assert vary_with("Authorization", "Origin") == "Authorization, Origin"
+    assert vary_with("authorization, origin", "Origin") == "authorization, origin"
+
+
+def test_a_read_for_one_caller_only_is_private() -> None:
+    private = cache_control_for_read(has_data=True, closed=False, shared=False)
+    assert private == "private, max-age=60, stale-while-revalidate=300"

@@ -18,11 +18,14 @@ import yaml
 
 from adapter.cli import build_parser
 from adapter.config import ENV_PREFIX, ConfigError, Settings, env_name, load, setting_names
+from tests.deployment import Acl, documented_acls, known_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("kafka", "minio", "minio-init", "adapter", "spark")
 BROKERS = ("kafka-1", "kafka-2", "kafka-3")  # the `cluster` profile
 CLUSTER = (*BROKERS, "adapter-cluster")
+SECURE = ("kafka-secure-certs", "kafka-secure", "kafka-secure-setup", "adapter-secure")
+SECURE_FILES = ROOT / "deploy" / "compose" / "secure"
 
 
 # --- docker-compose.yml ---------------------------------------------------------------------
@@ -102,22 +105,23 @@ def test_every_service_exists() -> None:
     assert set(SERVICES) <= set(compose()["services"])
 
 
-def test_only_spark_and_the_cluster_are_behind_profiles() -> None:
+def test_only_spark_the_cluster_and_secure_are_behind_profiles() -> None:
     profiled = {name: spec.get("profiles") for name, spec in compose()["services"].items()}
     assert {name: p for name, p in profiled.items() if p} == {
         "spark": ["spark"],
         **{name: ["cluster"] for name in CLUSTER},
+        **{name: ["secure"] for name in SECURE},
     }
 
 
 def test_every_durable_kafka_variable_is_a_setting() -> None:
-    known = {env_name(name) for name in setting_names()}
-    used = {(name, var) for name in SERVICES + CLUSTER for var in durable_environment(name)}
+    every = SERVICES + CLUSTER + SECURE
+    used = {(name, var) for name in every for var in durable_environment(name)}
     assert used, "no service sets a DURABLE_KAFKA_* variable"
-    assert {(name, var) for name, var in used if var not in known} == set()
+    assert {(name, var) for name, var in used if var not in known_variables()} == set()
 
 
-@pytest.mark.parametrize("name", SERVICES + CLUSTER)
+@pytest.mark.parametrize("name", SERVICES + CLUSTER + ("adapter-secure",))
 def test_durable_kafka_values_load(name: str) -> None:
     env = durable_environment(name)
     try:
@@ -125,7 +129,9 @@ def test_durable_kafka_values_load(name: str) -> None:
     except ConfigError as error:
         pytest.fail(f"{name}: {error}")
     by_variable = {env_name(field): _text(getattr(settings, field)) for field in setting_names()}
-    assert {var: by_variable.get(var) for var in env} == env
+    assert {var: by_variable[var] for var in env if var in by_variable} == {
+        var: value for var, value in env.items() if var in by_variable
+    }
 
 
 def _text(value: object) -> str:
@@ -257,6 +263,274 @@ def test_cluster_host_listeners_are_published_apart() -> None:
     assert len(set(ports)) == 3
     assert 4437 not in published("adapter-cluster").values()
     assert list(published("adapter-cluster")) == [cluster_settings().port]
+
+
+# --- the `secure` profile: SASL_SSL with SCRAM users and ACLs, an adapter through client.properties
+
+
+def secure_settings() -> Settings:
+    return load(None, durable_environment("adapter-secure"), {})
+
+
+def properties(path: Path) -> dict[str, str]:
+    """A Java-style .properties file (as these are written: one `key=value` a line)."""
+    lines = [line.strip() for line in path.read_text().splitlines()]
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+@dataclass(frozen=True)
+class Login:
+    module: str
+    options: dict[str, str]
+
+
+def jaas(path: Path) -> dict[str, Login]:
+    """A JAAS file's sections by name (one login module each, as Kafka's are)."""
+    text = re.sub(r"//[^\n]*", "", path.read_text())
+    found = {}
+    for name, module, options in re.findall(
+        r"([\w.]+)\s*\{\s*([\w.]+)\s+required(.*?);\s*\};", text, re.S
+    ):
+        found[name] = Login(module, dict(re.findall(r'(\w+)="([^"]*)"', options)))
+    return found
+
+
+def mounted(name: str) -> dict[str, str]:
+    """A service's mounts: container path -> volume name or host path."""
+    pairs = (str(entry).split(":")[:2] for entry in service(name).get("volumes", []))
+    return {target: source for source, target in pairs}
+
+
+def host_file(name: str, container_path: str) -> Path:
+    """The repository file bind-mounted at `container_path` (directly or in a mounted folder)."""
+    for target, source in mounted(name).items():
+        if source.startswith("./") and (container_path + "/").startswith(target + "/"):
+            return ROOT / source / container_path[len(target) :].lstrip("/")
+    raise AssertionError(f"{name}: {container_path} is not bind-mounted from the repository")
+
+
+def volume_path(name: str, container_path: str, other: str) -> str:
+    """Where service `other` mounts the volume that `name` has `container_path` in."""
+    directory, _, file = container_path.rpartition("/")
+    volume = mounted(name).get(directory)
+    assert volume is not None, f"{name}: nothing is mounted at {directory}"
+    assert not volume.startswith("."), f"{name}: {directory} is a host folder, not a volume"
+    where = {source: target for target, source in mounted(other).items()}
+    assert volume in where, f"{other} does not mount {volume}"
+    return f"{where[volume]}/{file}"
+
+
+def shell(name: str) -> str:
+    """A service's script as the shell runs it (compose turns `$$` into `$`)."""
+    return script(name).replace("$$", "$")
+
+
+def protocols(broker: str = "kafka-secure") -> dict[str, str]:
+    entries = environment(broker)["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(",")
+    return dict(entry.split(":") for entry in entries)
+
+
+def mechanisms(listener: str, broker: str = "kafka-secure") -> list[str]:
+    variable = f"KAFKA_LISTENER_NAME_{listener}_SASL_ENABLED_MECHANISMS"
+    return environment(broker)[variable].split(",")
+
+
+def broker_jaas() -> dict[str, Login]:
+    option = environment("kafka-secure")["KAFKA_OPTS"]
+    found = re.fullmatch(r"-Djava\.security\.auth\.login\.config=(\S+)", option)
+    assert found, option
+    return jaas(host_file("kafka-secure", found.group(1)))
+
+
+def client_file() -> dict[str, str]:
+    path = durable_environment("adapter-secure")[env_name("kafka_client_file")]
+    return properties(host_file("adapter-secure", path))
+
+
+LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def test_secure_listeners_are_consistent() -> None:
+    env = environment("kafka-secure")
+    bound = listeners("KAFKA_LISTENERS", "kafka-secure")
+    advertised = listeners("KAFKA_ADVERTISED_LISTENERS", "kafka-secure")
+    assert set(bound) == set(protocols())
+    assert {name: port for name, (_, port) in advertised.items()} == {
+        name: bound[name][1] for name in advertised
+    }
+    controller, inter_broker = (
+        env["KAFKA_CONTROLLER_LISTENER_NAMES"],
+        env["KAFKA_INTER_BROKER_LISTENER_NAME"],
+    )
+    assert controller in bound
+    assert controller not in advertised
+    assert inter_broker in advertised
+    assert env["KAFKA_SASL_MECHANISM_CONTROLLER_PROTOCOL"] in mechanisms(controller)
+    assert env["KAFKA_SASL_MECHANISM_INTER_BROKER_PROTOCOL"] in mechanisms(inter_broker)
+    assert all(protocol.startswith("SASL_") for protocol in protocols().values())
+
+
+def test_every_sasl_listener_has_its_logins() -> None:
+    sections = broker_jaas()
+    for listener in protocols():
+        section = sections.get(f"{listener.lower()}.KafkaServer")
+        assert section is not None, f"no JAAS section for the listener {listener}"
+        assert [LOGIN_MODULES[m] for m in mechanisms(listener)] == [section.module]
+
+
+def test_the_broker_itself_is_the_only_super_user() -> None:
+    env = environment("kafka-secure")
+    own = [
+        broker_jaas()[f"{env[v].lower()}.KafkaServer"]
+        for v in ("KAFKA_CONTROLLER_LISTENER_NAMES", "KAFKA_INTER_BROKER_LISTENER_NAME")
+    ]
+    for login in own:
+        user, password = login.options["username"], login.options["password"]
+        assert login.options[f"user_{user}"] == password
+    assert env["KAFKA_SUPER_USERS"] == f"User:{own[0].options['username']}"
+    assert env["KAFKA_AUTHORIZER_CLASS_NAME"].endswith(".StandardAuthorizer")
+    assert env["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"] == "false"
+    assert env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
+
+
+def test_admin_tools_log_in_on_the_broker_listener() -> None:
+    """The healthcheck and kafka-secure-setup use admin.properties on the inter-broker listener."""
+    env = environment("kafka-secure")
+    listener = env["KAFKA_INTER_BROKER_LISTENER_NAME"]
+    host, port = listeners("KAFKA_ADVERTISED_LISTENERS", "kafka-secure")[listener]
+    check = argv(service("kafka-secure")["healthcheck"]["test"])
+    config = check[check.index("--command-config") + 1]
+    assert check[check.index("--bootstrap-server") + 1] == f"localhost:{port}"
+    assert f"--bootstrap-server {host}:{port} --command-config {config}" in shell(
+        "kafka-secure-setup"
+    )
+    admin = properties(host_file("kafka-secure", config))
+    assert host_file("kafka-secure-setup", config) == host_file("kafka-secure", config)
+    assert admin["security.protocol"] == protocols()[listener]
+    assert admin["sasl.mechanism"] in mechanisms(listener)
+    login = broker_jaas()[f"{listener.lower()}.KafkaServer"].options
+    assert (
+        f'username="{login["username"]}" password="{login["password"]}"'
+        in admin["sasl.jaas.config"]
+    )
+
+
+def test_broker_keystore_is_the_one_certs_makes() -> None:
+    """The image reads KAFKA_SSL_KEYSTORE_FILENAME and the two credentials files under
+    /etc/kafka/secrets; kafka-secure-certs writes them into the volume mounted there."""
+    env = environment("kafka-secure")
+    made = shell("kafka-secure-certs")
+    keystore = volume_path(
+        "kafka-secure",
+        f"/etc/kafka/secrets/{env['KAFKA_SSL_KEYSTORE_FILENAME']}",
+        "kafka-secure-certs",
+    )
+    assert env["KAFKA_SSL_KEYSTORE_TYPE"] == "PKCS12"
+    out = re.escape(f"-out {keystore}")
+    assert re.search(rf'openssl pkcs12 -export .*-passout "pass:\$KEYSTORE_PASSWORD" {out}\n', made)
+    for variable in ("KAFKA_SSL_KEYSTORE_CREDENTIALS", "KAFKA_SSL_KEY_CREDENTIALS"):
+        path = volume_path(
+            "kafka-secure", f"/etc/kafka/secrets/{env[variable]}", "kafka-secure-certs"
+        )
+        assert f"printf '%s' \"$KEYSTORE_PASSWORD\" > {path}\n" in made
+    assert depends_on("kafka-secure") == {"kafka-secure-certs": "service_completed_successfully"}
+
+
+def test_broker_certificate_names_every_tls_address() -> None:
+    names = re.search(r"subjectAltName=([^\\']+)", shell("kafka-secure-certs"))
+    assert names
+    covered = {entry.split(":", 1)[1] for entry in names.group(1).split(",")}
+    advertised = listeners("KAFKA_ADVERTISED_LISTENERS", "kafka-secure")
+    tls = {host for name, (host, _) in advertised.items() if protocols()[name].endswith("SSL")}
+    assert tls
+    assert tls <= covered
+
+
+def test_secure_adapter_logs_in_with_scram_over_tls() -> None:
+    settings = secure_settings()
+    properties = client_file()
+    [address] = settings.bootstrap_servers.split(",")
+    advertised = listeners("KAFKA_ADVERTISED_LISTENERS", "kafka-secure")
+    [listener] = [name for name, where in advertised.items() if where == host_port(address)]
+    assert protocols()[listener] == properties["security.protocol"] == "SASL_SSL"
+    assert properties["sasl.mechanism"] in mechanisms(listener)
+    assert properties["sasl.mechanism"].startswith("SCRAM-")
+
+
+def test_secure_adapter_trusts_the_ca_certs_makes() -> None:
+    ca = client_file()["ssl.ca.location"]
+    assert f"cp ca.pem {volume_path('adapter-secure', ca, 'kafka-secure-certs')}\n" in shell(
+        "kafka-secure-certs"
+    )
+
+
+def test_setup_creates_the_adapters_scram_user() -> None:
+    properties = client_file()
+    mechanism, user, password = (
+        properties[k] for k in ("sasl.mechanism", "sasl.username", "sasl.password")
+    )
+    made = shell("kafka-secure-setup")
+    assert (
+        f"--entity-type users --entity-name {user} --add-config '{mechanism}=[password={password}]'"
+        in made
+    )
+    assert f"--allow-principal User:{user} " in made
+
+
+def granted_acls(text: str) -> set[Acl]:
+    """The rules of every `acl ...` line (kafka-acls.sh --add arguments) of a script."""
+    found = set()
+    for line in (line for line in text.splitlines() if line.startswith("acl ")):
+        words = shlex.split(line)[1:]
+        kinds = {"--topic": "topic", "--group": "group", "--transactional-id": "transactional-id"}
+        [resource] = [kinds[w] for w in words if w in kinds] or (
+            ["cluster"] if "--cluster" in words else []
+        )
+        name = words[words.index(f"--{resource}") + 1] if resource != "cluster" else ""
+        pattern = (
+            words[words.index("--resource-pattern-type") + 1]
+            if "--resource-pattern-type" in words
+            else "literal"
+        )
+        operations = frozenset(words[i + 1] for i, w in enumerate(words) if w == "--operation")
+        found.add(Acl(resource, name, pattern, operations))
+    return found
+
+
+def test_setup_grants_exactly_the_documented_acls() -> None:
+    settings = secure_settings()
+    management = durable_environment("adapter-secure").get(env_name("topic_management"), "auto")
+    assert granted_acls(shell("kafka-secure-setup")) == documented_acls(
+        settings.topic_prefix, management
+    )
+    assert settings.topic_prefix not in {
+        adapter_settings().topic_prefix,
+        cluster_settings().topic_prefix,
+    }
+
+
+def test_secure_start_order() -> None:
+    assert depends_on("kafka-secure-setup") == {"kafka-secure": "service_healthy"}
+    assert depends_on("adapter-secure") == {
+        "kafka-secure-setup": "service_completed_successfully",
+        "minio-init": "service_completed_successfully",
+    }
+    for one_shot in ("kafka-secure-certs", "kafka-secure-setup"):
+        assert service(one_shot)["restart"] == "no"
+
+
+def test_secure_ports_are_apart() -> None:
+    assert list(published("adapter-secure")) == [secure_settings().port]
+    taken = {*published("adapter").values(), *published("adapter-cluster").values()}
+    assert not taken & set(published("adapter-secure").values())
+    host, port = listeners("KAFKA_ADVERTISED_LISTENERS", "kafka-secure")["EXTERNAL"]
+    assert host == "localhost"
+    assert published("kafka-secure") == {port: port}
+    assert port not in published("kafka").values()
 
 
 # --- Dockerfile and pyproject.toml ----------------------------------------------------------

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from adapter.app import configured_mounts
 from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
+from topology.replication import AUTO
 
 
 def _toml(tmp_path: Path, text: str) -> str:
@@ -69,7 +71,9 @@ def test_bad_toml_names_the_problem(tmp_path: Path, text: str, message: str) -> 
         ("topic_prefix", "bad/prefix", "topic_prefix"),
         ("cold_backend", "ftp", "cold_backend"),
         ("console", "yes", "console must be 'off', 'ro' or 'rw'"),
-        ("min_insync_replicas", "2", "min_insync_replicas"),
+        ("min_insync_replicas", "-1", "min_insync_replicas"),
+        ("replication_factor", "some", "not an integer"),
+        ("topic_management", "platform", "topic_management must be 'auto' or 'external'"),
         ("log_level", "loud", "log_level"),
         ("event_loop", "trio", "event_loop"),
         ("max_inflight_body_bytes", "1000", "max_inflight_body_bytes"),
@@ -111,6 +115,13 @@ def test_cluster_settings_come_from_every_source(tmp_path: Path) -> None:
     assert settings.advertised_url == "http://adapter-1.internal:4437"
 
 
+def test_renewal_memory_and_mountable_topics_come_from_their_tables(tmp_path: Path) -> None:
+    text = '[cluster]\nowner_renewal_entries = 500\n[server]\nmount_topics = "orders,shared-*"\n'
+    settings = load(_toml(tmp_path, text), {}, {})
+    assert (settings.owner_renewal_entries, settings.mount_topics) == (500, "orders,shared-*")
+    assert Settings().mount_topics == ""  # nothing is mountable over HTTP unless allowed
+
+
 def test_the_advertised_url_defaults_to_the_listen_address() -> None:
     assert Settings(listen="127.0.0.1:4000").advertised_url == "http://127.0.0.1:4000"
     assert Settings(listen="[::1]:4000").advertised_url == "http://[::1]:4000"
@@ -136,6 +147,7 @@ def test_an_instance_id_given_is_taken_as_it_is(tmp_path: Path) -> None:
         ({"owner_session_timeout_ms": "10"}, "owner_session_timeout_ms"),
         ({"instance_id": "adapter 1"}, "instance_id"),
         ({"instance_id": "a" * 250}, "instance_id"),
+        ({"owner_renewal_entries": "0"}, "owner_renewal_entries"),
     ],
 )
 def test_cluster_settings_are_validated(flags: dict[str, str], message: str) -> None:
@@ -299,3 +311,90 @@ def test_a_bad_mount_table_is_a_configuration_error() -> None:
     settings = load(None, {"DURABLE_KAFKA_MOUNTS": '[{"bucket": "logs", "topik": "x"}]'}, {})
     with pytest.raises(ConfigError, match="unknown mount field"):
         configured_mounts(settings)
+
+
+def test_replication_is_auto_unless_set(tmp_path: Path) -> None:
+    assert (Settings().replication_factor, Settings().min_insync_replicas) == (AUTO, AUTO)
+    config = _toml(tmp_path, '[kafka]\nreplication_factor = "auto"\nmin_insync_replicas = 2\n')
+    settings = load(config, {}, {})
+    assert (settings.replication_factor, settings.min_insync_replicas) == (AUTO, 2)
+    env = {env_name("replication_factor"): "3", env_name("min_insync_replicas"): "Auto"}
+    settings = load(config, env, {})
+    assert (settings.replication_factor, settings.min_insync_replicas) == (3, AUTO)
+
+
+def test_more_in_sync_than_replicas_is_refused() -> None:
+    env = {env_name("replication_factor"): "2", env_name("min_insync_replicas"): "3"}
+    with pytest.raises(
+        ConfigError, match=r"min_insync_replicas must be in 1\.\.replication_factor"
+    ):
+        load(None, env, {})
+
+
+def test_topic_management_and_unreplicated_are_read(tmp_path: Path) -> None:
+    config = _toml(tmp_path, '[kafka]\ntopic_management = "external"\nallow_unreplicated = true\n')
+    settings = load(config, {}, {})
+    assert (settings.topic_management, settings.allow_unreplicated) == ("external", True)
+    assert load(None, {}, {"topic_management": "external"}).topic_management == "external"
+    assert Settings().topic_management == "auto"
+
+
+def test_tls_settings_come_from_the_tls_table_env_and_flags(tmp_path: Path) -> None:
+    config = _toml(
+        tmp_path,
+        '[tls]\ncert_file = "a.crt"\nkey_file = "a.key"\nclient_ca_file = "ca.pem"\n'
+        'client_auth = "required"\n[auth]\nmode = "static"\ntoken_file = "t.toml"\n'
+        '[auth.certificates]\n"CN=ingest-bot" = ["append:logs", "read:logs"]\n',
+    )
+    settings = load(config, {env_name("tls_key_file"): "b.key"}, {"tls_cert_file": "c.crt"})
+    assert (settings.tls_cert_file, settings.tls_key_file) == ("c.crt", "b.key")
+    assert (settings.tls_client_ca_file, settings.tls_client_auth) == ("ca.pem", "required")
+    assert settings.auth_certificates == (("CN=ingest-bot", ("append:logs", "read:logs")),)
+    assert settings.tls
+    assert settings.advertised_url.startswith("https://")
+    from_env = load(config, {env_name("auth_certificates"): '{"CN=b": ["read:*"]}'}, {})
+    assert from_env.auth_certificates == (("CN=b", ("read:*",)),)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"tls_cert_file": "a.crt"}, "tls_key_file is required with tls_cert_file"),
+        ({"tls_key_file": "a.key"}, "tls_cert_file is required with tls_key_file"),
+        ({"tls_client_ca_file": "ca.pem"}, "tls_client_ca_file needs tls_cert_file"),
+        (
+            {"tls_cert_file": "a", "tls_key_file": "b", "tls_client_auth": "required"},
+            "'required' needs tls_client_ca_file",
+        ),
+        (
+            {
+                "tls_cert_file": "a",
+                "tls_key_file": "b",
+                "tls_client_ca_file": "c",
+                "tls_client_auth": "none",
+            },
+            "tls_client_ca_file is set but tls_client_auth is 'none'",
+        ),
+        ({"tls_client_auth": "sometimes"}, "tls_client_auth must be"),
+        (
+            {"auth_certificates": '{"CN=a": ["read:*"]}'},
+            "auth_certificates needs tls_client_ca_file",
+        ),
+        (
+            {
+                "tls_cert_file": "a",
+                "tls_key_file": "b",
+                "tls_client_ca_file": "c",
+                "auth_certificates": '{"CN=a": []}',
+            },
+            "auth_certificates needs auth_mode 'static' or 'jwt'",
+        ),
+        ({"auth_certificates": '{"O=acme": ["read:*"]}'}, "a subject is CN=<common name>"),
+        ({"auth_certificates": '{"CN=a": "read:*"}'}, "scopes must be a list of strings"),
+        ({"auth_certificates": '["CN=a"]'}, "expected a table of subject"),
+        ({"auth_certificates": "{"}, "not a JSON object of subjects"),
+    ],
+)
+def test_tls_settings_that_cannot_work_are_refused(values: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load(None, {}, values)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from adapter.http.connections import ConnectionCounts, ConnectionLimits, ResidentMemory
+from adapter.http.connections import (
+    MAX_BACKLOG,
+    ConnectionCounts,
+    ConnectionLimits,
+    ResidentMemory,
+    listen_backlog,
+)
 
 
 def _limits(total: int, per_address: int) -> ConnectionLimits:
@@ -50,3 +56,9 @@ def test_a_cap_below_the_process_is_over_and_reread_only_after_a_while() -> None
     assert memory.over()  # not read again yet
     clock.now = 1.0
     assert not memory.over()
+
+
+def test_the_backlog_holds_as_many_as_would_be_admitted_up_to_the_most_listen_takes() -> None:
+    assert listen_backlog(1000) == 1000
+    assert listen_backlog(0) == MAX_BACKLOG  # no limit
+    assert listen_backlog(10 * MAX_BACKLOG) == MAX_BACKLOG

@@ -19,15 +19,30 @@ ROOT = Path(__file__).resolve().parents[2]
 # `adapter`'s packages and top-level modules, top to bottom. A unit may import itself and any
 # unit of a lower layer; units of one layer may import each other unless that makes a cycle.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"cli", "app", "supervisor", "workers"}),  # wiring, start-up, the worker processes
+    # wiring, start-up, the worker processes, the topics plan command
+    frozenset({"cli", "app", "supervisor", "workers", "topic_plan"}),
     frozenset({"http"}),  # the only users of aiohttp's server side
     frozenset({"live"}),  # SSE fan-out and shared reads for live readers
     frozenset({"service"}),  # the stream logic and the live hub
-    frozenset({"protocol", "auth"}),  # pure protocol rules; tokens, scopes, access decision
     frozenset({"state", "cluster"}),  # the catalog and its follower; slot ownership
+    frozenset(
+        {"protocol", "auth"}
+    ),  # pure protocol rules and their model; tokens, scopes, access decision
     frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
-    # leaves (console: its files; tallies: the metrics' lock-free families)
-    frozenset({"config", "readiness", "console", "metrics", "tallies", "logs"}),
+    # leaves (console: its files; tallies: the metrics' lock-free families; settings_help:
+    # what each setting means, for the reference docs; request_lines: the request log's writer)
+    frozenset(
+        {
+            "config",
+            "settings_help",
+            "readiness",
+            "console",
+            "metrics",
+            "tallies",
+            "logs",
+            "request_lines",
+        }
+    ),
 )
 LAYER = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 # Packages beside `adapter` that must stand without it.
@@ -121,6 +136,20 @@ def test_no_import_cycle_between_packages() -> None:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as error:
         pytest.fail(f"import cycle: {' -> '.join(error.args[1])}")
+
+
+# The pure protocol rules (and their model) stand without any I/O or storage library.
+NOT_IN_PROTOCOL = ("aiohttp", "confluent_kafka", "fastavro", "boto3", "botocore", "asyncio")
+
+
+def test_the_protocol_imports_no_io_or_storage_library() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}: imports {imported.module}"
+        for path in sorted((ROOT / "adapter" / "protocol").rglob("*.py"))
+        for imported in imports_in(path.read_text(), "adapter.protocol.x", str(path))
+        if imported.module.split(".")[0] in NOT_IN_PROTOCOL
+    ]
+    assert found == []
 
 
 @pytest.mark.parametrize("package", STANDALONE)

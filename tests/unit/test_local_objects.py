@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -54,3 +57,64 @@ async def test_an_interrupted_stream_leaves_nothing(tmp_path: Path) -> None:
         await store.put_stream("s/1", _chunks([b"half", b"way"], fail=True))
     assert await store.get("s/1") is None
     assert [p.name for p in (tmp_path / "cold").rglob("*") if p.is_file()] == []
+
+
+@dataclass(frozen=True)
+class _Synced:
+    """One `os.fsync` call: the file it synced (device, inode) and whether it is a folder."""
+
+    identity: tuple[int, int]
+    folder: bool
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_dev, status.st_ino
+
+
+def _record_syncs(monkeypatch: pytest.MonkeyPatch) -> list[_Synced | str]:
+    """Every fsync (and, in order with them, every os.replace) made from now on."""
+    calls: list[_Synced | str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        status = os.fstat(fd)
+        calls.append(_Synced((status.st_dev, status.st_ino), stat.S_ISDIR(status.st_mode)))
+        real_fsync(fd)
+
+    def replace(source: str, target: str) -> None:
+        real_replace(source, target)
+        calls.append(f"replace {Path(target).name}")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return calls
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_put_syncs_the_file_then_every_folder_whose_entries_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool
+) -> None:
+    """On a real folder: the object's file is synced before its rename, and after it the
+    folder holding the new name, and each folder the put created (with the folder holding
+    it). What this proves is the calls made and their order, on this file system: not that
+    the disk keeps them across a power cut, which only a crash test on real hardware shows."""
+    root = tmp_path / "cold"
+    store = LocalObjectStore(root)
+    await store.check()
+    calls = _record_syncs(monkeypatch)
+    if streamed:
+        await store.put_stream("tier/t/0/chunk", _chunks([b"ab", b"cd"]))
+    else:
+        await store.put("tier/t/0/chunk", b"abcd")
+    renamed = calls.index("replace chunk")
+    file_sync = calls[renamed - 1]
+    assert isinstance(file_sync, _Synced)
+    assert (file_sync.identity, file_sync.folder) == (_identity(root / "tier/t/0/chunk"), False)
+    folders_after = {c.identity for c in calls[renamed:] if isinstance(c, _Synced) and c.folder}
+    assert _identity(root / "tier/t/0") in folders_after  # the new name's entry
+    for created in ("tier", "tier/t"):  # the entries of folders made for this put
+        assert _identity(root / created) in {
+            c.identity for c in calls if isinstance(c, _Synced) and c.folder
+        }
+    assert _identity(root) in {c.identity for c in calls if isinstance(c, _Synced) and c.folder}

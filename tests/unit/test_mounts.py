@@ -9,7 +9,13 @@ import pytest
 from adapter.protocol.commands import Append, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import ProducerHeaders
-from adapter.protocol.mounts import MountSpec, append_messages, parse_configured, parse_mount
+from adapter.protocol.mounts import (
+    MountSpec,
+    append_messages,
+    check_mountable,
+    parse_configured,
+    parse_mount,
+)
 
 
 def test_defaults_and_normalisation() -> None:
@@ -82,3 +88,35 @@ def test_what_a_mount_cannot_keep_is_refused(append: Append, code: ErrorCode) ->
     with pytest.raises(ProtocolError) as raised:
         append_messages("text/plain", append)
     assert raised.value.code is code
+
+
+PREFIX = "durable-kafka."
+
+
+@pytest.mark.parametrize(
+    ("topic", "allowed", "code"),
+    [
+        ("orders", (), ErrorCode.TOPIC_NOT_ALLOWED),  # nothing is allowed by default
+        ("payments", ("orders", "shared-*"), ErrorCode.TOPIC_NOT_ALLOWED),
+        ("durable-kafka.bucket.x", ("*",), ErrorCode.TOPIC_CONFLICT),  # ours: a bucket
+        ("durable-kafka.internal.meta", ("*",), ErrorCode.TOPIC_CONFLICT),
+        ("other.internal.meta", ("*",), ErrorCode.TOPIC_NOT_ALLOWED),  # another deployment's
+        ("otherinternal.owners", ("*",), ErrorCode.TOPIC_NOT_ALLOWED),  # prefix without a dot
+        ("__consumer_offsets", ("*", "__*"), ErrorCode.TOPIC_NOT_ALLOWED),
+        ("__transaction_state", ("*",), ErrorCode.TOPIC_NOT_ALLOWED),
+    ],
+)
+def test_a_topic_is_mounted_over_http_only_when_allowed(
+    topic: str, allowed: tuple[str, ...], code: ErrorCode
+) -> None:
+    with pytest.raises(ProtocolError) as refused:
+        check_mountable(topic, PREFIX, allowed)
+    assert refused.value.code is code
+
+
+@pytest.mark.parametrize(
+    ("topic", "allowed"),
+    [("orders", ("orders",)), ("shared-orders", ("x", "shared-*")), ("a.b", ("*",))],
+)
+def test_an_allowed_topic_may_be_mounted(topic: str, allowed: tuple[str, ...]) -> None:
+    check_mountable(topic, PREFIX, allowed)

@@ -52,3 +52,48 @@ async def test_closing_cancels_a_telling_that_waits_for_its_quarter() -> None:
     await renewals.close()
     await asyncio.sleep(0.3)
     assert told == [1]
+
+
+async def test_streams_remembered_are_bounded_and_the_oldest_is_forgotten() -> None:
+    """With TTLs so long that no quarter ends, memory still stops at `entries` streams."""
+    told: list[str] = []
+    renewals = OwnerRenewals(entries=3)
+
+    def tell(label: str) -> Tell:
+        async def send() -> None:
+            told.append(label)
+
+        return send
+
+    day = 86_400.0
+    for i in range(10):
+        renewals.read(("_default", f"s{i}"), day, tell(f"s{i}"))
+        assert renewals.remembered() <= 3
+    await asyncio.sleep(0)
+    assert told == [f"s{i}" for i in range(10)]
+    renewals.read(("_default", "s0"), day, tell("s0 again"))  # forgotten: told at once
+    await asyncio.sleep(0)
+    assert told[-1] == "s0 again"
+    assert renewals.remembered() == 3
+    await renewals.close()
+
+
+async def test_a_forgotten_stream_s_waiting_telling_is_sent_at_once() -> None:
+    told: list[str] = []
+    renewals = OwnerRenewals(entries=1)
+
+    def tell(label: str) -> Tell:
+        async def send() -> None:
+            told.append(label)
+
+        return send
+
+    day = 86_400.0
+    renewals.read(KEY, day, tell("first"))
+    renewals.read(KEY, day, tell("between"))  # waits a quarter of a day
+    renewals.read(("_default", "other"), day, tell("other"))  # KEY is forgotten
+    await asyncio.sleep(0)
+    assert sorted(told) == ["between", "first", "other"]
+    await asyncio.sleep(0.01)  # the tellings' tasks are dropped once done
+    assert renewals.pending() == 0  # nothing left waiting for a quarter to end
+    await renewals.close()

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+from adapter.log.errors import LogUnavailable, OutcomeUnknown
+from adapter.objects.base import ObjectStoreError
 from adapter.objects.local import LocalObjectStore
-from adapter.service.snapshot_gc import OrphanSweep, due
+from adapter.service.snapshot_gc import OrphanSweep, collect_forever, due
+from topology.errors import BrokerUnavailable
 
 GRACE = 100
 
@@ -55,3 +59,29 @@ async def test_a_sweep_lists_before_catching_up_and_deletes_only_what_is_due(
     listing = await sweep.begin()
     assert await sweep.finish(listing, {"p/kept"}) == ["p/old"]  # p/new first seen just now
     assert await store.keys("") == ["p/new", "q/other"]
+
+
+async def test_a_pass_that_meets_what_a_request_gets_503_or_504_for_is_tried_again() -> None:
+    """Nothing a request would be answered 503 or 504 for ends the collector's task (the
+    process would stop): each failed pass is logged and the next one runs."""
+    failures: list[Exception] = [
+        OutcomeUnknown("the outcome of this write could not be learned"),
+        LogUnavailable("kafka away"),
+        ObjectStoreError("S3 away", retriable=True),
+        BrokerUnavailable("no broker"),
+    ]
+    clean = asyncio.Event()
+
+    async def once() -> None:
+        if failures:
+            raise failures.pop(0)
+        clean.set()
+
+    task = asyncio.create_task(collect_forever(once, 0, "test"))
+    waiting = asyncio.create_task(clean.wait())
+    await asyncio.wait([task, waiting], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    assert not task.done(), f"the collector stopped: {task.exception()!r}"
+    assert clean.is_set()
+    task.cancel()
+    await asyncio.gather(task, waiting, return_exceptions=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import cast
 
 import pytest
@@ -19,6 +20,7 @@ from adapter.supervisor import (
     worst_transaction_ms,
 )
 from topology.admin import TopologyAdmin
+from topology.replication import ReplicationRefused
 
 DEFAULT_TIMEOUT_MS = 10_000
 
@@ -87,6 +89,9 @@ class ThreeBrokers:
     async def broker_count(self) -> int:
         return 3
 
+    def use_replication(self, replication_factor: int, min_insync_replicas: int) -> None:
+        self.replication = (replication_factor, min_insync_replicas)
+
     async def ensure_internal_topics(self) -> list[str]:
         self.ensured = True
         return []
@@ -103,9 +108,31 @@ async def test_start_up_refuses_before_creating_any_topic() -> None:
         cast(ObjectStore, None),
         Readiness(CHECKS),
         _nothing_to_load,
-        _durability(1, 1, require=True),
+        replace(_durability(1, 1, require=True), allow_unreplicated=True),
     )
     with pytest.raises(WeakTopics, match="require_durable_topics is true") as refused:
         await supervisor.run()
     assert not refused.value.retriable  # the app's fatal path: exit 1
     assert not admin.ensured
+
+
+async def test_start_up_refuses_an_unreplicated_factor_on_three_brokers() -> None:
+    admin = ThreeBrokers()
+    supervisor = Supervisor(
+        cast(TopologyAdmin, admin),
+        cast(ObjectStore, None),
+        Readiness(CHECKS),
+        _nothing_to_load,
+        _durability(1, 0),
+    )
+    with pytest.raises(ReplicationRefused, match="allow_unreplicated") as refused:
+        await supervisor.run()
+    assert not refused.value.retriable
+    assert not admin.ensured
+
+
+def test_auto_replication_is_resolved_for_the_cluster() -> None:
+    auto = _durability(0, 0)
+    assert (auto.resolved(1).replication_factor, auto.resolved(1).min_insync_replicas) == (1, 1)
+    assert (auto.resolved(5).replication_factor, auto.resolved(5).min_insync_replicas) == (3, 2)
+    assert durability_findings(5, auto.resolved(5)).warnings == []

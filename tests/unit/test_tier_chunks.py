@@ -7,7 +7,7 @@ from typing import Any
 
 import fastavro
 
-from adapter.tier.chunks import ColdMessage, decode, encode, object_key
+from adapter.tier.chunks import ColdMessage, decode, encode, new_attempt, object_key
 from adapter.tier.cold import ChunkCache
 from topology.wire import ProducerStamp
 
@@ -40,12 +40,14 @@ def test_a_chunk_is_a_plain_avro_container_with_offset_tokens() -> None:
     }
 
 
-def test_object_keys_are_the_same_for_the_same_range_and_stream() -> None:
-    key = object_key("p.bucket.b", 17, 0, 5, 9, "s/../x")
-    assert key == object_key("p.bucket.b", 17, 0, 5, 9, "s/../x")
-    assert key.startswith("tier/p.bucket.b/17/0/00000000000000000005-00000000000000000009/")
+def test_object_keys_are_unique_per_attempt_at_a_range() -> None:
+    key = object_key("p.bucket.b", 17, 0, 5, 9, "s/../x", "a1")
+    assert key == object_key("p.bucket.b", 17, 0, 5, 9, "s/../x", "a1")
+    assert key.startswith("tier/p.bucket.b/17/0/00000000000000000005-00000000000000000009/a1/")
     assert ".." not in key
-    assert key != object_key("p.bucket.b", 18, 0, 5, 9, "s/../x")
+    assert key != object_key("p.bucket.b", 18, 0, 5, 9, "s/../x", "a1")
+    assert key != object_key("p.bucket.b", 17, 0, 5, 9, "s/../x", "a2")  # a redone pass
+    assert len({new_attempt() for _ in range(100)}) == 100
 
 
 def test_the_cache_drops_the_least_recently_used_past_its_bound() -> None:

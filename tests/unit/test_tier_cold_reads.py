@@ -4,6 +4,7 @@ store, counted by the store), and return exactly what a whole-chunk read would."
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from adapter.objects.base import ObjectStoreError
 from adapter.objects.local import LocalObjectStore
 from adapter.tier import chunks
 from adapter.tier.chunks import BLOCK_BYTES, ColdMessage, decode, encode, layout
-from adapter.tier.cold import HEAD_BYTES, ColdReader
+from adapter.tier.cold import HEAD_BYTES, ChunkCollected, ColdReader
 from adapter.tier.manifest import TierChunk, TierRange
 
 KEY = "tier/t/1/0/x/s.avro"
@@ -116,3 +117,19 @@ async def test_a_chunk_cut_short_inside_its_header_is_an_error_not_a_loop(tmp_pa
     await store.put(KEY, encode("b", "s", 0, messages)[:20])  # the manifest says 1.25 MiB
     with pytest.raises(ObjectStoreError, match="cut short"):
         await ColdReader(store, 0).read(tier_range, "s", 0, tier_range.end, 10**6)
+
+
+async def test_a_collected_chunk_is_gone_not_empty(tmp_path: Path) -> None:
+    """A chunk the collector dropped stays named in its range: a read that reaches its
+    offsets raises, where a stream without messages in the range reads as empty."""
+    store, tier_range = await _stored(tmp_path, _messages(4, 100))
+    (chunk,) = tier_range.chunks
+    collected = replace(tier_range, chunks=(chunk.as_collected(),))
+    assert collected.stored == ()
+    reader = ColdReader(store, 1 << 20)
+    with pytest.raises(ChunkCollected):
+        await reader.read(collected, "s", chunk.first_offset, tier_range.end, 1 << 20)
+    past = await reader.read(collected, "s", chunk.last_offset + 1, tier_range.end, 1 << 20)
+    assert past == ReadResult([], tier_range.end, True)  # nothing of it at those offsets
+    other = await reader.read(collected, "other", tier_range.start, tier_range.end, 1 << 20)
+    assert other == ReadResult([], tier_range.end, True)

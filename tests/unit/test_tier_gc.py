@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
-from adapter.service.tier_gc import needed
+from adapter.service.tier_gc import needed as needed_by
 from adapter.state.catalog import Catalog
-from adapter.state.records import Segment, StreamMeta
+from adapter.state.records import Segment, SnapshotPointer, StreamMeta
 from adapter.tier.manifest import TierChunk
 
 SOURCE = StreamMeta("b", "s", 0, "text/plain", 100, 10, 50, 1_000, 1_000)
+SETTLED = 10_000  # snapshots published at or before it have been visible a grace period
 
 
 def _chunk(first: int, last: int, stream_id: str = "s") -> TierChunk:
     return TierChunk(stream_id, f"tier/{first}", first, last, 2, 2, 9)
 
 
-def _catalog(*metas: StreamMeta) -> Catalog:
+def _catalog(*metas: StreamMeta, published_at_ms: int = SETTLED) -> Catalog:
+    """The streams, each with a snapshot at its retained offset (if any) published then."""
     catalog = Catalog()
     for meta in metas:
         catalog.put_stream(meta)
+        if meta.retained_from is not None:
+            catalog.put_snapshot(_pointer(meta, published_at_ms))
     return catalog
+
+
+def _pointer(meta: StreamMeta, published_at_ms: int) -> SnapshotPointer:
+    offset = meta.retained_from or 0
+    return SnapshotPointer(
+        meta.bucket_id, meta.stream_id, offset, "x/y", 1, "k", "", meta.created_at_ms,
+        published_at_ms,
+    )  # fmt: skip
+
+
+def needed(catalog: Catalog, bucket_id: str, chunk: TierChunk) -> bool:
+    return needed_by(catalog, bucket_id, chunk, SETTLED)
 
 
 def test_a_live_stream_needs_its_chunks_and_not_those_of_an_earlier_stream_of_its_id() -> None:
@@ -33,6 +49,13 @@ def test_below_the_retained_offset_nothing_is_needed() -> None:
     catalog = _catalog(SOURCE.evolve(retained_from=30))
     assert not needed(catalog, "b", _chunk(10, 29))
     assert needed(catalog, "b", _chunk(25, 31))
+
+
+def test_below_a_snapshot_not_settled_yet_everything_is_still_needed() -> None:
+    """A reader that began before the snapshot may still read below it for a grace period,
+    as Kafka keeps those records for as long (`needed_from`)."""
+    catalog = _catalog(SOURCE.evolve(retained_from=30), published_at_ms=SETTLED + 1)
+    assert needed(catalog, "b", _chunk(10, 29))
 
 
 def test_a_fork_of_a_fork_keeps_its_sources_chunks() -> None:

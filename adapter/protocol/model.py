@@ -1,0 +1,186 @@
+"""The state of buckets, streams, producers, slot owners and snapshots, as the protocol's rules
+see it: plain values with their keys. How they are stored in Kafka is `adapter/state/records.py`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple, Self
+
+
+@dataclass(frozen=True)
+class BucketMeta:
+    bucket_id: str
+    topic: str
+    partitions: int
+    created_at_ms: int
+
+
+@dataclass(frozen=True)
+class MountMeta:
+    """An existing topic served as a bucket (`adapter/protocol/mounts.py`)."""
+
+    bucket_id: str
+    topic: str
+    content_type: str
+    content_type_header: str | None
+    key_encoding: str
+    appends: bool
+    created_at_ms: int
+
+    @property
+    def key(self) -> str:
+        return mount_key(self.bucket_id)
+
+
+class Segment(NamedTuple):
+    """Part of a fork's history: the records keyed `stream_id` at Kafka offsets [start, end)."""
+
+    stream_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class StreamMeta:
+    bucket_id: str
+    stream_id: str
+    partition: int
+    content_type: str
+    created_at_ms: int
+    start_offset: int
+    next_offset: int
+    last_access_ms: int
+    last_write_at_ms: int
+    closed: bool = False
+    ttl_seconds: int | None = None
+    expires_at_ms: int | None = None
+    last_seq: str | None = None
+    message_count: int = 0
+    forked_from: str | None = None
+    fork_offset: int | None = None
+    fork_sub_offset: int = 0
+    inherited: tuple[Segment, ...] = ()
+    soft_deleted: bool = False
+    retained_from: int | None = None
+
+    @property
+    def key(self) -> str:
+        return stream_key(self.bucket_id, self.stream_id)
+
+    @property
+    def earliest_offset(self) -> int:
+        """The first offset still readable: its snapshot's, else the start of its history."""
+        return self.history_start if self.retained_from is None else self.retained_from
+
+    @property
+    def history_start(self) -> int:
+        """The first offset of the stream's history: its inherited range's, or its own."""
+        return self.inherited[0].start if self.inherited else self.start_offset
+
+    def segments(self) -> tuple[Segment, ...]:
+        """Its whole history as ranges of its partition: inherited ones, then its own."""
+        return (*self.inherited, Segment(self.stream_id, self.start_offset, self.next_offset))
+
+    def deadline_ms(self) -> int | None:
+        """When the stream expires: absolute, or the end of its sliding TTL window."""
+        if self.expires_at_ms is not None:
+            return self.expires_at_ms
+        if self.ttl_seconds is not None:
+            return self.last_access_ms + self.ttl_seconds * 1000
+        return None
+
+    def expired(self, now_ms: int) -> bool:
+        deadline = self.deadline_ms()
+        return deadline is not None and now_ms >= deadline
+
+    def evolve(self, **changes: Any) -> Self:
+        """A copy with `changes`: `dataclasses.replace` without re-running `__init__` (several
+        per append; the fields are immutable values, so a shallow copy is a true one)."""
+        if not changes.keys() <= _STREAM_FIELDS:
+            raise TypeError(f"StreamMeta has no field {sorted(changes.keys() - _STREAM_FIELDS)}")
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__, **changes)
+        return copy
+
+
+_STREAM_FIELDS = frozenset(field.name for field in fields(StreamMeta))
+
+
+@dataclass(frozen=True)
+class ProducerRecord:
+    bucket_id: str
+    stream_id: str
+    producer_id: str
+    epoch: int
+    last_seq: int
+    updated_at_ms: int
+
+    @property
+    def key(self) -> str:
+        return producer_key(self.bucket_id, self.stream_id, self.producer_id)
+
+
+@dataclass(frozen=True)
+class SlotOwner:
+    slot: int
+    url: str
+    since_ms: int
+
+    @property
+    def key(self) -> str:
+        return f"slot:{self.slot}"
+
+
+@dataclass(frozen=True)
+class SnapshotPointer:
+    """Where the latest snapshot of a stream is: its blob in the object store, and what it is."""
+
+    bucket_id: str
+    stream_id: str
+    offset: int
+    content_type: str
+    size: int
+    object_key: str
+    sha256: str
+    stream_created_at_ms: int
+    published_at_ms: int
+
+    @property
+    def key(self) -> str:
+        return snapshot_key(self.bucket_id, self.stream_id)
+
+    def belongs_to(self, meta: StreamMeta) -> bool:
+        """Whether this is the stream's visible snapshot (not one of an earlier stream)."""
+        return meta.created_at_ms == self.stream_created_at_ms and meta.retained_from == self.offset
+
+
+def snapshot_key(bucket_id: str, stream_id: str) -> str:
+    return f"snapshot:{bucket_id}/{stream_id}"
+
+
+def producer_key(bucket_id: str, stream_id: str, producer_id: str) -> str:
+    # Stream ids never contain NUL, and HTTP header values (producer ids) cannot either.
+    return f"{bucket_id}/{stream_id}\x00{producer_id}"
+
+
+def bucket_key(bucket_id: str) -> str:
+    return f"bucket:{bucket_id}"
+
+
+def mount_key(bucket_id: str) -> str:
+    return f"mount:{bucket_id}"
+
+
+def stream_key(bucket_id: str, stream_id: str) -> str:
+    # Bucket ids never contain '/', so the first '/' separates them even when stream ids do.
+    return f"stream:{bucket_id}/{stream_id}"
+
+
+def stream_of_key(key: str) -> tuple[str, str]:
+    """(bucket_id, stream_id) of a `stream:` meta key; a `bucket:` or `mount:` key gives
+    (bucket_id, "")."""
+    kind, _, rest = key.partition(":")
+    if kind in ("bucket", "mount"):
+        return rest, ""
+    bucket_id, _, stream_id = rest.partition("/")
+    return bucket_id, stream_id

@@ -1,0 +1,104 @@
+"""What the request log costs: closed-loop appends per second with the log at `info` (the
+default: one line per request) against `warning` (no request lines), one server build.
+
+Two durable-kafka processes run side by side, one per level, each warmed by an untimed run;
+then runs alternate between them (the order flipping every pair), so the machine's other load
+falls on both alike. Prints one JSON object: each run's rate and server CPU per append, each
+pair's ratios (rate info / warning, CPU per append warning / info: on a saturated core both
+are the share of throughput the log leaves), their medians and spread. A ratio of 0.95 is a
+log costing 5 %. On a shared machine the rates swing with the neighbours' load; the server's
+CPU per append much less.
+
+    .venv/bin/python -m bench.log_ab --bootstrap-servers 127.0.0.1:9092 [--pairs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench import loadgen_run, targets
+
+LEVELS = ("info", "warning")
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    binary = loadgen_run.build()
+    tag = uuid.uuid4().hex[:8]
+    log_dir = Path(tempfile.mkdtemp(prefix="log-ab-"))
+    servers = {level: _start(args, level, tag, log_dir) for level in LEVELS}
+    try:
+        for level in LEVELS:  # a new bucket's first seconds are slow: not measured
+            _run(binary, args, servers[level], args.warmup + 2)
+        runs: dict[str, list[Run]] = {level: [] for level in LEVELS}
+        for pair in range(args.pairs):
+            for level in LEVELS if pair % 2 == 0 else LEVELS[::-1]:
+                runs[level].append(_run(binary, args, servers[level], args.duration))
+    finally:
+        for server in servers.values():
+            targets.stop(server)
+    print(json.dumps(_summary(runs, args), indent=1))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    parser.add_argument("--streams", type=int, default=100)
+    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--duration", type=float, default=10)
+    parser.add_argument("--pairs", type=int, default=3)
+    return parser
+
+
+def _start(args: argparse.Namespace, level: str, tag: str, log_dir: Path) -> targets.Server:
+    prefix = f"bench.logab.{tag}.{level}."
+    options = targets.TargetOptions(args.bootstrap_servers, prefix, 60_000, 0, log_level=level)
+    return targets.start(targets.DURABLE_KAFKA, log_dir / level, options)
+
+
+@dataclass(frozen=True)
+class Run:
+    rate: float  # appends answered 2xx per second
+    cpu_us: float  # the server's CPU per such append
+
+
+def _run(binary: Path, args: argparse.Namespace, server: targets.Server, seconds: float) -> Run:
+    flags: dict[str, object] = {"mode": "append", "base": server.url, "streams": args.streams}
+    flags |= {"size": args.size, "create": True, "warmup": args.warmup, "duration": seconds}
+    flags["server-pids"] = ",".join(str(pid) for pid in targets.process_tree(server.pid))
+    report = loadgen_run.run(binary, flags, timeout_s=300 + 4 * seconds).report
+    ok = max(int(report["ok"]), 1)
+    return Run(float(report["rate"]), float(report["server_cpu_s"]) / ok * 1e6)
+
+
+def _summary(runs: dict[str, list[Run]], args: argparse.Namespace) -> dict[str, object]:
+    pairs = list(zip(runs["info"], runs["warning"], strict=True))
+    rate = [info.rate / warning.rate for info, warning in pairs]
+    cpu = [warning.cpu_us / info.cpu_us for info, warning in pairs]
+    return {
+        "streams": args.streams,
+        "size": args.size,
+        "seconds": args.duration,
+        "runs": {level: [asdict(run) for run in runs[level]] for level in LEVELS},
+        "rate_ratios": _ratios(rate),
+        "cpu_ratios": _ratios(cpu),
+    }
+
+
+def _ratios(ratios: list[float]) -> dict[str, object]:
+    return {
+        "each": [round(ratio, 3) for ratio in ratios],
+        "median": round(statistics.median(ratios), 3),
+        "spread": [round(min(ratios), 3), round(max(ratios), 3)],
+    }
+
+
+if __name__ == "__main__":
+    main()
