@@ -61,12 +61,14 @@ def _records(bootstrap: str, topic: str) -> Iterable[tuple[str, bytes | None]]:
 
 
 def cold_tier(store: Store, s3_bucket: str, ranges: list[TierRange], label: str) -> ColdTier:
-    """The records of every chunk of `ranges` (one bucket incarnation's), their streams named
-    `label + stream id`; chunks the store does not hold are listed as missing."""
+    """The records of every chunk of `ranges` (one bucket incarnation's) but those collected,
+    their streams named `label + stream id`; chunks the store does not hold are listed as
+    missing."""
     client = store.client()
     tier = ColdTier()
     for tier_range in ranges:
-        for chunk in tier_range.chunks:
+        # A collected chunk (no stream needs it any more) is listed without an object.
+        for chunk in (c for c in tier_range.chunks if not c.collected):
             try:
                 data = client.get_object(Bucket=s3_bucket, Key=chunk.object_key)["Body"].read()
             except ClientError as error:
