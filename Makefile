@@ -33,7 +33,7 @@ cluster-up: venv  ## three Kafka brokers (KRaft, 3 voters) on 127.0.0.1:19092,19
 cluster-down: venv  ## stop the three brokers of cluster-up (their data stays in .data/cluster)
 	$(PY) -m devstack down cluster
 
-faults: deps  ## the long fault suite on its own 3-broker cluster (SEED=n, ONLY="leader_kill ...", KEEP=dir, WORKERS=n)
+faults: deps  ## the long fault suite on its own 3-broker cluster and MinIO (SEED=n, ONLY="leader_kill ...", KEEP=dir, WORKERS=n)
 	$(PY) -m tests.faults --seed $(or $(SEED),1) $(if $(ONLY),--only $(ONLY)) $(if $(KEEP),--keep $(KEEP)) $(if $(WORKERS),--workers $(WORKERS))
 
 fuzz: deps  ## schemathesis on every operation of /openapi.json, 200 examples each (FUZZ_EXAMPLES=n)

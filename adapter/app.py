@@ -69,6 +69,7 @@ from adapter.state.records import stream_of_key
 from adapter.state.store import FileStore, catalog_file_name
 from adapter.supervisor import CATALOG, CHECKS, OWNERSHIP, TIER, Durability, Supervisor
 from adapter.tier.cold import ColdReader
+from adapter.tier.faults import EmptyColdReader, UnwrittenStore
 from topology.admin import TopologyAdmin
 from topology.kafka_client import KafkaAccess
 from topology.management import TopicManagement, TopicPolicy
@@ -146,11 +147,15 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
         trust_unknown_outcomes=settings.trust_unknown_outcomes,
         crash_after_forwarded_commit=settings.crash_after_forwarded_commit,
     )
-    if faults.any or settings.serve_below_retention:
+    broken_tier = settings.cold_reads_empty or settings.tier_skip_puts
+    if faults.any or settings.serve_below_retention or broken_tier:
         logging.getLogger(__name__).warning(
-            "test-only faults on: %s serve_below_retention=%s",
+            "test-only faults on: %s serve_below_retention=%s cold_reads_empty=%s "
+            "tier_skip_puts=%s",
             faults,
             settings.serve_below_retention,
+            settings.cold_reads_empty,
+            settings.tier_skip_puts,
         )
     layout = topic_layout(settings)
     kafka = kafka_access(settings)
@@ -210,7 +215,9 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
     reads = ReadPath(
         reader,
         hot_tail,
-        ColdReader(store, settings.tier_cache_bytes),
+        (EmptyColdReader if settings.cold_reads_empty else ColdReader)(
+            store, settings.tier_cache_bytes
+        ),
         catalog,
         check_retention=not settings.serve_below_retention,
     )
@@ -277,7 +284,7 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
             SlotMap(settings.topic_prefix, settings.write_slots),
             scanner,
             admin,
-            store,
+            UnwrittenStore(store) if settings.tier_skip_puts else store,
             topics.tier,
             tier_policy(settings),
             wall_clock_ms,

@@ -147,6 +147,8 @@ class Settings:
     trust_unknown_outcomes: bool = False
     crash_after_forwarded_commit: bool = False
     serve_below_retention: bool = False
+    cold_reads_empty: bool = False
+    tier_skip_puts: bool = False
 
     @property
     def host(self) -> str:
@@ -319,6 +321,8 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
     "crash_after_forwarded_commit": ("testing", "crash_after_forwarded_commit"),
     "serve_below_retention": ("testing", "serve_below_retention"),
+    "cold_reads_empty": ("testing", "cold_reads_empty"),
+    "tier_skip_puts": ("testing", "tier_skip_puts"),
 }
 
 

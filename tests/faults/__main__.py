@@ -1,8 +1,9 @@
 """`python -m tests.faults [--seed N] [--only NAME ...] [--workers N]`: the long fault suite
 (`make faults`).
 
-Starts its own 3-broker cluster in a temporary folder, runs every fault as its own scenario,
-prints one line per fault and exits 1 if any reported an anomaly.
+Starts its own 3-broker cluster and its own MinIO (the adapters' cold tier) in a temporary
+folder, runs every fault as its own scenario, prints one line per fault and exits 1 if any
+reported an anomaly.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from devstack import cluster
 from devstack.process import ServiceError
 from tests.adapter_process import WORKERS
-from tests.faults import faults, runner
+from tests.faults import faults, runner, store
 
 LONG_LOAD_S = 10.0
 
@@ -35,11 +36,13 @@ def main(argv: list[str] | None = None) -> int:
         home = args.keep or Path(tmp)
         try:
             cluster.start_cluster(home / "cluster")
+            store.start(home)
             several = (args.workers or int(WORKERS[1])) > 1
             every = [n for n in faults.ALL if several or n not in faults.NEEDS_WORKERS]
             for name in args.only or every:
                 failed = not _scenario(name, home, args.seed, args.workers) or failed
         finally:
+            store.stop(home)
             cluster.stop_cluster(home / "cluster")
     return 1 if failed else 0
 

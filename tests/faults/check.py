@@ -2,16 +2,34 @@
 against a fresh replay. Pure: the runner gathers the inputs, this decides.
 
 Invariants (each breach is an anomaly, and any anomaly fails the run):
+The log is what a fresh `read_committed` consumer finds in Kafka together with what the cold
+tier's manifest lists (its chunks read from the object store): tiering frees Kafka's copy of
+what it moved, so neither alone holds everything.
+
 - lost: an acknowledged append (or close) is not in the log — unless its stream was deleted
   and the log no longer holds even the stream's create record while its partition's log start
   has moved: retention frees a partition's prefix that no live stream needs, so a deleted
-  stream's records go (counted as `freed`, not an anomaly);
+  stream's records go; or unless its stream's visible snapshot is at or past the append's
+  tail: retention frees what is below a snapshot (both counted as `freed`, not anomalies).
+  A close whose stream's beginning was freed is found closed by the fresh instance instead;
+- cold: a chunk the manifest lists is not in the object store, or a record of a chunk differs
+  from Kafka's record at the same offset;
 - duplicated: one logical append is in the log more than once;
 - reordered: a producer's records are not in increasing `Producer-Seq` order;
 - phantom: data whose every attempt was answered 4xx (or every one 5xx) is in the log;
 - closure: data after a stream's close record, or an append acknowledged after its close was;
 - stale reads: what a client was served differs from the log's data records at those offsets
-  (for a fork: its source's below the fork offset, then its own);
+  (for a fork: its source's below the fork offset, then its own; below a stream's visible
+  snapshot the log may have been freed, so there only the records at or past it are
+  compared, as the served list's end), or it lacks an acknowledged append whose record was
+  certainly in its range (below the tail the append was answered, at or past every tail
+  acknowledged before the append was first sent: a rule on the history alone, which holds
+  where the log was freed since), or a read said it was up to date while an append
+  acknowledged `LAG_S` before it was sent lies past its end;
+- bootstraps: a `/bootstrap` served other messages than the log holds after its snapshot's
+  offset or lacks an acknowledged append of that range (as for reads), said it was up to
+  date while missing an append acknowledged `LAG_S` before it was sent, or served a snapshot
+  no publish that could have landed named;
 - divergent: an instance's HEAD/GET of a stream differs (still, after up to 15 s) from a fresh
   instance's, or the fresh instance's from the log;
 - snapshots: a stream's visible snapshot (on the fresh instance) is older than one whose
@@ -23,16 +41,32 @@ Invariants (each breach is an anomaly, and any anomaly fails the run):
   served;
 - forks: an acknowledged fork does not exist (its inherited range is checked as its reads and
   views are).
+
+A bucket deleted and created again ends its streams' history: attempts completed before the
+last delete was sent belong to the old incarnation, whose log is gone, and are counted as
+`ended`; attempts sent after the new bucket was acknowledged are checked against the new log;
+an append in between may be in the new log or not (an unknown outcome), and a read in between
+is not checked.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from tests.faults.history import Fork, History, LogRecord, Outcome, View, Write
+from tests.faults.history import (
+    Bootstrap,
+    ColdTier,
+    Fork,
+    History,
+    LogRecord,
+    Outcome,
+    View,
+    Write,
+)
 
 # How long an instance may take to learn what another acknowledged (its follower): the runner's
 # CONVERGE_S, which the views are given too.
@@ -44,7 +78,9 @@ KINDS = (
     "reordered",
     "phantom",
     "closure",
+    "cold",
     "stale_reads",
+    "bootstraps",
     "divergent",
     "snapshots",
     "retention",
@@ -59,6 +95,9 @@ class Report:
     acknowledged: int = 0
     longest_unavailable_s: float = 0.0
     freed: int = 0  # acknowledged appends of deleted streams whose records retention freed
+    ended: int = 0  # attempts on a bucket's incarnation that was deleted since
+    cold_records: int = 0  # records of the log read from the cold tier
+    cold_reads: int = 0  # reads and bootstraps that served records the cold tier holds
     anomalies: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
 
     def add(self, kind: str, detail: str) -> None:
@@ -75,7 +114,9 @@ class Report:
         counts = " ".join(f"{kind}={self.count(kind)}" for kind in KINDS)
         return (
             f"{self.name}: operations={self.operations} acknowledged={self.acknowledged} "
-            f"{counts} freed={self.freed} longest_unavailable={self.longest_unavailable_s:.1f}s"
+            f"{counts} freed={self.freed} ended={self.ended} cold_records={self.cold_records} "
+            f"cold_reads={self.cold_reads} "
+            f"longest_unavailable={self.longest_unavailable_s:.1f}s"
         )
 
     def details(self, limit: int = 5) -> str:
@@ -93,21 +134,32 @@ def check(
     views: Mapping[str, Mapping[str, View]] | None = None,
     fresh: str = "",
     log_starts: Mapping[str, int] | None = None,
+    cold: ColdTier | None = None,
 ) -> Report:
-    """`log_starts`: per stream, the log start offset of its partition (absent: 0)."""
-    records = sorted(log, key=lambda r: (r.stream, r.offset))
+    """`log_starts`: per stream, the log start offset of its partition (absent: 0); `cold`:
+    what the cold tier's manifest lists."""
+    report = Report(name, history.operations)
+    history = _current(report, history)
+    records = _merged(report, log, cold or ColdTier())
     by_stream: dict[str, list[LogRecord]] = defaultdict(list)
     for record in records:
         by_stream[record.stream].append(record)
-    report = Report(name, history.operations)
     report.acknowledged = sum(w.outcome is Outcome.ACK for w in history.writes)
     report.longest_unavailable_s = longest_unavailable(history.writes)
+    reference = views[fresh] if views else {}
+    floors = {s: v.snapshot_offset for s, v in reference.items() if v.snapshot_offset}
     freed = _freed_streams(history, by_stream, log_starts or {})
-    _exactly_once(report, history.writes, records, freed)
+    _exactly_once(report, history.writes, records, freed, floors)
     _producer_order(report, records)
-    _closures(report, history.writes, by_stream)
-    histories = _histories(by_stream, history.forks)
-    _reads(report, history, histories)
+    _closures(report, history.writes, by_stream, reference)
+    histories = _histories(by_stream, history, floors)
+    tiered: dict[str, list[int]] = defaultdict(list)
+    for record in (cold or ColdTier()).records:
+        tiered[record.stream].append(record.offset)
+    for offsets in tiered.values():
+        offsets.sort()
+    _reads(report, history, histories, tiered)
+    _bootstraps(report, history, histories, tiered)
     _retention(report, history)
     if views:
         _views(report, views, fresh, histories)
@@ -117,13 +169,119 @@ def check(
     return report
 
 
+def _current(report: Report, history: History) -> History:
+    """The history without what belongs to an incarnation of a bucket deleted since (counted
+    as `ended`); an append sent before the last incarnation was acknowledged and answered
+    after its delete was sent is of unknown outcome as far as the new log goes."""
+    cuts = _incarnations(history)
+    if not cuts:
+        return history
+    kept = History(
+        lifecycle=history.lifecycle,
+        publishes=history.publishes,
+        forks=history.forks,
+        bootstraps=history.bootstraps,
+        buckets=history.buckets,
+    )
+    for write in history.writes:
+        cut = _cut(cuts, write.stream)
+        if cut is not None and write.completed < cut[0]:
+            report.ended += 1
+        elif cut is not None and write.invoked < cut[1] and write.outcome is Outcome.ACK:
+            kept.writes.append(replace(write, outcome=Outcome.TIMEOUT))
+        else:
+            kept.writes.append(write)
+    for read in history.reads:
+        cut = _cut(cuts, read.stream)
+        sent = read.invoked if read.invoked is not None else read.completed
+        if cut is not None and sent < cut[1]:
+            report.ended += 1
+        else:
+            kept.reads.append(read)
+    return kept
+
+
+def _incarnations(history: History) -> dict[str, tuple[float, float]]:
+    """Per bucket deleted and created again: (when the first attempt of its last deletion was
+    sent, when the create after it was answered). A deletion took effect if one of its
+    attempts was answered 2xx, or 404 (a retry after one that had landed); a create, 2xx or
+    409 (the same). Attempts refused otherwise (409 `bucket_not_empty`) deleted nothing."""
+    cuts: dict[str, tuple[float, float]] = {}
+    deleting: dict[str, float] = {}
+    deleted: set[str] = set()
+    for event in history.buckets:
+        if event.action == "delete":
+            deleting.setdefault(event.bucket, event.invoked)
+            if event.outcome is Outcome.ACK or event.status == 404:
+                deleted.add(event.bucket)
+        elif event.outcome is Outcome.ACK or event.status == 409:
+            sent = deleting.pop(event.bucket, None)
+            if event.bucket in deleted and sent is not None:
+                cuts[event.bucket] = (sent, event.completed)
+            deleted.discard(event.bucket)
+    return cuts
+
+
+def _cut(cuts: Mapping[str, tuple[float, float]], stream: str) -> tuple[float, float] | None:
+    """(when the last delete of the stream's bucket was sent, when it was created again)."""
+    bucket, slash, _ = stream.partition("/")
+    return cuts.get(bucket) if slash else None
+
+
+def _merged(report: Report, log: Iterable[LogRecord], cold: ColdTier) -> list[LogRecord]:
+    """Kafka's records and the cold tier's, one per offset; where both hold an offset (a range
+    tiered and not freed yet) they must agree."""
+    merged = {(r.stream, r.offset): r for r in log}
+    for key in cold.missing:
+        report.add("cold", f"chunk {key} is listed and not in the object store")
+    for record in cold.records:
+        report.cold_records += 1
+        found = merged.setdefault((record.stream, record.offset), record)
+        if (found.payload, found.producer) != (record.payload, record.producer):
+            report.add("cold", f"{record.stream}@{record.offset}: chunk {record}, Kafka {found}")
+    return sorted(merged.values(), key=lambda r: (r.stream, r.offset))
+
+
 class _Histories:
     """Each stream's records as its reads see them: a fork's source's below the fork offset
-    (recursively), then its own."""
+    (recursively), then its own; and where the log may have been freed below (its visible
+    snapshot's offset)."""
 
-    def __init__(self, by_stream: Mapping[str, list[LogRecord]], forks: Mapping[str, Fork]):
+    def __init__(
+        self,
+        by_stream: Mapping[str, list[LogRecord]],
+        forks: Mapping[str, Fork],
+        floors: Mapping[str, int],
+        tried: Mapping[str, set[str]],
+    ):
         self.by_stream = by_stream
         self.forks = forks
+        self.floors = floors
+        self.tried = tried  # per stream, the payloads of appends not refused on every attempt
+        self.bounds: dict[str, list[tuple[str, int, int]]] = {}
+
+    def missing(self, stream: str, start: int, end: int, payloads: tuple[str, ...]) -> str | None:
+        """An acknowledged append of the stream certainly in [start, end), yet not served: its
+        record lies below the tail its answer gave and at or past every tail acknowledged
+        before it was first sent. Needs no log, so it holds where the log was freed since."""
+        served = set(payloads)
+        for payload, low, tail in self.bounds.get(stream, []):
+            if start <= low and tail <= end and payload not in served:
+                return f"{payload} (in [{low}, {tail}))"
+        return None
+
+    def served(self, stream: str, start: int, end: int, payloads: tuple[str, ...]) -> bool:
+        """Whether `payloads` are the stream's data records in [start, end): all of them, or,
+        from below its floor (which the log may no longer hold), appends tried on the stream
+        and then exactly its records past the floor."""
+        inside = [r for r in self.of(stream) if r.payload is not None and start <= r.offset < end]
+        if payloads == tuple(r.payload for r in inside):
+            return True
+        floor = self.floors.get(stream, 0)
+        known = tuple(r.payload for r in inside if r.offset >= floor)
+        below, past = payloads[: len(payloads) - len(known)], payloads[len(payloads) - len(known) :]
+        tried = self.tried.get(stream, set())
+        return start < floor and past == known and all(p in tried for p in below)
 
     def of(self, stream: str, depth: int = 0) -> list[LogRecord]:
         fork = self.forks.get(stream)
@@ -134,9 +292,45 @@ class _Histories:
         return inherited + own
 
 
-def _histories(by_stream: Mapping[str, list[LogRecord]], forks: list[Fork]) -> _Histories:
-    acknowledged = {f.stream: f for f in forks if f.outcome is Outcome.ACK}
-    return _Histories(by_stream, acknowledged)
+def _histories(
+    by_stream: Mapping[str, list[LogRecord]], history: History, floors: Mapping[str, int]
+) -> _Histories:
+    acknowledged = {f.stream: f for f in history.forks if f.outcome is Outcome.ACK}
+    tried: dict[str, set[str]] = defaultdict(set)
+    for write in history.writes:
+        if write.payload is not None and write.outcome not in _SAID_NOTHING_WRITTEN:
+            tried[write.stream].add(write.payload)
+    found = _Histories(by_stream, acknowledged, floors, tried)
+    found.bounds = _bounds(history.writes)
+    return found
+
+
+def _bounds(writes: list[Write]) -> dict[str, list[tuple[str, int, int]]]:
+    """Per stream, each acknowledged append's payload and the offsets its record lies within:
+    [the highest tail acknowledged before its first attempt was sent, the tail it was
+    answered)."""
+    first: dict[str, float] = {}
+    for write in writes:
+        if write.payload is not None:
+            first[write.payload] = min(first.get(write.payload, write.invoked), write.invoked)
+    acks = sorted(
+        (w for w in writes if w.outcome is Outcome.ACK and w.next_offset is not None),
+        key=lambda w: w.completed,
+    )
+    by_stream: dict[str, list[Write]] = defaultdict(list)
+    for write in acks:
+        by_stream[write.stream].append(write)
+    bounds: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    for stream, done in by_stream.items():
+        times = [w.completed for w in done]
+        highest = list(itertools.accumulate((w.next_offset or 0 for w in done), max))
+        for write in done:
+            if write.payload is None or write.next_offset is None:
+                continue
+            before = bisect.bisect_left(times, first[write.payload])
+            low = highest[before - 1] if before else 0
+            bounds[stream].append((write.payload, low, write.next_offset))
+    return bounds
 
 
 def _freed_streams(
@@ -154,7 +348,11 @@ def _freed_streams(
 
 
 def _exactly_once(
-    report: Report, writes: list[Write], records: list[LogRecord], freed: set[str]
+    report: Report,
+    writes: list[Write],
+    records: list[LogRecord],
+    freed: set[str],
+    floors: Mapping[str, int],
 ) -> None:
     found = Counter(r.payload for r in records if r.payload is not None)
     attempts: dict[str, list[Write]] = defaultdict(list)
@@ -164,7 +362,7 @@ def _exactly_once(
     for payload, tries in attempts.items():
         outcomes = {t.outcome for t in tries}
         if Outcome.ACK in outcomes and found[payload] == 0:
-            if tries[0].stream in freed:
+            if tries[0].stream in freed or _below_floor(tries, floors):
                 report.freed += 1
             else:
                 report.add("lost", f"{payload} acknowledged on {tries[0].stream}, not in the log")
@@ -175,6 +373,13 @@ def _exactly_once(
     for payload, count in found.items():
         if count > 1:
             report.add("duplicated", f"{payload} is in the log {count} times")
+
+
+def _below_floor(tries: list[Write], floors: Mapping[str, int]) -> bool:
+    """Whether an acknowledged attempt's tail is at or below its stream's visible snapshot."""
+    floor = floors.get(tries[0].stream)
+    tails = [t.next_offset for t in tries if t.outcome is Outcome.ACK and t.next_offset]
+    return floor is not None and bool(tails) and min(tails) <= floor
 
 
 def _producer_order(report: Report, records: list[LogRecord]) -> None:
@@ -192,7 +397,10 @@ def _producer_order(report: Report, records: list[LogRecord]) -> None:
 
 
 def _closures(
-    report: Report, writes: list[Write], by_stream: Mapping[str, list[LogRecord]]
+    report: Report,
+    writes: list[Write],
+    by_stream: Mapping[str, list[LogRecord]],
+    reference: Mapping[str, View],
 ) -> None:
     for stream, records in by_stream.items():
         closes = [r.offset for r in records if r.control == "close"]
@@ -206,7 +414,7 @@ def _closures(
             closed_at[write.stream] = min(
                 closed_at.get(write.stream, write.completed), write.completed
             )
-            if not any(r.control == "close" for r in by_stream.get(write.stream, [])):
+            if not _closed(write.stream, by_stream.get(write.stream, []), reference):
                 report.add("lost", f"{write.stream}: close acknowledged, no close record")
     for write in writes:
         done = closed_at.get(write.stream)
@@ -215,19 +423,101 @@ def _closures(
             report.add("closure", f"{write.payload} acknowledged after {write.stream} closed")
 
 
-def _reads(report: Report, history: History, histories: _Histories) -> None:
+def _closed(stream: str, records: list[LogRecord], reference: Mapping[str, View]) -> bool:
+    """A close record in the log, or (when the log no longer holds the stream's create record:
+    tiering or retention freed its beginning, close included) a fresh instance that says so."""
+    if any(r.control == "close" for r in records):
+        return True
+    view = reference.get(stream)
+    freed_start = not any(r.control == "create" for r in records)
+    return freed_start and view is not None and view.closed
+
+
+def _reads(
+    report: Report, history: History, histories: _Histories, tiered: Mapping[str, list[int]]
+) -> None:
     for read in history.reads:
-        expected = tuple(
-            r.payload
-            for r in histories.of(read.stream)
-            if r.payload is not None and read.start <= r.offset < read.next_offset
-        )
-        if expected != read.payloads:
+        report.cold_reads += _touches(read.stream, read.start, read.next_offset, tiered)
+        if not histories.served(read.stream, read.start, read.next_offset, read.payloads):
+            expected = [
+                r.payload
+                for r in histories.of(read.stream)
+                if r.payload is not None and read.start <= r.offset < read.next_offset
+            ]
             report.add(
                 "stale_reads",
                 f"{read.kind} of {read.stream} [{read.start}, {read.next_offset}) served "
-                f"{list(read.payloads)[:4]}…, the log holds {list(expected)[:4]}…",
+                f"{list(read.payloads)[:4]}…, the log holds {expected[:4]}…",
             )
+        absent = histories.missing(read.stream, read.start, read.next_offset, read.payloads)
+        if absent is not None:
+            report.add(
+                "stale_reads",
+                f"{read.kind} of {read.stream} [{read.start}, {read.next_offset}) did not "
+                f"serve the acknowledged {absent}",
+            )
+        if read.up_to_date and read.invoked is not None:
+            missed = _missed(history.writes, read.stream, read.invoked, read.next_offset)
+            if missed:
+                report.add(
+                    "stale_reads",
+                    f"{read.kind} of {read.stream} up to date at {read.next_offset} without "
+                    f"{missed}, acknowledged {LAG_S:.0f}s before",
+                )
+
+
+def _touches(stream: str, start: int, end: int, tiered: Mapping[str, list[int]]) -> bool:
+    """Whether the cold tier holds a record of the stream in [start, end)."""
+    offsets = tiered.get(stream, [])
+    index = bisect.bisect_left(offsets, start)
+    return index < len(offsets) and offsets[index] < end
+
+
+def _missed(writes: list[Write], stream: str, sent: float, end: int) -> str | None:
+    """An append acknowledged `LAG_S` before `sent` whose tail is past `end`, if any."""
+    for write in writes:
+        tail = write.next_offset if write.outcome is Outcome.ACK else None
+        early = write.completed + LAG_S < sent
+        if tail is not None and tail > end and write.stream == stream and early:
+            return f"{write.payload} (tail {tail})"
+    return None
+
+
+def _bootstraps(
+    report: Report, history: History, histories: _Histories, tiered: Mapping[str, list[int]]
+) -> None:
+    landed = {
+        (p.stream, p.offset, p.blob)
+        for p in history.publishes
+        if p.outcome not in _SAID_NOTHING_WRITTEN
+    }
+    for boot in history.bootstraps:
+        start = boot.snapshot_offset or 0
+        report.cold_reads += _touches(boot.stream, start, boot.next_offset, tiered)
+        for problem in _bootstrap_problems(boot, history, histories, landed):
+            report.add("bootstraps", f"/bootstrap of {boot.stream}: {problem}")
+
+
+def _bootstrap_problems(
+    boot: Bootstrap,
+    history: History,
+    histories: _Histories,
+    landed: set[tuple[str, int, str]],
+) -> list[str]:
+    problems = []
+    start = boot.snapshot_offset or 0
+    if not histories.served(boot.stream, start, boot.next_offset, boot.payloads):
+        problems.append(f"[{start}, {boot.next_offset}) served {list(boot.payloads)[:4]}…")
+    absent = histories.missing(boot.stream, start, boot.next_offset, boot.payloads)
+    if absent is not None:
+        problems.append(f"[{start}, {boot.next_offset}) did not serve the acknowledged {absent}")
+    missed = _missed(history.writes, boot.stream, boot.invoked, boot.next_offset)
+    if missed:
+        problems.append(f"up to date at {boot.next_offset} without {missed}")
+    snapshot = (boot.stream, boot.snapshot_offset, boot.snapshot)
+    if boot.snapshot_offset is not None and snapshot not in landed:
+        problems.append(f"snapshot {boot.snapshot!r} at {boot.snapshot_offset}: no such publish")
+    return problems
 
 
 def _views(

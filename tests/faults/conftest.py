@@ -1,4 +1,5 @@
-"""One 3-broker cluster for every scenario test of `tests/faults` (started once per session)."""
+"""One 3-broker cluster and one MinIO for every scenario test of `tests/faults` (started once
+per session)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from devstack import cluster
+from tests.faults import store
 
 
 @pytest.fixture(scope="session")
@@ -15,6 +17,8 @@ def cluster_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("faults")
     try:
         cluster.start_cluster(home / "cluster")
+        store.start(home)
         yield home
     finally:
+        store.stop(home)
         cluster.stop_cluster(home / "cluster")

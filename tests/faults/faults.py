@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from confluent_kafka.admin import (
@@ -15,17 +16,33 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from adapter.log.writer import COMMIT_ATTEMPTS, LEARNING_PAUSE_S, LEARNING_TIMEOUTS
+from adapter.tier import chunks
 from devstack import cluster, kafka
 from devstack.process import port_open
 from tests.cluster import slot_of
-from tests.faults.runner import BUSY, Context, Fault
-from topology.naming import InternalTopic, internal_topic, writer_transactional_id
+from tests.faults.load import Answer
+from tests.faults.runner import BUSY, Context, Fault, s3_bucket
+from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
 
 DOWN_S = 8.0
 # Past the brokers' default broker.session.timeout.ms (9 s): the controller fences the node.
 PAUSED_S = 14.0
 # Past the owners' session timeout (6 s in tests/cluster.py): the slots move.
 ADAPTER_PAUSED_S = 12.0
+KAFKA_TIMEOUT_S = 3.0  # the adapters' kafka_timeout_ms (tests/cluster.py)
+# Past kafka_timeout_ms four times: every S3 call under way times out, and some more.
+S3_PAUSED_S = 12.0
+# How long a writer tries to learn a commit's unknown outcome before answering 504
+# (`learning_budget_s` in adapter/log/writer.py): 3 timeouts and a pause, 10 s here.
+LEARNING_BUDGET_S = LEARNING_TIMEOUTS * KAFKA_TIMEOUT_S + LEARNING_PAUSE_S
+FLAP_FOR_S = 3 * LEARNING_BUDGET_S
+# Past a commit's attempts (each a timeout): its outcome is unknown, to be learned.
+FLAP_DOWN_S = COMMIT_ATTEMPTS * KAFKA_TIMEOUT_S + 2.0
+FLAP_UP_S = 1.0
+RECREATED = "rebucket"  # the bucket `bucket_recreate` deletes and creates again
+RECREATE_LOAD_S = 12.0  # of load on each incarnation
+TIERED_WAIT_S = 90.0  # for the first incarnation's first chunks, at most
 
 
 async def _kill_and_restart(ctx: Context, node_id: int) -> None:
@@ -39,6 +56,25 @@ async def leader_kill(ctx: Context) -> None:
     topic, partition = ctx.busy_partition()
     leader = await asyncio.to_thread(cluster.partition_leader, ctx.bootstrap, topic, partition)
     await _kill_and_restart(ctx, leader)
+
+
+async def broker_flap(ctx: Context) -> None:
+    """The busiest slot's transaction coordinator, asked again at each turn, stopped
+    (SIGSTOP) past every attempt of a commit and started again (SIGCONT) for a second, over
+    and over for three learning budgets: a commit left without an answer is learned through
+    the coordinator that took over, which is the next one stopped, before the first is back
+    in sync (a broker killed and restarted takes longer than a learning budget to return, so
+    a kill could not flap this fast)."""
+    tid = writer_transactional_id(ctx.prefix, slot_of(ctx.prefix, BUSY))
+    deadline = time.monotonic() + FLAP_FOR_S
+    while time.monotonic() < deadline:
+        node = await asyncio.to_thread(cluster.transaction_coordinator, ctx.bootstrap, tid)
+        cluster.pause_node(ctx.cluster, node)
+        try:
+            await asyncio.sleep(FLAP_DOWN_S)
+        finally:
+            cluster.resume_node(ctx.cluster, node)
+        await asyncio.sleep(FLAP_UP_S)
 
 
 async def coordinator_kill(ctx: Context) -> None:
@@ -57,6 +93,71 @@ async def broker_pause(ctx: Context) -> None:
         await asyncio.sleep(PAUSED_S)
     finally:
         cluster.resume_node(ctx.cluster, leader)
+
+
+async def s3_kill(ctx: Context) -> None:
+    """kill -9 of MinIO (the cold tier: chunks being written and read), restarted after 8 s
+    on the same folder and port."""
+    await asyncio.to_thread(ctx.store.kill9)
+    await asyncio.sleep(DOWN_S)
+    await asyncio.to_thread(ctx.store.restart)
+
+
+async def s3_pause(ctx: Context) -> None:
+    """MinIO SIGSTOPped past `kafka_timeout_ms` (its connections open, nothing answered: the
+    S3 calls under way time out), then resumed."""
+    ctx.store.pause()
+    try:
+        await asyncio.sleep(S3_PAUSED_S)
+    finally:
+        ctx.store.resume()
+
+
+async def bucket_recreate(ctx: Context) -> None:
+    """A bucket of its own under appends and catch-up reads, once chunks of it are stored:
+    its stream deleted (the writer holds off creating it again), the bucket deleted and
+    created again while appends and reads go on (404s), the stream created again by the
+    writer; then more load on the new incarnation, until chunks of it are stored too."""
+    load = ctx.load
+    stream = f"{RECREATED}/r"
+    await _until_status(lambda: load.bucket(RECREATED, "create"), 201, 409)
+    load.spawn(load.recreated(stream))
+    load.spawn(load.catchup([stream]))
+    await asyncio.sleep(RECREATE_LOAD_S)
+    await asyncio.to_thread(_until, lambda: _tiered(ctx, RECREATED, ""), TIERED_WAIT_S)
+    load.held.add(stream)
+    await _until_status(lambda: load.lifecycle(stream, "delete"), 200, 204, 404)
+    # 409 `bucket_not_empty` while a creation of the stream is still in flight: again.
+    await _until_status(lambda: load.bucket(RECREATED, "delete"), 200, 204, 404)
+    await _until_status(lambda: load.bucket(RECREATED, "create"), 201, 409)
+    load.held.discard(stream)
+    await asyncio.sleep(RECREATE_LOAD_S)
+    epoch = await _created_at(ctx, RECREATED)
+    await asyncio.to_thread(_until, lambda: _tiered(ctx, RECREATED, f"{epoch}/"), TIERED_WAIT_S)
+
+
+async def _created_at(ctx: Context, bucket: str) -> int:
+    """The bucket's `created_at_ms` (its incarnation, in its chunks' keys)."""
+    answer = await ctx.load.call("GET", f"{ctx.live()[0].base}/{bucket}", {})
+    assert answer.status == 200, f"GET /{bucket}: {answer.status}"
+    return int(json.loads(answer.body)["created_at_ms"])
+
+
+def _tiered(ctx: Context, bucket: str, incarnation: str) -> bool:
+    """Whether chunks of the bucket's topic are in the store (`{created_at_ms}/`: of that
+    incarnation; "": of any)."""
+    topic = bucket_topic(ctx.prefix, bucket)
+    return ctx.store.holds(s3_bucket(ctx.prefix), f"{chunks.OBJECT_PREFIX}{topic}/{incarnation}")
+
+
+async def _until_status(call: Callable[[], Awaitable[Answer]], *done: int) -> None:
+    """Try again until answered with one of the `done` statuses (a retried create or delete
+    that had landed answers 409 or 404)."""
+    for _ in range(120):
+        if (await call()).status in done:
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"a bucket or stream create or delete never answered {done}")
 
 
 async def adapter_kill(ctx: Context) -> None:
@@ -204,6 +305,10 @@ ALL: dict[str, Fault] = {
     "rolling_restart": rolling_restart,
     "endtxn_lost": endtxn_lost,
     "compaction_restart": compaction_restart,
+    "s3_kill": s3_kill,
+    "s3_pause": s3_pause,
+    "bucket_recreate": bucket_recreate,
+    "broker_flap": broker_flap,
 }
 # Settings of the two adapters under test that a fault needs from their start.
 ENV: dict[str, dict[str, str]] = {

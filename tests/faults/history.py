@@ -1,5 +1,6 @@
-"""What the fault suite records: every client operation with its times and outcome, and every
-record a fresh `read_committed` consumer finds in Kafka."""
+"""What the fault suite records: every client operation with its times and outcome, every
+record a fresh `read_committed` consumer finds in Kafka, and every record the cold tier's
+manifest lists (read from the object store)."""
 
 from __future__ import annotations
 
@@ -63,8 +64,23 @@ class Read:
     next_offset: int
     payloads: tuple[str, ...]
     completed: float
-    kind: str = "get"
+    kind: str = "get"  # "get", "catchup" (a read through to the tail), "long-poll", "sse"
     invoked: float | None = None  # when a one-off GET was sent (live reads leave it out)
+    up_to_date: bool = False  # the answer said `Stream-Up-To-Date: true`
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """One `/bootstrap` answered in full: its snapshot (offset and body; None without one) and
+    the messages after it, up to `next_offset`, which it says is the tail (up to date)."""
+
+    stream: str
+    snapshot_offset: int | None
+    snapshot: str | None
+    next_offset: int
+    payloads: tuple[str, ...]
+    invoked: float
+    completed: float
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,18 @@ class Lifecycle:
     """A create or delete of a stream."""
 
     stream: str
+    action: str  # "create" | "delete"
+    invoked: float
+    completed: float
+    outcome: Outcome
+    status: int = 0
+
+
+@dataclass(frozen=True)
+class BucketEvent:
+    """A create or delete of a bucket (its streams are named `{bucket}/{stream}`)."""
+
+    bucket: str
     action: str  # "create" | "delete"
     invoked: float
     completed: float
@@ -130,6 +158,15 @@ class View:
     below: int = 0  # the status of a read from -1 when it has a snapshot (410 expected)
 
 
+@dataclass(frozen=True)
+class ColdTier:
+    """What the cold tier's manifest lists for the buckets as they are at the end: every
+    record of the chunks it names, and the chunks the object store does not hold."""
+
+    records: list[LogRecord] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # object keys listed, not in the store
+
+
 @dataclass
 class History:
     writes: list[Write] = field(default_factory=list)
@@ -137,6 +174,8 @@ class History:
     lifecycle: list[Lifecycle] = field(default_factory=list)
     publishes: list[Publish] = field(default_factory=list)
     forks: list[Fork] = field(default_factory=list)
+    bootstraps: list[Bootstrap] = field(default_factory=list)
+    buckets: list[BucketEvent] = field(default_factory=list)
 
     @staticmethod
     def now() -> float:
@@ -150,4 +189,6 @@ class History:
             + len(self.lifecycle)
             + len(self.publishes)
             + len(self.forks)
+            + len(self.bootstraps)
+            + len(self.buckets)
         )

@@ -61,6 +61,14 @@ class Instance:
             time.sleep(0.2)
         raise AssertionError(f"{self.name} not ready:\n{self.log.read_text()[-3000:]}")
 
+    def exited(self) -> str | None:
+        """How the instance ended if it is no longer running (its exit status and the end of
+        its log), else None."""
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        tail = self.log.read_text(errors="replace")[-1500:]
+        return f"{self.name} exited with status {self.proc.returncode}:\n{tail}"
+
     def worker_urls(self) -> list[str]:
         """Each worker's own URL (its advertised one), in worker order; just the shared
         `base` for a single process. From the log's latest start."""

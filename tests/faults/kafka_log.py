@@ -15,7 +15,9 @@ POLL_S = 1.0
 IDLE_POLLS = 10
 
 
-def committed_log(bootstrap: str, topic: str) -> list[LogRecord]:
+def committed_log(bootstrap: str, topic: str, label: str = "") -> list[LogRecord]:
+    """`label`: put before each record's stream id (`{bucket}/` for a bucket besides the
+    default one)."""
     partitions = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
     count = len(partitions.topics[topic].partitions)
     consumer = Consumer(
@@ -48,6 +50,7 @@ def committed_log(bootstrap: str, topic: str) -> list[LogRecord]:
                     message.offset() or 0,
                     message.value() or b"",
                     message.headers(),
+                    label,
                 )
             )
     finally:
@@ -57,8 +60,10 @@ def committed_log(bootstrap: str, topic: str) -> list[LogRecord]:
     return records
 
 
-def decode(key: bytes, offset: int, value: bytes, headers: wire.ReadHeaders) -> LogRecord:
-    stream = key.decode()
+def decode(
+    key: bytes, offset: int, value: bytes, headers: wire.ReadHeaders, label: str = ""
+) -> LogRecord:
+    stream = label + key.decode()
     if wire.is_control(headers):
         event = wire.header_value(headers, wire.CONTROL_HEADER)
         return LogRecord(stream, offset, None, (event or b"").decode())

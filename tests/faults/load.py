@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from tests.faults.history import (
+    Bootstrap,
+    BucketEvent,
     Fork,
     History,
     Lifecycle,
@@ -27,6 +29,8 @@ JSON = {"Content-Type": "application/json"}
 REQUEST_TIMEOUT_S = 8.0
 PAUSE_S = 0.02  # between a worker's operations: load, not a flood, on 2 shared cores
 ROUND_S = 0.5  # between the rounds of the snapshot and fork workers (few streams to view)
+DEFAULT_BUCKET = "_default"  # the bucket of `/v1/stream/{stream}`
+MAX_PAGES = 200  # of one catch-up read, so a reader that never reaches the tail still ends
 
 
 @dataclass
@@ -44,6 +48,8 @@ class Load:
     rng: random.Random
     history: History = field(default_factory=History)
     streams: set[str] = field(default_factory=set)
+    buckets: set[str] = field(default_factory=lambda: {DEFAULT_BUCKET})
+    held: set[str] = field(default_factory=set)  # streams `recreated` must not create now
     running: bool = True
     counter: int = 0
     workers: list[asyncio.Task[None]] = field(default_factory=list)
@@ -58,7 +64,7 @@ class Load:
 
     def url(self, stream: str, instance: str | None = None) -> tuple[str, str]:
         name = instance or self.rng.choice(sorted(self.bases))
-        return name, f"{self.bases[name]}/v1/stream/{stream}"
+        return name, self.bases[name] + stream_path(stream)
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -128,6 +134,20 @@ class Load:
                 return
             await asyncio.sleep(0.2)
 
+    async def bucket(self, bucket: str, action: str, instance: str | None = None) -> Answer:
+        """One create or delete of a bucket, recorded."""
+        name = instance or self.rng.choice(sorted(self.bases))
+        invoked = self.history.now()
+        answer = await self.call(
+            "PUT" if action == "create" else "DELETE", f"{self.bases[name]}/{bucket}", {}
+        )
+        self.history.buckets.append(
+            BucketEvent(bucket, action, invoked, self.history.now(), answer.outcome, answer.status)
+        )
+        if action == "create" and answer.outcome is Outcome.ACK:
+            self.buckets.add(bucket)
+        return answer
+
     # --- writers ---------------------------------------------------------------------------
 
     async def producer(self, stream: str, pid: str) -> None:
@@ -170,6 +190,15 @@ class Load:
                     break
                 await asyncio.sleep(0.2)  # like every other retry: not a flood of 503s
             await self.write(stream, self.fresh(f"{stream}.late."))  # must be refused
+
+    async def recreated(self, stream: str) -> None:
+        """Plain appends to a stream of a bucket that may be deleted and created again: a 404
+        (bucket or stream gone) is followed by a create of the stream, unless it is held."""
+        while self.running:
+            write = await self.write(stream, self.fresh(f"{stream}."))
+            if write.status == 404 and stream not in self.held:
+                await self.lifecycle(stream, "create")
+            await asyncio.sleep(PAUSE_S)
 
     async def churn(self, instance: str | None = None) -> None:
         """Streams created, written by a new producer, deleted."""
@@ -252,14 +281,54 @@ class Load:
 
     # --- readers ---------------------------------------------------------------------------
 
-    async def read_once(self, stream: str, offset: str) -> None:
+    async def read_once(self, stream: str, offset: str, kind: str = "get") -> Answer:
         """One GET; recorded when served (a 410 below a retention point is not a read)."""
         _, url = self.url(stream)
         invoked = self.history.now()
         answer = await self.call("GET", f"{url}?offset={offset}", {})
         if answer.status == 200:
             token = answer.headers["Stream-Next-Offset"]
-            self._read(stream, offset, token, json.loads(answer.body), "get", invoked)
+            done = answer.headers.get("Stream-Up-To-Date") == "true"
+            self._read(stream, offset, token, json.loads(answer.body), kind, invoked, done)
+        return answer
+
+    async def catchup(self, streams: list[str]) -> None:
+        """Catch-up reads through to the tail, from -1 or from an offset an append answered a
+        while ago: reads of old data, which tiering has moved to the cold tier."""
+        while self.running:
+            for stream in streams:
+                await self.read_through(stream, self.rng.choice(["-1", self._old_offset(stream)]))
+            await asyncio.sleep(ROUND_S)
+
+    def _old_offset(self, stream: str) -> str:
+        tails = [w.next_offset for w in self.history.writes if w.stream == stream]
+        known = [t for t in tails[: max(1, len(tails) // 2)] if t is not None]
+        return encode_token(self.rng.choice(known)) if known else "-1"
+
+    async def read_through(self, stream: str, offset: str) -> None:
+        """GETs from `offset` on until one says it is up to date; every one recorded."""
+        for _ in range(MAX_PAGES):
+            answer = await self.read_once(stream, offset, "catchup")
+            if answer.status != 200 or answer.headers.get("Stream-Up-To-Date") == "true":
+                return
+            offset = answer.headers["Stream-Next-Offset"]
+
+    async def bootstrapper(self, streams: list[str]) -> None:
+        """`/bootstrap` of each stream in turn: a snapshot (if any) and every message after it,
+        old ones from the cold tier."""
+        while self.running:
+            for stream in streams:
+                await self.bootstrap(stream)
+            await asyncio.sleep(ROUND_S)
+
+    async def bootstrap(self, stream: str) -> None:
+        """One `/bootstrap`; recorded when answered in full."""
+        _, url = self.url(stream)
+        invoked = self.history.now()
+        answer = await self.call("GET", f"{url}/bootstrap", {})
+        found = bootstrap_of(stream, answer, invoked, self.history.now())
+        if found is not None:
+            self.history.bootstraps.append(found)
 
     async def long_poll(self, stream: str) -> None:
         offset = "-1"
@@ -315,18 +384,19 @@ class Load:
         messages: list[object],
         kind: str,
         invoked: float | None = None,
+        up_to_date: bool = False,
     ) -> None:
         payloads = tuple(str(m["p"]) for m in messages if isinstance(m, dict))
         first = 0 if start == "-1" else decode_token(start)
         now = self.history.now()
-        read = Read(stream, first, decode_token(token), payloads, now, kind, invoked)
+        read = Read(stream, first, decode_token(token), payloads, now, kind, invoked, up_to_date)
         self.history.reads.append(read)
 
 
 async def view(load: Load, base: str, stream: str) -> View:
     """HEAD and a whole GET of a stream through one instance (retried while unavailable); of a
     stream with a snapshot, the snapshot, the status of a read from -1, and a GET from it."""
-    url = f"{base}/v1/stream/{stream}"
+    url = base + stream_path(stream)
     for _ in range(30):
         head = await load.call("HEAD", url, {})
         if head.outcome is Outcome.ACK or head.status == 404:
@@ -353,6 +423,40 @@ async def view(load: Load, base: str, stream: str) -> View:
     tail = decode_token(head.headers["Stream-Next-Offset"])
     at = None if snapshot is None else decode_token(head.headers["Stream-Snapshot-Offset"])
     return View(200, tail, closed, tuple(payloads), at, snapshot, below)
+
+
+def stream_path(stream: str) -> str:
+    """`/v1/stream/{stream}` for the default bucket's, `/{bucket}/{id}` for `{bucket}/{id}`."""
+    return f"/{stream}" if "/" in stream else f"/v1/stream/{stream}"
+
+
+def bootstrap_of(stream: str, answer: Answer, invoked: float, done: float) -> Bootstrap | None:
+    """What a `/bootstrap` answered, or None if it was not answered in full (an error, or a
+    body cut short: the client saw a failed request)."""
+    if answer.status != 200:
+        return None
+    parts = multipart(answer.body, answer.headers["Content-Type"].partition("boundary=")[2])
+    if parts is None:
+        return None
+    at = answer.headers["Stream-Snapshot-Offset"]
+    payloads: list[str] = []
+    for part in parts[1:]:
+        found = json.loads(part)
+        payloads += [str(m["p"]) for m in (found if isinstance(found, list) else [found])]
+    snapshot = None if at == "-1" else decode_token(at)
+    tail = decode_token(answer.headers["Stream-Next-Offset"])
+    body = None if snapshot is None else parts[0].decode()
+    return Bootstrap(stream, snapshot, body, tail, tuple(payloads), invoked, done)
+
+
+def multipart(body: bytes, boundary: str) -> list[bytes] | None:
+    """The part bodies of a `multipart/mixed` body (RFC 2046), or None if it is cut short."""
+    delimiter = b"\r\n--" + boundary.encode()
+    end = delimiter + b"--\r\n"
+    if not body.endswith(end) or not body.startswith(delimiter[2:] + b"\r\n"):
+        return None
+    inner = b"\r\n" + body[: -len(end)]
+    return [piece.partition(b"\r\n\r\n")[2] for piece in inner.split(delimiter + b"\r\n")[1:]]
 
 
 Worker = Callable[[], Awaitable[None]]

@@ -1,9 +1,11 @@
-"""One fault scenario: two adapters on the 3-broker cluster under mixed load, a fault, then the
-history checked against Kafka and each instance against a fresh third one."""
+"""One fault scenario: two adapters on the 3-broker cluster under mixed load, tiering to the
+suite's MinIO as they go, a fault, then the history checked against Kafka and the cold tier,
+and each instance against a fresh third one."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -14,12 +16,14 @@ import aiohttp
 
 from devstack import cluster
 from tests.cluster import PARTITIONS, cluster_env, slot_of, until_owned
+from tests.faults import store
 from tests.faults.check import Report, check
-from tests.faults.history import View
+from tests.faults.cold_log import cold_tier, tier_ranges
+from tests.faults.history import ColdTier, LogRecord, View
 from tests.faults.instances import Instance
 from tests.faults.kafka_log import committed_log, log_starts
-from tests.faults.load import Load, view
-from topology.naming import bucket_topic
+from tests.faults.load import DEFAULT_BUCKET, Load, view
+from topology.naming import InternalTopic, bucket_topic, internal_topic
 from topology.placement import partition_for
 
 BUSY = "busy"  # the stream with the most load: its slot, leader and coordinator are the targets
@@ -27,6 +31,19 @@ WARMUP_S = 3.0
 AFTER_S = 5.0
 # How long an instance's view may lag the log's once the load has stopped (its follower).
 CONVERGE_S = 15.0
+# Tiering on, small: a range is cut once 256 bytes of values (a dozen of the load's messages)
+# lie behind a partition's head, a pass every second, so reads, bootstraps and faults cross the
+# hot/cold seam within a scenario; the collectors' grace (and a snapshot's, before Kafka is
+# freed below it) as short as `kafka_timeout_ms` (3 s) allows, so they collect while the load
+# runs too; catch-up reads of 4 KiB pages, so one read through a stream crosses several ranges.
+TIERING = {
+    "DURABLE_KAFKA_TIER_AFTER_BYTES": "256",
+    "DURABLE_KAFKA_TIER_AFTER_MS": "0",
+    "DURABLE_KAFKA_TIER_INTERVAL_MS": "1000",
+    "DURABLE_KAFKA_SNAPSHOT_GC_GRACE_MS": "30000",
+    "DURABLE_KAFKA_SNAPSHOT_GC_INTERVAL_MS": "5000",
+    "DURABLE_KAFKA_READ_CHUNK_BYTES": "4096",
+}
 
 
 @dataclass
@@ -66,16 +83,31 @@ class Context:
     def live(self) -> list[Instance]:
         return [self.instances[name] for name in ("a", "b")]
 
+    @property
+    def store(self) -> store.Store:
+        return store.of(self.home)
+
+    @property
+    def home(self) -> Path:
+        return self.cluster.home.parent
+
 
 Fault = Callable[[Context], Awaitable[None]]
 
 
-def adapter_env(bootstrap: str, prefix: str, home: Path) -> dict[str, str]:
+def adapter_env(bootstrap: str, prefix: str, home: Path, cold: store.Store) -> dict[str, str]:
     return cluster_env(bootstrap, prefix, home) | {
         "DURABLE_KAFKA_LONG_POLL_TIMEOUT_MS": "2000",
         "DURABLE_KAFKA_SSE_MAX_DURATION_MS": "5000",
         **cluster.TOPIC_ENV,
+        **TIERING,
+        **cold.env(s3_bucket(prefix)),
     }
+
+
+def s3_bucket(prefix: str) -> str:
+    """A scenario's own S3 bucket (S3 names: lower case, digits, dots, hyphens)."""
+    return "fault-" + prefix.rstrip(".").lower()
 
 
 async def run(
@@ -94,7 +126,7 @@ async def run(
     prefix = f"f{name.replace('_', '')}{uuid.uuid4().hex[:6]}."
     work = home / prefix.rstrip(".")
     work.mkdir(parents=True)
-    env = adapter_env(layout.bootstrap_servers, prefix, work)
+    env = adapter_env(layout.bootstrap_servers, prefix, work, store.of(home))
     instances = {
         n: Instance(n, env | dict(faulty or {}), work / f"{n}.log") for n in ("a", "b")
     } | {"fresh": Instance("fresh", env, work / "fresh.log", workers=1)}
@@ -141,22 +173,67 @@ async def _run(
         load.sse(BUSY),
         load.publisher(),
         load.forker(),
+        load.catchup([BUSY, "plain", "seq", "forksrc"]),
+        load.bootstrapper([BUSY, "snap"]),
     ):
         load.spawn(work)
     await asyncio.sleep(load_s)
     await fault(ctx)
     await asyncio.sleep(AFTER_S)
+    for instance in ctx.live():  # a process that died is the finding, not what follows it
+        ended = instance.exited()
+        assert ended is None, ended
     await load.finish(120)
     views = await _views(ctx, sorted(load.streams))
+    epochs = {b: await _epoch(ctx, b) for b in sorted(load.buckets)}
     for instance in instances.values():
         await asyncio.to_thread(instance.stop)
-    topic = bucket_topic(prefix, "_default")
-    log = await asyncio.to_thread(committed_log, layout.bootstrap_servers, topic)
-    starts = await asyncio.to_thread(log_starts, layout.bootstrap_servers, topic)
+    log, cold, starts = await asyncio.to_thread(_gathered, layout, prefix, epochs)
     history = load.history
     names = {w.stream for w in history.writes} | {e.stream for e in history.lifecycle}
-    by_stream = {s: starts.get(partition_for(s.encode(), PARTITIONS), 0) for s in names}
-    return check(name, history, log, views, "fresh", by_stream)
+    return check(name, history, log, views, "fresh", _starts_of(names, starts), cold)
+
+
+def _starts_of(names: set[str], starts: dict[str, dict[int, int]]) -> dict[str, int]:
+    """Per stream (`id` of the default bucket, `bucket/id` of another), its partition's log
+    start."""
+    found = {}
+    for name in names:
+        bucket, _, stream_id = name.rpartition("/")
+        partition = partition_for(stream_id.encode(), PARTITIONS)
+        found[name] = starts.get(bucket or DEFAULT_BUCKET, {}).get(partition, 0)
+    return found
+
+
+async def _epoch(ctx: Context, bucket: str) -> int | None:
+    """A bucket's `created_at_ms` (its incarnation) as the fresh instance has it; None if
+    the bucket does not exist."""
+    answer = await ctx.load.call("GET", f"{ctx.instances['fresh'].base}/{bucket}", {})
+    return int(json.loads(answer.body)["created_at_ms"]) if answer.status == 200 else None
+
+
+def _gathered(
+    layout: cluster.KafkaCluster, prefix: str, epochs: dict[str, int | None]
+) -> tuple[list[LogRecord], ColdTier, dict[str, dict[int, int]]]:
+    """Every bucket's log in Kafka and in the cold tier (its current incarnation's ranges),
+    and each bucket partition's log start."""
+    bootstrap = layout.bootstrap_servers
+    ranges = tier_ranges(bootstrap, internal_topic(prefix, InternalTopic.TIER))
+    log: list[LogRecord] = []
+    cold = ColdTier()
+    starts: dict[str, dict[int, int]] = {}
+    for bucket, epoch in epochs.items():
+        if epoch is None:
+            continue
+        topic = bucket_topic(prefix, bucket)
+        label = "" if bucket == DEFAULT_BUCKET else f"{bucket}/"
+        log += committed_log(bootstrap, topic, label)
+        starts[bucket] = log_starts(bootstrap, topic)
+        mine = [r for r in ranges if r.topic == topic and r.bucket_created_at_ms == epoch]
+        found = cold_tier(store.of(layout.home.parent), s3_bucket(prefix), mine, label)
+        cold.records.extend(found.records)
+        cold.missing.extend(found.missing)
+    return log, cold, starts
 
 
 async def _views(ctx: Context, streams: list[str]) -> dict[str, dict[str, View]]:

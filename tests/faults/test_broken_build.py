@@ -1,10 +1,13 @@
 """The checker is shown to fail on a broken build: `endtxn_lost` with `trust_unknown_outcomes`
 (an unknown commit outcome answered 503 without learning it) and `serve_below_retention`
 (reads below a snapshot's offset served, not 410) must be reported; the same scenario on the
-real build must not."""
+real build must not. A broken cold tier (`cold_reads_empty`: tiered ranges read as holding
+nothing; `tier_skip_puts`: ranges committed whose chunks were never stored) must be reported
+by the rules on the cold tier, cold reads and bootstraps."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,11 @@ BROKEN = {
     "DURABLE_KAFKA_TRUST_UNKNOWN_OUTCOMES": "true",
     "DURABLE_KAFKA_SERVE_BELOW_RETENTION": "true",
 }
+BROKEN_TIER = {
+    "DURABLE_KAFKA_COLD_READS_EMPTY": "true",
+    "DURABLE_KAFKA_TIER_SKIP_PUTS": "true",
+}
+TIERING_S = 8.0  # of load with no fault: ranges tiered, read from -1 and bootstrapped
 
 
 @pytest.mark.timeout(300)
@@ -40,3 +48,19 @@ async def test_the_same_scenario_on_the_real_build_has_no_anomaly(cluster_home: 
     print(report.line())
     assert report.acknowledged > 0
     assert report.ok, f"{report.line()}\n{report.details()}"
+
+
+async def _tiering(_ctx: runner.Context) -> None:
+    await asyncio.sleep(TIERING_S)
+
+
+@pytest.mark.timeout(300)
+async def test_the_checker_reports_a_broken_cold_tier(cluster_home: Path) -> None:
+    report = await runner.run("cold_broken", _tiering, cluster_home, 14, faulty=BROKEN_TIER)
+    print(report.line())
+    # The manifest lists chunks the store never got; their acknowledged appends are nowhere.
+    assert report.count("cold") > 0, report.line()
+    assert report.count("lost") > 0, report.line()
+    # Reads from -1 and bootstraps served the tiered ranges as empty.
+    assert report.count("stale_reads") > 0, report.line()
+    assert report.count("bootstraps") > 0, report.line()

@@ -186,6 +186,11 @@ def test_test_only_faults_come_from_every_source(tmp_path: Path) -> None:
     assert Settings().lose_commit_every == 0
     assert not Settings().trust_unknown_outcomes
     assert not Settings().serve_below_retention
+    assert not Settings().cold_reads_empty
+    assert not Settings().tier_skip_puts
+    broken_tier = _toml(tmp_path, "[testing]\ncold_reads_empty = true\ntier_skip_puts = true\n")
+    assert load(broken_tier, {}, {}).cold_reads_empty
+    assert load(broken_tier, {env_name("tier_skip_puts"): "false"}, {}).tier_skip_puts is False
     with pytest.raises(ConfigError, match="lose_commit_every"):
         load(None, {}, {"lose_commit_every": "-1"})
 
