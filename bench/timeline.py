@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> list[Row]:
         flags = ["-streams", str(args.streams), "-size", str(args.size), "-warmup", "0"]
         create = [binary, "-mode", "create", "-base", base, "-count", str(args.streams)]
         subprocess.run(create, check=True, capture_output=True, timeout=120)
+        time.sleep(args.pause)
         load = [binary, "-base", base, *flags, "-duration", str(args.seconds)]
         rows: list[Row] = []
         for _ in range(args.runs):
@@ -167,6 +168,7 @@ def main() -> None:
     parser.add_argument("--ops-port", type=int, default=18422)
     parser.add_argument("--log", default="/tmp/timeline-server.log")
     parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--pause", type=float, default=0, help="seconds idle before the load")
     parser.add_argument("--topic-prefix", help="reuse these topics (default: new ones)")
     run(parser.parse_args())
 
