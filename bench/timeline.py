@@ -5,14 +5,13 @@ commit stages) and the event-loop thread's CPU from /proc, and prints one row: a
 appends per transaction, mean produce and commit ms, and the event loop's busy share. The
 machine is shared, so compare rows within one run, and runs A/B alternating.
 
-    .venv/bin/python -m bench.timeline --seconds 40 --streams 100
+    .venv/bin/python -m bench.timeline --bootstrap-servers HOST:PORT --seconds 40 --streams 100
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -103,7 +102,7 @@ def take(ops_url: str, pid: int) -> Sample:
 def serve(args: argparse.Namespace, log: Path) -> subprocess.Popen[bytes]:
     command = [str(Path(sys.executable).parent / "durable-kafka"), "serve"]
     command += ["--listen", f"127.0.0.1:{args.port}", "--ops-listen", f"127.0.0.1:{args.ops_port}"]
-    command += ["--bootstrap-servers", os.environ["KAFKA_BOOTSTRAP_SERVERS"]]
+    command += ["--bootstrap-servers", args.bootstrap_servers]
     prefix = args.topic_prefix or f"timeline-{uuid.uuid4().hex[:8]}-"
     command += ["--topic-prefix", prefix, "--log-level", args.log_level]
     with log.open("ab") as out:
@@ -160,6 +159,7 @@ def _sampled(load: list[str], ops: str, pid: int, seconds: int, first: int) -> l
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
     parser.add_argument("--seconds", type=int, default=40)
     parser.add_argument("--runs", type=int, default=1, help="back to back on one server")
     parser.add_argument("--streams", type=int, default=100)
