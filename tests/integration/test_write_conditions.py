@@ -1,16 +1,19 @@
 """Conditional writes and fencing tokens over HTTP on the real broker: ETags on every append,
 `If-Match` and `If-None-Match` on PUT and POST, 304 on HEAD, and a stream's fencing token set
-by `POST {stream}/fence`, kept across a restart and enforced on every append."""
+by `POST {stream}/fence`, kept across a restart and an owner's kill and enforced on every
+append."""
 
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 
 import pytest
 from aiohttp import ClientResponse
 
 from adapter.app import create_app
+from tests.cluster import SLOTS, signal_adapter, stream_in, two_instances, until_owned
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.tokens import token_file
 
@@ -203,3 +206,27 @@ async def test_a_fence_takes_an_append_or_an_admin_scope(
     for name, status in (("reader", 403), ("writer", 204), ("admin", 204)):
         headers = bearer(name) | {"Stream-Fencing-Token": name}
         assert (await client.post(fence, headers=headers)).status == status
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(300)
+async def test_a_fencing_token_holds_across_an_owner_kill(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"fence{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        stream = stream_in(prefix, pair.owners[a], "f")
+        url = f"{b}/v1/stream/{stream}"  # through b: forwarded to a, the owner
+        token = {"Stream-Fencing-Token": "writer-1"}
+        assert (await session.put(url, headers=TEXT)).status == 201
+        assert (await session.post(f"{url}/fence", headers=token)).status == 204
+        signal_adapter(int(a.rsplit(":", 1)[1]), signal.SIGKILL)
+        await until_owned(session, {b: SLOTS})
+        async with session.post(url, data=b"x", headers=TEXT) as refused:
+            assert refused.status == 412
+            assert (await refused.json())["error"]["code"] == "fencing_token_mismatch"
+        accepted = await session.post(url, data=b"y", headers=TEXT | token)
+        assert accepted.status == 204
+        async with session.get(url, params={"offset": "-1"}) as read:
+            assert await read.read() == b"y"
