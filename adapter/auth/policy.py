@@ -19,6 +19,7 @@ class Need:
 
     operation: Operation | None
     bucket_id: str | None = None
+    or_else: Operation | None = None  # another operation whose scope also lets it in
 
 
 class Verdict(enum.Enum):
@@ -39,6 +40,8 @@ class Policy:
         if need.operation is None or need.bucket_id is None:
             return Verdict.ALLOWED
         if principal.may(need.operation, need.bucket_id):
+            return Verdict.ALLOWED
+        if need.or_else is not None and principal.may(need.or_else, need.bucket_id):
             return Verdict.ALLOWED
         return Verdict.INSUFFICIENT_SCOPE
 

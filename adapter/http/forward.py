@@ -259,9 +259,9 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
 
 def _tagged(request: web.Request, route: Forward, headers: CIMultiDict[str]) -> Sent | None:
     """For a stream's append, creation or deletion: what to look for if the owner goes silent
-    (its id goes in `headers`). Snapshot publishes and bucket writes are not tagged."""
+    (its id goes in `headers`). Snapshot publishes, fences and bucket writes are not tagged."""
     info = request.match_info
-    if _is_publish(request) or ("path" not in info and "stream" not in info):
+    if _is_publish(request) or _is_fence(request) or ("path" not in info and "stream" not in info):
         return None
     sent = request.app[OUTCOMES].sent(stream_ref(request), route.slot)
     headers[FORWARD_ID] = sent.forward_id
@@ -311,6 +311,12 @@ async def _created(request: web.Request, sent: Sent) -> web.Response:
 
 def _is_publish(request: web.Request) -> bool:
     return request.method == "PUT" and "offset" in request.match_info
+
+
+def _is_fence(request: web.Request) -> bool:
+    """A fence writes no record to learn its outcome by: a silent owner's answer is 503/504."""
+    resource = request.match_info.route.resource
+    return resource is not None and resource.canonical.endswith("/fence")
 
 
 async def _read_your_writes(request: web.Request, response: web.Response) -> None:

@@ -32,8 +32,15 @@ _REQUEST_HEADERS = {
     "Stream-Expires-At": "RFC 3339 time at which the stream expires",
     "Stream-Closed": "`true`: close the stream (with or after this body)",
     "Stream-Seq": "a writer's sequence; must grow",
-    "If-Match": "the stream's ETag, or `*`",
-    "If-None-Match": "a read's ETag",
+    "If-Match": "the stream's ETag, or `*` (a PUT: the stream must exist with it; 412 if not)",
+    "If-None-Match": (
+        "a read's or the stream's ETag (304 if unchanged); on a PUT, `*`: create only if absent"
+        " (412 if not)"
+    ),
+    "Stream-Fencing-Token": (
+        "the stream's fencing token, 1 to 64 visible ASCII characters (412 if it is not);"
+        " on a fence, the token to set"
+    ),
     "Producer-Id": "idempotent producer id (with Producer-Epoch and Producer-Seq)",
     "Producer-Epoch": "idempotent producer epoch",
     "Producer-Seq": "idempotent producer sequence",
@@ -123,7 +130,7 @@ def _param(
     }
 
 
-_WRITE_HEADERS = ("Content-Type", "Stream-Seq", "If-Match", "Stream-Closed")
+_WRITE_HEADERS = ("Content-Type", "Stream-Seq", "If-Match", "Stream-Closed", "Stream-Fencing-Token")
 _PRODUCER = ("Producer-Id", "Producer-Epoch", "Producer-Seq")
 _CREATE_HEADERS = (
     "Content-Type",
@@ -133,6 +140,8 @@ _CREATE_HEADERS = (
     "Stream-Forked-From",
     "Stream-Fork-Offset",
     "Stream-Fork-Sub-Offset",
+    "If-Match",
+    "If-None-Match",
 )
 _ROUTING = (400, 404, 405, 408, 413, 414, 415, 417, 431)
 
@@ -142,7 +151,7 @@ def _stream_operations() -> Json:
         "put": _op(
             "create a stream (idempotent with the same configuration)",
             {200: "exists with this configuration", 201: "created"},
-            (*_ROUTING, 409, 410, 504),
+            (*_ROUTING, 409, 410, 412, 504),
             headers=_CREATE_HEADERS,
             body=True,
         ),
@@ -160,7 +169,12 @@ def _stream_operations() -> Json:
             query=("offset", "live", "cursor", "timeout"),
             headers=("If-None-Match",),
         ),
-        "head": _op("the stream's metadata", {200: "exists"}, (*_ROUTING, 410)),
+        "head": _op(
+            "the stream's metadata",
+            {200: "exists", 304: "unchanged since the ETag sent in If-None-Match"},
+            (*_ROUTING, 410),
+            headers=("If-None-Match",),
+        ),
         "delete": _op("delete the stream", {204: "deleted"}, (*_ROUTING, 410, 504)),
     }
 
@@ -192,6 +206,14 @@ def _paths() -> Json:
     bootstrap = {
         "get": _op("the latest snapshot and every message after it", {200: "multipart"}, _ROUTING)
     }
+    fence = {
+        "post": _op(
+            "set the fencing token later appends must carry",
+            {204: "set (or already the stream's token)"},
+            (*_ROUTING, 410, 504),
+            headers=("Stream-Fencing-Token",),
+        )
+    }
     spec = {
         "/healthz": health,
         "/readyz": ready,
@@ -203,9 +225,11 @@ def _paths() -> Json:
         "/{bucket}/{stream}/snapshot": snapshot_latest,
         "/{bucket}/{stream}/snapshot/{offset}": snapshot,
         "/{bucket}/{stream}/bootstrap": bootstrap,
+        "/{bucket}/{stream}/fence": fence,
         "/v1/stream/{path}/snapshot": snapshot_latest,
         "/v1/stream/{path}/snapshot/{offset}": snapshot,
         "/v1/stream/{path}/bootstrap": bootstrap,
+        "/v1/stream/{path}/fence": fence,
         **_console_paths(),
     }
     spec["/{bucket}"] = _linked(bucket, "put", "createBucket", 201, "createStream")

@@ -62,9 +62,19 @@ def need_of(request: web.Request) -> Need:
     if found:
         return Need(None)  # public: asked only by a caller that checks anyway
     operation = _BY_METHOD.get(request.method, Operation.ADMIN)  # an unknown method: fail closed
+    return Need(operation, _stream_bucket(request))
+
+
+def append_or_admin(request: web.Request) -> Need:
+    """Fencing a stream: its writers (append) or its administrators (admin) may."""
+    return Need(Operation.APPEND, _stream_bucket(request), or_else=Operation.ADMIN)
+
+
+def _stream_bucket(request: web.Request) -> str:
+    info = request.match_info
     if "path" in info:
-        return Need(operation, split_compat_path(info["path"])[0])
-    return Need(operation, validate_bucket_id(info["bucket"]))
+        return split_compat_path(info["path"])[0]
+    return validate_bucket_id(info["bucket"])
 
 
 def read_bucket(request: web.Request) -> Need:

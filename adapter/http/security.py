@@ -33,6 +33,7 @@ ALLOWED_HEADERS = ", ".join(
         "Stream-Seq",
         "Stream-Forked-From",
         "Stream-Fork-Offset",
+        "Stream-Fencing-Token",
         "Producer-Id",
         "Producer-Epoch",
         "Producer-Seq",

@@ -33,6 +33,7 @@ from adapter.protocol.headers import (
     is_true,
     normalize_content_type,
     parse_expiry,
+    parse_fencing_token,
     parse_producer,
     parse_stream_seq,
 )
@@ -84,6 +85,8 @@ async def create_stream(request: web.Request) -> web.Response:
         body=await request.read(),
         fork=fork,
         forward_id=forward_id_of(request),
+        if_match=request.headers.get("If-Match"),
+        if_none_match=request.headers.get("If-None-Match"),
     )
     result = await request.app[STREAMS].create(command)
     return created_response(request, result.meta, result.created)
@@ -91,7 +94,7 @@ async def create_stream(request: web.Request) -> web.Response:
 
 def created_response(request: web.Request, meta: StreamMeta, created: bool) -> web.Response:
     """The answer to a stream's creation (201), or to a PUT that found it as asked (200)."""
-    headers = _state_headers(meta, request.app[STREAMS].clock())
+    headers = _state_headers(meta, request.app[STREAMS].clock()) | {"ETag": stream_etag(meta)}
     if created:
         headers["Location"] = str(request.url.with_query(None))
     return web.Response(status=201 if created else 200, headers=headers)
@@ -163,6 +166,7 @@ async def append(request: web.Request) -> web.Response:
             ),
         ),
         forward_id=forward_id_of(request),
+        fencing_token=parse_fencing_token(given.get("Stream-Fencing-Token")),
     )
     result = await request.app[STREAMS].append(command)
     if result.kafka is not None:
@@ -177,7 +181,8 @@ async def append(request: web.Request) -> web.Response:
     metrics.append_seconds.observe(time.monotonic() - received)  # body in to Kafka commit
     if result.appended:  # not a duplicate of an append already written
         metrics.appended_bytes.inc(len(body))
-    headers = _tail_headers(result.meta)
+    # The stream's ETag after this append: the next conditional append's `If-Match`.
+    headers = _tail_headers(result.meta) | {"ETag": stream_etag(result.meta)}
     if result.producer is not None:
         headers["Producer-Epoch"] = str(result.producer.epoch)
         headers["Producer-Seq"] = str(result.producer.last_seq)
@@ -209,8 +214,11 @@ async def head(request: web.Request) -> web.Response:
     pointer = service.snapshot(meta)
     if pointer is not None:
         headers["Stream-Snapshot-Offset"] = encode(pointer.offset)
-    headers |= {"Cache-Control": NO_STORE, "ETag": stream_etag(meta)}
-    return web.Response(status=200, headers=headers)
+    etag = stream_etag(meta)
+    headers |= {"Cache-Control": NO_STORE, "ETag": etag}
+    # A client polling for changes with the ETag it holds learns "unchanged" as a 304.
+    status = 304 if if_none_match_matches(request.headers.get("If-None-Match"), etag) else 200
+    return web.Response(status=status, headers=headers)
 
 
 LIVE_MODES = ("long-poll", "sse")

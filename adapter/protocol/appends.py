@@ -1,5 +1,6 @@
-"""The append rules of the stream state machine: content type, closure, `Stream-Seq`,
-`If-Match`, idempotent producers (epoch and seq) and JSON flattening with its limits."""
+"""The append rules of the stream state machine: fencing tokens, content type, closure,
+`Stream-Seq`, `If-Match`, idempotent producers (epoch and seq) and JSON flattening with its
+limits."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def decide_append(view: View, command: Append, now_ms: int, limits: Limits) -> W
         raise gone(command.ref.stream_id)
     if meta is None or meta.expired(now_ms):
         raise not_found(command.ref.stream_id)
+    check_fencing(meta, command.fencing_token)
     decision = None
     if command.producer is not None:
         decision = decide(view.producers.get(command.producer.producer_id), command.producer)
@@ -55,6 +57,21 @@ def decide_append(view: View, command: Append, now_ms: int, limits: Limits) -> W
         producer = (command.producer.producer_id, decision.state)
     entries = (*(Message(m) for m in messages), *closing)
     return Write(entries, state, now_ms, producer=producer, stamp=command.producer)
+
+
+def check_fencing(meta: StreamMeta, token: str | None) -> None:
+    """A fenced stream takes appends carrying its token only; one never fenced, those carrying
+    none. The refusal says whether a token is set, never which: a fenced-out writer must not
+    learn the token that fenced it."""
+    if token == meta.fencing_token:
+        return
+    if meta.fencing_token is None:
+        message = "the stream has no fencing token: send no Stream-Fencing-Token"
+    elif token is None:
+        message = "the stream has a fencing token: Stream-Fencing-Token is required"
+    else:
+        message = "the stream has a fencing token and Stream-Fencing-Token is not it"
+    raise ProtocolError(ErrorCode.FENCING_TOKEN_MISMATCH, message)
 
 
 def _closed_append(meta: StreamMeta, command: Append, decision: Decision | None) -> Appended:

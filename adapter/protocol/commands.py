@@ -37,6 +37,8 @@ class CreateStream:
     body: bytes
     fork: ForkFrom | None = None
     forward_id: str | None = None  # set by the instance that forwarded it here (its records')
+    if_match: str | None = None  # the stream must exist with this ETag (or `*`: exist at all)
+    if_none_match: str | None = None  # `*`: the stream must not exist yet
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,15 @@ class Append:
     if_match: str | None
     producer: ProducerHeaders | None = None
     forward_id: str | None = None  # set by the instance that forwarded it here (its records')
+    fencing_token: str | None = None  # `Stream-Fencing-Token`: must equal the stream's token
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Set the token every later append to the stream must carry (`POST {stream}/fence`)."""
+
+    ref: StreamRef
+    token: str
 
 
 @dataclass(frozen=True)

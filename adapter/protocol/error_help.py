@@ -23,7 +23,7 @@ HELP: dict[str, tuple[str, str]] = {
         "Send `-1`, `now` or a token taken from `Stream-Next-Offset`; never build tokens yourself.",
     ),
     "invalid_header": (
-        "a malformed `Stream-TTL`, `Stream-Expires-At` (or one outside years 1 to 9999 in UTC), `Content-Type`, `Stream-Seq`, `Producer-Id` (empty, or not UTF-8), `Producer-Epoch` or `Producer-Seq`; TTL and Expires-At together; only some of the three `Producer-*` headers",
+        "a malformed `Stream-TTL`, `Stream-Expires-At` (or one outside years 1 to 9999 in UTC), `Content-Type`, `Stream-Seq`, `Producer-Id` (empty, or not UTF-8), `Producer-Epoch`, `Producer-Seq` or `Stream-Fencing-Token` (a fence without one, too); TTL and Expires-At together; only some of the three `Producer-*` headers",
         "Fix the named header; the message says which and why.",
     ),
     "invalid_query": (
@@ -154,8 +154,12 @@ HELP: dict[str, tuple[str, str]] = {
         "That data is below the retained range: read from `Stream-Earliest-Offset`, or rebuild from `/bootstrap`.",
     ),
     "precondition_failed": (
-        "`If-Match` names neither `*` nor the stream's ETag",
+        "an append's or a PUT's `If-Match` names neither `*` nor the stream's ETag (or the PUT's stream does not exist); a PUT's `If-None-Match: *` finds the stream existing",
         "The `If-Match`/`If-None-Match` condition did not hold; read the current state and decide again.",
+    ),
+    "fencing_token_mismatch": (
+        "an append whose `Stream-Fencing-Token` is not the stream's token (or carries none once a token is set, or one when none is set); the message says whether a token is set, never which",
+        "Another writer fenced this one off: stop writing; a writer that should own the stream sets its own token with `POST {stream}/fence`.",
     ),
     "request_timeout": (
         "a request's head or body came later than `header_timeout_ms` / `body_timeout_ms` (the connection is closed; nothing written)",

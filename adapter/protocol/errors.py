@@ -49,6 +49,7 @@ class ErrorCode(Enum):
     GONE = ("gone", 410)
     OFFSET_GONE = ("offset_gone", 410)
     PRECONDITION_FAILED = ("precondition_failed", 412)
+    FENCING_TOKEN_MISMATCH = ("fencing_token_mismatch", 412)
     REQUEST_TIMEOUT = ("request_timeout", 408)
     PAYLOAD_TOO_LARGE = ("payload_too_large", 413)
     URI_TOO_LONG = ("uri_too_long", 414)

@@ -35,6 +35,8 @@ _FIRST_MS: Final = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _MS
 _LAST_MS: Final = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _MS
 # RFC 9110 §5.6.2 token, and the media-type grammar of §8.3.1.
 _TOKEN: Final = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+# A fencing token: 1 to 64 visible ASCII characters (no spaces, so nothing is trimmed away).
+_FENCING_TOKEN: Final = re.compile(r"[\x21-\x7e]{1,64}")
 _MEDIA_TYPE: Final = re.compile(rf"[ \t]*({_TOKEN})/({_TOKEN})[ \t]*")
 _PARAMETER: Final = re.compile(
     rf';[ \t]*(?:({_TOKEN})[ \t]*=[ \t]*({_TOKEN}|"(?:[^"\\]|\\.)*"))?[ \t]*'
@@ -184,6 +186,13 @@ def parse_stream_seq(value: str | None) -> str | None:
             _seq_bytes(value)
         except UnicodeEncodeError:
             raise _invalid("Stream-Seq", value, "text that encodes as bytes") from None
+    return value
+
+
+def parse_fencing_token(value: str | None) -> str | None:
+    """Stream-Fencing-Token: 1 to 64 visible ASCII characters, when sent."""
+    if value is not None and not _FENCING_TOKEN.fullmatch(value):
+        raise _invalid("Stream-Fencing-Token", value, "1 to 64 visible ASCII characters")
     return value
 
 

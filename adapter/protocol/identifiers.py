@@ -62,7 +62,7 @@ def validate_stream_id(bucket_id: str, stream_id: str) -> str:
     return stream_id
 
 
-SUB_RESOURCES: Final = frozenset({"snapshot", "bootstrap"})
+SUB_RESOURCES: Final = frozenset({"snapshot", "bootstrap", "fence"})
 
 
 @functools.lru_cache(maxsize=4096)  # each request asks twice (routing, then the handler)
@@ -83,13 +83,15 @@ def split_compat_path(path: str) -> tuple[str, str]:
 
 def check_compat_creatable(path: str) -> None:
     """Refuse to create a `/v1/stream/{path}` whose URL is a sub-resource of another stream
-    (`{stream}/snapshot`, `{stream}/snapshot/{offset}`, `{stream}/bootstrap`): those URLs are
-    routed to the snapshot and bootstrap handlers, so the stream could never be read there."""
+    (`{stream}/snapshot`, `{stream}/snapshot/{offset}`, `{stream}/bootstrap`, `{stream}/fence`):
+    those URLs are routed to the snapshot, bootstrap and fence handlers, so the stream could
+    never be read or appended to there."""
     segments = path.split("/")
     _require(
         not (len(segments) >= 2 and segments[-1] in SUB_RESOURCES)
         and not (len(segments) >= 3 and segments[-2] == "snapshot"),
-        f"stream path {path!r} names a snapshot or bootstrap of another stream on /v1/stream",
+        f"stream path {path!r} names a snapshot, bootstrap or fence of another stream on "
+        "/v1/stream",
     )
 
 

@@ -62,6 +62,7 @@ class StreamMeta:
     inherited: tuple[Segment, ...] = ()
     soft_deleted: bool = False
     retained_from: int | None = None
+    fencing_token: str | None = None  # what appends must carry in `Stream-Fencing-Token`
 
     @property
     def key(self) -> str:

@@ -136,9 +136,9 @@ def parse_configured(document: Any) -> ConfiguredMount:
 def append_messages(content_type: str, command: Append) -> list[bytes]:
     """The record values an append to a writable mount produces, one per message.
 
-    A mount's records are plain: no closure, no `Stream-Seq` and no `If-Match` (they need a
-    stream state of ours), each refused precisely. Idempotent-producer headers are kept by
-    the caller (`service/mounted_streams.py`).
+    A mount's records are plain: no closure, no `Stream-Seq`, `If-Match` or fencing token
+    (they need a stream state of ours), each refused precisely. Idempotent-producer headers
+    are kept by the caller (`service/mounted_streams.py`).
     """
     unsupported = [
         name
@@ -146,6 +146,7 @@ def append_messages(content_type: str, command: Append) -> list[bytes]:
             ("Stream-Closed", command.close),
             ("Stream-Seq", command.seq is not None),
             ("If-Match", command.if_match is not None),
+            ("Stream-Fencing-Token", command.fencing_token is not None),
         )
         if given
     ]

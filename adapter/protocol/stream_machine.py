@@ -1,10 +1,11 @@
 """A stream's write-side rules as one pure state machine: state and command in, a step out.
 
 Every protocol rule decided when a stream changes lives here: content-type match, closure,
-`Stream-Seq`, `If-Match`, idempotent producers (epoch and seq), TTL and expiry (a read is an
-`Access`, which renews a sliding TTL), JSON flattening and its limits, forks (what they
-inherit, `adapter/protocol/forks.py`), the soft deletion of a stream its forks still read, and
-snapshot publication with the retention it moves (`adapter/protocol/snapshots.py`). Given
+`Stream-Seq`, `If-Match` and `If-None-Match`, fencing tokens, idempotent producers (epoch and
+seq), TTL and expiry (a read is an `Access`, which renews a sliding TTL), JSON flattening and
+its limits, forks (what they inherit, `adapter/protocol/forks.py`), the soft deletion of a
+stream its forks still read, and snapshot publication with the retention it moves
+(`adapter/protocol/snapshots.py`). Given
 what a command is decided against (a `View`), the command and the time, a function returns
 one `Step` (`adapter/protocol/steps.py`: a write, a known reply, a refusal, or: decide again
 on committed state). The append rules are in `adapter/protocol/appends.py`.
@@ -19,11 +20,14 @@ from typing import Any
 
 from adapter.protocol import forks, snapshots
 from adapter.protocol.appends import decide_append, initial_messages, within
+from adapter.protocol.caching import if_match_matches, if_none_match_matches
 from adapter.protocol.commands import (
     Access,
     Append,
+    Appended,
     Created,
     CreateStream,
+    Fence,
     ForkFrom,
     PublishSnapshot,
 )
@@ -49,6 +53,7 @@ from adapter.protocol.steps import (
     not_found,
     settle,
 )
+from adapter.protocol.stream_etags import stream_etag
 from topology.wire import ControlEvent
 
 # The steps are part of the machine's interface: its callers name them through it.
@@ -71,6 +76,7 @@ __all__ = [
     "collect",
     "create",
     "delete",
+    "fence",
     "gone",
     "message_offsets",
     "not_found",
@@ -97,6 +103,10 @@ def create(
                 f"stream {existing.stream_id!r} was deleted while forks of it live on",
             )
         )
+    live = existing if existing is not None and not existing.expired(now_ms) else None
+    unmet = _unmet_condition(live, command)
+    if unmet is not None:
+        return Refused(unmet)
     if existing is not None and not existing.expired(now_ms):
         if same_config(existing, command):
             return Done(Created(existing, created=False))
@@ -115,6 +125,26 @@ def create(
         return Refused(error)
     expiry = (command.ttl_seconds, command.expires_at_ms)
     return _creation(view, command, now_ms, partition, content_type, messages, expiry)
+
+
+def _unmet_condition(live: StreamMeta | None, command: CreateStream) -> ProtocolError | None:
+    """A conditional PUT (RFC 9110 §13.1): `If-Match` needs the stream to exist with that ETag
+    (`*`: to exist at all), `If-None-Match` needs it not to exist with one it names (`*`: not
+    to exist at all). An expired stream does not exist."""
+    current = None if live is None else stream_etag(live)
+    if command.if_match is not None and (
+        current is None or not if_match_matches(command.if_match, current)
+    ):
+        return ProtocolError(
+            ErrorCode.PRECONDITION_FAILED, "the stream does not exist with that ETag (If-Match)"
+        )
+    if (
+        command.if_none_match is not None
+        and current is not None
+        and if_none_match_matches(command.if_none_match, current)
+    ):
+        return ProtocolError(ErrorCode.PRECONDITION_FAILED, "the stream exists (If-None-Match)")
+    return None
 
 
 def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits: Limits) -> Step:
@@ -291,6 +321,23 @@ def access(view: View, command: Access) -> Renewed | None:
     if meta is None or meta.ttl_seconds is None or command.at_ms <= meta.last_access_ms:
         return None
     return Renewed(meta.evolve(last_access_ms=command.at_ms))
+
+
+def fence(view: View, command: Fence, now_ms: int) -> Step:
+    """Set the token later appends must carry (`adapter/protocol/appends.py` checks it). Only
+    the stream's state changes, in the same transaction as any other change to it and with no
+    record in its partition; decided on committed state, so appends queued before it commit
+    under the old token and every one decided after it sees the new one."""
+    if view.pending:
+        return SETTLE
+    meta = view.stream
+    if meta is not None and meta.soft_deleted:
+        return Refused(gone(command.ref.stream_id))
+    if meta is None or meta.expired(now_ms):
+        return Refused(not_found(command.ref.stream_id))
+    if meta.fencing_token == command.token:
+        return Done(Appended(meta, appended=False))
+    return Write((), meta.evolve(fencing_token=command.token), now_ms)
 
 
 def _collected(view: View) -> tuple[str, ...]:

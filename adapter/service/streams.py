@@ -31,6 +31,7 @@ from adapter.protocol.commands import (
     Chunk,
     Created,
     CreateStream,
+    Fence,
     ForkFrom,
     KafkaPosition,
     PublishSnapshot,
@@ -370,6 +371,23 @@ class StreamService:
             if isinstance(step, machine.Refused):
                 raise step.error
             assert isinstance(step, machine.Write)
+            assert step.state is not None
+            settled = await self._carry_out(key, step.state.partition, step)
+            assert settled is not None
+            return settled
+
+    async def fence(self, command: Fence) -> StreamMeta:
+        """Set the stream's fencing token (its state rewritten in one transaction). Appends
+        queued before it commit first; later ones wait for it and are decided against it."""
+        key = (command.ref.bucket_id, command.ref.stream_id)
+        async with self._locks.hold(key):
+            await self._settle(key)
+            meta = self._committed(command.ref)
+            if meta is not None:
+                self._decidable(meta.bucket_id, meta.partition)
+            step = machine.fence(self._view(key, meta), command, self.clock())
+            if not isinstance(step, machine.Write):
+                return _reply(step, Appended).meta
             assert step.state is not None
             settled = await self._carry_out(key, step.state.partition, step)
             assert settled is not None

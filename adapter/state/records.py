@@ -31,6 +31,7 @@ __all__ = [
     "FORMAT_V1",
     "FORMAT_V2",
     "FORMAT_V3",
+    "FORMAT_V4",
     "BucketMeta",
     "MountMeta",
     "ProducerRecord",
@@ -56,6 +57,8 @@ FORMAT_V1 = b"\x01"
 FORMAT_V2 = b"\x02"
 # StreamMeta with `retained_from`; its 0x02 records are read through `stream_meta_v2.avsc`.
 FORMAT_V3 = b"\x03"
+# StreamMeta with `fencing_token`; its 0x03 records are read through `stream_meta_v3.avsc`.
+FORMAT_V4 = b"\x04"
 
 
 _PARSED = {
@@ -70,6 +73,7 @@ _PARSED = {
 _OLDER_STREAM_META = {
     FORMAT_V1: fastavro.parse_schema(schemas.load("stream_meta_v1")),
     FORMAT_V2: fastavro.parse_schema(schemas.load("stream_meta_v2")),
+    FORMAT_V3: fastavro.parse_schema(schemas.load("stream_meta_v3")),
 }
 
 StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPointer | MountMeta
@@ -79,7 +83,7 @@ def encode(record: StateRecord) -> bytes:
     out = io.BytesIO()
     data = vars(record)  # scalars, without asdict's deep copy
     if isinstance(record, StreamMeta):
-        out.write(FORMAT_V3)
+        out.write(FORMAT_V4)
         data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
     else:
         out.write(FORMAT_V1)
@@ -115,6 +119,6 @@ def _schemas_of(kind: type[R], key: str, format_byte: bytes) -> tuple[Any, Any]:
     """(writer schema, reader schema) of a record by its format byte."""
     if kind is StreamMeta and format_byte in _OLDER_STREAM_META:
         return _OLDER_STREAM_META[format_byte], _PARSED[StreamMeta]
-    if format_byte == (FORMAT_V3 if kind is StreamMeta else FORMAT_V1):
+    if format_byte == (FORMAT_V4 if kind is StreamMeta else FORMAT_V1):
         return _PARSED[kind], None
     raise ValueError(f"record {key!r} has an unknown format byte")

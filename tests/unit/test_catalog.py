@@ -13,6 +13,7 @@ from adapter.state.records import (
     FORMAT_V1,
     FORMAT_V2,
     FORMAT_V3,
+    FORMAT_V4,
     BucketMeta,
     ProducerRecord,
     Segment,
@@ -27,6 +28,7 @@ BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
 META = StreamMeta("b", "s", 1, "text/plain", 100, 0, 5, 1_000, 1_000, ttl_seconds=60)
 V1_FIELDS = {field["name"] for field in schemas.load("stream_meta_v1")["fields"]}
 V2_FIELDS = {field["name"] for field in schemas.load("stream_meta_v2")["fields"]}
+V3_FIELDS = {field["name"] for field in schemas.load("stream_meta_v3")["fields"]}
 
 
 def _catalog() -> Catalog:
@@ -157,7 +159,7 @@ def test_a_stream_record_written_before_forks_reads_with_their_defaults() -> Non
     decoded = decode(META.key, out.getvalue())
     assert decoded == META
     assert (decoded.inherited, decoded.forked_from, decoded.soft_deleted) == ((), None, False)
-    assert encode(META)[:1] == FORMAT_V3
+    assert encode(META)[:1] == FORMAT_V4
 
 
 def test_a_stream_record_written_before_snapshots_reads_with_no_retention() -> None:
@@ -169,6 +171,22 @@ def test_a_stream_record_written_before_snapshots_reads_with_no_retention() -> N
     decoded = decode(META.key, out.getvalue())
     assert decoded == META
     assert decoded.retained_from is None
+
+
+def test_a_stream_record_written_before_fencing_tokens_reads_with_none() -> None:
+    out = io.BytesIO()
+    out.write(FORMAT_V3)
+    old = {k: v for k, v in vars(META).items() if k in V3_FIELDS}
+    old["inherited"] = []
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schemas.load("stream_meta_v3")), old)
+    decoded = decode(META.key, out.getvalue())
+    assert decoded == META
+    assert decoded.fencing_token is None
+
+
+def test_a_fencing_token_survives_its_encoding() -> None:
+    fenced = META.evolve(fencing_token="writer-7")
+    assert decode(fenced.key, encode(fenced)) == fenced
 
 
 def test_the_visible_snapshot_is_the_one_the_stream_retains_from() -> None:

@@ -20,6 +20,7 @@ from adapter.protocol.headers import (
     normalize_content_type,
     parse_expires_at,
     parse_expiry,
+    parse_fencing_token,
     parse_producer,
     parse_stream_seq,
     parse_ttl,
@@ -408,3 +409,15 @@ def test_any_other_encoding_is_415(values: list[str]) -> None:
     assert excinfo.value.code is ErrorCode.UNSUPPORTED_MEDIA_TYPE
     assert excinfo.value.code.status == 415
     assert "Content-Encoding" in excinfo.value.message
+
+
+@pytest.mark.parametrize("value", [None, "t", "writer-7:epoch/3", "x" * 64])
+def test_fencing_token(value: str | None) -> None:
+    assert parse_fencing_token(value) == value
+
+
+@pytest.mark.parametrize("value", ["", "x" * 65, "two words", "caf\u00e9"])
+def test_invalid_fencing_token(value: str) -> None:
+    with pytest.raises(ProtocolError) as raised:
+        parse_fencing_token(value)
+    assert raised.value.code is ErrorCode.INVALID_HEADER

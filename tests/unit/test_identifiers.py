@@ -148,7 +148,13 @@ def test_paths_the_adapter_serves_are_not_bucket_ids(bucket_id: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["a/snapshot", "a/b/bootstrap", "shop/doc/snapshot/0000000000000000_0000000000000001"]
+    "path",
+    [
+        "a/snapshot",
+        "a/b/bootstrap",
+        "shop/doc/snapshot/0000000000000000_0000000000000001",
+        "shop/doc/fence",
+    ],
 )
 def test_flat_paths_naming_a_sub_resource_cannot_be_created(path: str) -> None:
     with pytest.raises(ProtocolError) as raised:
@@ -156,6 +162,8 @@ def test_flat_paths_naming_a_sub_resource_cannot_be_created(path: str) -> None:
     assert raised.value.code is ErrorCode.INVALID_STREAM_ID
 
 
-@pytest.mark.parametrize("path", ["snapshot", "bootstrap", "snapshot/a", "a/snapshots", "a/b"])
+@pytest.mark.parametrize(
+    "path", ["snapshot", "bootstrap", "fence", "snapshot/a", "a/snapshots", "a/fences"]
+)
 def test_other_flat_paths_can_be_created(path: str) -> None:
     check_compat_creatable(path)

@@ -66,6 +66,11 @@ CONSOLE: dict[tuple[str, str], tuple[Need | None, str]] = {
     ]
     for method in ("GET", "HEAD")
 } | {("*", "/ui/api/{rest}"): (Need(None), "/ui/api/nothing")}
+# Fencing a stream: append or admin scope.
+FENCE = {
+    ("POST", "/{bucket}/{stream}/fence"): "/logs/s/fence",
+    ("POST", "/v1/stream/{path}/fence"): "/v1/stream/logs/s/fence",
+}
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +87,18 @@ def served(app: web.Application) -> set[tuple[str, str]]:
 
 
 def test_every_served_route_is_in_the_table(app: web.Application) -> None:
-    assert served(app) == set(EXPECTED) | set(CONSOLE)
+    assert served(app) == set(EXPECTED) | set(CONSOLE) | set(FENCE)
+
+
+@pytest.mark.parametrize(("method", "template"), sorted(FENCE))
+async def test_a_fence_needs_append_or_admin(
+    app: web.Application, method: str, template: str
+) -> None:
+    request = make_mocked_request(method, FENCE[(method, template)], app=app)
+    match = await app.router.resolve(request)
+    assert match.route.resource is not None
+    assert match.route.resource.canonical == template
+    assert need_of(resolved(request, match)) == Need(A, "logs", or_else=D)
 
 
 @pytest.mark.parametrize(("method", "template"), sorted(EXPECTED))

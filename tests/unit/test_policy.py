@@ -10,6 +10,7 @@ from adapter.auth.scopes import Operation, parse_scopes
 
 READER = Principal("r", parse_scopes(["read:logs"]), None)
 TENANT = Principal("t", parse_scopes(["read:t-*", "append:t-*", "admin:t-*"]), None)
+ADMIN = Principal("d", parse_scopes(["admin:logs"]), None)
 R, A, D = Operation.READ, Operation.APPEND, Operation.ADMIN
 OK, NO_TOKEN, SCOPE = Verdict.ALLOWED, Verdict.UNAUTHENTICATED, Verdict.INSUFFICIENT_SCOPE
 
@@ -31,6 +32,10 @@ OK, NO_TOKEN, SCOPE = Verdict.ALLOWED, Verdict.UNAUTHENTICATED, Verdict.INSUFFIC
         (None, Need(A, "pub-1"), NO_TOKEN),
         (READER, Need(A, "pub-1"), SCOPE),
         (READER, Need(R, "pub-1"), OK),
+        (ADMIN, Need(A, "logs"), SCOPE),
+        (ADMIN, Need(A, "logs", or_else=D), OK),  # a fence: append or admin
+        (TENANT, Need(A, "t-1", or_else=D), OK),
+        (READER, Need(A, "logs", or_else=D), SCOPE),
     ],
 )
 def test_decide(principal: Principal | None, need: Need, verdict: Verdict) -> None:

@@ -17,6 +17,7 @@ from adapter.protocol.commands import (
     Appended,
     Created,
     CreateStream,
+    Fence,
     ForkFrom,
     PublishSnapshot,
     StreamRef,
@@ -225,6 +226,85 @@ def test_if_match_compares_the_streams_etag() -> None:
     _write(machine.append(view, _append(if_match=stream_etag(meta)), NOW))
     wrong = machine.append(view, _append(if_match='"nope"'), NOW)
     assert _refusal(wrong) is ErrorCode.PRECONDITION_FAILED
+
+
+@pytest.mark.parametrize(
+    ("condition", "exists", "refused"),
+    [
+        ({"if_match": "*"}, False, True),  # If-Match needs a current stream
+        ({"if_match": "*"}, True, False),
+        ({"if_match": '"stale"'}, True, True),
+        ({"if_none_match": "*"}, True, True),  # create only if absent
+        ({"if_none_match": "*"}, False, False),
+        ({"if_none_match": '"stale"'}, True, False),
+    ],
+)
+def test_a_conditional_create_holds_or_fails(
+    condition: dict[str, str], exists: bool, refused: bool
+) -> None:
+    meta = _meta()
+    step = machine.create(
+        machine.View(meta if exists else None), _create(TEXT, b"", **condition), NOW, 2
+    )
+    if refused:
+        assert _refusal(step) is ErrorCode.PRECONDITION_FAILED
+    else:
+        assert isinstance(step, machine.Write | machine.Done)
+
+
+def test_if_match_on_create_takes_the_streams_etag_and_an_expired_stream_has_none() -> None:
+    meta = _meta()
+    same = _create(if_match=stream_etag(meta))
+    assert _done(machine.create(machine.View(meta), same, NOW, 2)) == Created(meta, created=False)
+    expired = _meta(expires_at_ms=NOW - 1)
+    created = _create(if_match=stream_etag(expired))
+    assert _refusal(machine.create(machine.View(expired), created, NOW, 2)) is (
+        ErrorCode.PRECONDITION_FAILED
+    )
+    assert _write(machine.create(machine.View(expired), _create(if_none_match="*"), NOW, 2))
+
+
+def test_a_fence_sets_the_token_with_no_record_and_again_writes_nothing() -> None:
+    meta = _meta()
+    write = _write(machine.fence(machine.View(meta), Fence(REF, "t1"), NOW))
+    assert write.entries == ()
+    assert write.state == meta.evolve(fencing_token="t1")
+    assert machine.settle(write, []) == meta.evolve(fencing_token="t1")
+    fenced = meta.evolve(fencing_token="t1")
+    assert _done(machine.fence(machine.View(fenced), Fence(REF, "t1"), NOW)).meta == fenced
+    assert machine.fence(machine.View(meta, pending=True), Fence(REF, "t"), NOW) is machine.SETTLE
+    missing = machine.fence(machine.View(None), Fence(REF, "t"), NOW)
+    assert _refusal(missing) is ErrorCode.STREAM_NOT_FOUND
+
+
+@pytest.mark.parametrize(
+    ("stream_token", "sent", "accepted", "says"),
+    [
+        (None, None, True, ""),
+        ("t1", "t1", True, ""),
+        ("t1", "t2", False, "is not it"),
+        ("t1", None, False, "is required"),
+        (None, "t1", False, "no fencing token"),
+    ],
+)
+def test_an_append_carries_the_streams_fencing_token(
+    stream_token: str | None, sent: str | None, accepted: bool, says: str
+) -> None:
+    view = machine.View(_meta(fencing_token=stream_token))
+    step = machine.append(view, _append(fencing_token=sent), NOW)
+    if accepted:
+        assert _write(step).state is not None
+        return
+    assert isinstance(step, machine.Refused)
+    assert step.error.code is ErrorCode.FENCING_TOKEN_MISMATCH
+    assert says in step.error.message
+    assert "t1" not in step.error.message  # never the token itself
+
+
+def test_a_fenced_stream_refuses_a_stale_writers_retry_and_closure() -> None:
+    fenced = machine.View(_meta(fencing_token="new", closed=True), {"p": ProducerState(0, 3)})
+    retry = _append(producer=_producer(0, 3), fencing_token="old")
+    assert _refusal(machine.append(fenced, retry, NOW)) is ErrorCode.FENCING_TOKEN_MISMATCH
 
 
 def test_producers_are_accepted_in_sequence_and_repeats_are_answered_without_writing() -> None:
