@@ -1,12 +1,12 @@
 """Forwarding writes to the owner of their write slot, at the HTTP edge.
 
-Every instance accepts every request. A write (PUT, POST, DELETE of a stream or a bucket)
-whose slot another instance owns is sent there as it came (method, path and query, headers,
-body) with `Durable-Kafka-Forwarded: 1`, and the owner's answer is returned unchanged. A
-forwarded request is never forwarded again: an instance that gets one for a slot it does not
-own answers 503 (ownership is moving), as it does while nobody owns the slot. After a
-successful forwarded stream write, the answer waits (bounded) until the local catalog shows
-it, so a client reading through this instance next sees its own write.
+Every instance accepts every request. A write (PUT, POST, DELETE of a stream or a bucket) whose
+slot another instance owns is sent there as it came (method, path and query, headers, body; a
+coded body decoded, as the owner stores it) with `Durable-Kafka-Forwarded: 1`, and the owner's
+answer is returned unchanged. A forwarded request is never forwarded again: an instance that
+gets one for a slot it does not own answers 503 (ownership is moving), as it does while nobody
+owns the slot. After a successful forwarded stream write, the answer waits (bounded) until the
+local catalog shows it, so a client reading through this instance next sees its own write.
 
 An append is forwarded with a forward id (`Durable-Kafka-Forward-Id`) that the owner writes on
 its records. If the owner goes silent after it may have committed (killed, stopped, its
@@ -66,6 +66,9 @@ _NOT_COPIED = frozenset(
         CERTIFICATE_SUBJECT,
     )
 )
+# A coded request body is decoded before it is forwarded (`adapter/http/encoding.py`), so it
+# goes on uncoded; an answer stays as the owner coded it for the client's Accept-Encoding.
+_NOT_COPIED_ON = _NOT_COPIED | {"content-encoding"}
 
 
 class Forwarder:
@@ -299,7 +302,7 @@ def _copied(request: web.Request, url: str) -> CIMultiDict[str]:
     """The request's headers for the instance at `url`, marked forwarded; a sibling worker
     is also told the client certificate's subject (it cannot see the certificate)."""
     headers = CIMultiDict(
-        (k, v) for k, v in request.headers.items() if k.lower() not in _NOT_COPIED
+        (k, v) for k, v in request.headers.items() if k.lower() not in _NOT_COPIED_ON
     )
     headers[FORWARDED] = "1"
     subject = request.get(SUBJECT)
@@ -397,7 +400,8 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     body = request.content if request.app[ROUTE_BODIES].streamed(request) else await request.read()
     # aiohttp gives a body without a Content-Type one (application/octet-stream): the owner
     # must judge the request as it came (a missing Content-Type is 400, a wrong one 409).
-    skip = () if hdrs.CONTENT_TYPE in headers else (hdrs.CONTENT_TYPE,)
+    # The owner codes its answer as the client asked, or not at all: never as aiohttp would.
+    skip = tuple(h for h in (hdrs.CONTENT_TYPE, hdrs.ACCEPT_ENCODING) if h not in headers)
     session = request.app[FORWARDER].session(route.url)
     try:
         async with session.request(
