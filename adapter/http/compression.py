@@ -8,11 +8,13 @@ per coding. A coded answer's ETag is made weak (`W/"..."`): the bytes differ fro
 answer's, the data does not, and `If-None-Match` compares weakly, so revalidation still
 answers 304.
 
-What is not: anything streamed (SSE, `/bootstrap`, snapshot downloads), written as it goes
-(an SSE event must reach the reader when it happens, not when a compressor's block fills;
-and every browser's `EventSource` sends `Accept-Encoding` whatever the page wants, so the
-header cannot be a reader asking for it), an answer already coded (one from a slot's owner),
-and errors.
+`/bootstrap`, streamed but one-shot, is coded gzip as it is written when the client takes
+gzip (`code_stream`), with the same `Vary`.
+
+What is not: anything else streamed (SSE, snapshot downloads), written as it goes (an SSE event
+must reach the reader when it happens, not when a compressor's block fills; and every browser's
+`EventSource` sends `Accept-Encoding` whatever the page wants, so the header cannot be a reader
+asking for it), an answer already coded (one from a slot's owner), and errors.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from backports import zstd
 
 from adapter.http.render import Handler
 from adapter.protocol.caching import vary_with
-from adapter.protocol.codings import GZIP, response_coding
+from adapter.protocol.codings import GZIP, accepts, response_coding
 
 MIN_BYTES = 256  # below this a coded body saves little or grows
 THREAD_BYTES = 256 * 1024  # coded off the event loop from this size up
@@ -48,6 +50,14 @@ async def compression_middleware(request: web.Request, handler: Handler) -> web.
     if (etag := response.headers.get(hdrs.ETAG)) and not etag.startswith("W/"):
         response.headers[hdrs.ETAG] = f"W/{etag}"
     return response
+
+
+def code_stream(request: web.Request, response: web.StreamResponse) -> None:
+    """Before `prepare`: a streamed one-shot answer (`/bootstrap`) coded gzip, chunk by chunk
+    as it is written, when the client takes gzip (aiohttp codes no stream in zstd)."""
+    response.headers[hdrs.VARY] = vary_with(response.headers.get(hdrs.VARY), "Accept-Encoding")
+    if accepts(request.headers.get(hdrs.ACCEPT_ENCODING), GZIP):
+        response.enable_compression(web.ContentCoding.gzip)
 
 
 def _codable(request: web.Request, response: web.Response) -> bool:

@@ -36,7 +36,7 @@ _REQUEST_HEADERS = {
     ),
     "Accept-Encoding": (
         "`gzip` and `zstd` (by `q`; zstd on a tie): a read's 200 body of 256 bytes or more is"
-        " coded; SSE never is"
+        " coded; `/bootstrap` gzip only; SSE never"
     ),
     "Stream-TTL": "seconds of inactivity before the stream expires",
     "Stream-Expires-At": "RFC 3339 time at which the stream expires",
@@ -201,7 +201,12 @@ def _paths() -> Json:
         "delete": _op("delete a snapshot", {204: "deleted"}, (*_ROUTING, 409)),
     }
     bootstrap = {
-        "get": _op("the latest snapshot and every message after it", {200: "multipart"}, _ROUTING)
+        "get": _op(
+            "the latest snapshot and every message after it",
+            {200: "multipart"},
+            _ROUTING,
+            headers=("Accept-Encoding",),
+        )
     }
     spec = {
         "/healthz": health,

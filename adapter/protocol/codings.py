@@ -42,9 +42,17 @@ def request_coding(values: Iterable[str]) -> str | None:
 def response_coding(accept_encoding: str | None) -> str | None:
     """The coding to send an answer in, or None (uncoded) when the client accepts neither."""
     weights = _weights(accept_encoding or "")
-    ranked = sorted(SENT, key=lambda coding: -weights.get(coding, weights.get("*", 0.0)))
-    best = ranked[0]
-    return best if weights.get(best, weights.get("*", 0.0)) > 0 else None
+    best = max(SENT, key=lambda coding: _weight(weights, coding))  # the first of a tie
+    return best if _weight(weights, best) > 0 else None
+
+
+def accepts(accept_encoding: str | None, coding: str) -> bool:
+    """Whether the client takes an answer in `coding`."""
+    return _weight(_weights(accept_encoding or ""), coding) > 0
+
+
+def _weight(weights: dict[str, float], coding: str) -> float:
+    return weights.get(coding, weights.get("*", 0.0))
 
 
 def _weights(header: str) -> dict[str, float]:

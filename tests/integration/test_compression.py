@@ -203,3 +203,25 @@ async def test_a_coded_append_forwarded_to_the_owner_is_stored_decoded(
     topic = bucket_topic(prefix, "_default")
     values = await asyncio.to_thread(_values, kafka_bootstrap, topic, stream, PARTITIONS)
     assert values == [b"one ", BODY]
+
+
+async def test_bootstrap_is_coded_gzip_when_accepted(client: Client, unique: str) -> None:
+    path = await _stream(client, f"cb-{unique}", "notes")
+    assert (await client.post(path, data=BODY, headers=TEXT)).status == 204
+    coded = await client.get(
+        f"{path}/bootstrap", headers={"Accept-Encoding": "gzip"}, auto_decompress=False
+    )
+    assert coded.status == 200
+    assert coded.headers["Content-Encoding"] == "gzip"
+    assert "Accept-Encoding" in coded.headers["Vary"]
+    raw = await coded.read()
+    boundary = coded.headers["Content-Type"].partition("boundary=")[2]
+    decoded = gzip.decompress(raw)
+    assert len(raw) < len(decoded) // 10
+    assert BODY in decoded
+    assert decoded.rstrip().endswith(f"--{boundary}--".encode())
+    plain = await client.get(
+        f"{path}/bootstrap", headers={"Accept-Encoding": "zstd"}, auto_decompress=False
+    )
+    assert "Content-Encoding" not in plain.headers  # a stream is coded gzip or not at all
+    assert BODY in await plain.read()
