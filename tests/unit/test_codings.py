@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.protocol.codings import request_coding, response_coding
+from adapter.protocol.codings import accepts, request_coding, response_coding
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
 
@@ -62,3 +62,11 @@ def test_the_answer_is_coded_as_the_client_weighs_highest(
     header: str | None, coding: str | None
 ) -> None:
     assert response_coding(header) == coding
+
+
+@pytest.mark.parametrize(
+    ("header", "taken"),
+    [(None, False), ("zstd", False), ("gzip;q=0", False), ("*", True), ("br, GZIP", True)],
+)
+def test_whether_gzip_is_taken(header: str | None, taken: bool) -> None:
+    assert accepts(header, "gzip") is taken
