@@ -21,9 +21,14 @@ from adapter.http import bootstrap, buckets, console, fences, health, openapi, s
 from adapter.http.auth import GATE, auth_middleware
 from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
+from adapter.http.compression import compression_middleware
 from adapter.http.connections import CONNECTION_LIMITS, ConnectionLimits
 from adapter.http.credentials import build_gate, jwks_refresher
-from adapter.http.encoding import RAW_BODIES, content_encoding_middleware
+from adapter.http.encoding import (
+    RAW_BODIES,
+    content_encoding_middleware,
+    decoding_middleware,
+)
 from adapter.http.forward import OUTCOMES, ROUTER, forwarding_middleware
 from adapter.http.hosts import allowed_hosts, host_middleware
 from adapter.http.keys import BUCKETS, LIVE_LIMITS, MOUNTED, MOUNTS, SNAPSHOTS, STREAMS
@@ -374,13 +379,15 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
         middlewares=[
             observe_middleware(parts.metrics),
             cors_middleware(cors),
+            compression_middleware,
             errors_middleware,
             host_middleware(allowed_hosts(settings)),
             auth_middleware(gate),
-            rate_limit_middleware(Limits.of(settings)),
             content_encoding_middleware,
+            rate_limit_middleware(Limits.of(settings)),
             request_checks_middleware(bodies),
             body_budget_middleware(budget, bodies),
+            decoding_middleware(bodies),
             readiness_gate,
             forwarding_middleware,
         ],

@@ -1,11 +1,11 @@
 """A process-wide budget of request body bytes in flight: past it, 503 before a body is read.
 
 A request's body stays in memory from when it is read until the request is answered (an
-append's until its transaction commits), so the bodies of the requests in flight are what
-the process holds for them. A request with a body reserves its `Content-Length` (a chunked
-body, of unknown size, the largest its route accepts: `adapter/http/bodies.py`), never more
-than the largest body a handler holds at once, until it is answered; one that does not fit is
-answered 503 `unavailable` with `Retry-After` at once, its body unread.
+append's until its transaction commits), so the bodies of the requests in flight are what the
+process holds for them. A request with a body reserves its `Content-Length` (a chunked or coded
+body, of unknown decoded size, the largest its route accepts: `adapter/http/bodies.py`), never
+more than the largest body a handler holds at once, until it is answered; one that does not fit
+is answered 503 `unavailable` with `Retry-After` at once, its body unread.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from adapter.http.bodies import RouteBodies
+from adapter.http.encoding import BODY_CODING
 from adapter.http.render import Handler
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
@@ -53,7 +54,9 @@ def body_budget_middleware(budget: BodyBudget, bodies: RouteBodies) -> Middlewar
     async def body_budget(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not request.body_exists:
             return await handler(request)
-        cost = budget.cost(request.content_length, bodies.limit(request))
+        # A coded body may decode to anything up to its route's limit: that is its cost.
+        length = None if BODY_CODING in request else request.content_length
+        cost = budget.cost(length, bodies.limit(request))
         if not budget.reserve(cost):
             raise ProtocolError(ErrorCode.UNAVAILABLE, OVER_BUDGET_MESSAGE)
         try:

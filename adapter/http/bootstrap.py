@@ -14,6 +14,7 @@ import secrets
 
 from aiohttp import web
 
+from adapter.http.compression import code_stream
 from adapter.http.keys import SNAPSHOTS
 from adapter.http.request_checks import defer_continue
 from adapter.http.security import decorate
@@ -65,6 +66,7 @@ async def bootstrap(request: web.Request) -> web.StreamResponse:
     boundary = new_boundary()
     response = web.StreamResponse(status=200, headers=bootstrap_headers(boot, boundary))
     decorate(response, request)
+    code_stream(request, response)
     await response.prepare(request)
     try:
         await _write_parts(request, response, boot, boundary)

@@ -1,23 +1,141 @@
-"""Request bodies are taken as sent: a request declaring a content coding is refused first."""
+"""Coded request bodies: refused early unless gzip or zstd, then decoded within their limit.
+
+A request's `Content-Encoding` is judged before anything else reads the body
+(`content_encoding_middleware`: 415 for a coding we do not decode, `adapter/protocol/codings.py`).
+A gzip or zstd body is decoded once the body limit, `Expect` and the in-flight budget have
+passed (`decoding_middleware`), chunk by chunk, never producing more than its route's limit:
+past it the answer is 413 and the rest is not decoded, so a small body that would inflate to
+gigabytes costs at most the limit. Everything after (handlers, forwarding, the append-bytes
+rate limit) sees the decoded bytes from `request.read()`. A streamed body (a snapshot
+publish) is passed on as it arrives and is refused coded, with 415.
+"""
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Iterator
+from typing import Protocol
+
 from aiohttp import hdrs, web
+from aiohttp.typedefs import Middleware
+from backports import zstd
 
+from adapter.http.bodies import RouteBodies
 from adapter.http.render import Handler
-from adapter.protocol.headers import require_identity_encoding
+from adapter.protocol.codings import GZIP, request_coding
+from adapter.protocol.errors import ErrorCode, ProtocolError
 
-# aiohttp decodes gzip, deflate, br and zstd bodies unless told not to; we never want it to
-# (see `content_encoding_middleware`), so the app's server is built with this.
+# aiohttp decodes gzip, deflate, br and zstd bodies unless told not to; we decode them
+# ourselves, within each route's limit, so the app's server is built with this.
 RAW_BODIES = {"auto_decompress": False}
+# The coding of the request's body (set only when it has one), for the middlewares after.
+BODY_CODING = web.RequestKey("body_coding", str)
+READ_SIZE = 64 * 1024
+PIECE = 64 * 1024  # the most one decoding step yields: memory stays near what is kept
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
+
+
+class Decoder(Protocol):
+    def feed(self, data: bytes) -> Iterator[bytes]: ...
+
+    def finished(self) -> bool: ...
+
+
+class GzipDecoder:
+    """gzip, member after member (RFC 1952 allows several), in pieces of at most PIECE."""
+
+    def __init__(self) -> None:
+        self._member = zlib.decompressobj(_GZIP_WBITS)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while True:
+            if self._member.eof and data:  # another member follows
+                self._member = zlib.decompressobj(_GZIP_WBITS)
+            piece = self._member.decompress(data, PIECE)
+            yield piece
+            data = self._member.unused_data if self._member.eof else self._member.unconsumed_tail
+            if not data and len(piece) < PIECE:
+                return
+
+    def finished(self) -> bool:
+        return self._member.eof
+
+
+class ZstdDecoder:
+    """zstd, frame after frame, in pieces of at most PIECE."""
+
+    def __init__(self) -> None:
+        self._frame = zstd.ZstdDecompressor()
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while True:
+            if self._frame.eof and data:  # another frame follows
+                self._frame = zstd.ZstdDecompressor()
+            yield self._frame.decompress(data, PIECE)
+            data = self._frame.unused_data if self._frame.eof else b""
+            if not data and (self._frame.eof or self._frame.needs_input):
+                return
+
+    def finished(self) -> bool:
+        return self._frame.eof
+
+
+def decoder(coding: str) -> Decoder:
+    return GzipDecoder() if coding == GZIP else ZstdDecoder()
 
 
 @web.middleware
 async def content_encoding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """415 for any request whose Content-Encoding is not `identity`, before its body is read.
-
-    Whatever the method: every route that reads a body (stream PUT and POST, and the
-    forwarding of writes to their slot's owner) is behind this check.
-    """
-    require_identity_encoding(request.headers.getall(hdrs.CONTENT_ENCODING, ()))
+    """415 for a Content-Encoding we do not decode, before the body is read or `100 Continue`
+    sent, whatever the method."""
+    coding = request_coding(request.headers.getall(hdrs.CONTENT_ENCODING, ()))
+    if coding is not None and request.body_exists:
+        request[BODY_CODING] = coding
     return await handler(request)
+
+
+def decoding_middleware(bodies: RouteBodies) -> Middleware:
+    @web.middleware
+    async def decoding(request: web.Request, handler: Handler) -> web.StreamResponse:
+        coding = request.get(BODY_CODING)
+        if coding is None:
+            return await handler(request)
+        if bodies.streamed(request):
+            raise ProtocolError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, "a snapshot is published uncoded")
+        decoded = await decoded_body(request, decoder(coding), bodies.limit(request))
+        # What `request.read()` answers from now on: the body as it is stored.
+        request._read_bytes = decoded
+        return await handler(request)
+
+    return decoding
+
+
+async def decoded_body(request: web.Request, coded: Decoder, limit: int) -> bytes:
+    """The body decoded; 413 once it (or its coded form) passes `limit`, 400 if malformed."""
+    body = bytearray()
+    received = 0
+    async for chunk in request.content.iter_chunked(READ_SIZE):
+        received += len(chunk)
+        _within(received, limit)
+        for piece in _pieces(coded, chunk):
+            body += piece
+            _within(len(body), limit)
+    if not coded.finished():
+        raise ProtocolError(ErrorCode.BAD_REQUEST, "the coded body ends before its end")
+    return bytes(body)
+
+
+def _pieces(coded: Decoder, chunk: bytes) -> Iterator[bytes]:
+    try:
+        yield from coded.feed(chunk)
+    except (zlib.error, zstd.ZstdError) as error:
+        raise ProtocolError(
+            ErrorCode.BAD_REQUEST, f"the coded body is malformed: {error}"
+        ) from None
+
+
+def _within(size: int, limit: int) -> None:
+    if size > limit:
+        raise ProtocolError(
+            ErrorCode.PAYLOAD_TOO_LARGE, f"a request body is at most {limit} bytes, decoded"
+        )

@@ -1,12 +1,12 @@
 """Forwarding writes to the owner of their write slot, at the HTTP edge.
 
-Every instance accepts every request. A write (PUT, POST, DELETE of a stream or a bucket)
-whose slot another instance owns is sent there as it came (method, path and query, headers,
-body) with `Durable-Kafka-Forwarded: 1`, and the owner's answer is returned unchanged. A
-forwarded request is never forwarded again: an instance that gets one for a slot it does not
-own answers 503 (ownership is moving), as it does while nobody owns the slot. After a
-successful forwarded stream write, the answer waits (bounded) until the local catalog shows
-it, so a client reading through this instance next sees its own write.
+Every instance accepts every request. A write (PUT, POST, DELETE of a stream or a bucket) whose
+slot another instance owns is sent there as it came (method, path and query, headers, body; a
+coded body decoded, as the owner stores it) with `Durable-Kafka-Forwarded: 1`, and the owner's
+answer is returned unchanged. A forwarded request is never forwarded again: an instance that
+gets one for a slot it does not own answers 503 (ownership is moving), as it does while nobody
+owns the slot. After a successful forwarded stream write, the answer waits (bounded) until the
+local catalog shows it, so a client reading through this instance next sees its own write.
 
 An append is forwarded with a forward id (`Durable-Kafka-Forward-Id`) that the owner writes on
 its records. If the owner goes silent after it may have committed (killed, stopped, its
@@ -233,7 +233,8 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     body = request.content if request.app[ROUTE_BODIES].streamed(request) else await request.read()
     # aiohttp gives a body without a Content-Type one (application/octet-stream): the owner
     # must judge the request as it came (a missing Content-Type is 400, a wrong one 409).
-    skip = () if hdrs.CONTENT_TYPE in headers else (hdrs.CONTENT_TYPE,)
+    # The owner codes its answer as the client asked, or not at all: never as aiohttp would.
+    skip = tuple(h for h in (hdrs.CONTENT_TYPE, hdrs.ACCEPT_ENCODING) if h not in headers)
     session = request.app[FORWARDER].session(route.url)
     try:
         async with session.request(

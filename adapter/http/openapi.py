@@ -23,11 +23,21 @@ _STREAM_HEADERS = {
     "Stream-Up-To-Date": "`true` when the answer reaches the tail",
     "Stream-Closed": "`true` once the stream is closed",
     "Stream-Cursor": "the live cursor to send back as `cursor`",
-    "ETag": "the answer's entity tag",
+    "ETag": "the answer's entity tag (weak, `W/`, when the body is coded)",
+    "Content-Encoding": "`gzip` or `zstd`: a GET's 200 body coded as `Accept-Encoding` allowed",
+    "Vary": "`Accept-Encoding` on a GET's 200 that could be coded, beside `Origin` and others",
     "X-Request-Id": "the request's id (the client's, when sane, else a new one)",
 }
 _REQUEST_HEADERS = {
     "Content-Type": "the stream's media type",
+    "Content-Encoding": (
+        "`gzip` (or `x-gzip`) or `zstd`: the body is stored decoded, at most the body limit once"
+        " decoded (else 413); `identity` is no coding; any other coding, or two, is 415"
+    ),
+    "Accept-Encoding": (
+        "`gzip` and `zstd` (by `q`; zstd on a tie): a read's 200 body of 256 bytes or more is"
+        " coded; `/bootstrap` gzip only; SSE never"
+    ),
     "Stream-TTL": "seconds of inactivity before the stream expires",
     "Stream-Expires-At": "RFC 3339 time at which the stream expires",
     "Stream-Closed": "`true`: close the stream (with or after this body)",
@@ -130,10 +140,18 @@ def _param(
     }
 
 
-_WRITE_HEADERS = ("Content-Type", "Stream-Seq", "If-Match", "Stream-Closed", "Stream-Fencing-Token")
+_WRITE_HEADERS = (
+    "Content-Type",
+    "Content-Encoding",
+    "Stream-Seq",
+    "If-Match",
+    "Stream-Closed",
+    "Stream-Fencing-Token",
+)
 _PRODUCER = ("Producer-Id", "Producer-Epoch", "Producer-Seq")
 _CREATE_HEADERS = (
     "Content-Type",
+    "Content-Encoding",
     "Stream-TTL",
     "Stream-Expires-At",
     "Stream-Closed",
@@ -167,7 +185,7 @@ def _stream_operations() -> Json:
             {200: "messages", 204: "a long-poll that saw nothing new", 304: "not modified"},
             (*_ROUTING, 409, 410),
             query=("offset", "live", "cursor", "timeout"),
-            headers=("If-None-Match",),
+            headers=("If-None-Match", "Accept-Encoding"),
         ),
         "head": _op(
             "the stream's metadata",
@@ -204,7 +222,12 @@ def _paths() -> Json:
         "delete": _op("delete a snapshot", {204: "deleted"}, (*_ROUTING, 409)),
     }
     bootstrap = {
-        "get": _op("the latest snapshot and every message after it", {200: "multipart"}, _ROUTING)
+        "get": _op(
+            "the latest snapshot and every message after it",
+            {200: "multipart"},
+            _ROUTING,
+            headers=("Accept-Encoding",),
+        )
     }
     fence = {
         "post": _op(

@@ -160,6 +160,10 @@ def forwarded(request: web.Request, url: str) -> CIMultiDict[str]:
     """The request's headers for the instance at `url`, marked forwarded; a sibling worker is
     also told the client certificate's subject (it cannot see the certificate)."""
     headers = copied(request.headers)
+    # A coded request body is decoded before it is forwarded (`adapter/http/encoding.py`), so
+    # it goes on uncoded; an answer stays as the owner coded it for the client's
+    # Accept-Encoding.
+    headers.popall(hdrs.CONTENT_ENCODING, None)
     headers[FORWARDED] = "1"
     subject = request.get(SUBJECT)
     if subject is not None and url in request.app[FORWARDER].siblings:

@@ -18,6 +18,7 @@ from aiohttp.typedefs import Middleware
 from adapter.auth.rate_limits import RateLimiter, ReaderCap
 from adapter.config import Settings
 from adapter.http.auth import principal_of
+from adapter.http.encoding import BODY_CODING
 from adapter.http.operations import PUBLIC_PATHS, need_of
 from adapter.http.render import Handler
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -60,13 +61,15 @@ def rate_limit_middleware(limits: Limits) -> Middleware:
         key = (principal.name if principal else "", bucket_id)
         _take(limits.requests, key, 1, limits.clock(), "requests")
         appending = request.method == "POST" and limits.append_bytes is not None
-        if appending and request.content_length is not None:
-            _take(limits.append_bytes, key, request.content_length, limits.clock(), "bytes")
+        # A coded body is charged what it decodes to, once it is read: that is what is stored.
+        length = None if BODY_CODING in request else request.content_length
+        if appending and length is not None:
+            _take(limits.append_bytes, key, length, limits.clock(), "bytes")
         if limits.readers is None or request.query.get("live") not in LIVE_MODES:
             response = await handler(request)
         else:
             response = await _as_reader(limits.readers, bucket_id, request, handler)
-        if appending and request.content_length is None and limits.append_bytes is not None:
+        if appending and length is None and limits.append_bytes is not None:
             limits.append_bytes.charge(key, len(await request.read()), limits.clock())
         return response
 

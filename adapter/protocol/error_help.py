@@ -7,7 +7,7 @@ from __future__ import annotations
 # code: (when it is answered, what a client should do)
 HELP: dict[str, tuple[str, str]] = {
     "bad_request": (
-        "an append with a body and no `Content-Type`; a malformed request (a NUL or bare CR, a bad chunk size, a body shorter than its length); a path that is not UTF-8 once percent-decoded",
+        "an append with a body and no `Content-Type`; a malformed request (a NUL or bare CR, a bad chunk size, a body shorter than its length); a gzip or zstd body that is malformed or ends early; a path that is not UTF-8 once percent-decoded",
         "Fix the request; retrying it unchanged fails again.",
     ),
     "invalid_bucket_id": (
@@ -166,13 +166,13 @@ HELP: dict[str, tuple[str, str]] = {
         "Send the request's head and body promptly; retry the request.",
     ),
     "payload_too_large": (
-        "a body over `max_message_bytes` − 16 KiB (refused from its `Content-Length` before it is read); a snapshot over `max_snapshot_bytes`",
+        "a body over `max_message_bytes` − 16 KiB (refused from its `Content-Length` before it is read; a gzip or zstd body as soon as its decoded bytes pass it); a snapshot over `max_snapshot_bytes`",
         "Send less per request (split the append) or ask for larger limits.",
     ),
     "uri_too_long": ("a request line over 8,192 bytes", "Shorten the URL."),
     "unsupported_media_type": (
-        "a request with a `Content-Encoding` other than `identity` (bodies are stored as sent, never decoded)",
-        "Send the body as it should be stored, uncompressed, with a supported `Content-Type`.",
+        "a request with a `Content-Encoding` other than `identity`, `gzip` (`x-gzip`) or `zstd`, or with two codings stacked; a coded snapshot publish",
+        "Send the body uncoded, or coded once in gzip or zstd (a snapshot uncoded).",
     ),
     "host_not_allowed": (
         "a `Host` not in the allow-list (DNS rebinding)",

@@ -1,8 +1,8 @@
 """Request header values of the protocol, parsed strictly into typed values.
 
 Each parser takes the raw header value (None when the header is absent) and either returns a
-typed value or raises INVALID_HEADER with a message naming the header and what was wrong;
-a Content-Encoding we would have to decode is UNSUPPORTED_MEDIA_TYPE instead. The answer's
+typed value or raises INVALID_HEADER with a message naming the header and what was wrong
+(content codings have their own module, `codings`). The answer's
 Stream-Expires-At is rendered here too, beside its parser.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Final
@@ -112,21 +111,6 @@ def parse_expiry(ttl: str | None, expires_at: str | None) -> Expiry:
             ErrorCode.INVALID_HEADER, "send either Stream-TTL or Stream-Expires-At, not both"
         )
     return Expiry(ttl_seconds=parse_ttl(ttl), expires_at_ms=parse_expires_at(expires_at))
-
-
-def require_identity_encoding(values: Iterable[str]) -> None:
-    """Content-Encoding (every line of it): nothing, or `identity` only; else 415.
-
-    A body is stored as the exact bytes sent, never decoded, so a 2xx can only mean those
-    bytes are in the log whole: a compressed (or truncated compressed) body is refused.
-    """
-    codings = (coding.strip(" \t").lower() for value in values for coding in value.split(","))
-    unsupported = [coding for coding in codings if coding and coding != "identity"]
-    if unsupported:
-        raise ProtocolError(
-            ErrorCode.UNSUPPORTED_MEDIA_TYPE,
-            f"Content-Encoding {', '.join(unsupported)} is not taken: send the body uncoded",
-        )
 
 
 @functools.lru_cache(maxsize=256)  # every append sends one; a server sees few distinct ones

@@ -4,6 +4,7 @@ only 2xx and 429 are seen, and every 429 carries `Retry-After` and a JSON error.
 from __future__ import annotations
 
 import asyncio
+import gzip
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -117,3 +118,16 @@ async def test_limits_are_per_principal(
     statuses = [(await client.get("/limited-c", headers=alice)).status for _ in range(6)]
     assert 429 in statuses
     assert (await client.get("/limited-c", headers=bob)).status == 200
+
+
+async def test_a_coded_append_is_charged_its_decoded_bytes(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory
+) -> None:
+    client = await limited(aiohttp_client, make_settings, rate_limit_append_bytes=10)
+    coded = gzip.compress(b"y" * 600)  # ~30 bytes sent, 600 stored
+    headers = {**TEXT, "Content-Encoding": "gzip"}
+    assert (await client.post("/limited-a/s", headers=headers, data=coded)).status == 204
+    refused = await client.post("/limited-a/s", headers=TEXT, data=b"z")
+    assert refused.status == 429
+    # ~59 s of debt at 10 bytes/s: the 600 bytes stored, not the ~30 sent (~2 s).
+    assert int(refused.headers["Retry-After"]) > 30

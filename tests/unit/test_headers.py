@@ -24,7 +24,6 @@ from adapter.protocol.headers import (
     parse_producer,
     parse_stream_seq,
     parse_ttl,
-    require_identity_encoding,
     seq_is_greater,
 )
 
@@ -369,46 +368,6 @@ def test_format_expires_at(expires_at_ms: int, expected: str) -> None:
 )
 def test_format_expires_at_never_raises_for_a_stored_value(stored: int, expected: str) -> None:
     assert format_expires_at(stored) == expected
-
-
-@pytest.mark.parametrize(
-    "values",
-    [
-        [],
-        [""],
-        ["identity"],
-        ["IDENTITY"],
-        [" identity "],
-        ["identity, identity"],
-        ["identity", ""],
-    ],
-)
-def test_identity_encoding_is_taken(values: list[str]) -> None:
-    require_identity_encoding(values)
-
-
-@pytest.mark.parametrize(
-    "values",
-    [
-        ["gzip"],
-        ["GZIP"],
-        ["x-gzip"],
-        ["deflate"],
-        ["br"],
-        ["zstd"],
-        ["compress"],
-        ["identity, gzip"],
-        ["identity", "gzip"],
-        ["gzip, identity"],
-        ["bogus"],
-    ],
-)
-def test_any_other_encoding_is_415(values: list[str]) -> None:
-    with pytest.raises(ProtocolError) as excinfo:
-        require_identity_encoding(values)
-    assert excinfo.value.code is ErrorCode.UNSUPPORTED_MEDIA_TYPE
-    assert excinfo.value.code.status == 415
-    assert "Content-Encoding" in excinfo.value.message
 
 
 @pytest.mark.parametrize("value", [None, "t", "writer-7:epoch/3", "x" * 64])

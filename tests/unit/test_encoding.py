@@ -1,0 +1,58 @@
+"""Decoding request bodies: whole in any chunking, never more than one piece per step."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import pytest
+from backports import zstd
+
+from adapter.http.encoding import PIECE, Decoder, GzipDecoder, ZstdDecoder, decoder
+
+BODY = bytes(range(256)) * 3000  # 768 KB, several pieces
+
+
+def _coded(coding: str, data: bytes) -> bytes:
+    return gzip.compress(data) if coding == "gzip" else zstd.compress(data)
+
+
+def _fed(coded: Decoder, data: bytes, chunk: int) -> list[bytes]:
+    return [piece for i in range(0, len(data), chunk) for piece in coded.feed(data[i : i + chunk])]
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+@pytest.mark.parametrize("chunk", [1 << 20, 4096, 7])
+def test_a_body_decodes_whole_in_pieces_of_at_most_piece(coding: str, chunk: int) -> None:
+    coded = decoder(coding)
+    pieces = _fed(coded, _coded(coding, BODY), chunk)
+    assert b"".join(pieces) == BODY
+    assert max(len(piece) for piece in pieces) <= PIECE
+    assert coded.finished()
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+def test_members_and_frames_one_after_another_decode_as_one_body(coding: str) -> None:
+    coded = decoder(coding)
+    data = _coded(coding, b"one ") + _coded(coding, b"two")
+    assert b"".join(coded.feed(data)) == b"one two"
+    assert coded.finished()
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+def test_a_truncated_body_is_not_finished(coding: str) -> None:
+    coded = decoder(coding)
+    decoded = b"".join(coded.feed(_coded(coding, BODY)[:-9]))
+    assert BODY.startswith(decoded)  # what came so far, perhaps all, but no end seen
+    assert not coded.finished()
+
+
+def test_a_bomb_yields_a_bounded_piece_at_a_time() -> None:
+    bomb = zstd.compress(b"\0" * (64 << 20))  # 64 MiB from a few KiB
+    steps = ZstdDecoder().feed(bomb)
+    assert [len(next(steps)) for _ in range(3)] == [PIECE] * 3  # never all at once
+
+
+def test_gzip_garbage_raises_zlib_error() -> None:
+    with pytest.raises(zlib.error):
+        list(GzipDecoder().feed(b"not gzip at all"))
