@@ -167,9 +167,11 @@ def _mounted_topic(bootstrap: str, topic: str) -> None:
 
 
 async def test_api_on_a_mounted_topic(
-    client: Client, make_settings: SettingsFactory, unique: str
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
 ) -> None:
     topic, bucket = f"con-orders-{unique}", f"conm-{unique}"
+    client = await aiohttp_client(create_app(make_settings(mount_topics=topic)))
+    await wait_ready(client)
     await asyncio.to_thread(_mounted_topic, make_settings().bootstrap_servers, topic)
     body = {"mount": {"topic": topic, "content_type": "text/plain"}}
     assert (await client.put(f"/{bucket}", json=body)).status == 201
