@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 VALID_DAYS = 2
+SERVER_NAMES = ("127.0.0.1", "localhost")
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class Issued:
     key_pem: str
     cert_file: Path
     key_file: Path
+    serial: int
 
 
 @dataclass(frozen=True)
@@ -57,17 +60,26 @@ def new_authority(home: Path, name: str) -> Authority:
     return Authority(name, key, cert, cert_file)
 
 
-def issue(authority: Authority, home: Path, common_name: str, server: bool) -> Issued:
-    """A certificate for 127.0.0.1/localhost (server) or a client named `common_name`."""
+def issue(
+    authority: Authority,
+    home: Path,
+    common_name: str,
+    server: bool,
+    names: Sequence[str] = SERVER_NAMES,
+    file_name: str | None = None,
+) -> Issued:
+    """A server certificate for `names` (IP addresses or DNS names), or a client certificate
+    whose subject is `CN=<common_name>`, written to `home/<file_name or common_name>.pem|.key`."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+    # A broker's certificate also serves its own connections as a client.
+    usage = [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
     builder = _builder(subject, authority.cert.subject, key.public_key()).add_extension(
-        x509.ExtendedKeyUsage([usage, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        x509.ExtendedKeyUsage([*usage, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
     )
     if server:
-        names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+        alt = [_alt_name(name) for name in names]
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
     cert = builder.sign(authority.key, hashes.SHA256())
     cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode()
     key_pem = key.private_bytes(
@@ -75,11 +87,19 @@ def issue(authority: Authority, home: Path, common_name: str, server: bool) -> I
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()
-    cert_file, key_file = home / f"{common_name}.pem", home / f"{common_name}.key"
+    stem = file_name or common_name
+    cert_file, key_file = home / f"{stem}.pem", home / f"{stem}.key"
     cert_file.write_text(cert_pem)
     key_file.write_text(key_pem)
     key_file.chmod(0o600)
-    return Issued(cert_pem, key_pem, cert_file, key_file)
+    return Issued(cert_pem, key_pem, cert_file, key_file, cert.serial_number)
+
+
+def _alt_name(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
 
 
 def _builder(

@@ -89,7 +89,7 @@ def test_each_unusable_file_is_a_start_error_naming_it(ca: TestCA, tmp_path: Pat
         "tls_cert_file .*missing.crt: cannot be read": replace(pair, cert=tmp_path / "missing.crt"),
         "tls_key_file .*missing.key: cannot be read": replace(pair, key=tmp_path / "missing.key"),
         "tls_cert_file .*garbage.pem: not a PEM certificate": replace(pair, cert=garbage),
-        "tls_key_file .*server.crt: not an unencrypted PEM private key": replace(
+        "tls_key_file .*server.pem: not an unencrypted PEM private key": replace(
             pair, key=pair.cert
         ),
         "is not the key of tls_cert_file .*KEY_VALUES_MISMATCH": replace(pair, key=other.key),
