@@ -20,7 +20,6 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 import pytest_asyncio
-from aiohttp import web
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from playwright.async_api import BrowserContext, Page, Request, Response, async_playwright
@@ -28,6 +27,7 @@ from playwright.async_api import BrowserContext, Page, Request, Response, async_
 from devstack.browser import CHROMIUM_ARGS, chromium_path
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
+from tests.browser.page_origin import serving_page
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -100,19 +100,8 @@ def adapter_url(
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def page_origin(page_port: int) -> AsyncIterator[str]:
     """A second origin that serves only the page."""
-
-    async def page(_: web.Request) -> web.Response:
-        return web.Response(text=PAGE, content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", page_port).start()
-    try:
-        yield f"http://127.0.0.1:{page_port}"
-    finally:
-        await runner.cleanup()
+    async with serving_page(page_port, PAGE) as origin:
+        yield origin
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -24,12 +24,12 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 import pytest_asyncio
-from aiohttp import web
 from playwright.async_api import BrowserContext, Page, async_playwright
 
 from devstack.browser import CHROMIUM_ARGS, chromium_path
 from devstack.process import free_port
 from tests.adapter_process import adapter_pid, running_adapter
+from tests.browser.page_origin import serving_page
 from tests.browser.test_eventsource import PAGE, WAIT_MS
 from tests.certificates import Pair, TestCA, spki_sha256, until_presented
 
@@ -77,18 +77,8 @@ def served(
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def page_origin(page_port: int) -> AsyncIterator[str]:
-    async def page(_: web.Request) -> web.Response:
-        return web.Response(text=PAGE, content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", page_port).start()
-    try:
-        yield f"http://127.0.0.1:{page_port}"
-    finally:
-        await runner.cleanup()
+    async with serving_page(page_port, PAGE) as origin:
+        yield origin
 
 
 @pytest_asyncio.fixture(loop_scope="module")
