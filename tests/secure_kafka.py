@@ -59,6 +59,7 @@ def secure_settings(
         "tier_interval_ms": 200,
         "hot_cache_bytes": 0,
         "long_poll_timeout_ms": 500,
+        "mount_topics": "orders-*",  # the existing topics these tests mount over HTTP
     }
     return make_settings(**(chosen | more))
 

@@ -230,8 +230,10 @@ class TopologyAdmin:
         try:
             described = await self._wait(futures[group])
         except KafkaException as error:
+            # Describing needs Describe on the group, which Kafka implies from Read: the grant
+            # an instance is documented to need (topology/acls.py), so the one to name.
             raise _translate(
-                error, f"describing group {group}", ("Describe", group), kind="Group"
+                error, f"describing group {group}", ("Read", group), kind="Group"
             ) from error
         return [m.group_instance_id or m.client_id for m in described.members]
 
@@ -243,7 +245,8 @@ class TopologyAdmin:
         try:
             described = await self._wait(futures[topic])
         except KafkaException as error:
-            raise _translate(error, f"describing topic {topic}", ("Describe", topic)) from error
+            # Describe on the topic, implied from the documented Read.
+            raise _translate(error, f"describing topic {topic}", ("Read", topic)) from error
         return str(described.topic_id)
 
     async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
