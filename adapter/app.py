@@ -549,7 +549,14 @@ def folder_guard(settings: Settings, parts: Parts) -> FolderGuard | None:
     if settings.cold_backend != "fs" or settings.cold_dir_shared:
         return None
     group = owners_group(settings.topic_prefix)
-    return FolderGuard(parts.store, parts.admin, group, settings.group_instance_id)
+    return FolderGuard(
+        parts.store,
+        parts.admin,
+        group,
+        settings.group_instance_id,
+        settings.advertised_url,
+        parts.catalog.owner_urls,
+    )
 
 
 def _report_ownership(readiness: Readiness, parts: Parts) -> None:

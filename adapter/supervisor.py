@@ -213,12 +213,7 @@ class Supervisor:
             self.readiness.set(OBJECTS, True, "reachable")
 
     async def _strangers(self) -> list[str]:
-        """Instances joined since the start that do not share our `fs` folder (none if the
-        group cannot be described this round: the next round asks again)."""
+        """Slot owners that do not share our `fs` folder (see shared_folder.py)."""
         if self.folder is None or not self.readiness.is_ok(CATALOG):
             return []
-        try:
-            return await self.folder.strangers()
-        except TopologyError as error:
-            log.warning("cannot describe the owners' group: %s", error)
-            return []
+        return await self.folder.strangers()

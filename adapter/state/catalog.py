@@ -181,6 +181,10 @@ class Catalog:
         """The advertised URL of the last instance that took write slot `slot`."""
         return self._owners.get(slot)
 
+    def owner_urls(self) -> set[str]:
+        """The advertised URLs of the write slots' owners."""
+        return set(self._owners.values())
+
     def owner_mark(self, slot: int) -> int:
         """The offset of the slot's latest owner record applied (-1: none yet). Each owner
         writes one right after fencing its predecessor, so a higher mark means every earlier

@@ -6,17 +6,10 @@ its object store not ready. On the real broker."""
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from confluent_kafka import Consumer
-
 from adapter.app import FATAL, create_app
-from adapter.config import Settings
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
-from topology.naming import owners_group, slots_topic
 
 
 async def _fatal_error(client: Client) -> BaseException:
@@ -53,50 +46,26 @@ async def test_instances_on_a_shared_folder_and_workers_of_one_instance_start(
     await wait_ready(await aiohttp_client(create_app(said_shared)))
 
 
-@pytest.fixture
-def another_member(make_settings: SettingsFactory) -> Iterator[Consumer]:
-    """A member of the deployment's owners' group that is no adapter (another instance
-    joining): polled on a thread until the test ends."""
-    settings: Settings = make_settings()
-    consumer = Consumer(
-        {
-            "bootstrap.servers": settings.bootstrap_servers,
-            "group.id": owners_group(settings.topic_prefix),
-            "group.instance.id": "elsewhere",
-            "client.id": "http://elsewhere:4437",
-            "partition.assignment.strategy": "cooperative-sticky",
-            "session.timeout.ms": 6000,
-        }
-    )
-    stop = threading.Event()
-
-    def poll() -> None:
-        consumer.subscribe([slots_topic(settings.topic_prefix)])
-        while not stop.is_set():
-            consumer.poll(0.2)
-
-    thread = threading.Thread(target=poll, daemon=True)
-    thread.start()
-    yield consumer
-    stop.set()
-    thread.join(10)
-    consumer.unsubscribe()
-    consumer.close()
-
-
 async def test_an_instance_that_sees_another_join_later_is_not_ready(
-    aiohttp_client: ClientFactory,
-    make_settings: SettingsFactory,
-    request: pytest.FixtureRequest,
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, tmp_path: Path
 ) -> None:
-    client = await aiohttp_client(create_app(make_settings(instance_id="alone")))
+    alone = make_settings(instance_id="alone", advertise_url="http://alone:4437")
+    client = await aiohttp_client(create_app(alone))
     await wait_ready(client)
-    request.getfixturevalue("another_member")
+    # Another instance on a folder of its own, started with the operator's word that it is
+    # shared: it takes write slots, and the first one sees their owner records.
+    other = make_settings(
+        instance_id="elsewhere",
+        advertise_url="http://elsewhere:4437",
+        cold_dir=str(tmp_path / "elsewhere"),
+        cold_dir_shared=True,
+    )
+    await aiohttp_client(create_app(other))
     for _ in range(600):
         report = await (await client.get("/readyz")).json()
         check = report["checks"]["object_store"]
         if not check["ok"]:
-            assert "elsewhere" in check["detail"]
+            assert "http://elsewhere:4437" in check["detail"]
             assert "cold_dir_shared" in check["detail"]
             return
         await asyncio.sleep(0.1)
