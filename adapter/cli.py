@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import faulthandler
 import gc
 import json
 import logging
@@ -140,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_server(settings: Settings, listeners: Listeners) -> int:
     """Serve in this process (the only one, or one of `--workers`) until told to stop."""
+    # A crash inside a native library (librdkafka asserts) ends in SIGABRT: write every
+    # thread's Python stack to stderr first, which names the call that was under way.
+    faulthandler.enable(all_threads=True)
     tune_gc()
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
