@@ -43,7 +43,7 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting of one adapter instance. See docs/operations.md for each one."""
+    """Every setting of one adapter instance. docs/reference/settings.md lists each one."""
 
     listen: str = "127.0.0.1:4437"
     log_level: str = "info"
@@ -142,7 +142,7 @@ class Settings:
     mount_index_positions_per_key: int = 4096
     mount_index_dir: str = ".data/mount-index"  # "": mounts' key indexes are not persisted
     console: ConsoleMode = "rw"
-    # Test-only (`[testing]` in docs/operations.md, "Configuration"): never in production.
+    # Test-only (`[testing]` in docs/reference/settings.md): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
     crash_after_forwarded_commit: bool = False

@@ -1,8 +1,8 @@
 """Reads served here of streams with a sliding TTL that another instance owns, told to it.
 
 The owner decides expiry, and a renewal by a read is written nowhere (docs/architecture.md,
-"TTL"): a stream read only through other instances would expire on its owner while a reader
-keeps it alive there. So each read served here of such a stream is told to its owner as an
+"Sliding TTLs"): a stream read only through other instances would expire on its owner while a
+reader keeps it alive there. So each read served here of such a stream is told to its owner as an
 access of its own, by the reader's `Reader` (a forwarded `GET ?offset=now` carrying the
 reader's credential, which the owner checks again), at most once per quarter of the TTL per
 stream; a read in between is told when that quarter ends, so the owner's last access is never

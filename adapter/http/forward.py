@@ -176,7 +176,7 @@ async def _know_the_name(request: web.Request) -> None:
     plain stream a fork now names) must be seen before this one is created over it (409, or
     the same stream again), so an owner that does not know the name catches up first. Only
     two creations of one name racing through two owners can still both succeed (the later
-    record wins); see docs/architecture.md."""
+    record wins); see docs/explanation/limits.md, "Limits"."""
     info = request.match_info
     if "offset" in info or ("path" not in info and "stream" not in info):
         return  # a snapshot or a bucket: its slot alone decides

@@ -16,7 +16,8 @@ Two steps, like the snapshot collector's:
    step 1 has that long to finish. Chunk keys are unique per attempt at a range, and an
    attempt commits its record within half the grace period of its first put or not at all
    (`TierWorker`), so an object judged an orphan is one no manifest lists or ever will; the
-   argument, late deletes included, is in docs/architecture.md ("Tiering").
+   argument, late deletes included, is in docs/explanation/cold-tier.md ("Why the sweep never
+   deletes a listed chunk").
 """
 
 from __future__ import annotations

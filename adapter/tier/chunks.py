@@ -4,8 +4,9 @@ An Avro container (`schemas/tier_message.avsc`, deflate blocks) so Spark reads c
 `format("avro")` and any Avro tool can open one. The object key holds the range, the stream and
 the attempt at the range (a random id each time a pass tiers it): a pass redone after a failure
 writes new objects, never over those of an earlier attempt, so an object the orphan sweep has
-judged is never one a manifest may still list (docs/architecture.md, "Tiering"). Readers find
-chunks by the keys their range's manifest record lists, never by computing them.
+judged is never one a manifest may still list (docs/explanation/cold-tier.md, "Why the sweep
+never deletes a listed chunk"). Readers find chunks by the keys their range's manifest record
+lists, never by computing them.
 
 Blocks hold about `BLOCK_BYTES` of payload each, and the header's metadata carries their index
 (`INDEX_KEY`: each block's first offset and byte position), so a reader fetches the header and
