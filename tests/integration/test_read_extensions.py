@@ -11,6 +11,8 @@ import time
 from datetime import UTC, datetime
 
 from aiohttp import ClientResponse
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from adapter.app import create_app
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
@@ -246,3 +248,42 @@ async def test_reads_by_time_and_bounded_reads_of_tiered_data(
     assert b"".join(bodies) == whole
     assert all(body.count(b"<") <= 4 for body in bodies)
     assert len(answers) >= 9  # 36 messages, at most 4 at a time
+
+
+async def test_reads_by_time_and_bounded_reads_of_a_mounted_topic(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """A mounted topic's records carry the timestamps its producer gave them."""
+    settings = make_settings(mount_topics=f"*-{unique}")
+    topic = f"events-{unique}"
+    await asyncio.to_thread(_create_topic, settings.bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": settings.bootstrap_servers})
+    for key, value, moment in ((b"k", b"v1", 1000), (b"o", b"x", 1500), (b"k", b"v2", 2000)):
+        producer.produce(topic, value, key, timestamp=moment)
+    producer.produce(topic, b"v3", b"k", timestamp=3000)
+    assert producer.flush(30) == 0
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    bucket = f"mntat-{unique}"
+    mount = json.dumps({"mount": {"topic": topic}})
+    assert (await client.put(f"/{bucket}", data=mount, headers=JSON)).status == 201
+    path = f"/{bucket}/k"
+    for _ in range(600):
+        if (await client.get(path, params={"offset": "-1"})).status == 200:
+            break
+        await asyncio.sleep(0.05)
+    assert await _same_as_offset(client, path, "1800") == b"v2v3"
+    assert await _same_as_offset(client, path, "0") == b"v1v2v3"
+    assert await _same_as_offset(client, path, "1970-01-01T00:00:03Z") == b"v3"
+    tail = (await client.head(path)).headers["Stream-Next-Offset"]
+    assert await _offset_at(client, path, "3001") == tail
+    first = await client.get(path, params={"offset": "-1", "max_messages": "1"})
+    assert (await first.read(), first.headers.get("Stream-Up-To-Date")) == (b"v1", None)
+    rest = {"offset": first.headers["Stream-Next-Offset"], "max_bytes": "3"}
+    second = await client.get(path, params=rest)
+    assert (await second.read(), second.headers.get("Stream-Up-To-Date")) == (b"v2", None)
+
+
+def _create_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
