@@ -9,7 +9,7 @@ like a read's. Records Kafka has freed once tiered keep their timestamps in thei
 
 from __future__ import annotations
 
-from adapter.log.reader import Budget, ReadRequest, TimeFound
+from adapter.log.reader import Budget, ReadRequest
 from adapter.protocol.snapshots import gone_before
 from adapter.service.reads import ReadPath, cold_answer
 from adapter.state.records import Segment, StreamMeta
@@ -32,17 +32,21 @@ class Moments:
         floor = meta.next_offset if held.offset is None else held.offset
         place = self.path.place(topic, meta)
         tiered_to = None if place is None else self.path.catalog.tier.tiered_to(place)
-        found = None
+        found, blind = None, held.offset is not None and held.offset <= held.earliest
         if place is not None and tiered_to is not None and floor <= tiered_to:
-            found = await cold_answer(self._in_cold(place, meta, at_ms, floor))
+            found, blind = await cold_answer(self._in_cold(place, meta, at_ms, floor))
         if found is None:
             found = await self._first_from(topic, meta, max(floor, tiered_to or 0))
-        _check_retained(meta, found, held if found >= floor else None)
+        _check_retained(meta, found, blind)
         return min(max(found, meta.history_start), meta.next_offset)
 
-    async def _in_cold(self, place: Place, meta: StreamMeta, at_ms: int, floor: int) -> int | None:
+    async def _in_cold(
+        self, place: Place, meta: StreamMeta, at_ms: int, floor: int
+    ) -> tuple[int | None, bool]:
         """The stream's first tiered message written at or after `at_ms` or lying at or after
-        `floor`, if one is."""
+        `floor`, if one is; and whether a collected chunk of the stream was met before it (its
+        messages' times are unknown)."""
+        blind = False
         for tier_range in self.path.catalog.tier.ranges(place):
             if tier_range.end <= floor and tier_range.tiered_at_ms < at_ms - CLOCK_SKEW_MS:
                 continue  # tiered before the moment: every record in it was written earlier
@@ -50,11 +54,13 @@ class Moments:
                 start = max(segment.start, tier_range.start)
                 if start >= min(segment.end, tier_range.end):
                     continue
+                chunk = tier_range.chunk_of(segment.stream_id)
+                blind = blind or (chunk is not None and chunk.collected)
                 cold = self.path.cold
                 found = await cold.first_at(tier_range, segment.stream_id, start, at_ms, floor)
                 if found is not None and found < segment.end:
-                    return found
-        return None
+                    return found, blind
+        return None, blind
 
     async def _first_from(self, topic: str, meta: StreamMeta, start: int) -> int:
         """The offset of the stream's first message at or after `start` (its tail if none)."""
@@ -83,13 +89,13 @@ class Moments:
         return False, result.next_offset
 
 
-def _check_retained(meta: StreamMeta, offset: int, held: TimeFound | None) -> None:
+def _check_retained(meta: StreamMeta, offset: int, blind: bool) -> None:
     """410 when the moment may name messages the stream's snapshot removed: its first message
-    then is below the earliest retained offset, or Kafka's answer was the oldest record it
-    still holds (`held`, when the answer came from Kafka) and what lay below is freed."""
+    then is below the earliest retained offset, or the lookup could not see what lay before
+    it (`blind`: Kafka's answer was the oldest record it holds, with no cold chunk before it,
+    or a collected chunk was met)."""
     retained_from = meta.retained_from
     if retained_from is None or retained_from <= meta.history_start:
         return
-    oldest = held is not None and held.offset is not None and held.offset <= held.earliest
-    if offset < retained_from or oldest:
+    if offset < retained_from or blind:
         raise gone_before(meta)
