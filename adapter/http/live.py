@@ -21,6 +21,7 @@ from adapter.protocol.commands import Chunk, Read, StreamRef
 from adapter.protocol.cursors import next_cursor, parse_cursor
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import ReadFrom, encode
+from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.sse import (
     CONTENT_TYPE,
     ENCODING_HEADER,
@@ -69,6 +70,7 @@ async def long_poll(
     ref: StreamRef,
     start: ReadFrom,
     limits: LiveLimits,
+    bounds: Bounds = UNBOUNDED,
 ) -> tuple[Chunk | None, StreamMeta, dict[str, str]]:
     """Wait for data at the position; return the chunk (None on timeout or closure)."""
     timeout_s = poll_timeout(request, limits)
@@ -82,7 +84,7 @@ async def long_poll(
     cursor = {"Stream-Cursor": next_cursor(service.clock(), request.query.get("cursor"))}
     if position >= meta.next_offset:
         return None, meta, cursor
-    return await reads.read(ref, position), meta, cursor  # one read for all woken here
+    return await reads.read(ref, position, bounds), meta, cursor  # one read for all woken here
 
 
 def empty_poll_response(meta: StreamMeta, cursor: dict[str, str]) -> web.Response:

@@ -65,6 +65,16 @@ _QUERY = {
     "live": "`long-poll` or `sse`",
     "cursor": "the last `Stream-Cursor`",
     "timeout": "seconds a long-poll waits at most",
+    "at": (
+        "read by time: from the first message appended at or after this moment, as milliseconds"
+        " since 1970 or an RFC 3339 date-time (not with `offset`; 400 `invalid_time` if"
+        " malformed); on a HEAD, `Stream-Next-Offset` answers that message's offset"
+    ),
+    "max_bytes": (
+        "a catch-up or long-poll answer holds at most this many bytes of messages (1 to 2^53-1),"
+        " never a cut message: one larger still comes, alone"
+    ),
+    "max_messages": "a catch-up or long-poll answer holds at most this many messages (1 to 2^53-1)",
     "prefix": "stream id prefix",
     "after": "list after this stream id",
     "limit": "most streams listed (1..1000); on the console's records, most records (1..1000)",
@@ -184,13 +194,14 @@ def _stream_operations() -> Json:
             "read: catch-up, long-poll or SSE",
             {200: "messages", 204: "a long-poll that saw nothing new", 304: "not modified"},
             (*_ROUTING, 409, 410),
-            query=("offset", "live", "cursor", "timeout"),
+            query=("offset", "at", "live", "cursor", "timeout", "max_bytes", "max_messages"),
             headers=("If-None-Match", "Accept-Encoding"),
         ),
         "head": _op(
             "the stream's metadata",
             {200: "exists", 304: "unchanged since the ETag sent in If-None-Match"},
             (*_ROUTING, 410),
+            query=("at",),
             headers=("If-None-Match",),
         ),
         "delete": _op("delete the stream", {204: "deleted"}, (*_ROUTING, 410, 504)),

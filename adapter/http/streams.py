@@ -44,6 +44,7 @@ from adapter.protocol.identifiers import (
     validate_stream_id,
 )
 from adapter.protocol.offsets import BEGINNING, NOW, ReadFrom, Start, encode, parse_offset
+from adapter.protocol.read_options import parse_at, parse_bounds
 from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.state.records import StreamMeta
 
@@ -209,8 +210,12 @@ async def delete_stream(request: web.Request) -> web.Response:
 
 async def head(request: web.Request) -> web.Response:
     service = request.app[STREAMS]
-    meta = await service.head(stream_ref(request))
+    ref = stream_ref(request)
+    at_ms = parse_at(request.query)
+    meta = await service.head(ref)
     headers = _state_headers(meta, service.clock())
+    if at_ms is not None:  # where a read by time would start, instead of the tail
+        headers["Stream-Next-Offset"] = encode(await service.offset_at(ref, at_ms))
     pointer = service.snapshot(meta)
     if pointer is not None:
         headers["Stream-Snapshot-Offset"] = encode(pointer.offset)
@@ -225,25 +230,38 @@ LIVE_MODES = ("long-poll", "sse")
 
 
 async def read(request: web.Request) -> web.StreamResponse:
-    live = request.query.get("live")
+    query = request.query
+    live = query.get("live")
     if live is not None and live not in LIVE_MODES:
         raise ProtocolError(ErrorCode.INVALID_QUERY, f"live must be one of {LIVE_MODES}")
-    if live is not None and "offset" not in request.query:
-        raise ProtocolError(ErrorCode.INVALID_QUERY, "a live read needs an offset")
-    start = parse_offset(request.query.get("offset"))
+    at_ms, bounds = parse_at(query), parse_bounds(query)
+    if live is not None and "offset" not in query and at_ms is None:
+        raise ProtocolError(ErrorCode.INVALID_QUERY, "a live read needs an offset (or at)")
+    if live == "sse" and bounds.bounded:
+        raise ProtocolError(
+            ErrorCode.INVALID_QUERY, "max_bytes and max_messages bound catch-up and long-poll reads"
+        )
     service, ref, limits = request.app[STREAMS], stream_ref(request), request.app[LIVE_LIMITS]
+    start = await _start(request, ref, at_ms)
     if live == "sse":
         return await sse(request, service, request.app[FANOUT], ref, start, limits)
     if live == "long-poll":
-        chunk, meta, cursor = await long_poll(
-            request, service, request.app[FANOUT].reads, ref, start, limits
-        )
+        reads = request.app[FANOUT].reads
+        chunk, meta, cursor = await long_poll(request, service, reads, ref, start, limits, bounds)
         if chunk is None:
             return empty_poll_response(meta, cursor)
         closed_at_tail = chunk.meta.closed and chunk.up_to_date
         return _chunk_response(request, chunk, start, {} if closed_at_tail else cursor)
-    chunk = await service.read(Read(ref, start), reader_of(request))
+    chunk = await service.read(Read(ref, start, bounds), reader_of(request))
     return _chunk_response(request, chunk, start, {})
+
+
+async def _start(request: web.Request, ref: StreamRef, at_ms: int | None) -> ReadFrom:
+    """Where a read starts: its `offset`, or the offset of the first message appended at or
+    after its `at`, so it answers exactly as a read at that offset would."""
+    if at_ms is None:
+        return parse_offset(request.query.get("offset"))
+    return await request.app[STREAMS].offset_at(ref, at_ms)
 
 
 def _chunk_response(

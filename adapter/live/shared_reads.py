@@ -12,6 +12,7 @@ import dataclasses
 from collections import OrderedDict
 
 from adapter.protocol.commands import Chunk, Read, StreamRef
+from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.service.streams import StreamService
 from adapter.state.records import StreamMeta
 
@@ -63,8 +64,11 @@ class SharedReads:
         self.service = service
         self._recent = RecentChunks()
 
-    async def read(self, ref: StreamRef, position: int) -> Chunk:
-        """A catch-up read from `position`, as `StreamService.read` answers it."""
+    async def read(self, ref: StreamRef, position: int, bounds: Bounds = UNBOUNDED) -> Chunk:
+        """A catch-up read from `position`, as `StreamService.read` answers it. A read with
+        its own bounds is its own: its chunk is neither shared nor kept."""
+        if bounds.bounded:
+            return await self.service.read(Read(ref, position, bounds))
         meta = self.service.accessed(ref)
         key = (ref.bucket_id, ref.stream_id, position)
         chunk = self._recent.get(key, meta)

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from adapter.log.reader import ReadResult
+from adapter.log.reader import UNBOUNDED, Budget, ReadResult
 
 
 @dataclass
@@ -63,22 +63,44 @@ class HotCache:
         if tail is not None:
             self._size -= tail.size
 
-    def read(self, key: Hashable, start: int, stop: int, max_bytes: int) -> ReadResult | None:
+    def read(
+        self, key: Hashable, start: int, stop: int, max_bytes: int, budget: Budget = UNBOUNDED
+    ) -> ReadResult | None:
         """Messages in [start, stop) if the cache holds all of them, else None."""
-        tail = self._tails.get(key)
-        if tail is None or start < tail.since or stop > tail.end:
+        tail = self._held(key, start, stop)
+        if tail is None:
             return None
         index = bisect.bisect_left(tail.offsets, start)
         messages: list[bytes] = []
         taken = 0
         while index < len(tail.offsets) and tail.offsets[index] < stop:
             payload = tail.payloads[index]
-            if messages and taken + len(payload) > max_bytes:
+            full = budget.full(taken, len(messages), len(payload))
+            if full or (messages and taken + len(payload) > max_bytes):
                 return ReadResult(messages, tail.offsets[index], False)
             messages.append(payload)
             taken += len(payload)
             index += 1
         return ReadResult(messages, stop, True)
+
+    def first_offset(self, key: Hashable, start: int, stop: int) -> int | None:
+        """The offset of the stream's first message in [start, stop) (`stop` if it has none
+        there), if the cache holds them all; else None."""
+        tail = self._held(key, start, stop)
+        if tail is None:
+            return None
+        index = bisect.bisect_left(tail.offsets, start)
+        return (
+            tail.offsets[index]
+            if index < len(tail.offsets) and tail.offsets[index] < stop
+            else stop
+        )
+
+    def _held(self, key: Hashable, start: int, stop: int) -> _Tail | None:
+        tail = self._tails.get(key)
+        if tail is None or start < tail.since or stop > tail.end:
+            return None
+        return tail
 
     def _evict(self) -> None:
         limit = self.max_streams

@@ -25,7 +25,7 @@ from confluent_kafka import (
 )
 
 from adapter.log.errors import LogUnavailable
-from adapter.log.reader import LogReader, ReadLimits, ReadResult, poll_batch
+from adapter.log.reader import UNBOUNDED, Budget, LogReader, ReadLimits, ReadResult, poll_batch
 
 JUMP = 256  # a gap of more records than this is skipped by seeking the consumer
 # What a fetch of listed records asks for (`reader.sparse_fetch_config`): a seek costs one
@@ -41,6 +41,7 @@ class KeyRead:
     start: int  # Kafka offset
     stop: int | None  # exclusive; None: to the partition's end
     wanted: tuple[int, ...] | None  # the offsets to fetch, sorted; None: scan by key
+    budget: Budget = UNBOUNDED  # what the reader's own bounds leave for this read
 
 
 async def read_key(reader: LogReader, request: KeyRead) -> ReadResult:
@@ -119,7 +120,10 @@ class _Collect:
         value = message.value()
         wanted = targets[0] == offset if targets else targets is None
         if wanted and value is not None and message.key() == self.request.key:
-            if self.messages and self.read_bytes + len(value) > self.limits.max_read_bytes:
+            full = self.request.budget.full(self.read_bytes, len(self.messages), len(value))
+            if full or (
+                self.messages and self.read_bytes + len(value) > self.limits.max_read_bytes
+            ):
                 return ReadResult(self.messages, offset, False)
             self.messages.append(value)
             self.read_bytes += len(value)

@@ -39,6 +39,28 @@ class ReadLimits:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """What a piece of a read may still take of the reader's own bounds (`max_bytes`,
+    `max_messages`): None is no bound. A piece of an answer that holds nothing yet (`empty`)
+    takes its first message whatever its size."""
+
+    bytes: int | None = None
+    messages: int | None = None
+    empty: bool = True
+
+    def full(self, size: int, count: int, next_size: int) -> bool:
+        """Whether a piece that took `count` messages of `size` bytes stops before the next."""
+        if self.empty and count == 0:
+            return False
+        if self.messages is not None and count >= self.messages:
+            return True
+        return self.bytes is not None and size + next_size > self.bytes
+
+
+UNBOUNDED = Budget()
+
+
+@dataclass(frozen=True)
 class ReadRequest:
     topic: str
     partition: int
@@ -48,6 +70,7 @@ class ReadRequest:
     # Bytes of this range already in the response (read from cold chunks): they count
     # towards `max_read_bytes` as if this read had read them itself.
     already: int = 0
+    budget: Budget = UNBOUNDED
 
 
 @dataclass(frozen=True)
@@ -57,6 +80,14 @@ class Position:
     offset: int
     timestamp_ms: int
     size: int
+
+
+@dataclass(frozen=True)
+class TimeFound:
+    """Kafka's answer to "which record was written first at or after this time"."""
+
+    offset: int | None  # None: no record of the partition was written that late
+    earliest: int  # the first offset the partition still holds (below it: freed)
 
 
 @dataclass(frozen=True)
@@ -121,6 +152,24 @@ class LogReader:
             except KafkaException as error:
                 raise LogUnavailable(f"looking up a time in {topic}: {error}") from error
             return answer.offset if answer.offset >= 0 else None
+
+        return await self.lend(look_up)
+
+    async def held_since(self, topic: str, partition: int, timestamp_ms: int) -> TimeFound:
+        """The partition's first offset written at or after `timestamp_ms` (None if none is),
+        with the earliest offset Kafka still holds, asked in one turn of a pooled consumer."""
+
+        def look_up(consumer: Consumer) -> TimeFound:
+            asked = TopicPartition(topic, partition, timestamp_ms)
+            timeout = self.limits.timeout_s
+            try:
+                [answer] = consumer.offsets_for_times([asked], timeout=timeout)
+                low, _high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=timeout, cached=False
+                )
+            except KafkaException as error:
+                raise LogUnavailable(f"looking up a time in {topic}: {error}") from error
+            return TimeFound(answer.offset if answer.offset >= 0 else None, low)
 
         return await self.lend(look_up)
 
@@ -208,6 +257,8 @@ class LogReader:
                 if message.key() == request.key and not is_control(message.headers()):
                     taken = request.already + read_bytes + len(value)
                     if (messages or request.already) and taken > self.limits.max_read_bytes:
+                        return ReadResult(messages, offset, False)
+                    if request.budget.full(read_bytes, len(messages), len(value)):
                         return ReadResult(messages, offset, False)
                     messages.append(value)
                     read_bytes += len(value)

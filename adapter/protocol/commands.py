@@ -8,6 +8,7 @@ from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import ReadFrom
 from adapter.protocol.producers import ProducerState
+from adapter.protocol.read_options import UNBOUNDED, Bounds
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Access:
 class Read:
     ref: StreamRef
     start: ReadFrom  # a sentinel, or a Kafka offset decoded from a token
+    bounds: Bounds = UNBOUNDED  # `max_bytes` and `max_messages`
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,12 @@ HELP: dict[str, tuple[str, str]] = {
         "Fix the named header; the message says which and why.",
     ),
     "invalid_query": (
-        "a bad `limit`, `live` or `timeout`, or `live` without `offset`",
+        "a bad `limit`, `live`, `timeout`, `max_bytes` or `max_messages`; `live` without `offset` or `at`; `offset` and `at` together",
         "Fix the named query parameter.",
+    ),
+    "invalid_time": (
+        "an `at` that is neither milliseconds since 1970 (at most 2^53 - 1) nor an RFC 3339 date-time such as `2030-01-02T03:04:05Z`",
+        "Send the moment as a whole number of milliseconds or as an RFC 3339 date-time with its offset.",
     ),
     "invalid_json": (
         "a JSON-mode body that is not one JSON text in UTF-8",

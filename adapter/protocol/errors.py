@@ -15,6 +15,7 @@ class ErrorCode(Enum):
     INVALID_OFFSET = ("invalid_offset", 400)
     INVALID_HEADER = ("invalid_header", 400)
     INVALID_QUERY = ("invalid_query", 400)
+    INVALID_TIME = ("invalid_time", 400)
     INVALID_JSON = ("invalid_json", 400)
     INVALID_MOUNT = ("invalid_mount", 400)
     EMPTY_BODY = ("empty_body", 400)

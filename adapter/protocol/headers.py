@@ -83,13 +83,23 @@ def parse_expires_at(value: str | None) -> int | None:
     """
     if value is None:
         return None
+    try:
+        moment = rfc3339_ms(value)
+    except ValueError as error:
+        raise _invalid("Stream-Expires-At", value, str(error)) from None
+    return moment
+
+
+def rfc3339_ms(value: str) -> int:
+    """An RFC 3339 date-time as epoch milliseconds (fraction truncated); ValueError saying
+    what was expected when it is not one, or names no real instant."""
     match = _RFC3339.fullmatch(value)
     if match is None:
-        raise _invalid("Stream-Expires-At", value, "an RFC 3339 timestamp")
+        raise ValueError("an RFC 3339 timestamp")
     try:
         moment = _moment(match).astimezone(UTC)  # in UTC, the year must still be 1 to 9999
     except (ValueError, OverflowError):
-        raise _invalid("Stream-Expires-At", value, _REPRESENTABLE) from None
+        raise ValueError(_REPRESENTABLE) from None
     return (moment - _EPOCH) // _MS + _fraction_ms(match[7])
 
 

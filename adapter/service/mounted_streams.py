@@ -28,10 +28,11 @@ from adapter.protocol.mount_keys import key_of
 from adapter.protocol.mounts import append_messages
 from adapter.protocol.offsets import ReadFrom
 from adapter.protocol.producers import Accepted, Duplicate, ProducerState, decide
+from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.stream_machine import not_found
 from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import Indexed, MountIndexes
-from adapter.service.reads import resolve_start
+from adapter.service.reads import budget_left, resolve_start
 from adapter.state.records import MountMeta, ProducerRecord, StreamMeta
 from adapter.state.records import encode as encode_state
 from topology.mount_positions import position, split
@@ -198,7 +199,25 @@ class MountedStreams:
             raise not_found(ref.stream_id)
         return _meta(indexed.mount, ref.stream_id, places)
 
-    async def read(self, ref: StreamRef, start: ReadFrom) -> Chunk:
+    async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
+        """Where a read by time starts: the key's first record at or after the first record of
+        its partitions (in read order) written at or after `at_ms`; its tail if none was. A
+        moment before the topic's retention reads from its oldest record."""
+        indexed = self.indexed(ref.bucket_id)
+        places = indexed.index.places(ref.stream_id)
+        if places is None:
+            raise not_found(ref.stream_id)
+        for partition in places.partitions:
+            found = await self.reader.held_since(indexed.mount.topic, partition, at_ms)
+            if found.offset is None:
+                continue
+            at = max(places.first, position(partition, found.offset))
+            if at < places.dense_from or at >= places.tail:
+                return min(at, places.tail)
+            return places.listed_from(at, 1)[0]
+        return places.tail
+
+    async def read(self, ref: StreamRef, start: ReadFrom, bounds: Bounds = UNBOUNDED) -> Chunk:
         indexed = self.indexed(ref.bucket_id)
         places = indexed.index.places(ref.stream_id)
         key = key_of(ref.stream_id)
@@ -213,15 +232,17 @@ class MountedStreams:
             if step is None:
                 at = max(at, meta.next_offset)
                 break
+            budget = budget_left(bounds, size, len(messages))
             request = KeyRead(
-                indexed.mount.topic, step.partition, key, step.start, step.stop, step.wanted
+                indexed.mount.topic, step.partition, key, step.start, step.stop, step.wanted, budget
             )
             reader = self.reader if step.wanted is None else self.sparse_reader
             result = await read_key(reader, request)
             messages += result.messages
             size += sum(len(message) for message in result.messages)
             at = position(step.partition, result.next_offset)
-            if not result.complete or size >= self.reader.limits.max_read_bytes:
+            full = size >= self.reader.limits.max_read_bytes
+            if not result.complete or full or bounds.reached(size, len(messages)):
                 break
             if step.stop is None:  # scanned to the partition's end: on to the next one
                 at = position(step.partition + 1, 0)

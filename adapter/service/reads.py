@@ -10,20 +10,25 @@ the hot tail or Kafka; one response may cross from cold to hot.
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import TypeVar
 
 from adapter.log.errors import BelowLogStart
 from adapter.log.hot_cache import HotCache
-from adapter.log.reader import LogReader, ReadRequest, ReadResult
+from adapter.log.reader import UNBOUNDED as UNBOUNDED_BUDGET
+from adapter.log.reader import Budget, LogReader, ReadRequest, ReadResult
 from adapter.objects.base import ObjectStoreError
 from adapter.protocol.commands import Chunk
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import ReadFrom, Start
+from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.snapshots import check_readable, gone_before
 from adapter.state.catalog import Catalog
 from adapter.state.records import Segment, StreamMeta
 from adapter.tier.cold import ChunkCollected, ColdReader
 from adapter.tier.manifest import Place, TierRange
 from topology.wire import stream_key
+
+T = TypeVar("T")
 
 
 class ReadPath:
@@ -44,8 +49,11 @@ class ReadPath:
         self.catalog = catalog
         self.check_retention = check_retention
 
-    async def read(self, topic: str, meta: StreamMeta, start: ReadFrom) -> Chunk:
-        """Messages from `start` on (410 below the earliest retained offset)."""
+    async def read(
+        self, topic: str, meta: StreamMeta, start: ReadFrom, bounds: Bounds = UNBOUNDED
+    ) -> Chunk:
+        """Messages from `start` on (410 below the earliest retained offset), at most as many
+        as the reader's `bounds` allow."""
         if self.check_retention:
             check_readable(meta, start)
         first = position = resolve_start(meta, start)
@@ -58,7 +66,8 @@ class ReadPath:
             position = max(position, segment.start)
             taken = 0  # of this range, so pieces bound the range as one Kafka read would
             while position < segment.end:
-                result = await self._read(topic, meta, segment, position, taken)
+                budget = budget_left(bounds, size, len(messages))
+                result = await self._read(topic, meta, segment, position, taken, budget)
                 messages += result.messages
                 got = sum(len(message) for message in result.messages)
                 size, taken, position = size + got, taken + got, result.next_offset
@@ -72,19 +81,27 @@ class ReadPath:
         return Chunk(meta, messages, first, position, position >= meta.next_offset)
 
     async def _read(
-        self, topic: str, meta: StreamMeta, segment: Segment, start: int, already: int
+        self,
+        topic: str,
+        meta: StreamMeta,
+        segment: Segment,
+        start: int,
+        already: int,
+        budget: Budget = UNBOUNDED_BUDGET,
     ) -> ReadResult:
         """Part of one range of the history: from chunks if `start` is tiered (to the tiered
         range's end), else from the hot tail if it holds it all, else from Kafka."""
         limit = self.reader.limits.max_read_bytes
         tiered = self._tiered(topic, meta, start)
         if tiered is not None:
-            return await self._read_cold(tiered, meta, segment, start, already)
+            return await self._read_cold(tiered, meta, segment, start, already, budget)
         key = (meta.bucket_id, segment.stream_id)
-        result = None if already else self.cache.read(key, start, segment.end, limit)
+        result = None if already else self.cache.read(key, start, segment.end, limit, budget)
         if result is None:
             record_key = stream_key(segment.stream_id)
-            request = ReadRequest(topic, meta.partition, record_key, start, segment.end, already)
+            request = ReadRequest(
+                topic, meta.partition, record_key, start, segment.end, already, budget
+            )
             try:
                 result = await self.reader.read(request)
             except BelowLogStart:
@@ -94,18 +111,24 @@ class ReadPath:
                 tiered = self._tiered(topic, meta, start)
                 if tiered is None:
                     raise
-                return await self._read_cold(tiered, meta, segment, start, already)
+                return await self._read_cold(tiered, meta, segment, start, already, budget)
         return result
 
     async def _read_cold(
-        self, tiered: TierRange, meta: StreamMeta, segment: Segment, start: int, already: int
+        self,
+        tiered: TierRange,
+        meta: StreamMeta,
+        segment: Segment,
+        start: int,
+        already: int,
+        budget: Budget = UNBOUNDED_BUDGET,
     ) -> ReadResult:
         stop = min(segment.end, tiered.end)
         limit = self.reader.limits.max_read_bytes
-        cold = self.cold.read(tiered, segment.stream_id, start, stop, limit, already)
+        cold = self.cold.read(tiered, segment.stream_id, start, stop, limit, already, budget)
         # `complete` means the tiered range's end here: the caller goes on from there.
         try:
-            return await _cold(cold)
+            return await cold_answer(cold)
         except ChunkCollected as error:
             # A read that began before a newer snapshot (or a deletion) and outlived the
             # grace period: what it still needs is gone, which it must be told.
@@ -119,13 +142,25 @@ class ReadPath:
         return gone_before(now)
 
     def _tiered(self, topic: str, meta: StreamMeta, start: int) -> TierRange | None:
+        place = self.place(topic, meta)
+        return None if place is None else self.catalog.tier.covering(place, start)
+
+    def place(self, topic: str, meta: StreamMeta) -> Place | None:
+        """The stream's partition as the cold tier names it (None once its bucket is gone)."""
         bucket = self.catalog.bucket(meta.bucket_id)
-        if bucket is None:
-            return None
-        return self.catalog.tier.covering(Place(topic, bucket.created_at_ms, meta.partition), start)
+        return None if bucket is None else Place(topic, bucket.created_at_ms, meta.partition)
 
 
-async def _cold(read: Awaitable[ReadResult]) -> ReadResult:
+def budget_left(bounds: Bounds, size: int, count: int) -> Budget:
+    """What the reader's bounds leave for the next piece of an answer holding so much."""
+    if not bounds.bounded:
+        return UNBOUNDED_BUDGET
+    left_bytes = None if bounds.max_bytes is None else max(0, bounds.max_bytes - size)
+    left = None if bounds.max_messages is None else max(0, bounds.max_messages - count)
+    return Budget(left_bytes, left, empty=count == 0)
+
+
+async def cold_answer(read: Awaitable[T]) -> T:
     """A cold read, or the error the client gets: a store that is down is 503 (retry), never
     a partial answer."""
     try:

@@ -44,6 +44,7 @@ from adapter.service.buckets import BucketService
 from adapter.service.chains import Chain, Chains, StreamKey
 from adapter.service.hub import LiveHub
 from adapter.service.locks import KeyedLocks
+from adapter.service.moments import Moments
 from adapter.service.mounted_streams import MountedStreams
 from adapter.service.reads import ReadPath
 from adapter.service.records import write_records
@@ -82,6 +83,7 @@ class StreamService:
         self.buckets = buckets
         self.slots = buckets.slots
         self.reads = reads
+        self.moments = Moments(reads)
         self.hub = hub
         self.clock = clock
         self.limits = limits
@@ -404,10 +406,18 @@ class StreamService:
     async def read(self, command: Read, reader: Reader | None = None) -> Chunk:
         """A catch-up read; `reader` as `accessed` takes it."""
         if self.mounted is not None and self.mounted.covers(command.ref.bucket_id):
-            return await self.mounted.read(command.ref, command.start)
+            return await self.mounted.read(command.ref, command.start, command.bounds)
         meta = self.accessed(command.ref, reader)
         topic = self.buckets.topic(command.ref.bucket_id)
-        return await self.reads.read(topic, meta, command.start)
+        return await self.reads.read(topic, meta, command.start, command.bounds)
+
+    async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
+        """Where a read by time starts: the stream's first message appended at or after `at_ms`
+        (its tail if none was). Not an access: the read that follows is one."""
+        if self.mounted is not None and self.mounted.covers(ref.bucket_id):
+            return await self.mounted.offset_at(ref, at_ms)
+        meta = self.existing(ref)
+        return await self.moments.offset_at(self.buckets.topic(ref.bucket_id), meta, at_ms)
 
     # -- waiting for changes ---------------------------------------------------------------
 

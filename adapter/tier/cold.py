@@ -18,7 +18,7 @@ import bisect
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
-from adapter.log.reader import ReadResult
+from adapter.log.reader import UNBOUNDED, Budget, ReadResult
 from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.tier.chunks import BLOCK_BYTES, ColdMessage, Incomplete, Layout, decode, layout
 from adapter.tier.manifest import TierChunk, TierRange
@@ -49,6 +49,7 @@ class ColdReader:
         stop: int,
         max_bytes: int,
         already: int = 0,
+        budget: Budget = UNBOUNDED,
     ) -> ReadResult:
         """The stream's messages at offsets [start, stop) (stop at most the range's end):
         with the `already` bytes read before them, at most `max_bytes`, but always one
@@ -67,7 +68,8 @@ class ColdReader:
             block = shape.blocks[number]
             if block.first_offset >= stop:
                 break
-            if number > first and (taken or already) and already + size > max_bytes:
+            full = (taken or already) and already + size > max_bytes
+            if number > first and (full or budget.full(size, len(taken), 1)):
                 # Full: the next message is this block's first (the index says which),
                 # so the block need not be fetched.
                 return ReadResult(taken, block.first_offset, False)
@@ -77,11 +79,34 @@ class ColdReader:
             for message in messages[bisect.bisect_left(offsets, start) :]:
                 if message.offset >= stop:
                     return ReadResult(taken, stop, True)
-                if (taken or already) and already + size + len(message.payload) > max_bytes:
+                full = (taken or already) and already + size + len(message.payload) > max_bytes
+                if full or budget.full(size, len(taken), len(message.payload)):
                     return ReadResult(taken, message.offset, False)
                 taken.append(message.payload)
                 size += len(message.payload)
         return ReadResult(taken, stop, True)
+
+    async def first_at(
+        self, tier_range: TierRange, stream_id: str, start: int, at_ms: int, floor: int
+    ) -> int | None:
+        """The offset of the stream's first message in the range at or after `start` that was
+        written at or after `at_ms` or lies at or after `floor`; None if none does. The last
+        block is looked at first: a chunk written wholly before `at_ms` costs one GET."""
+        chunk = tier_range.chunk_of(stream_id)
+        if chunk is None or chunk.collected or chunk.last_offset < start:
+            return None
+        shape = await self._layout(chunk)
+        last = shape.block_at(chunk.last_offset)
+        tail = await self._block(chunk.object_key, shape, last, 1, tier_range.end)
+        if tail and tail[-1].timestamp_ms < at_ms and tail[-1].offset < floor:
+            return None
+        for number in range(shape.block_at(start), len(shape.blocks)):
+            messages = await self._block(chunk.object_key, shape, number, 1, tier_range.end)
+            for message in messages:
+                wanted = message.timestamp_ms >= at_ms or message.offset >= floor
+                if message.offset >= start and wanted:
+                    return message.offset
+        return None
 
     async def _layout(self, chunk: TierChunk) -> Layout:
         key = chunk.object_key

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable
 
-from adapter.log.reader import ReadResult
+from adapter.log.reader import UNBOUNDED, Budget, ReadResult
 from adapter.objects.base import ObjectStore
 from adapter.tier.cold import ColdReader
 from adapter.tier.manifest import TierRange
@@ -27,6 +27,7 @@ class EmptyColdReader(ColdReader):
         stop: int,
         max_bytes: int,
         already: int = 0,
+        budget: Budget = UNBOUNDED,
     ) -> ReadResult:
         return ReadResult([], stop, True)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapter.log.hot_cache import HotCache
-from adapter.log.reader import ReadResult
+from adapter.log.reader import Budget, ReadResult
 
 
 def test_serves_complete_ranges_only() -> None:
@@ -57,3 +57,26 @@ def test_at_most_max_streams_tails_are_kept_even_empty_ones() -> None:
     assert cache.read("a", 0, 0, 100) is None
     assert cache.read("b", 0, 0, 100) == ReadResult([], 0, True)
     assert cache.read("c", 0, 0, 100) == ReadResult([], 0, True)
+
+
+def test_a_budget_bounds_bytes_and_messages_but_takes_one_message_at_least() -> None:
+    cache = HotCache(1024)
+    cache.record("s", since=0, end=6, offsets=[1, 3, 5], payloads=[b"aaaa", b"bbbb", b"cccc"])
+    assert cache.read("s", 0, 6, 100, Budget(messages=2)) == ReadResult(
+        [b"aaaa", b"bbbb"], 5, False
+    )
+    assert cache.read("s", 0, 6, 100, Budget(bytes=7)) == ReadResult([b"aaaa"], 3, False)
+    assert cache.read("s", 0, 6, 100, Budget(bytes=1)) == ReadResult([b"aaaa"], 3, False)
+    # A later piece of an answer that is full already takes nothing.
+    assert cache.read("s", 0, 6, 100, Budget(messages=0, empty=False)) == ReadResult([], 1, False)
+    assert cache.read("s", 5, 6, 100, Budget(messages=1)) == ReadResult([b"cccc"], 6, True)
+
+
+def test_first_offset_finds_the_streams_next_message_in_a_held_range() -> None:
+    cache = HotCache(1024)
+    cache.record("s", since=10, end=21, offsets=[11, 14, 20], payloads=[b"a", b"b", b"c"])
+    assert cache.first_offset("s", 10, 21) == 11
+    assert cache.first_offset("s", 12, 21) == 14
+    assert cache.first_offset("s", 15, 18) == 18  # none in the range: its end
+    assert cache.first_offset("s", 9, 21) is None  # not all held
+    assert cache.first_offset("other", 0, 1) is None

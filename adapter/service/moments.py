@@ -1,0 +1,101 @@
+"""Reads by time: the offset of a stream's first message appended at or after a moment.
+
+Kafka answers which record of the partition was written first at or after it (ListOffsets by
+time); a bucket topic's partition holds many streams, so the answer is the stream's first
+message at or after that record, found in the hot tail or by a scan of the partition bounded
+like a read's. Records Kafka has freed once tiered keep their timestamps in their cold chunks
+(`schemas/tier_message.avsc`), so a moment before what Kafka holds is looked up there.
+"""
+
+from __future__ import annotations
+
+from adapter.log.reader import Budget, ReadRequest
+from adapter.protocol.snapshots import gone_before
+from adapter.service.reads import ReadPath, cold_answer
+from adapter.state.records import Segment, StreamMeta
+from adapter.tier.manifest import Place
+from topology.wire import stream_key
+
+# Instances writing and tiering a partition may disagree on the time by this much: a range
+# tiered this long before a moment holds no record written at or after it.
+CLOCK_SKEW_MS = 60_000
+
+
+class Moments:
+    def __init__(self, path: ReadPath) -> None:
+        self.path = path
+
+    async def offset_at(self, topic: str, meta: StreamMeta, at_ms: int) -> int:
+        """The offset of the stream's first message appended at or after `at_ms` (its tail if
+        none was); 410 when that message may be one its snapshot removed."""
+        held = await self.path.reader.held_since(topic, meta.partition, at_ms)
+        floor = meta.next_offset if held.offset is None else held.offset
+        place = self.path.place(topic, meta)
+        tiered_to = None if place is None else self.path.catalog.tier.tiered_to(place)
+        found, blind = None, held.offset is not None and held.offset <= held.earliest
+        if place is not None and tiered_to is not None and floor <= tiered_to:
+            found, blind = await cold_answer(self._in_cold(place, meta, at_ms, floor))
+        if found is None:
+            found = await self._first_from(topic, meta, max(floor, tiered_to or 0))
+        _check_retained(meta, found, blind)
+        return min(max(found, meta.history_start), meta.next_offset)
+
+    async def _in_cold(
+        self, place: Place, meta: StreamMeta, at_ms: int, floor: int
+    ) -> tuple[int | None, bool]:
+        """The stream's first tiered message written at or after `at_ms` or lying at or after
+        `floor`, if one is; and whether a collected chunk of the stream was met before it (its
+        messages' times are unknown)."""
+        blind = False
+        for tier_range in self.path.catalog.tier.ranges(place):
+            if tier_range.end <= floor and tier_range.tiered_at_ms < at_ms - CLOCK_SKEW_MS:
+                continue  # tiered before the moment: every record in it was written earlier
+            for segment in meta.segments():
+                start = max(segment.start, tier_range.start)
+                if start >= min(segment.end, tier_range.end):
+                    continue
+                chunk = tier_range.chunk_of(segment.stream_id)
+                blind = blind or (chunk is not None and chunk.collected)
+                cold = self.path.cold
+                found = await cold.first_at(tier_range, segment.stream_id, start, at_ms, floor)
+                if found is not None and found < segment.end:
+                    return found, blind
+        return None, blind
+
+    async def _first_from(self, topic: str, meta: StreamMeta, start: int) -> int:
+        """The offset of the stream's first message at or after `start` (its tail if none)."""
+        for segment in meta.segments():
+            position = max(start, segment.start)
+            while position < segment.end:
+                found, position = await self._first_in(topic, meta, segment, position)
+                if found:
+                    return position
+        return meta.next_offset
+
+    async def _first_in(
+        self, topic: str, meta: StreamMeta, segment: Segment, start: int
+    ) -> tuple[bool, int]:
+        """(True, its offset) for the segment's first message from `start`, from the hot tail
+        or Kafka; else (False, where the next look goes on)."""
+        held = self.path.cache.first_offset((meta.bucket_id, segment.stream_id), start, segment.end)
+        if held is not None:
+            return held < segment.end, held
+        key = stream_key(segment.stream_id)
+        one = Budget(messages=1)
+        request = ReadRequest(topic, meta.partition, key, start, segment.end, budget=one)
+        positions, result = await self.path.reader.positions(request)
+        if positions:
+            return True, positions[0].offset
+        return False, result.next_offset
+
+
+def _check_retained(meta: StreamMeta, offset: int, blind: bool) -> None:
+    """410 when the moment may name messages the stream's snapshot removed: its first message
+    then is below the earliest retained offset, or the lookup could not see what lay before
+    it (`blind`: Kafka's answer was the oldest record it holds, with no cold chunk before it,
+    or a collected chunk was met)."""
+    retained_from = meta.retained_from
+    if retained_from is None or retained_from <= meta.history_start:
+        return
+    if offset < retained_from or blind:
+        raise gone_before(meta)
