@@ -62,6 +62,7 @@ from adapter.service.mount_indexes import MountIndexes
 from adapter.service.mounted_streams import MountedStreams
 from adapter.service.mounts import MountService
 from adapter.service.reads import ReadPath
+from adapter.service.seeking import Seeker
 from adapter.service.snapshot_gc import SnapshotCollector
 from adapter.service.snapshots import SnapshotService
 from adapter.service.state_entries import owner_entry
@@ -421,7 +422,8 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     readiness.set(health.SERVING, True, "accepting requests")
     app.add_routes(health.routes)
     app.router.add_get(openapi.PATH, openapi.openapi, expect_handler=defer_continue)
-    console.add_routes(app, settings.console)  # before `/{bucket}/{stream}`, which `/ui/x` fits
+    # Before `/{bucket}/{stream}`, which `/ui/x` fits; the seeker asks Kafka for positions.
+    console.add_routes(app, settings.console, Seeker(parts.reader))
     app.add_routes(buckets.routes)
     # Routes match in the order they are added. A flat stream's snapshot, bootstrap and fence
     # URLs must come before `/v1/stream/{path}` (which would take them as stream paths), and

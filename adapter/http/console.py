@@ -83,7 +83,7 @@ def _read(path: Path) -> bytes:
         return handle.read()
 
 
-def add_routes(app: web.Application, mode: ConsoleMode) -> None:
+def add_routes(app: web.Application, mode: ConsoleMode, seeker: Seeker) -> None:
     """The console's routes, each with what a caller needs under auth: the files and the mode
     are public (they hold no data), the API reads. Registered before the bucket and stream
     routes they shadow."""
@@ -103,7 +103,7 @@ def add_routes(app: web.Application, mode: ConsoleMode) -> None:
     ]
     for path, handler, need in api:
         mark(app, app.router.add_get(path, handler), need)
-    app[SEEKER] = Seeker(app[STREAMS].reads.reader)
+    app[SEEKER] = seeker
     mark(app, app.router.add_route("*", "/ui/api/{rest:.*}", _no_api), token_only)
     mark(app, app.router.add_get("/ui/{name:.*}", _static_handler(served)), None)
 

@@ -15,13 +15,14 @@ from typing import TypeVar
 from adapter.log.errors import BelowLogStart
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import UNBOUNDED as UNBOUNDED_BUDGET
-from adapter.log.reader import Budget, LogReader, ReadRequest, ReadResult
+from adapter.log.reader import Budget, ReadRequest, ReadResult
 from adapter.objects.base import ObjectStoreError
 from adapter.protocol.commands import Chunk
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import ReadFrom, Start
 from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.snapshots import check_readable, gone_before
+from adapter.service.interfaces import RangeReader
 from adapter.state.catalog import Catalog
 from adapter.state.records import Segment, StreamMeta
 from adapter.tier.cold import ChunkCollected, ColdReader
@@ -37,7 +38,7 @@ class ReadPath:
 
     def __init__(
         self,
-        reader: LogReader,
+        reader: RangeReader,
         cache: HotCache,
         cold: ColdReader,
         catalog: Catalog,

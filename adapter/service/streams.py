@@ -19,7 +19,6 @@ from functools import partial
 from typing import TypeVar
 
 from adapter.cluster.access_relay import AccessRelay, Reader
-from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import forks
@@ -40,9 +39,9 @@ from adapter.protocol.commands import (
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.producers import Position
-from adapter.service.buckets import BucketService
 from adapter.service.chains import Chain, Chains, StreamKey
 from adapter.service.hub import LiveHub
+from adapter.service.interfaces import SlotWriting, StreamBuckets
 from adapter.service.locks import KeyedLocks
 from adapter.service.moments import Moments
 from adapter.service.mounted_streams import MountedStreams
@@ -69,8 +68,8 @@ class StreamService:
     def __init__(
         self,
         catalog: Catalog,
-        writers: SlotWriters,
-        buckets: BucketService,
+        writers: SlotWriting,
+        buckets: StreamBuckets,
         reads: ReadPath,
         hub: LiveHub,
         clock: Clock = wall_clock_ms,

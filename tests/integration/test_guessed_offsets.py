@@ -15,8 +15,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from adapter.app import create_app
-from adapter.http.keys import STREAMS
+from adapter.app import PARTS, create_app
 from adapter.log.writer import LogWriter, Record, StateEntry, WriterLimits
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.kafka_reads import committed_records, committed_values
@@ -119,7 +118,7 @@ async def test_pipelined_appends_after_a_wrong_guess_keep_their_offsets(
         *(client.post("/guesses/s", data=b, headers=TEXT) for b in bodies)
     )
     assert [reply.status for reply in replies] == [204] * len(bodies)
-    guesses = client.app[STREAMS].writers.guesses()
+    guesses = client.app[PARTS].writers.guesses()
     assert guesses.missed == 1  # the foreign record: one transaction aborted and redone
     assert guesses.one_round >= 2  # guessed right before it and after it
     tails = sorted(reply.headers["Stream-Next-Offset"] for reply in replies)  # tokens sort

@@ -30,6 +30,7 @@ from adapter.protocol.producers import ProducerState
 from adapter.protocol.snapshots import check_readable, needed_from, retention_floors
 from adapter.protocol.stream_etags import stream_etag
 from adapter.state.records import Segment, SnapshotPointer, StreamMeta
+from tests.unit.support.histories import COMMANDS
 from topology.wire import ControlEvent
 
 REF = StreamRef("bucket", "s")
@@ -677,27 +678,8 @@ class _Log:
         self.pending_state = write.state
 
 
-_APPENDS = st.builds(
-    lambda body, close, seq, producer: _append(
-        body, TEXT if body else None, close=close, seq=seq, producer=producer
-    ),
-    st.sampled_from([b"", b"a", b"bc"]),
-    st.integers(0, 9).map(lambda n: n == 0),  # a closed stream takes little: close rarely
-    st.none() | st.integers(0, 6).map(lambda n: f"{n:02d}"),
-    st.none()
-    | st.builds(ProducerHeaders, st.sampled_from(["p", "q"]), st.integers(0, 2), st.integers(0, 4)),
-)
-_COMMANDS = st.lists(
-    st.tuples(
-        st.one_of(_APPENDS, _APPENDS, _APPENDS, st.just(_create()), st.none()),
-        st.integers(0, 3),
-    ),
-    max_size=60,
-)
-
-
 @settings(max_examples=300, deadline=None)
-@given(_COMMANDS)
+@given(COMMANDS)
 def test_random_runs_keep_the_invariants(
     commands: list[tuple[Append | CreateStream | None, int]],
 ) -> None:
