@@ -81,6 +81,7 @@ async def long_poll(
         meta = await service.wait_for_data(ref, position, timeout_s)
     cursor = {"Stream-Cursor": next_cursor(service.clock(), request.query.get("cursor"))}
     if position >= meta.next_offset:
+        service.at_tail(ref)  # a 204 says up to date
         return None, meta, cursor
     return await reads.read(ref, position), meta, cursor  # one read for all woken here
 
