@@ -193,7 +193,10 @@ class MetaFollower:
         (`adapter/state/currency.py`); False if that could not be told within its bound."""
         asked_at = view.clock()  # before the question: the ends are taken after it
         try:
-            await self.seen_written(within_s=view.max_age_s)
+            # Asked at once rather than shared through `seen_written`: a shared query may have
+            # started before `asked_at`, and a queued one ages the answer by the one before.
+            ends = await self._query_written_ends()
+            await self._reach(ends, view.max_age_s)
         except LogUnavailable as error:
             log.debug("the view's currency not measured: %s", error)
             return False
@@ -204,8 +207,9 @@ class MetaFollower:
         """`measure` over and over, a few times within the view's bound; until cancelled."""
         every_s = min(MEASURE_EVERY_S, view.max_age_s / 4)
         while True:
+            began = view.clock()
             await self.measure(view)
-            await asyncio.sleep(every_s)
+            await asyncio.sleep(max(0.0, began + every_s - view.clock()))  # slow: go on at once
 
     async def _reach(self, ends: dict[str, int], within_s: float) -> None:
         loop = asyncio.get_running_loop()
