@@ -193,6 +193,8 @@ class _SseSession:
                 chunk = await self.service.read(Read(self.ref, position))
                 events = chunk_events(chunk, self.service.clock())
             elif meta.closed or not self.announced:
+                if not meta.closed:
+                    self.service.at_tail(self.ref)  # `upToDate`: else the session ends, to resume
                 events = tail_events(position, meta.closed, self.service.clock())
             else:
                 return position, False  # nothing awaited since `meta`: safe to park

@@ -4,9 +4,9 @@
 A transaction left open on the meta topic (as one whose coordinator stalled after
 acknowledging it would leave it) holds every instance's meta follower below it: read_committed
 reads stop there. The stream's owner still appends (its own commits update its view); the
-other instance's view keeps the old tail. Past `max_view_age_ms`, a catch-up read, a long-poll
-and a bootstrap through that instance must not answer "up to date" at the old tail; once the
-transaction ends, it follows again and says so at the new one.
+other instance's view keeps the old tail. Past `max_view_age_ms`, a catch-up read, a
+long-poll, a bootstrap and an SSE session through that instance must not say "up to date" at
+the old tail; once the transaction ends, it follows again and says so at the new one.
 """
 
 from __future__ import annotations
@@ -47,6 +47,19 @@ async def _until_up_to_date(session: aiohttp.ClientSession, url: str, tail: str)
             return body
         await asyncio.sleep(0.1)
     raise AssertionError(f"never up to date at {tail}")
+
+
+async def _sse(session: aiohttp.ClientSession, url: str) -> str:
+    """What an SSE response sends within a few seconds (it ends early, or is left then)."""
+    got = b""
+    async with session.get(url) as reply:
+        try:
+            async with asyncio.timeout(3):
+                async for piece in reply.content.iter_any():
+                    got += piece
+        except TimeoutError:
+            pass
+    return got.decode()
 
 
 def _hold_meta(bootstrap: str, prefix: str) -> Producer:
@@ -91,6 +104,8 @@ async def test_a_view_that_cannot_be_known_current_is_not_up_to_date(
             assert not _claims(polled, tail), polled
             booted = await _get(session, f"{b}/v1/stream/{stream}/bootstrap")
             assert not _claims(booted, tail), booted
+            tailed = await _sse(session, f"{b}/v1/stream/{stream}?offset={first_tail}&live=sse")
+            assert '"upToDate":true' not in tailed, tailed
         finally:
             holder.abort_transaction(30)
         assert await _until_up_to_date(session, read, tail) == "onetwo"
