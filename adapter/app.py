@@ -70,6 +70,7 @@ from adapter.service.streams import StreamService, wall_clock_ms
 from adapter.service.tier_gc import TierCollector
 from adapter.service.tiering import TierPolicy, TierWorker
 from adapter.state.catalog import Catalog
+from adapter.state.currency import ViewAge
 from adapter.state.follower import MetaFollower
 from adapter.state.records import stream_of_key
 from adapter.state.store import FileStore, catalog_file_name
@@ -248,6 +249,7 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
         bucket_service,
         reads,
         hub,
+        ViewAge(settings.max_view_age_ms / 1000),
         limits=stream_machine.Limits(settings.max_append_messages, settings.max_snapshot_bytes),
         mounted=mounted,
         relay=AccessRelay(router, siblings, settings.owner_renewal_entries),
@@ -482,6 +484,12 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         follow = asyncio.create_task(parts.follower.follow(), name="follower")
         follow.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(follow)
+        await parts.follower.measure(parts.streams.view)  # ready as current as can be told
+        current = asyncio.create_task(
+            parts.follower.keep_current(parts.streams.view), name="view-currency"
+        )
+        current.add_done_callback(lambda done: _report(done, fatal))
+        tasks.append(current)
         collect = asyncio.create_task(parts.collector.run(), name="snapshot-collector")
         collect.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(collect)

@@ -91,6 +91,7 @@ class Settings:
     catalog_cache_bytes: int = 0
     catalog_checkpoint_ms: int = 30_000
     expired_gc_grace_ms: int = 600_000
+    max_view_age_ms: int = 5_000
     long_poll_timeout_ms: int = 20_000
     sse_max_duration_ms: int = 60_000
     sse_heartbeat_ms: int = 15_000
@@ -273,6 +274,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "catalog_cache_bytes": ("server", "catalog_cache_bytes"),
     "catalog_checkpoint_ms": ("server", "catalog_checkpoint_ms"),
     "expired_gc_grace_ms": ("server", "expired_gc_grace_ms"),
+    "max_view_age_ms": ("server", "max_view_age_ms"),
     "long_poll_timeout_ms": ("live", "long_poll_timeout_ms"),
     "sse_max_duration_ms": ("live", "sse_max_duration_ms"),
     "sse_heartbeat_ms": ("live", "sse_heartbeat_ms"),
@@ -504,6 +506,7 @@ def validate(settings: Settings) -> None:
         ),
         (settings.max_message_bytes >= 65536, "max_message_bytes must be >= 65536"),
         (settings.kafka_timeout_ms >= 100, "kafka_timeout_ms must be >= 100"),
+        (settings.max_view_age_ms >= 100, "max_view_age_ms must be >= 100"),
         (
             1 <= settings.max_append_messages <= 50_000,
             "max_append_messages must be in 1..50000",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,10 +95,15 @@ class Pair:
 
 @asynccontextmanager
 async def two_instances(
-    bootstrap: str, prefix: str, tmp_path: Path, total_s: float = 30
+    bootstrap: str,
+    prefix: str,
+    tmp_path: Path,
+    total_s: float = 30,
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Pair]:
-    """Instances `a` and `b` (logs `a.log`, `b.log` in `tmp_path`) once each owns slots."""
-    env = cluster_env(bootstrap, prefix, tmp_path)
+    """Instances `a` and `b` (logs `a.log`, `b.log` in `tmp_path`) once each owns slots;
+    `env` adds to (or overrides) their settings."""
+    env = cluster_env(bootstrap, prefix, tmp_path) | dict(env or {})
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=total_s)) as session:
         with (
             running_adapter(env, tmp_path / "a.log", free_port()) as a,

@@ -26,6 +26,15 @@ one instance id would fence each other in turn: one found in the group under ano
 start is refused (unless nothing listens at that URL any more: our killed former incarnation,
 such as a worker of a `serve --workers` instance restarted whole, whose ports are new), and a
 member fenced by a newcomer stops the process (exit 1).
+
+The group is described (who holds our id, under which URL) only at start, before serving: the
+description is an admin request to the group's coordinator, and librdkafka 2.16 aborts the
+process when the coordinator's connection drops under one (a broker flapping killed an
+instance that way). A member fenced while serving, which happens when the coordinator moved
+while it rejoined, rejoins without asking; one fenced `REFENCES` times within
+`REFENCE_WINDOW_S` is taken for one of two live processes fencing each other in turn (the
+other started while the group could not be described) and stops (exit 1). A coordinator that
+moves is a rare event; two members with one id fence each other at every join.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import concurrent.futures
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -50,11 +60,18 @@ from topology.naming import owners_group, slots_topic
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2
+REFENCES = 10  # fences within the window that mean another live process has our instance id
+REFENCE_WINDOW_S = 60.0
 LEAVE_POLLS = 10  # after unsubscribe(): the revocation comes in the first, the rest is spare
 
 
 class InstanceIdInUse(RuntimeError):
     """Another live process is the owners' group member with this instance's id."""
+
+
+def recent_fences(fences: list[float], now: float) -> list[float]:
+    """The times the owners' consumer was fenced within `REFENCE_WINDOW_S`, `now` included."""
+    return [at for at in fences if now - at < REFENCE_WINDOW_S] + [now]
 
 
 def heartbeat_ms(session_timeout_ms: int) -> int:
@@ -153,18 +170,29 @@ class SlotOwnership:
             return self._consumer is not None and slot in self._held
 
     def _run(self) -> None:
+        try:
+            self._refuse_an_impostor()  # at start only: see the module's docstring
+        except InstanceIdInUse as error:
+            log.error("%s", error)
+            self._fail(error)
+            return
+        fences: list[float] = []
         while not self._stop.is_set():
-            try:
-                self._refuse_an_impostor()
-            except InstanceIdInUse as error:
-                log.error("%s", error)
-                self._fail(error)
-                return
             if not self._member():
                 return
-            # Fenced, yet no other process holds our id: our own earlier membership did it
-            # (the group coordinator restarted or moved while we rejoined). Join again.
-            log.warning("the owners' consumer was fenced by its own earlier membership; rejoining")
+            fences = recent_fences(fences, time.monotonic())
+            if len(fences) >= REFENCES:
+                refused = InstanceIdInUse(
+                    f"the owners' consumer was fenced {len(fences)} times within "
+                    f"{REFENCE_WINDOW_S:.0f}s: another live process serves with instance id "
+                    f"{self.instance_id!r}; give each instance its own instance_id"
+                )
+                log.error("%s", refused)
+                self._fail(refused)
+                return
+            # Fenced by our own earlier membership (the group coordinator restarted or moved
+            # while we rejoined), as far as can be told without describing the group.
+            log.warning("the owners' consumer was fenced, by its own earlier membership; rejoining")
 
     def _member(self) -> bool:
         """Be a member of the owners' group until stopped; True if fenced (to rejoin)."""

@@ -83,6 +83,7 @@ async def long_poll(
         meta = await service.wait_for_data(ref, position, timeout_s)
     cursor = {"Stream-Cursor": next_cursor(service.clock(), request.query.get("cursor"))}
     if position >= meta.next_offset:
+        service.at_tail(ref)  # a 204 says up to date
         return None, meta, cursor
     return await reads.read(ref, position, bounds), meta, cursor  # one read for all woken here
 
@@ -194,6 +195,8 @@ class _SseSession:
                 chunk = await self.service.read(Read(self.ref, position))
                 events = chunk_events(chunk, self.service.clock())
             elif meta.closed or not self.announced:
+                if not meta.closed:
+                    self.service.at_tail(self.ref)  # `upToDate`: else the session ends, to resume
                 events = tail_events(position, meta.closed, self.service.clock())
             else:
                 return position, False  # nothing awaited since `meta`: safe to park

@@ -117,6 +117,7 @@ class SnapshotService:
     async def bootstrap(self, ref: StreamRef) -> Bootstrap:
         """Start a bootstrap: the stream (its tail bounds what follows) and its snapshot."""
         meta = self.streams.accessed(ref)
+        self.streams.at_tail(ref)  # its headers say up to date before any part is read
         pointer = self.streams.snapshot(meta)
         if pointer is None:
             return Bootstrap(meta, None, b"")

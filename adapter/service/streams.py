@@ -49,6 +49,7 @@ from adapter.service.reads import ReadPath
 from adapter.service.records import write_records
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
+from adapter.state.currency import ViewAge
 from adapter.state.records import SnapshotPointer, StreamMeta, producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
@@ -72,6 +73,7 @@ class StreamService:
         buckets: StreamBuckets,
         reads: ReadPath,
         hub: LiveHub,
+        view: ViewAge,
         clock: Clock = wall_clock_ms,
         limits: machine.Limits = machine.DEFAULT_LIMITS,
         mounted: MountedStreams | None = None,
@@ -84,6 +86,7 @@ class StreamService:
         self.reads = reads
         self.moments = Moments(reads)
         self.hub = hub
+        self.view = view  # how recently every acknowledged change was known to be followed
         self.clock = clock
         self.limits = limits
         self.topics = buckets.topics
@@ -408,7 +411,7 @@ class StreamService:
             return await self.mounted.read(command.ref, command.start, command.bounds)
         meta = self.accessed(command.ref, reader)
         topic = self.buckets.topic(command.ref.bucket_id)
-        return await self.reads.read(topic, meta, command.start, command.bounds)
+        return self.vouched(await self.reads.read(topic, meta, command.start, command.bounds))
 
     async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
         """Where a read by time starts: the stream's first message appended at or after `at_ms`
@@ -417,6 +420,34 @@ class StreamService:
             return await self.mounted.offset_at(ref, at_ms)
         meta = self.existing(ref)
         return await self.moments.offset_at(self.buckets.topic(ref.bucket_id), meta, at_ms)
+
+    def vouched(self, chunk: Chunk) -> Chunk:
+        """The chunk, up to date only if this instance's view is known to be current
+        (`adapter/state/currency.py`): a tail it cannot vouch for may have been passed by an
+        acknowledged append it has not followed. Messages are still served (without
+        `Stream-Up-To-Date`, the client reads on); nothing at all is 503, retry later."""
+        if not chunk.up_to_date or self.view.current():
+            return chunk
+        if not chunk.messages:
+            raise LogUnavailable(self.stale_view())
+        return replace(chunk, up_to_date=False)
+
+    def at_tail(self, ref: StreamRef) -> None:
+        """Before answering that a stream has nothing past its tail (a long-poll's 204, a
+        bootstrap): 503 unless this instance's view is known to be current. A mounted
+        topic's tails come from its own index, not from the meta follower."""
+        if self.mounted is not None and self.mounted.covers(ref.bucket_id):
+            return
+        if not self.view.current():
+            raise LogUnavailable(self.stale_view())
+
+    def stale_view(self) -> str:
+        age = self.view.age_s()
+        since = "never" if age is None else f"{age:.1f}s ago"
+        return (
+            "this instance cannot tell whether the stream has newer data: it last knew it had "
+            f"followed every acknowledged write {since} (max_view_age_ms); retry"
+        )
 
     # -- waiting for changes ---------------------------------------------------------------
 

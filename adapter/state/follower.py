@@ -60,6 +60,7 @@ from adapter.log.errors import LogUnavailable
 from adapter.log.reader import bounded_prefetch, poll_batch
 from adapter.log.writer import StateWritten
 from adapter.state.catalog import Catalog
+from adapter.state.currency import ViewAge
 from adapter.state.fresh import Fresh
 from topology.kafka_client import KafkaAccess, refusal_of
 from topology.naming import StateTopics
@@ -68,6 +69,7 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.2
 WRITTEN_WAIT_S = 2.0  # how long `seen_written` waits for the transactions open when asked
+MEASURE_EVERY_S = 0.5  # how often the view's currency is measured (at most)
 # librdkafka prefetches ahead of what is polled until its queue holds 100,000 messages of a
 # partition or 64 MiB in all (`queued.min.messages`, `queued.max.messages.kbytes`): native
 # memory, which glibc keeps once freed. State records are small and applying them, not
@@ -185,6 +187,29 @@ class MetaFollower:
         ended only when its slot's next owner fences it, seconds later, and the writes that
         wait here need not stall that long for a race of milliseconds."""
         await self._reach(await self._written_ends.get(), within_s)
+
+    async def measure(self, view: ViewAge) -> bool:
+        """Note in `view` that every change acknowledged before now is followed, once it is
+        (`adapter/state/currency.py`); False if that could not be told within its bound."""
+        asked_at = view.clock()  # before the question: the ends are taken after it
+        try:
+            # Asked at once rather than shared through `seen_written`: a shared query may have
+            # started before `asked_at`, and a queued one ages the answer by the one before.
+            ends = await self._query_written_ends()
+            await self._reach(ends, view.max_age_s)
+        except LogUnavailable as error:
+            log.debug("the view's currency not measured: %s", error)
+            return False
+        view.reached(asked_at)
+        return True
+
+    async def keep_current(self, view: ViewAge) -> None:
+        """`measure` over and over, a few times within the view's bound; until cancelled."""
+        every_s = min(MEASURE_EVERY_S, view.max_age_s / 4)
+        while True:
+            began = view.clock()
+            await self.measure(view)
+            await asyncio.sleep(max(0.0, began + every_s - view.clock()))  # slow: go on at once
 
     async def _reach(self, ends: dict[str, int], within_s: float) -> None:
         loop = asyncio.get_running_loop()

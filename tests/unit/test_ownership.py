@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import MemberAssignment, MemberDescription
 
-from adapter.cluster.ownership import heartbeat_ms, impostor
+from adapter.cluster.ownership import (
+    REFENCE_WINDOW_S,
+    REFENCES,
+    heartbeat_ms,
+    impostor,
+    recent_fences,
+)
 
 
 @pytest.mark.parametrize(
@@ -31,3 +37,21 @@ def test_our_former_incarnation_is_no_impostor() -> None:
 
 def test_our_instance_id_under_another_url_is_an_impostor() -> None:
     assert impostor([_member("a", "http://b:1")], "a", "http://a:1") == "http://b:1"
+
+
+def test_fences_older_than_the_window_are_forgotten() -> None:
+    assert recent_fences([0.0, 10.0], REFENCE_WINDOW_S + 5) == [10.0, REFENCE_WINDOW_S + 5]
+
+
+def test_a_coordinator_moving_every_few_seconds_never_reaches_the_limit() -> None:
+    fences: list[float] = []
+    for turn in range(100):  # a flap: the coordinator moves every 12 s
+        fences = recent_fences(fences, turn * 12.0)
+        assert len(fences) < REFENCES
+
+
+def test_two_members_fencing_each_other_at_every_join_reach_it() -> None:
+    fences: list[float] = []
+    for turn in range(REFENCES):  # one join a second
+        fences = recent_fences(fences, float(turn))
+    assert len(fences) == REFENCES

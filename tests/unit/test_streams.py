@@ -37,6 +37,7 @@ from adapter.service.records import write_records
 from adapter.service.state_entries import write_entries
 from adapter.service.streams import StreamService
 from adapter.state.catalog import Catalog
+from adapter.state.currency import ViewAge
 from adapter.state.records import ProducerRecord, StreamMeta, decode, decode_as
 from adapter.tier.cold import ColdReader
 from tests.unit.support.histories import LONG_COMMANDS, REF, Command, create
@@ -209,8 +210,10 @@ class _Run:
             ColdReader(LocalObjectStore(Path("never-read")), 0),  # nothing is tiered here
             self.catalog,
         )
+        current = ViewAge(1.0, clock=lambda: 0.0)  # one log, nothing to follow: always current
+        current.reached(0.0)
         self.service = StreamService(
-            self.catalog, self.writers, self.buckets, reads, LiveHub(), clock=lambda: NOW
+            self.catalog, self.writers, self.buckets, reads, LiveHub(), current, clock=lambda: NOW
         )
         partition = partition_for(stream_key(REF.stream_id), PARTITIONS)
         self.model = _Model(bucket.topic, partition)
