@@ -19,6 +19,7 @@ from topology.errors import (
     TopologyError,
     TopologyMismatch,
 )
+from topology.group_members import describe
 from topology.kafka_client import KafkaAccess, denied, serve_callbacks
 from topology.management import TopicPolicy, config_findings
 from topology.plan import kafka_topics_command
@@ -225,17 +226,16 @@ class TopologyAdmin:
 
     async def group_instance_ids(self, group: str) -> list[str]:
         """The members of a consumer group, by static instance id (else client id): none
-        when the group does not exist."""
-        futures = self._client.describe_consumer_groups([group], request_timeout=self.timeout_s)
+        when the group does not exist. Asked by a child process (`group_members.py`)."""
         try:
-            described = await self._wait(futures[group])
+            members = await asyncio.to_thread(describe, self.kafka, group, self.timeout_s)
         except KafkaException as error:
             # Describing needs Describe on the group, which Kafka implies from Read: the grant
             # an instance is documented to need (topology/acls.py), so the one to name.
             raise _translate(
                 error, f"describing group {group}", ("Read", group), kind="Group"
             ) from error
-        return [m.group_instance_id or m.client_id for m in described.members]
+        return [m.group_instance_id or m.client_id for m in members]
 
     async def topic_id(self, topic: str) -> str:
         """The topic's id: a topic deleted and created again under its name has a new one."""

@@ -50,10 +50,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
-from confluent_kafka.admin import AdminClient, MemberDescription
 
 from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
+from topology.errors import TopologyError
+from topology.group_members import Member, describe
 from topology.kafka_client import KafkaAccess, denied
 from topology.naming import owners_group, slots_topic
 
@@ -256,13 +257,9 @@ class SlotOwnership:
 
     def _refuse_an_impostor(self) -> None:
         """Refuse to start when our instance id is a member serving under another URL."""
-        admin = AdminClient(self.kafka.config({}, "librdkafka.owners"))
-        # librdkafka's own deadline ends the request (a described group timing out in our
-        # wait instead once crashed librdkafka, see docs/architecture.md, "Forwarding").
-        groups = admin.describe_consumer_groups([self.group], request_timeout=self.timeout_s)
         try:
-            members = groups[self.group].result(self.timeout_s + 1).members
-        except (KafkaException, concurrent.futures.TimeoutError) as error:
+            members = describe(self.kafka, self.group, self.timeout_s)
+        except (KafkaException, TopologyError) as error:
             log.warning("cannot check the owners' group for our instance id: %s", error)
             return
         other = impostor(members, self.instance_id, self.url)
@@ -341,7 +338,7 @@ class SlotOwnership:
             pass
 
 
-def impostor(members: Iterable[MemberDescription], instance_id: str, url: str) -> str | None:
+def impostor(members: Iterable[Member], instance_id: str, url: str) -> str | None:
     """The URL another process serves under while holding our instance id, if any.
 
     The same URL is our own former incarnation (killed, not yet expired): taking its place is

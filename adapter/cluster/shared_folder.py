@@ -19,7 +19,8 @@ An instance whose marker is in our folder shares it; one without does not:
 
 The later check asks Kafka nothing: describing a group is a coordinator request of
 librdkafka's admin client, which aborts the process when the coordinator's connection drops
-under it (a known bug of librdkafka 2.16), so it is made once, at start, and never while serving.
+under it (a known bug of librdkafka 2.16), so it is made once, at start, by a child process
+(`topology/group_members.py`), and never while serving.
 
 `cold_dir_shared = true` skips the markers and trusts the operator's word.
 """

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from confluent_kafka.admin import MemberAssignment, MemberDescription
 
 from adapter.cluster.ownership import (
     REFENCE_WINDOW_S,
@@ -12,6 +11,7 @@ from adapter.cluster.ownership import (
     impostor,
     recent_fences,
 )
+from topology.group_members import Member
 
 
 @pytest.mark.parametrize(
@@ -23,10 +23,8 @@ def test_owners_heartbeat_is_a_third_of_the_session_at_most_a_second(
     assert heartbeat_ms(session_ms) == heartbeat
 
 
-def _member(instance_id: str, client_id: str) -> MemberDescription:
-    return MemberDescription(
-        "m", client_id, "/127.0.0.1", MemberAssignment([]), group_instance_id=instance_id
-    )
+def _member(instance_id: str, client_id: str) -> Member:
+    return Member(group_instance_id=instance_id, client_id=client_id)
 
 
 def test_our_former_incarnation_is_no_impostor() -> None:
