@@ -5,6 +5,7 @@ snapshot's retention, a fork made before it keeping its own range."""
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from aiohttp import ClientResponse
 from adapter.app import PARTS, create_app
 from adapter.service.tier_gc import TierCollector
 from adapter.tier import chunks
+from tests.cluster import SLOTS, signal_adapter, stream_in, two_instances, until_owned
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.integration.test_retention import _bootstrap, _pass
 from tests.integration.test_tiering import catch_up, manifest, tier_settings, tier_until_done
@@ -255,3 +257,33 @@ async def test_a_trimmed_tiered_streams_chunks_are_collected(
     assert await catch_up(client, f"/{bucket}/cut", mid) == rest_reference
     below = await client.get(f"/{bucket}/cut", params={"offset": "-1"})
     assert (below.status, below.headers[EARLIEST]) == (410, mid)
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(300)
+async def test_a_trim_through_another_instance_holds_there_at_once_and_across_an_owner_kill(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"trim{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        url = f"{b}/v1/stream/{stream_in(prefix, pair.owners[a], 't')}"  # forwarded to a
+        assert (await session.put(url, headers=TEXT)).status == 201
+        tokens = []
+        for body in (b"a1", b"a2", b"a3"):
+            async with session.post(url, data=body, headers=TEXT) as appended:
+                assert appended.status == 204
+                tokens.append(appended.headers["Stream-Next-Offset"])
+        cut = tokens[1]
+        async with session.post(f"{url}/trim", json={"before": cut}) as trimmed:
+            assert (trimmed.status, trimmed.headers[EARLIEST]) == (204, cut)
+        async with session.get(url, params={"offset": "-1"}) as gone:  # b's catalog shows it
+            assert (gone.status, gone.headers[EARLIEST]) == (410, cut)
+        signal_adapter(int(a.rsplit(":", 1)[1]), signal.SIGKILL)
+        await until_owned(session, {b: SLOTS})
+        async with session.get(url, params={"offset": tokens[0]}) as gone:
+            assert (gone.status, gone.headers[EARLIEST]) == (410, cut)
+        async with session.get(url, params={"offset": cut}) as kept:
+            assert (kept.status, await kept.read()) == (200, b"a3")
+        async with session.post(f"{url}/trim", json={"before": tokens[0]}) as backwards:
+            assert (backwards.status, backwards.headers[EARLIEST]) == (204, cut)
