@@ -17,7 +17,17 @@ from adapter.cluster.routing import Router
 from adapter.cluster.shared_folder import FolderGuard
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
-from adapter.http import bootstrap, buckets, console, fences, health, openapi, snapshots, streams
+from adapter.http import (
+    bootstrap,
+    buckets,
+    console,
+    fences,
+    health,
+    openapi,
+    snapshots,
+    streams,
+    trims,
+)
 from adapter.http.auth import GATE, auth_middleware
 from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
@@ -427,13 +437,13 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     # Before `/{bucket}/{stream}`, which `/ui/x` fits; the seeker asks Kafka for positions.
     console.add_routes(app, settings.console, Seeker(parts.reader))
     app.add_routes(buckets.routes)
-    # Routes match in the order they are added. A flat stream's snapshot, bootstrap and fence
+    # Routes match in the order they are added. A flat stream's snapshot, bootstrap, fence and trim
     # URLs must come before `/v1/stream/{path}` (which would take them as stream paths), and
     # the bucketed ones after it (`/{bucket}/{stream}/snapshot` would take `/v1/stream/snapshot`).
-    for sub_resources in (snapshots, bootstrap, fences):
+    for sub_resources in (snapshots, bootstrap, fences, trims):
         sub_resources.add_routes(app, streams.FLAT_ROUTE)
     streams.add_routes(app)
-    for sub_resources in (snapshots, bootstrap, fences):
+    for sub_resources in (snapshots, bootstrap, fences, trims):
         sub_resources.add_routes(app, streams.BUCKETED_ROUTE)
     app.cleanup_ctx.append(_lifecycle)
     if settings.auth_mode == "jwt" and settings.auth_jwt_jwks_url:

@@ -25,9 +25,8 @@ from adapter.http.render import Handler, json_response
 from adapter.protocol.commands import Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id, validate_stream_id
-from adapter.protocol.offsets import encode, parse_offset
+from adapter.protocol.offsets import encode, parse_offset, resolve_start
 from adapter.protocol.snapshots import check_readable
-from adapter.service.reads import resolve_start
 from adapter.service.seeking import Located, Seeker
 from adapter.state.records import MountMeta, StreamMeta
 

@@ -37,6 +37,7 @@ from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id
 from adapter.protocol.offsets import encode, parse_offset
+from adapter.protocol.snapshots import EARLIEST_HEADER
 from adapter.service.forwarded import ForwardedOutcomes, Sent
 
 log = logging.getLogger(__name__)
@@ -260,9 +261,14 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
 
 def _tagged(request: web.Request, route: Forward, headers: CIMultiDict[str]) -> Sent | None:
     """For a stream's append, creation or deletion: what to look for if the owner goes silent
-    (its id goes in `headers`). Snapshot publishes, fences and bucket writes are not tagged."""
+    (its id goes in `headers`). Snapshot publishes, fences, trims and bucket writes are not
+    tagged."""
     info = request.match_info
-    if _is_publish(request) or _is_fence(request) or ("path" not in info and "stream" not in info):
+    if (
+        _is_publish(request)
+        or _state_only(request)
+        or ("path" not in info and "stream" not in info)
+    ):
         return None
     sent = request.app[OUTCOMES].sent(stream_ref(request), route.slot)
     headers[FORWARD_ID] = sent.forward_id
@@ -314,10 +320,11 @@ def _is_publish(request: web.Request) -> bool:
     return request.method == "PUT" and "offset" in request.match_info
 
 
-def _is_fence(request: web.Request) -> bool:
-    """A fence writes no record to learn its outcome by: a silent owner's answer is 503/504."""
+def _state_only(request: web.Request) -> bool:
+    """A fence or a trim writes no record to learn its outcome by: a silent owner's answer is
+    503/504."""
     resource = request.match_info.route.resource
-    return resource is not None and resource.canonical.endswith("/fence")
+    return resource is not None and resource.canonical.endswith(("/fence", "/trim"))
 
 
 async def _read_your_writes(request: web.Request, response: web.Response) -> None:
@@ -328,6 +335,9 @@ async def _read_your_writes(request: web.Request, response: web.Response) -> Non
     ref = stream_ref(request)
     if _is_publish(request):  # a publish moves no tail: wait for its pointer
         await _snapshot_applied(request, ref)
+        return
+    if (earliest := response.headers.get(EARLIEST_HEADER)) is not None:  # a trim's answer
+        await _trim_applied(request, ref, earliest)
         return
     if request.method == "DELETE":
         tail = None
@@ -346,6 +356,14 @@ async def _snapshot_applied(request: web.Request, ref: StreamRef) -> None:
         return
     if not await request.app[STREAMS].snapshot_applied(ref, offset, READ_YOUR_WRITES_S):
         log.info("forwarded publish to %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
+
+
+async def _trim_applied(request: web.Request, ref: StreamRef, earliest: str) -> None:
+    offset = parse_offset(earliest)
+    if not isinstance(offset, int):
+        return
+    if not await request.app[STREAMS].trim_applied(ref, offset, READ_YOUR_WRITES_S):
+        log.info("forwarded trim of %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
 
 
 async def _bucket_applied(request: web.Request) -> None:

@@ -20,8 +20,9 @@ from adapter.protocol.caching import NO_CACHE, NO_STORE
 from adapter.protocol.commands import Chunk, Read, StreamRef
 from adapter.protocol.cursors import next_cursor, parse_cursor
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.offsets import ReadFrom, encode
+from adapter.protocol.offsets import ReadFrom, encode, resolve_start
 from adapter.protocol.read_options import UNBOUNDED, Bounds
+from adapter.protocol.snapshots import check_readable
 from adapter.protocol.sse import (
     CONTENT_TYPE,
     ENCODING_HEADER,
@@ -30,7 +31,6 @@ from adapter.protocol.sse import (
     tail_events,
     uses_base64,
 )
-from adapter.service.reads import resolve_start
 from adapter.service.streams import StreamService
 from adapter.state.records import StreamMeta
 from topology.errors import BrokerUnavailable
@@ -111,6 +111,7 @@ async def sse(
     limits: LiveLimits,
 ) -> web.StreamResponse:
     meta = service.accessed(ref, reader_of(request))
+    check_readable(meta, start)  # 410 below the earliest offset, before the stream of events
     response = web.StreamResponse(status=200)
     response.headers["Content-Type"] = CONTENT_TYPE
     response.headers["Cache-Control"] = NO_CACHE

@@ -23,6 +23,9 @@ _STREAM_HEADERS = {
     "Stream-Up-To-Date": "`true` when the answer reaches the tail",
     "Stream-Closed": "`true` once the stream is closed",
     "Stream-Cursor": "the live cursor to send back as `cursor`",
+    "Stream-Earliest-Offset": (
+        "the stream's earliest readable offset: with a 410 below it, and in a trim's answer"
+    ),
     "ETag": "the answer's entity tag (weak, `W/`, when the body is coded)",
     "Content-Encoding": "`gzip` or `zstd`: a GET's 200 body coded as `Accept-Encoding` allowed",
     "Vary": "`Accept-Encoding` on a GET's 200 that could be coded, beside `Origin` and others",
@@ -208,6 +211,30 @@ def _stream_operations() -> Json:
     }
 
 
+def _trim_operation() -> Json:
+    """`POST {stream}/trim`: its JSON body named, unlike the byte bodies of other writes."""
+    operation = _op(
+        "remove the stream's messages below an offset (admin scope)",
+        {204: "trimmed, or already trimmed at or past it: Stream-Earliest-Offset says where"},
+        (*_ROUTING, 403, 410, 504),
+    )
+    before = {
+        "type": "string",
+        "description": "an offset token, `now` (the tail) or `-1` (nothing); past the tail: 400",
+    }
+    schema = {
+        "type": "object",
+        "properties": {"before": before},
+        "required": ["before"],
+        "additionalProperties": False,
+    }
+    operation["requestBody"] = {
+        "required": True,
+        "content": {"application/json": {"schema": schema}},
+    }
+    return operation
+
+
 def _paths() -> Json:
     health = {"get": _op("liveness", {200: "the process answers"}, (), public=True)}
     ready = {"get": _op("readiness, every check", {200: "ready"}, (), public=True)}
@@ -248,6 +275,7 @@ def _paths() -> Json:
             headers=("Stream-Fencing-Token",),
         )
     }
+    trim = {"post": _trim_operation()}
     spec = {
         "/healthz": health,
         "/readyz": ready,
@@ -260,10 +288,12 @@ def _paths() -> Json:
         "/{bucket}/{stream}/snapshot/{offset}": snapshot,
         "/{bucket}/{stream}/bootstrap": bootstrap,
         "/{bucket}/{stream}/fence": fence,
+        "/{bucket}/{stream}/trim": trim,
         "/v1/stream/{path}/snapshot": snapshot_latest,
         "/v1/stream/{path}/snapshot/{offset}": snapshot,
         "/v1/stream/{path}/bootstrap": bootstrap,
         "/v1/stream/{path}/fence": fence,
+        "/v1/stream/{path}/trim": trim,
         **_console_paths(),
     }
     spec["/{bucket}"] = _linked(bucket, "put", "createBucket", 201, "createStream")

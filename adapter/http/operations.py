@@ -70,6 +70,11 @@ def append_or_admin(request: web.Request) -> Need:
     return Need(Operation.APPEND, _stream_bucket(request), or_else=Operation.ADMIN)
 
 
+def admin_of_stream(request: web.Request) -> Need:
+    """Trimming a stream removes data for every reader: its administrators (admin) only."""
+    return Need(Operation.ADMIN, _stream_bucket(request))
+
+
 def _stream_bucket(request: web.Request) -> str:
     info = request.match_info
     if "path" in info:

@@ -64,6 +64,15 @@ class Fence:
 
 
 @dataclass(frozen=True)
+class Trim:
+    """Remove the stream's messages below `before` (`POST {stream}/trim`): a Kafka offset, or
+    `now` (its tail) or `-1` (its beginning: nothing)."""
+
+    ref: StreamRef
+    before: ReadFrom
+
+
+@dataclass(frozen=True)
 class PublishSnapshot:
     """A snapshot blob already stored under `object_key`, to become the stream's latest."""
 

@@ -38,6 +38,14 @@ HELP: dict[str, tuple[str, str]] = {
         "a JSON-mode body that is not one JSON text in UTF-8",
         "Send one JSON text in UTF-8.",
     ),
+    "invalid_trim": (
+        'a `POST {stream}/trim` JSON body that is not `{"before": "<offset token>"}` (another field, `at`, or a `before` that is not a string)',
+        'Send `{"before": "<offset token>"}` with a token taken from `Stream-Next-Offset` (or `now`).',
+    ),
+    "trim_beyond_tail": (
+        "a trim whose `before` is past the stream's tail (a trim never clamps)",
+        "Trim at most to the tail: send a token the server gave you, or `now`.",
+    ),
     "invalid_mount": (
         'a `PUT /{bucket}` JSON body that is not `{"mount": {...}}` with a valid topic name, media type, header name, `key_encoding` `utf8`, a boolean `appends` and no unknown field',
         "Fix the mount body as the message says.",
@@ -154,7 +162,7 @@ HELP: dict[str, tuple[str, str]] = {
         "The stream or bucket was deleted; it will not come back under this URL's history.",
     ),
     "offset_gone": (
-        "a read (or a snapshot) below the earliest retained offset; carries `Stream-Earliest-Offset`",
+        "a read (or a snapshot, or a fork) below the earliest retained offset, moved by a snapshot or a trim; carries `Stream-Earliest-Offset`",
         "That data is below the retained range: read from `Stream-Earliest-Offset`, or rebuild from `/bootstrap`.",
     ),
     "precondition_failed": (

@@ -18,6 +18,8 @@ class ErrorCode(Enum):
     INVALID_TIME = ("invalid_time", 400)
     INVALID_JSON = ("invalid_json", 400)
     INVALID_MOUNT = ("invalid_mount", 400)
+    INVALID_TRIM = ("invalid_trim", 400)
+    TRIM_BEYOND_TAIL = ("trim_beyond_tail", 400)
     EMPTY_BODY = ("empty_body", 400)
     EMPTY_JSON_ARRAY = ("empty_json_array", 400)
     INVALID_PRODUCER_EPOCH = ("invalid_producer_epoch", 400)

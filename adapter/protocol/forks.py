@@ -37,13 +37,14 @@ def retained(
 ) -> SnapshotPointer | None:
     """The snapshot a fork inherits with its source's retention, if the source has one.
 
-    The source's records below its earliest retained offset are replaced by its snapshot (and
-    Kafka may have dropped them), so a fork from there on starts retained at the same offset
-    with the same snapshot, and a fork below it is 410 like a read there."""
-    if source.retained_from is None:
-        return None
-    if at < source.retained_from:
+    The source's records below its earliest retained offset are replaced by its snapshot or
+    trimmed (and Kafka may have dropped them), so a fork from there on starts retained at the
+    same offset with the same snapshot, if one is visible, and a fork below it is 410 like a
+    read there."""
+    if at < source.earliest_offset:
         raise gone_before(source)
+    if source.snapshot_offset is None:
+        return None
     if snapshot is None:  # pointer and retention commit together: only a lagging catalog
         raise ProtocolError(ErrorCode.UNAVAILABLE, "the source's snapshot is not known yet")
     return snapshot

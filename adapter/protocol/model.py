@@ -63,6 +63,8 @@ class StreamMeta:
     soft_deleted: bool = False
     retained_from: int | None = None
     fencing_token: str | None = None  # what appends must carry in `Stream-Fencing-Token`
+    trimmed_to: int | None = None  # `POST {stream}/trim`: its messages below are removed
+    trimmed_at_ms: int | None = None  # when `trimmed_to` last moved (storage follows later)
 
     @property
     def key(self) -> str:
@@ -70,8 +72,23 @@ class StreamMeta:
 
     @property
     def earliest_offset(self) -> int:
-        """The first offset still readable: its snapshot's, else the start of its history."""
-        return self.history_start if self.retained_from is None else self.retained_from
+        """The first offset still readable: the further of its snapshot's and its trim's, else
+        the start of its history."""
+        floor = self.history_start if self.retained_from is None else self.retained_from
+        return floor if self.trimmed_to is None else max(floor, self.trimmed_to)
+
+    @property
+    def retains(self) -> bool:
+        """Whether a snapshot or a trim moved its earliest offset (reads below answer 410)."""
+        return self.retained_from is not None or self.trimmed_to is not None
+
+    @property
+    def snapshot_offset(self) -> int | None:
+        """Where its visible snapshot is: where it retains from, unless a trim went past it
+        (the messages that would follow that snapshot are gone, so it rebuilds nothing)."""
+        if self.retained_from is None or self.earliest_offset > self.retained_from:
+            return None
+        return self.retained_from
 
     @property
     def history_start(self) -> int:
@@ -152,7 +169,9 @@ class SnapshotPointer:
 
     def belongs_to(self, meta: StreamMeta) -> bool:
         """Whether this is the stream's visible snapshot (not one of an earlier stream)."""
-        return meta.created_at_ms == self.stream_created_at_ms and meta.retained_from == self.offset
+        return (
+            meta.created_at_ms == self.stream_created_at_ms and meta.snapshot_offset == self.offset
+        )
 
 
 def snapshot_key(bucket_id: str, stream_id: str) -> str:

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Final, TypeAlias
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import StreamMeta
 from topology.wire import decode_token, encode_token
 
 
@@ -52,3 +53,10 @@ def parse_offset(value: str | None) -> ReadFrom:
     except ValueError as error:
         message = f"offset {value!r} {error}: use -1, now, or a Stream-Next-Offset value"
         raise ProtocolError(ErrorCode.INVALID_OFFSET, message) from None
+
+
+def resolve_start(meta: StreamMeta, start: ReadFrom) -> int:
+    """The Kafka offset a read begins at. Positions before the stream began mean its start."""
+    if isinstance(start, Start):
+        return meta.history_start if start is BEGINNING else meta.next_offset
+    return max(start, meta.history_start)

@@ -2,10 +2,11 @@
 
 A snapshot at offset `o` folds the stream's messages before `o`; publishing it makes `o` the
 stream's earliest retained offset (`StreamMeta.retained_from`), so every read below it (and
-from `-1`) answers 410 with `Stream-Earliest-Offset`. Every Kafka offset from the start of a
-stream's history to its tail falls between two records, so each is a message boundary of the
-stream (the same boundaries ordinary reads and `/bootstrap` use); offsets before the history
-begins are not positions of this stream.
+from `-1`) answers 410 with `Stream-Earliest-Offset`. A trim (`StreamMeta.trimmed_to`) moves
+the earliest offset the same way without a snapshot; the further of the two holds. Every
+Kafka offset from the start of a stream's history to its tail falls between two records, so
+each is a message boundary of the stream (the same boundaries ordinary reads and `/bootstrap`
+use); offsets before the history begins are not positions of this stream.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def check_publish(meta: StreamMeta, command: PublishSnapshot, max_bytes: int, no
             ErrorCode.OFFSET_BEYOND_TAIL,
             f"snapshot offset {encode(offset)} is past the tail {encode(meta.next_offset)}",
         )
-    if meta.retained_from is not None and offset < meta.retained_from:
+    if meta.retains and offset < meta.earliest_offset:
         raise gone_before(meta)
     if offset < meta.history_start:
         raise ProtocolError(
@@ -63,18 +64,19 @@ def pointer(meta: StreamMeta, command: PublishSnapshot, now_ms: int) -> Snapshot
 
 def check_readable(meta: StreamMeta, start: ReadFrom) -> None:
     """Raise 410 when a read starts below the earliest retained offset (`-1` included)."""
-    if meta.retained_from is None or start is Start.NOW:
+    if not meta.retains or start is Start.NOW:
         return
     position = meta.history_start if start is Start.BEGINNING else start
-    if position < meta.retained_from:
+    if position < meta.earliest_offset:
         raise gone_before(meta)
 
 
 def gone_before(meta: StreamMeta) -> ProtocolError:
     earliest = encode(meta.earliest_offset)
+    why = "replaced by a snapshot" if meta.snapshot_offset is not None else "trimmed"
     return ProtocolError(
         ErrorCode.OFFSET_GONE,
-        f"data before {earliest} was replaced by a snapshot: GET the stream's /bootstrap",
+        f"data before {earliest} was {why}: GET the stream's /bootstrap",
         headers={EARLIEST_HEADER: earliest},
     )
 
@@ -82,15 +84,20 @@ def gone_before(meta: StreamMeta) -> ProtocolError:
 def needed_from(meta: StreamMeta, pointer: SnapshotPointer | None, settled_before_ms: int) -> int:
     """The first offset of its partition the stream may still be read at.
 
-    Its earliest retained offset once its snapshot was published before `settled_before_ms`
-    (so every instance has followed the retention for a grace period and none serves a read
-    below it), else the start of its history. A fork's history starts in its source's range.
-    Soft-deleted and expired streams count too: a stream still in the catalog may be read
-    by an instance whose clock or catalog lags, and they are few and collected.
+    Its snapshot's offset once that was published before `settled_before_ms`, and its trim
+    point once it was trimmed before then (so every instance has followed the move for a grace
+    period and none serves a read below it), the further of the two; else the start of its
+    history. A fork's history starts in its source's range. Soft-deleted and expired streams
+    count too: a stream still in the catalog may be read by an instance whose clock or catalog
+    lags, and they are few and collected.
     """
+    floor = meta.history_start
     if pointer is not None and pointer.published_at_ms <= settled_before_ms:
-        return meta.earliest_offset
-    return meta.history_start
+        floor = max(floor, pointer.offset)
+    trimmed_at = meta.trimmed_at_ms
+    if meta.trimmed_to is not None and trimmed_at is not None and trimmed_at <= settled_before_ms:
+        floor = max(floor, meta.trimmed_to)
+    return floor
 
 
 def retention_floors(

@@ -4,8 +4,8 @@ Every protocol rule decided when a stream changes lives here: content-type match
 `Stream-Seq`, `If-Match` and `If-None-Match`, fencing tokens, idempotent producers (epoch and
 seq), TTL and expiry (a read is an `Access`, which renews a sliding TTL), JSON flattening and
 its limits, forks (what they inherit, `adapter/protocol/forks.py`), the soft deletion of a
-stream its forks still read, and snapshot publication with the retention it moves
-(`adapter/protocol/snapshots.py`). Given
+stream its forks still read, snapshot publication with the retention it moves
+(`adapter/protocol/snapshots.py`), and trims. Given
 what a command is decided against (a `View`), the command and the time, a function returns
 one `Step` (`adapter/protocol/steps.py`: a write, a known reply, a refusal, or: decide again
 on committed state). The append rules are in `adapter/protocol/appends.py`.
@@ -30,10 +30,12 @@ from adapter.protocol.commands import (
     Fence,
     ForkFrom,
     PublishSnapshot,
+    Trim,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import content_types_match
 from adapter.protocol.model import StreamMeta
+from adapter.protocol.offsets import encode, resolve_start
 from adapter.protocol.steps import (
     DEFAULT_CONTENT_TYPE,
     DEFAULT_LIMITS,
@@ -83,6 +85,7 @@ __all__ = [
     "publish",
     "same_config",
     "settle",
+    "trim",
 ]
 
 # -- commands -------------------------------------------------------------------------------
@@ -183,6 +186,8 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         "fork_sub_offset": fork.sub_offset,
         "inherited": forks.inherited(source, at),
         "retained_from": source.retained_from,
+        "trimmed_to": source.trimmed_to,
+        "trimmed_at_ms": source.trimmed_at_ms,
     }
     expiry = (ttl, expires_at)
     write = _creation(
@@ -338,6 +343,34 @@ def fence(view: View, command: Fence, now_ms: int) -> Step:
     if meta.fencing_token == command.token:
         return Done(Appended(meta, appended=False))
     return Write((), meta.evolve(fencing_token=command.token), now_ms)
+
+
+def trim(view: View, command: Trim, now_ms: int) -> Step:
+    """Make the stream's messages below `command.before` unreadable: its earliest offset moves
+    there, in its state alone (no record in its partition), and reads below answer 410 with
+    `Stream-Earliest-Offset`; storage follows (`snapshots.needed_from`). A trim never moves
+    the earliest offset back: one at or below it changes nothing. Past the tail is refused
+    rather than clamped: the caller named a position the stream never had. Decided on
+    committed state, so every append queued before it is there to be trimmed."""
+    if view.pending:
+        return SETTLE
+    meta = view.stream
+    if meta is not None and meta.soft_deleted:
+        return Refused(gone(command.ref.stream_id))
+    if meta is None or meta.expired(now_ms):
+        return Refused(not_found(command.ref.stream_id))
+    before = resolve_start(meta, command.before)
+    if before > meta.next_offset:
+        return Refused(
+            ProtocolError(
+                ErrorCode.TRIM_BEYOND_TAIL,
+                f"trim point {encode(before)} is past the tail {encode(meta.next_offset)}",
+            )
+        )
+    if before <= meta.earliest_offset:
+        return Done(Appended(meta, appended=False))
+    state = meta.evolve(trimmed_to=before, trimmed_at_ms=now_ms)
+    return Write((), state, now_ms)
 
 
 def _collected(view: View) -> tuple[str, ...]:

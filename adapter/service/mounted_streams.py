@@ -26,13 +26,13 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.mount_keys import key_of
 from adapter.protocol.mounts import append_messages
-from adapter.protocol.offsets import ReadFrom
+from adapter.protocol.offsets import ReadFrom, resolve_start
 from adapter.protocol.producers import Accepted, Duplicate, ProducerState, decide
 from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.stream_machine import not_found
 from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import Indexed, MountIndexes
-from adapter.service.reads import budget_left, resolve_start
+from adapter.service.reads import budget_left
 from adapter.state.records import MountMeta, ProducerRecord, StreamMeta
 from adapter.state.records import encode as encode_state
 from topology.mount_positions import position, split

@@ -19,7 +19,7 @@ from adapter.log.reader import Budget, ReadRequest, ReadResult
 from adapter.objects.base import ObjectStoreError
 from adapter.protocol.commands import Chunk
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.offsets import ReadFrom, Start
+from adapter.protocol.offsets import ReadFrom, resolve_start
 from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.snapshots import check_readable, gone_before
 from adapter.service.interfaces import RangeReader
@@ -169,10 +169,3 @@ async def cold_answer(read: Awaitable[T]) -> T:
     except ObjectStoreError as error:
         code = ErrorCode.UNAVAILABLE if error.retriable else ErrorCode.INTERNAL
         raise ProtocolError(code, f"cold tier: {error}") from error
-
-
-def resolve_start(meta: StreamMeta, start: ReadFrom) -> int:
-    """The Kafka offset a read begins at. Positions before the stream began mean its start."""
-    if isinstance(start, Start):
-        return meta.history_start if start is Start.BEGINNING else meta.next_offset
-    return max(start, meta.history_start)

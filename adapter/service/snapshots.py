@@ -43,7 +43,12 @@ class Bootstrap:
 
     @property
     def updates_from(self) -> ReadFrom:
-        return BEGINNING if self.snapshot is None else self.snapshot.offset
+        """After the snapshot; without one, where a trim left the stream (no snapshot is
+        expected there: a trim past one hides it), else its beginning."""
+        if self.snapshot is not None:
+            return self.snapshot.offset
+        trimmed = self.meta.trimmed_to is not None and self.meta.snapshot_offset is None
+        return self.meta.earliest_offset if trimmed else BEGINNING
 
 
 class _Counted:

@@ -36,6 +36,7 @@ from adapter.protocol.commands import (
     PublishSnapshot,
     Read,
     StreamRef,
+    Trim,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.producers import Position
@@ -381,15 +382,27 @@ class StreamService:
             return settled
 
     async def fence(self, command: Fence) -> StreamMeta:
-        """Set the stream's fencing token (its state rewritten in one transaction). Appends
-        queued before it commit first; later ones wait for it and are decided against it."""
-        key = (command.ref.bucket_id, command.ref.stream_id)
+        """Set the stream's fencing token: appends queued before it commit under the old one,
+        later ones wait for it and are decided against it."""
+        return await self._change_state(command.ref, lambda v, now: machine.fence(v, command, now))
+
+    async def trim(self, command: Trim) -> StreamMeta:
+        """Move the stream's earliest offset up to `command.before`: appends queued before it
+        commit first, so they can be trimmed too."""
+        return await self._change_state(command.ref, lambda v, now: machine.trim(v, command, now))
+
+    async def _change_state(
+        self, ref: StreamRef, decide: Callable[[machine.View, int], machine.Step]
+    ) -> StreamMeta:
+        """A change of the stream's state alone (no record in its partition), decided on its
+        committed state and written in one transaction, as every other change of it."""
+        key = (ref.bucket_id, ref.stream_id)
         async with self._locks.hold(key):
             await self._settle(key)
-            meta = self._committed(command.ref)
+            meta = self._committed(ref)
             if meta is not None:
                 self._decidable(meta.bucket_id, meta.partition)
-            step = machine.fence(self._view(key, meta), command, self.clock())
+            step = decide(self._view(key, meta), self.clock())
             if not isinstance(step, machine.Write):
                 return _reply(step, Appended).meta
             assert step.state is not None
@@ -514,6 +527,17 @@ class StreamService:
             meta = self.catalog.stream(*key)
             pointer = None if meta is None else self.catalog.snapshot(meta)
             return pointer is not None and pointer.offset >= offset
+
+        return await self._wait_until(key, shown, timeout_s, poll_s=0.05)
+
+    async def trim_applied(self, ref: StreamRef, earliest: int, timeout_s: float) -> bool:
+        """Wait until the catalog shows a trim made elsewhere: the stream's earliest offset at
+        or past `earliest` (or the stream gone). Checked every 50 ms as well as on wake-ups."""
+        key = (ref.bucket_id, ref.stream_id)
+
+        def shown() -> bool:
+            meta = self.catalog.stream(*key)
+            return meta is None or meta.earliest_offset >= earliest
 
         return await self._wait_until(key, shown, timeout_s, poll_s=0.05)
 

@@ -32,6 +32,7 @@ __all__ = [
     "FORMAT_V2",
     "FORMAT_V3",
     "FORMAT_V4",
+    "FORMAT_V5",
     "BucketMeta",
     "MountMeta",
     "ProducerRecord",
@@ -59,6 +60,9 @@ FORMAT_V2 = b"\x02"
 FORMAT_V3 = b"\x03"
 # StreamMeta with `fencing_token`; its 0x03 records are read through `stream_meta_v3.avsc`.
 FORMAT_V4 = b"\x04"
+# StreamMeta with `trimmed_to` and `trimmed_at_ms`; its 0x04 records are read through
+# `stream_meta_v4.avsc`.
+FORMAT_V5 = b"\x05"
 
 
 _PARSED = {
@@ -74,6 +78,7 @@ _OLDER_STREAM_META = {
     FORMAT_V1: fastavro.parse_schema(schemas.load("stream_meta_v1")),
     FORMAT_V2: fastavro.parse_schema(schemas.load("stream_meta_v2")),
     FORMAT_V3: fastavro.parse_schema(schemas.load("stream_meta_v3")),
+    FORMAT_V4: fastavro.parse_schema(schemas.load("stream_meta_v4")),
 }
 
 StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPointer | MountMeta
@@ -83,7 +88,7 @@ def encode(record: StateRecord) -> bytes:
     out = io.BytesIO()
     data = vars(record)  # scalars, without asdict's deep copy
     if isinstance(record, StreamMeta):
-        out.write(FORMAT_V4)
+        out.write(FORMAT_V5)
         data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
     else:
         out.write(FORMAT_V1)
@@ -119,6 +124,6 @@ def _schemas_of(kind: type[R], key: str, format_byte: bytes) -> tuple[Any, Any]:
     """(writer schema, reader schema) of a record by its format byte."""
     if kind is StreamMeta and format_byte in _OLDER_STREAM_META:
         return _OLDER_STREAM_META[format_byte], _PARSED[StreamMeta]
-    if format_byte == (FORMAT_V4 if kind is StreamMeta else FORMAT_V1):
+    if format_byte == (FORMAT_V5 if kind is StreamMeta else FORMAT_V1):
         return _PARSED[kind], None
     raise ValueError(f"record {key!r} has an unknown format byte")

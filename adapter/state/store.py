@@ -85,13 +85,17 @@ class Checkpoint:
     written_ms: int
 
     def dumps(self) -> str:
-        document = {"version": SCHEMA_VERSION, "positions": self.positions}
+        document = {"version": SCHEMA_VERSION, "rows": _row_layout(), "positions": self.positions}
         return json.dumps(document | {"identity": self.identity, "written_ms": self.written_ms})
 
     @staticmethod
     def loads(text: str) -> Checkpoint | None:
+        """The checkpoint, or None for a file of another version or whose rows hold other
+        fields (a record that gained a field: its rows are positional, so they are rebuilt)."""
         document = json.loads(text)
         if not isinstance(document, dict) or document.get("version") != SCHEMA_VERSION:
+            return None
+        if document.get("rows") != _row_layout():
             return None
         positions, identity = document["positions"], document["identity"]
         return Checkpoint(
@@ -541,6 +545,11 @@ def _connect(path: str) -> sqlite3.Connection:
 
 R = TypeVar("R", StreamMeta, ProducerRecord, SnapshotPointer)
 _FIELDS = {kind: tuple(f.name for f in fields(kind)) for kind in R.__constraints__}
+
+
+def _row_layout() -> dict[str, list[str]]:
+    """The fields each kind of row holds, in order: a checkpoint names them."""
+    return {kind.__name__: list(names) for kind, names in _FIELDS.items()}
 
 
 def _pack(record: StreamMeta | ProducerRecord | SnapshotPointer) -> bytes:

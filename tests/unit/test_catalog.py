@@ -14,6 +14,7 @@ from adapter.state.records import (
     FORMAT_V2,
     FORMAT_V3,
     FORMAT_V4,
+    FORMAT_V5,
     BucketMeta,
     ProducerRecord,
     Segment,
@@ -29,6 +30,7 @@ META = StreamMeta("b", "s", 1, "text/plain", 100, 0, 5, 1_000, 1_000, ttl_second
 V1_FIELDS = {field["name"] for field in schemas.load("stream_meta_v1")["fields"]}
 V2_FIELDS = {field["name"] for field in schemas.load("stream_meta_v2")["fields"]}
 V3_FIELDS = {field["name"] for field in schemas.load("stream_meta_v3")["fields"]}
+V4_FIELDS = {field["name"] for field in schemas.load("stream_meta_v4")["fields"]}
 
 
 def _catalog() -> Catalog:
@@ -159,7 +161,7 @@ def test_a_stream_record_written_before_forks_reads_with_their_defaults() -> Non
     decoded = decode(META.key, out.getvalue())
     assert decoded == META
     assert (decoded.inherited, decoded.forked_from, decoded.soft_deleted) == ((), None, False)
-    assert encode(META)[:1] == FORMAT_V4
+    assert encode(META)[:1] == FORMAT_V5
 
 
 def test_a_stream_record_written_before_snapshots_reads_with_no_retention() -> None:
@@ -182,6 +184,22 @@ def test_a_stream_record_written_before_fencing_tokens_reads_with_none() -> None
     decoded = decode(META.key, out.getvalue())
     assert decoded == META
     assert decoded.fencing_token is None
+
+
+def test_a_stream_record_written_before_trims_reads_as_never_trimmed() -> None:
+    out = io.BytesIO()
+    out.write(FORMAT_V4)
+    old = {k: v for k, v in vars(META).items() if k in V4_FIELDS}
+    old["inherited"] = []
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schemas.load("stream_meta_v4")), old)
+    decoded = decode(META.key, out.getvalue())
+    assert decoded == META
+    assert (decoded.trimmed_to, decoded.trimmed_at_ms) == (None, None)
+
+
+def test_a_trim_survives_its_encoding() -> None:
+    trimmed = META.evolve(trimmed_to=3, trimmed_at_ms=1_234)
+    assert decode(trimmed.key, encode(trimmed)) == trimmed
 
 
 def test_a_fencing_token_survives_its_encoding() -> None:

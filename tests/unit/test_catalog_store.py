@@ -3,6 +3,7 @@ everything, and each process gets a catalog file of its own (adapter/state/store
 
 from __future__ import annotations
 
+import json
 import random
 import tracemalloc
 from dataclasses import replace
@@ -230,3 +231,15 @@ def test_a_checkpoint_written_in_steps_holds_every_row_changed_before_it(tmp_pat
     assert held == _meta("s599", next_offset=11) or (
         held == _meta("s599", next_offset=9) and still_dirty
     )
+
+
+def test_a_checkpoint_of_rows_with_other_fields_is_not_resumed() -> None:
+    """A record that gained a field (a newer `StreamMeta`) makes older positional rows
+    unreadable: their file is rebuilt from the log rather than misread."""
+    checkpoint = Checkpoint({"meta": 7}, {"cluster": "c"}, 1234)
+    assert Checkpoint.loads(checkpoint.dumps()) == checkpoint
+    document = json.loads(checkpoint.dumps())
+    document["rows"]["StreamMeta"].remove("trimmed_at_ms")
+    assert Checkpoint.loads(json.dumps(document)) is None
+    del document["rows"]
+    assert Checkpoint.loads(json.dumps(document)) is None

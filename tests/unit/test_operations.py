@@ -71,6 +71,11 @@ FENCE = {
     ("POST", "/{bucket}/{stream}/fence"): "/logs/s/fence",
     ("POST", "/v1/stream/{path}/fence"): "/v1/stream/logs/s/fence",
 }
+# Trimming a stream removes data for every reader: admin scope only.
+TRIM = {
+    ("POST", "/{bucket}/{stream}/trim"): "/logs/s/trim",
+    ("POST", "/v1/stream/{path}/trim"): "/v1/stream/logs/s/trim",
+}
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +92,7 @@ def served(app: web.Application) -> set[tuple[str, str]]:
 
 
 def test_every_served_route_is_in_the_table(app: web.Application) -> None:
-    assert served(app) == set(EXPECTED) | set(CONSOLE) | set(FENCE)
+    assert served(app) == set(EXPECTED) | set(CONSOLE) | set(FENCE) | set(TRIM)
 
 
 @pytest.mark.parametrize(("method", "template"), sorted(FENCE))
@@ -148,3 +153,12 @@ def resolved(request: web.Request, match: web.UrlMappingMatchInfo) -> web.Reques
     match.add_app(request.app)
     request._match_info = match
     return request
+
+
+@pytest.mark.parametrize(("method", "template"), sorted(TRIM))
+async def test_a_trim_needs_admin(app: web.Application, method: str, template: str) -> None:
+    request = make_mocked_request(method, TRIM[(method, template)], app=app)
+    match = await app.router.resolve(request)
+    assert match.route.resource is not None
+    assert match.route.resource.canonical == template
+    assert need_of(resolved(request, match)) == Need(D, "logs")

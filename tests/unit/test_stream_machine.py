@@ -21,6 +21,7 @@ from adapter.protocol.commands import (
     ForkFrom,
     PublishSnapshot,
     StreamRef,
+    Trim,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import ProducerHeaders
@@ -831,3 +832,90 @@ def test_a_fork_holds_its_sources_range_back_and_soft_deleted_streams_count() ->
     assert needed_from(gone, _pointer(gone, 40), NOW) == 40
     expired = _meta(stream_id="x", partition=0, start_offset=12, expires_at_ms=0)
     assert retention_floors([(source, _pointer(source, 40)), (expired, None)], NOW) == {0: 12}
+
+
+# -- trims -----------------------------------------------------------------------------------
+
+
+def test_a_trim_moves_the_earliest_offset_with_no_record_and_reads_below_are_gone() -> None:
+    meta = _meta()  # history [10, 20)
+    write = _write(machine.trim(machine.View(meta), Trim(REF, 15), NOW))
+    assert write.entries == ()
+    trimmed = machine.settle(write, [])
+    assert trimmed == meta.evolve(trimmed_to=15, trimmed_at_ms=NOW)
+    assert (trimmed.earliest_offset, trimmed.next_offset) == (15, 20)
+    for start in (BEGINNING, 10, 14):
+        with pytest.raises(ProtocolError) as raised:
+            check_readable(trimmed, start)
+        assert raised.value.code == ErrorCode.OFFSET_GONE
+        assert raised.value.headers["Stream-Earliest-Offset"] == encode(15)
+        assert "trimmed" in raised.value.message
+    for start in (AT_TAIL, 15, 20):
+        check_readable(trimmed, start)
+
+
+@pytest.mark.parametrize("before", [BEGINNING, 5, 10, 14, 15])
+def test_a_trim_never_moves_back_and_answers_the_earliest_offset(before: int) -> None:
+    trimmed = _meta(trimmed_to=15, trimmed_at_ms=1)
+    reply = _done(machine.trim(machine.View(trimmed), Trim(REF, before), NOW))
+    assert reply.meta == trimmed
+
+
+def test_a_trim_to_now_removes_everything_so_far() -> None:
+    write = _write(machine.trim(machine.View(_meta()), Trim(REF, AT_TAIL), NOW))
+    assert write.state is not None
+    assert write.state.earliest_offset == 20
+
+
+@pytest.mark.parametrize(
+    ("meta", "before", "code"),
+    [
+        (None, 15, ErrorCode.STREAM_NOT_FOUND),
+        (_meta(expires_at_ms=NOW), 15, ErrorCode.STREAM_NOT_FOUND),
+        (_meta(soft_deleted=True), 15, ErrorCode.GONE),
+        (_meta(), 21, ErrorCode.TRIM_BEYOND_TAIL),
+    ],
+)
+def test_trim_refusals(meta: StreamMeta | None, before: int, code: ErrorCode) -> None:
+    assert _refusal(machine.trim(machine.View(meta), Trim(REF, before), NOW)) == code
+
+
+def test_a_trim_is_decided_on_committed_state() -> None:
+    view = machine.View(_meta(), pending=True)
+    assert machine.trim(view, Trim(REF, 15), NOW) is machine.SETTLE
+
+
+def test_a_trim_past_the_snapshot_hides_it_and_one_below_keeps_it() -> None:
+    retained = _meta(retained_from=15)
+    pointer = _pointer(retained)
+    assert pointer.belongs_to(retained)
+    assert _done(machine.trim(machine.View(retained), Trim(REF, 12), NOW)).meta == retained
+    past = machine.settle(_write(machine.trim(machine.View(retained), Trim(REF, 18), NOW)), [])
+    assert past is not None
+    assert (past.earliest_offset, past.snapshot_offset) == (18, None)
+    assert not pointer.belongs_to(past)
+    assert _refusal(machine.publish(machine.View(past), _publish(16), NOW)) == ErrorCode.OFFSET_GONE
+    newer = _write(machine.publish(machine.View(past), _publish(19), NOW)).state
+    assert newer is not None
+    assert (newer.earliest_offset, newer.snapshot_offset) == (19, 19)
+
+
+def test_a_fork_of_a_trimmed_source_is_trimmed_alike_and_below_it_is_gone() -> None:
+    trimmed = replace(SOURCE, trimmed_to=15, trimmed_at_ms=NOW - 5)
+    view = machine.View(None, source=trimmed)
+    assert _refusal(machine.create(view, _fork(14), NOW, 9)) == ErrorCode.OFFSET_GONE
+    write = _write(machine.create(view, _fork(17), NOW, 9))
+    assert write.snapshot is None
+    assert write.state is not None
+    assert (write.state.trimmed_to, write.state.trimmed_at_ms) == (15, NOW - 5)
+    assert write.state.earliest_offset == 15
+
+
+def test_a_trim_frees_storage_once_settled_and_a_fork_made_before_holds_its_range() -> None:
+    trimmed = _meta(stream_id="a", partition=0, start_offset=10, trimmed_to=40, trimmed_at_ms=NOW)
+    assert needed_from(trimmed, None, NOW) == 40
+    assert needed_from(trimmed, None, NOW - 1) == 10  # not every instance follows it yet
+    fork = _meta(stream_id="f", partition=0, start_offset=70, inherited=(Segment("a", 10, 30),))
+    assert retention_floors([(trimmed, None), (fork, None)], NOW) == {0: 10}
+    snapshotted = trimmed.evolve(retained_from=50)  # a later snapshot: the further one holds
+    assert needed_from(snapshotted, _pointer(snapshotted, 50), NOW) == 50
