@@ -90,12 +90,12 @@ class Moments:
 
 
 def _check_retained(meta: StreamMeta, offset: int, blind: bool) -> None:
-    """410 when the moment may name messages the stream's snapshot removed: its first message
-    then is below the earliest retained offset, or the lookup could not see what lay before
-    it (`blind`: Kafka's answer was the oldest record it holds, with no cold chunk before it,
-    or a collected chunk was met)."""
-    retained_from = meta.retained_from
-    if retained_from is None or retained_from <= meta.history_start:
+    """410 when the moment may name messages a snapshot or a trim removed: its first message
+    then is below the earliest offset, or the lookup could not see what lay before it
+    (`blind`: Kafka's answer was the oldest record it holds, with no cold chunk before it, or a
+    collected chunk was met)."""
+    earliest = meta.earliest_offset
+    if earliest <= meta.history_start:
         return
-    if offset < retained_from or blind:
+    if offset < earliest or blind:
         raise gone_before(meta)

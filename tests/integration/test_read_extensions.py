@@ -154,6 +154,25 @@ async def test_a_read_by_time_below_a_snapshot_is_gone(client: Client, unique: s
     assert await _same_as_offset(client, path, str(middle)) == b"c"
 
 
+
+async def test_a_read_by_time_below_a_trim_is_gone(client: Client, unique: str) -> None:
+    bucket = f"/attr-{unique}"
+    assert (await client.put(bucket)).status == 201
+    path = f"{bucket}/log"
+    assert (await client.put(path, headers=TEXT)).status == 201
+    before = await _moment()
+    await _post(client, path, b"a")
+    kept = await _post(client, path, b"b")
+    middle = await _moment()
+    await _post(client, path, b"c")
+    trimmed = await client.post(f"{path}/trim", data=json.dumps({"before": kept}))
+    assert trimmed.status == 204, await trimmed.text()
+    for read in (client.get, client.head):
+        gone = await read(path, params={"at": str(before)})
+        assert gone.status == 410
+        assert gone.headers["Stream-Earliest-Offset"] == kept
+    assert await _same_as_offset(client, path, str(middle)) == b"c"
+
 async def _walk(client: Client, path: str, params: dict[str, str]) -> list[ClientResponse]:
     """Every answer of a catch-up from -1 with these bounds, to the tail."""
     answers = []
