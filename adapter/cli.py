@@ -239,7 +239,7 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
         if listeners.unix is not None:
             await web.SockSite(runner, listeners.unix).start()
         if settings.ops_address is not None:
-            await web.TCPSite(ops, *settings.ops_address).start()
+            await _bind(web.TCPSite(ops, *settings.ops_address), "ops_listen", settings.ops_listen)
             log.info("ops listener on %s", _urls(ops))
         if listeners.reuse_port:
             # A worker shares the port once ready: while it replays (at start, or restarted
@@ -248,7 +248,8 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             await _until_ready(app[health.READINESS], waiters)
         if not any(waiter.done() for waiter in waiters):
             reuse_port = listeners.reuse_port or None
-            await _shared_site(runner, settings, tls, reuse_port).start()
+            site = _shared_site(runner, settings, tls, reuse_port)
+            await _bind(site, "listen", settings.listen)
             log.info(
                 "serving on %s://%s (kafka %s, %s event loop)",
                 settings.scheme,
@@ -267,6 +268,17 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     finally:
         await runner.cleanup()
         await ops.cleanup()
+
+
+async def _bind(site: web.BaseSite, setting: str, address: str) -> None:
+    """Start listening on `address`: one it cannot bind (another process listens there, or
+    the host is not this machine's) stops the start as a configuration error naming the
+    setting, which is the operator's to change, rather than a traceback."""
+    try:
+        await site.start()
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        raise ConfigError(f"{setting} {address}: cannot listen there: {reason}") from None
 
 
 def _shared_site(

@@ -6,12 +6,12 @@ the reference page is generated from these and the settings' own names and defau
 from __future__ import annotations
 
 HELP: dict[str, str] = {
-    "listen": "HTTP listen address, `HOST:PORT`",
+    "listen": "HTTP listen address, `HOST:PORT`. An address this process cannot listen on (a port in use, a host not its own) stops the start with one line naming it (exit 2)",
     "log_level": "debug, info, warning, error",
     "event_loop": "`uvloop` (libuv's loop, a pinned dependency: less CPU per request, see docs/performance.md) or `asyncio` (the standard library's, the fallback should uvloop misbehave on a platform); start-up logs which one serves",
     "workers": 'serving processes on `listen` (`SO_REUSEPORT`), each a whole adapter owning its share of the write slots; `0`: one per core (at most `write_slots`); `1`: a single process. Not one per core by default: on the 2-core machine measured, 2 workers cost more CPU per append than 1 (a forwarded append costs about twice a local one). See "Workers"',
     "log_format": '`json`: one JSON object a line (see "Logs"); `text`: `time LEVEL logger: message`',
-    "ops_listen": "the ops listener (`/metrics`, `/healthz`, `/readyz`), `HOST:PORT`; port 0 picks a free one (logged); empty: none. A port in use stops the start (exit 1)",
+    "ops_listen": "the ops listener (`/metrics`, `/healthz`, `/readyz`), `HOST:PORT`; port 0 picks a free one (logged); empty: none. An address this process cannot listen on (a port in use: a second instance on the host needs its own) stops the start with one line naming it (exit 2)",
     "drain_timeout_ms": "on SIGTERM, how long requests in flight (long-polls included) may take to finish before they are cut off; ≥ 0",
     "bootstrap_servers": "Kafka bootstrap list",
     "topic_prefix": "prefix of every topic we create and of the transactional id; 1 to 100 of `[a-zA-Z0-9._-]`",

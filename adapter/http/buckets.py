@@ -20,6 +20,9 @@ from adapter.protocol.offsets import encode
 from adapter.state.records import MountMeta, StreamMeta
 
 MAX_LIMIT = 1000
+# How long a mount's PUT waits for the mount to serve reads (its index caught up with the
+# topic) before answering 202 instead of 201: a small topic is indexed well within it.
+MOUNT_READY_S = 5.0
 
 routes = web.RouteTableDef()
 
@@ -35,10 +38,23 @@ async def create_bucket(request: web.Request) -> web.Response:
     spec = await _mount_request(request)
     if spec is not None:
         mount = await request.app[MOUNTS].mount(bucket_id, spec)
-        return json_response(_mount_body(request, mount), status=201, headers=location)
+        return await mounted_response(request, mount, location)
     meta = await request.app[BUCKETS].create(bucket_id)
     body = {"bucket_id": meta.bucket_id, "streams": 0, "created_at_ms": meta.created_at_ms}
     return json_response(body, status=201, headers=location)
+
+
+async def mounted_response(
+    request: web.Request, mount: MountMeta, headers: dict[str, str]
+) -> web.Response:
+    """201 once the mount serves reads, so a read right after the PUT gets the topic's
+    records; 202 with `Retry-After` if its index is still catching up at `MOUNT_READY_S`
+    (the mount exists either way; its `index` says how far indexing is)."""
+    serving = await request.app[MOUNTED].until_serving(mount.bucket_id, MOUNT_READY_S)
+    if not serving:
+        headers = headers | {"Retry-After": "1"}
+    body = _mount_body(request, mount)
+    return json_response(body, status=201 if serving else 202, headers=headers)
 
 
 async def _mount_request(request: web.Request) -> MountSpec | None:

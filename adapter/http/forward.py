@@ -26,8 +26,9 @@ from multidict import CIMultiDict
 
 from adapter.cluster.routing import Forward, Local, Router
 from adapter.http.bodies import ROUTE_BODIES
+from adapter.http.buckets import MOUNT_READY_S
 from adapter.http.forward_ids import FORWARD_ID, FORWARDED, LAST_ACCESS
-from adapter.http.keys import BUCKETS, STREAMS
+from adapter.http.keys import BUCKETS, MOUNTED, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.owners import FORWARDER, copied, described_by, forwarded
 from adapter.http.render import Handler
@@ -330,7 +331,7 @@ def _state_only(request: web.Request) -> bool:
 async def _read_your_writes(request: web.Request, response: web.Response) -> None:
     """Hold the answer until this instance's catalog reflects the forwarded write."""
     if "path" not in request.match_info and "stream" not in request.match_info:
-        await _bucket_applied(request)
+        await _bucket_applied(request, response)
         return
     ref = stream_ref(request)
     if _is_publish(request):  # a publish moves no tail: wait for its pointer
@@ -366,7 +367,17 @@ async def _trim_applied(request: web.Request, ref: StreamRef, earliest: str) -> 
         log.info("forwarded trim of %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
 
 
-async def _bucket_applied(request: web.Request) -> None:
+async def _bucket_applied(request: web.Request, response: web.Response) -> None:
+    """Hold the answer until this instance's catalog shows the bucket (or mount) made or
+    gone; a mount made, until this instance's own index of it serves reads too (each
+    instance indexes the topic itself): else the owner's 201 becomes 202, as it would have
+    been answered here."""
     bucket_id = request.match_info["bucket"]
     exists = request.method == "PUT"
     await request.app[STREAMS].bucket_applied(bucket_id, exists, READ_YOUR_WRITES_S)
+    mounted = request.app[MOUNTED]
+    if not (exists and response.status == 201 and mounted.covers(bucket_id)):
+        return
+    if not await mounted.until_serving(bucket_id, MOUNT_READY_S):
+        response.set_status(202)
+        response.headers["Retry-After"] = "1"

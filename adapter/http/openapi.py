@@ -235,11 +235,18 @@ def _trim_operation() -> Json:
     return operation
 
 
+_BUCKET_MADE = {
+    201: "created (a mount: once it serves reads)",
+    202: "mounted, its index still catching up with the topic (`Retry-After`): reads answer 503"
+    " `not_ready` until it has",
+}
+
+
 def _paths() -> Json:
     health = {"get": _op("liveness", {200: "the process answers"}, (), public=True)}
     ready = {"get": _op("readiness, every check", {200: "ready"}, (), public=True)}
     bucket = {
-        "put": _op("create a bucket", {201: "created"}, (*_ROUTING, 409, 504)),
+        "put": _op("create a bucket, or mount a topic", _BUCKET_MADE, (*_ROUTING, 409, 504)),
         "get": _op("describe a bucket", {200: "the bucket"}, _ROUTING),
         "delete": _op("delete an empty bucket", {204: "deleted"}, (*_ROUTING, 409, 504)),
     }

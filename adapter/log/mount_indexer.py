@@ -78,6 +78,7 @@ class MountIndexer:
         self._next: dict[int, int] = {}  # per partition, the offset after what is indexed
         self._starts: dict[int, int] = {}  # per partition, where reading starts
         self._saved_at = 0.0
+        self.ready = asyncio.Event()  # set once caught up: the mount serves reads from then on
         owned: dict[str, Any] = {
             "group.id": kafka.group("mount", unique=True),  # never joined or committed
             "enable.auto.commit": False,
@@ -116,6 +117,8 @@ class MountIndexer:
                     touched.add(stream_id)
             if touched:
                 self.on_keys(touched)
+            if self.caught_up:
+                self.ready.set()
             if self.caught_up and time.monotonic() - self._saved_at >= SAVE_S:
                 await self._save()
 

@@ -176,6 +176,20 @@ class MountedStreams:
                 return _meta(indexed.mount, ref.stream_id, KeyPlaces(tail - 1, None))
             await self.hub.wait(key, deadline - loop.time())
 
+    async def until_serving(self, bucket_id: str, timeout_s: float) -> bool:
+        """Whether the mount serves reads within `timeout_s`: its index has caught up with
+        the topic's end as it was when the index started (at once for a small topic)."""
+        indexed = self.indexes.get(bucket_id)
+        if indexed is None:
+            return False
+        ready = asyncio.ensure_future(indexed.indexer.ready.wait())
+        first = asyncio.FIRST_COMPLETED  # ready, or the indexer died
+        try:
+            await asyncio.wait([ready, indexed.task], timeout=timeout_s, return_when=first)
+        finally:
+            ready.cancel()
+        return indexed.indexer.caught_up and not indexed.task.done()
+
     def indexed(self, bucket_id: str) -> Indexed:
         indexed = self.indexes.get(bucket_id)
         if indexed is None or indexed.task.done():

@@ -61,6 +61,21 @@ def adapter_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) 
         yield base_url
 
 
+@pytest.fixture(scope="module")
+def read_only_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An adapter whose console is read-only (`console = ro`), mounts allowed as above."""
+    home = tmp_path_factory.mktemp("console-read-only")
+    env = {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"ro{uuid.uuid4().hex[:10]}.",
+        "DURABLE_KAFKA_COLD_DIR": str(home / "cold"),
+        "DURABLE_KAFKA_CONSOLE": "ro",
+        "DURABLE_KAFKA_MOUNT_TOPICS": "ui-*",
+    }
+    with running_adapter(env, home / "adapter.log") as base_url:
+        yield base_url
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BrowserContext]:
     profile = tmp_path_factory.mktemp("console-chromium")
@@ -651,40 +666,31 @@ async def test_snapshot_download_and_bootstrap_then_live(stage: Stage, tmp_path:
 
 
 async def test_read_only_console_hides_every_write(
-    browser: BrowserContext,
-    kafka_bootstrap: str,
-    tmp_path: Path,
-    http: aiohttp.ClientSession,
+    browser: BrowserContext, read_only_url: str, http: aiohttp.ClientSession
 ) -> None:
     """`console = ro`: no create, delete, append, close or fork anywhere."""
-    env = {
-        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
-        "DURABLE_KAFKA_TOPIC_PREFIX": f"ro{uuid.uuid4().hex[:10]}.",
-        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
-        "DURABLE_KAFKA_CONSOLE": "ro",
-    }
-    with running_adapter(env, tmp_path / "adapter.log") as base:
-        bucket = f"ro-{uuid.uuid4().hex[:8]}"
-        async with http.put(f"{base}/{bucket}") as response:
-            assert response.status == 201
-        await create_stream(http, f"{base}/{bucket}/watched")
-        watched = Watched(await browser.new_page())
-        page = watched.page
-        await page.goto(f"{base}/ui/")
-        await page.get_by_role("link", name=bucket).wait_for()
-        assert await page.locator("#mode").text_content() == "read-only"
-        assert await page.locator("form, button.danger").count() == 0
-        await page.get_by_role("link", name=bucket).click()
-        await page.get_by_role("link", name="watched").wait_for()
-        assert await page.get_by_text("Create a stream").count() == 0
-        await page.get_by_role("link", name="watched").click()
-        await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
-        for write in ("#append", "#close-stream", "#delete-stream", "#fork-stream"):
-            assert await page.locator(write).count() == 0, write
-        assert await page.locator("#snapshot").count() == 1  # reading stays
-        await watched.shot("stream-read-only")
-        await page.close()
-        assert watched.errors == [], watched.failed
+    base = read_only_url
+    bucket = f"ro-{uuid.uuid4().hex[:8]}"
+    async with http.put(f"{base}/{bucket}") as response:
+        assert response.status == 201
+    await create_stream(http, f"{base}/{bucket}/watched")
+    watched = Watched(await browser.new_page())
+    page = watched.page
+    await page.goto(f"{base}/ui/")
+    await page.get_by_role("link", name=bucket).wait_for()
+    assert await page.locator("#mode").text_content() == "read-only"
+    assert await page.locator("form, button.danger").count() == 0
+    await page.get_by_role("link", name=bucket).click()
+    await page.get_by_role("link", name="watched").wait_for()
+    assert await page.get_by_text("Create a stream").count() == 0
+    await page.get_by_role("link", name="watched").click()
+    await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
+    for write in ("#append", "#close-stream", "#delete-stream", "#fork-stream"):
+        assert await page.locator(write).count() == 0, write
+    assert await page.locator("#snapshot").count() == 1  # reading stays
+    await watched.shot("stream-read-only")
+    await page.close()
+    assert watched.errors == [], watched.failed
 
 
 async def test_create_bucket_and_stream_and_refused_bucket_delete(
@@ -910,3 +916,137 @@ async def test_a_mounted_topic_shows_its_keys_and_no_stream_actions(
     await page.locator("#append-send").click()
     await wait_rows(watched, 4)
     assert await shown.all_text_contents() == ["alpha", "beta", "gamma", "delta"]
+
+
+# Text a view must never show: what JavaScript prints for a missing value. Message content
+# (`pre.msg`) is the user's own and may say anything.
+STRAY_TEXT = """() => {
+  const words = /\\b(null|undefined|NaN)\\b|\\[object /;
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.parentElement.closest("pre.msg") && words.test(node.textContent)) {
+      found.push(`${node.parentElement.tagName}: ${node.textContent.trim()}`);
+    }
+  }
+  for (const element of document.body.querySelectorAll("*")) {
+    for (const attribute of element.attributes) {
+      const text = `${element.tagName} ${attribute.name}=${attribute.value}`;
+      if (words.test(attribute.value)) found.push(text);
+    }
+  }
+  return found;
+}"""
+
+
+@dataclass(frozen=True)
+class Views:
+    """What a console shows: a bucket's streams, and mounted buckets with the keys to open."""
+
+    bucket: str
+    streams: tuple[str, ...]
+    mounts: tuple[str, ...]
+    keys: tuple[str, ...] = ("k-1", "~YS9i")
+
+
+async def _views(http: aiohttp.ClientSession, base: str, kafka_bootstrap: str) -> Views:
+    """A JSON stream of one read of two messages, its fork, a text stream, and a topic mounted
+    read-only and writable."""
+    tag = uuid.uuid4().hex[:8]
+    bucket = f"walk-{tag}"
+    async with http.put(f"{base}/{bucket}") as response:
+        assert response.status == 201, await response.text()
+    await create_stream(http, f"{base}/{bucket}/json")
+    await append(http, f"{base}/{bucket}/json", b'[{"n":1},{"n":2}]')
+    fork = {"Stream-Forked-From": f"/{bucket}/json", "Content-Type": JSON_TYPE}
+    async with http.put(f"{base}/{bucket}/json-fork", headers=fork) as response:
+        assert response.status == 201, await response.text()
+    await create_stream(http, f"{base}/{bucket}/text", "text/plain")
+    for body in (b"one", b"two"):
+        await append(http, f"{base}/{bucket}/text", body, "text/plain")
+    topic = f"ui-walk-{tag}"
+    await asyncio.to_thread(_fill_topic, kafka_bootstrap, topic)
+    mounts = []
+    for appends in (False, True):
+        mounted = f"mnt-{uuid.uuid4().hex[:8]}"
+        spec = {"mount": {"topic": topic, "content_type": "text/plain", "appends": appends}}
+        async with http.put(f"{base}/{mounted}", json=spec) as response:
+            assert response.status == 201, await response.text()
+        mounts.append(mounted)
+    return Views(bucket, ("json", "json-fork", "text"), tuple(mounts))
+
+
+async def _no_stray_text(watched: Watched, where: str) -> None:
+    found = await watched.page.evaluate(STRAY_TEXT)
+    assert found == [], f"{where}: {found}"
+
+
+async def _walk(watched: Watched, base: str, views: Views) -> None:
+    """Every view of `views`, each once loaded (a stream's with its Kafka records open where
+    it has them), with no stray text in any."""
+    page = watched.page
+    await page.goto(f"{base}/ui/#/")
+    await page.get_by_role("link", name=views.mounts[-1]).wait_for()
+    await _no_stray_text(watched, "buckets")
+    buckets = [(views.bucket, views.streams)] + [(m, views.keys) for m in views.mounts]
+    for bucket, streams in buckets:
+        await page.goto(f"{base}/ui/#/b/{bucket}")
+        await page.locator("#streams tbody tr").nth(len(streams) - 1).wait_for()
+        await _no_stray_text(watched, f"streams of {bucket}")
+        for stream in streams:
+            await page.goto(f"{base}/ui/#/s/{bucket}/{stream}")
+            await watched.wait_for(
+                "(path) => window.consoleLive?.path === path && window.consoleLive.upToDate"
+                " && document.querySelectorAll('#messages tr').length > 0",
+                f"/{bucket}/{stream}",
+            )
+            if await page.locator("#show-coordinates").count():
+                await page.locator("details:has(#show-coordinates) summary").click()
+                await page.locator("#show-coordinates").click()
+                await page.locator("#coordinates table").wait_for()
+            await _no_stray_text(watched, f"stream {bucket}/{stream}")
+
+
+async def test_no_view_of_the_read_write_console_shows_null_or_undefined(
+    watched: Watched, adapter_url: str, http: aiohttp.ClientSession, kafka_bootstrap: str
+) -> None:
+    """`console = rw`: buckets, a bucket's streams, a JSON stream, its fork, a text stream, a
+    read-only and a writable mounted topic and a key of each: no "null", "undefined" or "NaN"
+    anywhere but in messages."""
+    views = await _views(http, adapter_url, kafka_bootstrap)
+    await _walk(watched, adapter_url, views)
+    await watched.shot("walk-read-write")
+
+
+async def test_no_view_of_the_read_only_console_shows_null_or_undefined(
+    browser: BrowserContext,
+    read_only_url: str,
+    http: aiohttp.ClientSession,
+    kafka_bootstrap: str,
+) -> None:
+    """The same walk with `console = ro`, where the write forms are left out."""
+    views = await _views(http, read_only_url, kafka_bootstrap)
+    watched = Watched(await browser.new_page())
+    await _walk(watched, read_only_url, views)
+    await watched.shot("walk-read-only")
+    await watched.page.close()
+    assert watched.errors == [], watched.failed
+
+
+async def test_each_row_names_the_offset_to_resume_after_it(stage: Stage) -> None:
+    """Two messages of one read: each row's "Next offset" resumes after that row, the last
+    one's is the stream's tail; the first row's, pasted into "Start from", shows the second
+    row (the read's own offset on both rows would skip it)."""
+    watched, page = stage.watched, stage.page
+    made = await stage.stream("rows", b'[{"n":1},{"n":2}]')
+    await wait_rows(watched, 2)
+    offsets = await page.locator("#messages td.offset").all_text_contents()
+    assert offsets[1] == await tail_offset(stage.http, made.url)
+    assert offsets[0] < offsets[1]
+    assert await page.locator("table.messages thead th").nth(1).text_content() == "Next offset"
+    await page.locator("#start-offset").fill(offsets[0])
+    await page.locator("#start-offset").press("Enter")
+    await page.wait_for_url(f"**from={offsets[0]}")
+    await wait_rows(watched, 1)
+    assert await json_rows(page) == [{"n": 2}]
+    await watched.shot("stream-next-offsets")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 import urllib.error
@@ -92,6 +93,30 @@ def test_a_token_file_that_does_not_load_exits_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "cannot read token file" in result.stderr
+
+
+@pytest.mark.parametrize("setting", ["listen", "ops_listen"])
+def test_an_address_in_use_exits_2_with_one_line_naming_the_setting(
+    kafka_bootstrap: str, unique: str, tmp_path: Path, setting: str
+) -> None:
+    """A second instance on the same host: the port it was given is already taken, so it
+    stops with exit 2 and one line naming the setting and the address, not a traceback."""
+    env = os.environ | {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"cli{unique}.",
+        "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
+    }
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        held = f"127.0.0.1:{taken.getsockname()[1]}"
+        addresses = {"listen": f"127.0.0.1:{free_port()}", "ops_listen": "127.0.0.1:0"}
+        addresses[setting] = held
+        argv = [SCRIPT, "serve", "--listen", addresses["listen"]]
+        argv += ["--ops-listen", addresses["ops_listen"], *WORKERS]
+        result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    line = f"durable-kafka: configuration error: {setting} {held}: cannot listen there: "
+    assert f"{line}Address already in use\n" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])

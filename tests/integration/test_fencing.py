@@ -7,6 +7,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
@@ -27,12 +29,21 @@ async def _read(session: aiohttp.ClientSession, url: str) -> bytes:
         return await reply.read()
 
 
+def _fill_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in (b"a", b"b"):
+        producer.produce(topic, value, b"k")
+    assert producer.flush(30) == 0
+
+
 @pytest.mark.timeout(180)
 async def test_two_instances_share_a_prefix_and_read_their_writes(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"share{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path) | {"DURABLE_KAFKA_MOUNT_TOPICS": "fwd-*"}
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
         with running_adapter(env, tmp_path / "old.log", free_port()) as old:
             stream = "/v1/stream/s"
@@ -85,6 +96,20 @@ async def test_two_instances_share_a_prefix_and_read_their_writes(
                     assert reply.status == 204
                 async with session.get(f"{new}/{bucket}") as reply:
                     assert reply.status == 404
+
+                # A mount made through the instance that forwarded it: that instance indexes
+                # the topic too, and its 201 means it serves the records at once.
+                topic = f"fwd-{unique}"
+                await asyncio.to_thread(_fill_topic, kafka_bootstrap, topic)
+                body = {"mount": {"topic": topic, "content_type": "text/plain"}}
+                mounted = next(
+                    f"mount{i}" for i in range(1000) if slots.of_bucket(f"mount{i}") in owners[old]
+                )
+                async with session.put(f"{new}/{mounted}", json=body) as reply:
+                    assert reply.status == 201, await reply.text()
+                async with session.get(f"{new}/{mounted}/k", params={"offset": "-1"}) as reply:
+                    assert reply.status == 200, await reply.text()
+                    assert await reply.read() == b"ab"
 
 
 @pytest.mark.timeout(60)

@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 
 from adapter.app import create_app
 from adapter.config import Settings
+from adapter.http import buckets as bucket_routes
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 
 JSON = {"Content-Type": "application/json"}
@@ -229,6 +230,57 @@ async def test_mount_requests_are_validated(client: Client, unique: str) -> None
     response = await client.put(f"/bad-{unique}", data=b"{not json", headers=JSON)
     assert (await _body(response, 400))["error"]["code"] == "invalid_json"
     assert (await client.get(f"/bad-{unique}")).status == 404  # nothing was registered
+
+
+def _fill_few(bootstrap: str, topic: str) -> list[bytes]:
+    """Five values for the key `key-1` and one for `key-2`; those of `key-1`, in order."""
+    _create_topic(bootstrap, topic)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    values = [f"v{n};".encode() for n in range(5)]
+    for value in values:
+        producer.produce(topic, value, b"key-1")
+    producer.produce(topic, b"other", b"key-2")
+    assert producer.flush(30) == 0
+    return values
+
+
+async def test_a_mount_serves_reads_as_soon_as_its_put_answers(
+    client: Client, kafka_bootstrap: str, unique: str
+) -> None:
+    """The PUT answers 201 once the mount serves reads: a read right after it is 200 with
+    the topic's records (never 503 `not_ready`), and the listing has every key."""
+    topic, bucket = f"fresh-{unique}", f"fresh-{unique}"
+    values = await asyncio.to_thread(_fill_few, kafka_bootstrap, topic)
+    mount = {"topic": topic, "content_type": "text/plain"}
+    mounted = await _mount(client, bucket, mount, 201)
+    read = await client.get(f"/{bucket}/key-1", params={"offset": "-1"})
+    assert read.status == 200, await read.text()
+    assert await read.read() == b"".join(values)
+    assert mounted["index"]["caught_up"] is True
+    listing = await _body(await client.get(f"/{bucket}/streams"), 200)
+    assert [stream["stream_id"] for stream in listing["streams"]] == ["key-1", "key-2"]
+
+
+async def test_a_mount_still_indexing_at_the_deadline_answers_202(
+    client: Client, kafka_bootstrap: str, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mount whose index has not caught up when the PUT's wait ends (here: no wait at all)
+    is answered 202 with `Retry-After` and the body a 201 carries; it serves reads once its
+    index says `caught_up`."""
+    monkeypatch.setattr(bucket_routes, "MOUNT_READY_S", 0.0)
+    topic, bucket = f"slow-{unique}", f"slow-{unique}"
+    values = await asyncio.to_thread(_fill_few, kafka_bootstrap, topic)
+    body = json.dumps({"mount": {"topic": topic, "content_type": "text/plain"}})
+    response = await client.put(f"/{bucket}", data=body, headers=JSON)
+    assert response.status == 202, await response.text()
+    assert response.headers["Retry-After"] == "1"
+    assert response.headers["Location"].endswith(f"/{bucket}")
+    accepted = await response.json()
+    assert (accepted["mounted"], accepted["topic"]) == (True, topic)
+    assert accepted["index"]["caught_up"] is False
+    await _indexed(client, bucket)
+    read = await client.get(f"/{bucket}/key-1", params={"offset": "-1"})
+    assert (read.status, await read.read()) == (200, b"".join(values))
 
 
 async def test_a_writable_mount_produces_plain_records(

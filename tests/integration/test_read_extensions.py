@@ -154,7 +154,6 @@ async def test_a_read_by_time_below_a_snapshot_is_gone(client: Client, unique: s
     assert await _same_as_offset(client, path, str(middle)) == b"c"
 
 
-
 async def test_a_read_by_time_below_a_trim_is_gone(client: Client, unique: str) -> None:
     bucket = f"/attr-{unique}"
     assert (await client.put(bucket)).status == 201
@@ -172,6 +171,7 @@ async def test_a_read_by_time_below_a_trim_is_gone(client: Client, unique: str) 
         assert gone.status == 410
         assert gone.headers["Stream-Earliest-Offset"] == kept
     assert await _same_as_offset(client, path, str(middle)) == b"c"
+
 
 async def _walk(client: Client, path: str, params: dict[str, str]) -> list[ClientResponse]:
     """Every answer of a catch-up from -1 with these bounds, to the tail."""

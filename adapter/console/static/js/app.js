@@ -1,7 +1,7 @@
 // The console's entry: the mode, the hash router (#/, #/b/{bucket}, #/s/{bucket}/{stream}).
 
 import { getJSON, setToken, token } from "./api.js";
-import { ask, clear, h, status } from "./dom.js";
+import { append, ask, clear, h, status } from "./dom.js";
 import { bucketsView } from "./views/buckets.js";
 import { streamView } from "./views/stream.js";
 import { streamsView } from "./views/streams.js";
@@ -46,7 +46,7 @@ async function render() {
       await bucketsView(view, context);
     }
   } catch (error) {
-    view.append(h("p", { class: "note error", role: "alert" }, error.message));
+    append(view, h("p", { class: "note error", role: "alert" }, error.message));
   }
   if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
 }

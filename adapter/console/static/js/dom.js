@@ -10,6 +10,15 @@ export function h(tag, attrs = {}, ...children) {
     else if (key === "value" || key === "checked" || key === "disabled") el[key] = value;
     else el.setAttribute(key, value === true ? "" : String(value));
   }
+  return append(el, ...children);
+}
+
+/**
+ * Add children to `el` as h() does: null, undefined and false are nothing (so `cond && node`
+ * and `cond ? node : null` can be passed), arrays are spread, strings become text. Views use
+ * this, never Element.append, which would show a null as the text "null".
+ */
+export function append(el, ...children) {
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));

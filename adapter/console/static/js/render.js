@@ -7,7 +7,8 @@ export const COLLAPSE_BYTES = 64 * 1024;
 const PREVIEW_BYTES = 4096;
 const encoder = new TextEncoder();
 
-/** A message of the view: kind is "json", "text" or "binary"; raw a string or bytes. */
+/** A message of the view: kind is "json", "text" or "binary"; raw a string or bytes;
+ * nextOffset the offset to resume after it (null when not known). */
 export function message(kind, raw, n, nextOffset) {
   const size = kind === "binary" ? raw.length : encoder.encode(raw).length;
   return { kind, raw, n, nextOffset, size, node: null };

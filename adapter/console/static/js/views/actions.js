@@ -2,7 +2,7 @@
 // snapshot (preview, download, bootstrap then go live), which reads.
 
 import { call, Producer, refused } from "../api.js";
-import { ask, download, h, note, status } from "../dom.js";
+import { append, ask, download, h, note, status } from "../dom.js";
 import { message } from "../render.js";
 
 const MODES = {
@@ -33,11 +33,9 @@ export function actions(state, view, live) {
   const section = h("section", { "aria-labelledby": "actions-title" }, h("h2", { id: "actions-title" }, "Actions"));
   // A mounted topic's stream has no snapshot, fork, close or delete; appends only if allowed.
   const { mount } = state;
-  if (!mount) section.append(snapshotPanel(state, live));
+  append(section, !mount && snapshotPanel(state, live));
   if (state.context.mode !== "rw") return section;
-  if (!mount || mount.appends) section.append(appendForm(state, view));
-  if (!mount) section.append(dangerZone(state, view, live));
-  return section;
+  return append(section, (!mount || mount.appends) && appendForm(state, view), !mount && dangerZone(state, view, live));
 }
 
 function appendForm(state, view) {

@@ -1,7 +1,7 @@
 // The buckets: a table with stream counts; create and delete in read-write mode.
 
 import { bucketPath, call, consoleApi, getJSON, refused } from "../api.js";
-import { ask, h, note, status } from "../dom.js";
+import { append, ask, h, note, status } from "../dom.js";
 
 const BUCKET_ID = "^[a-z0-9_\\-]{4,64}$";
 
@@ -11,7 +11,7 @@ export async function bucketsView(view, context) {
     ({ buckets } = await getJSON(consoleApi("buckets")));
   } catch (error) {
     if (error.status !== 403) throw error;
-    view.append(h("p", { class: "note error", role: "alert" }, `This token may not list buckets (${error.message}).`), openForm());
+    append(view, h("p", { class: "note error", role: "alert" }, `This token may not list buckets (${error.message}).`), openForm());
     return;
   }
   const rw = context.mode === "rw";
@@ -29,7 +29,8 @@ export async function bucketsView(view, context) {
       rw ? h("td", {}, deleteButton(bucket.bucket_id, bucket.mount)) : null,
     ),
   );
-  view.append(
+  append(
+    view,
     h("h1", {}, "Buckets"),
     h(
       "table",

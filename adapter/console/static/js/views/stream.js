@@ -2,13 +2,14 @@
 
 import { call, consoleApi, getJSON, streamPath, token } from "../api.js";
 import { Bounded, MAX_MESSAGES } from "../buffer.js";
-import { clear, download, h, note, status } from "../dom.js";
+import { append, clear, download, h, note, status } from "../dom.js";
 import { splitArray } from "../json.js";
 import { message, ndjsonLine, row } from "../render.js";
 import { base64Bytes, LiveReader } from "../sse.js";
 import { actions } from "./actions.js";
 
 const FLUSH_MS = 100;
+const NEXT_OFFSET = { "Next offset": "Start from this offset to read the messages after this row (not this row itself)" };
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -103,7 +104,7 @@ export async function streamView(view, bucket, stream, params, context) {
     state.pending = [];
     list.append(fragment);
     const { items, bytes, dropped } = state.buffer;
-    counts.textContent = `${items.length} message${items.length === 1 ? "" : "s"} loaded (${bytes} bytes), up to ${state.offset}`;
+    counts.textContent = `${items.length} message${items.length === 1 ? "" : "s"} loaded (${bytes} bytes); next offset ${state.offset}`;
     dropNotice.hidden = dropped === 0;
     dropNotice.textContent = `${dropped} older messages were dropped: the view holds at most ${MAX_MESSAGES} messages or 16 MiB.`;
     status(`${items.length} messages loaded`);
@@ -117,42 +118,62 @@ export async function streamView(view, bucket, stream, params, context) {
     state.pending.push(item);
   }
 
-  // Text and binary batches wait for their message boundaries: the chain keeps them in order.
+  // Batches wait for their messages' boundaries and offsets: the chain keeps them in order.
   let chain = Promise.resolve();
 
   function onBatch({ data, base64, control, start }) {
     const next = control.streamNextOffset;
-    if (kind === "json") {
-      for (const text of splitArray(data)) add(message("json", text, ++state.counter, next));
-      return;
-    }
-    const bytes = base64 ? base64Bytes(data) : encoder.encode(data);
-    const as = (part) => (kind === "text" ? decoder.decode(part) : part);
+    const texts = kind === "json" ? splitArray(data) : null;
+    const bytes = texts ? null : base64 ? base64Bytes(data) : encoder.encode(data);
+    const as = (raw) => (kind === "text" ? decoder.decode(raw) : raw);
     chain = chain
-      .then(() => messagesOf(bytes, start))
-      .catch(() => [bytes]) // boundaries unknown: the batch as one row
-      .then((parts) => parts.forEach((part) => add(message(kind, as(part), ++state.counter, next))));
+      .then(() => (texts ? jsonMessages(texts, start, next) : messagesOf(bytes, start, next)))
+      .catch(() => withOffsets((texts ?? [bytes]).map((raw) => ({ raw })), next)) // as one read
+      .then((parts) => parts.forEach((part) => add(message(kind, as(part.raw), ++state.counter, part.next))));
   }
 
-  /** A batch cut at its messages: SSE joins them, their Kafka records tell the sizes. */
-  async function messagesOf(bytes, start) {
-    const sizes = [];
-    let total = 0;
+  /**
+   * Each message with the offset to resume after it: after the last of a read, the read's own
+   * Stream-Next-Offset; after another, the offset after its Kafka record (null where that is
+   * not known: a mounted topic's records list no offsets), never the read's, which would skip
+   * the messages between.
+   */
+  function withOffsets(parts, next) {
+    const last = parts.length - 1;
+    return parts.map((part, i) => ({ raw: part.raw, next: i === last ? next : (part.record?.next_offset ?? null) }));
+  }
+
+  /** The records of a read from `start`, page by page, until `enough(records)`. */
+  async function recordsFrom(start, enough) {
+    const records = [];
     let offset = start;
-    while (total < bytes.length && offset) {
+    while (offset && !enough(records)) {
       const query = `offset=${encodeURIComponent(offset)}&limit=1000`;
       const page = await getJSON(`${consoleApi("records", bucket, stream)}?${query}`);
       if (page.records.length === 0) break;
-      for (const record of page.records) {
-        if (total >= bytes.length) break;
-        sizes.push(record.bytes);
-        total += record.bytes;
-      }
+      records.push(...page.records);
       offset = page.next_offset;
     }
-    if (total !== bytes.length) return [bytes];
-    let at = 0;
-    return sizes.map((size) => bytes.subarray(at, (at += size)));
+    return records;
+  }
+
+  /** A JSON read's messages: one Kafka record each (asked for only when there are several). */
+  async function jsonMessages(texts, start, next) {
+    const records = texts.length > 1 && !state.mount ? await recordsFrom(start, (found) => found.length >= texts.length) : [];
+    return withOffsets(texts.map((raw, i) => ({ raw, record: records[i] })), next);
+  }
+
+  /** A text or binary read cut at its messages: SSE joins them, their records tell the sizes. */
+  async function messagesOf(bytes, start, next) {
+    let total = 0;
+    const records = await recordsFrom(start, (found) => found.reduce((sum, r) => sum + r.bytes, 0) >= bytes.length);
+    const parts = [];
+    for (const record of records) {
+      if (total >= bytes.length) break;
+      parts.push({ raw: bytes.subarray(total, total + record.bytes), record });
+      total += record.bytes;
+    }
+    return withOffsets(total === bytes.length ? parts : [{ raw: bytes }], next);
   }
 
   function markClosed() {
@@ -215,7 +236,8 @@ export async function streamView(view, bucket, stream, params, context) {
   const curl = `curl -N${bearer} '${location.origin}${path}?offset=${from}&live=sse'`;
   const kafkaStart = /^\d{16}_\d{16}$/.test(from) ? tokenToKafka(from) : from === "now" ? "end" : "beginning";
   const kcat = `kcat -C -b "$BOOTSTRAP" -t '${info.topic}' -p ${info.partition} -o ${kafkaStart} -K '\\t' -e  # records keyed '${stream}'`;
-  view.append(
+  append(
+    view,
     h("h1", {}, stream, " ", badge),
     facts(path, head.headers, info),
     h("p", { class: "actions" }, copyButton("Copy as curl", curl), " ", copyButton("Copy as kcat", kcat)),
@@ -235,7 +257,7 @@ export async function streamView(view, bucket, stream, params, context) {
       "table",
       { class: "messages" },
       h("caption", { class: "visually-hidden" }, "Messages"),
-      h("thead", {}, h("tr", {}, ["#", "Up to offset", "Bytes", "Message", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ["#", "Next offset", "Bytes", "Message", ""].map((t) => h("th", { scope: "col", title: NEXT_OFFSET[t] }, t)))),
       list,
     ),
     info.mount ? null : coordinates(bucket, stream, from),

@@ -1,7 +1,7 @@
 // The streams of a bucket: prefix search and cursor paging, both kept in the URL.
 
 import { bucketPath, call, getJSON, refused, streamPath } from "../api.js";
-import { h, note, status } from "../dom.js";
+import { append, h, note, status } from "../dom.js";
 import { mountBadge } from "./buckets.js";
 
 const PAGE = 50;
@@ -52,7 +52,8 @@ export async function streamsView(view, bucket, params, context) {
   const next = page.next_cursor
     ? h("a", { class: "button", rel: "next", href: pageLink(bucket, prefix, page.next_cursor, [...trail, after], limit) }, "Next")
     : h("button", { type: "button", disabled: true }, "Next");
-  view.append(
+  append(
+    view,
     h("h1", {}, `Streams of ${bucket}`, mount ? [" ", mountBadge(mount)] : null),
     mount ? h("p", { class: "note", id: "mount-note" }, `A mounted Kafka topic: each stream is a record key (${mount.key_encoding}; a key that is no valid id is ~ and its base64url).`) : null,
     searchForm,
