@@ -297,13 +297,9 @@ def publish(
 ) -> Step:
     """Publish a snapshot: its pointer, and the earliest retained offset moved to it, commit
     together, with no record in the stream's partition. Decided on committed state."""
-    if view.pending:
-        return SETTLE
-    meta = view.stream
-    if meta is not None and meta.soft_deleted:
-        return Refused(gone(command.ref.stream_id))
-    if meta is None or meta.expired(now_ms):
-        return Refused(not_found(command.ref.stream_id))
+    meta = _settled_stream(view, command.ref.stream_id, now_ms)
+    if not isinstance(meta, StreamMeta):
+        return meta
     try:
         snapshots.check_publish(meta, command, limits.max_snapshot_bytes, now_ms)
     except ProtocolError as error:
@@ -333,13 +329,9 @@ def fence(view: View, command: Fence, now_ms: int) -> Step:
     the stream's state changes, in the same transaction as any other change to it and with no
     record in its partition; decided on committed state, so appends queued before it commit
     under the old token and every one decided after it sees the new one."""
-    if view.pending:
-        return SETTLE
-    meta = view.stream
-    if meta is not None and meta.soft_deleted:
-        return Refused(gone(command.ref.stream_id))
-    if meta is None or meta.expired(now_ms):
-        return Refused(not_found(command.ref.stream_id))
+    meta = _settled_stream(view, command.ref.stream_id, now_ms)
+    if not isinstance(meta, StreamMeta):
+        return meta
     if meta.fencing_token == command.token:
         return Done(Appended(meta, appended=False))
     return Write((), meta.evolve(fencing_token=command.token), now_ms)
@@ -352,13 +344,9 @@ def trim(view: View, command: Trim, now_ms: int) -> Step:
     the earliest offset back: one at or below it changes nothing. Past the tail is refused
     rather than clamped: the caller named a position the stream never had. Decided on
     committed state, so every append queued before it is there to be trimmed."""
-    if view.pending:
-        return SETTLE
-    meta = view.stream
-    if meta is not None and meta.soft_deleted:
-        return Refused(gone(command.ref.stream_id))
-    if meta is None or meta.expired(now_ms):
-        return Refused(not_found(command.ref.stream_id))
+    meta = _settled_stream(view, command.ref.stream_id, now_ms)
+    if not isinstance(meta, StreamMeta):
+        return meta
     before = resolve_start(meta, command.before)
     if before > meta.next_offset:
         return Refused(
@@ -414,3 +402,17 @@ def _same_fork(existing: StreamMeta, command: CreateStream, fork: ForkFrom) -> b
         and (not own_expiry or expiry == (command.ttl_seconds, command.expires_at_ms))
         and existing.closed == command.closed
     )
+
+
+def _settled_stream(view: View, stream_id: str, now_ms: int) -> StreamMeta | Step:
+    """The stream a change of its state alone (a publish, a fence, a trim) applies to, decided
+    on committed state: SETTLE while appends are in flight, else the refusal of a stream that
+    is gone or not there."""
+    if view.pending:
+        return SETTLE
+    meta = view.stream
+    if meta is not None and meta.soft_deleted:
+        return Refused(gone(stream_id))
+    if meta is None or meta.expired(now_ms):
+        return Refused(not_found(stream_id))
+    return meta
