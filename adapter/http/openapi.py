@@ -222,11 +222,26 @@ def _trim_operation() -> Json:
         "type": "string",
         "description": "an offset token, `now` (the tail) or `-1` (nothing); past the tail: 400",
     }
+    at = {
+        "type": ["integer", "string"],
+        "description": "ms since the epoch or an RFC 3339 time: below the first message "
+        "appended at or after it",
+    }
     schema = {
-        "type": "object",
-        "properties": {"before": before},
-        "required": ["before"],
-        "additionalProperties": False,
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {"before": before},
+                "required": ["before"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "properties": {"at": at},
+                "required": ["at"],
+                "additionalProperties": False,
+            },
+        ]
     }
     operation["requestBody"] = {
         "required": True,
