@@ -12,7 +12,7 @@ import pytest
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter, worker_urls
-from tests.cluster import TEXT, cluster_env, owned, slot_of, stream_in, until_owned
+from tests.cluster import TEXT, cluster_env, slot_of, stream_in, until_owned
 from tests.tokens import token_file
 
 pytestmark = [pytest.mark.integration]
@@ -109,7 +109,7 @@ async def test_reads_with_a_query_token_through_a_sibling_worker_renew_on_its_ow
     with running_adapter(env, log, workers=2):
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
             urls = worker_urls(log)
-            slots = {url: await owned(session, url) or set() for url in urls}
+            slots = await until_owned(session, dict.fromkeys(urls))  # none moving
             stream = "sibling"
             owner = next(url for url in urls if slot_of(prefix, stream) in slots[url])
             other = next(url for url in urls if url != owner)
