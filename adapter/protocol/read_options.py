@@ -50,6 +50,12 @@ def parse_at(query: Mapping[str, str]) -> int | None:
         return None
     if "offset" in query:
         raise ProtocolError(ErrorCode.INVALID_QUERY, "give either offset or at, not both")
+    return parse_moment(value)
+
+
+def parse_moment(value: str) -> int:
+    """A moment in ms since the epoch, from a count of milliseconds or an RFC 3339 date-time;
+    INVALID_TIME otherwise."""
     if _MILLIS.fullmatch(value) is not None and int(value) <= MAX_SAFE_INTEGER:
         return int(value)
     try:

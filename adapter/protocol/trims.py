@@ -17,7 +17,7 @@ from typing import Any
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import ReadFrom, parse_offset
-from adapter.protocol.read_options import parse_at
+from adapter.protocol.read_options import parse_moment
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,7 @@ def parse_trim(body: bytes) -> ReadFrom | TrimAt:
         at = document["at"]
         if isinstance(at, bool) or not isinstance(at, int | str):
             raise ProtocolError(ErrorCode.INVALID_TIME, '"at" must be ms or an RFC 3339 time')
-        at_ms = parse_at({"at": str(at)})
-        assert at_ms is not None  # given
-        return TrimAt(at_ms)
+        return TrimAt(parse_moment(str(at)))
     if not isinstance(document, dict) or set(document) != {"before"}:
         raise ProtocolError(ErrorCode.INVALID_TRIM, _SHAPE)
     before = document["before"]

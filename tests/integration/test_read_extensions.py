@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from aiohttp import ClientResponse
@@ -134,56 +135,57 @@ async def test_bad_reads_by_time_and_bounds_are_refused(client: Client, unique: 
     assert await _error(missing, 404) == "stream_not_found"
 
 
-async def test_a_read_by_time_below_a_snapshot_is_gone(client: Client, unique: str) -> None:
-    bucket = f"/atsn-{unique}"
-    assert (await client.put(bucket)).status == 201
-    path = f"{bucket}/doc"
+@dataclass(frozen=True)
+class _ThreeMessages:
+    path: str
+    before: int  # a moment before `a`
+    kept: str  # the tail after `b`
+    middle: int  # a moment between `b` and `c`
+
+
+async def _three_messages(client: Client, bucket: str) -> _ThreeMessages:
+    """A text stream holding `a`, `b`, `c`, with the moments around them."""
+    assert (await client.put(f"/{bucket}")).status == 201
+    path = f"/{bucket}/log"
     assert (await client.put(path, headers=TEXT)).status == 201
     before = await _moment()
     await _post(client, path, b"a")
     kept = await _post(client, path, b"b")
     middle = await _moment()
     await _post(client, path, b"c")
-    headers = {"Content-Type": "application/x-state"}
-    published = await client.put(f"{path}/snapshot/{kept}", data=b"AB", headers=headers)
-    assert published.status == 204
+    return _ThreeMessages(path, before, kept, middle)
+
+
+async def _gone_before(client: Client, stream: _ThreeMessages) -> None:
+    """A read by time from before `a` is 410 from `kept`; one between `b` and `c` reads `c`."""
     for read in (client.get, client.head):
-        gone = await read(path, params={"at": str(before)})
+        gone = await read(stream.path, params={"at": str(stream.before)})
         assert gone.status == 410
-        assert gone.headers["Stream-Earliest-Offset"] == kept
-    assert await _same_as_offset(client, path, str(middle)) == b"c"
+        assert gone.headers["Stream-Earliest-Offset"] == stream.kept
+    assert await _same_as_offset(client, stream.path, str(stream.middle)) == b"c"
+
+
+async def test_a_read_by_time_below_a_snapshot_is_gone(client: Client, unique: str) -> None:
+    stream = await _three_messages(client, f"atsn-{unique}")
+    headers = {"Content-Type": "application/x-state"}
+    url = f"{stream.path}/snapshot/{stream.kept}"
+    assert (await client.put(url, data=b"AB", headers=headers)).status == 204
+    await _gone_before(client, stream)
 
 
 async def test_a_read_by_time_below_a_trim_is_gone(client: Client, unique: str) -> None:
-    bucket = f"/attr-{unique}"
-    assert (await client.put(bucket)).status == 201
-    path = f"{bucket}/log"
-    assert (await client.put(path, headers=TEXT)).status == 201
-    before = await _moment()
-    await _post(client, path, b"a")
-    kept = await _post(client, path, b"b")
-    middle = await _moment()
-    await _post(client, path, b"c")
-    trimmed = await client.post(f"{path}/trim", data=json.dumps({"before": kept}))
+    stream = await _three_messages(client, f"attr-{unique}")
+    body = json.dumps({"before": stream.kept})
+    trimmed = await client.post(f"{stream.path}/trim", data=body)
     assert trimmed.status == 204, await trimmed.text()
-    for read in (client.get, client.head):
-        gone = await read(path, params={"at": str(before)})
-        assert gone.status == 410
-        assert gone.headers["Stream-Earliest-Offset"] == kept
-    assert await _same_as_offset(client, path, str(middle)) == b"c"
+    await _gone_before(client, stream)
 
 
 async def test_a_trim_by_time_removes_what_was_appended_before_it(
     client: Client, unique: str
 ) -> None:
-    bucket = f"/attb-{unique}"
-    assert (await client.put(bucket)).status == 201
-    path = f"{bucket}/log"
-    assert (await client.put(path, headers=TEXT)).status == 201
-    await _post(client, path, b"a")
-    await _post(client, path, b"b")
-    middle = await _moment()
-    await _post(client, path, b"c")
+    stream = await _three_messages(client, f"attb-{unique}")
+    path, middle = stream.path, stream.middle
     first = await _offset_at(client, path, str(middle))  # c's offset
     trimmed = await client.post(f"{path}/trim", data=json.dumps({"at": middle}))
     assert trimmed.status == 204, await trimmed.text()
