@@ -39,8 +39,8 @@ HELP: dict[str, tuple[str, str]] = {
         "Send one JSON text in UTF-8.",
     ),
     "invalid_trim": (
-        'a `POST {stream}/trim` JSON body that is not `{"before": "<offset token>"}` (another field, `at`, or a `before` that is not a string)',
-        'Send `{"before": "<offset token>"}` with a token taken from `Stream-Next-Offset` (or `now`).',
+        'a `POST {stream}/trim` JSON body that is neither `{"before": "<offset token>"}` nor `{"at": <time>}` (another field, both, or a `before` that is not a string)',
+        'Send `{"before": "<offset token>"}` with a token taken from `Stream-Next-Offset` (or `now`), or `{"at": <ms or RFC 3339 time>}`.',
     ),
     "trim_beyond_tail": (
         "a trim whose `before` is past the stream's tail (a trim never clamps)",
