@@ -75,7 +75,8 @@ class Forwarder:
         return session
 
     async def close(self) -> None:
-        for session in self._sessions.values():
+        while self._sessions:  # a request still running may open one while another closes
+            _, session = self._sessions.popitem()
             await session.close()
 
 

@@ -329,10 +329,16 @@ class MetaFollower:
     async def close(self) -> None:
         if self._consumer is not None:
             await self._on_thread(self._consumer.close)
-        for probe in self._probes.values():
-            await asyncio.get_running_loop().run_in_executor(self._probe_thread, probe.close)
+        # On the probes' own thread, after any query still running there: a query that fails
+        # drops its probe from the dict, which must not happen while it is walked.
+        await asyncio.get_running_loop().run_in_executor(self._probe_thread, self._close_probes)
         self._thread.shutdown(wait=False, cancel_futures=True)
         self._probe_thread.shutdown(wait=False, cancel_futures=True)
+
+    def _close_probes(self) -> None:
+        while self._probes:
+            _, probe = self._probes.popitem()
+            probe.close()
 
     async def _on_thread(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
