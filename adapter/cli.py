@@ -35,10 +35,11 @@ from adapter.config import (
 )
 from adapter.config import setting_names as names
 from adapter.http import health
+from adapter.http.accepting import AcceptingSite
 from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
 from adapter.http.ops import create_ops_app
 from adapter.http.server import ProtocolRunner
-from adapter.http.tls import TlsSockSite, TlsTCPSite, reload, server_context
+from adapter.http.tls import reload, server_context
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.readiness import Readiness
@@ -283,32 +284,26 @@ async def _bind(site: web.BaseSite, setting: str, address: str) -> None:
 
 def _shared_site(
     runner: web.AppRunner, settings: Settings, tls: ssl.SSLContext | None, reuse_port: bool | None
-) -> web.TCPSite:
+) -> AcceptingSite:
     """The `listen` address's site: over HTTPS, handshakes within `header_timeout_ms`; a
     backlog as deep as the connections it admits."""
-    host, port = settings.host, settings.port
-    backlog = listen_backlog(runner.app[CONNECTION_LIMITS].max_connections)
-    if tls is None:
-        return web.TCPSite(runner, host, port, backlog=backlog, reuse_port=reuse_port)
-    handshake_s = settings.header_timeout_ms / 1000
-    return TlsTCPSite(
+    return AcceptingSite(
         runner,
-        host,
-        port,
-        ssl_context=tls,
-        handshake_timeout_s=handshake_s,
-        backlog=backlog,
-        reuse_port=reuse_port,
+        address=(settings.host, settings.port),
+        backlog=listen_backlog(runner.app[CONNECTION_LIMITS].max_connections),
+        reuse_port=bool(reuse_port),
+        tls=tls,
+        handshake_timeout_s=settings.header_timeout_ms / 1000,
     )
 
 
 def _own_site(
     runner: web.AppRunner, sock: socket.socket, settings: Settings, tls: ssl.SSLContext | None
-) -> web.SockSite:
+) -> AcceptingSite:
     """A worker's own TCP port: HTTPS as `listen` is."""
-    if tls is None:
-        return web.SockSite(runner, sock)
-    return TlsSockSite(runner, sock, tls, settings.header_timeout_ms / 1000)
+    return AcceptingSite(
+        runner, sock=sock, tls=tls, handshake_timeout_s=settings.header_timeout_ms / 1000
+    )
 
 
 async def _until_ready(readiness: Readiness, waiters: list[asyncio.Future[Any]]) -> None:

@@ -12,14 +12,11 @@ encrypted key is refused rather than prompted for on a terminal.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
@@ -117,71 +114,3 @@ def reload(context: ssl.SSLContext, settings: Settings) -> bool:
         return False
     log.info("TLS certificate reloaded: %s", served)
     return True
-
-
-# aiohttp's sites leave a TLS handshake asyncio's default of 60 s, and a connection counts
-# against the connection limits, and its head's deadline starts, only once its handshake is
-# done (asyncio tells the protocol of a TLS connection only then). These sites give the
-# handshake the head's deadline (`header_timeout_ms`) instead, so that connections opened
-# and left silent are closed as soon as an unfinished head would be.
-
-
-class TlsTCPSite(web.TCPSite):
-    """`web.TCPSite` whose TLS handshakes must finish within `handshake_timeout_s`."""
-
-    def __init__(
-        self,
-        runner: web.BaseRunner,
-        host: str,
-        port: int,
-        *,
-        ssl_context: ssl.SSLContext,
-        handshake_timeout_s: float,
-        backlog: int = 128,
-        reuse_port: bool | None = None,
-    ) -> None:
-        super().__init__(
-            runner, host, port, ssl_context=ssl_context, backlog=backlog, reuse_port=reuse_port
-        )
-        self.handshake_timeout_s = handshake_timeout_s
-
-    async def start(self) -> None:
-        await web.BaseSite.start(self)  # registers the site with its runner
-        assert self._runner.server is not None
-        self._server = await asyncio.get_running_loop().create_server(
-            self._runner.server,
-            self._host,
-            self._port,
-            ssl=self._ssl_context,
-            backlog=self._backlog,
-            reuse_address=self._reuse_address,
-            reuse_port=self._reuse_port,
-            ssl_handshake_timeout=self.handshake_timeout_s,
-        )
-        if self._server.sockets:
-            self._bound_port = self._server.sockets[0].getsockname()[1]
-
-
-class TlsSockSite(web.SockSite):
-    """`web.SockSite` whose TLS handshakes must finish within `handshake_timeout_s`."""
-
-    def __init__(
-        self,
-        runner: web.BaseRunner,
-        sock: socket.socket,
-        ssl_context: ssl.SSLContext,
-        handshake_timeout_s: float,
-    ) -> None:
-        super().__init__(runner, sock, ssl_context=ssl_context)
-        self.handshake_timeout_s = handshake_timeout_s
-
-    async def start(self) -> None:
-        await web.BaseSite.start(self)
-        assert self._runner.server is not None
-        self._server = await asyncio.get_running_loop().create_server(
-            self._runner.server,
-            sock=self._sock,
-            ssl=self._ssl_context,
-            backlog=self._backlog,
-            ssl_handshake_timeout=self.handshake_timeout_s,
-        )
