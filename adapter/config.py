@@ -30,7 +30,7 @@ EventLoop = Literal["uvloop", "asyncio"]
 ConsoleMode = Literal["off", "ro", "rw"]
 TopicManagementMode = Literal["auto", "external"]
 # Settings whose 0 means "resolved at start from the cluster" and that accept "auto" for it.
-AUTO_COUNTS = frozenset({"replication_factor", "min_insync_replicas"})
+AUTO_COUNTS = frozenset({"replication_factor", "min_insync_replicas", "workers"})
 ClientAuth = Literal["none", "optional", "required"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
@@ -553,7 +553,7 @@ def validate(settings: Settings) -> None:
         (settings.event_loop in ("uvloop", "asyncio"), "event_loop must be 'uvloop' or 'asyncio'"),
         (
             0 <= settings.workers <= MAX_WORKERS,
-            f"workers must be in 0..{MAX_WORKERS} (0: one per core)",
+            f"workers must be in 0..{MAX_WORKERS} (auto or 0: one per core)",
         ),
         (settings.log_format in ("json", "text"), "log_format must be 'json' or 'text'"),
         (

@@ -445,3 +445,12 @@ def test_an_owned_key_in_the_client_file_is_refused(tmp_path: Path) -> None:
     env = {env_name("kafka_client_file"): str(properties)}
     with pytest.raises(ConfigError, match=r"bootstrap\.servers, transactional\.id"):
         load(None, env, {})
+
+
+def test_workers_auto_is_one_per_core(tmp_path: Path) -> None:
+    config = _toml(tmp_path, '[server]\nworkers = "auto"\n')
+    assert load(config, {}, {}).workers == 0
+    assert load(None, {env_name("workers"): "AUTO"}, {}).workers == 0
+    assert load(None, {}, {"workers": "auto"}).workers == 0
+    expected = min(os.cpu_count() or 1, Settings().write_slots)
+    assert load(config, {}, {}).worker_count == expected
