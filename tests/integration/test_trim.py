@@ -70,9 +70,14 @@ async def test_a_trim_makes_older_messages_gone_at_once_and_never_moves_back(
     cut = await _append(client, path, b"a3")
     tail = await _append(client, path, b"a4")
 
+    before = (await client.head(path)).headers["ETag"]
     trimmed = await _trim(client, path, cut)
     assert trimmed.status == 204
     assert (trimmed.headers[EARLIEST], trimmed.headers["Stream-Next-Offset"]) == (cut, tail)
+    head = await client.head(path, headers={"If-None-Match": before})  # what it holds changed
+    assert head.status == 200
+    assert head.headers["ETag"] != before
+    assert (await client.head(path, headers={"If-None-Match": head.headers["ETag"]})).status == 304
     for offset in ("-1", first):
         for live in ({}, {"live": "long-poll"}, {"live": "sse"}):
             gone = await client.get(path, params={"offset": offset} | live)

@@ -29,7 +29,7 @@ from adapter.protocol.offsets import BEGINNING, encode
 from adapter.protocol.offsets import NOW as AT_TAIL
 from adapter.protocol.producers import ProducerState
 from adapter.protocol.snapshots import check_readable, needed_from, retention_floors
-from adapter.protocol.stream_etags import stream_etag
+from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.state.records import Segment, SnapshotPointer, StreamMeta
 from tests.unit.support.histories import COMMANDS
 from topology.wire import ControlEvent
@@ -852,6 +852,15 @@ def test_a_trim_moves_the_earliest_offset_with_no_record_and_reads_below_are_gon
         assert "trimmed" in raised.value.message
     for start in (AT_TAIL, 15, 20):
         check_readable(trimmed, start)
+
+
+def test_a_trim_changes_the_streams_etag_and_an_untrimmed_stream_keeps_its_own() -> None:
+    meta = _meta()
+    trimmed = machine.settle(_write(machine.trim(machine.View(meta), Trim(REF, 15), NOW)), [])
+    assert trimmed is not None
+    further = meta.evolve(trimmed_to=17, trimmed_at_ms=NOW)
+    assert len({stream_etag(meta), stream_etag(trimmed), stream_etag(further)}) == 3
+    assert stream_etag(meta) == range_etag(meta, meta.start_offset, meta.next_offset, False)
 
 
 @pytest.mark.parametrize("before", [BEGINNING, 5, 10, 14, 15])
