@@ -13,6 +13,8 @@ class BucketMeta:
     topic: str
     partitions: int
     created_at_ms: int
+    retention_max_age_ms: int | None = None  # age retention (`protocol/bucket_config.py`)
+    config_version: int = 0  # grows with every `PUT /{bucket}/config`: part of its ETag
 
 
 @dataclass(frozen=True)

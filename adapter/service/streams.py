@@ -23,6 +23,7 @@ from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import forks
 from adapter.protocol import stream_machine as machine
+from adapter.protocol.bucket_config import bucket_etag
 from adapter.protocol.commands import (
     Access,
     Append,
@@ -51,7 +52,13 @@ from adapter.service.records import write_records
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
 from adapter.state.currency import ViewAge
-from adapter.state.records import SnapshotPointer, StreamMeta, producer_key, snapshot_key
+from adapter.state.records import (
+    BucketMeta,
+    SnapshotPointer,
+    StreamMeta,
+    producer_key,
+    snapshot_key,
+)
 from topology.placement import partition_for
 from topology.wire import stream_key
 
@@ -541,11 +548,16 @@ class StreamService:
 
         return await self._wait_until(key, shown, timeout_s, poll_s=0.05)
 
-    async def bucket_applied(self, bucket_id: str, exists: bool, timeout_s: float) -> bool:
-        """Wait until the catalog shows a bucket (or mount) created or deleted elsewhere."""
+    async def bucket_applied(
+        self, bucket_id: str, exists: bool, timeout_s: float, etag: str | None = None
+    ) -> bool:
+        """Wait until the catalog shows a bucket (or mount) created or deleted elsewhere, and
+        with `etag` when given (a configuration changed elsewhere)."""
 
         def shown() -> bool:
             found = self.catalog.bucket(bucket_id) or self.catalog.mount(bucket_id)
+            if etag is not None:
+                return isinstance(found, BucketMeta) and bucket_etag(found) == etag
             return (found is not None) == exists
 
         return await self._wait_until((bucket_id, ""), shown, timeout_s)

@@ -217,3 +217,21 @@ def test_the_visible_snapshot_is_the_one_the_stream_retains_from() -> None:
     assert catalog.snapshot(retaining.evolve(created_at_ms=9)) is None  # an earlier stream's
     catalog.apply_snapshot(pointer.key, None)
     assert catalog.snapshot(retaining) is None
+
+
+def test_a_bucket_record_written_before_configurations_reads_with_none() -> None:
+    out = io.BytesIO()
+    out.write(FORMAT_V1)
+    fastavro.schemaless_writer(
+        out, fastavro.parse_schema(schemas.load("bucket_meta_v1")), vars(BUCKET)
+    )
+    decoded = decode("bucket:b", out.getvalue())
+    assert decoded == BUCKET
+    assert isinstance(decoded, BucketMeta)
+    assert (decoded.retention_max_age_ms, decoded.config_version) == (None, 0)
+
+
+def test_a_bucket_configuration_survives_its_encoding() -> None:
+    configured = replace(BUCKET, retention_max_age_ms=2_000, config_version=3)
+    assert encode(configured)[:1] == FORMAT_V2
+    assert decode("bucket:b", encode(configured)) == configured
