@@ -265,6 +265,7 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
         limits=stream_machine.Limits(settings.max_append_messages, settings.max_snapshot_bytes),
         mounted=mounted,
         relay=AccessRelay(router, siblings, settings.owner_renewal_entries),
+        trim_settle_ms=settings.snapshot_gc_grace_ms,
     )
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     metrics.watch_consumer_lag(follower.lag)

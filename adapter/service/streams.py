@@ -86,6 +86,7 @@ class StreamService:
         limits: machine.Limits = machine.DEFAULT_LIMITS,
         mounted: MountedStreams | None = None,
         relay: AccessRelay | None = None,
+        trim_settle_ms: int = 0,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -102,6 +103,7 @@ class StreamService:
         self._chains = Chains()
         self.mounted = mounted  # buckets that are mounted topics: read-only, one stream per key
         self.relay = relay  # tells other instances' streams' owners of reads served here
+        self.trim_settle_ms = trim_settle_ms  # the grace period storage waits out after a trim
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -396,7 +398,10 @@ class StreamService:
     async def trim(self, command: Trim) -> StreamMeta:
         """Move the stream's earliest offset up to `command.before`: appends queued before it
         commit first, so they can be trimmed too."""
-        return await self._change_state(command.ref, lambda v, now: machine.trim(v, command, now))
+        settle_ms = self.trim_settle_ms
+        return await self._change_state(
+            command.ref, lambda v, now: machine.trim(v, command, now, settle_ms)
+        )
 
     async def _change_state(
         self, ref: StreamRef, decide: Callable[[machine.View, int], machine.Step]

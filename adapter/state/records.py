@@ -33,6 +33,7 @@ __all__ = [
     "FORMAT_V3",
     "FORMAT_V4",
     "FORMAT_V5",
+    "FORMAT_V6",
     "BucketMeta",
     "MountMeta",
     "ProducerRecord",
@@ -63,9 +64,12 @@ FORMAT_V4 = b"\x04"
 # StreamMeta with `trimmed_to` and `trimmed_at_ms`; its 0x04 records are read through
 # `stream_meta_v4.avsc`.
 FORMAT_V5 = b"\x05"
+# StreamMeta with its trim's settling points; its 0x05 records are read through
+# `stream_meta_v5.avsc`.
+FORMAT_V6 = b"\x06"
 # BucketMeta is written with FORMAT_V2 since it holds its configuration (age retention); its
 # 0x01 records are read through `bucket_meta_v1.avsc`.
-_CURRENT = {StreamMeta: FORMAT_V5, BucketMeta: FORMAT_V2}
+_CURRENT = {StreamMeta: FORMAT_V6, BucketMeta: FORMAT_V2}
 
 
 _PARSED = {
@@ -83,6 +87,7 @@ _OLDER: dict[type, dict[bytes, Any]] = {
         FORMAT_V2: fastavro.parse_schema(schemas.load("stream_meta_v2")),
         FORMAT_V3: fastavro.parse_schema(schemas.load("stream_meta_v3")),
         FORMAT_V4: fastavro.parse_schema(schemas.load("stream_meta_v4")),
+        FORMAT_V5: fastavro.parse_schema(schemas.load("stream_meta_v5")),
     },
     BucketMeta: {FORMAT_V1: fastavro.parse_schema(schemas.load("bucket_meta_v1"))},
 }
