@@ -15,7 +15,8 @@ from aiohttp import ClientResponse
 
 from adapter.app import create_app
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
-from tests.integration.test_retention import _bootstrap
+from tests.integration.test_retention import _bootstrap, _pass
+from topology.wire import decode_token
 
 pytestmark = pytest.mark.integration
 
@@ -110,6 +111,25 @@ async def test_messages_older_than_max_age_are_gone_and_a_snapshot_keeps_bootstr
     assert await _bootstrap(client, kept) == [b"K12", b"k3"]
     head = await client.head(kept)
     assert head.headers["Stream-Next-Offset"] == tail
+
+
+async def test_what_age_retention_cut_is_freed_from_kafka_by_the_retention_path(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    # One partition, no background tier passes: only the pass run here frees anything.
+    settings = make_settings(partitions=1, tier_interval_ms=600_000, age_retention_interval_ms=200)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    bucket = f"af-{unique}"
+    assert (await client.put(f"/{bucket}", json=_retention(2000))).status == 201
+    path = f"/{bucket}/log"
+    assert (await client.put(path, headers=TEXT)).status == 201
+    await _append(client, path, b"m1")
+    tail = await _append(client, path, b"m2")
+    gone = await _gone_from(client, path, tail)
+    assert (gone.status, gone.headers[EARLIEST]) == (410, tail)
+    assert await _pass(client, settings, bucket, after_grace=False) == 0  # not settled yet
+    assert await _pass(client, settings, bucket, after_grace=True) == decode_token(tail)
 
 
 async def test_a_config_change_takes_effect_and_survives_a_restart(
