@@ -15,6 +15,7 @@ from aiohttp import ClientResponse
 
 from adapter.app import create_app
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.integration.test_mounts import _fill_few
 from tests.integration.test_retention import _bootstrap, _pass
 from topology.wire import decode_token
 
@@ -225,3 +226,18 @@ async def test_bad_configurations_are_refused_precisely_and_change_nothing(
 async def test_the_config_of_a_missing_bucket_is_404(client: Client, unique: str) -> None:
     missing = await _configure(client, f"an-{unique}", _retention(HOUR_MS))
     assert (missing.status, await _code(missing)) == (404, "bucket_not_found")
+
+
+async def test_a_mounted_topic_keeps_its_own_retention(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, kafka_bootstrap: str, unique: str
+) -> None:
+    client = await aiohttp_client(create_app(make_settings(mount_topics=f"*-{unique}")))
+    await wait_ready(client)
+    topic, bucket = f"aged-{unique}", f"am-{unique}-mount"
+    await asyncio.to_thread(_fill_few, kafka_bootstrap, topic)
+    mounted = await client.put(
+        f"/{bucket}", json={"mount": {"topic": topic, "content_type": "text/plain"}}
+    )
+    assert mounted.status == 201, await mounted.text()
+    refused = await _configure(client, bucket, _retention(HOUR_MS))
+    assert (refused.status, await _code(refused)) == (409, "mount_not_configurable")
