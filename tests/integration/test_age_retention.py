@@ -10,10 +10,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import ClientResponse
 
 from adapter.app import create_app
+from tests.cluster import two_instances
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.integration.test_mounts import _fill_few
 from tests.integration.test_retention import _bootstrap, _pass
@@ -241,3 +243,51 @@ async def test_a_mounted_topic_keeps_its_own_retention(
     assert mounted.status == 201, await mounted.text()
     refused = await _configure(client, bucket, _retention(HOUR_MS))
     assert (refused.status, await _code(refused)) == (409, "mount_not_configurable")
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(300)
+async def test_two_config_writers_through_two_instances_one_etag_exactly_one_wins(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """Each instance forwards the change to the owner of the bucket's slot, which decides
+    both under the bucket's lock; each then shows the winner's configuration and ETag."""
+    prefix = f"aconf{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60) as pair:
+        session, bases = pair.session, (pair.a, pair.b)
+        bucket = f"ar-{unique}"
+        async with session.put(f"{pair.a}/{bucket}", json=_retention(HOUR_MS)) as made:
+            assert made.status == 201, await made.text()
+        for round_ in range(4):
+            async with session.get(f"{bases[round_ % 2]}/{bucket}") as shown:
+                etag = shown.headers["ETag"]
+            ages = (HOUR_MS + round_, 2 * HOUR_MS + round_)
+
+            async def put(base: str, age: int, etag: str = etag) -> tuple[int, str | None]:
+                url = f"{base}/{bucket}/config"
+                body = _retention(age)
+                async with session.put(url, json=body, headers={"If-Match": etag}) as reply:
+                    return reply.status, reply.headers.get("ETag")
+
+            answers = await asyncio.gather(*(put(b, a) for b, a in zip(bases, ages, strict=True)))
+            statuses = [status for status, _ in answers]
+            assert sorted(statuses) == [200, 412], statuses
+            winner = statuses.index(200)
+            # The winner's instance answered once its catalog showed the change; the other
+            # follows the meta topic to it.
+            async with session.get(f"{bases[winner]}/{bucket}") as shown:
+                assert (await shown.json())["retention"] == {"max_age_ms": ages[winner]}
+                assert shown.headers["ETag"] == answers[winner][1]
+            assert await _shows(session, bases[1 - winner], bucket, answers[winner][1])
+
+
+async def _shows(session: aiohttp.ClientSession, base: str, bucket: str, etag: str | None) -> bool:
+    """Whether the instance at `base` comes to answer the bucket with `etag`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT_S
+    while loop.time() < deadline:
+        async with session.get(f"{base}/{bucket}") as shown:
+            if shown.headers.get("ETag") == etag:
+                return True
+        await asyncio.sleep(0.1)
+    return False
