@@ -64,6 +64,7 @@ from adapter.protocol import stream_machine
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.mounts import ConfiguredMount, parse_configured
 from adapter.readiness import Readiness
+from adapter.service.age_retention import AgeRetention
 from adapter.service.buckets import BucketService
 from adapter.service.fork_gc import sweep_forever
 from adapter.service.forwarded import ForwardedOutcomes
@@ -123,6 +124,7 @@ class Parts:
     scanner: PartitionScanner
     tiering: TierWorker
     tier_collector: TierCollector
+    age_retention: AgeRetention
 
 
 PARTS = web.AppKey("parts", Parts)
@@ -263,6 +265,7 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
         limits=stream_machine.Limits(settings.max_append_messages, settings.max_snapshot_bytes),
         mounted=mounted,
         relay=AccessRelay(router, siblings, settings.owner_renewal_entries),
+        trim_settle_ms=settings.snapshot_gc_grace_ms,
     )
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     metrics.watch_consumer_lag(follower.lag)
@@ -317,6 +320,14 @@ def build_parts(settings: Settings, siblings: Collection[str] = ()) -> Parts:
             wall_clock_ms,
             settings.snapshot_gc_grace_ms,
             settings.snapshot_gc_interval_ms / 1000,
+        ),
+        AgeRetention(
+            catalog,
+            stream_service,
+            writers,
+            SlotMap(settings.topic_prefix, settings.write_slots),
+            wall_clock_ms,
+            settings.age_retention_interval_ms / 1000,
         ),
     )
     metrics.watch_tier(parts.tiering.lag_bytes, parts.tiering.hot_bytes)
@@ -514,6 +525,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         tier_gc = asyncio.create_task(parts.tier_collector.run(), name="tier-collector")
         tier_gc.add_done_callback(lambda done: _report(done, fatal))
         tasks.append(tier_gc)
+        aging = asyncio.create_task(parts.age_retention.run(), name="age-retention")
+        aging.add_done_callback(lambda done: _report(done, fatal))
+        tasks.append(aging)
         if settings.catalog_checkpoint_ms:
             saving = checkpoint_forever(parts.follower, settings.catalog_checkpoint_ms / 1000)
             save = asyncio.create_task(saving, name="catalog-checkpoint")

@@ -76,6 +76,7 @@ class Settings:
     max_snapshot_bytes: int = 128 * 1024 * 1024
     snapshot_gc_grace_ms: int = 600_000
     snapshot_gc_interval_ms: int = 60_000
+    age_retention_interval_ms: int = 5_000
     max_inflight_body_bytes: int = 256 * 1024 * 1024
     header_timeout_ms: int = 10_000
     body_timeout_ms: int = 60_000
@@ -259,6 +260,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "max_snapshot_bytes": ("server", "max_snapshot_bytes"),
     "snapshot_gc_grace_ms": ("server", "snapshot_gc_grace_ms"),
     "snapshot_gc_interval_ms": ("server", "snapshot_gc_interval_ms"),
+    "age_retention_interval_ms": ("server", "age_retention_interval_ms"),
     "max_inflight_body_bytes": ("server", "max_inflight_body_bytes"),
     "header_timeout_ms": ("http", "header_timeout_ms"),
     "body_timeout_ms": ("http", "body_timeout_ms"),
@@ -518,6 +520,7 @@ def validate(settings: Settings) -> None:
             "half of it)",
         ),
         (settings.snapshot_gc_interval_ms >= 1000, "snapshot_gc_interval_ms must be >= 1000"),
+        (settings.age_retention_interval_ms >= 100, "age_retention_interval_ms must be >= 100"),
         (
             settings.max_inflight_body_bytes >= settings.max_body_bytes,
             "max_inflight_body_bytes must be >= max_message_bytes - 16384 (the largest body)",

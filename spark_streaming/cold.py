@@ -26,7 +26,10 @@ from spark_streaming.client_options import spark_kafka_options
 from spark_streaming.schema import row_schema
 from topology.naming import DEFAULT_PREFIX, InternalTopic, bucket_topic, internal_topic
 
-_FORMAT = b"\x01"  # of the tier and bucket records (`adapter/tier/manifest.py`, `state/records.py`)
+_FORMAT = b"\x01"  # of the tier records (`adapter/tier/manifest.py`)
+# The bucket records' format bytes (`adapter/state/records.py`): 0x01 was written before their
+# configuration (age retention).
+_BUCKET_SCHEMAS = {b"\x01": "bucket_meta_v1", b"\x02": "bucket_meta"}
 
 
 def cold_chunk_keys(
@@ -44,8 +47,8 @@ def cold_chunk_keys(
         for key, value in _compacted(
             spark, bootstrap_servers, InternalTopic.META, topic_prefix, options, client_properties
         )
-        if key.startswith("bucket:") and value is not None and value[:1] == _FORMAT
-        for meta in [_decode("bucket_meta", value)]
+        if key.startswith("bucket:") and value is not None and value[:1] in _BUCKET_SCHEMAS
+        for meta in [_decode(_BUCKET_SCHEMAS[value[:1]], value)]
         if buckets is None or meta["bucket_id"] in buckets
     }
     keys = []

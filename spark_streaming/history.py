@@ -25,13 +25,15 @@ from spark_streaming.source import decode_streams, kafka_options
 from topology.naming import DEFAULT_PREFIX, bucket_topic
 
 # The meta topic's format bytes (`adapter/state/records.py`): 0x01 was written before forks,
-# 0x02 before snapshots, 0x03 before fencing tokens, 0x04 before trims.
+# 0x02 before snapshots, 0x03 before fencing tokens, 0x04 before trims, 0x05 before trims kept
+# their settling points.
 _SCHEMAS = {
     b"\x01": "stream_meta_v1",
     b"\x02": "stream_meta_v2",
     b"\x03": "stream_meta_v3",
     b"\x04": "stream_meta_v4",
-    b"\x05": "stream_meta",
+    b"\x05": "stream_meta_v5",
+    b"\x06": "stream_meta",
 }
 
 

@@ -1,5 +1,5 @@
-"""Bucket routes: `PUT/GET/DELETE /{bucket}` and `GET /{bucket}/streams`, for buckets and
-mounted topics alike."""
+"""Bucket routes: `PUT/GET/DELETE /{bucket}`, `PUT /{bucket}/config` and `GET
+/{bucket}/streams`, for buckets and mounted topics alike."""
 
 from __future__ import annotations
 
@@ -11,13 +11,20 @@ from aiohttp import web
 from adapter.http.keys import BUCKETS, MOUNTED, MOUNTS
 from adapter.http.render import json_response
 from adapter.http.request_checks import defer_continue
+from adapter.protocol.bucket_config import (
+    BucketConfig,
+    bucket_etag,
+    config_of,
+    parse_config,
+    rendered,
+)
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import is_json, normalize_content_type
 from adapter.protocol.identifiers import validate_bucket_id
 from adapter.protocol.mounts import MountSpec, invalid, parse_mount
 from adapter.protocol.offsets import encode
-from adapter.state.records import MountMeta, StreamMeta
+from adapter.state.records import BucketMeta, MountMeta, StreamMeta
 
 MAX_LIMIT = 1000
 # How long a mount's PUT waits for the mount to serve reads (its index caught up with the
@@ -35,13 +42,31 @@ def _bucket_id(request: web.Request) -> str:
 async def create_bucket(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     location = {"Location": str(request.url.with_query(None))}
-    spec = await _mount_request(request)
-    if spec is not None:
-        mount = await request.app[MOUNTS].mount(bucket_id, spec)
+    asked = await _bucket_request(request)
+    if isinstance(asked, MountSpec):
+        mount = await request.app[MOUNTS].mount(bucket_id, asked)
         return await mounted_response(request, mount, location)
-    meta = await request.app[BUCKETS].create(bucket_id)
+    meta = await request.app[BUCKETS].create(bucket_id, asked)
     body = {"bucket_id": meta.bucket_id, "streams": 0, "created_at_ms": meta.created_at_ms}
-    return json_response(body, status=201, headers=location)
+    body |= rendered(config_of(meta))
+    return json_response(body, status=201, headers=location | _etag(meta))
+
+
+@routes.put("/{bucket}/config", expect_handler=defer_continue)
+async def configure_bucket(request: web.Request) -> web.Response:
+    """Replace the bucket's configuration (the whole of it); `If-Match` makes it conditional."""
+    bucket_id = _bucket_id(request)
+    config = parse_config(_json(await request.read(), "bucket configuration"))
+    if_match = request.headers.get("If-Match")
+    meta = await request.app[BUCKETS].configure(bucket_id, config, if_match)
+    return json_response(rendered(config_of(meta)), headers=_etag(meta) | _NO_STORE)
+
+
+def _etag(meta: BucketMeta) -> dict[str, str]:
+    return {"ETag": bucket_etag(meta)}
+
+
+_NO_STORE = {"Cache-Control": "no-store"}
 
 
 async def mounted_response(
@@ -57,19 +82,26 @@ async def mounted_response(
     return json_response(body, status=201 if serving else 202, headers=headers)
 
 
-async def _mount_request(request: web.Request) -> MountSpec | None:
-    """The mount a `PUT /{bucket}` asks for: a JSON body `{"mount": {...}}`; None without one."""
+async def _bucket_request(request: web.Request) -> MountSpec | BucketConfig | None:
+    """What a `PUT /{bucket}` asks for: a mount (a JSON body `{"mount": {...}}`), a bucket
+    with a configuration (`{"retention": {...}}`), or a plain bucket (no JSON body)."""
     body = await request.read()
     content_type = normalize_content_type(request.headers.get("Content-Type"))
     if not body or content_type is None or not is_json(content_type):
         return None  # a plain bucket: any other body is ignored, as it always was
+    document = _json(body, "bucket body")
+    if isinstance(document, dict) and "mount" in document:
+        if set(document) != {"mount"}:
+            raise invalid('a mount\'s body must be {"mount": {...}} alone')
+        return parse_mount(document["mount"])
+    return parse_config(document)
+
+
+def _json(body: bytes, what: str) -> Any:
     try:
-        document: Any = json.loads(body)
+        return json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
-        raise ProtocolError(ErrorCode.INVALID_JSON, f"bucket body: {error}") from None
-    if not isinstance(document, dict) or set(document) != {"mount"}:
-        raise invalid('a bucket body must be {"mount": {...}}')
-    return parse_mount(document["mount"])
+        raise ProtocolError(ErrorCode.INVALID_JSON, f"{what}: {error}") from None
 
 
 @routes.get("/{bucket}", expect_handler=defer_continue)
@@ -88,7 +120,8 @@ async def get_bucket(request: web.Request) -> web.Response:
         "partitions": meta.partitions,
         "mounted": False,
     }
-    return json_response(body, headers={"Cache-Control": "no-store"})
+    body |= rendered(config_of(meta))
+    return json_response(body, headers=_NO_STORE | _etag(meta))
 
 
 def _mount_body(request: web.Request, mount: MountMeta) -> dict[str, Any]:

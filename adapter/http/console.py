@@ -22,6 +22,7 @@ from adapter.config import ConsoleMode
 from adapter.http.keys import BUCKETS, MOUNTED, STREAMS
 from adapter.http.operations import NeedOf, mark, read_bucket, read_every_bucket, token_only
 from adapter.http.render import Handler, json_response
+from adapter.protocol.bucket_config import config_of, rendered
 from adapter.protocol.commands import Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id, validate_stream_id
@@ -136,17 +137,21 @@ async def _config(request: web.Request) -> web.Response:
 
 
 async def _buckets(request: web.Request) -> web.Response:
-    """Every bucket and mounted topic, by id; a mount with its topic and key encoding."""
+    """Every bucket and mounted topic, by id; a bucket with its configuration (age retention),
+    a mount with its topic and key encoding (its retention is the topic's own: null)."""
     buckets = request.app[BUCKETS]
     listed: list[dict[str, object]] = [
-        {"bucket_id": bucket_id, "streams": buckets.live_count(bucket_id), "mount": None}
-        for bucket_id in buckets.catalog.bucket_ids()
+        {"bucket_id": meta.bucket_id, "streams": buckets.live_count(meta.bucket_id), "mount": None}
+        | rendered(config_of(meta))
+        for meta in map(buckets.get, buckets.catalog.bucket_ids())
     ]
     mounted = request.app[MOUNTED]
     for mount in mounted.catalog.mounts():
         indexed = mounted.indexes.get(mount.bucket_id)
         streams = len(indexed.index) if indexed is not None else None
-        listed.append({"bucket_id": mount.bucket_id, "streams": streams} | _mount(mount))
+        listed.append(
+            {"bucket_id": mount.bucket_id, "streams": streams, "retention": None} | _mount(mount)
+        )
     return _api({"buckets": sorted(listed, key=lambda bucket: str(bucket["bucket_id"]))})
 
 

@@ -369,12 +369,13 @@ async def _trim_applied(request: web.Request, ref: StreamRef, earliest: str) -> 
 
 async def _bucket_applied(request: web.Request, response: web.Response) -> None:
     """Hold the answer until this instance's catalog shows the bucket (or mount) made or
-    gone; a mount made, until this instance's own index of it serves reads too (each
-    instance indexes the topic itself): else the owner's 201 becomes 202, as it would have
-    been answered here."""
+    gone, or its configuration as the answer's ETag names it; a mount made, until this
+    instance's own index of it serves reads too (each instance indexes the topic itself):
+    else the owner's 201 becomes 202, as it would have been answered here."""
     bucket_id = request.match_info["bucket"]
     exists = request.method == "PUT"
-    await request.app[STREAMS].bucket_applied(bucket_id, exists, READ_YOUR_WRITES_S)
+    etag = response.headers.get("ETag") if response.status < 300 else None
+    await request.app[STREAMS].bucket_applied(bucket_id, exists, READ_YOUR_WRITES_S, etag)
     mounted = request.app[MOUNTED]
     if not (exists and response.status == 201 and mounted.covers(bucket_id)):
         return

@@ -45,7 +45,10 @@ _REQUEST_HEADERS = {
     "Stream-Expires-At": "RFC 3339 time at which the stream expires",
     "Stream-Closed": "`true`: close the stream (with or after this body)",
     "Stream-Seq": "a writer's sequence; must grow",
-    "If-Match": "the stream's ETag, or `*` (a PUT: the stream must exist with it; 412 if not)",
+    "If-Match": (
+        "the stream's ETag, or `*` (a PUT: the stream must exist with it; 412 if not); on"
+        " `PUT /{bucket}/config`, the bucket's ETag (412 if another change came first)"
+    ),
     "If-None-Match": (
         "a read's or the stream's ETag (304 if unchanged); on a PUT, `*`: create only if absent"
         " (412 if not)"
@@ -250,6 +253,52 @@ def _trim_operation() -> Json:
     return operation
 
 
+_RETENTION = {
+    "type": ["object", "null"],
+    "properties": {
+        "max_age_ms": {
+            "type": ["integer", "null"],
+            "minimum": 1000,
+            "maximum": 2**53 - 1,
+            "description": "age retention: messages older than this many ms are trimmed from"
+            " the bucket's streams (410 below, with Stream-Earliest-Offset); null: none",
+        }
+    },
+    "additionalProperties": False,
+}
+_CONFIG = {
+    "type": "object",
+    "properties": {"retention": _RETENTION},
+    "additionalProperties": False,
+}
+_MOUNT = {
+    "type": "object",
+    "properties": {"mount": {"type": "object"}},
+    "required": ["mount"],
+    "additionalProperties": False,
+}
+_CREATE_BODY = {"oneOf": [_CONFIG, _MOUNT]}
+
+
+def _with_config_body(operation: Json, schema: Json, required: bool = False) -> Json:
+    operation["requestBody"] = {
+        "required": required,
+        "content": {"application/json": {"schema": schema}},
+    }
+    return operation
+
+
+def _config_operation() -> Json:
+    """`PUT /{bucket}/config`: the whole configuration, conditional with `If-Match`."""
+    operation = _op(
+        "replace a bucket's configuration (age retention); answers it with the new ETag",
+        {200: "the configuration now"},
+        (*_ROUTING, 409, 412, 504),
+        headers=("If-Match",),
+    )
+    return _with_config_body(operation, _CONFIG, required=True)
+
+
 _BUCKET_MADE = {
     201: "created (a mount: once it serves reads)",
     202: "mounted, its index still catching up with the topic (`Retry-After`): reads answer 503"
@@ -261,10 +310,16 @@ def _paths() -> Json:
     health = {"get": _op("liveness", {200: "the process answers"}, (), public=True)}
     ready = {"get": _op("readiness, every check", {200: "ready"}, (), public=True)}
     bucket = {
-        "put": _op("create a bucket, or mount a topic", _BUCKET_MADE, (*_ROUTING, 409, 504)),
-        "get": _op("describe a bucket", {200: "the bucket"}, _ROUTING),
+        "put": _with_config_body(
+            _op("create a bucket, or mount a topic", _BUCKET_MADE, (*_ROUTING, 409, 504)),
+            _CREATE_BODY,
+        ),
+        "get": _op(
+            "describe a bucket (with its configuration and ETag)", {200: "the bucket"}, _ROUTING
+        ),
         "delete": _op("delete an empty bucket", {204: "deleted"}, (*_ROUTING, 409, 504)),
     }
+    config = {"put": _config_operation()}
     listing = {
         "get": _op(
             "list a bucket's streams",
@@ -303,6 +358,7 @@ def _paths() -> Json:
         "/readyz": ready,
         PATH: {"get": _op("this document", {200: "OpenAPI 3.1"}, (), public=True)},
         "/{bucket}": bucket,
+        "/{bucket}/config": config,
         "/{bucket}/streams": listing,
         "/{bucket}/{stream}": _stream_operations(),
         "/v1/stream/{path}": _stream_operations(),

@@ -42,6 +42,10 @@ HELP: dict[str, tuple[str, str]] = {
         'a `POST {stream}/trim` JSON body that is neither `{"before": "<offset token>"}` nor `{"at": <time>}` (another field, both, or a `before` that is not a string)',
         'Send `{"before": "<offset token>"}` with a token taken from `Stream-Next-Offset` (or `now`), or `{"at": <ms or RFC 3339 time>}`.',
     ),
+    "invalid_retention": (
+        'a bucket configuration (the body of `PUT /{bucket}` or `PUT /{bucket}/config`) other than `{"retention": {"max_age_ms": <ms>}}`: another field, a `retention` that is not an object or null, a `max_age_ms` that is not an integer in 1000..2^53-1 or null',
+        'Send `{"retention": {"max_age_ms": <milliseconds, at least 1000>}}`, or `{}` (or `max_age_ms: null`) for no age retention.',
+    ),
     "trim_beyond_tail": (
         "a trim whose `before` is past the stream's tail (a trim never clamps)",
         "Trim at most to the tail: send a token the server gave you, or `now`.",
@@ -157,6 +161,10 @@ HELP: dict[str, tuple[str, str]] = {
         "`DELETE /{bucket}` of a mount from the config file",
         "This mount is set in the server's configuration; change it there.",
     ),
+    "mount_not_configurable": (
+        "`PUT /{bucket}/config` of a mounted topic: its retention is the topic's own (`retention.ms`), set in Kafka",
+        "Change the topic's retention in Kafka, or copy the data into a bucket of its own.",
+    ),
     "gone": (
         "any request to a soft-deleted stream (deleted while forks of it live)",
         "The stream or bucket was deleted; it will not come back under this URL's history.",
@@ -166,7 +174,7 @@ HELP: dict[str, tuple[str, str]] = {
         "That data is below the retained range: read from `Stream-Earliest-Offset`, or rebuild from `/bootstrap`.",
     ),
     "precondition_failed": (
-        "an append's or a PUT's `If-Match` names neither `*` nor the stream's ETag (or the PUT's stream does not exist); a PUT's `If-None-Match: *` finds the stream existing",
+        "an append's or a PUT's `If-Match` names neither `*` nor the stream's ETag (or the PUT's stream does not exist); a PUT's `If-None-Match: *` finds the stream existing; a `PUT /{bucket}/config` whose `If-Match` is neither `*` nor the bucket's ETag (another writer changed it since)",
         "The `If-Match`/`If-None-Match` condition did not hold; read the current state and decide again.",
     ),
     "fencing_token_mismatch": (

@@ -13,6 +13,8 @@ class BucketMeta:
     topic: str
     partitions: int
     created_at_ms: int
+    retention_max_age_ms: int | None = None  # age retention (`protocol/bucket_config.py`)
+    config_version: int = 0  # grows with every `PUT /{bucket}/config`: part of its ETag
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,11 @@ class StreamMeta:
     fencing_token: str | None = None  # what appends must carry in `Stream-Fencing-Token`
     trimmed_to: int | None = None  # `POST {stream}/trim`: its messages below are removed
     trimmed_at_ms: int | None = None  # when `trimmed_to` last moved (storage follows later)
+    # What storage follows when trims come more often than the grace period (`trims.trimmed`):
+    # a point every instance had followed for it, and an earlier one waiting it out.
+    trim_settled_to: int | None = None
+    trim_settling_to: int | None = None
+    trim_settling_at_ms: int | None = None
 
     @property
     def key(self) -> str:

@@ -86,17 +86,24 @@ def needed_from(meta: StreamMeta, pointer: SnapshotPointer | None, settled_befor
 
     Its snapshot's offset once that was published before `settled_before_ms`, and its trim
     point once it was trimmed before then (so every instance has followed the move for a grace
-    period and none serves a read below it), the further of the two; else the start of its
-    history. A fork's history starts in its source's range. Soft-deleted and expired streams
-    count too: a stream still in the catalog may be read by an instance whose clock or catalog
-    lags, and they are few and collected.
+    period and none serves a read below it; of a stream trimmed often, an earlier point that
+    has, `trims.trimmed`), the furthest of them; else the start of its history. A fork's
+    history starts in its source's range. Soft-deleted and expired streams count too: a stream
+    still in the catalog may be read by an instance whose clock or catalog lags, and they are
+    few and collected.
     """
     floor = meta.history_start
     if pointer is not None and pointer.published_at_ms <= settled_before_ms:
         floor = max(floor, pointer.offset)
-    trimmed_at = meta.trimmed_at_ms
-    if meta.trimmed_to is not None and trimmed_at is not None and trimmed_at <= settled_before_ms:
-        floor = max(floor, meta.trimmed_to)
+    trims = (
+        (meta.trimmed_to, meta.trimmed_at_ms),
+        (meta.trim_settling_to, meta.trim_settling_at_ms),
+    )
+    for to, at in trims:
+        if to is not None and at is not None and at <= settled_before_ms:
+            floor = max(floor, to)
+    if meta.trim_settled_to is not None:  # settled already when the stream was last trimmed
+        floor = max(floor, meta.trim_settled_to)
     return floor
 
 

@@ -56,6 +56,7 @@ from adapter.protocol.steps import (
     settle,
 )
 from adapter.protocol.stream_etags import stream_etag
+from adapter.protocol.trims import trimmed
 from topology.wire import ControlEvent
 
 # The steps are part of the machine's interface: its callers name them through it.
@@ -188,6 +189,9 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         "retained_from": source.retained_from,
         "trimmed_to": source.trimmed_to,
         "trimmed_at_ms": source.trimmed_at_ms,
+        "trim_settled_to": source.trim_settled_to,
+        "trim_settling_to": source.trim_settling_to,
+        "trim_settling_at_ms": source.trim_settling_at_ms,
     }
     expiry = (ttl, expires_at)
     write = _creation(
@@ -337,13 +341,14 @@ def fence(view: View, command: Fence, now_ms: int) -> Step:
     return Write((), meta.evolve(fencing_token=command.token), now_ms)
 
 
-def trim(view: View, command: Trim, now_ms: int) -> Step:
+def trim(view: View, command: Trim, now_ms: int, settle_ms: int = 0) -> Step:
     """Make the stream's messages below `command.before` unreadable: its earliest offset moves
     there, in its state alone (no record in its partition), and reads below answer 410 with
     `Stream-Earliest-Offset`; storage follows (`snapshots.needed_from`). A trim never moves
     the earliest offset back: one at or below it changes nothing. Past the tail is refused
     rather than clamped: the caller named a position the stream never had. Decided on
-    committed state, so every append queued before it is there to be trimmed."""
+    committed state, so every append queued before it is there to be trimmed. `settle_ms` is
+    the grace period storage waits out (`trims.trimmed`)."""
     meta = _settled_stream(view, command.ref.stream_id, now_ms)
     if not isinstance(meta, StreamMeta):
         return meta
@@ -357,8 +362,7 @@ def trim(view: View, command: Trim, now_ms: int) -> Step:
         )
     if before <= meta.earliest_offset:
         return Done(Appended(meta, appended=False))
-    state = meta.evolve(trimmed_to=before, trimmed_at_ms=now_ms)
-    return Write((), state, now_ms)
+    return Write((), trimmed(meta, before, now_ms, settle_ms), now_ms)
 
 
 def _collected(view: View) -> tuple[str, ...]:

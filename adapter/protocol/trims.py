@@ -7,6 +7,11 @@ that moment (found as a read by time finds it, `service/moments.py`).
 beginning: nothing). Any other body is refused with a precise code: not JSON at all is
 `invalid_json`, a JSON text of another shape `invalid_trim`, a malformed token
 `invalid_offset`, a malformed time `invalid_time`.
+
+A trim is readable at once; storage (Kafka and the cold tier) is freed below a trim point only
+once every instance has followed it for a grace period (`snapshots.needed_from`). A stream
+trimmed more often than that (age retention trims every few seconds) would never have its
+latest point settled, so each trim also keeps what storage may follow (`trimmed`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import ReadFrom, parse_offset
 from adapter.protocol.read_options import parse_moment
 
@@ -44,6 +50,37 @@ def parse_trim(body: bytes) -> ReadFrom | TrimAt:
     if not isinstance(before, str):
         raise ProtocolError(ErrorCode.INVALID_TRIM, '"before" must be an offset token (a string)')
     return parse_offset(before)
+
+
+def trimmed(meta: StreamMeta, before: int, now_ms: int, settle_ms: int) -> StreamMeta:
+    """The stream trimmed to `before` at `now_ms`, with the points storage may follow.
+
+    Three points: the latest trim (`trimmed_to`, readable at once), an earlier one waiting out
+    `settle_ms` (`trim_settling_to`), and the furthest that had waited it out (`trim_settled_to`).
+    A point that has waited long enough joins the settled one; the trim being replaced takes
+    the waiting place when that is free. So storage follows trims that never stop at most two
+    grace periods behind, and never a point some instance may not have followed for one."""
+    settled_by = now_ms - settle_ms
+    settled = meta.trim_settled_to
+    points = (
+        (meta.trim_settling_to, meta.trim_settling_at_ms),
+        (meta.trimmed_to, meta.trimmed_at_ms),
+    )
+    waiting: tuple[int | None, int | None] = (None, None)
+    for to, at in points:
+        if to is None or at is None:
+            continue
+        if at <= settled_by:
+            settled = to if settled is None else max(settled, to)
+        elif waiting[0] is None:
+            waiting = (to, at)
+    return meta.evolve(
+        trimmed_to=before,
+        trimmed_at_ms=now_ms,
+        trim_settled_to=settled,
+        trim_settling_to=waiting[0],
+        trim_settling_at_ms=waiting[1],
+    )
 
 
 _SHAPE = 'a trim body must be {"before": "<offset token>"} or {"at": <time>}'

@@ -12,6 +12,7 @@ from itertools import islice
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.writer import StateEntry
+from adapter.protocol.bucket_config import BucketConfig, check_if_match, reconfigured
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.service.locks import KeyedLocks
 from adapter.service.state_entries import stream_tombstones
@@ -144,11 +145,34 @@ class BucketService:
         meta = self.catalog.bucket(bucket_id)
         return meta.partitions if meta else self.layout.partitions
 
-    async def create(self, bucket_id: str) -> BucketMeta:
+    async def create(self, bucket_id: str, config: BucketConfig | None = None) -> BucketMeta:
         async with self.bounded(f"creating bucket {bucket_id!r}"), self.locks.hold(bucket_id):
             if self.catalog.bucket(bucket_id) is not None or self.catalog.mount(bucket_id):
                 raise ProtocolError(ErrorCode.BUCKET_EXISTS, f"bucket {bucket_id!r} exists")
-            return await self._create(bucket_id, self.slots.of_bucket(bucket_id))
+            return await self._create(bucket_id, self.slots.of_bucket(bucket_id), config)
+
+    async def configure(
+        self, bucket_id: str, config: BucketConfig, if_match: str | None
+    ) -> BucketMeta:
+        """Replace the bucket's configuration, when `if_match` (if any) names its current ETag.
+
+        Decided and written under the bucket's lock by the owner of its slot (every instance
+        forwards it there), so of two writers sending the same ETag exactly one finds it."""
+        async with self.bounded(f"configuring bucket {bucket_id!r}"), self.locks.hold(bucket_id):
+            if self.catalog.mount(bucket_id) is not None:
+                raise ProtocolError(
+                    ErrorCode.MOUNT_NOT_CONFIGURABLE,
+                    f"{bucket_id!r} mounts a topic: its retention is the topic's own",
+                )
+            current = self.get(bucket_id)
+            check_if_match(current, if_match)
+            return await self._put(reconfigured(current, config), self.slots.of_bucket(bucket_id))
+
+    async def _put(self, meta: BucketMeta, slot: int) -> BucketMeta:
+        entry = (self.topics.meta, bucket_key(meta.bucket_id), encode_meta(meta))
+        await self.writers.submit(slot, [], lambda _offsets: [entry])
+        self.catalog.put_bucket(meta)
+        return meta
 
     async def delete(self, bucket_id: str) -> None:
         async with self.bounded(f"deleting bucket {bucket_id!r}"), self.locks.hold(bucket_id):
@@ -218,7 +242,9 @@ class BucketService:
             if meta is not None:
                 yield meta
 
-    async def _create(self, bucket_id: str, slot: int) -> BucketMeta:
+    async def _create(
+        self, bucket_id: str, slot: int, config: BucketConfig | None = None
+    ) -> BucketMeta:
         """Create (or, if managed externally, verify) the topic, then register the bucket with
         the topic's partitions: a platform team's topic may have another count than ours."""
         spec = bucket_topic_spec(self.layout, bucket_id)
@@ -226,11 +252,9 @@ class BucketService:
         partitions = spec.partitions
         if not self.admin.policy.manages_topics:
             partitions = await self.admin.partition_count(spec.name)
-        meta = BucketMeta(bucket_id, spec.name, partitions, self.clock())
-        entry = (self.topics.meta, bucket_key(bucket_id), encode_meta(meta))
-        await self.writers.submit(slot, [], lambda _offsets: [entry])
-        self.catalog.put_bucket(meta)
-        return meta
+        max_age_ms = None if config is None else config.max_age_ms
+        meta = BucketMeta(bucket_id, spec.name, partitions, self.clock(), max_age_ms)
+        return await self._put(meta, slot)
 
     async def _ensure_topic(self, spec: TopicSpec) -> None:
         """Create the topic; a topic of the same name still being deleted is waited out.

@@ -23,6 +23,7 @@ from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import forks
 from adapter.protocol import stream_machine as machine
+from adapter.protocol.bucket_config import bucket_etag
 from adapter.protocol.commands import (
     Access,
     Append,
@@ -51,7 +52,13 @@ from adapter.service.records import write_records
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
 from adapter.state.currency import ViewAge
-from adapter.state.records import SnapshotPointer, StreamMeta, producer_key, snapshot_key
+from adapter.state.records import (
+    BucketMeta,
+    SnapshotPointer,
+    StreamMeta,
+    producer_key,
+    snapshot_key,
+)
 from topology.placement import partition_for
 from topology.wire import stream_key
 
@@ -79,6 +86,7 @@ class StreamService:
         limits: machine.Limits = machine.DEFAULT_LIMITS,
         mounted: MountedStreams | None = None,
         relay: AccessRelay | None = None,
+        trim_settle_ms: int = 0,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -95,6 +103,7 @@ class StreamService:
         self._chains = Chains()
         self.mounted = mounted  # buckets that are mounted topics: read-only, one stream per key
         self.relay = relay  # tells other instances' streams' owners of reads served here
+        self.trim_settle_ms = trim_settle_ms  # the grace period storage waits out after a trim
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -389,7 +398,10 @@ class StreamService:
     async def trim(self, command: Trim) -> StreamMeta:
         """Move the stream's earliest offset up to `command.before`: appends queued before it
         commit first, so they can be trimmed too."""
-        return await self._change_state(command.ref, lambda v, now: machine.trim(v, command, now))
+        settle_ms = self.trim_settle_ms
+        return await self._change_state(
+            command.ref, lambda v, now: machine.trim(v, command, now, settle_ms)
+        )
 
     async def _change_state(
         self, ref: StreamRef, decide: Callable[[machine.View, int], machine.Step]
@@ -541,11 +553,16 @@ class StreamService:
 
         return await self._wait_until(key, shown, timeout_s, poll_s=0.05)
 
-    async def bucket_applied(self, bucket_id: str, exists: bool, timeout_s: float) -> bool:
-        """Wait until the catalog shows a bucket (or mount) created or deleted elsewhere."""
+    async def bucket_applied(
+        self, bucket_id: str, exists: bool, timeout_s: float, etag: str | None = None
+    ) -> bool:
+        """Wait until the catalog shows a bucket (or mount) created or deleted elsewhere, and
+        with `etag` when given (a configuration changed elsewhere)."""
 
         def shown() -> bool:
             found = self.catalog.bucket(bucket_id) or self.catalog.mount(bucket_id)
+            if etag is not None:
+                return isinstance(found, BucketMeta) and bucket_etag(found) == etag
             return (found is not None) == exists
 
         return await self._wait_until((bucket_id, ""), shown, timeout_s)

@@ -33,6 +33,7 @@ __all__ = [
     "FORMAT_V3",
     "FORMAT_V4",
     "FORMAT_V5",
+    "FORMAT_V6",
     "BucketMeta",
     "MountMeta",
     "ProducerRecord",
@@ -63,6 +64,12 @@ FORMAT_V4 = b"\x04"
 # StreamMeta with `trimmed_to` and `trimmed_at_ms`; its 0x04 records are read through
 # `stream_meta_v4.avsc`.
 FORMAT_V5 = b"\x05"
+# StreamMeta with its trim's settling points; its 0x05 records are read through
+# `stream_meta_v5.avsc`.
+FORMAT_V6 = b"\x06"
+# BucketMeta is written with FORMAT_V2 since it holds its configuration (age retention); its
+# 0x01 records are read through `bucket_meta_v1.avsc`.
+_CURRENT = {StreamMeta: FORMAT_V6, BucketMeta: FORMAT_V2}
 
 
 _PARSED = {
@@ -74,11 +81,15 @@ _PARSED = {
     MountMeta: fastavro.parse_schema(schemas.load("mount_meta")),
 }
 
-_OLDER_STREAM_META = {
-    FORMAT_V1: fastavro.parse_schema(schemas.load("stream_meta_v1")),
-    FORMAT_V2: fastavro.parse_schema(schemas.load("stream_meta_v2")),
-    FORMAT_V3: fastavro.parse_schema(schemas.load("stream_meta_v3")),
-    FORMAT_V4: fastavro.parse_schema(schemas.load("stream_meta_v4")),
+_OLDER: dict[type, dict[bytes, Any]] = {
+    StreamMeta: {
+        FORMAT_V1: fastavro.parse_schema(schemas.load("stream_meta_v1")),
+        FORMAT_V2: fastavro.parse_schema(schemas.load("stream_meta_v2")),
+        FORMAT_V3: fastavro.parse_schema(schemas.load("stream_meta_v3")),
+        FORMAT_V4: fastavro.parse_schema(schemas.load("stream_meta_v4")),
+        FORMAT_V5: fastavro.parse_schema(schemas.load("stream_meta_v5")),
+    },
+    BucketMeta: {FORMAT_V1: fastavro.parse_schema(schemas.load("bucket_meta_v1"))},
 }
 
 StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPointer | MountMeta
@@ -87,11 +98,9 @@ StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPoi
 def encode(record: StateRecord) -> bytes:
     out = io.BytesIO()
     data = vars(record)  # scalars, without asdict's deep copy
+    out.write(_CURRENT.get(type(record), FORMAT_V1))
     if isinstance(record, StreamMeta):
-        out.write(FORMAT_V5)
         data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
-    else:
-        out.write(FORMAT_V1)
     fastavro.schemaless_writer(out, _PARSED[type(record)], data)
     return out.getvalue()
 
@@ -122,8 +131,9 @@ def decode_as(kind: type[R], key: str, value: bytes) -> R:
 
 def _schemas_of(kind: type[R], key: str, format_byte: bytes) -> tuple[Any, Any]:
     """(writer schema, reader schema) of a record by its format byte."""
-    if kind is StreamMeta and format_byte in _OLDER_STREAM_META:
-        return _OLDER_STREAM_META[format_byte], _PARSED[StreamMeta]
-    if format_byte == (FORMAT_V5 if kind is StreamMeta else FORMAT_V1):
+    older = _OLDER.get(kind, {})
+    if format_byte in older:
+        return older[format_byte], _PARSED[kind]
+    if format_byte == _CURRENT.get(kind, FORMAT_V1):
         return _PARSED[kind], None
     raise ValueError(f"record {key!r} has an unknown format byte")

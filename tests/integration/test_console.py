@@ -66,7 +66,8 @@ async def test_api_lists_buckets_and_fork_lineage(client: Client, unique: str) -
     ).status == 201
 
     listed = await (await client.get("/ui/api/buckets")).json()
-    assert {"bucket_id": bucket, "streams": 3, "mount": None} in listed["buckets"]
+    shown = {"bucket_id": bucket, "streams": 3, "mount": None, "retention": {"max_age_ms": None}}
+    assert shown in listed["buckets"]
 
     lineage = await (await client.get(f"/ui/api/stream/{bucket}/grandchild")).json()
     assert [s["stream_id"] for s in lineage["sources"]] == ["grandchild", "child"]
@@ -181,7 +182,8 @@ async def test_api_on_a_mounted_topic(
         await asyncio.sleep(0.05)
     facts = {"topic": topic, "key_encoding": "utf8", "appends": False}
     listed = await (await client.get("/ui/api/buckets")).json()
-    assert {"bucket_id": bucket, "streams": 2, "mount": facts} in listed["buckets"]
+    shown = {"bucket_id": bucket, "streams": 2, "mount": facts, "retention": None}
+    assert shown in listed["buckets"]
     stream = await (await client.get(f"/ui/api/stream/{bucket}/k-1")).json()
     assert (stream["topic"], stream["mount"], stream["sources"]) == (topic, facts, [])
 

@@ -15,6 +15,7 @@ from adapter.state.records import (
     FORMAT_V3,
     FORMAT_V4,
     FORMAT_V5,
+    FORMAT_V6,
     BucketMeta,
     ProducerRecord,
     Segment,
@@ -31,6 +32,7 @@ V1_FIELDS = {field["name"] for field in schemas.load("stream_meta_v1")["fields"]
 V2_FIELDS = {field["name"] for field in schemas.load("stream_meta_v2")["fields"]}
 V3_FIELDS = {field["name"] for field in schemas.load("stream_meta_v3")["fields"]}
 V4_FIELDS = {field["name"] for field in schemas.load("stream_meta_v4")["fields"]}
+V5_FIELDS = {field["name"] for field in schemas.load("stream_meta_v5")["fields"]}
 
 
 def _catalog() -> Catalog:
@@ -161,7 +163,7 @@ def test_a_stream_record_written_before_forks_reads_with_their_defaults() -> Non
     decoded = decode(META.key, out.getvalue())
     assert decoded == META
     assert (decoded.inherited, decoded.forked_from, decoded.soft_deleted) == ((), None, False)
-    assert encode(META)[:1] == FORMAT_V5
+    assert encode(META)[:1] == FORMAT_V6
 
 
 def test_a_stream_record_written_before_snapshots_reads_with_no_retention() -> None:
@@ -217,3 +219,44 @@ def test_the_visible_snapshot_is_the_one_the_stream_retains_from() -> None:
     assert catalog.snapshot(retaining.evolve(created_at_ms=9)) is None  # an earlier stream's
     catalog.apply_snapshot(pointer.key, None)
     assert catalog.snapshot(retaining) is None
+
+
+def test_a_bucket_record_written_before_configurations_reads_with_none() -> None:
+    out = io.BytesIO()
+    out.write(FORMAT_V1)
+    fastavro.schemaless_writer(
+        out, fastavro.parse_schema(schemas.load("bucket_meta_v1")), vars(BUCKET)
+    )
+    decoded = decode("bucket:b", out.getvalue())
+    assert decoded == BUCKET
+    assert isinstance(decoded, BucketMeta)
+    assert (decoded.retention_max_age_ms, decoded.config_version) == (None, 0)
+
+
+def test_a_bucket_configuration_survives_its_encoding() -> None:
+    configured = replace(BUCKET, retention_max_age_ms=2_000, config_version=3)
+    assert encode(configured)[:1] == FORMAT_V2
+    assert decode("bucket:b", encode(configured)) == configured
+
+
+def test_a_stream_record_written_before_settling_points_reads_with_none() -> None:
+    trimmed = META.evolve(trimmed_to=4, trimmed_at_ms=900)
+    out = io.BytesIO()
+    out.write(FORMAT_V5)
+    old = {k: v for k, v in vars(trimmed).items() if k in V5_FIELDS}
+    old["inherited"] = []
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schemas.load("stream_meta_v5")), old)
+    decoded = decode(META.key, out.getvalue())
+    assert decoded == trimmed
+    assert (decoded.trim_settled_to, decoded.trim_settling_to) == (None, None)
+
+
+def test_settling_points_survive_their_encoding() -> None:
+    trimmed = META.evolve(
+        trimmed_to=4,
+        trimmed_at_ms=900,
+        trim_settled_to=2,
+        trim_settling_to=3,
+        trim_settling_at_ms=800,
+    )
+    assert decode(META.key, encode(trimmed)) == trimmed

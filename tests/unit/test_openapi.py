@@ -18,3 +18,14 @@ def test_reads_name_at_and_their_bounds() -> None:
 def test_a_bad_time_is_a_documented_400() -> None:
     get = document()["paths"]["/{bucket}/{stream}"]["get"]
     assert "invalid_time" in get["responses"]["400"]["description"]
+
+
+def test_the_bucket_config_route_is_conditional_and_its_refusals_documented() -> None:
+    put = document()["paths"]["/{bucket}/config"]["put"]
+    headers = {p["name"] for p in put.get("parameters", []) if p["in"] == "header"}
+    assert "If-Match" in headers
+    assert "precondition_failed" in put["responses"]["412"]["description"]
+    assert "invalid_retention" in put["responses"]["400"]["description"]
+    assert "mount_not_configurable" in put["responses"]["409"]["description"]
+    schema = put["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["properties"]["retention"]["properties"]["max_age_ms"]["minimum"] == 1000

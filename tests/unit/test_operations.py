@@ -27,6 +27,7 @@ EXPECTED: dict[tuple[str, str], tuple[Operation | None, str]] = {
     ("GET", "/{bucket}"): (R, "/logs"),
     ("HEAD", "/{bucket}"): (R, "/logs"),
     ("DELETE", "/{bucket}"): (D, "/logs"),
+    ("PUT", "/{bucket}/config"): (D, "/logs/config"),
     ("GET", "/{bucket}/streams"): (R, "/logs/streams"),
     ("HEAD", "/{bucket}/streams"): (R, "/logs/streams"),
     ("PUT", "/{bucket}/{stream}"): (D, "/logs/s"),

@@ -928,3 +928,36 @@ def test_a_trim_frees_storage_once_settled_and_a_fork_made_before_holds_its_rang
     assert retention_floors([(trimmed, None), (fork, None)], NOW) == {0: 10}
     snapshotted = trimmed.evolve(retained_from=50)  # a later snapshot: the further one holds
     assert needed_from(snapshotted, _pointer(snapshotted, 50), NOW) == 50
+
+
+def _trimmed_every(meta: StreamMeta, step_ms: int, steps: int, settle_ms: int) -> StreamMeta:
+    """The stream trimmed one offset further every `step_ms`, `steps` times from NOW."""
+    for index in range(1, steps + 1):
+        step = machine.trim(
+            machine.View(meta), Trim(REF, 10 + index), NOW + index * step_ms, settle_ms
+        )
+        state = _write(step).state
+        assert state is not None
+        meta = state
+    return meta
+
+
+def test_trims_more_often_than_the_grace_period_still_free_storage_behind_it() -> None:
+    # Trimmed every second, the grace period 10 s: the latest point never settles by itself.
+    meta = _trimmed_every(_meta(next_offset=200), 1_000, 40, 10_000)
+    last = NOW + 40 * 1_000
+    assert meta.trimmed_to == 50
+    settled_before = last - 10_000
+    floor = needed_from(meta, None, settled_before)
+    # Never a point trimmed after `settled_before` (some instance may not follow it yet) ...
+    assert floor <= 10 + (settled_before - NOW) // 1_000
+    # ... and at most two grace periods behind the latest.
+    assert floor >= 10 + (last - 2 * 10_000 - NOW) // 1_000
+    assert needed_from(meta, None, last) == 50  # once nothing moves, everything settles
+
+
+def test_trims_spaced_wider_than_the_grace_period_settle_each_in_turn() -> None:
+    meta = _trimmed_every(_meta(next_offset=200), 20_000, 3, 10_000)
+    assert (meta.trimmed_to, meta.trim_settled_to, meta.trim_settling_to) == (13, 12, None)
+    assert needed_from(meta, None, NOW + 60_000 - 10_000) == 13 - 1
+    assert needed_from(meta, None, NOW + 60_000) == 13

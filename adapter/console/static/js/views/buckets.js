@@ -26,6 +26,7 @@ export async function bucketsView(view, context) {
         bucket.mount ? [" ", mountBadge(bucket.mount)] : null,
       ),
       h("td", { class: "num" }, String(bucket.streams ?? "")),
+      h("td", {}, retention(bucket)),
       rw ? h("td", {}, deleteButton(bucket.bucket_id, bucket.mount)) : null,
     ),
   );
@@ -39,13 +40,23 @@ export async function bucketsView(view, context) {
       h(
         "thead",
         {},
-        h("tr", {}, h("th", { scope: "col" }, "Bucket"), h("th", { scope: "col" }, "Streams"), rw ? h("th", { scope: "col" }, "Actions") : null),
+        h("tr", {}, h("th", { scope: "col" }, "Bucket"), h("th", { scope: "col" }, "Streams"), h("th", { scope: "col" }, "Retention"), rw ? h("th", { scope: "col" }, "Actions") : null),
       ),
       h("tbody", {}, rows),
     ),
     rw ? createForm() : null,
   );
   status(`${buckets.length} buckets`);
+}
+
+/** A bucket's age retention as a person reads it; a mount's is its topic's own. */
+function retention(bucket) {
+  if (bucket.mount) return "the topic's own";
+  const ms = bucket.retention?.max_age_ms;
+  if (ms === null || ms === undefined) return "none";
+  const units = [["d", 86400000], ["h", 3600000], ["min", 60000], ["s", 1000]];
+  const [unit, size] = units.find(([, size]) => ms % size === 0) ?? ["ms", 1];
+  return `older than ${ms / size} ${unit} trimmed`;
 }
 
 /** For a token scoped to some buckets: open one by its id. */
