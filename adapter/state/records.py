@@ -33,6 +33,7 @@ __all__ = [
     "FORMAT_V3",
     "FORMAT_V4",
     "FORMAT_V5",
+    "FORMAT_V6",
     "BucketMeta",
     "MountMeta",
     "ProducerRecord",
@@ -63,6 +64,9 @@ FORMAT_V4 = b"\x04"
 # StreamMeta with `trimmed_to` and `trimmed_at_ms`; its 0x04 records are read through
 # `stream_meta_v4.avsc`.
 FORMAT_V5 = b"\x05"
+# StreamMeta with `source_bucket` and `home`; its 0x05 records are read through
+# `stream_meta_v5.avsc`.
+FORMAT_V6 = b"\x06"
 
 
 _PARSED = {
@@ -79,6 +83,7 @@ _OLDER_STREAM_META = {
     FORMAT_V2: fastavro.parse_schema(schemas.load("stream_meta_v2")),
     FORMAT_V3: fastavro.parse_schema(schemas.load("stream_meta_v3")),
     FORMAT_V4: fastavro.parse_schema(schemas.load("stream_meta_v4")),
+    FORMAT_V5: fastavro.parse_schema(schemas.load("stream_meta_v5")),
 }
 
 StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPointer | MountMeta
@@ -88,7 +93,7 @@ def encode(record: StateRecord) -> bytes:
     out = io.BytesIO()
     data = vars(record)  # scalars, without asdict's deep copy
     if isinstance(record, StreamMeta):
-        out.write(FORMAT_V5)
+        out.write(FORMAT_V6)
         data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
     else:
         out.write(FORMAT_V1)
@@ -124,6 +129,6 @@ def _schemas_of(kind: type[R], key: str, format_byte: bytes) -> tuple[Any, Any]:
     """(writer schema, reader schema) of a record by its format byte."""
     if kind is StreamMeta and format_byte in _OLDER_STREAM_META:
         return _OLDER_STREAM_META[format_byte], _PARSED[StreamMeta]
-    if format_byte == (FORMAT_V5 if kind is StreamMeta else FORMAT_V1):
+    if format_byte == (FORMAT_V6 if kind is StreamMeta else FORMAT_V1):
         return _PARSED[kind], None
     raise ValueError(f"record {key!r} has an unknown format byte")
