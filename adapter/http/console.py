@@ -250,6 +250,7 @@ async def _stream(request: web.Request) -> web.Response:
         current = catalog.stream(*current.source)
     forks = [_fork_point(fork) for fork in catalog.forks_of(bucket_id, meta.stream_id)]
     body = {
+        "bucket_id": bucket_id,
         "stream_id": meta.stream_id,
         "topic": _topic(request, meta),
         "partition": meta.partition,
