@@ -171,3 +171,29 @@ async def _read_as(client: Client, path: str, auth: dict[str, str]) -> bytes:
     response = await client.get(path, params={"offset": "-1"}, headers=auth)
     assert response.status == 200
     return await response.read()
+
+
+async def test_a_fork_across_buckets_is_the_same_after_a_restart(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """Its lineage (source bucket, home) comes back from the meta topic: the new instance
+    reads it the same, appends go beside its source's records, and the source's bucket is
+    still kept."""
+    settings = make_settings()
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    source, fork_bucket, tails = await _buckets(client, unique)
+    fork = f"{fork_bucket}/fork"
+    forked = TEXT | {"Stream-Forked-From": source, "Stream-Fork-Offset": tails[1]}
+    assert (await client.put(fork, headers=forked)).status == 201
+    assert (await client.post(fork, data=b"X", headers=TEXT)).status == 204
+    await client.close()
+    again = await aiohttp_client(create_app(settings))
+    await wait_ready(again)
+    assert await _read(again, fork) == b"abX"
+    assert (await again.post(fork, data=b"Y", headers=TEXT)).status == 204
+    assert await _read(again, fork, tails[0]) == b"bXY"
+    assert await _read(again, source) == b"abc"
+    kept = await again.delete(source.removesuffix("/src"))
+    assert (kept.status, await _code(kept)) == (409, "bucket_not_empty")
+    assert (await again.put(fork, headers=forked)).status == 200  # the same fork again
