@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help run up down status cluster-up cluster-down faults fuzz test conformance conformance-workers bench bench-smoke lint typecheck docs reference deps venv clean
+.PHONY: help run up down status cluster-up cluster-down faults fuzz test conformance conformance-workers clients bench bench-smoke lint typecheck docs reference deps venv clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ conformance: deps  ## the protocol's conformance suite against an adapter on a f
 conformance-workers: deps  ## the same against `serve --workers 2` (`make test` runs both)
 	$(PY) -m pytest tests/conformance -s -k two_workers
 
+clients: deps  ## the official Python client's own integration tests against an adapter on a fresh test broker
+	$(PY) -m pytest tests/clients -s
+
 bench: venv conformance/node_modules/.installed  ## benchmarks vs the Node reference, raw Kafka and the Python floors, as ratios (~25 min; BENCH_ARGS=...)
 	$(PY) -m bench.suite $(BENCH_ARGS)
 
@@ -71,7 +74,7 @@ reference: venv  ## write docs/reference/ again from the code (settings, routes,
 	$(PY) -m devstack.reference
 
 deps: venv conformance/node_modules/.installed  ## Kafka, MinIO, Chromium, nginx, Spark's connectors, Helm, the suite
-	$(PY) -m devstack fetch kafka minio chromium nginx spark helm
+	$(PY) -m devstack fetch kafka minio chromium nginx spark helm clients
 
 conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
 	cd conformance && npm ci --no-audit --no-fund --loglevel=error

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from devstack import adapter, browser, cluster, helm, kafka, minio, nginx, spark
+from devstack import adapter, browser, clients, cluster, helm, kafka, minio, nginx, spark
 from devstack.paths import data_dir
 from devstack.process import ServiceError
 
@@ -78,6 +78,13 @@ SERVICES: dict[str, Service] = {
         down=lambda: None,
         fetch=helm.binary,
         status=helm.is_cached,
+    ),
+    # The official Python client's published tests, run against the adapter by `make clients`.
+    "clients": Service(
+        up=lambda: str(clients.python_tests()),
+        down=lambda: None,
+        fetch=clients.python_tests,
+        status=clients.is_cached,
     ),
 }
 

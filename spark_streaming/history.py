@@ -26,7 +26,7 @@ from topology.naming import DEFAULT_PREFIX, bucket_topic
 
 # The meta topic's format bytes (`adapter/state/records.py`): 0x01 was written before forks,
 # 0x02 before snapshots, 0x03 before fencing tokens, 0x04 before trims, 0x05 before trims kept
-# their settling points.
+# their settling points and before forks across buckets.
 _SCHEMAS = {
     b"\x01": "stream_meta_v1",
     b"\x02": "stream_meta_v2",
@@ -46,7 +46,7 @@ class Range(NamedTuple):
 
 
 class History(NamedTuple):
-    bucket: str
+    bucket: str  # whose topic holds the records (a fork across buckets: its source's)
     stream_id: str
     partition: int
     ranges: tuple[Range, ...]  # in offset order; the last is the stream's own records
@@ -59,8 +59,11 @@ def history_of(meta_value: bytes) -> History:
         raise ValueError("not a stream metadata record of a known format")
     meta: Any = fastavro.schemaless_reader(io.BytesIO(meta_value[1:]), _parsed(schema), None)
     inherited = [Range(r["stream_id"], r["start"], r["end"]) for r in meta.get("inherited", [])]
-    own = Range(meta["stream_id"], meta["start_offset"], meta["next_offset"])
-    return History(meta["bucket_id"], meta["stream_id"], meta["partition"], (*inherited, own))
+    home = meta.get("home")  # a fork across buckets: its records are its source's bucket's
+    key = meta["stream_id"] if home is None else f"{meta['bucket_id']}//{meta['stream_id']}"
+    own = Range(key, meta["start_offset"], meta["next_offset"])
+    bucket = meta["bucket_id"] if home is None else home
+    return History(bucket, meta["stream_id"], meta["partition"], (*inherited, own))
 
 
 def history_offsets(history: History, topic_prefix: str = DEFAULT_PREFIX) -> tuple[str, str]:

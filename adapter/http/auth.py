@@ -2,7 +2,8 @@
 
 Runs after the errors middleware (so refusals are JSON) and before anything reads a body or
 forwards a write. `/healthz` and `/readyz` stay open; a preflight is answered before it.
-Every other route is mapped to an operation class by its method (`operations.need_of`).
+Every other route is mapped to an operation class by its method (`operations.needs_of`; a
+fork of another bucket's stream also needs to read that bucket).
 A token comes from `Authorization: Bearer`, or from `?access_token=` only when
 `auth_query_token` is on; it is never put in a message or a log line. Without a token, a
 client certificate listed in `[auth.certificates]` is the principal (verified by the TLS
@@ -26,7 +27,7 @@ from adapter.auth.principals import InvalidToken, Principal, Verifier
 from adapter.auth.scopes import Operation, needed
 from adapter.http.forward_ids import CERTIFICATE_SUBJECT, FORWARDED
 from adapter.http.observe import METRICS, add_log_fields
-from adapter.http.operations import is_public, need_of
+from adapter.http.operations import is_public, needs_of
 from adapter.http.render import Handler
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
@@ -70,24 +71,29 @@ def auth_middleware(gate: Gate) -> Middleware:
         if gate.verifier is None or is_public(request):
             return await handler(request)
         principal = _principal(request, gate, gate.verifier)
-        need = need_of(request)
-        verdict = gate.policy.decide(principal, need)
-        if verdict is Verdict.UNAUTHENTICATED:
-            _count_failure(request, "missing")
-            raise ProtocolError(
-                ErrorCode.UNAUTHORIZED,
-                _needs(gate),
-                headers={"WWW-Authenticate": REALM},
-            )
-        if verdict is Verdict.INSUFFICIENT_SCOPE:
-            _count_failure(request, "insufficient_scope")
-            raise _refusal(gate, principal, need)
+        for need in needs_of(request):
+            _judge(request, gate, principal, need)
         if principal is not None:
             request[PRINCIPAL] = principal
             add_log_fields(request, principal=principal.name)
         return await handler(request)
 
     return authenticate
+
+
+def _judge(request: web.Request, gate: Gate, principal: Principal | None, need: Need) -> None:
+    """Let the request in for `need`, or refuse it: 401 without a credential, else 403."""
+    verdict = gate.policy.decide(principal, need)
+    if verdict is Verdict.UNAUTHENTICATED:
+        _count_failure(request, "missing")
+        raise ProtocolError(
+            ErrorCode.UNAUTHORIZED,
+            _needs(gate),
+            headers={"WWW-Authenticate": REALM},
+        )
+    if verdict is Verdict.INSUFFICIENT_SCOPE:
+        _count_failure(request, "insufficient_scope")
+        raise _refusal(gate, principal, need)
 
 
 def _needs(gate: Gate) -> str:

@@ -166,7 +166,7 @@ def _mount(mount: MountMeta | None) -> dict[str, object]:
 
 def _topic(request: web.Request, meta: StreamMeta) -> str:
     mount = request.app[MOUNTED].catalog.mount(meta.bucket_id)
-    return mount.topic if mount is not None else request.app[BUCKETS].topic(meta.bucket_id)
+    return mount.topic if mount is not None else request.app[BUCKETS].topic(meta.data_bucket)
 
 
 def _no_seek_in_mounts(request: web.Request, meta: StreamMeta) -> None:
@@ -196,7 +196,7 @@ async def _seek(request: web.Request) -> web.Response:
     at or after that moment (milliseconds since the epoch). Never below the earliest offset."""
     meta = _meta(request)
     _no_seek_in_mounts(request, meta)
-    topic = request.app[BUCKETS].topic(meta.bucket_id)
+    topic = request.app[BUCKETS].topic(meta.data_bucket)
     last = _count(request, "last", MAX_LAST)
     moment = _count(request, "time", 2**53)
     if (last is None) == (moment is None):
@@ -250,11 +250,12 @@ async def _stream(request: web.Request) -> web.Response:
     catalog = request.app[BUCKETS].catalog
     sources: list[dict[str, object]] = []
     current: StreamMeta | None = meta
-    while current is not None and current.forked_from is not None:
+    while current is not None and current.source is not None:
         sources.append(_fork_point(current))
-        current = catalog.stream(bucket_id, current.forked_from)
+        current = catalog.stream(*current.source)
     forks = [_fork_point(fork) for fork in catalog.forks_of(bucket_id, meta.stream_id)]
     body = {
+        "bucket_id": bucket_id,
         "stream_id": meta.stream_id,
         "topic": _topic(request, meta),
         "partition": meta.partition,
@@ -270,9 +271,12 @@ async def _stream(request: web.Request) -> web.Response:
 def _fork_point(meta: StreamMeta) -> dict[str, object]:
     """A fork: its id, its source and the offset it branched at."""
     offset = meta.fork_offset
+    source = meta.source
     return {
         "stream_id": meta.stream_id,
+        "bucket_id": meta.bucket_id,
         "forked_from": meta.forked_from,
+        "source_bucket": None if source is None else source[0],
         "fork_offset": None if offset is None else encode(offset),
         "soft_deleted": meta.soft_deleted,
     }

@@ -164,11 +164,11 @@ async def _know_the_stream(request: web.Request) -> None:
     except ProtocolError:
         return  # the handler refuses it as it would
     if request.method == "PUT":
-        named = None if fork is None else fork.source_id
+        named = None if fork is None else fork.source_of(ref)
     else:
-        named = None if "offset" in info else ref.stream_id
+        named = None if "offset" in info else (ref.bucket_id, ref.stream_id)
     if named is not None:
-        await _catch_up_unless_known(request, ref.bucket_id, named)
+        await _catch_up_unless_known(request, *named)
 
 
 async def _know_the_name(request: web.Request) -> None:
@@ -217,8 +217,8 @@ def _write_slot(request: web.Request) -> int | None:
         if request.app[STREAMS].catalog.mount(ref.bucket_id) is not None:
             return None  # a mount's streams are read-only: refused here, not forwarded
         fork = fork_from(request, ref) if request.method == "PUT" else None
-        source_id = fork.source_id if fork is not None else None
-        return request.app[STREAMS].slot_of(ref.bucket_id, ref.stream_id, source_id)
+        source = fork.source_of(ref) if fork is not None else None
+        return request.app[STREAMS].slot_of(ref.bucket_id, ref.stream_id, source)
     if "bucket" in info:
         return request.app[BUCKETS].slots.of_bucket(validate_bucket_id(info["bucket"]))
     return None

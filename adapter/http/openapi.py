@@ -60,7 +60,10 @@ _REQUEST_HEADERS = {
     "Producer-Id": "idempotent producer id (with Producer-Epoch and Producer-Seq)",
     "Producer-Epoch": "idempotent producer epoch",
     "Producer-Seq": "idempotent producer sequence",
-    "Stream-Forked-From": "the stream a new stream forks",
+    "Stream-Forked-From": (
+        "the stream a new stream forks, of any bucket (`/{bucket}/{stream}` or "
+        "`/v1/stream/{path}`; another bucket's needs `read` on it)"
+    ),
     "Stream-Fork-Offset": "where the fork starts",
     "Stream-Fork-Sub-Offset": "messages into that offset's batch",
     "X-Request-Id": "an id for this request, echoed back",

@@ -15,8 +15,10 @@ from aiohttp import web
 
 from adapter.auth.policy import Need
 from adapter.auth.scopes import Operation
-from adapter.protocol.identifiers import split_compat_path, validate_bucket_id
+from adapter.protocol.errors import ProtocolError
+from adapter.protocol.identifiers import fork_source, split_compat_path, validate_bucket_id
 
+STREAM_ROUTES = frozenset({"/v1/stream/{path}", "/{bucket}/{stream}"})
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
 _BY_METHOD = {
     "GET": Operation.READ,
@@ -63,6 +65,30 @@ def need_of(request: web.Request) -> Need:
         return Need(None)  # public: asked only by a caller that checks anyway
     operation = _BY_METHOD.get(request.method, Operation.ADMIN)  # an unknown method: fail closed
     return Need(operation, _stream_bucket(request))
+
+
+def needs_of(request: web.Request) -> list[Need]:
+    """Everything the request needs: what it does, and for a fork of another bucket's stream
+    (a PUT naming it in `Stream-Forked-From`), reading that bucket."""
+    need = need_of(request)
+    source = _fork_source_bucket(request) if need.operation is Operation.ADMIN else None
+    if source is None or source == need.bucket_id:
+        return [need]
+    return [need, Need(Operation.READ, source)]
+
+
+def _fork_source_bucket(request: web.Request) -> str | None:
+    """The bucket a stream creation forks from; None when it is no fork, or the header is
+    malformed (the handler refuses that as it would)."""
+    value = request.headers.get("Stream-Forked-From")
+    resource = request.match_info.route.resource
+    on_stream = resource is not None and resource.canonical in STREAM_ROUTES
+    if request.method != "PUT" or value is None or not on_stream:
+        return None
+    try:
+        return fork_source(value)[0]
+    except ProtocolError:
+        return None
 
 
 def append_or_admin(request: web.Request) -> Need:

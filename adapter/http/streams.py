@@ -6,7 +6,6 @@ import math
 import re
 import time
 from dataclasses import replace
-from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
@@ -39,6 +38,7 @@ from adapter.protocol.headers import (
 )
 from adapter.protocol.identifiers import (
     check_compat_creatable,
+    fork_source,
     split_compat_path,
     validate_bucket_id,
     validate_stream_id,
@@ -49,7 +49,6 @@ from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.state.records import StreamMeta
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
-FORK_PREFIX = "/v1/stream/"
 # A stream's URL on each surface; its snapshot and bootstrap routes extend these.
 FLAT_ROUTE = "/v1/stream/{path:.+}"
 BUCKETED_ROUTE = "/{bucket}/{stream}"
@@ -113,28 +112,13 @@ def fork_from(request: web.Request, ref: StreamRef) -> ForkFrom | None:
         raise ProtocolError(
             ErrorCode.INVALID_HEADER, f"Stream-Fork-Sub-Offset {sub_offset!r} is not a count"
         )
+    source_bucket, source_id = fork_source(source)
     return ForkFrom(
-        _source_id(source, ref),
+        source_id,
         _fork_offset(request.headers.get("Stream-Fork-Offset")),
         int(sub_offset or 0),
+        None if source_bucket == ref.bucket_id else source_bucket,
     )
-
-
-def _source_id(value: str, ref: StreamRef) -> str:
-    """The stream a `Stream-Forked-From` path (or URL) names: one of the fork's bucket."""
-    path = urlsplit(value).path
-    if path.startswith(FORK_PREFIX):
-        bucket_id, stream_id = split_compat_path(unquote(path.removeprefix(FORK_PREFIX)))
-    else:
-        parts = path.strip("/").split("/")
-        if len(parts) != 2:
-            raise ProtocolError(ErrorCode.INVALID_HEADER, f"Stream-Forked-From {value!r}")
-        bucket_id = validate_bucket_id(parts[0])
-        stream_id = validate_stream_id(bucket_id, unquote(parts[1]))
-    if bucket_id != ref.bucket_id:
-        # A fork lives in its source's partition: both in one bucket topic.
-        raise ProtocolError(ErrorCode.INVALID_HEADER, "a fork must be in its source's bucket")
-    return stream_id
 
 
 def _fork_offset(value: str | None) -> int | None:

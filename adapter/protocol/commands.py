@@ -23,9 +23,15 @@ class StreamRef:
 class ForkFrom:
     """Where a fork branches: `Stream-Forked-From`, `Stream-Fork-Offset`, `-Sub-Offset`."""
 
-    source_id: str  # a stream of the fork's own bucket
+    source_id: str  # a stream of `source_bucket`
     offset: int | None  # a Kafka offset of the source's history; None: the source's tail
     sub_offset: int = 0  # bytes (binary) or messages (JSON) past `offset`, copied
+    source_bucket: str | None = None  # None: the fork's own bucket
+
+    def source_of(self, ref: StreamRef) -> tuple[str, str]:
+        """(bucket, stream) of the source of a fork created at `ref`."""
+        bucket_id = ref.bucket_id if self.source_bucket is None else self.source_bucket
+        return bucket_id, self.source_id
 
 
 @dataclass(frozen=True)

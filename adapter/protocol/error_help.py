@@ -114,8 +114,8 @@ HELP: dict[str, tuple[str, str]] = {
         "The bucket is there already with other settings; use it, or pick another name.",
     ),
     "bucket_not_empty": (
-        "`DELETE /{bucket}` while it has live streams or a stream creation is in flight",
-        "Delete its streams first.",
+        "`DELETE /{bucket}` while it has live streams, a stream creation is in flight, or forks of other buckets' streams keep their records in its topic (the message names them)",
+        "Delete its streams first (and the forks of other buckets it names).",
     ),
     "stream_exists": (
         "PUT on a live stream with another configuration, or on a soft-deleted one",

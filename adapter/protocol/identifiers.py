@@ -13,12 +13,14 @@ from __future__ import annotations
 import functools
 import re
 from typing import Final
+from urllib.parse import unquote, urlsplit
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
 BUCKET_ID_PATTERN: Final = re.compile(r"^[a-z0-9_-]{4,64}$")
 # On the flat surface the bucket becomes part of a Kafka topic name: no '.', 1 to 64 characters.
 DEFAULT_BUCKET: Final = "_default"
+FLAT_PREFIX: Final = "/v1/stream/"  # the base protocol's surface
 MAX_STREAM_ID_BYTES: Final = 122
 RESERVED_STREAM_IDS: Final = frozenset({"streams"})  # /{bucket_id}/streams lists the bucket
 # Single-segment paths the adapter serves itself can never be bucket ids.
@@ -79,6 +81,19 @@ def split_compat_path(path: str) -> tuple[str, str]:
     if not slash or not _is_bucket_id(bucket_id):
         bucket_id, stream_id = DEFAULT_BUCKET, path
     return bucket_id, _validate_compat_stream_id(stream_id)
+
+
+def fork_source(value: str) -> tuple[str, str]:
+    """(bucket, stream) a `Stream-Forked-From` path (or URL) names, on either surface:
+    `/v1/stream/{path}` or `/{bucket}/{stream}`, of any bucket."""
+    path = urlsplit(value).path
+    if path.startswith(FLAT_PREFIX):
+        return split_compat_path(unquote(path.removeprefix(FLAT_PREFIX)))
+    parts = path.strip("/").split("/")
+    if len(parts) != 2:
+        raise ProtocolError(ErrorCode.INVALID_HEADER, f"Stream-Forked-From {value!r}")
+    bucket_id = validate_bucket_id(parts[0])
+    return bucket_id, validate_stream_id(bucket_id, unquote(parts[1]))
 
 
 def check_compat_creatable(path: str) -> None:

@@ -35,7 +35,8 @@ class MountMeta:
 
 
 class Segment(NamedTuple):
-    """Part of a fork's history: the records keyed `stream_id` at Kafka offsets [start, end)."""
+    """Part of a fork's history: the records keyed `stream_id` at Kafka offsets [start, end)
+    (a stream's `record_id`: its id, or for a fork housed in another bucket `bucket//id`)."""
 
     stream_id: str
     start: int
@@ -72,10 +73,31 @@ class StreamMeta:
     trim_settled_to: int | None = None
     trim_settling_to: int | None = None
     trim_settling_at_ms: int | None = None
+    source_bucket: str | None = None  # the bucket of `forked_from`, when not its own
+    home: str | None = None  # the bucket whose topic holds its records, when not its own
 
     @property
     def key(self) -> str:
         return stream_key(self.bucket_id, self.stream_id)
+
+    @property
+    def data_bucket(self) -> str:
+        """The bucket whose topic holds its records: its own, or for a fork across buckets
+        its source's (a fork lives in its source's partition)."""
+        return self.bucket_id if self.home is None else self.home
+
+    @property
+    def source(self) -> tuple[str, str] | None:
+        """(bucket, stream) of the stream it was forked from, if any."""
+        if self.forked_from is None:
+            return None
+        bucket_id = self.bucket_id if self.source_bucket is None else self.source_bucket
+        return bucket_id, self.forked_from
+
+    @property
+    def record_id(self) -> str:
+        """What its records are keyed by in its partition (`housed_key`)."""
+        return housed_key(self.bucket_id, self.stream_id, self.home)
 
     @property
     def earliest_offset(self) -> int:
@@ -104,7 +126,7 @@ class StreamMeta:
 
     def segments(self) -> tuple[Segment, ...]:
         """Its whole history as ranges of its partition: inherited ones, then its own."""
-        return (*self.inherited, Segment(self.stream_id, self.start_offset, self.next_offset))
+        return (*self.inherited, Segment(self.record_id, self.start_offset, self.next_offset))
 
     def deadline_ms(self) -> int | None:
         """When the stream expires: absolute, or the end of its sliding TTL window."""
@@ -211,3 +233,21 @@ def stream_of_key(key: str) -> tuple[str, str]:
         return rest, ""
     bucket_id, _, stream_id = rest.partition("/")
     return bucket_id, stream_id
+
+
+# Between a housed stream's bucket and id in its record key. No stream id holds an empty path
+# segment (the bucketed surface refuses '/', the flat one empty segments), so a key with `//`
+# is never an id of the bucket whose topic holds it, and its bucket (never with '/') comes first.
+HOUSED_SEPARATOR = "//"
+
+
+def housed_key(bucket_id: str, stream_id: str, home: str | None) -> str:
+    """The record key of a stream's own records: its id in its own bucket's topic, else
+    `{bucket}//{id}`, so it cannot meet the keys of the streams of the bucket housing it."""
+    return stream_id if home is None else f"{bucket_id}{HOUSED_SEPARATOR}{stream_id}"
+
+
+def owner_of_key(data_bucket: str, record_id: str) -> tuple[str, str]:
+    """(bucket, stream) whose records are keyed `record_id` in `data_bucket`'s topic."""
+    bucket_id, separator, stream_id = record_id.partition(HOUSED_SEPARATOR)
+    return (bucket_id, stream_id) if separator else (data_bucket, record_id)

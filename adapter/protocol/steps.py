@@ -98,7 +98,8 @@ class Write:
     stamp: ProducerHeaders | None = None  # who wrote the data, for its records' headers
     forget: tuple[str, ...] = ()  # producer ids whose states go with this write
     creates: bool = False
-    collects: tuple[str, ...] = ()  # soft-deleted ancestors (same partition) forgotten with it
+    # Soft-deleted ancestors (bucket, stream), of its partition, forgotten with it.
+    collects: tuple[tuple[str, str], ...] = ()
     snapshot: SnapshotPointer | None = None  # the stream's new latest snapshot
 
     @property

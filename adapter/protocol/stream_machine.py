@@ -181,8 +181,12 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         if own_expiry
         else (source.ttl_seconds, source.expires_at_ms)  # no expiry of its own: inherited
     )
+    own_bucket = command.ref.bucket_id
     lineage = {
         "forked_from": source.stream_id,
+        "source_bucket": None if source.bucket_id == own_bucket else source.bucket_id,
+        # Its records go where its source's are: its source's partition, of its topic.
+        "home": None if source.data_bucket == own_bucket else source.data_bucket,
         "fork_offset": source.next_offset if fork.offset is None else fork.offset,
         "fork_sub_offset": fork.sub_offset,
         "inherited": forks.inherited(source, at),
@@ -200,7 +204,10 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
     if inherited_snapshot is None:
         return write
     snapshot = replace(
-        inherited_snapshot, stream_id=command.ref.stream_id, stream_created_at_ms=now_ms
+        inherited_snapshot,
+        bucket_id=command.ref.bucket_id,
+        stream_id=command.ref.stream_id,
+        stream_created_at_ms=now_ms,
     )
     return replace(write, snapshot=snapshot)
 
@@ -365,13 +372,13 @@ def trim(view: View, command: Trim, now_ms: int, settle_ms: int = 0) -> Step:
     return Write((), trimmed(meta, before, now_ms, settle_ms), now_ms)
 
 
-def _collected(view: View) -> tuple[str, ...]:
+def _collected(view: View) -> tuple[tuple[str, str], ...]:
     """The soft-deleted ancestors whose last live fork is going (nearest first)."""
-    collected: list[str] = []
+    collected: list[tuple[str, str]] = []
     for ancestor, live_forks in view.ancestors:
         if not ancestor.soft_deleted or live_forks > 1:
             break
-        collected.append(ancestor.stream_id)
+        collected.append((ancestor.bucket_id, ancestor.stream_id))
     return tuple(collected)
 
 
@@ -396,7 +403,7 @@ def _same_fork(existing: StreamMeta, command: CreateStream, fork: ForkFrom) -> b
     own_expiry = command.ttl_seconds is not None or command.expires_at_ms is not None
     expiry = (existing.ttl_seconds, existing.expires_at_ms)
     return (
-        existing.forked_from == fork.source_id
+        existing.source == fork.source_of(command.ref)
         and existing.fork_sub_offset == fork.sub_offset
         and fork.offset in (None, existing.fork_offset)
         and (

@@ -179,11 +179,24 @@ class BucketService:
             meta = self.get(bucket_id)
             if self.live_count(bucket_id) or self._creating[bucket_id]:
                 raise ProtocolError(ErrorCode.BUCKET_NOT_EMPTY, f"bucket {bucket_id!r} has streams")
+            self._refuse_if_housing(bucket_id)
             self._deleting.add(bucket_id)  # no await since the check: no creation slipped in
             try:
                 await self._delete(bucket_id, meta)
             finally:
                 self._deleting.discard(bucket_id)
+
+    def _refuse_if_housing(self, bucket_id: str) -> None:
+        """409 while forks of other buckets live in the bucket's topic (a fork lives in its
+        source's partition): deleting the topic would take their records with it."""
+        housed = self.catalog.housed_in(bucket_id)
+        if housed:
+            names = ", ".join(f"{m.bucket_id}/{m.stream_id}" for m in housed[:3])
+            raise ProtocolError(
+                ErrorCode.BUCKET_NOT_EMPTY,
+                f"bucket {bucket_id!r} holds the records of forks of other buckets ({names}"
+                f"{', ...' if len(housed) > 3 else ''}): delete them first",
+            )
 
     async def _delete(self, bucket_id: str, meta: BucketMeta) -> None:
         """Drop the topic, wait until it is gone, then forget the bucket and its expired streams.

@@ -74,7 +74,8 @@ class ForwardedOutcomes:
         where = sent.where or self._where(sent.ref, from_start=True) or self._placed(sent.ref)
         if where is None:  # no such bucket, all the state topics applied: nothing was written
             return Forwarded(written=False, last_data=None, closed=False, tail=0)
-        key = stream_key(sent.ref.stream_id)
+        known = self.catalog.stream(sent.ref.bucket_id, sent.ref.stream_id)
+        key = stream_key(sent.ref.stream_id if known is None else known.record_id)
         search = asyncio.to_thread(
             outcomes.forwarded,
             self.kafka,
@@ -107,5 +108,5 @@ class ForwardedOutcomes:
         meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
         if meta is None:
             return None
-        topic = self.buckets.topic(ref.bucket_id)
+        topic = self.buckets.topic(meta.data_bucket)
         return Probe(topic, meta.partition, meta.start_offset if from_start else meta.next_offset)

@@ -10,6 +10,7 @@ like a read's. Records Kafka has freed once tiered keep their timestamps in thei
 from __future__ import annotations
 
 from adapter.log.reader import Budget, ReadRequest
+from adapter.protocol.model import owner_of_key
 from adapter.protocol.snapshots import gone_before
 from adapter.service.reads import ReadPath, cold_answer
 from adapter.state.records import Segment, StreamMeta
@@ -77,7 +78,8 @@ class Moments:
     ) -> tuple[bool, int]:
         """(True, its offset) for the segment's first message from `start`, from the hot tail
         or Kafka; else (False, where the next look goes on)."""
-        held = self.path.cache.first_offset((meta.bucket_id, segment.stream_id), start, segment.end)
+        hot_key = owner_of_key(meta.data_bucket, segment.stream_id)
+        held = self.path.cache.first_offset(hot_key, start, segment.end)
         if held is not None:
             return held < segment.end, held
         key = stream_key(segment.stream_id)

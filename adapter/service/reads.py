@@ -19,6 +19,7 @@ from adapter.log.reader import Budget, ReadRequest, ReadResult
 from adapter.objects.base import ObjectStoreError
 from adapter.protocol.commands import Chunk
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import owner_of_key
 from adapter.protocol.offsets import ReadFrom, resolve_start
 from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.snapshots import check_readable, gone_before
@@ -96,7 +97,7 @@ class ReadPath:
         tiered = self._tiered(topic, meta, start)
         if tiered is not None:
             return await self._read_cold(tiered, meta, segment, start, already, budget)
-        key = (meta.bucket_id, segment.stream_id)
+        key = owner_of_key(meta.data_bucket, segment.stream_id)  # the hot tail's key
         result = None if already else self.cache.read(key, start, segment.end, limit, budget)
         if result is None:
             record_key = stream_key(segment.stream_id)
@@ -148,7 +149,7 @@ class ReadPath:
 
     def place(self, topic: str, meta: StreamMeta) -> Place | None:
         """The stream's partition as the cold tier names it (None once its bucket is gone)."""
-        bucket = self.catalog.bucket(meta.bucket_id)
+        bucket = self.catalog.bucket(meta.data_bucket)
         return None if bucket is None else Place(topic, bucket.created_at_ms, meta.partition)
 
 

@@ -150,7 +150,7 @@ class SnapshotService:
         """The retained messages after the snapshot up to the tail as of the request, one
         bounded read at a time (the same reads, and message boundaries, as catch-up)."""
         meta = boot.meta
-        topic = self.streams.buckets.topic(meta.bucket_id)
+        topic = self.streams.buckets.topic(meta.data_bucket)
         position = boot.updates_from
         while True:
             chunk = await self.streams.reads.read(topic, meta, position)

@@ -44,8 +44,8 @@ def write_entries(
     else:
         entries.append(stream_entry(topics, settled))
     for gone in write.collects:
-        entries.append((topics.meta, stream_key(bucket_id, gone), None))
-        entries.append((topics.snapshots, snapshot_key(bucket_id, gone), None))
+        entries.append((topics.meta, stream_key(*gone), None))
+        entries.append((topics.snapshots, snapshot_key(*gone), None))
     if write.snapshot is not None:
         entries.append((topics.snapshots, write.snapshot.key, encode_state(write.snapshot)))
     record = producer_record(key, write)

@@ -131,7 +131,7 @@ class StreamService:
         if reader is not None and self.relay is not None:
             meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
             if meta is not None:
-                self.relay.read(meta, self.slots.of_stream(ref.bucket_id, meta.partition), reader)
+                self.relay.read(meta, self._slot(meta), reader)
         return self._renewed(self.existing(ref), self.clock())
 
     def accessed_elsewhere(self, ref: StreamRef, at_ms: int) -> None:
@@ -185,17 +185,23 @@ class StreamService:
         return _reply(step, Created)
 
     async def _fork(self, command: CreateStream, fork: ForkFrom) -> Created:
-        """Create a fork, in its source's partition, under the source's lock and its own."""
+        """Create a fork, in its source's partition, under the source's lock and its own; a
+        fork of another bucket's stream keeps that bucket from being deleted meanwhile."""
         ref = command.ref
-        if self.catalog.bucket(ref.bucket_id) is None:
-            raise machine.not_found(fork.source_id)
-        key, source_key = (ref.bucket_id, ref.stream_id), (ref.bucket_id, fork.source_id)
-        async with self.buckets.creating_stream(ref.bucket_id), self._holding(source_key, key):
+        key, source_key = (ref.bucket_id, ref.stream_id), fork.source_of(ref)
+        for bucket_id in dict.fromkeys((ref.bucket_id, source_key[0])):
+            if self.catalog.bucket(bucket_id) is None:
+                raise machine.not_found(fork.source_id)
+        async with (
+            self.buckets.creating_stream(ref.bucket_id),
+            self.buckets.creating_stream(source_key[0]),
+            self._holding(source_key, key),
+        ):
             await self._settle(source_key)
             await self._settle(key)
             source = self.catalog.stream(*source_key)
             if source is not None:
-                self._decidable(ref.bucket_id, source.partition)
+                self._decidable(source.data_bucket, source.partition)
             view = replace(
                 self._view(key, self.catalog.stream(*key)),
                 source=source,
@@ -218,7 +224,7 @@ class StreamService:
             at = forks.cut(source, fork.offset)
         except ProtocolError:
             return []  # the machine refuses it
-        chunk = await self.reads.read(self.buckets.topic(source.bucket_id), source, at)
+        chunk = await self.reads.read(self.buckets.topic(source.data_bucket), source, at)
         return chunk.messages
 
     @contextlib.asynccontextmanager
@@ -240,13 +246,13 @@ class StreamService:
         if meta is None:
             return []
         found: list[tuple[StreamMeta, int]] = []
-        source_id = meta.forked_from
-        while source_id is not None and len(found) < MAX_FORK_DEPTH:
-            source = self.catalog.stream(meta.bucket_id, source_id)
+        source_key = meta.source
+        while source_key is not None and len(found) < MAX_FORK_DEPTH:
+            source = self.catalog.stream(*source_key)
             if source is None:
                 break
-            found.append((source, self._live_forks(source.bucket_id, source_id)))
-            source_id = source.forked_from
+            found.append((source, self._live_forks(*source_key)))
+            source_key = source.source
         return found
 
     async def append(self, command: Append) -> Appended:
@@ -263,7 +269,7 @@ class StreamService:
         settled = machine.settle(step, offsets)
         assert settled is not None
         producer = step.producer[1] if step.producer is not None else None
-        topic = self.buckets.topic(command.ref.bucket_id)
+        topic = self.buckets.topic(step.state.data_bucket)
         kafka = KafkaPosition(topic, step.state.partition, offsets[0]) if offsets else None
         return Appended(settled, appended=True, producer=producer, kafka=kafka)
 
@@ -277,20 +283,22 @@ class StreamService:
                 return step
             await self._settle(key)
         meta = self._committed(command.ref)
-        partition = meta.partition if meta is not None else None
-        self._decidable(command.ref.bucket_id, partition, command.ref.stream_id)
+        if meta is not None:
+            self._decidable(meta.data_bucket, meta.partition)
+        else:
+            self._decidable(command.ref.bucket_id, None, command.ref.stream_id)
         if meta is not None and not meta.expired(self.clock()):
             meta = self._renewed(meta, self.clock())
         return machine.append(self._view(key, meta), command, self.clock(), self.limits)
 
     async def delete(self, ref: StreamRef, forward_id: str | None = None) -> None:
         key = (ref.bucket_id, ref.stream_id)
-        chain = [(ref.bucket_id, a.stream_id) for a, _ in self._ancestors(self._committed(ref))]
+        chain = [(a.bucket_id, a.stream_id) for a, _ in self._ancestors(self._committed(ref))]
         async with self._holding(*reversed(chain), key):
             await self._settle(key)
             meta = self._committed(ref)
             if meta is not None:
-                self._decidable(ref.bucket_id, meta.partition)
+                self._decidable(meta.data_bucket, meta.partition)
             view = replace(
                 self._view(key, meta),
                 forks=self._live_forks(*key),
@@ -311,14 +319,14 @@ class StreamService:
         meta = self.catalog.stream(*key)
         if meta is None or not meta.soft_deleted or self._live_forks(*key):
             return False  # the usual case, decided without locks
-        if not self.writers.accepting(self.slots.of_stream(bucket_id, meta.partition)):
+        if not self.writers.accepting(self._slot(meta)):
             return False
-        chain = [(bucket_id, a.stream_id) for a, _ in self._ancestors(meta)]
+        chain = [(a.bucket_id, a.stream_id) for a, _ in self._ancestors(meta)]
         async with self._holding(*reversed(chain), key):
             await self._settle(key)
             meta = self.catalog.stream(*key)
             if meta is not None:
-                self._decidable(bucket_id, meta.partition)
+                self._decidable(meta.data_bucket, meta.partition)
             view = replace(
                 self._view(key, meta), forks=self._live_forks(*key), ancestors=self._ancestors(meta)
             )
@@ -340,13 +348,13 @@ class StreamService:
         """Forget an expired stream through the log (tombstones), if this instance owns its
         write slot and no live fork reads it; True when it was forgotten."""
         key = (meta.bucket_id, meta.stream_id)
-        if not self.writers.accepting(self.slots.of_stream(meta.bucket_id, meta.partition)):
+        if not self.writers.accepting(self._slot(meta)):
             return False
         async with self._locks.hold(key):
             await self._settle(key)
             meta_now = self.catalog.stream(*key)
             if meta_now is not None:
-                self._decidable(meta.bucket_id, meta_now.partition)
+                self._decidable(meta_now.data_bucket, meta_now.partition)
             view = replace(self._view(key, meta_now), forks=self._live_forks(*key))
             write = machine.expire(view, before_ms, self.clock())
             if write is None or meta_now is None:
@@ -379,7 +387,7 @@ class StreamService:
             await self._settle(key)
             meta = self._committed(command.ref)
             if meta is not None:
-                self._decidable(meta.bucket_id, meta.partition)
+                self._decidable(meta.data_bucket, meta.partition)
             view = self._view(key, meta)
             step = machine.publish(view, command, self.clock(), self.limits)
             if isinstance(step, machine.Refused):
@@ -413,7 +421,7 @@ class StreamService:
             await self._settle(key)
             meta = self._committed(ref)
             if meta is not None:
-                self._decidable(meta.bucket_id, meta.partition)
+                self._decidable(meta.data_bucket, meta.partition)
             step = decide(self._view(key, meta), self.clock())
             if not isinstance(step, machine.Write):
                 return _reply(step, Appended).meta
@@ -435,7 +443,7 @@ class StreamService:
         if self.mounted is not None and self.mounted.covers(command.ref.bucket_id):
             return await self.mounted.read(command.ref, command.start, command.bounds)
         meta = self.accessed(command.ref, reader)
-        topic = self.buckets.topic(command.ref.bucket_id)
+        topic = self.buckets.topic(meta.data_bucket)
         return self.vouched(await self.reads.read(topic, meta, command.start, command.bounds))
 
     async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
@@ -444,7 +452,7 @@ class StreamService:
         if self.mounted is not None and self.mounted.covers(ref.bucket_id):
             return await self.mounted.offset_at(ref, at_ms)
         meta = self.existing(ref)
-        return await self.moments.offset_at(self.buckets.topic(ref.bucket_id), meta, at_ms)
+        return await self.moments.offset_at(self.buckets.topic(meta.data_bucket), meta, at_ms)
 
     def vouched(self, chunk: Chunk) -> Chunk:
         """The chunk, up to date only if this instance's view is known to be current
@@ -588,15 +596,21 @@ class StreamService:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def slot_of(self, bucket_id: str, stream_id: str, forked_from: str | None = None) -> int:
+    def slot_of(
+        self, bucket_id: str, stream_id: str, forked_from: tuple[str, str] | None = None
+    ) -> int:
         """The write slot of a stream, existing or about to be created (a fork's is its
         source's: it lives in the source's partition)."""
         meta = self.catalog.stream(bucket_id, stream_id)
         if meta is None and forked_from is not None:
-            meta = self.catalog.stream(bucket_id, forked_from)
+            meta = self.catalog.stream(*forked_from)
         if meta is not None:
-            return self.slots.of_stream(bucket_id, meta.partition)
+            return self._slot(meta)
         return self._creation_slot(StreamRef(bucket_id, stream_id))
+
+    def _slot(self, meta: StreamMeta) -> int:
+        """The write slot of the partition holding the stream's records."""
+        return self.slots.of_stream(meta.data_bucket, meta.partition)
 
     def _creation_slot(self, ref: StreamRef) -> int:
         """The slot of a stream about to be created (its partition follows from its id)."""
@@ -647,11 +661,11 @@ class StreamService:
         self, key: StreamKey, partition: int, write: machine.Write, forward_id: str | None = None
     ) -> WriteBatch:
         """Queue a decided write on its slot; its future tells the records' offsets."""
-        bucket_id, stream_id = key
-        meta = write.state
-        content_type = meta.content_type if meta is not None else ""
-        topic = self.buckets.topic(bucket_id)
-        records = write_records(topic, partition, stream_id, content_type, write, forward_id)
+        meta = write.state or self.catalog.stream(*key)  # a deletion: the stream before it
+        assert meta is not None
+        content_type = write.state.content_type if write.state is not None else ""
+        topic = self.buckets.topic(meta.data_bucket)
+        records = write_records(topic, partition, meta.record_id, content_type, write, forward_id)
         chain = self._chains.get(key)
         batch = WriteBatch(
             records,
@@ -659,9 +673,9 @@ class StreamService:
             after=chain.last if chain is not None else None,
             on_commit=partial(self._committed_write, key, write),
         )
-        self.writers.enqueue(self.slots.of_stream(bucket_id, partition), batch)
-        if meta is not None:
-            self._chains.extend(key, meta, batch, write.producer)
+        self.writers.enqueue(self.slots.of_stream(meta.data_bucket, partition), batch)
+        if write.state is not None:
+            self._chains.extend(key, write.state, batch, write.producer)
         return batch
 
     def _state_of(
@@ -689,9 +703,9 @@ class StreamService:
         if write.snapshot is not None:
             self.catalog.put_snapshot(write.snapshot)
         self.hub.notify(key)
-        for source_id in write.collects:
-            self._forget((key[0], source_id))
-            self.hub.notify((key[0], source_id))
+        for source_key in write.collects:
+            self._forget(source_key)
+            self.hub.notify(source_key)
 
     def _forget(self, key: StreamKey) -> None:
         """A stream deleted (or collected): its state, its snapshot pointer, its hot tail."""

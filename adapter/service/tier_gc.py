@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.objects.base import ObjectStore
+from adapter.protocol.model import owner_of_key
 from adapter.protocol.snapshots import needed_from
 from adapter.service.snapshot_gc import OrphanSweep, collect_forever
 from adapter.state.catalog import Catalog
@@ -56,19 +57,22 @@ def needed(catalog: Catalog, bucket_id: str, chunk: TierChunk, settled_before_ms
     return False
 
 
-def _readers(catalog: Catalog, bucket_id: str, stream_id: str) -> list[StreamMeta]:
-    """The stream of that id and its forks, their forks, and so on."""
+def _readers(catalog: Catalog, bucket_id: str, record_id: str) -> list[StreamMeta]:
+    """The stream whose records of `bucket_id`'s topic are keyed `record_id`, its forks (of
+    any bucket), their forks, and so on."""
     found: list[StreamMeta] = []
-    own = catalog.stream(bucket_id, stream_id)
+    key = owner_of_key(bucket_id, record_id)
+    own = catalog.stream(*key)
     if own is not None:
         found.append(own)
-    frontier, seen = [stream_id], {stream_id}
+    frontier, seen = [key], {key}
     while frontier:
-        for fork in catalog.forks_of(bucket_id, frontier.pop()):
-            if fork.stream_id not in seen:
-                seen.add(fork.stream_id)
+        for fork in catalog.forks_of(*frontier.pop()):
+            fork_key = (fork.bucket_id, fork.stream_id)
+            if fork_key not in seen:
+                seen.add(fork_key)
                 found.append(fork)
-                frontier.append(fork.stream_id)
+                frontier.append(fork_key)
     return found
 
 

@@ -35,7 +35,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
@@ -180,7 +180,10 @@ class TierWorker:
         catalog of the partitions' owner, whose commits it applies in commit order: a stream
         not in it yet was committed after every one that is, so it starts past their floor."""
         settled_before = self.clock() - self.policy.retention_grace_ms
-        return await floors_gently(self.catalog.streams_of(bucket_id), settled_before)
+        # Forks of other buckets living in its partitions need their records too.
+        housed = ((meta, self.catalog.snapshot(meta)) for meta in self.catalog.housed_in(bucket_id))
+        streams = chain(self.catalog.streams_of(bucket_id), housed)
+        return await floors_gently(streams, settled_before)
 
     async def tier_partition(
         self, bucket: BucketMeta, partition: int, floor: int | None = None

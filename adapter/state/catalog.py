@@ -341,8 +341,14 @@ class Catalog:
         return found
 
     def forks_of(self, bucket_id: str, stream_id: str) -> list[StreamMeta]:
-        """The streams forked from this one (expired ones included)."""
-        metas = (self._peek((bucket_id, i)) for i in self.store.fork_ids((bucket_id, stream_id)))
+        """The streams forked from this one, of any bucket (expired ones included)."""
+        metas = (self._peek(key) for key in self.store.fork_keys((bucket_id, stream_id)))
+        return [meta for meta in metas if meta is not None]
+
+    def housed_in(self, bucket_id: str) -> list[StreamMeta]:
+        """The streams of other buckets whose records the bucket's topic holds (forks across
+        buckets, soft-deleted and expired ones included)."""
+        metas = (self._peek(key) for key in self.store.housed_keys(bucket_id))
         return [meta for meta in metas if meta is not None]
 
     def put_stream(self, meta: StreamMeta) -> None:
@@ -353,6 +359,8 @@ class Catalog:
         if (
             before is None
             or before.forked_from != meta.forked_from
+            or before.source_bucket != meta.source_bucket
+            or before.home != meta.home
             or before.soft_deleted != meta.soft_deleted
         ):  # what the store indexes changed: it must know now
             self._streams.put(key, meta)

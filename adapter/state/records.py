@@ -64,8 +64,8 @@ FORMAT_V4 = b"\x04"
 # StreamMeta with `trimmed_to` and `trimmed_at_ms`; its 0x04 records are read through
 # `stream_meta_v4.avsc`.
 FORMAT_V5 = b"\x05"
-# StreamMeta with its trim's settling points; its 0x05 records are read through
-# `stream_meta_v5.avsc`.
+# StreamMeta with its trim's settling points, `source_bucket` and `home`; its 0x05 records
+# are read through `stream_meta_v5.avsc`.
 FORMAT_V6 = b"\x06"
 # BucketMeta is written with FORMAT_V2 since it holds its configuration (age retention); its
 # 0x01 records are read through `bucket_meta_v1.avsc`.

@@ -50,16 +50,18 @@ DEFAULT_CACHE_ENTRIES = 4096
 FLUSH_ROWS = 2048  # pending rows written to SQLite in one transaction
 PAGE = 512  # ids read per query when listing
 MAX_FILES = 256  # processes sharing one catalog folder
-SCHEMA_VERSION = 2  # a file of another version is rebuilt
+SCHEMA_VERSION = 3  # a file of another version is rebuilt
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS streams (
-    bucket TEXT NOT NULL, stream TEXT NOT NULL, forked_from TEXT, soft_deleted INTEGER NOT NULL,
-    deadline INTEGER, value BLOB NOT NULL, PRIMARY KEY (bucket, stream)
+    bucket TEXT NOT NULL, stream TEXT NOT NULL, source_bucket TEXT, forked_from TEXT,
+    home TEXT, soft_deleted INTEGER NOT NULL, deadline INTEGER, value BLOB NOT NULL,
+    PRIMARY KEY (bucket, stream)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS streams_deadlines ON streams (deadline) WHERE deadline IS NOT NULL;
-CREATE INDEX IF NOT EXISTS streams_forks ON streams (bucket, forked_from)
+CREATE INDEX IF NOT EXISTS streams_forks ON streams (source_bucket, forked_from)
     WHERE forked_from IS NOT NULL;
+CREATE INDEX IF NOT EXISTS streams_housed ON streams (home) WHERE home IS NOT NULL;
 CREATE INDEX IF NOT EXISTS streams_soft_deleted ON streams (soft_deleted) WHERE soft_deleted;
 CREATE TABLE IF NOT EXISTS producers (
     bucket TEXT NOT NULL, stream TEXT NOT NULL, producer TEXT NOT NULL, value BLOB NOT NULL,
@@ -319,13 +321,24 @@ class Store:
         row = self.db.execute("SELECT count(*) FROM streams WHERE bucket = ?", (bucket_id,))
         return int(row.fetchone()[0])
 
-    def fork_ids(self, key: StreamKey) -> list[str]:
-        """The ids of the streams forked from `key`, in byte order."""
+    def fork_keys(self, key: StreamKey) -> list[StreamKey]:
+        """The streams forked from `key`, of any bucket, in (bucket, id) byte order."""
         self.flush()
         rows = self.db.execute(
-            "SELECT stream FROM streams WHERE bucket = ? AND forked_from = ? ORDER BY stream", key
+            "SELECT bucket, stream FROM streams WHERE source_bucket = ? AND forked_from = ? "
+            "ORDER BY bucket, stream",
+            key,
         )
-        return [stream_id for (stream_id,) in rows.fetchall()]
+        return [(bucket_id, stream_id) for bucket_id, stream_id in rows.fetchall()]
+
+    def housed_keys(self, bucket_id: str) -> list[StreamKey]:
+        """The streams of other buckets whose records the bucket's topic holds."""
+        self.flush()
+        rows = self.db.execute(
+            "SELECT bucket, stream FROM streams WHERE home = ? ORDER BY bucket, stream",
+            (bucket_id,),
+        )
+        return [(bucket_id, stream_id) for bucket_id, stream_id in rows.fetchall()]
 
     def soft_deleted(self) -> list[StreamKey]:
         self.flush()
@@ -441,12 +454,8 @@ class Store:
             [key for key, meta in streams.items() if meta is None],
         )
         self.db.executemany(
-            "INSERT OR REPLACE INTO streams VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (*key, meta.forked_from, int(meta.soft_deleted), _deadline(meta), _pack(meta))
-                for key, meta in streams.items()
-                if meta is not None
-            ],
+            "INSERT OR REPLACE INTO streams VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [_row(key, meta) for key, meta in streams.items() if meta is not None],
         )
 
     def _flush_producers(
@@ -504,6 +513,13 @@ class FileStore(Store):
         if self._lock is not None:
             self._lock.close()  # releases the flock
             self._lock = None
+
+
+def _row(key: StreamKey, meta: StreamMeta) -> tuple[object, ...]:
+    source = meta.source
+    source_bucket = None if source is None else source[0]
+    lineage = (source_bucket, meta.forked_from, meta.home)
+    return (*key, *lineage, int(meta.soft_deleted), _deadline(meta), _pack(meta))
 
 
 # Estimated bytes of a cached entry (Python objects, measured with tracemalloc on CPython

@@ -507,6 +507,66 @@ async def test_delete_needs_typed_id_and_fork_shows_source_then_own(stage: Stage
     await watched.shot("11-fork")
 
 
+async def test_fence_then_trim_by_offset_and_by_time_with_errors_from_the_body(
+    stage: Stage,
+) -> None:
+    """Fence: a refused token shows the server's error; a set one refuses other writers
+    (412) while this tab's appends carry it. Trim: a bad offset shows the error; a trim
+    before an offset removes what precedes it; a trim by a time after every message removes
+    them all."""
+    watched, http, page = stage.watched, stage.http, stage.page
+    watched.expect_error("status of 400")
+    made = await stage.stream("guarded", *numbered(1, 2, 3), view=False)
+    async with http.get(made.url, params={"offset": "-1", "max_messages": "2"}) as first_two:
+        cut = first_two.headers["Stream-Next-Offset"]
+    await open_stream(watched, stage.base, stage.bucket, made.id)
+    await wait_rows(watched, 3)
+
+    await page.locator("#fence-token").fill("not visible")
+    await page.locator("#fence-send").click()
+    await shows(watched, "#fence-note", "Not fenced: 400 invalid_header: ")
+    await page.locator("#fence-token").fill("writer-2")
+    await page.locator("#fence-send").click()
+    await shows(watched, "#fence-note", "Fenced")
+    headers = {"Content-Type": JSON_TYPE}
+    async with http.post(made.url, data=b'{"n":0}', headers=headers) as other:
+        assert other.status == 412
+        assert (await other.json())["error"]["code"] == "fencing_token_mismatch"
+    await page.locator("#append-text").fill('{"n":4}')
+    await page.locator("#append-send").click()
+    await wait_rows(watched, 4)
+
+    dialog = page.get_by_role("dialog")
+    await page.locator("#trim-before").fill("garbage")
+    await page.locator("#trim-send").click()
+    await dialog.get_by_role("button", name="Trim").click()
+    await shows(watched, "#trim-note", "Not trimmed: 400 invalid_")
+    await page.locator("#trim-before").fill(cut)
+    await page.locator("#trim-send").click()
+    await watched.shot("trim-dialog")
+    await dialog.get_by_role("button", name="Trim").click()
+    await shows(watched, "#trim-note", f"Trimmed: the stream now begins at {cut}.")
+    async with http.get(made.url, params={"offset": cut}) as kept:
+        assert json.loads(await kept.read()) == [{"n": 3}, {"n": 4}]
+    async with http.get(made.url, params={"offset": "-1"}) as gone:
+        assert (gone.status, gone.headers["Stream-Earliest-Offset"]) == (410, cut)
+    await page.locator("#trim-before").fill("")
+    await page.locator("#trim-at").fill("2099-01-01T00:00:00")
+    await page.locator("#trim-send").click()
+    await dialog.get_by_role("button", name="Trim").click()
+    tail = await tail_offset(http, made.url)
+    await shows(watched, "#trim-note", f"Trimmed: the stream now begins at {tail}.")
+    await watched.shot("trimmed")
+
+
+async def shows(watched: Watched, selector: str, text: str) -> None:
+    """Wait until the element's text holds `text`."""
+    await watched.wait_for(
+        "([selector, text]) => document.querySelector(selector).textContent.includes(text)",
+        [selector, text],
+    )
+
+
 async def test_keyboard_only_walk(stage: Stage) -> None:
     """12. Keyboard only: bucket, stream, live off and on, append, jump to an offset."""
     watched, http, page, bucket = stage.watched, stage.http, stage.page, stage.bucket
@@ -685,7 +745,7 @@ async def test_read_only_console_hides_every_write(
     assert await page.get_by_text("Create a stream").count() == 0
     await page.get_by_role("link", name="watched").click()
     await watched.wait_for("() => window.consoleLive && window.consoleLive.upToDate")
-    for write in ("#append", "#close-stream", "#delete-stream", "#fork-stream"):
+    for write in ("#append", "#close-stream", "#delete-stream", "#fork-stream", "#fence", "#trim"):
         assert await page.locator(write).count() == 0, write
     assert await page.locator("#snapshot").count() == 1  # reading stays
     await watched.shot("stream-read-only")
@@ -900,6 +960,8 @@ async def test_a_mounted_topic_shows_its_keys_and_no_stream_actions(
     shown = page.locator("#messages pre.msg")
     assert await shown.all_text_contents() == ["alpha", "beta"]
     for action in ("#append", "#fork-stream", "#close-stream", "#delete-stream", "#snapshot"):
+        assert await page.locator(action).count() == 0, action
+    for action in ("#fence", "#trim"):
         assert await page.locator(action).count() == 0, action
     assert "Mounted topic" in (await page.locator(".facts").text_content() or "")
     assert await page.locator("#start-last, #start-time, #show-coordinates").count() == 0

@@ -107,8 +107,10 @@ async def test_fork_creation_status_codes(client: Client, unique: str) -> None:
         fork, headers=_fork_of(source, **{"Content-Type": "application/json"})
     )
     assert (mismatch.status, await _code(mismatch)) == (409, "content_type_mismatch")
-    other_bucket = await client.put(fork, headers=_fork_of("/v1/stream/elsewhere"))
-    assert other_bucket.status == 400
+    other_bucket = await client.put(fork, headers=_fork_of(f"/fk-none-{unique}/src"))
+    assert (other_bucket.status, await _code(other_bucket)) == (404, "stream_not_found")
+    malformed = await client.put(fork, headers=_fork_of("/a/b/c"))
+    assert (malformed.status, await _code(malformed)) == (400, "invalid_header")
     headers = _fork_of(source, "0" * 16 + "_" + "0" * 16, **{"Stream-Fork-Sub-Offset": "3"})
     assert (await client.put(fork, headers=headers)).status == 201
     assert (await client.put(fork, headers=headers)).status == 200

@@ -469,6 +469,57 @@ async def test_chunks_no_stream_can_read_are_collected(
     assert await parts.store.keys(chunks.OBJECT_PREFIX) == []
 
 
+async def test_a_fork_of_another_bucket_is_tiered_with_its_source_and_keeps_its_chunks(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> None:
+    """The fork's records are in its source's bucket's topic: they are tiered with the
+    source's under the fork's own key, reads give the same bytes from chunks, and the
+    collector keeps every chunk the fork reads, its soft-deleted source's included."""
+    settings = tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    source_bucket, fork_bucket = f"xs-{unique}", f"xf-{unique}"
+    for bucket in (source_bucket, fork_bucket):
+        assert (await client.put(f"/{bucket}")).status == 201
+    source, fork = f"/{source_bucket}/src", f"/{fork_bucket}/fork"
+    assert (await client.put(source, headers={"Content-Type": TEXT})).status == 201
+    await _append(client, source, [f"src-{n:02d} ".encode() * 40 for n in range(10)])
+    forked = {"Content-Type": TEXT, "Stream-Forked-From": source}
+    assert (await client.put(fork, headers=forked)).status == 201
+    for n in range(10):
+        await _append(client, fork, [f"own-{n:02d} ".encode() * 40])
+        await _append(client, source, [f"later-{n:02d} ".encode() * 40])
+    before = await catch_up(client, fork, "-1")
+    topic = bucket_topic(settings.topic_prefix, source_bucket)
+    _, head = log_start(settings.bootstrap_servers, topic)
+    assert await tier_until_done(client) > 0
+    assert log_start(settings.bootstrap_servers, topic)[0] > head // 2
+    chunks_of = {
+        c.object_key: c.stream_id for r in manifest(settings) if r.topic == topic for c in r.chunks
+    }
+    assert set(chunks_of.values()) == {"src", f"{fork_bucket}//fork"}
+    assert await catch_up(client, fork, "-1") == before
+    parts = client.app[PARTS]
+    collector = TierCollector(
+        parts.catalog,
+        parts.writers,
+        SlotMap(settings.topic_prefix, settings.write_slots),
+        parts.store,
+        internal_topic(settings.topic_prefix, InternalTopic.TIER),
+        parts.follower.caught_up,
+        lambda: int(time.time() * 1000),
+        grace_ms=0,
+        interval_s=3600,
+    )
+    assert await collector.collect_once() == (0, [])
+    assert (await client.delete(source)).status == 204  # soft: the fork reads its records
+    _, deleted = await collector.collect_once()
+    assert {chunks_of[key] for key in deleted} <= {"src"}  # at most the source's later ones
+    kept = {c.stream_id for r in manifest(settings) if r.topic == topic for c in r.stored}
+    assert kept == {"src", f"{fork_bucket}//fork"}  # the source's range below the fork point
+    assert await catch_up(client, fork, "-1") == before
+
+
 @pytest.mark.timeout(180)
 async def test_a_large_chunk_goes_up_in_parts_and_a_read_from_its_middle_fetches_little(
     aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server

@@ -175,6 +175,30 @@ async def test_a_fork_made_through_one_instance_takes_appends_through_the_other_
             assert await _read(session, b, fork) == f"s0\n{fork}\n"
 
 
+async def test_a_fork_of_another_buckets_stream_is_written_by_its_sources_owner(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """A fork across buckets lives in its source's partition, so in its source's slot: made
+    and appended to through the other instance, both are routed to the source's owner, and
+    either instance reads it."""
+    prefix = f"xbroute{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        source = stream_in(prefix, pair.owners[b], "src")  # in `_default`, written by B
+        assert (await session.put(f"{b}/v1/stream/{source}", headers=TEXT)).status == 201
+        assert await _post(session, b, source, "s0\n") == 204
+        bucket = f"xf{unique}"
+        assert (await session.put(f"{a}/{bucket}")).status == 201
+        forked = {**TEXT, "Stream-Forked-From": f"/v1/stream/{source}"}
+        async with session.put(f"{a}/{bucket}/fork", headers=forked) as made:
+            assert made.status == 201, await made.text()
+        async with session.post(f"{a}/{bucket}/fork", data="own\n", headers=TEXT) as posted:
+            assert posted.status == 204, await posted.text()
+        for base in (a, b):
+            async with session.get(f"{base}/{bucket}/fork", params={"offset": "-1"}) as read:
+                assert (read.status, await read.text()) == (200, "s0\nown\n")
+
+
 @pytest.mark.timeout(300)
 async def test_a_name_taken_through_one_owner_is_refused_by_the_other_at_once(
     kafka_bootstrap: str, unique: str, tmp_path: Path

@@ -152,3 +152,13 @@ def test_jobs_take_the_adapters_client_properties(tmp_path: Path) -> None:
     args = console.parse_args([], env)
     assert args.client_properties == {"security.protocol": "SASL_SSL", "sasl.password": "from-json"}
     assert console.parse_args([], {}).client_properties == {}
+
+
+def test_a_fork_of_another_buckets_stream_is_read_from_that_buckets_topic() -> None:
+    fork = StreamMeta("lab", "try", 2, "text/plain", 0, 40, 45, 0, 0).evolve(
+        forked_from="main", source_bucket="shop", home="shop", inherited=(Segment("main", 3, 9),)
+    )
+    history = history_of(encode(fork))
+    assert history == History("shop", "try", 2, (Range("main", 3, 9), Range("lab//try", 40, 45)))
+    starting, _ = history_offsets(history, "p.")
+    assert json.loads(starting) == {"p.bucket.shop": {"2": 3}}

@@ -199,6 +199,32 @@ def test_a_stream_record_written_before_trims_reads_as_never_trimmed() -> None:
     assert (decoded.trimmed_to, decoded.trimmed_at_ms) == (None, None)
 
 
+def test_a_stream_record_written_before_forks_across_buckets_lives_in_its_own_bucket() -> None:
+    out = io.BytesIO()
+    out.write(FORMAT_V5)
+    old = {k: v for k, v in vars(META).items() if k in V5_FIELDS}
+    old["inherited"] = []
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schemas.load("stream_meta_v5")), old)
+    decoded = decode(META.key, out.getvalue())
+    assert decoded == META
+    assert (decoded.source_bucket, decoded.home, decoded.data_bucket) == (None, None, "b")
+
+
+def test_a_fork_across_buckets_survives_its_encoding_and_is_found_from_both_sides() -> None:
+    fork = META.evolve(
+        bucket_id="c", forked_from="s", source_bucket="b", home="b", inherited=(Segment("s", 0, 3),)
+    )
+    assert decode(fork.key, encode(fork)) == fork
+    catalog = _catalog()
+    catalog.put_stream(META)
+    catalog.apply(fork.key, encode(fork))
+    assert catalog.forks_of("b", "s") == [fork]
+    assert catalog.housed_in("b") == [fork]
+    assert (catalog.forks_of("c", "s"), catalog.housed_in("c")) == ([], [])
+    catalog.apply(fork.key, None)
+    assert (catalog.forks_of("b", "s"), catalog.housed_in("b")) == ([], [])
+
+
 def test_a_trim_survives_its_encoding() -> None:
     trimmed = META.evolve(trimmed_to=3, trimmed_at_ms=1_234)
     assert decode(trimmed.key, encode(trimmed)) == trimmed

@@ -8,6 +8,7 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import (
     DEFAULT_BUCKET,
     check_compat_creatable,
+    fork_source,
     split_compat_path,
     validate_bucket_id,
     validate_stream_id,
@@ -167,3 +168,22 @@ def test_flat_paths_naming_a_sub_resource_cannot_be_created(path: str) -> None:
 )
 def test_other_flat_paths_can_be_created(path: str) -> None:
     check_compat_creatable(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "source"),
+    [
+        ("/shop/doc", ("shop", "doc")),
+        ("https://host/shop/doc%20a", ("shop", "doc a")),
+        ("/v1/stream/doc", ("_default", "doc")),
+        ("/v1/stream/shop/a/b", ("shop", "a/b")),
+    ],
+)
+def test_a_fork_source_names_a_stream_of_any_bucket(value: str, source: tuple[str, str]) -> None:
+    assert fork_source(value) == source
+
+
+@pytest.mark.parametrize("value", ["/shop", "/shop/a/b", "/Shop/doc"])
+def test_a_fork_source_that_names_no_stream_is_refused(value: str) -> None:
+    with pytest.raises(ProtocolError):
+        fork_source(value)

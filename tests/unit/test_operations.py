@@ -11,7 +11,7 @@ from adapter.app import create_app
 from adapter.auth.policy import Need
 from adapter.auth.scopes import Operation
 from adapter.config import Settings
-from adapter.http.operations import PUBLIC_PATHS, is_public, need_of
+from adapter.http.operations import PUBLIC_PATHS, is_public, need_of, needs_of
 
 R, A, D = Operation.READ, Operation.APPEND, Operation.ADMIN
 PUBLIC = None
@@ -163,3 +163,22 @@ async def test_a_trim_needs_admin(app: web.Application, method: str, template: s
     assert match.route.resource is not None
     assert match.route.resource.canonical == template
     assert need_of(resolved(request, match)) == Need(D, "logs")
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "needs"),
+    [
+        ("/logs/f", "/other/s", [Need(D, "logs"), Need(R, "other")]),
+        ("/logs/f", "http://host:4437/v1/stream/other/s", [Need(D, "logs"), Need(R, "other")]),
+        ("/v1/stream/logs/f", "/other/s", [Need(D, "logs"), Need(R, "other")]),
+        ("/logs/f", "/logs/s", [Need(D, "logs")]),  # a fork of its own bucket: admin only
+        ("/logs/f", "/not a path", [Need(D, "logs")]),  # the handler refuses it (400)
+        ("/logs/f/snapshot/0000000000000000_0000000000000001", "/other/s", [Need(D, "logs")]),
+    ],
+)
+async def test_a_fork_of_another_buckets_stream_also_needs_to_read_that_bucket(
+    app: web.Application, path: str, source: str, needs: list[Need]
+) -> None:
+    headers = {"Stream-Forked-From": source}
+    request = make_mocked_request("PUT", path, headers=headers, app=app)
+    assert needs_of(resolved(request, await app.router.resolve(request))) == needs

@@ -518,6 +518,37 @@ def test_a_fork_created_again_is_the_same_only_with_the_same_fork_point() -> Non
         assert _refusal(machine.create(view, other, NOW, 0)) is ErrorCode.STREAM_EXISTS
 
 
+def test_a_fork_of_another_buckets_stream_lives_in_that_buckets_partition() -> None:
+    source = SOURCE.evolve(bucket_id="other")
+    command = _create(None, fork=ForkFrom("src", 15, source_bucket="other"))
+    state = machine.settle(_write(_forked(command, source)), [30])
+    assert state is not None
+    assert (state.bucket_id, state.source, state.home) == ("bucket", ("other", "src"), "other")
+    assert (state.data_bucket, state.partition, state.record_id) == ("other", 2, "bucket//s")
+    assert state.segments() == (Segment("src", 10, 15), Segment("bucket//s", 30, 31))
+    # Its fork back in the source's bucket is keyed by its own id there, beside its source.
+    back = _create(
+        None, ref=StreamRef("other", "g"), fork=ForkFrom("s", 31, source_bucket="bucket")
+    )
+    grand = _write(_forked(back, state)).state
+    assert grand is not None
+    assert (grand.source, grand.home, grand.data_bucket, grand.record_id) == (
+        ("bucket", "s"),
+        None,
+        "other",
+        "g",
+    )
+    assert grand.inherited == (Segment("src", 10, 15), Segment("bucket//s", 30, 31))
+
+
+def test_a_fork_across_buckets_created_again_names_the_same_source_bucket() -> None:
+    source = SOURCE.evolve(bucket_id="other")
+    command = _create(None, fork=ForkFrom("src", 12, source_bucket="other"))
+    view = machine.View(_write(_forked(command, source)).state, source=source)
+    assert isinstance(machine.create(view, command, NOW, 0), machine.Done)
+    assert _refusal(machine.create(view, _fork(12), NOW, 0)) is ErrorCode.STREAM_EXISTS
+
+
 def test_a_stream_with_live_forks_is_soft_deleted_and_then_gone() -> None:
     view = machine.View(_meta(), {"p": ProducerState(0, 0)}, forks=1)
     write = _write(machine.delete(view, "s", NOW))
@@ -535,7 +566,7 @@ def test_deleting_the_last_fork_collects_soft_deleted_sources_up_the_chain() -> 
     chain = ((middle.evolve(soft_deleted=True), 1), (root, 1))
     write = _write(machine.delete(machine.View(_meta(), ancestors=chain), "s", NOW))
     assert write.state is None
-    assert write.collects == ("mid", "root")
+    assert write.collects == (("bucket", "mid"), ("bucket", "root"))
     shared = ((middle.evolve(soft_deleted=True), 2), (root, 1))
     assert _write(machine.delete(machine.View(_meta(), ancestors=shared), "s", NOW)).collects == ()
     alive = ((middle, 1), (root, 1))
@@ -546,7 +577,7 @@ def test_a_soft_deleted_stream_without_live_forks_is_collected_with_the_sources_
     gone, root = _meta(soft_deleted=True), _meta(stream_id="root", soft_deleted=True)
     write = machine.collect(machine.View(gone, ancestors=((root, 1),)), NOW)
     assert write is not None
-    assert (write.entries, write.state, write.collects) == ((), None, ("root",))
+    assert (write.entries, write.state, write.collects) == ((), None, (("bucket", "root"),))
     assert machine.collect(machine.View(gone, forks=1), NOW) is None  # a fork still reads it
     assert machine.collect(machine.View(_meta()), NOW) is None  # not soft-deleted
     assert machine.collect(machine.View(None), NOW) is None

@@ -73,3 +73,16 @@ def test_a_fork_of_a_fork_keeps_its_sources_chunks() -> None:
     only_grandchild = _catalog(retained, fork.evolve(retained_from=70), grandchild)
     assert needed(only_grandchild, "b", _chunk(12, 20))
     assert needed(only_grandchild, "b", _chunk(61, 62, "f"))
+
+
+def test_a_fork_of_another_bucket_needs_its_own_chunks_and_its_sources() -> None:
+    """Its records are in its source's bucket's topic, keyed `bucket//id`: the chunks of that
+    key are its own, and the source's chunks below the fork point are still read by it."""
+    fork = StreamMeta("c", "f", 0, "text/plain", 100, 60, 70, 1_000, 1_000).evolve(
+        forked_from="s", source_bucket="b", home="b", inherited=(Segment("s", 10, 40),)
+    )
+    gone_source = _catalog(fork)  # its source deleted and forgotten: the fork keeps its range
+    assert needed(gone_source, "b", _chunk(60, 65, "c//f"))
+    assert needed(gone_source, "b", _chunk(30, 45))
+    assert not needed(gone_source, "b", _chunk(41, 45))  # past the fork point
+    assert not needed(gone_source, "b", _chunk(60, 65, "f"))  # the key of a stream of b

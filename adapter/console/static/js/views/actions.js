@@ -1,5 +1,5 @@
-// Writes from the stream view (read-write mode only): append, close, delete, fork; and the
-// snapshot (preview, download, bootstrap then go live), which reads.
+// Writes from the stream view (read-write mode only): append, close, delete, fork, fence and
+// trim; and the snapshot (preview, download, bootstrap then go live), which reads.
 
 import { call, Producer, refused } from "../api.js";
 import { append, ask, download, h, note, status } from "../dom.js";
@@ -35,7 +35,80 @@ export function actions(state, view, live) {
   const { mount } = state;
   append(section, !mount && snapshotPanel(state, live));
   if (state.context.mode !== "rw") return section;
-  return append(section, (!mount || mount.appends) && appendForm(state, view), !mount && dangerZone(state, view, live));
+  return append(
+    section,
+    (!mount || mount.appends) && appendForm(state, view),
+    !mount && fenceForm(state),
+    !mount && trimForm(state),
+    !mount && dangerZone(state, view, live),
+  );
+}
+
+/** `POST {stream}/fence`: later appends must carry the token; this tab's appends then do. */
+function fenceForm(state) {
+  const token = h("input", { id: "fence-token", required: true, autocomplete: "off", spellcheck: "false", "aria-describedby": "fence-note" });
+  const result = h("p", { id: "fence-note", class: "note" }, "Appends without this token (or with another) are then refused with 412.");
+  const button = h("button", { id: "fence-send" }, "Fence");
+  const form = h(
+    "form",
+    { id: "fence" },
+    h("fieldset", {}, h("legend", {}, "Fence writers"), h("label", { for: "fence-token" }, "Fencing token"), token, button, result),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await call("POST", `${state.path}/fence`, { headers: { "Stream-Fencing-Token": token.value } });
+      state.fencingToken = token.value; // the append form sends it from now on
+      note(result, "Fenced: appends must now carry this token (this tab's do).", "ok");
+    } catch (error) {
+      refused(error, button);
+      note(result, `Not fenced: ${error.message}`);
+    }
+  });
+  return form;
+}
+
+/** `POST {stream}/trim`: remove the messages before an offset, or before a moment. */
+function trimForm(state) {
+  const offset = h("input", { id: "trim-before", autocomplete: "off", spellcheck: "false", placeholder: "an offset token, or now" });
+  const moment = h("input", { id: "trim-at", type: "datetime-local", step: "1" });
+  const result = h("p", { id: "trim-note", class: "note" }, "Give an offset or a time. Trimmed messages are gone for every reader; a trim never moves back.");
+  const button = h("button", { id: "trim-send", class: "danger" }, "Trim…");
+  const form = h(
+    "form",
+    { id: "trim" },
+    h(
+      "fieldset",
+      {},
+      h("legend", {}, "Trim"),
+      h("label", { for: "trim-before" }, "Remove messages before offset"),
+      offset,
+      h("label", { for: "trim-at" }, "or appended before (local time)"),
+      moment,
+      button,
+      result,
+    ),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const before = offset.value.trim();
+    if (Boolean(before) === Boolean(moment.value)) {
+      note(result, "Give either an offset or a time, not both.");
+      return;
+    }
+    const body = before ? { before } : { at: new Date(moment.value).toISOString() };
+    const what = before ? `before ${before}` : `appended before ${moment.value.replace("T", " ")}`;
+    const answer = await ask(`Trim ${state.stream}?`, h("p", {}, `Messages ${what} are removed for every reader. This cannot be undone.`), "Trim", { danger: true });
+    if (answer !== "ok") return;
+    try {
+      const response = await call("POST", `${state.path}/trim`, { headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      note(result, `Trimmed: the stream now begins at ${response.headers.get("Stream-Earliest-Offset")}.`, "ok");
+    } catch (error) {
+      refused(error, button);
+      note(result, `Not trimmed: ${error.message}`);
+    }
+  });
+  return form;
 }
 
 function appendForm(state, view) {
@@ -43,7 +116,7 @@ function appendForm(state, view) {
   // A mount produces plain records: it refuses producer headers (a retry may write twice).
   const post = state.mount
     ? (body) => call("POST", state.path, { headers: { "Content-Type": state.contentType }, body })
-    : (body) => producer.append(state.path, state.contentType, body);
+    : (body) => producer.append(state.path, state.contentType, body, fencing(state));
   const text = h("textarea", { id: "append-text", rows: "5", spellcheck: "false", "aria-keyshortcuts": "Control+Enter", "aria-describedby": "append-note" });
   const modes = MODES[state.kind].map(([value, label], i) =>
     h("label", {}, h("input", { type: "radio", name: "append-mode", value, checked: i === 0 }), ` ${label}`),
@@ -107,6 +180,11 @@ function appendForm(state, view) {
   });
   state.context.shortcuts.set("a", () => text.focus());
   return form;
+}
+
+/** The fencing token this tab set, for its appends. */
+function fencing(state) {
+  return state.fencingToken ? { "Stream-Fencing-Token": state.fencingToken } : {};
 }
 
 function dangerZone(state, view, live) {

@@ -35,10 +35,12 @@ function facts(path, headers, info) {
     ["Kafka", `${info.topic} partition ${info.partition}`],
     ["Mounted topic", info.mount && `records keyed by this id (${info.mount.key_encoding}); ${info.mount.appends ? "appends produce records" : "read-only"}`],
   ];
+  // A source (or fork) in another bucket is named with its bucket.
+  const named = (bucket, id) => (bucket === info.bucket_id ? id : `${bucket}/${id}`);
   for (const source of info.sources) {
-    entries.push(["Forked from", `${source.forked_from} at ${source.fork_offset}`]);
+    entries.push(["Forked from", `${named(source.source_bucket, source.forked_from)} at ${source.fork_offset}`]);
   }
-  if (info.forks.length) entries.push(["Forks", info.forks.map((f) => f.stream_id).join(", ")]);
+  if (info.forks.length) entries.push(["Forks", info.forks.map((f) => named(f.bucket_id, f.stream_id)).join(", ")]);
   return h("dl", { class: "facts" }, entries.filter(([, v]) => v).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
