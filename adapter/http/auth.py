@@ -24,10 +24,10 @@ from adapter.auth.certificates import CertificatePrincipals, Subject
 from adapter.auth.policy import Need, Policy, Verdict
 from adapter.auth.principals import InvalidToken, Principal, Verifier
 from adapter.auth.scopes import Operation, needed
-from adapter.http.forward_ids import CERTIFICATE_SUBJECT, FORWARDED
 from adapter.http.observe import METRICS, add_log_fields
-from adapter.http.operations import is_public, need_of
+from adapter.http.peer_headers import CERTIFICATE_SUBJECT, FORWARDED
 from adapter.http.render import Handler
+from adapter.http.route_needs import is_public, need_of
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
 REALM = 'Bearer realm="durable-kafka"'
