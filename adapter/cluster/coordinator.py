@@ -25,6 +25,10 @@ its last access to the stream, adopted here when later than ours. A stream this 
 know is asked of every sibling (its slot is not known: a fork's is its source's). Any failure to
 ask leaves the read to this worker's catalog as it is, as between instances.
 
+After a write forwarded to its owner succeeds, its answer waits (bounded) until this instance's
+catalog shows the change (`after_forward`), so a client that writes through this instance and
+reads through it next sees its own write.
+
 HTTP stays out of this layer: the edge parses a request into a `Write` or a stream's reference,
 and hands a read the `Ask` that asks an owner as that reader did.
 """
@@ -46,6 +50,7 @@ from topology.slots import SlotMap
 log = logging.getLogger(__name__)
 
 SIBLING_READ_WAIT_S = 2.0  # how long a sibling's read waits for this catalog to show its answer
+SHOWN_WAIT_S = 2.0  # how long a forwarded write's answer waits for this catalog to show it
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,41 @@ class Described:
 Ask = Callable[[str], Awaitable[Described | None]]
 
 
+@dataclass(frozen=True)
+class TailMoved:
+    """An owner wrote to a stream: its tail is now at least `tail` (None: it was deleted)."""
+
+    ref: StreamRef
+    tail: int | None
+
+
+@dataclass(frozen=True)
+class SnapshotPublished:
+    """An owner published a snapshot of a stream at `offset` (a publish moves no tail)."""
+
+    ref: StreamRef
+    offset: int
+
+
+@dataclass(frozen=True)
+class Trimmed:
+    """An owner trimmed a stream: its earliest offset is now at least `earliest`."""
+
+    ref: StreamRef
+    earliest: int
+
+
+@dataclass(frozen=True)
+class BucketChanged:
+    """An owner made (`exists`) or deleted a bucket or a mount."""
+
+    bucket_id: str
+    exists: bool
+
+
+Change = TailMoved | SnapshotPublished | Trimmed | BucketChanged
+
+
 class LocalStreams(Protocol):
     """What the coordinator asks of this instance's streams (`StreamService`)."""
 
@@ -97,6 +137,22 @@ class LocalStreams(Protocol):
 
     def accessed_elsewhere(self, ref: StreamRef, at_ms: int) -> None:
         """An access its owner reports, applied here too."""
+        ...
+
+    async def applied(self, ref: StreamRef, next_offset: int | None, timeout_s: float) -> bool:
+        """Wait until the catalog shows the stream's tail at `next_offset` (None: gone)."""
+        ...
+
+    async def snapshot_applied(self, ref: StreamRef, offset: int, timeout_s: float) -> bool:
+        """Wait until the catalog shows a snapshot of the stream at `offset` or later."""
+        ...
+
+    async def trim_applied(self, ref: StreamRef, earliest: int, timeout_s: float) -> bool:
+        """Wait until the catalog shows the stream trimmed to `earliest` (or gone)."""
+        ...
+
+    async def bucket_applied(self, bucket_id: str, exists: bool, timeout_s: float) -> bool:
+        """Wait until the catalog shows the bucket (or mount) made or gone."""
         ...
 
 
@@ -145,6 +201,23 @@ class Coordinator:
         described = found[0] if found else answers[0] if len(owners) == 1 else None
         if described is not None:
             await self._adopt(ref, described, renews)
+
+    async def after_forward(self, change: Change) -> None:
+        """Hold a forwarded write's answer until this catalog shows its `change` (bounded)."""
+        streams, wait_s = self.streams, SHOWN_WAIT_S
+        match change:
+            case TailMoved(ref, tail):
+                shown, what = await streams.applied(ref, tail, wait_s), f"write to {ref}"
+            case SnapshotPublished(ref, offset):
+                shown = await streams.snapshot_applied(ref, offset, wait_s)
+                what = f"publish to {ref}"
+            case Trimmed(ref, earliest):
+                shown, what = await streams.trim_applied(ref, earliest, wait_s), f"trim of {ref}"
+            case BucketChanged(bucket_id, exists):
+                shown = await streams.bucket_applied(bucket_id, exists, wait_s)
+                what = f"change of bucket {bucket_id}"
+        if not shown:
+            log.info("forwarded %s not seen locally within %.1fs", what, wait_s)
 
     def last_access_ms(self, ref: StreamRef) -> int | None:
         """What this worker tells a sibling that asked for `ref`: its last access to a stream

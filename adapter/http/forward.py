@@ -8,7 +8,8 @@ coded body decoded, as the owner stores it) with `Durable-Kafka-Forwarded: 1`, a
 answer is returned unchanged. A forwarded request is never forwarded again: an instance that
 gets one for a slot it does not own answers 503 (ownership is moving), as it does while nobody
 owns the slot. After a successful forwarded write, the answer waits (bounded) until the local
-catalog shows it, so a client reading through this instance next sees its own write.
+catalog shows what the owner answered it changed (`Coordinator.after_forward`), so a client
+reading through this instance next sees its own write.
 
 An append is forwarded with a forward id (`Durable-Kafka-Forward-Id`) that the owner writes on
 its records. If the owner goes silent after it may have committed (killed, stopped, its
@@ -26,7 +27,16 @@ import aiohttp
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
-from adapter.cluster.coordinator import Coordinator, Write
+from adapter.cluster.coordinator import (
+    SHOWN_WAIT_S,
+    BucketChanged,
+    Change,
+    Coordinator,
+    SnapshotPublished,
+    TailMoved,
+    Trimmed,
+    Write,
+)
 from adapter.cluster.routing import Forward, Local
 from adapter.http.bodies import ROUTE_BODIES
 from adapter.http.buckets import MOUNT_READY_S
@@ -50,7 +60,6 @@ WRITES = frozenset({"PUT", "POST", "DELETE"})
 READS = frozenset({"GET", "HEAD"})
 # The routes a sibling worker's read is synchronised on (`Coordinator.before_read`).
 _STREAM_ROUTES = frozenset({"/v1/stream/{path}", "/{bucket}/{stream}"})
-READ_YOUR_WRITES_S = 2.0
 COORDINATOR = web.AppKey("coordinator", Coordinator)
 UNANSWERED = web.AppKey("unanswered_writes", UnansweredWrites)
 
@@ -216,7 +225,7 @@ async def _created(request: web.Request, sent: Sent) -> web.Response:
     """A creation the silent owner wrote: answered from this instance's catalog once it shows
     the stream (the follower brings it; the learning caught up already when it was new)."""
     service = request.app[STREAMS]
-    await service.applied(sent.ref, 0, READ_YOUR_WRITES_S)
+    await service.applied(sent.ref, 0, SHOWN_WAIT_S)
     meta = service.catalog.stream(sent.ref.bucket_id, sent.ref.stream_id)
     if meta is None:  # created, then deleted by another request meanwhile
         raise ProtocolError(ErrorCode.STREAM_NOT_FOUND, f"stream {sent.ref.stream_id!r} is gone")
@@ -236,54 +245,43 @@ def _state_only(request: web.Request) -> bool:
 
 async def _read_your_writes(request: web.Request, response: web.Response) -> None:
     """Hold the answer until this instance's catalog reflects the forwarded write."""
-    if "path" not in request.match_info and "stream" not in request.match_info:
-        await _bucket_applied(request, response)
+    change = _change_of(request, response)
+    if change is None:
         return
+    await request.app[COORDINATOR].after_forward(change)
+    if isinstance(change, BucketChanged):
+        await _mount_serving(request, response)
+
+
+def _change_of(request: web.Request, response: web.Response) -> Change | None:
+    """What the owner's success answer says it changed; None when it says nothing to wait for."""
+    if "path" not in request.match_info and "stream" not in request.match_info:
+        return BucketChanged(request.match_info["bucket"], request.method == "PUT")
     ref = stream_ref(request)
     if _is_publish(request):  # a publish moves no tail: wait for its pointer
-        await _snapshot_applied(request, ref)
-        return
+        offset = parse_offset(request.match_info["offset"])
+        return SnapshotPublished(ref, offset) if isinstance(offset, int) else None
     if (earliest := response.headers.get(EARLIEST_HEADER)) is not None:  # a trim's answer
-        await _trim_applied(request, ref, earliest)
-        return
+        offset = parse_offset(earliest)
+        return Trimmed(ref, offset) if isinstance(offset, int) else None
     if request.method == "DELETE":
-        tail = None
-    elif (token := response.headers.get("Stream-Next-Offset")) is not None:
+        return TailMoved(ref, None)
+    if (token := response.headers.get("Stream-Next-Offset")) is not None:
         offset = parse_offset(token)
-        tail = offset if isinstance(offset, int) else None
-    else:
-        return
-    if not await request.app[STREAMS].applied(ref, tail, READ_YOUR_WRITES_S):
-        log.info("forwarded write to %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
+        return TailMoved(ref, offset if isinstance(offset, int) else None)
+    return None
 
 
-async def _snapshot_applied(request: web.Request, ref: StreamRef) -> None:
-    offset = parse_offset(request.match_info["offset"])
-    if not isinstance(offset, int):
-        return
-    if not await request.app[STREAMS].snapshot_applied(ref, offset, READ_YOUR_WRITES_S):
-        log.info("forwarded publish to %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
-
-
-async def _trim_applied(request: web.Request, ref: StreamRef, earliest: str) -> None:
-    offset = parse_offset(earliest)
-    if not isinstance(offset, int):
-        return
-    if not await request.app[STREAMS].trim_applied(ref, offset, READ_YOUR_WRITES_S):
-        log.info("forwarded trim of %s not seen locally within %.1fs", ref, READ_YOUR_WRITES_S)
-
-
-async def _bucket_applied(request: web.Request, response: web.Response) -> None:
-    """Hold the answer until this instance's catalog shows the bucket (or mount) made or
-    gone; a mount made, until this instance's own index of it serves reads too (each
-    instance indexes the topic itself): else the owner's 201 becomes 202, as it would have
-    been answered here."""
-    bucket_id = request.match_info["bucket"]
-    exists = request.method == "PUT"
-    await request.app[STREAMS].bucket_applied(bucket_id, exists, READ_YOUR_WRITES_S)
-    mounted = request.app[MOUNTED]
-    if not (exists and response.status == 201 and mounted.covers(bucket_id)):
-        return
-    if not await mounted.until_serving(bucket_id, MOUNT_READY_S):
+async def _mount_serving(request: web.Request, response: web.Response) -> None:
+    """A mount made elsewhere is answered 201 once this instance's own index of it serves
+    reads too (each instance indexes the topic itself): else the owner's 201 becomes 202,
+    as it would have been answered here."""
+    bucket_id, mounted = request.match_info["bucket"], request.app[MOUNTED]
+    made = request.method == "PUT" and response.status == 201
+    if (
+        made
+        and mounted.covers(bucket_id)
+        and not await mounted.until_serving(bucket_id, MOUNT_READY_S)
+    ):
         response.set_status(202)
         response.headers["Retry-After"] = "1"

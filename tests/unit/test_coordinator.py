@@ -4,11 +4,20 @@ catalog to show the stream as its owner described it, and adopts the owner's las
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
 
-from adapter.cluster.coordinator import Coordinator, Described, Write
+from adapter.cluster.coordinator import (
+    BucketChanged,
+    Coordinator,
+    Described,
+    SnapshotPublished,
+    TailMoved,
+    Trimmed,
+    Write,
+)
 from adapter.cluster.routing import Forward, Local, Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
@@ -54,6 +63,7 @@ class _Streams:
     def __init__(self) -> None:
         self.reflected: list[tuple[StreamRef, int | None, bool, bool]] = []
         self.accessed: list[tuple[StreamRef, int]] = []
+        self.shown: list[tuple[str, object]] = []  # what each forwarded write waited for
 
     @property
     def clock(self) -> Callable[[], int]:
@@ -75,6 +85,22 @@ class _Streams:
 
     def accessed_elsewhere(self, ref: StreamRef, at_ms: int) -> None:
         self.accessed.append((ref, at_ms))
+
+    async def applied(self, ref: StreamRef, next_offset: int | None, timeout_s: float) -> bool:
+        self.shown.append(("tail", next_offset))
+        return True
+
+    async def snapshot_applied(self, ref: StreamRef, offset: int, timeout_s: float) -> bool:
+        self.shown.append(("snapshot", offset))
+        return True
+
+    async def trim_applied(self, ref: StreamRef, earliest: int, timeout_s: float) -> bool:
+        self.shown.append(("earliest", earliest))
+        return False  # not within its time: logged, and answered anyway
+
+    async def bucket_applied(self, bucket_id: str, exists: bool, timeout_s: float) -> bool:
+        self.shown.append((bucket_id, exists))
+        return True
 
 
 class _Setup:
@@ -219,3 +245,26 @@ def test_a_sibling_is_told_the_last_access_of_a_sliding_ttl_only() -> None:
     setup.catalog.put_stream(KNOWN.evolve(stream_id="fixed", ttl_seconds=None))
     assert setup.coordinator.last_access_ms(StreamRef("b", "fixed")) is None
     assert setup.coordinator.last_access_ms(StreamRef("b", "absent")) is None
+
+
+async def test_a_forwarded_write_waits_until_this_catalog_shows_its_change(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    setup = _Setup(owned=set())
+    for change in (
+        TailMoved(REF, 9),
+        TailMoved(REF, None),
+        SnapshotPublished(REF, 4),
+        Trimmed(REF, 3),
+        BucketChanged("d", True),
+    ):
+        await setup.coordinator.after_forward(change)
+    assert setup.streams.shown == [
+        ("tail", 9),
+        ("tail", None),
+        ("snapshot", 4),
+        ("earliest", 3),
+        ("d", True),
+    ]
+    assert [r.getMessage().split(" of ")[0] for r in caplog.records] == ["forwarded trim"]
