@@ -21,7 +21,7 @@ import uvloop
 from aiohttp import web
 
 from adapter import logs, request_lines
-from adapter.app import FATAL, PARTS, configured_mounts, create_app, kafka_access
+from adapter.app import FATAL, PARTS, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
     AUTO_COUNTS,
@@ -37,11 +37,12 @@ from adapter.config import setting_names as names
 from adapter.http import health
 from adapter.http.accepting import AcceptingSite
 from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
-from adapter.http.ops import create_ops_app
+from adapter.http.ops_listener import create_ops_app
 from adapter.http.server import ProtocolRunner
 from adapter.http.tls import reload, server_context
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
+from adapter.parts import configured_mounts, kafka_access
 from adapter.readiness import Readiness
 from adapter.service.tier_stats import tier_stats
 from adapter.state.catalog import Catalog

@@ -3,7 +3,7 @@
 Labels name only things of which there are few and a fixed number (a route template, a
 method, a status, an error code, a read mode, a Kafka stage): never a bucket, stream, producer
 or principal, so a million streams add no series. Each instance (and each app a test builds)
-has its own registry, served on the ops listener's `/metrics` (`adapter/http/ops.py`).
+has its own registry, served on the ops listener's `/metrics` (`adapter/http/ops_listener.py`).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ import sys
 from dataclasses import replace
 from typing import Literal
 
-from adapter.app import kafka_access, topic_layout
 from adapter.config import Settings
+from adapter.parts import kafka_access, topic_layout
 from adapter.protocol.errors import ProtocolError
 from adapter.protocol.identifiers import DEFAULT_BUCKET, validate_bucket_id
 from topology.admin import TopologyAdmin

@@ -13,8 +13,8 @@ from dataclasses import replace
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from adapter.app import topic_layout
 from adapter.config import Settings
+from adapter.parts import topic_layout
 from topology.plan import required_topics
 from topology.specs import TopicSpec
 

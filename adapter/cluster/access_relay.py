@@ -10,7 +10,7 @@ older than the last read here (save for a telling that fails: the next read tell
 
 Nothing is told when this instance owns every slot (it is the owner of whatever it reads), or
 when the owner is a sibling worker of this process: a sibling's read asks the owner already,
-before it is served (`adapter/http/forward.py`, `_sibling_sync`).
+before it is served (`Coordinator.before_read` in `adapter/cluster/coordinator.py`).
 
 Memory is bounded by `owner_renewal_entries`: past that many streams, the one read here
 longest ago is forgotten (a telling it was waiting for is sent at once instead), so its next

@@ -95,6 +95,7 @@ class SlotOwnership:
         session_timeout_ms: int,
         writers: SlotWriters,
         timeout_s: float,
+        on_failure: Callable[[BaseException], None] = lambda _error: None,
     ) -> None:
         self.kafka = kafka
         self.topic = slots_topic(kafka.prefix)
@@ -124,7 +125,7 @@ class SlotOwnership:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.on_failure: Callable[[BaseException], None] = lambda _error: None
+        self.on_failure = on_failure  # the thread died, or another process has our id
 
     def start(self) -> None:
         """Join the group; slots arrive through the rebalance callbacks."""

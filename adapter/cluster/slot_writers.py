@@ -61,6 +61,8 @@ class SlotWriters:
         on_state_settled: Callable[[list[StateWritten], bool], None] = lambda _s, _a: None,
         faults: WriterFaults | None = None,
         on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
+        on_change: Callable[[], None] = lambda: None,
+        on_failure: Callable[[BaseException], None] = lambda _error: None,
     ) -> None:
         self.kafka = kafka
         self.prefix = kafka.prefix
@@ -81,12 +83,12 @@ class SlotWriters:
         self._changes = asyncio.Lock()
         self._retries: set[asyncio.Task[None]] = set()
         self._renewing: set[int] = set()  # slots whose fenced writer is being replaced
-        self.on_change: Callable[[], None] = lambda: None
+        self.on_change = on_change  # what is assigned, initialised or ready changed
         # Test-only fault injection (settings of the `[testing]` table), shared by every writer.
         self.faults = faults or WriterFaults()
         # Called when a writer's loop or a change of ownership dies of a bug: the instance
         # can no longer write its slots, so it must stop rather than look ready.
-        self.on_failure: Callable[[BaseException], None] = lambda _error: None
+        self.on_failure = on_failure
 
     # -- the write path --------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 Runs after the errors middleware (so refusals are JSON) and before anything reads a body or
 forwards a write. `/healthz` and `/readyz` stay open; a preflight is answered before it.
-Every other route is mapped to an operation class by its method (`operations.needs_of`; a
+Every other route is mapped to an operation class by its method (`route_needs.needs_of`; a
 fork of another bucket's stream also needs to read that bucket).
 A token comes from `Authorization: Bearer`, or from `?access_token=` only when
 `auth_query_token` is on; it is never put in a message or a log line. Without a token, a
@@ -25,10 +25,10 @@ from adapter.auth.certificates import CertificatePrincipals, Subject
 from adapter.auth.policy import Need, Policy, Verdict
 from adapter.auth.principals import InvalidToken, Principal, Verifier
 from adapter.auth.scopes import Operation, needed
-from adapter.http.forward_ids import CERTIFICATE_SUBJECT, FORWARDED
 from adapter.http.observe import METRICS, add_log_fields
-from adapter.http.operations import is_public, needs_of
+from adapter.http.peer_headers import CERTIFICATE_SUBJECT, FORWARDED
 from adapter.http.render import Handler
+from adapter.http.route_needs import is_public, needs_of
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
 REALM = 'Bearer realm="durable-kafka"'

@@ -20,8 +20,8 @@ from aiohttp import web
 
 from adapter.config import ConsoleMode
 from adapter.http.keys import BUCKETS, MOUNTED, STREAMS
-from adapter.http.operations import NeedOf, mark, read_bucket, read_every_bucket, token_only
 from adapter.http.render import Handler, json_response
+from adapter.http.route_needs import NeedOf, mark, read_bucket, read_every_bucket, token_only
 from adapter.protocol.bucket_config import config_of, rendered
 from adapter.protocol.commands import Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError

@@ -6,8 +6,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from adapter.http.keys import STREAMS
-from adapter.http.operations import append_or_admin, mark
 from adapter.http.request_checks import defer_continue
+from adapter.http.route_needs import append_or_admin, mark
 from adapter.http.streams import stream_ref
 from adapter.protocol.commands import Fence
 from adapter.protocol.errors import ErrorCode, ProtocolError

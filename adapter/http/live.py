@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from adapter.http.auth import seconds_left
-from adapter.http.owners import reader_of
+from adapter.http.peers import reader_of
 from adapter.http.security import decorate
 from adapter.http.sse_sink import TransportSink
 from adapter.live.fanout import Fanout

@@ -19,8 +19,8 @@ from adapter.auth.rate_limits import RateLimiter, ReaderCap
 from adapter.config import Settings
 from adapter.http.auth import principal_of
 from adapter.http.encoding import BODY_CODING
-from adapter.http.operations import PUBLIC_PATHS, need_of
 from adapter.http.render import Handler
+from adapter.http.route_needs import PUBLIC_PATHS, need_of
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
 LIVE_MODES = ("long-poll", "sse")

@@ -10,11 +10,11 @@ from dataclasses import replace
 from aiohttp import web
 
 from adapter.http.auth import GATE, principal_of
-from adapter.http.forward_ids import forward_id_of
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
 from adapter.http.observe import METRICS, add_log_fields
-from adapter.http.owners import reader_of
+from adapter.http.peer_headers import forward_id_of
+from adapter.http.peers import reader_of
 from adapter.http.request_checks import defer_continue
 from adapter.live.fanout import Fanout
 from adapter.protocol import json_mode

@@ -8,8 +8,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from adapter.http.keys import STREAMS
-from adapter.http.operations import admin_of_stream, mark
 from adapter.http.request_checks import defer_continue
+from adapter.http.route_needs import admin_of_stream, mark
 from adapter.http.streams import stream_ref
 from adapter.protocol.commands import StreamRef, Trim
 from adapter.protocol.errors import ErrorCode, ProtocolError

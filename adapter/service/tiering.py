@@ -106,6 +106,7 @@ class TierWorker:
         tier_topic: str,
         policy: TierPolicy,
         clock: Callable[[], int],
+        on_pass: Callable[[TierWorker], None] = lambda _worker: None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -118,7 +119,7 @@ class TierWorker:
         self.clock = clock
         self.last_error: str | None = None
         self.partitions: dict[Place, PartitionTier] = {}
-        self.on_pass: Callable[[TierWorker], None] = lambda _worker: None
+        self.on_pass = on_pass  # after every pass, failed or not
         self._meters: dict[Place, Meter] = {}
         self._topic_ids: dict[Place, str] = {}  # of the topic each partition's pass reads
 

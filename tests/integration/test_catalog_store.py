@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from adapter.app import PARTS, SETTINGS, create_app, kafka_access, topic_layout
+from adapter.app import PARTS, SETTINGS, create_app
 from adapter.config import Settings
+from adapter.parts import kafka_access, topic_layout
 from adapter.state.catalog import Catalog
 from adapter.state.records import ProducerRecord, StreamMeta
 from adapter.state.store import catalog_file_name

@@ -8,8 +8,9 @@ import json
 import pytest
 from confluent_kafka import Producer
 
-from adapter.app import PARTS, SETTINGS, kafka_access
+from adapter.app import PARTS, SETTINGS
 from adapter.log.errors import LogUnavailable
+from adapter.parts import kafka_access
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import StreamMeta, encode

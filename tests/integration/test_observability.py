@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from adapter import logs
 from adapter.app import PARTS
 from adapter.http import health
-from adapter.http.ops import create_ops_app
+from adapter.http.ops_listener import create_ops_app
 from tests.served import Served, ServedApp, exchange
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from adapter.app import kafka_access, topic_layout
 from adapter.config import Settings
+from adapter.parts import kafka_access, topic_layout
 from tests.conftest import SettingsFactory
 from topology.admin import TopologyAdmin
 from topology.errors import BrokerUnavailable, TopologyMismatch

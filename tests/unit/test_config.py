@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapter.app import configured_mounts
 from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
+from adapter.parts import configured_mounts
 from topology.replication import AUTO
 
 

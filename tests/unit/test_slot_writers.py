@@ -19,16 +19,15 @@ def _owner_record(slot: int) -> StateEntry:
 
 def writers_reporting_to(failures: list[BaseException]) -> SlotWriters:
     # Nothing here touches Kafka: producers are made only when a slot is gained.
-    writers = SlotWriters(
+    return SlotWriters(
         KafkaAccess("127.0.0.1:1", "p."),
         2,
         WriterLimits(1.0, 1 << 20),
         _caught_up,
         bool,
         _owner_record,
+        on_failure=failures.append,
     )
-    writers.on_failure = failures.append
-    return writers
 
 
 async def _ended(name: str, outcome: BaseException | None, cancel: bool = False) -> list[str]:

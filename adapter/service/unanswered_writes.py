@@ -40,7 +40,7 @@ class Sent:
     where: Probe | None  # the stream's partition and tail then; None if unknown here
 
 
-class ForwardedOutcomes:
+class UnansweredWrites:
     """Tags forwarded appends, and finds out what became of one whose owner went silent."""
 
     def __init__(

@@ -3,7 +3,7 @@
 One rule covers the protocol's routes: GET and HEAD read, POST appends, PUT and DELETE
 administer (bucket and stream create/delete, fork, snapshot publish/delete). A module whose
 routes need something else says so where it registers them (`mark`): the web console's files
-are public, its API reads. `tests/unit/test_operations` checks it all against a table of every
+are public, its API reads. `tests/unit/test_route_needs` checks it all against a table of every
 route the app serves, so a new route is a decision.
 """
 

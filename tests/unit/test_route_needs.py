@@ -11,7 +11,7 @@ from adapter.app import create_app
 from adapter.auth.policy import Need
 from adapter.auth.scopes import Operation
 from adapter.config import Settings
-from adapter.http.operations import PUBLIC_PATHS, is_public, need_of, needs_of
+from adapter.http.route_needs import PUBLIC_PATHS, is_public, need_of, needs_of
 
 R, A, D = Operation.READ, Operation.APPEND, Operation.ADMIN
 PUBLIC = None

@@ -1,4 +1,5 @@
-"""The headers one instance adds to a write it forwards to the slot's owner."""
+"""The headers instances add to the requests they send each other (forwarded writes, reads asked
+of an owner), and the forward id of an append another instance forwarded here."""
 
 from __future__ import annotations
 

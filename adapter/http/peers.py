@@ -3,15 +3,14 @@
 A read here of a stream another instance (or sibling worker) owns may ask that owner for it
 as the reader asked here: a forwarded `GET ?offset=now` (an access there: it renews a sliding
 TTL where expiry is decided) or a `HEAD` (not one). A sibling worker's read does so before it
-is served (`adapter/http/forward.py`); any other instance's through the access relay
+is served (`adapter/cluster/coordinator.py`); any other instance's through the access relay
 (`adapter/cluster/access_relay.py`), given the read's `Reader` by `reader_of`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import partial
 
 import aiohttp
@@ -19,8 +18,9 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from adapter.cluster.access_relay import Reader
+from adapter.cluster.coordinator import Described
 from adapter.http.auth import GATE, QUERY_TOKEN, SUBJECT
-from adapter.http.forward_ids import CERTIFICATE_SUBJECT, FORWARDED, LAST_ACCESS
+from adapter.http.peer_headers import CERTIFICATE_SUBJECT, FORWARDED, LAST_ACCESS
 from adapter.protocol.offsets import parse_offset
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ _NOT_COPIED = frozenset(
 )
 
 
-class Forwarder:
+class PeerClients:
     """The HTTP clients to the other instances, opened on first use, closed at shutdown.
 
     A sibling worker of this process (`serve --workers N`) is reached over its Unix socket
@@ -55,11 +55,9 @@ class Forwarder:
         self,
         timeout_s: float,
         siblings: Mapping[str, str] | None = None,
-        catch_up: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.siblings = dict(siblings or {})
-        self.catch_up = catch_up or _nothing  # follow the meta topic to what is written in it
         self._sessions: dict[str, aiohttp.ClientSession] = {}
 
     def session(self, url: str) -> aiohttp.ClientSession:
@@ -80,11 +78,7 @@ class Forwarder:
             await session.close()
 
 
-async def _nothing() -> None:
-    return None
-
-
-FORWARDER = web.AppKey("forwarder", Forwarder)
+PEERS = web.AppKey("peers", PeerClients)
 
 
 def reader_of(request: web.Request) -> Reader | None:
@@ -99,16 +93,6 @@ async def _ask_as_reader(request: web.Request, owner: str) -> None:
     await described_by(request, owner)
 
 
-@dataclass(frozen=True)
-class Described:
-    """A stream as its owner answered for it: tail None and not gone means it has none."""
-
-    tail: int | None
-    closed: bool = False
-    gone: bool = False
-    last_access_ms: int | None = None  # the owner's last access (reads it served, writes)
-
-
 async def described_by(request: web.Request, owner: str) -> Described | None:
     """The stream per `owner`; None when it gave no usable answer.
 
@@ -118,7 +102,7 @@ async def described_by(request: web.Request, owner: str) -> Described | None:
     headers = _with_credential(request, forwarded(request, owner))
     url = owner + request.rel_url.raw_path
     method, params = ("GET", {"offset": "now"}) if request.method == "GET" else ("HEAD", {})
-    session = request.app[FORWARDER].session(owner)
+    session = request.app[PEERS].session(owner)
     try:
         async with session.request(method, url, headers=headers, params=params) as reply:
             await reply.read()  # empty, or `[]` for a JSON stream
@@ -167,7 +151,7 @@ def forwarded(request: web.Request, url: str) -> CIMultiDict[str]:
     headers.popall(hdrs.CONTENT_ENCODING, None)
     headers[FORWARDED] = "1"
     subject = request.get(SUBJECT)
-    if subject is not None and url in request.app[FORWARDER].siblings:
+    if subject is not None and url in request.app[PEERS].siblings:
         headers[CERTIFICATE_SUBJECT] = subject
     return headers
 

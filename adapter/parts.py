@@ -1,0 +1,503 @@
+"""The parts of one instance, built from the settings without any I/O, each given at
+construction what it calls: no part is patched after it is built."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+
+from adapter.cluster.access_relay import AccessRelay
+from adapter.cluster.coordinator import Coordinator
+from adapter.cluster.deadlines import forward_timeout_s
+from adapter.cluster.ownership import SlotOwnership
+from adapter.cluster.routing import Router
+from adapter.cluster.slot_writers import SlotWriters
+from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
+from adapter.http import health
+from adapter.http.peers import PeerClients
+from adapter.log.faults import WriterFaults
+from adapter.log.hot_cache import HotCache
+from adapter.log.mount_reader import SPARSE_FETCH_BYTES
+from adapter.log.mount_writer import MountWriter, Transactions
+from adapter.log.reader import LogReader, ReadLimits
+from adapter.log.scanner import PartitionScanner
+from adapter.log.writer import WriterLimits
+from adapter.metrics import Metrics
+from adapter.objects.base import ObjectStore
+from adapter.objects.factory import object_store
+from adapter.protocol import stream_machine
+from adapter.protocol.errors import ProtocolError
+from adapter.protocol.mounts import ConfiguredMount, parse_configured
+from adapter.readiness import Readiness
+from adapter.running import Running
+from adapter.service.age_retention import AgeRetention
+from adapter.service.buckets import BucketService
+from adapter.service.hub import LiveHub
+from adapter.service.mount_indexes import MountIndexes
+from adapter.service.mounted_streams import MountedStreams
+from adapter.service.mounts import MountService
+from adapter.service.reads import ReadPath
+from adapter.service.snapshot_gc import SnapshotCollector
+from adapter.service.snapshots import SnapshotService
+from adapter.service.state_entries import owner_entry
+from adapter.service.streams import StreamService, wall_clock_ms
+from adapter.service.tier_gc import TierCollector
+from adapter.service.tiering import TierPolicy, TierWorker
+from adapter.service.unanswered_writes import UnansweredWrites
+from adapter.state.catalog import Catalog
+from adapter.state.currency import ViewAge
+from adapter.state.follower import MetaFollower
+from adapter.state.records import stream_of_key
+from adapter.state.store import FileStore, catalog_file_name
+from adapter.supervisor import CHECKS, OWNERSHIP, TIER
+from adapter.tier.cold import ColdReader
+from adapter.tier.faults import EmptyColdReader, UnwrittenStore
+from topology.admin import TopologyAdmin
+from topology.kafka_client import KafkaAccess
+from topology.management import TopicManagement, TopicPolicy
+from topology.naming import StateTopics
+from topology.slots import SlotMap
+from topology.specs import TopicLayout
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Everything one instance runs, built from the settings without any I/O."""
+
+    running: Running  # what is started, closed in reverse; the background tasks
+    readiness: Readiness
+    admin: TopologyAdmin
+    catalog: Catalog
+    writers: SlotWriters
+    ownership: SlotOwnership
+    router: Router
+    reader: LogReader
+    follower: MetaFollower
+    hub: LiveHub
+    buckets: BucketService
+    streams: StreamService
+    store: ObjectStore
+    snapshots: SnapshotService
+    collector: SnapshotCollector
+    mounts: MountService
+    mounted: MountedStreams
+    metrics: Metrics
+    scanner: PartitionScanner
+    tiering: TierWorker
+    tier_collector: TierCollector
+    age_retention: AgeRetention
+    peers: PeerClients
+    relay: AccessRelay
+    coordinator: Coordinator
+    unanswered: UnansweredWrites
+
+
+def topic_layout(settings: Settings) -> TopicLayout:
+    return TopicLayout(
+        prefix=settings.topic_prefix,
+        partitions=settings.partitions,
+        replication_factor=settings.replication_factor,
+        min_insync_replicas=settings.min_insync_replicas,
+        max_message_bytes=settings.max_message_bytes,
+        write_slots=settings.write_slots,
+    )
+
+
+def topic_policy(settings: Settings) -> TopicPolicy:
+    return TopicPolicy(TopicManagement(settings.topic_management))
+
+
+def kafka_access(settings: Settings) -> KafkaAccess:
+    """How every Kafka client of this instance connects (see topology/kafka_client.py)."""
+    return KafkaAccess(
+        settings.bootstrap_servers, settings.topic_prefix, dict(settings.kafka_client)
+    )
+
+
+def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
+    """The `[[mounts]]` of the settings, checked (ConfigError naming the problem)."""
+    try:
+        return tuple(parse_configured(table) for table in settings.mounts)
+    except ProtocolError as error:
+        raise ConfigError(f"[[mounts]]: {error.message}") from error
+
+
+def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -> Parts:
+    """Every part of one instance (`siblings`: the sibling workers' advertised URLs and Unix
+    sockets, see adapter/workers.py), each built after the parts it calls."""
+    _warn_of_test_faults(settings)
+    running, readiness = Running(), Readiness([*CHECKS, health.SERVING])
+    kafka = kafka_access(settings)
+    admin = TopologyAdmin(
+        kafka, topic_layout(settings), settings.kafka_timeout_s, topic_policy(settings)
+    )
+    catalog = _catalog(settings)
+    hub, metrics = LiveHub(), Metrics()
+    metrics.watch_live_waiters(lambda: hub.waiters)
+    hot_tail = HotCache(settings.hot_cache_bytes, settings.catalog_cache_entries)
+    indexes = _mount_indexes(settings, kafka, catalog, hub)
+    follower = MetaFollower(
+        kafka,
+        StateTopics.of(settings.topic_prefix),
+        catalog,
+        settings.kafka_timeout_s,
+        on_change=partial(_changed_elsewhere, hot_tail=hot_tail, hub=hub, indexes=indexes),
+    )
+    metrics.watch_consumer_lag(follower.lag)
+    membership = _Membership(readiness)
+    writers = _slot_writers(settings, kafka, follower, membership, metrics, running)
+    ownership = SlotOwnership(
+        kafka,
+        settings.advertised_url,
+        settings.group_instance_id,
+        settings.owner_session_timeout_ms,
+        writers,
+        settings.kafka_timeout_s,
+        on_failure=running.fail,
+    )
+    membership.ownership = ownership
+    router = Router(writers, catalog.owner, settings.advertised_url)
+    reader = LogReader(kafka, read_limits(settings))
+    bucket_service = BucketService(catalog, writers, admin, wall_clock_ms)
+    store = object_store(settings)
+    mounted = mounted_streams(settings, kafka, indexes, reader, hub, follower)
+    relay = AccessRelay(router, (siblings or {}).keys(), settings.owner_renewal_entries)
+    stream_service = StreamService(
+        catalog,
+        writers,
+        bucket_service,
+        _read_path(settings, reader, hot_tail, store, catalog),
+        hub,
+        ViewAge(settings.max_view_age_ms / 1000),
+        limits=stream_machine.Limits(settings.max_append_messages, settings.max_snapshot_bytes),
+        mounted=mounted,
+        relay=relay,
+        trim_settle_ms=settings.snapshot_gc_grace_ms,
+    )
+    scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
+    tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness)
+    metrics.watch_tier(tiering.lag_bytes, tiering.hot_bytes)
+    return Parts(
+        running=running,
+        readiness=readiness,
+        admin=admin,
+        catalog=catalog,
+        writers=writers,
+        ownership=ownership,
+        router=router,
+        reader=reader,
+        follower=follower,
+        hub=hub,
+        buckets=bucket_service,
+        streams=stream_service,
+        store=store,
+        snapshots=SnapshotService(stream_service, store, settings.snapshot_gc_grace_ms),
+        collector=_snapshot_collector(settings, store, catalog, follower),
+        mounts=MountService(
+            bucket_service,
+            configured_mounts(settings),
+            indexes.reconcile,
+            comma_list(settings.mount_topics),
+        ),
+        mounted=mounted,
+        metrics=metrics,
+        scanner=scanner,
+        tiering=tiering,
+        tier_collector=_tier_collector(settings, catalog, writers, store, follower),
+        age_retention=AgeRetention(
+            catalog,
+            stream_service,
+            writers,
+            SlotMap(settings.topic_prefix, settings.write_slots),
+            wall_clock_ms,
+            settings.age_retention_interval_ms / 1000,
+        ),
+        peers=PeerClients(forward_timeout_s(settings.kafka_timeout_s), siblings),
+        relay=relay,
+        coordinator=Coordinator(
+            router,
+            catalog,
+            stream_service,
+            bucket_service.slots,
+            follower.seen_written,
+            (siblings or {}).keys(),
+        ),
+        unanswered=unanswered_writes(settings, catalog, bucket_service, follower),
+    )
+
+
+def _catalog(settings: Settings) -> Catalog:
+    return Catalog(
+        FileStore(settings.catalog_dir, catalog_file_name(settings.topic_prefix)),
+        settings.catalog_cache_entries,
+        settings.catalog_cache_bytes,
+    )
+
+
+def _mount_indexes(
+    settings: Settings, kafka: KafkaAccess, catalog: Catalog, hub: LiveHub
+) -> MountIndexes:
+    return MountIndexes(
+        kafka,
+        catalog,
+        settings.mount_index_positions_per_key,
+        settings.kafka_timeout_s,
+        on_keys=partial(_keys_indexed, hub=hub),
+        index_dir=settings.mount_index_dir,
+    )
+
+
+def _slot_writers(
+    settings: Settings,
+    kafka: KafkaAccess,
+    follower: MetaFollower,
+    membership: _Membership,
+    metrics: Metrics,
+    running: Running,
+) -> SlotWriters:
+    topics = StateTopics.of(settings.topic_prefix)
+    return SlotWriters(
+        kafka,
+        settings.write_slots,
+        WriterLimits(settings.kafka_timeout_s, settings.max_message_bytes),
+        catch_up=follower.caught_up,
+        may_reinit=membership.confirm,
+        announce=partial(owner_entry, topics, url=settings.advertised_url),
+        on_state_written=follower.wrote,
+        on_state_settled=follower.settled,
+        faults=writer_faults(settings),
+        on_timing=metrics.kafka_timing,
+        on_change=membership.report,
+        on_failure=running.fail,
+    )
+
+
+def _read_path(
+    settings: Settings, reader: LogReader, hot_tail: HotCache, store: ObjectStore, catalog: Catalog
+) -> ReadPath:
+    cold = (EmptyColdReader if settings.cold_reads_empty else ColdReader)(
+        store, settings.tier_cache_bytes
+    )
+    return ReadPath(
+        reader, hot_tail, cold, catalog, check_retention=not settings.serve_below_retention
+    )
+
+
+def _tier_worker(
+    settings: Settings,
+    catalog: Catalog,
+    writers: SlotWriters,
+    scanner: PartitionScanner,
+    admin: TopologyAdmin,
+    store: ObjectStore,
+    readiness: Readiness,
+) -> TierWorker:
+    return TierWorker(
+        catalog,
+        writers,
+        SlotMap(settings.topic_prefix, settings.write_slots),
+        scanner,
+        admin,
+        UnwrittenStore(store) if settings.tier_skip_puts else store,
+        StateTopics.of(settings.topic_prefix).tier,
+        tier_policy(settings),
+        wall_clock_ms,
+        on_pass=partial(report_tier, readiness),
+    )
+
+
+def _tier_collector(
+    settings: Settings,
+    catalog: Catalog,
+    writers: SlotWriters,
+    store: ObjectStore,
+    follower: MetaFollower,
+) -> TierCollector:
+    return TierCollector(
+        catalog,
+        writers,
+        SlotMap(settings.topic_prefix, settings.write_slots),
+        store,
+        StateTopics.of(settings.topic_prefix).tier,
+        follower.caught_up,
+        wall_clock_ms,
+        settings.snapshot_gc_grace_ms,
+        settings.snapshot_gc_interval_ms / 1000,
+    )
+
+
+def _snapshot_collector(
+    settings: Settings, store: ObjectStore, catalog: Catalog, follower: MetaFollower
+) -> SnapshotCollector:
+    return SnapshotCollector(
+        store,
+        catalog,
+        follower.caught_up,
+        wall_clock_ms,
+        settings.snapshot_gc_grace_ms,
+        settings.snapshot_gc_interval_ms / 1000,
+    )
+
+
+def writer_faults(settings: Settings) -> WriterFaults:
+    """The slot writers' test-only faults (the `[testing]` table); none in production."""
+    return WriterFaults(
+        every=settings.lose_commit_every,
+        trust_unknown_outcomes=settings.trust_unknown_outcomes,
+        crash_after_forwarded_commit=settings.crash_after_forwarded_commit,
+    )
+
+
+def _warn_of_test_faults(settings: Settings) -> None:
+    faults = writer_faults(settings)
+    broken_tier = settings.cold_reads_empty or settings.tier_skip_puts
+    if faults.any or settings.serve_below_retention or broken_tier:
+        logging.getLogger(__name__).warning(
+            "test-only faults on: %s serve_below_retention=%s cold_reads_empty=%s "
+            "tier_skip_puts=%s",
+            faults,
+            settings.serve_below_retention,
+            settings.cold_reads_empty,
+            settings.tier_skip_puts,
+        )
+
+
+def read_limits(settings: Settings) -> ReadLimits:
+    return ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s)
+
+
+def mounted_streams(
+    settings: Settings,
+    kafka: KafkaAccess,
+    indexes: MountIndexes,
+    reader: LogReader,
+    hub: LiveHub,
+    follower: MetaFollower,
+) -> MountedStreams:
+    """The streams of mounted topics: read through the index of each topic's keys."""
+    return MountedStreams(
+        indexes,
+        reader,
+        LogReader(kafka, read_limits(settings), fetch_bytes=SPARSE_FETCH_BYTES),
+        MountWriter(kafka, settings.kafka_timeout_s),
+        hub,
+        Transactions(kafka, settings.kafka_timeout_s),
+        StateTopics.of(settings.topic_prefix).producers,
+        state_followed=follower.caught_up,
+    )
+
+
+class _Membership:
+    """The owners' group membership as the slot writers see it. Each needs the other, so the
+    writers are built first with this, and the membership is set here once it is built,
+    before anything runs: a writer asks it whether a slot is still ours (`confirm`), and
+    every change of the writers is told to readiness (`report`)."""
+
+    def __init__(self, readiness: Readiness) -> None:
+        self.readiness = readiness
+        self.ownership: SlotOwnership | None = None
+
+    def confirm(self, slot: int) -> bool:
+        return self.ownership is not None and self.ownership.confirm(slot)
+
+    def report(self) -> None:
+        if self.ownership is not None:
+            _report_ownership(self.readiness, self.ownership)
+
+
+def tier_policy(settings: Settings) -> TierPolicy:
+    # A range's manifest record lists its chunks (under 512 bytes each): it must fit a record.
+    per_record = (settings.max_message_bytes - RECORD_OVERHEAD_BYTES) // 512
+    return TierPolicy(
+        after_bytes=settings.tier_after_bytes,
+        after_ms=settings.tier_after_ms,
+        interval_s=settings.tier_interval_ms / 1000,
+        max_streams_per_range=max(1, min(1000, per_record)),
+        commit_within_ms=settings.snapshot_gc_grace_ms // 2,
+        retention_grace_ms=settings.snapshot_gc_grace_ms,
+    )
+
+
+def _changed_elsewhere(
+    meta_key: str, hot_tail: HotCache, hub: LiveHub, indexes: MountIndexes
+) -> None:
+    """A meta record not written by this instance: its hot tail of the stream may lack what
+    was written (by a new owner, or a commit this instance never applied), so reads of it go
+    to Kafka until this instance writes it again; its live readers wake. A mount record
+    starts or stops the mount's index."""
+    key = stream_of_key(meta_key)
+    hot_tail.forget(key)
+    hub.notify(key)
+    if meta_key.startswith("mount:"):
+        indexes.reconcile()
+
+
+def _keys_indexed(bucket_id: str, stream_ids: set[str], hub: LiveHub) -> None:
+    """Records of a mounted topic were indexed: wake the live readers of their keys."""
+    for stream_id in stream_ids:
+        hub.notify((bucket_id, stream_id))
+
+
+def unanswered_writes(
+    settings: Settings, catalog: Catalog, buckets: BucketService, follower: MetaFollower
+) -> UnansweredWrites:
+    """What a forwarder learns when a slot's owner goes silent: it waits for the next owner
+    (the owners' session, then its gain: a new producer and its owner record, 6T at most)."""
+    timeout_s = settings.kafka_timeout_s
+    takeover_s = settings.owner_session_timeout_ms / 1000 + 6 * timeout_s
+    return UnansweredWrites(
+        catalog,
+        buckets,
+        buckets.admin.kafka,
+        2 * timeout_s,
+        takeover_s,
+        follower.caught_up,
+    )
+
+
+def _report_ownership(readiness: Readiness, ownership: SlotOwnership) -> None:
+    """Ready once the group gave us slots and every one of them accepts writes."""
+    writers = ownership.writers
+    assigned, ready = writers.assigned, writers.ready
+    owned, initialising = sorted(ready), sorted(assigned - ready)
+    detail = f"owns {len(owned)}/{writers.count} slots: {_listed(owned)}"
+    if not ownership.joined and ownership.refused:
+        detail += f"; {ownership.refused}"
+    if initialising:
+        detail += f" (initialising {initialising})"
+        if writers.last_failure:
+            detail += f"; last failure: {writers.last_failure}"
+    readiness.set(
+        OWNERSHIP,
+        ownership.joined and assigned == ready,
+        detail,
+        joined=ownership.joined,
+        slot_count=writers.count,
+        owned_slots=owned,
+        initialising=initialising,
+    )
+
+
+def report_tier(readiness: Readiness, worker: TierWorker) -> None:
+    """Tier lag is shown, never a reason to refuse: Kafka keeps everything meanwhile."""
+    partitions = list(worker.partitions.values())
+    lag = sum(p.lag_bytes for p in partitions)
+    hot = sum(p.hot_bytes for p in partitions)
+    detail = f"{len(partitions)} owned partitions, {hot} hot bytes, lag {lag} bytes"
+    if worker.last_error:
+        detail += f"; last pass failed: {worker.last_error}"
+    readiness.set(
+        TIER,
+        True,
+        detail,
+        partitions=len(partitions),
+        hot_bytes=hot,
+        lag_bytes=lag,
+        last_error=worker.last_error,
+    )
+
+
+def _listed(slots: list[int]) -> str:
+    return ",".join(str(k) for k in slots) or "none"

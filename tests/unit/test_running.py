@@ -1,0 +1,90 @@
+"""An instance's parts close in the reverse of their start, each even when another fails to
+close; a background task that ends before close is logged and ends serving; close cancels and
+awaits the tasks where they were registered."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from adapter.running import Running
+
+
+async def test_parts_close_last_started_first_even_when_one_fails(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    running, closed = Running(), []
+
+    async def close_async(name: str) -> None:
+        closed.append(name)
+
+    def broken() -> None:
+        closed.append("broken")
+        raise OSError("the file is gone")
+
+    running.started("catalog", lambda: closed.append("catalog"))
+    running.started("broken", broken)
+    running.started("reader", lambda: close_async("reader"))
+    await running.close()
+    assert closed == ["reader", "broken", "catalog"]
+    assert "closing broken failed" in caplog.text
+    await running.close()  # closed once: nothing is closed again
+    assert closed == ["reader", "broken", "catalog"]
+
+
+async def test_a_task_that_raises_is_logged_and_ends_serving(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    running = Running()
+
+    async def tiering() -> None:
+        raise RuntimeError("bug")
+
+    running.spawn(tiering(), "tier-worker")
+    error = await asyncio.wait_for(running.fatal, 5)
+    assert str(error) == "bug"
+    assert any(
+        r.levelno == logging.ERROR and "tier-worker ended: bug" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+async def test_a_task_that_returns_ends_serving_too() -> None:
+    running = Running()
+
+    async def follower() -> None:
+        return None
+
+    running.spawn(follower(), "follower")
+    assert str(await asyncio.wait_for(running.fatal, 5)) == "follower stopped"
+
+
+async def test_only_the_first_failure_is_kept() -> None:
+    running = Running()
+    running.fail(RuntimeError("first"))
+    running.fail(RuntimeError("second"))
+    assert str(running.fatal.result()) == "first"
+
+
+async def test_close_cancels_and_awaits_the_tasks_in_their_place() -> None:
+    running, order = Running(), []
+    started = asyncio.Event()
+
+    async def forever() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            order.append("task ended")
+
+    running.started("follower", lambda: order.append("follower"))
+    running.started("background tasks", running.stop_tasks)
+    running.started("writers", lambda: order.append("writers"))
+    task = running.spawn(forever(), "sweeper")
+    await started.wait()
+    await running.close()
+    assert order == ["writers", "task ended", "follower"]
+    assert task.cancelled()
+    assert not running.fatal.done()  # a task cancelled at close is no failure
