@@ -51,7 +51,7 @@ conformance: deps  ## the protocol's conformance suite against an adapter on a f
 conformance-workers: deps  ## the same against `serve --workers 2` (`make test` runs both)
 	$(PY) -m pytest tests/conformance -s -k two_workers
 
-clients: deps  ## the official Python client's own integration tests against an adapter on a fresh test broker
+clients: deps  ## the official Python client's own integration tests and the TypeScript client's public API against an adapter on a fresh test broker
 	$(PY) -m pytest tests/clients -s
 
 bench: venv conformance/node_modules/.installed  ## benchmarks vs the Node reference, raw Kafka and the Python floors, as ratios (~25 min; BENCH_ARGS=...)

@@ -4,7 +4,8 @@
 integration ones (`tests/test_integration.py`) talk to a server through a `test_server`
 fixture, which the client's own conftest starts from its monorepo's Node server. The tier in
 `tests/clients/` runs that file unchanged with a conftest of ours whose `test_server` is the
-adapter. The TypeScript client (`@durable-streams/client` 0.2.7 on npm) publishes no tests.
+adapter. The TypeScript client (`@durable-streams/client` 0.2.7 on npm) publishes no tests:
+`tests/clients/ts_client.mjs` drives its public API instead, from the conformance node tree.
 """
 
 from __future__ import annotations
