@@ -1,10 +1,19 @@
 """The state of buckets, streams, producers, slot owners and snapshots, as the protocol's rules
-see it: plain values with their keys. How they are stored in Kafka is `adapter/state/records.py`."""
+see it: plain values with their keys. How they are stored in Kafka is `adapter/state/records.py`,
+their keys and bytes spelled in `topology/internal_records.py`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple, Self
+
+from topology.internal_records import (
+    mount_key,
+    owner_key,
+    producer_key,
+    snapshot_key,
+    stream_meta_key,
+)
 
 
 @dataclass(frozen=True)
@@ -78,7 +87,7 @@ class StreamMeta:
 
     @property
     def key(self) -> str:
-        return stream_key(self.bucket_id, self.stream_id)
+        return stream_meta_key(self.bucket_id, self.stream_id)
 
     @property
     def data_bucket(self) -> str:
@@ -175,7 +184,7 @@ class SlotOwner:
 
     @property
     def key(self) -> str:
-        return f"slot:{self.slot}"
+        return owner_key(self.slot)
 
 
 @dataclass(frozen=True)
@@ -201,38 +210,6 @@ class SnapshotPointer:
         return (
             meta.created_at_ms == self.stream_created_at_ms and meta.snapshot_offset == self.offset
         )
-
-
-def snapshot_key(bucket_id: str, stream_id: str) -> str:
-    return f"snapshot:{bucket_id}/{stream_id}"
-
-
-def producer_key(bucket_id: str, stream_id: str, producer_id: str) -> str:
-    # Stream ids never contain NUL, and HTTP header values (producer ids) cannot either.
-    return f"{bucket_id}/{stream_id}\x00{producer_id}"
-
-
-def bucket_key(bucket_id: str) -> str:
-    return f"bucket:{bucket_id}"
-
-
-def mount_key(bucket_id: str) -> str:
-    return f"mount:{bucket_id}"
-
-
-def stream_key(bucket_id: str, stream_id: str) -> str:
-    # Bucket ids never contain '/', so the first '/' separates them even when stream ids do.
-    return f"stream:{bucket_id}/{stream_id}"
-
-
-def stream_of_key(key: str) -> tuple[str, str]:
-    """(bucket_id, stream_id) of a `stream:` meta key; a `bucket:` or `mount:` key gives
-    (bucket_id, "")."""
-    kind, _, rest = key.partition(":")
-    if kind in ("bucket", "mount"):
-        return rest, ""
-    bucket_id, _, stream_id = rest.partition("/")
-    return bucket_id, stream_id
 
 
 # Between a housed stream's bucket and id in its record key. No stream id holds an empty path

@@ -52,13 +52,8 @@ from adapter.service.records import write_records
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
 from adapter.state.currency import ViewAge
-from adapter.state.records import (
-    BucketMeta,
-    SnapshotPointer,
-    StreamMeta,
-    producer_key,
-    snapshot_key,
-)
+from adapter.state.records import BucketMeta, SnapshotPointer, StreamMeta
+from topology.internal_records import producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
 

@@ -10,12 +10,6 @@ import fastavro
 import schemas
 from adapter.state.catalog import Catalog, newer
 from adapter.state.records import (
-    FORMAT_V1,
-    FORMAT_V2,
-    FORMAT_V3,
-    FORMAT_V4,
-    FORMAT_V5,
-    FORMAT_V6,
     BucketMeta,
     ProducerRecord,
     Segment,
@@ -24,6 +18,14 @@ from adapter.state.records import (
     StreamMeta,
     decode,
     encode,
+)
+from topology.internal_records import (
+    FORMAT_V1,
+    FORMAT_V2,
+    FORMAT_V3,
+    FORMAT_V4,
+    FORMAT_V5,
+    FORMAT_V6,
 )
 
 BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
