@@ -47,7 +47,8 @@ class ControlEvent(StrEnum):
 
 
 class ProducerStamp(NamedTuple):
-    """The Producer-Id/Epoch/Seq of an append, as written on each of its records."""
+    """The Producer-Id/Epoch/Seq of an append (spec §5.2.1): as its request named them, and as
+    written on each of its records."""
 
     producer_id: str
     epoch: int
