@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from spark_streaming.source import decode_streams, kafka_options
 from topology.internal_records import RecordKind, decode_value
 from topology.naming import DEFAULT_PREFIX, bucket_topic
+from topology.wire import housed_key
 
 
 class Range(NamedTuple):
@@ -44,7 +45,7 @@ def history_of(meta_value: bytes) -> History:
     meta = decode_value(RecordKind.STREAM_META, meta_value)
     inherited = [Range(r["stream_id"], r["start"], r["end"]) for r in meta["inherited"]]
     home = meta["home"]  # a fork across buckets: its records are its source's bucket's
-    key = meta["stream_id"] if home is None else f"{meta['bucket_id']}//{meta['stream_id']}"
+    key = housed_key(meta["bucket_id"], meta["stream_id"], home)
     own = Range(key, meta["start_offset"], meta["next_offset"])
     bucket = meta["bucket_id"] if home is None else home
     return History(bucket, meta["stream_id"], meta["partition"], (*inherited, own))

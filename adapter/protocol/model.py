@@ -14,6 +14,7 @@ from topology.internal_records import (
     snapshot_key,
     stream_meta_key,
 )
+from topology.wire import housed_key
 
 
 @dataclass(frozen=True)
@@ -210,21 +211,3 @@ class SnapshotPointer:
         return (
             meta.created_at_ms == self.stream_created_at_ms and meta.snapshot_offset == self.offset
         )
-
-
-# Between a housed stream's bucket and id in its record key. No stream id holds an empty path
-# segment (the bucketed surface refuses '/', the flat one empty segments), so a key with `//`
-# is never an id of the bucket whose topic holds it, and its bucket (never with '/') comes first.
-HOUSED_SEPARATOR = "//"
-
-
-def housed_key(bucket_id: str, stream_id: str, home: str | None) -> str:
-    """The record key of a stream's own records: its id in its own bucket's topic, else
-    `{bucket}//{id}`, so it cannot meet the keys of the streams of the bucket housing it."""
-    return stream_id if home is None else f"{bucket_id}{HOUSED_SEPARATOR}{stream_id}"
-
-
-def owner_of_key(data_bucket: str, record_id: str) -> tuple[str, str]:
-    """(bucket, stream) whose records are keyed `record_id` in `data_bucket`'s topic."""
-    bucket_id, separator, stream_id = record_id.partition(HOUSED_SEPARATOR)
-    return (bucket_id, stream_id) if separator else (data_bucket, record_id)
