@@ -41,7 +41,7 @@ from adapter.http.live import LiveLimits
 from adapter.http.malformed import PARSER_LIMITS
 from adapter.http.observe import METRICS, echo_request_id, observe_middleware
 from adapter.http.peers import PEERS
-from adapter.http.rate_limits import Limits, rate_limit_middleware
+from adapter.http.rate_limits import RateLimits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.request_checks import defer_continue, request_checks_middleware
 from adapter.http.security import CORS, CorsPolicy, cors_middleware
@@ -88,7 +88,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
             host_middleware(allowed_hosts(settings)),
             auth_middleware(gate),
             content_encoding_middleware,
-            rate_limit_middleware(Limits.of(settings)),
+            rate_limit_middleware(RateLimits.of(settings)),
             request_checks_middleware(bodies),
             body_budget_middleware(budget, bodies),
             decoding_middleware(bodies),

@@ -49,12 +49,12 @@ from adapter.service.unanswered_writes import UnansweredWrites
 from adapter.state.catalog import Catalog
 from adapter.state.currency import ViewAge
 from adapter.state.follower import MetaFollower
-from adapter.state.records import stream_of_key
 from adapter.state.store import FileStore, catalog_file_name
 from adapter.supervisor import CHECKS, OWNERSHIP, TIER
 from adapter.tier.cold import ColdReader
 from adapter.tier.faults import EmptyColdReader, UnwrittenStore
 from topology.admin import TopologyAdmin
+from topology.internal_records import RecordKind, meta_kind, stream_of_key
 from topology.kafka_client import KafkaAccess
 from topology.management import TopicManagement, TopicPolicy
 from topology.naming import StateTopics
@@ -430,7 +430,7 @@ def _changed_elsewhere(
     key = stream_of_key(meta_key)
     hot_tail.forget(key)
     hub.notify(key)
-    if meta_key.startswith("mount:"):
+    if meta_kind(meta_key) is RecordKind.MOUNT_META:
         indexes.reconcile()
 
 

@@ -11,25 +11,18 @@ where the rows are, and `read_cold_batch` with `read_streams_batch` is the whole
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
-from functools import cache
-from typing import Any
 
-import fastavro
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from schemas import load
 from spark_streaming.client_options import spark_kafka_options
 from spark_streaming.schema import row_schema
+from topology.internal_records import RecordKind, decode_value, knows_format, meta_kind
 from topology.naming import DEFAULT_PREFIX, InternalTopic, bucket_topic, internal_topic
 
-_FORMAT = b"\x01"  # of the tier records (`adapter/tier/manifest.py`)
-# The bucket records' format bytes (`adapter/state/records.py`): 0x01 was written before their
-# configuration (age retention).
-_BUCKET_SCHEMAS = {b"\x01": "bucket_meta_v1", b"\x02": "bucket_meta"}
+_BUCKET, _TIER = RecordKind.BUCKET_META, RecordKind.TIER_RANGE
 
 
 def cold_chunk_keys(
@@ -47,18 +40,18 @@ def cold_chunk_keys(
         for key, value in _compacted(
             spark, bootstrap_servers, InternalTopic.META, topic_prefix, options, client_properties
         )
-        if key.startswith("bucket:") and value is not None and value[:1] in _BUCKET_SCHEMAS
-        for meta in [_decode(_BUCKET_SCHEMAS[value[:1]], value)]
+        if meta_kind(key) is _BUCKET and value is not None and knows_format(_BUCKET, value)
+        for meta in [decode_value(_BUCKET, value, key)]
         if buckets is None or meta["bucket_id"] in buckets
     }
     keys = []
     tier = _compacted(
         spark, bootstrap_servers, InternalTopic.TIER, topic_prefix, options, client_properties
     )
-    for _, value in tier:
-        if value is None or value[:1] != _FORMAT:
+    for key, value in tier:
+        if value is None or not knows_format(_TIER, value):
             continue
-        tier_range = _decode("tier_range", value)
+        tier_range = decode_value(_TIER, value, key)
         if epochs.get(tier_range["topic"]) == tier_range["bucket_created_at_ms"]:
             # An empty key: a chunk the collector dropped (no stream reads it any more).
             keys += [chunk["object_key"] for chunk in tier_range["chunks"] if chunk["object_key"]]
@@ -138,12 +131,3 @@ def _compacted(
         if key not in last or row["offset"] > last[key][0]:
             last[key] = (row["offset"], value)
     return [(key, value) for key, (_, value) in last.items()]
-
-
-def _decode(schema: str, value: bytes) -> Any:
-    return fastavro.schemaless_reader(io.BytesIO(value[1:]), _parsed(schema), None)
-
-
-@cache
-def _parsed(name: str) -> Any:
-    return fastavro.parse_schema(load(name))

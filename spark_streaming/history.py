@@ -10,31 +10,18 @@ first range's start and the last range's end and keeps the records inside a rang
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Mapping
-from functools import cache, reduce
-from typing import Any, NamedTuple
+from functools import reduce
+from typing import NamedTuple
 
-import fastavro
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from schemas import load
 from spark_streaming.source import decode_streams, kafka_options
+from topology.internal_records import RecordKind, decode_value
 from topology.naming import DEFAULT_PREFIX, bucket_topic
-
-# The meta topic's format bytes (`adapter/state/records.py`): 0x01 was written before forks,
-# 0x02 before snapshots, 0x03 before fencing tokens, 0x04 before trims, 0x05 before trims kept
-# their settling points and before forks across buckets.
-_SCHEMAS = {
-    b"\x01": "stream_meta_v1",
-    b"\x02": "stream_meta_v2",
-    b"\x03": "stream_meta_v3",
-    b"\x04": "stream_meta_v4",
-    b"\x05": "stream_meta_v5",
-    b"\x06": "stream_meta",
-}
+from topology.wire import housed_key
 
 
 class Range(NamedTuple):
@@ -53,14 +40,12 @@ class History(NamedTuple):
 
 
 def history_of(meta_value: bytes) -> History:
-    """The history of the stream whose meta-topic value (key `stream:{bucket}/{id}`) this is."""
-    schema = _SCHEMAS.get(meta_value[:1])
-    if schema is None:
-        raise ValueError("not a stream metadata record of a known format")
-    meta: Any = fastavro.schemaless_reader(io.BytesIO(meta_value[1:]), _parsed(schema), None)
-    inherited = [Range(r["stream_id"], r["start"], r["end"]) for r in meta.get("inherited", [])]
-    home = meta.get("home")  # a fork across buckets: its records are its source's bucket's
-    key = meta["stream_id"] if home is None else f"{meta['bucket_id']}//{meta['stream_id']}"
+    """The history of the stream whose meta-topic value (key `stream:{bucket}/{id}`) this is;
+    ValueError if it is not a stream's metadata in a known format."""
+    meta = decode_value(RecordKind.STREAM_META, meta_value)
+    inherited = [Range(r["stream_id"], r["start"], r["end"]) for r in meta["inherited"]]
+    home = meta["home"]  # a fork across buckets: its records are its source's bucket's
+    key = housed_key(meta["bucket_id"], meta["stream_id"], home)
     own = Range(key, meta["start_offset"], meta["next_offset"])
     bucket = meta["bucket_id"] if home is None else home
     return History(bucket, meta["stream_id"], meta["partition"], (*inherited, own))
@@ -114,8 +99,3 @@ def read_history(
     raw = spark.read.format("kafka").options(**chosen).load()
     rows = decode_streams(raw, topic_prefix).where(in_history(history))
     return rows.withColumn("stream_id", F.lit(history.stream_id)).orderBy("kafka_offset")
-
-
-@cache
-def _parsed(name: str) -> Any:
-    return fastavro.parse_schema(load(name))

@@ -6,7 +6,8 @@ tokens (`adapter/protocol/offsets.py`); `spark_streaming` decodes the same recor
 from these names and this width. It imports the standard library only, so a Spark job (or any
 other reader of the topics) gets the format without confluent-kafka or aiohttp.
 
-A record's key is its stream id in UTF-8. A data record's value is exactly the bytes appended,
+A record's key is its stream id in UTF-8 (a fork housed in another bucket's topic: its bucket
+and id joined by `//`, see `housed_key`). A data record's value is exactly the bytes appended,
 with a `content-type` header and, when the append named a producer, `producer-id`,
 `producer-epoch` and `producer-seq`. A control record has an empty value and a `dk-control`
 header naming the lifecycle event; data records never carry that header. Every record of an
@@ -47,7 +48,8 @@ class ControlEvent(StrEnum):
 
 
 class ProducerStamp(NamedTuple):
-    """The Producer-Id/Epoch/Seq of an append, as written on each of its records."""
+    """The Producer-Id/Epoch/Seq of an append (spec §5.2.1): as its request named them, and as
+    written on each of its records."""
 
     producer_id: str
     epoch: int
@@ -57,6 +59,24 @@ class ProducerStamp(NamedTuple):
 def stream_key(stream_id: str) -> bytes:
     """The record key of every record of a stream (and the key placement hashes)."""
     return stream_id.encode()
+
+
+# Between a housed stream's bucket and id in its record key. No stream id holds an empty path
+# segment (the bucketed surface refuses '/', the flat one empty segments), so a key with `//`
+# is never an id of the bucket whose topic holds it, and its bucket (never with '/') comes first.
+HOUSED_SEPARATOR: Final = "//"
+
+
+def housed_key(bucket_id: str, stream_id: str, home: str | None) -> str:
+    """The record key of a stream's own records: its id in its own bucket's topic, else
+    `{bucket}//{id}`, so it cannot meet the keys of the streams of the bucket housing it."""
+    return stream_id if home is None else f"{bucket_id}{HOUSED_SEPARATOR}{stream_id}"
+
+
+def owner_of_key(data_bucket: str, record_id: str) -> tuple[str, str]:
+    """(bucket, stream) whose records are keyed `record_id` in `data_bucket`'s topic."""
+    bucket_id, separator, stream_id = record_id.partition(HOUSED_SEPARATOR)
+    return (bucket_id, stream_id) if separator else (data_bucket, record_id)
 
 
 def data_headers(content_type: str, producer: ProducerStamp | None = None) -> Headers:

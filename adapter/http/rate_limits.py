@@ -27,14 +27,16 @@ LIVE_MODES = ("long-poll", "sse")
 
 
 @dataclass
-class Limits:
+class RateLimits:
+    """This instance's limits at the edge, from the settings (None: that limit is off)."""
+
     requests: RateLimiter | None
     append_bytes: RateLimiter | None
     readers: ReaderCap | None
     clock: Callable[[], float] = field(default=time.monotonic)
 
     @classmethod
-    def of(cls, settings: Settings) -> Limits:
+    def of(cls, settings: Settings) -> RateLimits:
         rate, burst = settings.rate_limit_requests, settings.rate_limit_burst
         byte_rate = settings.rate_limit_append_bytes
         cap = settings.max_live_readers_per_bucket
@@ -49,7 +51,7 @@ class Limits:
         return bool(self.requests or self.append_bytes or self.readers)
 
 
-def rate_limit_middleware(limits: Limits) -> Middleware:
+def rate_limit_middleware(limits: RateLimits) -> Middleware:
     @web.middleware
     async def rate_limit(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not limits.any or request.path in PUBLIC_PATHS:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import replace
 
 from aiohttp import web
 
@@ -26,7 +25,6 @@ from adapter.protocol.caching import (
 from adapter.protocol.commands import Append, Chunk, CreateStream, ForkFrom, Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import (
-    ProducerHeaders,
     format_expires_at,
     is_json,
     is_true,
@@ -47,6 +45,7 @@ from adapter.protocol.offsets import BEGINNING, NOW, ReadFrom, Start, encode, pa
 from adapter.protocol.read_options import parse_at, parse_bounds
 from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.state.records import StreamMeta
+from topology.wire import ProducerStamp
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 # A stream's URL on each surface; its snapshot and bootstrap routes extend these.
@@ -176,7 +175,7 @@ async def append(request: web.Request) -> web.Response:
     return web.Response(status=status, headers=headers)
 
 
-def _scoped(request: web.Request, producer: ProducerHeaders | None) -> ProducerHeaders | None:
+def _scoped(request: web.Request, producer: ProducerStamp | None) -> ProducerStamp | None:
     """With auth on, a producer id is the caller's own: `<len>:<principal>:<Producer-Id>`, so
     one tenant's producer can never fence (or be taken for) another's of the same name. The
     length prefix keeps the spelling unambiguous whatever either part holds."""
@@ -184,7 +183,7 @@ def _scoped(request: web.Request, producer: ProducerHeaders | None) -> ProducerH
     if producer is None or principal is None:
         return producer
     name = principal.name
-    return replace(producer, producer_id=f"{len(name)}:{name}:{producer.producer_id}")
+    return producer._replace(producer_id=f"{len(name)}:{name}:{producer.producer_id}")
 
 
 async def delete_stream(request: web.Request) -> web.Response:

@@ -74,7 +74,7 @@ class ReadRequest:
 
 
 @dataclass(frozen=True)
-class Position:
+class RecordPosition:
     """Where one of the stream's records is in its partition, and when it was written."""
 
     offset: int
@@ -133,10 +133,10 @@ class LogReader:
             return ReadResult([], request.start, True)
         return await self.lend(lambda consumer: self._scan(consumer, request))
 
-    async def positions(self, request: ReadRequest) -> tuple[list[Position], ReadResult]:
+    async def positions(self, request: ReadRequest) -> tuple[list[RecordPosition], ReadResult]:
         """Where the stream's records from `request.start` are (bounded like a read): for a
         console's per-message Kafka coordinates and its seek to the last N messages."""
-        found: list[Position] = []
+        found: list[RecordPosition] = []
         if request.start >= request.stop:
             return found, ReadResult([], request.start, True)
         result = await self.lend(lambda consumer: self._scan(consumer, request, found))
@@ -219,7 +219,10 @@ class LogReader:
         return await self._idle.get()
 
     def _scan(
-        self, consumer: Consumer, request: ReadRequest, positions: list[Position] | None = None
+        self,
+        consumer: Consumer,
+        request: ReadRequest,
+        positions: list[RecordPosition] | None = None,
     ) -> ReadResult:
         consumer.assign([TopicPartition(request.topic, request.partition, request.start)])
         try:
@@ -233,7 +236,7 @@ class LogReader:
             consumer.unassign()
 
     def _collect(
-        self, consumer: Consumer, request: ReadRequest, positions: list[Position] | None
+        self, consumer: Consumer, request: ReadRequest, positions: list[RecordPosition] | None
     ) -> ReadResult:
         messages: list[bytes] = []
         read_bytes = scanned = 0
@@ -263,7 +266,7 @@ class LogReader:
                     messages.append(value)
                     read_bytes += len(value)
                     if positions is not None:
-                        positions.append(Position(offset, message.timestamp()[1], len(value)))
+                        positions.append(RecordPosition(offset, message.timestamp()[1], len(value)))
                 position = offset + 1
                 if scanned >= self.limits.max_scan_bytes and position < request.stop:
                     return ReadResult(messages, position, False)

@@ -16,7 +16,6 @@ from adapter.protocol.producers import (
     Decision,
     Duplicate,
     EpochMustStartAtZero,
-    ProducerState,
     SequenceGap,
     StaleEpoch,
     decide,
@@ -41,7 +40,7 @@ def decide_append(view: View, command: Append, now_ms: int, limits: Limits) -> W
     _check_body(meta, command)
     messages = messages_of(meta.content_type, command.body, limits)
     if isinstance(decision, Duplicate):  # before Stream-Seq: a retry repeats its seq
-        return Done(Appended(meta, False, ProducerState(decision.epoch, decision.last_seq)))
+        return Done(Appended(meta, False, decision.position))
     check_producer(decision)
     _check_order(meta, command)
     state = meta.evolve(
@@ -54,7 +53,7 @@ def decide_append(view: View, command: Append, now_ms: int, limits: Limits) -> W
     closing = (ControlEvent.CLOSE,) if command.close else ()
     producer = None
     if isinstance(decision, Accepted) and command.producer is not None:
-        producer = (command.producer.producer_id, decision.state)
+        producer = (command.producer.producer_id, decision.position)
     entries = (*(Message(m) for m in messages), *closing)
     return Write(entries, state, now_ms, producer=producer, stamp=command.producer)
 
@@ -77,7 +76,7 @@ def check_fencing(meta: StreamMeta, token: str | None) -> None:
 def _closed_append(meta: StreamMeta, command: Append, decision: Decision | None) -> Appended:
     """On a closed stream only a repeat succeeds: a close-only, or the closing request's retry."""
     if isinstance(decision, Duplicate):
-        return Appended(meta, False, ProducerState(decision.epoch, decision.last_seq))
+        return Appended(meta, False, decision.position)
     if isinstance(decision, StaleEpoch):
         check_producer(decision)
     if command.close and not command.body and decision is None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import ReadFrom
-from adapter.protocol.producers import ProducerState
+from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.read_options import UNBOUNDED, Bounds
+from topology.wire import ProducerStamp
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Append:
     close: bool
     seq: str | None
     if_match: str | None
-    producer: ProducerHeaders | None = None
+    producer: ProducerStamp | None = None
     forward_id: str | None = None  # set by the instance that forwarded it here (its records')
     fencing_token: str | None = None  # `Stream-Fencing-Token`: must equal the stream's token
 
@@ -124,7 +124,7 @@ class KafkaPosition:
 class Appended:
     meta: StreamMeta
     appended: bool  # False: nothing written (a duplicate, or closing a closed stream)
-    producer: ProducerState | None = None  # epoch and highest accepted seq, to echo
+    producer: ProducerPosition | None = None  # epoch and highest accepted seq, to echo
     kafka: KafkaPosition | None = None  # where it was written, when it was
 
 

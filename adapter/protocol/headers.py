@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Final
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from topology.wire import ProducerStamp
 
 # Stream-TTL and the producer numbers must survive JavaScript clients (2**53 - 1), and
 # a TTL in milliseconds added to "now" still fits a signed 64-bit long.
@@ -48,15 +49,6 @@ class Expiry:
 
     ttl_seconds: int | None
     expires_at_ms: int | None
-
-
-@dataclass(frozen=True)
-class ProducerHeaders:
-    """The idempotent-producer triple of an append (spec §5.2.1)."""
-
-    producer_id: str
-    epoch: int
-    seq: int
 
 
 def is_true(value: str | None) -> bool:
@@ -199,7 +191,7 @@ def seq_is_greater(new: str, last: str | None) -> bool:
     return last is None or _seq_bytes(new) > _seq_bytes(last)
 
 
-def parse_producer(pid: str | None, epoch: str | None, seq: str | None) -> ProducerHeaders | None:
+def parse_producer(pid: str | None, epoch: str | None, seq: str | None) -> ProducerStamp | None:
     """Producer-Id, Producer-Epoch and Producer-Seq: all three or none of them.
 
     The id must not be empty; epoch and seq are decimal digits only (leading zeros allowed,
@@ -216,7 +208,7 @@ def parse_producer(pid: str | None, epoch: str | None, seq: str | None) -> Produ
         raise _invalid("Producer-Id", pid, "a non-empty string")
     if not _is_utf8(pid):
         raise _invalid("Producer-Id", pid, "UTF-8 text")
-    return ProducerHeaders(
+    return ProducerStamp(
         pid, _producer_number("Producer-Epoch", epoch), _producer_number("Producer-Seq", seq)
     )
 

@@ -1,10 +1,20 @@
 """The state of buckets, streams, producers, slot owners and snapshots, as the protocol's rules
-see it: plain values with their keys. How they are stored in Kafka is `adapter/state/records.py`."""
+see it: plain values with their keys. How they are stored in Kafka is `adapter/state/records.py`,
+their keys and bytes spelled in `topology/internal_records.py`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple, Self
+
+from topology.internal_records import (
+    mount_key,
+    owner_key,
+    producer_key,
+    snapshot_key,
+    stream_meta_key,
+)
+from topology.wire import housed_key
 
 
 @dataclass(frozen=True)
@@ -78,7 +88,7 @@ class StreamMeta:
 
     @property
     def key(self) -> str:
-        return stream_key(self.bucket_id, self.stream_id)
+        return stream_meta_key(self.bucket_id, self.stream_id)
 
     @property
     def data_bucket(self) -> str:
@@ -175,7 +185,7 @@ class SlotOwner:
 
     @property
     def key(self) -> str:
-        return f"slot:{self.slot}"
+        return owner_key(self.slot)
 
 
 @dataclass(frozen=True)
@@ -201,53 +211,3 @@ class SnapshotPointer:
         return (
             meta.created_at_ms == self.stream_created_at_ms and meta.snapshot_offset == self.offset
         )
-
-
-def snapshot_key(bucket_id: str, stream_id: str) -> str:
-    return f"snapshot:{bucket_id}/{stream_id}"
-
-
-def producer_key(bucket_id: str, stream_id: str, producer_id: str) -> str:
-    # Stream ids never contain NUL, and HTTP header values (producer ids) cannot either.
-    return f"{bucket_id}/{stream_id}\x00{producer_id}"
-
-
-def bucket_key(bucket_id: str) -> str:
-    return f"bucket:{bucket_id}"
-
-
-def mount_key(bucket_id: str) -> str:
-    return f"mount:{bucket_id}"
-
-
-def stream_key(bucket_id: str, stream_id: str) -> str:
-    # Bucket ids never contain '/', so the first '/' separates them even when stream ids do.
-    return f"stream:{bucket_id}/{stream_id}"
-
-
-def stream_of_key(key: str) -> tuple[str, str]:
-    """(bucket_id, stream_id) of a `stream:` meta key; a `bucket:` or `mount:` key gives
-    (bucket_id, "")."""
-    kind, _, rest = key.partition(":")
-    if kind in ("bucket", "mount"):
-        return rest, ""
-    bucket_id, _, stream_id = rest.partition("/")
-    return bucket_id, stream_id
-
-
-# Between a housed stream's bucket and id in its record key. No stream id holds an empty path
-# segment (the bucketed surface refuses '/', the flat one empty segments), so a key with `//`
-# is never an id of the bucket whose topic holds it, and its bucket (never with '/') comes first.
-HOUSED_SEPARATOR = "//"
-
-
-def housed_key(bucket_id: str, stream_id: str, home: str | None) -> str:
-    """The record key of a stream's own records: its id in its own bucket's topic, else
-    `{bucket}//{id}`, so it cannot meet the keys of the streams of the bucket housing it."""
-    return stream_id if home is None else f"{bucket_id}{HOUSED_SEPARATOR}{stream_id}"
-
-
-def owner_of_key(data_bucket: str, record_id: str) -> tuple[str, str]:
-    """(bucket, stream) whose records are keyed `record_id` in `data_bucket`'s topic."""
-    bucket_id, separator, stream_id = record_id.partition(HOUSED_SEPARATOR)
-    return (bucket_id, stream_id) if separator else (data_bucket, record_id)

@@ -7,38 +7,30 @@ transaction as the data, so a retry after any crash meets the state that matches
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
-from adapter.protocol.headers import ProducerHeaders
-
-
-class Position(Protocol):
-    """Where a producer stands: its epoch and highest accepted seq (a stored record has both)."""
-
-    @property
-    def epoch(self) -> int: ...
-
-    @property
-    def last_seq(self) -> int: ...
+from adapter.protocol.model import ProducerRecord
+from topology.wire import ProducerStamp
 
 
 @dataclass(frozen=True)
-class ProducerState:
+class ProducerPosition:
+    """Where a producer is on a stream: its epoch and the highest seq accepted in it. Stored,
+    it is part of the stream's `ProducerRecord`; an append carries its own (`ProducerStamp`)."""
+
     epoch: int
-    last_seq: int  # highest sequence accepted in this epoch
+    last_seq: int
 
 
 @dataclass(frozen=True)
 class Accepted:
-    state: ProducerState
+    position: ProducerPosition  # where the producer is once the append commits
 
 
 @dataclass(frozen=True)
 class Duplicate:
-    """Already applied: answer success without writing, echoing the highest accepted seq."""
+    """Already applied: answer success without writing, echoing where the producer is."""
 
-    epoch: int
-    last_seq: int
+    position: ProducerPosition
 
 
 @dataclass(frozen=True)
@@ -63,17 +55,19 @@ class EpochMustStartAtZero:
 Decision = Accepted | Duplicate | StaleEpoch | SequenceGap | EpochMustStartAtZero
 
 
-def decide(state: Position | None, request: ProducerHeaders) -> Decision:
-    """The outcome of an append carrying `request`, given the producer's stored state."""
-    epoch, seq = request.epoch, request.seq
-    if state is None:
-        return Accepted(ProducerState(epoch, 0)) if seq == 0 else SequenceGap(0, seq)
-    if epoch < state.epoch:
-        return StaleEpoch(state.epoch)
-    if epoch > state.epoch:
-        return Accepted(ProducerState(epoch, 0)) if seq == 0 else EpochMustStartAtZero(epoch, seq)
-    if seq <= state.last_seq:
-        return Duplicate(epoch, state.last_seq)
-    if seq == state.last_seq + 1:
-        return Accepted(ProducerState(epoch, seq))
-    return SequenceGap(state.last_seq + 1, seq)
+def decide(known: ProducerPosition | ProducerRecord | None, append: ProducerStamp) -> Decision:
+    """The outcome of an append stamped `append`, given where the producer is: its stored
+    record, or the position the stream's queued appends leave it at (None: never seen)."""
+    epoch, seq = append.epoch, append.seq
+    if known is None:
+        return Accepted(ProducerPosition(epoch, 0)) if seq == 0 else SequenceGap(0, seq)
+    if epoch < known.epoch:
+        return StaleEpoch(known.epoch)
+    if epoch > known.epoch:
+        accepted = Accepted(ProducerPosition(epoch, 0))
+        return accepted if seq == 0 else EpochMustStartAtZero(epoch, seq)
+    if seq <= known.last_seq:
+        return Duplicate(ProducerPosition(epoch, known.last_seq))
+    if seq == known.last_seq + 1:
+        return Accepted(ProducerPosition(epoch, seq))
+    return SequenceGap(known.last_seq + 1, seq)

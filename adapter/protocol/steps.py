@@ -30,10 +30,9 @@ from typing import Final, Literal
 from adapter.protocol import snapshots
 from adapter.protocol.commands import Appended, Created
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.headers import ProducerHeaders
-from adapter.protocol.model import SnapshotPointer, StreamMeta
-from adapter.protocol.producers import Position, ProducerState
-from topology.wire import ControlEvent
+from adapter.protocol.model import ProducerRecord, SnapshotPointer, StreamMeta
+from adapter.protocol.producers import ProducerPosition
+from topology.wire import ControlEvent, ProducerStamp
 
 # An append of a JSON array becomes one record per element, all in one transaction.
 DEFAULT_MAX_APPEND_MESSAGES: Final = 10_000
@@ -56,7 +55,7 @@ class View:
     """
 
     stream: StreamMeta | None
-    producers: Mapping[str, Position] = field(default_factory=dict)
+    producers: Mapping[str, ProducerPosition | ProducerRecord] = field(default_factory=dict)
     pending: bool = False
     broken: bool = False
     source: StreamMeta | None = None
@@ -94,8 +93,8 @@ class Write:
     # The stream after the write, but for its offsets; None when the write deletes it.
     state: StreamMeta | None
     at_ms: int
-    producer: tuple[str, ProducerState] | None = None  # accepted, committed with the data
-    stamp: ProducerHeaders | None = None  # who wrote the data, for its records' headers
+    producer: tuple[str, ProducerPosition] | None = None  # accepted, committed with the data
+    stamp: ProducerStamp | None = None  # who wrote the data, for its records' headers
     forget: tuple[str, ...] = ()  # producer ids whose states go with this write
     creates: bool = False
     # Soft-deleted ancestors (bucket, stream), of its partition, forgotten with it.

@@ -17,10 +17,11 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.service.locks import KeyedLocks
 from adapter.service.state_entries import stream_tombstones
 from adapter.state.catalog import Catalog
-from adapter.state.records import BucketMeta, StreamMeta, bucket_key
+from adapter.state.records import BucketMeta, StreamMeta
 from adapter.state.records import encode as encode_meta
 from topology.admin import TopologyAdmin
 from topology.errors import TopicMissing, TopologyError, TopologyMismatch
+from topology.internal_records import bucket_key
 from topology.naming import StateTopics
 from topology.slots import SlotMap
 from topology.specs import TopicLayout, TopicSpec, bucket_topic_spec

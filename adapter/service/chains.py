@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import WriteBatch
-from adapter.protocol.producers import ProducerState
+from adapter.protocol.producers import ProducerPosition
 from adapter.state.records import StreamMeta
 
 StreamKey = tuple[str, str]
@@ -30,7 +30,7 @@ class Chain:
 
     meta: StreamMeta
     last: WriteBatch
-    producers: dict[str, ProducerState] = field(default_factory=dict)
+    producers: dict[str, ProducerPosition] = field(default_factory=dict)
     broken: bool = False  # a batch of it failed: the pending state is not to be trusted
     inflight: dict[int, WriteBatch] = field(default_factory=dict)  # by id: not answered yet
 
@@ -48,7 +48,7 @@ class Chains:
         key: StreamKey,
         meta: StreamMeta,
         batch: WriteBatch,
-        producer: tuple[str, ProducerState] | None,
+        producer: tuple[str, ProducerPosition] | None,
     ) -> None:
         """Record a batch just queued and the state it leaves."""
         chain = self.get(key)

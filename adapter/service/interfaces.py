@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from adapter.log.reader import Position, ReadLimits, ReadRequest, ReadResult, TimeFound
+from adapter.log.reader import ReadLimits, ReadRequest, ReadResult, RecordPosition, TimeFound
 from adapter.log.writer import WriteBatch, WriterLimits
 from adapter.state.records import BucketMeta
 from topology.naming import StateTopics
@@ -67,6 +67,6 @@ class RangeReader(Protocol):
 
     async def read(self, request: ReadRequest) -> ReadResult: ...
 
-    async def positions(self, request: ReadRequest) -> tuple[list[Position], ReadResult]: ...
+    async def positions(self, request: ReadRequest) -> tuple[list[RecordPosition], ReadResult]: ...
 
     async def held_since(self, topic: str, partition: int, timestamp_ms: int) -> TimeFound: ...

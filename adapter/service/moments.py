@@ -10,12 +10,11 @@ like a read's. Records Kafka has freed once tiered keep their timestamps in thei
 from __future__ import annotations
 
 from adapter.log.reader import Budget, ReadRequest
-from adapter.protocol.model import owner_of_key
 from adapter.protocol.snapshots import gone_before
 from adapter.service.reads import ReadPath, cold_answer
 from adapter.state.records import Segment, StreamMeta
 from adapter.tier.manifest import Place
-from topology.wire import stream_key
+from topology.wire import owner_of_key, stream_key
 
 # Instances writing and tiering a partition may disagree on the time by this much: a range
 # tiered this long before a moment holds no record written at or after it.

@@ -23,11 +23,10 @@ from adapter.log.reader import LogReader
 from adapter.protocol.appends import check_producer
 from adapter.protocol.commands import Append, Appended, Chunk, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.mount_keys import key_of
 from adapter.protocol.mounts import append_messages
 from adapter.protocol.offsets import ReadFrom, resolve_start
-from adapter.protocol.producers import Accepted, Duplicate, ProducerState, decide
+from adapter.protocol.producers import Accepted, Duplicate, decide
 from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.stream_machine import not_found
 from adapter.service.hub import LiveHub
@@ -36,6 +35,7 @@ from adapter.service.reads import budget_left
 from adapter.state.records import MountMeta, ProducerRecord, StreamMeta
 from adapter.state.records import encode as encode_state
 from topology.mount_positions import position, split
+from topology.wire import ProducerStamp
 
 FETCH_BATCH = 512  # listed records asked for in one fetch
 MAX_STEPS = 16  # fetches or scans per read; the client continues from where it stopped
@@ -131,7 +131,7 @@ class MountedStreams:
         ref: StreamRef,
         key: bytes,
         messages: list[bytes],
-        headers: ProducerHeaders,
+        headers: ProducerStamp,
     ) -> Appended:
         """An append with producer headers: written at most once per (producer, epoch, seq)."""
         slot = transactional_slot(ref.bucket_id, ref.stream_id)
@@ -142,16 +142,15 @@ class MountedStreams:
             states = self.catalog.producer_states(ref.bucket_id, ref.stream_id)
             decision = decide(states.get(headers.producer_id), headers)
             if isinstance(decision, Duplicate):
-                state = ProducerState(decision.epoch, decision.last_seq)
-                return Appended(self.existing(ref), appended=False, producer=state)
+                return Appended(self.existing(ref), appended=False, producer=decision.position)
             check_producer(decision)
             assert isinstance(decision, Accepted)
             record = ProducerRecord(
                 ref.bucket_id,
                 ref.stream_id,
                 headers.producer_id,
-                decision.state.epoch,
-                decision.state.last_seq,
+                decision.position.epoch,
+                decision.position.last_seq,
                 int(time.time() * 1000),
             )
             entry = (self.producers_topic, record.key, encode_state(record))
@@ -159,7 +158,7 @@ class MountedStreams:
             self.catalog.put_producer(record)
         tail = position(*written[-1]) + 1
         meta = await self._indexed_up_to(ref, tail)
-        return Appended(meta, appended=True, producer=decision.state)
+        return Appended(meta, appended=True, producer=decision.position)
 
     async def _indexed_up_to(self, ref: StreamRef, tail: int) -> StreamMeta:
         """The stream once the index holds the records written (read-your-writes), or, if the

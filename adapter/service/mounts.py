@@ -15,8 +15,9 @@ from collections.abc import Callable
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.mounts import ConfiguredMount, MountSpec, check_mountable
 from adapter.service.buckets import BucketService
-from adapter.state.records import MountMeta, mount_key
+from adapter.state.records import MountMeta
 from adapter.state.records import encode as encode_meta
+from topology.internal_records import mount_key
 
 log = logging.getLogger(__name__)
 

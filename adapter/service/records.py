@@ -6,13 +6,11 @@ Data records carry exactly the bytes appended.
 from __future__ import annotations
 
 from adapter.log.writer import Record
-from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.stream_machine import Write
 from topology.wire import (
     FORWARD_HEADER,
     ControlEvent,
     Headers,
-    ProducerStamp,
     control_headers,
     data_headers,
     stream_key,
@@ -31,14 +29,10 @@ def write_records(
     with `forward_id` when another instance forwarded the request (see `topology.wire`)."""
     key = stream_key(stream_id)
     tag: Headers = [] if forward_id is None else [(FORWARD_HEADER, forward_id.encode())]
-    data = data_headers(content_type, None if write.stamp is None else _stamp(write.stamp)) + tag
+    data = data_headers(content_type, write.stamp) + tag
     return [
         Record(topic, partition, key, b"", control_headers(entry) + tag)
         if isinstance(entry, ControlEvent)
         else Record(topic, partition, key, entry.body, data)
         for entry in write.entries
     ]
-
-
-def _stamp(producer: ProducerHeaders) -> ProducerStamp:
-    return ProducerStamp(producer.producer_id, producer.epoch, producer.seq)

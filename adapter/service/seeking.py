@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapter.log.reader import LogReader, Position, ReadRequest
+from adapter.log.reader import LogReader, ReadRequest, RecordPosition
 from adapter.state.records import Segment, StreamMeta
 from topology.wire import stream_key
 
@@ -22,7 +22,7 @@ class Located:
     """A message's Kafka record: where it is, when it was written, how big it is."""
 
     stream_id: str  # the stream that wrote it: a fork's inherited records are its source's
-    position: Position
+    position: RecordPosition
 
 
 class Seeker:
@@ -71,10 +71,10 @@ class Seeker:
         start: int,
         stop: int,
         limit: int | None = None,
-    ) -> list[Position]:
+    ) -> list[RecordPosition]:
         """Every record of the segment's stream in [start, stop), or the first `limit`."""
         key = stream_key(segment.stream_id)
-        found: list[Position] = []
+        found: list[RecordPosition] = []
         while start < stop and (limit is None or len(found) < limit):
             batch, result = await self.reader.positions(
                 ReadRequest(topic, partition, key, start, stop)

@@ -7,15 +7,9 @@ import time
 from adapter.log.writer import StateEntry
 from adapter.protocol.stream_machine import Write
 from adapter.state.catalog import Catalog
-from adapter.state.records import (
-    ProducerRecord,
-    SlotOwner,
-    StreamMeta,
-    producer_key,
-    snapshot_key,
-    stream_key,
-)
+from adapter.state.records import ProducerRecord, SlotOwner, StreamMeta
 from adapter.state.records import encode as encode_state
+from topology.internal_records import producer_key, snapshot_key, stream_meta_key
 from topology.naming import StateTopics
 
 
@@ -39,12 +33,12 @@ def write_entries(
         for producer_id in write.forget
     ]
     if settled is None:
-        entries.append((topics.meta, stream_key(bucket_id, stream_id), None))
+        entries.append((topics.meta, stream_meta_key(bucket_id, stream_id), None))
         entries.append((topics.snapshots, snapshot_key(bucket_id, stream_id), None))
     else:
         entries.append(stream_entry(topics, settled))
     for gone in write.collects:
-        entries.append((topics.meta, stream_key(*gone), None))
+        entries.append((topics.meta, stream_meta_key(*gone), None))
         entries.append((topics.snapshots, snapshot_key(*gone), None))
     if write.snapshot is not None:
         entries.append((topics.snapshots, write.snapshot.key, encode_state(write.snapshot)))
@@ -68,7 +62,7 @@ def stream_tombstones(
     """Forget a stream: its meta record and every producer state it had."""
     producers = catalog.producers(bucket_id, stream_id).values()
     return [
-        (topics.meta, stream_key(bucket_id, stream_id), None),
+        (topics.meta, stream_meta_key(bucket_id, stream_id), None),
         *((topics.producers, record.key, None) for record in producers),
     ]
 

@@ -40,7 +40,7 @@ from adapter.protocol.commands import (
     Trim,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.producers import Position
+from adapter.protocol.producers import ProducerPosition
 from adapter.service.chains import Chain, Chains, StreamKey
 from adapter.service.hub import LiveHub
 from adapter.service.interfaces import SlotWriting, StreamBuckets
@@ -52,13 +52,8 @@ from adapter.service.records import write_records
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
 from adapter.state.currency import ViewAge
-from adapter.state.records import (
-    BucketMeta,
-    SnapshotPointer,
-    StreamMeta,
-    producer_key,
-    snapshot_key,
-)
+from adapter.state.records import BucketMeta, ProducerRecord, SnapshotPointer, StreamMeta
+from topology.internal_records import producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
 
@@ -626,7 +621,7 @@ class StreamService:
     def _pending_view(self, key: StreamKey, chain: Chain, command: Append) -> machine.View:
         """The state the stream's queued appends will leave: only the command's producer is
         looked up (an append decides on no other)."""
-        producers: dict[str, Position] = {}
+        producers: dict[str, ProducerPosition | ProducerRecord] = {}
         if command.producer is not None:
             producer_id = command.producer.producer_id
             state = chain.producers.get(producer_id) or self.catalog.producer_states(*key).get(

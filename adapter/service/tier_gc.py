@@ -28,7 +28,6 @@ from dataclasses import replace
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.objects.base import ObjectStore
-from adapter.protocol.model import owner_of_key
 from adapter.protocol.snapshots import needed_from
 from adapter.service.snapshot_gc import OrphanSweep, collect_forever
 from adapter.state.catalog import Catalog
@@ -37,6 +36,7 @@ from adapter.tier import chunks, manifest
 from adapter.tier.manifest import TierChunk, TierRange
 from topology.naming import bucket_of_topic
 from topology.slots import SlotMap
+from topology.wire import owner_of_key
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,9 @@ from adapter.state.records import (
     SlotOwner,
     SnapshotPointer,
     StreamMeta,
-    bucket_key,
     decode,
     decode_as,
     encode,
-    stream_of_key,
 )
 from adapter.state.store import (
     DEFAULT_CACHE_ENTRIES,
@@ -35,6 +33,14 @@ from adapter.state.store import (
     stream_bytes,
 )
 from adapter.tier.manifest import TierIndex
+from topology.internal_records import (
+    RecordKind,
+    bucket_key,
+    meta_kind,
+    producer_of_key,
+    stream_of_key,
+    stream_of_snapshot_key,
+)
 
 DIRTY_STEP = 256  # rows a checkpoint writes between two turns of the event loop
 
@@ -170,8 +176,7 @@ class Catalog:
         if value is not None:
             self.put_producer(decode_as(ProducerRecord, key, value))
             return
-        stream, _, producer_id = key.partition("\x00")
-        bucket_id, _, stream_id = stream.partition("/")
+        bucket_id, stream_id, producer_id = producer_of_key(key)
         states = self._producers.find((bucket_id, stream_id))
         if states is not MISS and states.pop(producer_id, None) is not None:
             self._producers.resize((bucket_id, stream_id))
@@ -229,7 +234,7 @@ class Catalog:
         if value is not None:
             self.put_snapshot(decode_as(SnapshotPointer, key, value))
             return
-        bucket_id, _, stream_id = key.removeprefix("snapshot:").partition("/")
+        bucket_id, stream_id = stream_of_snapshot_key(key)
         self._snapshots.put((bucket_id, stream_id), None)
         self.store.put_snapshot((bucket_id, stream_id), None)
 
@@ -401,10 +406,10 @@ class Catalog:
             self.put_stream(newer(self.stream(record.bucket_id, record.stream_id), record))
 
     def _forget(self, key: str) -> None:
-        if key.startswith("mount:"):
-            self.drop_mount(key.removeprefix("mount:"))
-            return
         bucket_id, stream_id = stream_of_key(key)
+        if meta_kind(key) is RecordKind.MOUNT_META:
+            self.drop_mount(bucket_id)
+            return
         if stream_id:
             self.drop_stream(bucket_id, stream_id, producers=False)
         else:

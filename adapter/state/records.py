@@ -1,16 +1,12 @@
-"""The Avro encoding of the state records in the compacted state topics. The records themselves
-(bucket and stream metadata, producer states, slot owners, snapshot pointers) and their keys are
-the protocol's model (`adapter/protocol/model.py`), re-exported for the layers that store them."""
+"""The state records of the compacted topics as the protocol's model (`adapter/protocol/model.py`:
+bucket and stream metadata, producer states, slot owners, snapshot pointers), to and from the
+bytes of their values. The keys and the bytes are spelled in `topology/internal_records.py`."""
 
 from __future__ import annotations
 
-import io
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import fastavro
-
-import schemas
 from adapter.protocol.model import (
     BucketMeta,
     MountMeta,
@@ -19,21 +15,10 @@ from adapter.protocol.model import (
     SlotOwner,
     SnapshotPointer,
     StreamMeta,
-    bucket_key,
-    mount_key,
-    producer_key,
-    snapshot_key,
-    stream_key,
-    stream_of_key,
 )
+from topology.internal_records import RecordKind, decode_value, encode_value, meta_kind
 
 __all__ = [
-    "FORMAT_V1",
-    "FORMAT_V2",
-    "FORMAT_V3",
-    "FORMAT_V4",
-    "FORMAT_V5",
-    "FORMAT_V6",
     "BucketMeta",
     "MountMeta",
     "ProducerRecord",
@@ -42,67 +27,28 @@ __all__ = [
     "SnapshotPointer",
     "StateRecord",
     "StreamMeta",
-    "bucket_key",
     "decode",
     "decode_as",
     "encode",
-    "mount_key",
-    "producer_key",
-    "snapshot_key",
-    "stream_key",
-    "stream_of_key",
 ]
-
-# One leading byte names the encoding, so a later schema change can be read beside this one.
-FORMAT_V1 = b"\x01"
-# StreamMeta with fork fields; its 0x01 records are read through `stream_meta_v1.avsc`.
-FORMAT_V2 = b"\x02"
-# StreamMeta with `retained_from`; its 0x02 records are read through `stream_meta_v2.avsc`.
-FORMAT_V3 = b"\x03"
-# StreamMeta with `fencing_token`; its 0x03 records are read through `stream_meta_v3.avsc`.
-FORMAT_V4 = b"\x04"
-# StreamMeta with `trimmed_to` and `trimmed_at_ms`; its 0x04 records are read through
-# `stream_meta_v4.avsc`.
-FORMAT_V5 = b"\x05"
-# StreamMeta with its trim's settling points, `source_bucket` and `home`; its 0x05 records
-# are read through `stream_meta_v5.avsc`.
-FORMAT_V6 = b"\x06"
-# BucketMeta is written with FORMAT_V2 since it holds its configuration (age retention); its
-# 0x01 records are read through `bucket_meta_v1.avsc`.
-_CURRENT = {StreamMeta: FORMAT_V6, BucketMeta: FORMAT_V2}
-
-
-_PARSED = {
-    BucketMeta: fastavro.parse_schema(schemas.load("bucket_meta")),
-    StreamMeta: fastavro.parse_schema(schemas.load("stream_meta")),
-    ProducerRecord: fastavro.parse_schema(schemas.load("producer_state")),
-    SlotOwner: fastavro.parse_schema(schemas.load("slot_owner")),
-    SnapshotPointer: fastavro.parse_schema(schemas.load("snapshot_pointer")),
-    MountMeta: fastavro.parse_schema(schemas.load("mount_meta")),
-}
-
-_OLDER: dict[type, dict[bytes, Any]] = {
-    StreamMeta: {
-        FORMAT_V1: fastavro.parse_schema(schemas.load("stream_meta_v1")),
-        FORMAT_V2: fastavro.parse_schema(schemas.load("stream_meta_v2")),
-        FORMAT_V3: fastavro.parse_schema(schemas.load("stream_meta_v3")),
-        FORMAT_V4: fastavro.parse_schema(schemas.load("stream_meta_v4")),
-        FORMAT_V5: fastavro.parse_schema(schemas.load("stream_meta_v5")),
-    },
-    BucketMeta: {FORMAT_V1: fastavro.parse_schema(schemas.load("bucket_meta_v1"))},
-}
 
 StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPointer | MountMeta
 
+_KINDS: dict[type[StateRecord], RecordKind] = {
+    BucketMeta: RecordKind.BUCKET_META,
+    MountMeta: RecordKind.MOUNT_META,
+    StreamMeta: RecordKind.STREAM_META,
+    ProducerRecord: RecordKind.PRODUCER_STATE,
+    SlotOwner: RecordKind.SLOT_OWNER,
+    SnapshotPointer: RecordKind.SNAPSHOT_POINTER,
+}
+
 
 def encode(record: StateRecord) -> bytes:
-    out = io.BytesIO()
     data = vars(record)  # scalars, without asdict's deep copy
-    out.write(_CURRENT.get(type(record), FORMAT_V1))
     if isinstance(record, StreamMeta):
         data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
-    fastavro.schemaless_writer(out, _PARSED[type(record)], data)
-    return out.getvalue()
+    return encode_value(_KINDS[type(record)], data)
 
 
 R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner, SnapshotPointer, MountMeta)
@@ -110,30 +56,17 @@ R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner, SnapshotPoin
 
 def decode(key: str, value: bytes) -> BucketMeta | StreamMeta | MountMeta:
     """Decode a meta-topic value; the key's prefix says which schema it has."""
-    if key.startswith("bucket:"):
+    kind = meta_kind(key)
+    if kind is RecordKind.BUCKET_META:
         return decode_as(BucketMeta, key, value)
-    if key.startswith("mount:"):
+    if kind is RecordKind.MOUNT_META:
         return decode_as(MountMeta, key, value)
     return decode_as(StreamMeta, key, value)
 
 
 def decode_as(kind: type[R], key: str, value: bytes) -> R:
-    writer, reader = _schemas_of(kind, key, value[:1])
-    data = fastavro.schemaless_reader(io.BytesIO(value[1:]), writer, reader)
-    if not isinstance(data, dict):
-        raise ValueError(f"record {key!r} is not a record")
-    names = {field.name for field in fields(kind)}
-    values = {name: data[name] for name in names}
+    data = decode_value(_KINDS[kind], value, key)
+    values = {field.name: data[field.name] for field in fields(kind)}
     if kind is StreamMeta:
         values["inherited"] = tuple(Segment(**segment) for segment in values["inherited"])
     return kind(**values)
-
-
-def _schemas_of(kind: type[R], key: str, format_byte: bytes) -> tuple[Any, Any]:
-    """(writer schema, reader schema) of a record by its format byte."""
-    older = _OLDER.get(kind, {})
-    if format_byte in older:
-        return older[format_byte], _PARSED[kind]
-    if format_byte == _CURRENT.get(kind, FORMAT_V1):
-        return _PARSED[kind], None
-    raise ValueError(f"record {key!r} has an unknown format byte")

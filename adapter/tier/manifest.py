@@ -10,17 +10,15 @@ all. Ranges of a partition are contiguous: each pass starts where the last one e
 from __future__ import annotations
 
 import bisect
-import io
 from dataclasses import dataclass
-from typing import Any
 
-import fastavro
-
-import schemas
-
-FORMAT_V1 = b"\x01"
-KEY_PREFIX = "range:"
-_SCHEMA = fastavro.parse_schema(schemas.load("tier_range"))
+from topology.internal_records import (
+    RecordKind,
+    decode_value,
+    encode_value,
+    range_key,
+    range_of_key,
+)
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ class TierRange:
 
     @property
     def key(self) -> str:
-        return range_key(self.place, self.start)
+        return range_key(self.topic, self.bucket_created_at_ms, self.partition, self.start)
 
     @property
     def stored(self) -> tuple[TierChunk, ...]:
@@ -84,22 +82,13 @@ class Place:
     partition: int
 
 
-def range_key(place: Place, start: int) -> str:
-    return f"{KEY_PREFIX}{place.topic}/{place.epoch_ms}/{place.partition}/{start:020d}"
-
-
 def encode(tier_range: TierRange) -> bytes:
-    out = io.BytesIO()
-    out.write(FORMAT_V1)
     data = vars(tier_range) | {"chunks": [vars(chunk) for chunk in tier_range.chunks]}
-    fastavro.schemaless_writer(out, _SCHEMA, data)
-    return out.getvalue()
+    return encode_value(RecordKind.TIER_RANGE, data)
 
 
 def decode(key: str, value: bytes) -> TierRange:
-    if value[:1] != FORMAT_V1:
-        raise ValueError(f"tier record {key!r} has an unknown format byte")
-    data: Any = fastavro.schemaless_reader(io.BytesIO(value[1:]), _SCHEMA, None)
+    data = decode_value(RecordKind.TIER_RANGE, value, key)
     chunks = tuple(TierChunk(**chunk) for chunk in data.pop("chunks"))
     return TierRange(**data, chunks=chunks)
 
@@ -132,10 +121,8 @@ class TierIndex:
         if value is not None:
             self.put(decode(key, value))
             return
-        topic_epoch_partition, _, start = key.removeprefix(KEY_PREFIX).rpartition("/")
-        rest, _, partition = topic_epoch_partition.rpartition("/")
-        topic, _, epoch = rest.rpartition("/")
-        self.drop(Place(topic, int(epoch), int(partition)), int(start))
+        topic, epoch_ms, partition, start = range_of_key(key)
+        self.drop(Place(topic, epoch_ms, partition), start)
 
     def covering(self, place: Place, offset: int) -> TierRange | None:
         """The range holding `offset`, if it is tiered."""

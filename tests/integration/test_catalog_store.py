@@ -22,6 +22,7 @@ from adapter.state.store import catalog_file_name
 from tests.conftest import Client, ClientFactory, SettingsFactory
 from tests.kafka_reads import committed_records, compacted_entries
 from topology.admin import TopologyAdmin
+from topology.internal_records import stream_meta_key
 from topology.naming import StateTopics
 
 STREAMS = 12
@@ -292,7 +293,7 @@ async def test_expired_streams_leave_the_index_unless_a_live_fork_reads_them(
     meta = dict(
         compacted_entries(settings.bootstrap_servers, StateTopics.of(settings.topic_prefix).meta)
     )
-    assert meta[f"stream:{bucket}/gone"] is None  # a tombstone: every instance forgets it
+    assert meta[stream_meta_key(bucket, "gone")] is None  # a tombstone: every instance forgets it
     assert (await client.get(f"/{bucket}/gone?offset=-1")).status == 404
     assert (await client.get(f"/{bucket}/src?offset=-1")).status == 404
     assert await (await client.get(f"/{bucket}/fork?offset=-1")).read() == b"x"

@@ -15,6 +15,7 @@ from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import StreamMeta, encode
 from tests.conftest import Client
+from topology.internal_records import stream_meta_key
 from topology.naming import StateTopics
 
 TEXT = {"Content-Type": "text/plain"}
@@ -121,10 +122,10 @@ async def test_the_follower_reports_each_committed_change(client: Client, unique
     try:
         assert (await client.post(path, data=b"x", headers=TEXT)).status == 204
         for _ in range(100):
-            if f"stream:_default/follow-{unique}" in changed:
+            if stream_meta_key("_default", f"follow-{unique}") in changed:
                 break
             await asyncio.sleep(0.05)
-        assert f"stream:_default/follow-{unique}" in changed
+        assert stream_meta_key("_default", f"follow-{unique}") in changed
     finally:
         following.cancel()
         await asyncio.gather(following, return_exceptions=True)

@@ -16,6 +16,7 @@ from schemas import load
 from spark_streaming import History, Range, connector_jars, history_of, kafka_options, row_schema
 from spark_streaming.history import history_offsets
 from spark_streaming.jobs import bucket_activity, console
+from tests.unit.test_internal_records import GOLDEN
 
 JARS = [
     "commons-pool2-2.12.0.jar",
@@ -140,6 +141,26 @@ def test_a_forks_history_is_decoded_from_its_meta_record_and_spans_its_ranges() 
     assert json.loads(ending) == {"p.bucket.shop": {"2": 45}}
     plain = history_of(encode(replace(fork, inherited=())))
     assert plain.ranges == (Range("fork", 40, 45),)
+
+
+INHERITED = (Range("root", 3, 9), Range("mid", 20, 31))
+
+
+@pytest.mark.parametrize("name", ["stream_v2", "stream_v3", "stream_v4", "stream_v5"])
+def test_a_history_is_read_from_a_meta_record_of_any_format_since_forks(name: str) -> None:
+    own = Range("ünï/cödé", 40, 45)
+    assert history_of(GOLDEN[name]) == History("shop", "ünï/cödé", 2, (*INHERITED, own))
+
+
+def test_the_history_of_a_fork_across_buckets_is_in_its_source_buckets_topic() -> None:
+    own = Range("shop//ünï/cödé", 40, 45)  # housed in bucket "src": keyed with its own bucket
+    assert history_of(GOLDEN["stream"]) == History("src", "ünï/cödé", 2, (*INHERITED, own))
+
+
+def test_a_history_written_before_forks_is_the_streams_own_records() -> None:
+    assert history_of(GOLDEN["stream_v1"]).ranges == (Range("ünï/cödé", 40, 45),)
+    with pytest.raises(ValueError, match="unknown format byte"):
+        history_of(b"\x09" + GOLDEN["stream"][1:])
 
 
 def test_jobs_take_the_adapters_client_properties(tmp_path: Path) -> None:

@@ -10,12 +10,6 @@ import fastavro
 import schemas
 from adapter.state.catalog import Catalog, newer
 from adapter.state.records import (
-    FORMAT_V1,
-    FORMAT_V2,
-    FORMAT_V3,
-    FORMAT_V4,
-    FORMAT_V5,
-    FORMAT_V6,
     BucketMeta,
     ProducerRecord,
     Segment,
@@ -24,6 +18,15 @@ from adapter.state.records import (
     StreamMeta,
     decode,
     encode,
+)
+from topology.internal_records import (
+    FORMAT_V1,
+    FORMAT_V2,
+    FORMAT_V3,
+    FORMAT_V4,
+    FORMAT_V5,
+    FORMAT_V6,
+    bucket_key,
 )
 
 BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
@@ -116,14 +119,18 @@ def test_a_stream_applied_before_its_bucket_is_listed() -> None:
     it on demand), so a replay can meet the stream first."""
     catalog = Catalog()
     catalog.apply(META.key, encode(META))
-    catalog.apply("bucket:b", encode(BUCKET))
+    catalog.apply(bucket_key("b"), encode(BUCKET))
     assert list(catalog.stream_ids("b", "", None)) == ["s"]
     assert catalog.stream_count("b") == 1
 
 
 def test_membership_is_the_same_in_any_replay_order() -> None:
     other = META.evolve(stream_id="r")
-    records = [("bucket:b", encode(BUCKET)), (META.key, encode(META)), (other.key, encode(other))]
+    records = [
+        (bucket_key("b"), encode(BUCKET)),
+        (META.key, encode(META)),
+        (other.key, encode(other)),
+    ]
     orders = [records, records[::-1], [records[1], records[0], records[2]]]
     for order in orders:
         catalog = Catalog()
@@ -135,7 +142,7 @@ def test_membership_is_the_same_in_any_replay_order() -> None:
 def test_a_bucket_record_rewritten_keeps_its_streams() -> None:
     catalog = _catalog()
     catalog.put_stream(META)
-    catalog.apply("bucket:b", encode(replace(BUCKET, created_at_ms=2)))
+    catalog.apply(bucket_key("b"), encode(replace(BUCKET, created_at_ms=2)))
     assert catalog.stream_count("b") == 1
     catalog.drop_bucket("b")  # a bucket tombstone: streams go only with their own
     assert catalog.stream_count("b") == 1
@@ -253,7 +260,7 @@ def test_a_bucket_record_written_before_configurations_reads_with_none() -> None
     fastavro.schemaless_writer(
         out, fastavro.parse_schema(schemas.load("bucket_meta_v1")), vars(BUCKET)
     )
-    decoded = decode("bucket:b", out.getvalue())
+    decoded = decode(bucket_key("b"), out.getvalue())
     assert decoded == BUCKET
     assert isinstance(decoded, BucketMeta)
     assert (decoded.retention_max_age_ms, decoded.config_version) == (None, 0)
@@ -262,7 +269,7 @@ def test_a_bucket_record_written_before_configurations_reads_with_none() -> None
 def test_a_bucket_configuration_survives_its_encoding() -> None:
     configured = replace(BUCKET, retention_max_age_ms=2_000, config_version=3)
     assert encode(configured)[:1] == FORMAT_V2
-    assert decode("bucket:b", encode(configured)) == configured
+    assert decode(bucket_key("b"), encode(configured)) == configured
 
 
 def test_a_stream_record_written_before_settling_points_reads_with_none() -> None:

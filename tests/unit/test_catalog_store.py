@@ -17,10 +17,9 @@ from adapter.state.records import (
     SnapshotPointer,
     StreamMeta,
     encode,
-    producer_key,
-    snapshot_key,
 )
 from adapter.state.store import FLUSH_ROWS, MISS, PAGE, Checkpoint, FileStore, Lru
+from topology.internal_records import producer_key, snapshot_key
 
 BUCKET = BucketMeta("b", "dk.bucket.b", 3, 1)
 

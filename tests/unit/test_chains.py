@@ -8,7 +8,7 @@ import pytest
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import Record, WriteBatch
-from adapter.protocol.producers import ProducerState
+from adapter.protocol.producers import ProducerPosition
 from adapter.service.chains import Chains
 from adapter.state.records import StreamMeta
 
@@ -25,13 +25,13 @@ def _queued() -> WriteBatch:
 async def test_a_chain_lives_while_a_batch_of_it_is_in_flight() -> None:
     chains = Chains()
     first, second = _queued(), _queued()
-    chains.extend(KEY, META, first, ("p", ProducerState(0, 0)))
+    chains.extend(KEY, META, first, ("p", ProducerPosition(0, 0)))
     chains.extend(KEY, META.evolve(closed=True), second, None)
     chain = chains.get(KEY)
     assert chain is not None
     assert chain.last is second
     assert chain.meta.closed
-    assert chain.producers == {"p": ProducerState(0, 0)}
+    assert chain.producers == {"p": ProducerPosition(0, 0)}
     first.future.set_result([5])
     second.future.set_result([6])
     await asyncio.sleep(0)
@@ -68,14 +68,14 @@ async def test_a_chain_outlives_a_failed_last_batch_while_an_earlier_one_commits
     state (it would write the first append's producer seq again)."""
     chains = Chains()
     first, second = _queued(), _queued()
-    chains.extend(KEY, META, first, ("p", ProducerState(0, 7)))
+    chains.extend(KEY, META, first, ("p", ProducerPosition(0, 7)))
     chains.extend(KEY, META, second, None)
     second.fail(LogUnavailable("expired in the queue"))
     await asyncio.sleep(0)
     chain = chains.get(KEY)
     assert chain is not None
     assert chain.broken
-    assert chain.producers == {"p": ProducerState(0, 7)}
+    assert chain.producers == {"p": ProducerPosition(0, 7)}
     with pytest.raises(LogUnavailable):
         await chains.settle(KEY, 0.01)  # settling waits for the first one too
     asyncio.get_running_loop().call_soon(first.future.set_result, [5])

@@ -10,7 +10,6 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import (
     MAX_SAFE_INTEGER,
     Expiry,
-    ProducerHeaders,
     content_types_match,
     format_expires_at,
     is_json,
@@ -26,6 +25,7 @@ from adapter.protocol.headers import (
     parse_ttl,
     seq_is_greater,
 )
+from topology.wire import ProducerStamp
 
 FIRST_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z
 LAST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
@@ -293,14 +293,14 @@ def test_seq_is_greater(new: str, last: str | None, greater: bool) -> None:
     ("pid", "epoch", "seq", "expected"),
     [
         (None, None, None, None),
-        ("test-producer", "0", "0", ProducerHeaders("test-producer", 0, 0)),
-        ("p", "1", "5", ProducerHeaders("p", 1, 5)),
-        ("p", "007", "00", ProducerHeaders("p", 7, 0)),
-        ("p", str(MAX_SAFE_INTEGER), "0" * 20 + "1", ProducerHeaders("p", MAX_SAFE_INTEGER, 1)),
+        ("test-producer", "0", "0", ProducerStamp("test-producer", 0, 0)),
+        ("p", "1", "5", ProducerStamp("p", 1, 5)),
+        ("p", "007", "00", ProducerStamp("p", 7, 0)),
+        ("p", str(MAX_SAFE_INTEGER), "0" * 20 + "1", ProducerStamp("p", MAX_SAFE_INTEGER, 1)),
     ],
 )
 def test_producer(
-    pid: str | None, epoch: str | None, seq: str | None, expected: ProducerHeaders | None
+    pid: str | None, epoch: str | None, seq: str | None, expected: ProducerStamp | None
 ) -> None:
     assert parse_producer(pid, epoch, seq) == expected
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,6 +152,20 @@ def test_the_protocol_imports_no_io_or_storage_library() -> None:
         if imported.module.split(".")[0] in NOT_IN_PROTOCOL
     ]
     assert found == []
+
+
+def test_the_protocol_and_the_internal_formats_load_no_codec_or_client() -> None:
+    # Imported, not scanned: the model spells its keys in `topology.internal_records`, which
+    # must load fastavro only when it first encodes or decodes.
+    loaded = "sorted(name for name in NAMES if name in sys.modules)"
+    code = (
+        "import sys, adapter.protocol.stream_machine, topology.internal_records\n"
+        f"NAMES = {NOT_IN_PROTOCOL!r}\nprint({loaded})"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert found.stdout == "[]\n"
 
 
 @pytest.mark.parametrize("package", STANDALONE)

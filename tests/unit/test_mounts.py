@@ -8,7 +8,6 @@ import pytest
 
 from adapter.protocol.commands import Append, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.mounts import (
     MountSpec,
     append_messages,
@@ -16,6 +15,7 @@ from adapter.protocol.mounts import (
     parse_configured,
     parse_mount,
 )
+from topology.wire import ProducerStamp
 
 
 def test_defaults_and_normalisation() -> None:
@@ -68,9 +68,7 @@ def test_an_append_to_a_mount_is_one_record_per_message() -> None:
     json_append = _append(b"[1, 2]", "application/json")
     assert append_messages("application/json", json_append) == [b"1", b"2"]
     # Producer headers are kept by the mounted streams' transactional path, not refused.
-    assert append_messages("text/plain", _append(b"x", producer=ProducerHeaders("p", 0, 0))) == [
-        b"x"
-    ]
+    assert append_messages("text/plain", _append(b"x", producer=ProducerStamp("p", 0, 0))) == [b"x"]
 
 
 @pytest.mark.parametrize(

@@ -24,15 +24,14 @@ from adapter.protocol.commands import (
     Trim,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.headers import ProducerHeaders
 from adapter.protocol.offsets import BEGINNING, encode
 from adapter.protocol.offsets import NOW as AT_TAIL
-from adapter.protocol.producers import ProducerState
+from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.snapshots import check_readable, needed_from, retention_floors
 from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.state.records import Segment, SnapshotPointer, StreamMeta
 from tests.unit.support.histories import COMMANDS
-from topology.wire import ControlEvent
+from topology.wire import ControlEvent, ProducerStamp
 
 REF = StreamRef("bucket", "s")
 NOW = 1_000_000
@@ -53,8 +52,8 @@ def _append(body: bytes = b"x", content_type: str | None = TEXT, **changes: Any)
     return replace(Append(REF, content_type, body, False, None, None), **changes)
 
 
-def _producer(epoch: int, seq: int, producer_id: str = "p") -> ProducerHeaders:
-    return ProducerHeaders(producer_id, epoch, seq)
+def _producer(epoch: int, seq: int, producer_id: str = "p") -> ProducerStamp:
+    return ProducerStamp(producer_id, epoch, seq)
 
 
 def _refusal(step: machine.Step) -> ErrorCode:
@@ -113,7 +112,7 @@ def test_create_again_with_another_configuration_conflicts(changes: dict[str, An
 
 def test_create_over_an_expired_stream_starts_afresh_and_forgets_its_producers() -> None:
     expired = _meta(expires_at_ms=NOW - 1)
-    view = machine.View(expired, {"p": ProducerState(0, 3), "q": ProducerState(1, 0)})
+    view = machine.View(expired, {"p": ProducerPosition(0, 3), "q": ProducerPosition(1, 0)})
     write = _write(machine.create(view, _create(), NOW, 2))
     assert write.forget == ("p", "q")
     assert write.state is not None
@@ -193,7 +192,7 @@ def test_a_close_without_data_keeps_the_tail() -> None:
 
 
 def test_a_closed_stream_takes_only_repeats() -> None:
-    closed = machine.View(_meta(closed=True), {"p": ProducerState(0, 4)})
+    closed = machine.View(_meta(closed=True), {"p": ProducerPosition(0, 4)})
     again = _done(machine.append(closed, _append(b"", None, close=True), NOW))
     assert again == Appended(closed.stream, appended=False)  # type: ignore[arg-type]
     step = machine.append(closed, _append(b"more"), NOW)
@@ -202,13 +201,13 @@ def test_a_closed_stream_takes_only_repeats() -> None:
     assert step.error.headers == {"Stream-Closed": "true", "Stream-Next-Offset": encode(20)}
     retry = _done(machine.append(closed, _append(b"x", producer=_producer(0, 4)), NOW))
     assert isinstance(retry, Appended)
-    assert retry.producer == ProducerState(0, 4)
+    assert retry.producer == ProducerPosition(0, 4)
     zombie = machine.append(closed, _append(b"x", producer=_producer(0, 5)), NOW)
     assert _refusal(zombie) is ErrorCode.STREAM_CLOSED
 
 
 def test_a_stale_epoch_on_a_closed_stream_is_forbidden() -> None:
-    closed = machine.View(_meta(closed=True), {"p": ProducerState(3, 4)})
+    closed = machine.View(_meta(closed=True), {"p": ProducerPosition(3, 4)})
     step = machine.append(closed, _append(b"x", producer=_producer(2, 0)), NOW)
     assert _refusal(step) is ErrorCode.STALE_PRODUCER_EPOCH
 
@@ -304,18 +303,18 @@ def test_an_append_carries_the_streams_fencing_token(
 
 
 def test_a_fenced_stream_refuses_a_stale_writers_retry_and_closure() -> None:
-    fenced = machine.View(_meta(fencing_token="new", closed=True), {"p": ProducerState(0, 3)})
+    fenced = machine.View(_meta(fencing_token="new", closed=True), {"p": ProducerPosition(0, 3)})
     retry = _append(producer=_producer(0, 3), fencing_token="old")
     assert _refusal(machine.append(fenced, retry, NOW)) is ErrorCode.FENCING_TOKEN_MISMATCH
 
 
 def test_producers_are_accepted_in_sequence_and_repeats_are_answered_without_writing() -> None:
-    view = machine.View(_meta(), {"p": ProducerState(1, 4)})
+    view = machine.View(_meta(), {"p": ProducerPosition(1, 4)})
     write = _write(machine.append(view, _append(producer=_producer(1, 5)), NOW))
-    assert write.producer == ("p", ProducerState(1, 5))
+    assert write.producer == ("p", ProducerPosition(1, 5))
     assert write.stamp == _producer(1, 5)
     duplicate = _done(machine.append(view, _append(producer=_producer(1, 3)), NOW))
-    assert duplicate == Appended(_meta(), False, ProducerState(1, 4))
+    assert duplicate == Appended(_meta(), False, ProducerPosition(1, 4))
     gap = machine.append(view, _append(producer=_producer(1, 7)), NOW)
     assert _refusal(gap) is ErrorCode.PRODUCER_SEQUENCE_GAP
     assert isinstance(gap, machine.Refused)
@@ -325,7 +324,7 @@ def test_producers_are_accepted_in_sequence_and_repeats_are_answered_without_wri
     bumped = machine.append(view, _append(producer=_producer(2, 1)), NOW)
     assert _refusal(bumped) is ErrorCode.INVALID_PRODUCER_EPOCH
     fresh = _write(machine.append(view, _append(producer=_producer(2, 0)), NOW))
-    assert fresh.producer == ("p", ProducerState(2, 0))
+    assert fresh.producer == ("p", ProducerPosition(2, 0))
 
 
 def test_a_new_producer_starts_at_seq_zero() -> None:
@@ -336,7 +335,7 @@ def test_a_new_producer_starts_at_seq_zero() -> None:
 
 
 def test_a_duplicate_is_recognised_before_stream_seq() -> None:
-    view = machine.View(_meta(last_seq="9"), {"p": ProducerState(0, 0)})
+    view = machine.View(_meta(last_seq="9"), {"p": ProducerPosition(0, 0)})
     retry = machine.append(view, _append(seq="9", producer=_producer(0, 0)), NOW)
     assert isinstance(_done(retry), Appended)
 
@@ -414,7 +413,7 @@ def test_accesses_in_any_order_leave_the_latest_and_never_shorten_a_life(
 
 
 def test_against_a_pending_state_only_writes_with_data_are_decided() -> None:
-    pending = machine.View(_meta(), {"p": ProducerState(0, 1)}, pending=True)
+    pending = machine.View(_meta(), {"p": ProducerPosition(0, 1)}, pending=True)
     _write(machine.append(pending, _append(), NOW))
     assert machine.append(pending, _append(b""), NOW) is machine.SETTLE  # a refusal
     assert machine.append(pending, _append(producer=_producer(0, 1)), NOW) is machine.SETTLE
@@ -428,7 +427,7 @@ def test_against_a_pending_state_only_writes_with_data_are_decided() -> None:
 
 
 def test_delete_writes_a_control_record_and_forgets_the_stream_and_its_producers() -> None:
-    view = machine.View(_meta(), {"p": ProducerState(0, 0)})
+    view = machine.View(_meta(), {"p": ProducerPosition(0, 0)})
     write = _write(machine.delete(view, "s", NOW))
     assert write.entries == (ControlEvent.DELETE,)
     assert write.forget == ("p",)
@@ -550,7 +549,7 @@ def test_a_fork_across_buckets_created_again_names_the_same_source_bucket() -> N
 
 
 def test_a_stream_with_live_forks_is_soft_deleted_and_then_gone() -> None:
-    view = machine.View(_meta(), {"p": ProducerState(0, 0)}, forks=1)
+    view = machine.View(_meta(), {"p": ProducerPosition(0, 0)}, forks=1)
     write = _write(machine.delete(view, "s", NOW))
     assert write.state is not None
     assert write.state.soft_deleted
@@ -632,10 +631,10 @@ class _Log:
     """A driver without I/O: decides each command, queues writes, and commits them in order."""
 
     stream: StreamMeta | None = None
-    producers: dict[str, ProducerState] = field(default_factory=dict)
+    producers: dict[str, ProducerPosition] = field(default_factory=dict)
     pending: list[machine.Write] = field(default_factory=list)
     pending_state: StreamMeta | None = None
-    pending_producers: dict[str, ProducerState] = field(default_factory=dict)
+    pending_producers: dict[str, ProducerPosition] = field(default_factory=dict)
     offset: int = 0
     tails: list[int] = field(default_factory=list)
     accepted: list[tuple[str, int, int]] = field(default_factory=list)

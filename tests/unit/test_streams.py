@@ -30,7 +30,7 @@ from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import Appended, Created, CreateStream, Read
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import BEGINNING, ReadFrom
-from adapter.protocol.producers import ProducerState
+from adapter.protocol.producers import ProducerPosition
 from adapter.service.hub import LiveHub
 from adapter.service.reads import ReadPath
 from adapter.service.records import write_records
@@ -147,7 +147,7 @@ class _Model:
     topic: str
     partition: int
     meta: StreamMeta | None = None
-    producers: dict[str, ProducerState] = field(default_factory=dict)
+    producers: dict[str, ProducerPosition] = field(default_factory=dict)
     messages: list[tuple[int, bytes]] = field(default_factory=list)  # (offset, body)
 
     def decide(self, command: Command) -> machine.Step:

@@ -23,7 +23,9 @@ from topology.wire import (
     decode_token,
     encode_token,
     header_value,
+    housed_key,
     is_control,
+    owner_of_key,
     stream_key,
 )
 
@@ -131,3 +133,10 @@ def _loaded_after(statement: str) -> set[str]:
 )
 def test_readers_of_the_format_load_no_kafka_client_or_http_server(statement: str) -> None:
     assert _loaded_after(statement) == set()
+
+
+def test_a_fork_housed_in_another_buckets_topic_is_keyed_with_its_own_bucket() -> None:
+    assert housed_key("shop", "a/b", None) == "a/b"
+    assert housed_key("shop", "a/b", "src") == "shop//a/b"
+    assert owner_of_key("src", "shop//a/b") == ("shop", "a/b")
+    assert owner_of_key("src", "a/b") == ("src", "a/b")  # one of the topic's own streams

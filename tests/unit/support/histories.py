@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from adapter.protocol.commands import Append, CreateStream, StreamRef
-from adapter.protocol.headers import ProducerHeaders
+from topology.wire import ProducerStamp
 
 REF = StreamRef("bucket", "s")
 TEXT = "text/plain"
@@ -28,7 +28,7 @@ Command = Append | CreateStream | None
 
 
 def drawn_append(
-    body: bytes, close: bool, seq: str | None, producer: ProducerHeaders | None
+    body: bytes, close: bool, seq: str | None, producer: ProducerStamp | None
 ) -> Append:
     """An append as drawn: a body has a Content-Type, an empty one has none."""
     return append(body, TEXT if body else None, close=close, seq=seq, producer=producer)
@@ -40,7 +40,7 @@ APPENDS = st.builds(
     st.integers(0, 9).map(lambda n: n == 0),  # a closed stream takes little: close rarely
     st.none() | st.integers(0, 6).map(lambda n: f"{n:02d}"),
     st.none()
-    | st.builds(ProducerHeaders, st.sampled_from(["p", "q"]), st.integers(0, 2), st.integers(0, 4)),
+    | st.builds(ProducerStamp, st.sampled_from(["p", "q"]), st.integers(0, 2), st.integers(0, 4)),
 )
 # Each command with how many records of other streams share the partition before it.
 STEPS = st.tuples(

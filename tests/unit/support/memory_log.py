@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from adapter.log.batches import committed, expired, unbroken
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
-from adapter.log.reader import Position, ReadLimits, ReadRequest, ReadResult, TimeFound
+from adapter.log.reader import ReadLimits, ReadRequest, ReadResult, RecordPosition, TimeFound
 from adapter.log.writer import LEARNING_MESSAGE, Record, StateEntry, WriteBatch, WriterLimits
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.state.catalog import Catalog
@@ -215,7 +215,7 @@ class MemoryReader:
         self.limits = limits
         self.reads = 0
 
-    async def positions(self, request: ReadRequest) -> tuple[list[Position], ReadResult]:
+    async def positions(self, request: ReadRequest) -> tuple[list[RecordPosition], ReadResult]:
         raise NotImplementedError("the histories draw no reads by time")
 
     async def held_since(self, topic: str, partition: int, timestamp_ms: int) -> TimeFound:
