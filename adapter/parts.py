@@ -128,7 +128,9 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     """Every part of one instance (`siblings`: the sibling workers' advertised URLs and Unix
     sockets, see adapter/workers.py), each built after the parts it calls."""
     _warn_of_test_faults(settings)
-    running, readiness = Running(), Readiness([*CHECKS, health.SERVING])
+    # A part's close may wait out in-flight commits (one Kafka timeout) and then its own calls.
+    running = Running(close_budget_s=3 * settings.kafka_timeout_s)
+    readiness = Readiness([*CHECKS, health.SERVING])
     kafka = kafka_access(settings)
     admin = TopologyAdmin(
         kafka, topic_layout(settings), settings.kafka_timeout_s, topic_policy(settings)

@@ -6,7 +6,9 @@ returned) is logged and makes serving impossible (`fatal`: the process exits 1),
 anything else passed to `fail` (a dead slot writer or ownership thread). Closing cancels and
 awaits the tasks where they were registered among the parts, and closes every part even when
 one of them fails to close (that failure is logged): a failed close must not leave the
-instance's Kafka clients, threads or files open behind it.
+instance's Kafka clients, threads or files open behind it. Each close has `close_budget_s`: one
+that takes longer (a Kafka call that never answers, a task that does not end when cancelled)
+is logged and left, and the next part closes, so a shutdown always ends.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ Close = Callable[[], Awaitable[None] | None]
 class Running:
     """The parts one instance started (closed in reverse) and its background tasks."""
 
-    def __init__(self) -> None:
+    def __init__(self, close_budget_s: float = 30.0) -> None:
+        self.close_budget_s = close_budget_s
         self._started: list[tuple[str, Close]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._fatal: asyncio.Future[BaseException] | None = None
@@ -65,7 +68,7 @@ class Running:
         """Close every part started, the last started first."""
         while self._started:
             name, close = self._started.pop()
-            await _closed(name, close)
+            await _closed(name, close, self.close_budget_s)
 
     def _ended(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -78,12 +81,15 @@ class Running:
         self.fail(error)
 
 
-async def _closed(name: str, close: Close) -> None:
-    """Close one part; its failure is logged, never raised: the others close anyway."""
+async def _closed(name: str, close: Close, budget_s: float) -> None:
+    """Close one part within `budget_s`; its failure is logged, never raised: the others
+    close anyway."""
     try:
         closing = close()
         if inspect.isawaitable(closing):
-            await closing
+            await asyncio.wait_for(closing, budget_s)
+    except TimeoutError:
+        log.error("closing %s did not finish within %.0f s; going on", name, budget_s)
     except asyncio.CancelledError:
         raise
     except Exception:

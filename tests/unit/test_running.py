@@ -88,3 +88,18 @@ async def test_close_cancels_and_awaits_the_tasks_in_their_place() -> None:
     assert order == ["writers", "task ended", "follower"]
     assert task.cancelled()
     assert not running.fatal.done()  # a task cancelled at close is no failure
+
+
+async def test_a_close_that_never_ends_is_left_after_its_budget_and_the_next_closes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    running, closed = Running(close_budget_s=0.05), []
+
+    async def stuck() -> None:
+        await asyncio.Event().wait()  # a Kafka call that never answers
+
+    running.started("catalog", lambda: closed.append("catalog"))
+    running.started("slot writers", stuck)
+    await asyncio.wait_for(running.close(), 5)
+    assert closed == ["catalog"]
+    assert "closing slot writers did not finish within 0 s" in caplog.text
