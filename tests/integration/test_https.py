@@ -12,15 +12,18 @@ import signal
 import socket
 import ssl
 import subprocess
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import aiohttp
 import httpx
 import pytest
-from durable_streams import DurableStream
+from durable_streams import DurableStream, DurableStreamError
 
 from devstack.process import free_port
 from tests.adapter_process import SCRIPT, adapter_pid, running_adapter, worker_urls
@@ -88,14 +91,31 @@ def served(kafka_bootstrap: str, tmp_path: Path, ca: TestCA, workers: int) -> It
         yield Served(url, port, ca, pair, log)
 
 
+T = TypeVar("T")
+
+
+def _retried(call: Callable[[], T]) -> T:
+    """`call`, again after a 503 (which writes nothing), as a client is told to: right after
+    start the workers may still be dividing the write slots, and this client does not retry."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return call()
+        except DurableStreamError as error:
+            if error.status != 503 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 @WORKERS
 def test_the_python_client_appends_and_reads_over_https(served: Served) -> None:
     with httpx.Client(verify=served.client_context(), timeout=30) as client:
         for name in STREAMS:
             url = f"{served.url}/v1/stream/{name}"
-            stream = DurableStream.create(url, content_type="application/json", client=client)
+            create = partial(DurableStream.create, url, content_type="application/json")
+            stream = _retried(partial(create, client=client))
             for i in range(3):
-                stream.append({"stream": name, "i": i})
+                _retried(partial(stream.append, {"stream": name, "i": i}))
             with stream.stream(offset="-1", live=False) as response:
                 assert response.read_json() == [{"stream": name, "i": i} for i in range(3)]
     with pytest.raises(httpx.ConnectError), httpx.Client(timeout=5) as untrusting:
