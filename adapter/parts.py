@@ -23,6 +23,7 @@ from adapter.log.mount_reader import SPARSE_FETCH_BYTES
 from adapter.log.mount_writer import MountWriter, Transactions
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.scanner import PartitionScanner
+from adapter.log.turns import Turns
 from adapter.log.writer import WriterLimits
 from adapter.metrics import Metrics
 from adapter.objects.base import ObjectStore
@@ -273,6 +274,7 @@ def _slot_writers(
         on_timing=metrics.kafka_timing,
         on_change=membership.report,
         on_failure=running.fail,
+        turns=Turns(settings.transactions_at_once),
     )
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from adapter.log.errors import LogUnavailable, Retriable
 from adapter.log.faults import WriterFaults
+from adapter.log.turns import Turns
 from adapter.log.writer import (
     GuessCounts,
     LogWriter,
@@ -63,8 +64,10 @@ class SlotWriters:
         on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
         on_change: Callable[[], None] = lambda: None,
         on_failure: Callable[[BaseException], None] = lambda _error: None,
+        turns: Turns | None = None,
     ) -> None:
         self.kafka = kafka
+        self._turns = turns or Turns(0)  # shared by the writers: transactions at once
         self.prefix = kafka.prefix
         # Why the last slot that failed to initialise did (an ACL refusal names what it
         # refused): `/readyz` shows it until a slot initialises.
@@ -180,6 +183,7 @@ class SlotWriters:
             on_state_written=self._on_state_written,
             on_state_settled=self._on_state_settled,
             on_timing=self._on_timing,
+            turns=self._turns,
         )
         task: asyncio.Task[None] | None = None
         try:

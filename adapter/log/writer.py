@@ -8,7 +8,9 @@ tails, so data and metadata go in one round trip (`adapter/log/tails.py`); other
 tells them before the metadata is written. A transaction costs about the same whatever it
 holds, so throughput comes from batching; a request waits for exactly the commit that holds
 its records. What a transaction takes, how long a batch may wait and how much may wait are
-bounded (`adapter/log/batching.py`), so no request or flood overflows librdkafka's queue.
+bounded (`adapter/log/batching.py`), so no request or flood overflows librdkafka's queue. The
+writers of one instance take turns (`adapter/log/turns.py`): a slot waiting for its turn
+gathers more batches into its next transaction.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.log.faults import WriterFaults as WriterFaults  # re-exported for its importers
 from adapter.log.outcomes import Probe
 from adapter.log.tails import PartitionTails
+from adapter.log.turns import Turns
 from topology.kafka_client import KafkaAccess, denied, serve_callbacks
 
 log = logging.getLogger(__name__)
@@ -72,8 +75,11 @@ class LogWriter:
         on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
         on_state_settled: Callable[[list[StateWritten], bool], None] = lambda _s, _a: None,
         on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
+        turns: Turns | None = None,
     ) -> None:
         self.limits = settings
+        # Shared by the instance's writers: how many write a transaction at once.
+        self._turns = turns or Turns(0)
         self.bounds = batching.policy(settings.max_message_bytes, settings.timeout_s)
         self.transactional_id = transactional_id
         self._may_reinit = may_reinit
@@ -153,20 +159,25 @@ class LogWriter:
                 await self._learn_on(self._open)
                 continue
             await self._arrived.wait()
-            taken = self._queue.take(asyncio.get_running_loop().time())
-            expired(taken.expired)
-            batches = unbroken(taken.batches)
-            if not len(self._queue):
-                self._arrived.clear()
-            if not batches:
-                self._settle_idle()
-                continue
-            self._committing = True
-            try:
-                await self._write(batches)
-            finally:
-                self._committing = False
-                self._settle_idle()
+            async with self._turns.turn():  # what arrives meanwhile joins this transaction
+                await self._take_and_write()
+
+    async def _take_and_write(self) -> None:
+        """One transaction of every batch waiting that fits it (none if none is left)."""
+        taken = self._queue.take(asyncio.get_running_loop().time())
+        expired(taken.expired)
+        batches = unbroken(taken.batches)
+        if not len(self._queue):
+            self._arrived.clear()
+        if not batches:
+            self._settle_idle()
+            return
+        self._committing = True
+        try:
+            await self._write(batches)
+        finally:
+            self._committing = False
+            self._settle_idle()
 
     async def _write(self, batches: list[WriteBatch]) -> None:
         """One transaction of the batches; each one's future gets its outcome."""
