@@ -110,7 +110,7 @@ class Settings:
     tier_interval_ms: int = 30_000
     tier_cache_bytes: int = 64 * 1024 * 1024
     write_slots: int = 8
-    transactions_at_once: int = 4
+    concurrent_transactions: int = 4
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
     instance_id: str = ""
@@ -295,7 +295,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "tier_interval_ms": ("tier", "interval_ms"),
     "tier_cache_bytes": ("tier", "cache_bytes"),
     "write_slots": ("cluster", "write_slots"),
-    "transactions_at_once": ("cluster", "transactions_at_once"),
+    "concurrent_transactions": ("cluster", "concurrent_transactions"),
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
     "instance_id": ("cluster", "instance_id"),
@@ -573,8 +573,8 @@ def validate(settings: Settings) -> None:
         (settings.tier_cache_bytes >= 0, "tier_cache_bytes must be >= 0"),
         (1 <= settings.write_slots <= 1024, "write_slots must be in 1..1024"),
         (
-            0 <= settings.transactions_at_once <= 1024,
-            "transactions_at_once must be in 0..1024",
+            0 <= settings.concurrent_transactions <= 1024,
+            "concurrent_transactions must be in 0..1024",
         ),
         (
             not settings.advertise_url or bool(_ADVERTISE.match(settings.advertise_url)),

@@ -274,7 +274,7 @@ def _slot_writers(
         on_timing=metrics.kafka_timing,
         on_change=membership.report,
         on_failure=running.fail,
-        turns=Turns(settings.transactions_at_once),
+        turns=Turns(settings.concurrent_transactions),
     )
 
 
