@@ -17,6 +17,12 @@ async def _hold(turns: Turns, name: str, log: list[str], release: asyncio.Event)
         log.append(f"-{name}")
 
 
+def _holder(turns: Turns, name: str, log: list[str]) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """A slot that takes a turn and holds it until its event is set."""
+    release = asyncio.Event()
+    return asyncio.create_task(_hold(turns, name, log, release)), release
+
+
 async def _settle() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
@@ -43,13 +49,12 @@ async def test_no_more_than_the_limit_hold_a_turn_and_the_next_waits_in_order() 
 
 async def test_a_turn_freed_is_not_taken_by_a_newcomer_ahead_of_a_waiter() -> None:
     turns, log = Turns(1, patience_s=60), list[str]()
-    first, second, third = asyncio.Event(), asyncio.Event(), asyncio.Event()
-    holding = asyncio.create_task(_hold(turns, "a", log, first))
+    holding, first = _holder(turns, "a", log)
     await _settle()
-    waiting = asyncio.create_task(_hold(turns, "b", log, second))
+    waiting, second = _holder(turns, "b", log)
     await _settle()
     first.set()
-    newcomer = asyncio.create_task(_hold(turns, "c", log, third))
+    newcomer, third = _holder(turns, "c", log)
     await _settle()
     assert log == ["+a", "-a", "+b"]
     assert turns.running == 1
@@ -63,10 +68,9 @@ async def test_a_turn_freed_is_not_taken_by_a_newcomer_ahead_of_a_waiter() -> No
 async def test_a_slot_that_waited_its_patience_goes_anyway() -> None:
     """A transaction stuck on a moving partition leader must not stop the other slots."""
     turns, log = Turns(1, patience_s=0.05), list[str]()
-    stuck, other = asyncio.Event(), asyncio.Event()
-    holding = asyncio.create_task(_hold(turns, "stuck", log, stuck))
+    holding, stuck = _holder(turns, "stuck", log)
     await _settle()
-    going = asyncio.create_task(_hold(turns, "other", log, other))
+    going, other = _holder(turns, "other", log)
     await asyncio.sleep(0.2)
     assert log == ["+stuck", "+other"]
     assert turns.running == 2
@@ -77,13 +81,12 @@ async def test_a_slot_that_waited_its_patience_goes_anyway() -> None:
     assert turns.running == 0
 
 
-async def test_a_waiter_cancelled_leaves_the_queue_and_a_handed_turn_passes_on() -> None:
+async def test_a_waiter_cancelled_leaves_the_queue() -> None:
     turns, log = Turns(1, patience_s=60), list[str]()
-    first, never, last = asyncio.Event(), asyncio.Event(), asyncio.Event()
-    holding = asyncio.create_task(_hold(turns, "a", log, first))
+    holding, first = _holder(turns, "a", log)
     await _settle()
-    cancelled = asyncio.create_task(_hold(turns, "b", log, never))
-    waiting = asyncio.create_task(_hold(turns, "c", log, last))
+    cancelled, _never = _holder(turns, "b", log)
+    waiting, last = _holder(turns, "c", log)
     await _settle()
     cancelled.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -98,10 +101,9 @@ async def test_a_waiter_cancelled_leaves_the_queue_and_a_handed_turn_passes_on()
 
 async def test_a_turn_handed_to_a_waiter_cancelled_at_that_moment_goes_to_the_next() -> None:
     turns, log = Turns(1, patience_s=60), list[str]()
-    never, last = asyncio.Event(), asyncio.Event()
     async with turns.turn():
-        handed = asyncio.create_task(_hold(turns, "b", log, never))
-        waiting = asyncio.create_task(_hold(turns, "c", log, last))
+        handed, _never = _holder(turns, "b", log)
+        waiting, last = _holder(turns, "c", log)
         await _settle()
     handed.cancel()  # in the same step as the turn ending: b was handed it, and never ran
     with pytest.raises(asyncio.CancelledError):
