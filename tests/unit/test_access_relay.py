@@ -13,6 +13,7 @@ from adapter.cluster.routing import Forward, Local, Moving, Route, Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.writer import StateEntry, WriterLimits
 from adapter.protocol.model import StreamMeta
+from adapter.tasks import Tasks
 from topology.kafka_client import KafkaAccess
 
 KEY = ("_default", "s")
@@ -30,8 +31,10 @@ def _relay(entries: int = 10_000) -> AccessRelay:
         catch_up=_nothing,
         may_reinit=lambda _slot: False,
         announce=_never,
+        tasks=Tasks(),
     )
-    return AccessRelay(Router(writers, lambda _slot: OWNER, "http://10.0.0.1:4437"), (), entries)
+    router = Router(writers, lambda _slot: OWNER, "http://10.0.0.1:4437")
+    return AccessRelay(router, Tasks(), (), entries)
 
 
 async def _nothing() -> None:
