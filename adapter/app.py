@@ -111,7 +111,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app.on_response_prepare.append(echo_request_id)
     _hand_parts(app, parts)
     add_routes(app, settings, parts)
-    app.cleanup_ctx.append(partial(_lifecycle, keys=jwks_refresh(settings, gate, Tasks())))
+    app.cleanup_ctx.append(partial(_lifecycle, jwks=jwks_refresh(settings, gate, Tasks())))
     return app
 
 
@@ -181,7 +181,7 @@ async def readiness_gate(request: web.Request, handler: Handler) -> web.StreamRe
     raise ProtocolError(ErrorCode.NOT_READY, "the catalog is still being loaded from Kafka")
 
 
-async def _lifecycle(app: web.Application, keys: JwksRefresh | None) -> AsyncIterator[None]:
+async def _lifecycle(app: web.Application, jwks: JwksRefresh | None) -> AsyncIterator[None]:
     """Start the parts (the supervisor loads the state, then joins the owners' group), and
     close them in reverse at shutdown."""
     settings, parts = app[SETTINGS], app[PARTS]
@@ -200,8 +200,8 @@ async def _lifecycle(app: web.Application, keys: JwksRefresh | None) -> AsyncIte
         folder=guard,
     )
     running.spawn(supervisor.run(), "supervisor")
-    if keys is not None:
-        await running.start("JWKS refresh", keys)
+    if jwks is not None:
+        await running.start("JWKS refresh", jwks)
     yield
     await running.close()
 
