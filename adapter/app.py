@@ -1,4 +1,5 @@
-"""The app factory: the routes and middlewares over the parts, and their start and close."""
+"""The app factory: the routes and middlewares over the parts, and their lifecycle: each part
+started in order (those open from their construction first), all closed in reverse."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from functools import partial
 
 from aiohttp import web
@@ -28,7 +30,7 @@ from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.compression import compression_middleware
 from adapter.http.connections import CONNECTION_LIMITS, ConnectionLimits
-from adapter.http.credentials import build_gate, jwks_refresher
+from adapter.http.credentials import JwksRefresh, build_gate, jwks_refresh
 from adapter.http.encoding import (
     RAW_BODIES,
     content_encoding_middleware,
@@ -36,7 +38,7 @@ from adapter.http.encoding import (
 )
 from adapter.http.forward import COORDINATOR, UNANSWERED, forwarding_middleware
 from adapter.http.hosts import allowed_hosts, host_middleware
-from adapter.http.keys import BUCKETS, LIVE_LIMITS, MOUNTED, MOUNTS, SNAPSHOTS, STREAMS
+from adapter.http.keys import BUCKETS, FANOUT, LIVE_LIMITS, MOUNTED, MOUNTS, SNAPSHOTS, STREAMS
 from adapter.http.live import LiveLimits
 from adapter.http.malformed import PARSER_LIMITS
 from adapter.http.observe import METRICS, echo_request_id, observe_middleware
@@ -47,11 +49,12 @@ from adapter.http.request_checks import defer_continue, request_checks_middlewar
 from adapter.http.security import CORS, CorsPolicy, cors_middleware
 from adapter.parts import Parts, build_parts, report_tier
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.running import Close
+from adapter.running import Part
 from adapter.service.fork_gc import sweep_forever
 from adapter.service.seeking import Seeker
 from adapter.state.follower import MetaFollower
 from adapter.supervisor import CATALOG, Durability, Supervisor
+from adapter.tasks import Tasks
 from topology.admin import TopologyAdmin
 from topology.naming import owners_group
 
@@ -108,9 +111,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app.on_response_prepare.append(echo_request_id)
     _hand_parts(app, parts)
     add_routes(app, settings, parts)
-    app.cleanup_ctx.append(_lifecycle)
-    if settings.auth_mode == "jwt" and settings.auth_jwt_jwks_url:
-        app.cleanup_ctx.append(jwks_refresher(settings.auth_jwt_jwks_url))
+    app.cleanup_ctx.append(partial(_lifecycle, jwks=jwks_refresh(settings, gate, Tasks())))
     return app
 
 
@@ -127,6 +128,7 @@ def _hand_parts(app: web.Application, parts: Parts) -> None:
     app[COORDINATOR] = parts.coordinator
     app[PEERS] = parts.peers
     app[UNANSWERED] = parts.unanswered
+    app[FANOUT] = parts.fanout
     app[health.READINESS] = parts.readiness
     parts.readiness.set(health.SERVING, True, "accepting requests")
 
@@ -157,11 +159,18 @@ async def checkpoint_forever(follower: MetaFollower, every_s: float) -> None:
             logging.getLogger(__name__).warning("saving the catalog's checkpoint: %s", error)
 
 
-def _checkpoint(follower: MetaFollower) -> None:
-    try:
-        follower.checkpoint()
-    except sqlite3.Error as error:  # the file is an index: the next start can rebuild it
-        logging.getLogger(__name__).warning("saving the catalog's checkpoint: %s", error)
+@dataclass(frozen=True)
+class _Checkpoint:
+    """Saves the catalog's file with the follower's positions when it closes, so the next
+    start resumes there."""
+
+    follower: MetaFollower
+
+    def close(self) -> None:
+        try:
+            self.follower.checkpoint()
+        except sqlite3.Error as error:  # the file is an index: the next start can rebuild it
+            logging.getLogger(__name__).warning("saving the catalog's checkpoint: %s", error)
 
 
 @web.middleware
@@ -172,17 +181,15 @@ async def readiness_gate(request: web.Request, handler: Handler) -> web.StreamRe
     raise ProtocolError(ErrorCode.NOT_READY, "the catalog is still being loaded from Kafka")
 
 
-async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
+async def _lifecycle(app: web.Application, jwks: JwksRefresh | None) -> AsyncIterator[None]:
     """Start the parts (the supervisor loads the state, then joins the owners' group), and
     close them in reverse at shutdown."""
     settings, parts = app[SETTINGS], app[PARTS]
     running = parts.running
     app[FATAL] = running.fatal
     report_tier(parts.readiness, parts.tiering)
-    for name, close in _opened_at_build(parts):
-        running.started(name, close)
-    running.started("background tasks", running.stop_tasks)
-    running.started("slot writers", parts.writers.close)
+    for name, part in _opened_at_build(parts):
+        running.opened(name, part)
     guard = folder_guard(settings, parts)
     supervisor = Supervisor(
         parts.admin,
@@ -193,26 +200,33 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         folder=guard,
     )
     running.spawn(supervisor.run(), "supervisor")
+    if jwks is not None:
+        await running.start("JWKS refresh", jwks)
     yield
     await running.close()
 
 
-def _opened_at_build(parts: Parts) -> list[tuple[str, Close]]:
-    """The parts that hold clients, threads or files from their construction, in the order
-    they close last first: the catalog's file closes last, after everything that writes it."""
+def _opened_at_build(parts: Parts) -> list[tuple[str, Part]]:
+    """The parts that hold clients, threads, files or tasks from their construction, in the
+    order they close last first: the catalog's file closes last, after everything that writes
+    it; the slot writers first (after the slot ownership started later), so in-flight commits
+    finish while everything they use is open."""
     mounted = parts.mounted
     return [
-        ("catalog", parts.catalog.close),
-        ("partition scanner", parts.scanner.close),
-        ("log reader", parts.reader.close),
-        ("mount transactions", mounted.transactions.close),
-        ("sparse reader", mounted.sparse_reader.close),
-        ("mount writer", mounted.writer.close),
-        ("mount indexes", mounted.indexes.close),
-        ("meta follower", parts.follower.close),
-        ("catalog checkpoint", partial(_checkpoint, parts.follower)),  # the next start resumes
-        ("peer clients", parts.peers.close),
-        ("access relay", parts.relay.close),  # its tellings use the clients closed after it
+        ("catalog", parts.catalog),
+        ("partition scanner", parts.scanner),
+        ("log reader", parts.reader),
+        ("mount transactions", mounted.transactions),
+        ("sparse reader", mounted.sparse_reader),
+        ("mount writer", mounted.writer),
+        ("mount indexes", mounted.indexes),
+        ("meta follower", parts.follower),
+        ("catalog checkpoint", _Checkpoint(parts.follower)),  # the next start resumes there
+        ("peer clients", parts.peers),
+        ("access relay", parts.relay),  # its tellings use the clients closed after it
+        ("SSE fan-out", parts.fanout),  # its deliveries read through the readers
+        ("background tasks", parts.running.tasks),
+        ("slot writers", parts.writers),
     ]
 
 
@@ -236,9 +250,8 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
     if settings.catalog_checkpoint_ms:
         every_s = settings.catalog_checkpoint_ms / 1000
         running.spawn(checkpoint_forever(parts.follower, every_s), "catalog-checkpoint")
-    parts.ownership.start()
-    # Hands every slot over (in-flight commits finish first), before the writers close.
-    running.started("slot ownership", parts.ownership.stop)
+    # Its close hands every slot over (in-flight commits finish first), before the writers'.
+    await running.start("slot ownership", parts.ownership)
     return count
 
 

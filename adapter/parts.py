@@ -4,7 +4,7 @@ construction what it calls: no part is patched after it is built."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
@@ -17,6 +17,7 @@ from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
 from adapter.http import health
 from adapter.http.peers import PeerClients
+from adapter.live.fanout import Fanout
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
 from adapter.log.mount_reader import SPARSE_FETCH_BYTES
@@ -52,6 +53,7 @@ from adapter.state.currency import ViewAge
 from adapter.state.follower import MetaFollower
 from adapter.state.store import FileStore, catalog_file_name
 from adapter.supervisor import CHECKS, OWNERSHIP, TIER
+from adapter.tasks import Tasks
 from adapter.tier.cold import ColdReader
 from adapter.tier.faults import EmptyColdReader, UnwrittenStore
 from topology.admin import TopologyAdmin
@@ -93,6 +95,7 @@ class Parts:
     relay: AccessRelay
     coordinator: Coordinator
     unanswered: UnansweredWrites
+    fanout: Fanout
 
 
 def topic_layout(settings: Settings) -> TopicLayout:
@@ -127,7 +130,8 @@ def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
 
 def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -> Parts:
     """Every part of one instance (`siblings`: the sibling workers' advertised URLs and Unix
-    sockets, see adapter/workers.py), each built after the parts it calls."""
+    sockets, see adapter/workers.py), each built after the parts it calls, and each that runs
+    tasks given a task group of its own."""
     _warn_of_test_faults(settings)
     # A part's close may wait out in-flight commits (one Kafka timeout) and then its own calls.
     running = Running(close_budget_s=3 * settings.kafka_timeout_s)
@@ -166,7 +170,9 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     bucket_service = BucketService(catalog, writers, admin, wall_clock_ms)
     store = object_store(settings)
     mounted = mounted_streams(settings, kafka, indexes, reader, hub, follower)
-    relay = AccessRelay(router, (siblings or {}).keys(), settings.owner_renewal_entries)
+    relay = AccessRelay(
+        router, part_tasks(settings), (siblings or {}).keys(), settings.owner_renewal_entries
+    )
     stream_service = StreamService(
         catalog,
         writers,
@@ -228,7 +234,15 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
             (siblings or {}).keys(),
         ),
         unanswered=unanswered_writes(settings, catalog, bucket_service, follower),
+        fanout=Fanout(stream_service, settings.sse_heartbeat_ms / 1000, part_tasks(settings)),
     )
+
+
+def part_tasks(
+    settings: Settings, on_failure: Callable[[BaseException], None] | None = None
+) -> Tasks:
+    """A part's task group: a task cancelled at close ends once its thread's Kafka call does."""
+    return Tasks(on_failure, close_budget_s=settings.kafka_timeout_s)
 
 
 def _catalog(settings: Settings) -> Catalog:
@@ -248,6 +262,7 @@ def _mount_indexes(
         settings.mount_index_positions_per_key,
         settings.kafka_timeout_s,
         on_keys=partial(_keys_indexed, hub=hub),
+        tasks=part_tasks(settings),
         index_dir=settings.mount_index_dir,
     )
 
@@ -268,12 +283,12 @@ def _slot_writers(
         catch_up=follower.caught_up,
         may_reinit=membership.confirm,
         announce=partial(owner_entry, topics, url=settings.advertised_url),
+        tasks=part_tasks(settings, on_failure=running.fail),  # a dead writer stops the process
         on_state_written=follower.wrote,
         on_state_settled=follower.settled,
         faults=writer_faults(settings),
         on_timing=metrics.kafka_timing,
         on_change=membership.report,
-        on_failure=running.fail,
         turns=Turns(settings.concurrent_transactions),
     )
 

@@ -1,14 +1,18 @@
 """What a running instance holds open: its parts, closed in the reverse of the order they
-started, and its background tasks, each started by `spawn`.
+started, and its own background tasks, each started by `spawn`.
 
-A background task runs until the instance closes: one that ends before (it raised, or
-returned) is logged and makes serving impossible (`fatal`: the process exits 1), as does
-anything else passed to `fail` (a dead slot writer or ownership thread). Closing cancels and
-awaits the tasks where they were registered among the parts, and closes every part even when
-one of them fails to close (that failure is logged): a failed close must not leave the
-instance's Kafka clients, threads or files open behind it. Each close has `close_budget_s`: one
-that takes longer (a Kafka call that never answers, a task that does not end when cancelled)
-is logged and left, and the next part closes, so a shutdown always ends.
+A part (`Part`) is anything with a `close` (sync or async); one that has something to start
+(`Starting`: join a group, begin a refresh) is started by `start`, and one that holds clients,
+threads or files from its construction is recorded by `opened`. Closing closes them last
+first, each even when another fails to close (that failure is logged): a failed close must not
+leave the instance's Kafka clients, threads or files open behind it. Each close has
+`close_budget_s`: one that takes longer (a Kafka call that never answers, a task that does not
+end when cancelled) is logged and left, and the next part closes, so a shutdown always ends.
+
+The instance's own background tasks (`tasks`, a part among the others, where it was opened)
+run until the instance closes: one that ends before (it raised, or returned) is logged and
+makes serving impossible (`fatal`: the process exits 1), as does anything else passed to `fail`
+(a dead slot writer or ownership thread).
 """
 
 from __future__ import annotations
@@ -16,12 +20,24 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable
+from typing import Protocol
+
+from adapter.tasks import Tasks, Work
 
 log = logging.getLogger(__name__)
 
-Close = Callable[[], Awaitable[None] | None]
+
+class Part(Protocol):
+    """Something an instance closes at shutdown."""
+
+    def close(self) -> Awaitable[None] | None: ...
+
+
+class Starting(Part, Protocol):
+    """A part with something to start once the instance runs."""
+
+    async def start(self) -> None: ...
 
 
 class Running:
@@ -29,9 +45,11 @@ class Running:
 
     def __init__(self, close_budget_s: float = 30.0) -> None:
         self.close_budget_s = close_budget_s
-        self._started: list[tuple[str, Close]] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._started: list[tuple[str, Part]] = []
         self._fatal: asyncio.Future[BaseException] | None = None
+        # One line each: the ends that are expected (a refusal to serve) explain themselves.
+        # Half the budget, so the tasks that did not end are named before it runs out.
+        self.tasks = Tasks(self.fail, close_budget_s / 2, tracebacks=False)
 
     @property
     def fatal(self) -> asyncio.Future[BaseException]:
@@ -45,47 +63,31 @@ class Running:
         if not self.fatal.done():
             self.fatal.set_result(error)
 
-    def started(self, name: str, close: Close) -> None:
-        """The part `name` started; `close` (sync or async) closes it."""
-        self._started.append((name, close))
+    def opened(self, name: str, part: Part) -> None:
+        """The part `name` is open (from its construction): it closes at shutdown."""
+        self._started.append((name, part))
 
-    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+    async def start(self, name: str, part: Starting) -> None:
+        """Start the part `name`; from then on it closes at shutdown."""
+        await part.start()
+        self._started.append((name, part))
+
+    def spawn(self, work: Work, name: str) -> asyncio.Task[None]:
         """Run `work` in the background until the instance closes."""
-        task = asyncio.create_task(work, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._ended)
-        return task
-
-    async def stop_tasks(self) -> None:
-        """Cancel every background task and wait for it to end (their outcome is in `fatal`)."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks)
+        return self.tasks.spawn(work, name)
 
     async def close(self) -> None:
         """Close every part started, the last started first."""
         while self._started:
-            name, close = self._started.pop()
-            await _closed(name, close, self.close_budget_s)
-
-    def _ended(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if task.cancelled():
-            return
-        error = task.exception() or RuntimeError(f"{task.get_name()} stopped")
-        # One line: the ends that are expected (a refusal to serve) were explained already.
-        log.error("background task %s ended: %s", task.get_name(), error)
-        log.debug("background task %s ended", task.get_name(), exc_info=error)
-        self.fail(error)
+            name, part = self._started.pop()
+            await _closed(name, part, self.close_budget_s)
 
 
-async def _closed(name: str, close: Close, budget_s: float) -> None:
+async def _closed(name: str, part: Part, budget_s: float) -> None:
     """Close one part within `budget_s`; its failure is logged, never raised: the others
     close anyway."""
     try:
-        closing = close()
+        closing = part.close()
         if inspect.isawaitable(closing):
             await asyncio.wait_for(closing, budget_s)
     except TimeoutError:

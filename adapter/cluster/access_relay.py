@@ -32,6 +32,7 @@ from typing import Any
 
 from adapter.cluster.routing import Forward, Route, Router
 from adapter.protocol.model import StreamMeta
+from adapter.tasks import Kind, Tasks
 
 # Asks the instance at a URL for the stream as the reader asked here: an access there.
 Reader = Callable[[str], Coroutine[Any, Any, None]]
@@ -67,6 +68,7 @@ class AccessRelay:
     def __init__(
         self,
         router: Router,
+        tasks: Tasks,
         siblings: Collection[str] = (),
         entries: int = DEFAULT_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
@@ -76,7 +78,7 @@ class AccessRelay:
         self._entries = entries
         self._clock = clock
         self._told: OrderedDict[tuple[str, str], _Told] = OrderedDict()  # oldest read first
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = tasks  # the tellings running (jobs: one that fails is told by the next read)
 
     def read(self, meta: StreamMeta, slot: int, reader: Reader) -> None:
         """A read of `meta` (in write slot `slot`) was served here by `reader`: its owner is
@@ -98,7 +100,7 @@ class AccessRelay:
             if told is not None and told.later is not None:
                 told.later.cancel()  # told now instead
             self._told[key] = _Told(now, every)
-            self._start(tell)
+            self._start(key, tell)
         elif told.later is None:
             told.later = asyncio.get_running_loop().call_later(
                 told.at + every - now, self._due, key
@@ -113,32 +115,28 @@ class AccessRelay:
 
     def pending(self) -> int:
         """Tellings running or waiting for their quarter to end."""
-        return len(self._tasks) + sum(1 for t in self._told.values() if t.later is not None)
+        return len(self.tasks) + sum(1 for t in self._told.values() if t.later is not None)
 
     async def close(self) -> None:
         for told in self._told.values():
             if told.later is not None:
                 told.later.cancel()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.tasks.close()
 
     def _due(self, key: tuple[str, str]) -> None:
         told = self._told[key]
         self._told[key] = _Told(self._clock(), told.every)
         if told.waiting is not None:
-            self._start(told.waiting)
+            self._start(key, told.waiting)
 
-    def _start(self, tell: Tell) -> None:
-        task = asyncio.get_running_loop().create_task(tell())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _start(self, key: tuple[str, str], tell: Tell) -> None:
+        self.tasks.spawn(tell(), f"tell-{key[0]}/{key[1]}", Kind.JOB)
 
     def _forget_oldest(self) -> None:
         """Past `entries` streams, forget the one read longest ago; a read of it that waits
         for its quarter's end is told now, so no read goes untold."""
         while len(self._told) > self._entries:
-            _, told = self._told.popitem(last=False)
+            key, told = self._told.popitem(last=False)
             if told.later is not None and told.waiting is not None:
                 told.later.cancel()
-                self._start(told.waiting)
+                self._start(key, told.waiting)

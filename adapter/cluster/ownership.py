@@ -127,13 +127,13 @@ class SlotOwnership:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_failure = on_failure  # the thread died, or another process has our id
 
-    def start(self) -> None:
+    async def start(self) -> None:
         """Join the group; slots arrive through the rebalance callbacks."""
         self._loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._run, name="slot-owners", daemon=True)
         self._thread.start()
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         """Leave the group (handing the slots over at once) and wait for the thread."""
         self._stop.set()
         thread = self._thread

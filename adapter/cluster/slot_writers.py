@@ -33,6 +33,7 @@ from adapter.log.writer import (
     WriteBatch,
     WriterLimits,
 )
+from adapter.tasks import Kind, Tasks
 from topology.kafka_client import KafkaAccess
 from topology.naming import writer_transactional_id
 
@@ -58,12 +59,12 @@ class SlotWriters:
         catch_up: Callable[[], Awaitable[None]],
         may_reinit: Callable[[int], bool],
         announce: Callable[[int], StateEntry],
+        tasks: Tasks,
         on_state_written: Callable[[list[StateWritten]], None] = lambda _state: None,
         on_state_settled: Callable[[list[StateWritten], bool], None] = lambda _s, _a: None,
         faults: WriterFaults | None = None,
         on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
         on_change: Callable[[], None] = lambda: None,
-        on_failure: Callable[[BaseException], None] = lambda _error: None,
         turns: Turns | None = None,
     ) -> None:
         self.kafka = kafka
@@ -84,14 +85,15 @@ class SlotWriters:
         self._slots: dict[int, _Slot] = {}  # producers initialised
         self._ready: set[int] = set()  # caught up: accepting writes
         self._changes = asyncio.Lock()
-        self._retries: set[asyncio.Task[None]] = set()
+        # The slots' writers (services: one that ends is a bug, and the instance can no longer
+        # write its slots, so the group's `on_failure` stops it rather than look ready) and the
+        # changes of ownership that retry a gain or renew a writer (jobs: one that raises is a
+        # bug too).
+        self.tasks = tasks
         self._renewing: set[int] = set()  # slots whose fenced writer is being replaced
         self.on_change = on_change  # what is assigned, initialised or ready changed
         # Test-only fault injection (settings of the `[testing]` table), shared by every writer.
         self.faults = faults or WriterFaults()
-        # Called when a writer's loop or a change of ownership dies of a bug: the instance
-        # can no longer write its slots, so it must stop rather than look ready.
-        self.on_failure = on_failure
 
     # -- the write path --------------------------------------------------------------------
 
@@ -169,9 +171,11 @@ class SlotWriters:
         self.on_change()
 
     async def close(self) -> None:
-        for task in self._retries:
-            task.cancel()
+        """No change of ownership starts a writer any more; every slot is retired (in-flight
+        batches finish first, bounded), then whatever task is left ends."""
+        self.tasks.cancel(Kind.JOB)
         await self.lose(sorted(self._slots), drain_s=self.limits.timeout_s)
+        await self.tasks.close()
 
     async def _start(self, slot: int) -> bool:
         writer = LogWriter(
@@ -188,8 +192,7 @@ class SlotWriters:
         task: asyncio.Task[None] | None = None
         try:
             await asyncio.wait_for(writer.start(), self.limits.timeout_s + 1)
-            task = asyncio.create_task(writer.run(), name=f"writer-{slot}")
-            task.add_done_callback(self._writer_ended)
+            task = self.tasks.spawn(writer.run(), f"writer-{slot}")  # retiring cancels it
             entry = self._announce(slot)  # where to forward this slot's writes, fenced too
             await asyncio.wait_for(
                 writer.submit([], lambda _offsets: [entry]), self.limits.timeout_s * 2
@@ -212,11 +215,8 @@ class SlotWriters:
         if slot in self._renewing:
             return
         self._renewing.add(slot)
-        task = asyncio.create_task(self._renew(slot, writer), name=f"renew-{slot}")
-        self._retries.add(task)
-        task.add_done_callback(self._retries.discard)
+        task = self.tasks.spawn(self._renew(slot, writer), f"renew-{slot}", Kind.JOB)
         task.add_done_callback(lambda _task: self._renewing.discard(slot))
-        task.add_done_callback(self._gain_ended)
 
     async def _renew(self, slot: int, writer: LogWriter) -> None:
         """Replace a fenced writer, or one that cannot learn an outcome, if the coordinator
@@ -236,24 +236,7 @@ class SlotWriters:
 
     def _retry(self, slot: int) -> None:
         if slot in self._assigned and slot not in self._slots:
-            task = asyncio.create_task(self.gain([slot]), name=f"gain-{slot}")
-            self._retries.add(task)
-            task.add_done_callback(self._retries.discard)
-            task.add_done_callback(self._gain_ended)
-
-    def _gain_ended(self, task: asyncio.Task[None]) -> None:
-        """A change of ownership that raised is a bug: report it (the process stops)."""
-        if not task.cancelled() and (error := task.exception()) is not None:
-            log.error("changing slot ownership failed", exc_info=error)
-            self.on_failure(error)
-
-    def _writer_ended(self, task: asyncio.Task[None]) -> None:
-        """A writer's loop ends only when its slot is retired (cancelled): else a bug."""
-        if task.cancelled():
-            return
-        error = task.exception() or RuntimeError(f"{task.get_name()} stopped")
-        log.error("the writer of a slot stopped", exc_info=error)
-        self.on_failure(error)
+            self.tasks.spawn(self.gain([slot]), f"gain-{slot}", Kind.JOB)
 
     async def _caught_up(self, slots: list[int]) -> None:
         """Accept writes once the catalog holds every change committed before our init."""

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import aiohttp
-from aiohttp import web
 
 from adapter.auth.certificates import CertificateMappingError, CertificatePrincipals
 from adapter.auth.jwt_tokens import Expectations, JwtVerifier, KeySetError, key_set
@@ -16,7 +14,8 @@ from adapter.auth.policy import Policy
 from adapter.auth.principals import Verifier
 from adapter.auth.static_tokens import StaticTokens, TokenFileError
 from adapter.config import ConfigError, Settings, comma_list
-from adapter.http.auth import GATE, Gate
+from adapter.http.auth import Gate
+from adapter.tasks import Tasks
 
 log = logging.getLogger(__name__)
 
@@ -62,18 +61,27 @@ def _jwt_verifier(settings: Settings) -> JwtVerifier:
     return JwtVerifier(expect)  # keys come from the URL once the app runs
 
 
-def jwks_refresher(url: str) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context that fetches the JWKS at `url` now and every JWKS_REFRESH_S."""
+class JwksRefresh:
+    """The gate's JWT keys, fetched from a URL once started and every JWKS_REFRESH_S."""
 
-    async def refresh(app: web.Application) -> AsyncIterator[None]:
-        verifier = app[GATE].verifier
-        assert isinstance(verifier, JwtVerifier)
-        task = asyncio.create_task(_keep_fresh(url, verifier), name="jwks-refresh")
-        yield
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    def __init__(self, url: str, verifier: JwtVerifier, tasks: Tasks) -> None:
+        self.url = url
+        self.verifier = verifier
+        self.tasks = tasks
 
-    return refresh
+    async def start(self) -> None:
+        self.tasks.spawn(_keep_fresh(self.url, self.verifier), "jwks-refresh")
+
+    async def close(self) -> None:
+        await self.tasks.close()
+
+
+def jwks_refresh(settings: Settings, gate: Gate, tasks: Tasks) -> JwksRefresh | None:
+    """What keeps the gate's keys fresh when they come from `auth_jwt_jwks_url`."""
+    if settings.auth_mode != "jwt" or not settings.auth_jwt_jwks_url:
+        return None
+    assert isinstance(gate.verifier, JwtVerifier)  # jwt mode: built by `build_gate`
+    return JwksRefresh(settings.auth_jwt_jwks_url, gate.verifier, tasks)
 
 
 async def _keep_fresh(url: str, verifier: JwtVerifier) -> None:

@@ -15,7 +15,6 @@ from adapter.http.observe import METRICS, add_log_fields
 from adapter.http.peer_headers import forward_id_of
 from adapter.http.peers import reader_of
 from adapter.http.request_checks import defer_continue
-from adapter.live.fanout import Fanout
 from adapter.protocol import json_mode
 from adapter.protocol.caching import (
     NO_STORE,
@@ -325,12 +324,11 @@ def _state_headers(meta: StreamMeta, now_ms: int) -> dict[str, str]:
 
 
 def add_routes(app: web.Application) -> None:
-    """The stream routes, and the SSE fan-out they share (ended first when the server stops)."""
-    fanout = Fanout(app[STREAMS], app[LIVE_LIMITS].sse_heartbeat_s)
-    app[FANOUT] = fanout
+    """The stream routes; the SSE sessions they parked end first when the server stops."""
+    fanout = app[FANOUT]
 
     async def end_sse(_app: web.Application) -> None:
-        fanout.close()
+        fanout.end_sessions()
 
     app.on_shutdown.append(end_sse)
     handlers = {

@@ -7,6 +7,9 @@ bytes to every parked client without awaiting anything per client. One sweep a s
 the whole instance sends heartbeats, ends responses at their maximum duration and notices
 clients that disconnected. A client that holds too much unsent data is handed back to its
 handler (`Ending.BEHIND`), which waits a bounded time for it to drain or drops it.
+
+The feeds' deliveries and the sweep are jobs of the fan-out's task group: each ends when
+nothing is left to deliver or sweep, and closing the fan-out ends them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ProtocolError
 from adapter.protocol.sse import HEARTBEAT, Events, chunk_events, tail_events
 from adapter.service.streams import StreamService
+from adapter.tasks import Kind, Tasks
 
 READ_TIMEOUT_S = 30.0  # the reader bounds its Kafka calls itself; this bounds the await
 SWEEP_S = 1.0
@@ -34,10 +38,12 @@ class StreamFeed:
         self,
         ref: StreamRef,
         reads: SharedReads,
+        tasks: Tasks,
         on_empty: Callable[[StreamFeed], None],
     ) -> None:
         self.ref = ref
         self.reads = reads
+        self.tasks = tasks
         self.service = reads.service
         self.tailers: dict[Tailer, None] = {}  # insertion-ordered set
         self._on_empty = on_empty
@@ -48,7 +54,8 @@ class StreamFeed:
         """The hub's listener: deliver on the next loop turn (one task at a time)."""
         self._dirty = True
         if self._task is None and self.tailers:
-            self._task = asyncio.get_running_loop().create_task(self._pump())
+            name = f"sse-{self.ref.bucket_id}/{self.ref.stream_id}"
+            self._task = self.tasks.spawn(self._pump(), name, Kind.JOB)
 
     def drop(self, tailer: Tailer, why: Ending) -> None:
         tailer.end(why)
@@ -141,8 +148,9 @@ class StreamFeed:
 class Fanout:
     """Every stream's feed on this instance, and the sweep over all parked sessions."""
 
-    def __init__(self, service: StreamService, heartbeat_s: float) -> None:
+    def __init__(self, service: StreamService, heartbeat_s: float, tasks: Tasks) -> None:
         self.service = service
+        self.tasks = tasks
         self.reads = SharedReads(service)
         self.heartbeat_s = heartbeat_s
         self._heartbeat = Payload(HEARTBEAT)
@@ -158,21 +166,26 @@ class Fanout:
         key = (ref.bucket_id, ref.stream_id)
         feed = self._feeds.get(key)
         if feed is None:
-            feed = self._feeds[key] = StreamFeed(ref, self.reads, self._forget)
+            feed = self._feeds[key] = StreamFeed(ref, self.reads, self.tasks, self._forget)
             self.service.hub.listen(key, feed.changed)
         feed.tailers[tailer] = None
         if self._sweeper is None:
-            self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+            self._sweeper = self.tasks.spawn(self._sweep(), "sse-sweeper", Kind.JOB)
 
     def leave(self, ref: StreamRef, tailer: Tailer) -> None:
         feed = self._feeds.get((ref.bucket_id, ref.stream_id))
         if feed is not None and tailer in feed.tailers:
             feed.drop(tailer, Ending.GONE)
 
-    def close(self) -> None:
+    def end_sessions(self) -> None:
         """The server is stopping: hand every parked session back so its response ends."""
         for feed in list(self._feeds.values()):
             feed.end_all(Ending.SHUTDOWN)
+
+    async def close(self) -> None:
+        """End every session, then the deliveries and the sweep."""
+        self.end_sessions()
+        await self.tasks.close()
 
     @property
     def tailers(self) -> int:

@@ -2,15 +2,16 @@
 
 `reconcile` starts an indexer for every mount the catalog holds and stops those of mounts
 gone from it; it is called when the set of mounts may have changed (start, a local mount or
-unmount, a followed meta record). A dead indexer is restarted by the next reconcile, and its
-mount answers 503 meanwhile. With an `index_dir`, each mount's index is kept in a file there
-(`log/key_index_store.py`), `{bucket}.sqlite`, resumed at start and removed at unmount.
+unmount, a followed meta record). A dead indexer is logged (by the task group: one mount's
+failure does not stop the instance), restarted by the next reconcile, and its mount answers
+503 meanwhile. A stopped indexer is closed by a task of its own, once its thread is done.
+With an `index_dir`, each mount's index is kept in a file there (`log/key_index_store.py`),
+`{bucket}.sqlite`, resumed at start and removed at unmount.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -22,9 +23,8 @@ from adapter.log.mount_indexer import MountIndexer, Naming
 from adapter.protocol.mount_keys import media_type, stream_id_of
 from adapter.state.catalog import Catalog
 from adapter.state.records import MountMeta
+from adapter.tasks import Kind, Tasks
 from topology.kafka_client import KafkaAccess
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -43,6 +43,7 @@ class MountIndexes:
         max_positions_per_key: int,
         timeout_s: float,
         on_keys: Callable[[str, set[str]], None],
+        tasks: Tasks,
         index_dir: str = "",
     ) -> None:
         self.kafka = kafka
@@ -52,7 +53,7 @@ class MountIndexes:
         self.timeout_s = timeout_s
         self.on_keys = on_keys  # (bucket id, stream ids that got records)
         self._indexed: dict[str, Indexed] = {}
-        self._closing: set[asyncio.Task[None]] = set()
+        self.tasks = tasks  # the indexers (services) and their closings (jobs)
 
     def get(self, bucket_id: str) -> Indexed | None:
         return self._indexed.get(bucket_id)
@@ -92,13 +93,8 @@ class MountIndexes:
             lambda ids: self.on_keys(mount.bucket_id, ids),
             store,
         )
-        task = asyncio.get_running_loop().create_task(indexer.run(), name=f"mount-{mount.topic}")
-        task.add_done_callback(lambda done: self._died(mount, done))
+        task = self.tasks.spawn(indexer.run(), f"mount-{mount.topic}")
         self._indexed[mount.bucket_id] = Indexed(mount, index, indexer, task)
-
-    def _died(self, mount: MountMeta, task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("indexing mounted topic %s stopped", mount.topic, exc_info=task.exception())
 
     def _stop(self, bucket_id: str, forget: bool = False) -> None:
         """Stop indexing the mount; `forget`: it was unmounted, its file goes too."""
@@ -107,9 +103,7 @@ class MountIndexes:
         # Live readers of its keys wake, find the mount gone (or changed) and end or go on.
         self.on_keys(bucket_id, set(indexed.index.ids("", None)))
         path = self._path(bucket_id) if forget else None
-        closing = asyncio.get_running_loop().create_task(self._close(indexed, path))
-        self._closing.add(closing)
-        closing.add_done_callback(self._closing.discard)
+        self.tasks.spawn(self._close(indexed, path), f"close-mount-{bucket_id}", Kind.JOB)
 
     async def _close(self, indexed: Indexed, remove_file: Path | None) -> None:
         await asyncio.wait([indexed.task])  # cancelled: its thread finishes its poll first
@@ -118,7 +112,8 @@ class MountIndexes:
             remove(remove_file)
 
     async def close(self) -> None:
+        """Stop every indexer and let the closings run, `timeout_s` at most."""
         for bucket_id in list(self._indexed):
             self._stop(bucket_id)
-        if self._closing:
-            await asyncio.wait(self._closing, timeout=self.timeout_s)
+        await self.tasks.wait(self.timeout_s)
+        await self.tasks.close()

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LogWriter, Record, WriterLimits
+from adapter.tasks import Tasks
 from tests.kafka_reads import committed_values
 from topology.internal_records import owner_key
 from topology.kafka_client import KafkaAccess
@@ -84,6 +85,7 @@ async def test_a_slot_fenced_while_still_ours_gets_a_new_writer(
         _caught_up,
         may_reinit=lambda _slot: still_ours,
         announce=lambda slot: (topic, owner_key(slot), b"owner"),
+        tasks=Tasks(),
     )
     intruder = LogWriter(
         KafkaAccess(kafka_bootstrap, prefix), writer_transactional_id(prefix, 0), LIMITS

@@ -13,6 +13,7 @@ from adapter.cluster.routing import Forward, Local, Moving, Route, Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.writer import StateEntry, WriterLimits
 from adapter.protocol.model import StreamMeta
+from adapter.tasks import Tasks
 from topology.kafka_client import KafkaAccess
 
 KEY = ("_default", "s")
@@ -30,8 +31,10 @@ def _relay(entries: int = 10_000) -> AccessRelay:
         catch_up=_nothing,
         may_reinit=lambda _slot: False,
         announce=_never,
+        tasks=Tasks(),
     )
-    return AccessRelay(Router(writers, lambda _slot: OWNER, "http://10.0.0.1:4437"), (), entries)
+    router = Router(writers, lambda _slot: OWNER, "http://10.0.0.1:4437")
+    return AccessRelay(router, Tasks(), (), entries)
 
 
 async def _nothing() -> None:
@@ -163,3 +166,21 @@ async def test_a_forgotten_stream_s_waiting_telling_is_sent_at_once() -> None:
     await asyncio.sleep(0.01)  # the tellings' tasks are dropped once done
     assert renewals.pending() == 0  # nothing left waiting for a quarter to end
     await renewals.close()
+
+
+async def test_closing_cancels_and_awaits_a_telling_in_flight() -> None:
+    ended: list[str] = []
+    renewals = _relay()
+
+    async def send() -> None:
+        try:
+            await asyncio.sleep(3600)  # an owner that does not answer
+        finally:
+            ended.append("telling")
+
+    renewals.throttled(KEY, 0.4, send)
+    await asyncio.sleep(0)
+    assert renewals.pending() == 1
+    await asyncio.wait_for(renewals.close(), 5)
+    assert ended == ["telling"]
+    assert renewals.pending() == 0

@@ -25,6 +25,7 @@ from adapter.log.writer import StateEntry, WriterLimits
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.model import MountMeta, StreamMeta
 from adapter.state.catalog import Catalog
+from adapter.tasks import Tasks
 from topology.kafka_client import KafkaAccess
 from topology.slots import SlotMap
 
@@ -47,6 +48,7 @@ class _Writers(SlotWriters):
             catch_up=_nothing,
             may_reinit=lambda _slot: False,
             announce=_never,
+            tasks=Tasks(),
         )
         self.owned = owned
 

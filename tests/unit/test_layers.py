@@ -32,7 +32,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     ),  # pure protocol rules and their model; tokens, scopes, access decision
     frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
     # leaves (console: its files; tallies: the metrics' lock-free families; settings_help:
-    # what each setting means, for the reference docs; request_lines: the request log's writer)
+    # what each setting means, for the reference docs; request_lines: the request log's writer;
+    # tasks: the task groups of the parts and of the instance)
     frozenset(
         {
             "config",
@@ -43,6 +44,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "tallies",
             "logs",
             "request_lines",
+            "tasks",
         }
     ),
 )

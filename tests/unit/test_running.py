@@ -1,15 +1,36 @@
 """An instance's parts close in the reverse of their start, each even when another fails to
 close; a background task that ends before close is logged and ends serving; close cancels and
-awaits the tasks where they were registered."""
+awaits the tasks where they were opened among the parts."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 
 import pytest
 
 from adapter.running import Running
+
+
+class _Part:
+    """A part whose close (sync, or async when `waits`) is recorded in `closed`."""
+
+    def __init__(self, name: str, closed: list[str], waits: bool = False) -> None:
+        self.name, self.closed, self.waits = name, closed, waits
+        self.starts = 0
+
+    async def start(self) -> None:
+        self.starts += 1
+
+    def close(self) -> Awaitable[None] | None:
+        if self.waits:
+            return self._close()
+        self.closed.append(self.name)
+        return None
+
+    async def _close(self) -> None:
+        self.closed.append(self.name)
 
 
 async def test_parts_close_last_started_first_even_when_one_fails(
@@ -17,16 +38,16 @@ async def test_parts_close_last_started_first_even_when_one_fails(
 ) -> None:
     running, closed = Running(), []
 
-    async def close_async(name: str) -> None:
-        closed.append(name)
+    class Broken(_Part):
+        def close(self) -> None:
+            closed.append("broken")
+            raise OSError("the file is gone")
 
-    def broken() -> None:
-        closed.append("broken")
-        raise OSError("the file is gone")
-
-    running.started("catalog", lambda: closed.append("catalog"))
-    running.started("broken", broken)
-    running.started("reader", lambda: close_async("reader"))
+    running.opened("catalog", _Part("catalog", closed))
+    running.opened("broken", Broken("broken", closed))
+    reader = _Part("reader", closed, waits=True)
+    await running.start("reader", reader)
+    assert reader.starts == 1
     await running.close()
     assert closed == ["reader", "broken", "catalog"]
     assert "closing broken failed" in caplog.text
@@ -79,9 +100,9 @@ async def test_close_cancels_and_awaits_the_tasks_in_their_place() -> None:
         finally:
             order.append("task ended")
 
-    running.started("follower", lambda: order.append("follower"))
-    running.started("background tasks", running.stop_tasks)
-    running.started("writers", lambda: order.append("writers"))
+    running.opened("follower", _Part("follower", order))
+    running.opened("background tasks", running.tasks)
+    running.opened("writers", _Part("writers", order))
     task = running.spawn(forever(), "sweeper")
     await started.wait()
     await running.close()
@@ -93,13 +114,14 @@ async def test_close_cancels_and_awaits_the_tasks_in_their_place() -> None:
 async def test_a_close_that_never_ends_is_left_after_its_budget_and_the_next_closes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    running, closed = Running(close_budget_s=0.05), []
+    running, closed = Running(close_budget_s=0.05), list[str]()
 
-    async def stuck() -> None:
-        await asyncio.Event().wait()  # a Kafka call that never answers
+    class Stuck(_Part):
+        async def close(self) -> None:
+            await asyncio.Event().wait()  # a Kafka call that never answers
 
-    running.started("catalog", lambda: closed.append("catalog"))
-    running.started("slot writers", stuck)
+    running.opened("catalog", _Part("catalog", closed))
+    running.opened("slot writers", Stuck("slot writers", closed))
     await asyncio.wait_for(running.close(), 5)
     assert closed == ["catalog"]
     assert "closing slot writers did not finish within 0 s" in caplog.text

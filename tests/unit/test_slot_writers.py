@@ -1,4 +1,5 @@
-"""Slot writers report a writer loop or a change of ownership that dies, so the process stops."""
+"""Slot writers run their writers and changes of ownership in their task group, whose
+`on_failure` stops the process; closing them ends every task they still run."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.writer import StateEntry, WriterLimits
+from adapter.tasks import Kind, Tasks
 from topology.kafka_client import KafkaAccess
 
 
@@ -26,42 +28,28 @@ def writers_reporting_to(failures: list[BaseException]) -> SlotWriters:
         _caught_up,
         bool,
         _owner_record,
-        on_failure=failures.append,
+        Tasks(failures.append),
     )
 
 
-async def _ended(name: str, outcome: BaseException | None, cancel: bool = False) -> list[str]:
+async def test_a_change_of_ownership_that_raises_stops_the_process() -> None:
     failures: list[BaseException] = []
     writers = writers_reporting_to(failures)
 
-    async def body() -> None:
-        await asyncio.sleep(0 if not cancel else 10)
-        if outcome is not None:
-            raise outcome
+    async def gain() -> None:
+        raise RuntimeError("bug")
 
-    task = asyncio.create_task(body(), name=name)
-    watch = writers._gain_ended if name.startswith("gain") else writers._writer_ended
-    task.add_done_callback(watch)
-    if cancel:
-        await asyncio.sleep(0)
-        task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    task = writers.tasks.spawn(gain(), "gain-0", Kind.JOB)
+    await asyncio.wait([task])
     await asyncio.sleep(0)  # done callbacks run on the next turn of the loop
-    return [str(error) for error in failures]
+    assert [str(error) for error in failures] == ["bug"]
 
 
-async def test_a_writer_loop_that_raises_is_reported() -> None:
-    assert await _ended("writer-0", RuntimeError("bug")) == ["bug"]
-
-
-async def test_a_writer_loop_that_returns_is_reported_too() -> None:
-    assert await _ended("writer-1", None) == ["writer-1 stopped"]
-
-
-async def test_a_retired_writer_is_not_a_failure() -> None:
-    assert await _ended("writer-0", None, cancel=True) == []
-
-
-async def test_a_change_of_ownership_that_raises_is_reported() -> None:
-    assert await _ended("gain-0", RuntimeError("bug")) == ["bug"]
-    assert await _ended("gain-1", None) == []
+async def test_closing_ends_a_change_of_ownership_still_running_without_a_failure() -> None:
+    failures: list[BaseException] = []
+    writers = writers_reporting_to(failures)
+    gain = writers.tasks.spawn(asyncio.sleep(3600), "gain-1", Kind.JOB)  # waits on Kafka
+    await asyncio.sleep(0)
+    await asyncio.wait_for(writers.close(), 5)
+    assert gain.cancelled()
+    assert (failures, len(writers.tasks)) == ([], 0)
