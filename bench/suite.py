@@ -41,6 +41,7 @@ from bench import (
     gobuild,
     loadgen_run,
     profiling,
+    rawkafka,
     suite_bootstrap,
     suite_memory,
     suite_servers,
@@ -102,6 +103,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--quiet-timeout", type=float, default=60, help="max wait for it before each target")
     add("--reference-long-poll-ms", type=int, default=15_000)
     add("--py-spy", metavar="BIN", help="profile durable-kafka in an extra, unmeasured run")
+    add(
+        "--broker-warmup",
+        type=float,
+        default=40,
+        help="seconds of transactions on the fresh broker before anything is measured",
+    )
     add("--smoke", action="store_true", help="tiny sizes, one repetition")
     add("--out", type=Path, default=RESULTS / "latest.json")
     add("--log-dir", type=Path, default=RESULTS / "logs")
@@ -109,7 +116,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.smoke:
         args.reps, args.warmup, args.duration, args.latency_ops = 1, 0.3, 1, 20
         args.streams_small, args.streams_many, args.catchup_mib = 10, 50, 4
-        args.memory_streams, args.quiet_timeout = "200,1000", 0
+        args.memory_streams, args.quiet_timeout, args.broker_warmup = "200,1000", 0, 2
         args.fanout_args = "--smoke --scenarios many"
     args.targets = [t for t in args.targets.split(",") if t]
     args.run_tag = f"{int(time.time())}-{os.getpid()}"
@@ -290,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     node = fresh_broker()
     args.bootstrap_servers = node.bootstrap_servers
     try:
+        if args.broker_warmup > 0:
+            log(f"[broker warm-up] {args.broker_warmup:g} s of transactions")
+            _, committed = rawkafka.warm_broker(node.bootstrap_servers, args.broker_warmup)
+            log(f"  {committed} transactions")
         return measure(args, chosen)
     finally:
         kafka.stop(node)

@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestServer
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from adapter.app import create_app
-from bench import loadgen_run, suite_bootstrap, targets, tier_catchup
+from bench import loadgen_run, rawkafka, suite_bootstrap, targets, tier_catchup
 from bench.suite_measure import cpu_per_op
 from tests.conftest import SettingsFactory
 
@@ -230,3 +230,32 @@ def _committed_records(bootstrap: str, topic: str) -> int:
             count += 1
     finally:
         consumer.close()
+
+
+def test_the_broker_warm_up_commits_transactions_from_every_producer(kafka_bootstrap: str) -> None:
+    """What `make bench` runs on its fresh broker before measuring: real transactions, each of
+    six records, committed (a read_committed consumer reads them all), from every producer."""
+    topic, committed = rawkafka.warm_broker(kafka_bootstrap, seconds=1.0, producers=3)
+    assert committed > 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap,
+            "group.id": f"warmup-check-{os.getpid()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(3)])
+    by_partition: Counter[int] = Counter()
+    try:
+        idle = 0
+        while idle < 3:
+            batch = consumer.consume(1000, timeout=1.0)
+            idle = 0 if batch else idle + 1
+            for message in batch:
+                assert message.error() is None, message.error()
+                by_partition[message.partition() or 0] += 1
+    finally:
+        consumer.close()
+    assert sum(by_partition.values()) == committed * 6
+    assert sorted(by_partition) == [0, 1, 2]  # every producer committed
