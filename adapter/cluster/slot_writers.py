@@ -68,7 +68,7 @@ class SlotWriters:
         turns: Turns | None = None,
     ) -> None:
         self.kafka = kafka
-        self._turns = turns or Turns(0)  # shared by the writers: transactions at once
+        self._turns = turns  # shared by the writers: transactions at once (None: no limit)
         self.prefix = kafka.prefix
         # Why the last slot that failed to initialise did (an ACL refusal names what it
         # refused): `/readyz` shows it until a slot initialises.
