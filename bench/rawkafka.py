@@ -10,10 +10,10 @@ import argparse
 import json
 import resource
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -89,11 +89,9 @@ def warm_broker(bootstrap: str, seconds: float, producers: int = 8) -> tuple[str
             sink.commit_transaction(TIMEOUT_S)
             counts[index] += 1
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(producers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with ThreadPoolExecutor(producers) as pool:
+        for running in [pool.submit(run, index) for index in range(producers)]:
+            running.result()  # a producer that failed fails the warm-up, not silently
     return topic, sum(counts)
 
 
