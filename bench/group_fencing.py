@@ -32,7 +32,8 @@ import uuid
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench import rawkafka
 
 SLOTS = 4
 TIMEOUT_S = 10.0
@@ -81,42 +82,34 @@ class Member:
         self._thread.join()
 
 
-def transaction(
-    producer: Producer, data: str, slots: str, member: Member | None, offset: int = 1
-) -> float:
-    """One transaction of one record, with the member's slots' offsets if given; its ms."""
+def transaction(producer: Producer, data: str, slots: str, member: Member | None) -> float:
+    """One transaction of one record, with the member's slots' offsets if given; its seconds."""
     began = time.perf_counter()
     producer.begin_transaction()
     producer.produce(data, b"x" * 256, partition=0)
     producer.flush(TIMEOUT_S)
     if member is not None:
-        offsets = [TopicPartition(slots, slot, offset) for slot in sorted(member.held)]
+        offsets = [TopicPartition(slots, slot, 1) for slot in sorted(member.held)]
         producer.send_offsets_to_transaction(offsets, member.metadata, TIMEOUT_S)
     producer.commit_transaction(TIMEOUT_S)
-    return (time.perf_counter() - began) * 1000
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+    return time.perf_counter() - began
 
 
 def measure(bootstrap: str, transactions: int, retry_backoff_ms: int) -> dict[str, Any]:
     run = uuid.uuid4().hex[:8]
     slots, data, group = f"fencing-slots-{run}", f"fencing-data-{run}", f"fencing-owners-{run}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(slots, SLOTS, 1), NewTopic(data, 1, 1)]).values():
-        future.result()
+    rawkafka.create_topic(bootstrap, slots, SLOTS)
+    rawkafka.create_topic(bootstrap, data, 1)
     owner = Member(bootstrap, group, slots, "first")
     if not owner.wait_for(SLOTS, 30):
         raise SystemExit("the first member was never given the slots")
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
+    producer = rawkafka.producer(
+        bootstrap,
+        **{
             "transactional.id": f"fencing-{run}",
             "linger.ms": 0,
             "retry.backoff.ms": retry_backoff_ms,
-        }
+        },
     )
     producer.init_transactions(TIMEOUT_S)
     for _ in range(20):  # warm both paths
@@ -128,10 +121,10 @@ def measure(bootstrap: str, transactions: int, retry_backoff_ms: int) -> dict[st
         plain.append(transaction(producer, data, slots, None))
         fenced.append(transaction(producer, data, slots, owner))
     latency = {
-        "plain_p50_ms": percentile(plain, 0.5),
-        "plain_p99_ms": percentile(plain, 0.99),
-        "offsets_p50_ms": percentile(fenced, 0.5),
-        "offsets_p99_ms": percentile(fenced, 0.99),
+        "plain_p50_ms": rawkafka.percentile_ms(plain, 0.5),
+        "plain_p99_ms": rawkafka.percentile_ms(plain, 0.99),
+        "offsets_p50_ms": rawkafka.percentile_ms(fenced, 0.5),
+        "offsets_p99_ms": rawkafka.percentile_ms(fenced, 0.99),
         "ratio_p50": round(statistics.median(fenced) / statistics.median(plain), 2),
     }
     return {

@@ -202,9 +202,8 @@ async def test_the_python_floors_answer_appends_and_the_kafka_one_commits_each(
             committed = await asyncio.to_thread(
                 _committed_records, kafka_bootstrap, targets.floor_topic(options)
             )
-            assert (
-                committed.total() >= report["ok"]
-            )  # the generator counts only the measured window
+            # The generator counts only the measured window.
+            assert committed.total() >= report["ok"]
 
 
 def _committed_records(bootstrap: str, topic: str, partitions: int = 1) -> Counter[int]:
