@@ -86,12 +86,12 @@ def start_cluster(home: Path, ports: list[tuple[int, int]] | None = None) -> str
     return cluster.bootstrap_servers
 
 
-def stop_cluster(home: Path) -> None:
+def stop_cluster(home: Path, timeout_s: float = 60.0) -> None:
     cluster = layout(home)
     for node in cluster.nodes:
         resume_node(cluster, node.node_id)  # a stopped process cannot act on SIGTERM
     for node in cluster.nodes:
-        kafka.stop(node)
+        kafka.stop(node, timeout_s)
 
 
 def is_up(home: Path) -> bool:

@@ -169,5 +169,6 @@ def spawn(node: KafkaNode, cluster_id: str | None = None) -> None:
     node.process.spawn(java_argv(node, "kafka.Kafka", str(node.home / "server.properties")))
 
 
-def stop(node: KafkaNode) -> None:
-    node.process.stop(timeout_s=60.0)
+def stop(node: KafkaNode, timeout_s: float = 60.0) -> None:
+    """SIGTERM (a clean shutdown), SIGKILL past `timeout_s` (0: at once)."""
+    node.process.stop(timeout_s)

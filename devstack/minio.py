@@ -85,5 +85,5 @@ def start(node: MinioNode) -> str:
     return node.endpoint_url
 
 
-def stop(node: MinioNode) -> None:
-    node.process.stop()
+def stop(node: MinioNode, timeout_s: float = 30.0) -> None:
+    node.process.stop(timeout_s)

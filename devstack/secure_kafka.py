@@ -242,8 +242,8 @@ def _answers(kafka: SecureKafka) -> bool:
     return bool(metadata.brokers)
 
 
-def stop(kafka: SecureKafka) -> None:
-    KafkaNode(kafka.home).process.stop(timeout_s=60.0)
+def stop(kafka: SecureKafka, timeout_s: float = 60.0) -> None:
+    KafkaNode(kafka.home).process.stop(timeout_s)
 
 
 def properties_file(path: Path, properties: Mapping[str, str]) -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from devstack import kafka
 from devstack.process import ServiceProcess, free_port, run_checked
+from tests.services import DISCARD_S
 
 JAAS_OPTION = "-Djava.security.auth.login.config="
 START_TIMEOUT_S = 90.0
@@ -102,4 +103,4 @@ def running(
         process.wait_ready(lambda: ready(addresses), START_TIMEOUT_S)
         yield addresses
     finally:
-        process.stop(timeout_s=60.0)
+        process.stop(DISCARD_S)

@@ -23,6 +23,7 @@ from adapter.config import Settings
 from devstack import secure_kafka
 from devstack.secure_kafka import SecureKafka
 from tests.conftest import Client, SettingsFactory
+from tests.services import DISCARD_S
 from topology.naming import bucket_topic
 
 TEXT = {"Content-Type": "text/plain"}
@@ -36,7 +37,7 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKa
     try:
         yield kafka
     finally:
-        secure_kafka.stop(kafka)
+        secure_kafka.stop(kafka, DISCARD_S)
 
 
 def secure_settings(

@@ -17,6 +17,11 @@ from pathlib import Path
 from devstack import kafka, minio
 from devstack.process import free_port
 
+# A test's services go with their data, so they are stopped at once (SIGKILL) rather than
+# cleanly: a clean stop of the session's broker, holding every test's partitions, took most of
+# a minute, and the clean stop is tested where it matters (a broker restarted mid-test).
+DISCARD_S = 0.0
+
 KAFKA_IMAGE = "apache/kafka:4.3.1"
 MINIO_IMAGE = "minio/minio:RELEASE.2025-09-07T16-13-09Z"
 
@@ -60,7 +65,7 @@ def kafka_broker(home: Path) -> Iterator[str]:
         try:
             yield kafka.start(node)
         finally:
-            kafka.stop(node)
+            kafka.stop(node, DISCARD_S)
 
 
 @contextlib.contextmanager
@@ -84,4 +89,4 @@ def s3_server(home: Path) -> Iterator[S3Server]:
         try:
             yield S3Server(minio.start(node), minio.ACCESS_KEY, minio.SECRET_KEY)
         finally:
-            minio.stop(node)
+            minio.stop(node, DISCARD_S)

@@ -10,6 +10,7 @@ import pytest
 
 from devstack import cluster
 from tests.faults import store
+from tests.services import DISCARD_S
 
 
 @pytest.fixture(scope="session")
@@ -20,5 +21,5 @@ def cluster_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         store.start(home)
         yield home
     finally:
-        store.stop(home)
-        cluster.stop_cluster(home / "cluster")
+        store.stop(home, DISCARD_S)
+        cluster.stop_cluster(home / "cluster", DISCARD_S)

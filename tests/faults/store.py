@@ -95,7 +95,7 @@ def of(home: Path) -> Store:
     return Store(minio.MinioNode(_home(home), port, console))
 
 
-def stop(home: Path) -> None:
+def stop(home: Path, timeout_s: float = 30.0) -> None:
     if (_home(home) / "port").exists():
         of(home).resume()
-        minio.stop(of(home).node)
+        minio.stop(of(home).node, timeout_s)

@@ -14,6 +14,7 @@ import pytest
 from devstack import kafka
 from devstack.process import free_port
 from tests.adapter_process import adapter_pid, running_adapter
+from tests.services import DISCARD_S
 
 pytestmark = pytest.mark.faults
 
@@ -128,7 +129,7 @@ async def test_appends_fail_fast_while_the_broker_is_down(tmp_path: Path) -> Non
                 async with session.get(stream, params={"offset": "-1"}) as reply:
                     assert await reply.read() == b"ac"  # the failed append left nothing behind
     finally:
-        kafka.stop(node)
+        kafka.stop(node, DISCARD_S)
 
 
 @pytest.mark.timeout(240)
@@ -158,7 +159,7 @@ async def test_broker_restart_under_load_loses_and_duplicates_nothing(tmp_path: 
                 async with session.get(url, params={"offset": "-1"}) as reply:
                     body = await reply.text()
     finally:
-        kafka.stop(node)
+        kafka.stop(node, DISCARD_S)
     _assert_exactly_once(body, acked)
     assert any(status == 503 for status, _ in outcomes)  # the outage was seen as 503s
     assert max(seconds for _, seconds in outcomes) < 30  # and no request hung

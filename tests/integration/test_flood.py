@@ -29,6 +29,7 @@ from aiohttp import ClientSession, ClientTimeout, TCPConnector
 from devstack import kafka
 from devstack.process import free_port
 from tests.adapter_process import adapter_pid, running_adapter
+from tests.services import DISCARD_S
 
 RATE = 30  # appends per second let through
 # Two seconds' worth: a stall of the loaded test machine shorter than that loses no tokens.
@@ -49,7 +50,7 @@ def private_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kafka.K
     try:
         yield node
     finally:
-        kafka.stop(node)
+        kafka.stop(node, DISCARD_S)
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ import pytest
 from devstack import kafka
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
+from tests.services import DISCARD_S
 
 PRODUCER = {"Producer_Id": "writer-1", "Producer_Epoch": "3"}
 STATE_HEADERS = ("Content-Type", "Stream-Next-Offset", "Stream-Closed", "Stream-Expires-At")
@@ -102,4 +103,4 @@ def test_state_survives_restarting_adapter_and_broker(tmp_path: Path) -> None:
             assert call("HEAD", f"{base}/shop/base")[0] == 404
             assert call("HEAD", f"{base}/shop/branch")[0] == 404
     finally:
-        kafka.stop(node)
+        kafka.stop(node, DISCARD_S)

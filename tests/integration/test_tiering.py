@@ -30,7 +30,7 @@ from devstack import kafka, minio
 from devstack.process import free_port
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.kafka_reads import compacted_entries
-from tests.services import S3Server
+from tests.services import DISCARD_S, S3Server
 from topology.naming import InternalTopic, bucket_topic, internal_topic
 from topology.slots import SlotMap
 
@@ -336,8 +336,8 @@ async def test_store_down_mid_tiering_then_broker_restart(
     try:
         await _store_down_mid_tiering(aiohttp_client, settings, unique, node, broker)
     finally:
-        minio.stop(node)
-        kafka.stop(broker)
+        minio.stop(node, DISCARD_S)
+        kafka.stop(broker, DISCARD_S)
 
 
 async def _store_down_mid_tiering(
