@@ -42,8 +42,12 @@ fuzz: deps  ## schemathesis on every operation of /openapi.json, 200 examples ea
 status: venv  ## which local services answer
 	$(PY) -m devstack status
 
+# Test files run side by side on TEST_WORKERS processes (each starts its own broker and S3 server;
+# tests/conftest.py keeps the tests of one costly session service together).
+TEST_WORKERS ?= 2
+
 test: lint typecheck docs deps  ## everything CI runs: ruff, mypy, then unit, integration and conformance tests
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 conformance: deps  ## the protocol's conformance suite against an adapter on a fresh test broker
 	$(PY) -m pytest tests/conformance -s -k one_worker

@@ -78,10 +78,32 @@ async def wait_ready(test_client: Client) -> None:
     raise AssertionError("the adapter never became ready")
 
 
+TESTS = Path(__file__).resolve().parent
+# The tests that share a costly session service run on one worker of `make test` (pytest-xdist,
+# `--dist loadgroup`), so it starts once: the Spark session, with the secured broker (a Spark
+# test reads from it), and the 3-broker cluster of the fault scenarios.
+SPARK_AND_SECURED = "spark-and-secured-kafka"
+FAULT_CLUSTER = "fault-cluster"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The Spark tier runs first. Its session's py4j callback server (what `foreachBatch` calls
     back into) waits on its socket with `select()`, which cannot watch a descriptor numbered
     1024 or more: made after the integration tier has opened a thousand descriptors, it dies at
-    once and the first `foreachBatch` waits for ever."""
-    spark = Path(__file__).resolve().parent / "spark"
-    items.sort(key=lambda item: not item.path.is_relative_to(spark))
+    once and the first `foreachBatch` waits for ever.
+
+    Each test is given its worker group: its file's (so a file's module fixtures start once),
+    or the group of the session service it shares."""
+    items.sort(key=lambda item: _group(item) != SPARK_AND_SECURED)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+
+
+def _group(item: pytest.Item) -> str:
+    if item.path.is_relative_to(TESTS / "spark") or "secured_kafka" in getattr(
+        item, "fixturenames", ()
+    ):
+        return SPARK_AND_SECURED
+    if item.path.is_relative_to(TESTS / "faults"):
+        return FAULT_CLUSTER
+    return str(item.path.relative_to(TESTS))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults import faults, runner
+from tests.faults.kafka_log import log_starts
 
 pytestmark = pytest.mark.faults
 
@@ -24,7 +25,11 @@ BROKEN_TIER = {
     "DURABLE_KAFKA_COLD_READS_EMPTY": "true",
     "DURABLE_KAFKA_TIER_SKIP_PUTS": "true",
 }
-TIERING_S = 8.0  # of load with no fault: ranges tiered, read from -1 and bootstrapped
+# Load with no fault until a partition's log has been freed below a tiered range (at
+# most FREED_WITHIN_S: on a busy machine it takes longer), then TIERING_S more of reads from -1
+# and bootstraps across the ranges the broken tier lost.
+FREED_WITHIN_S = 90.0
+TIERING_S = 8.0
 
 
 @pytest.mark.timeout(300)
@@ -50,11 +55,17 @@ async def test_the_same_scenario_on_the_real_build_has_no_anomaly(cluster_home: 
     assert report.ok, f"{report.line()}\n{report.details()}"
 
 
-async def _tiering(_ctx: runner.Context) -> None:
+async def _tiering(ctx: runner.Context) -> None:
+    topic, _ = ctx.busy_partition()
+    deadline = asyncio.get_running_loop().time() + FREED_WITHIN_S
+    while asyncio.get_running_loop().time() < deadline:
+        if any((await asyncio.to_thread(log_starts, ctx.bootstrap, topic)).values()):
+            break
+        await asyncio.sleep(1.0)
     await asyncio.sleep(TIERING_S)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(420)
 async def test_the_checker_reports_a_broken_cold_tier(cluster_home: Path) -> None:
     report = await runner.run("cold_broken", _tiering, cluster_home, 14, faulty=BROKEN_TIER)
     print(report.line())
