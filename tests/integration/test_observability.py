@@ -159,6 +159,7 @@ async def test_live_gauges_count_open_sse_and_waiters(server: Observed) -> None:
         raise AssertionError("the SSE connection was never counted as closed")
 
 
+@pytest.mark.timeout(300)  # ~80 s alone, ~120 s beside another test process
 async def test_many_streams_add_no_series(server: Observed) -> None:
     async with ClientSession() as session:
         await _workload(session, server.api.url, "warm-up")
