@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from adapter.config import Settings
 from adapter.parts import kafka_access, topic_layout
 from tests.conftest import SettingsFactory
+from tests.integration.test_tiering import until
 from topology.admin import TopologyAdmin
 from topology.errors import BrokerUnavailable, TopologyMismatch
 from topology.naming import InternalTopic, internal_topic, slots_topic
@@ -71,10 +71,7 @@ async def test_deleting_a_topic_already_gone_succeeds(make_settings: SettingsFac
     assert not await admin.topic_exists(name)
     await admin.ensure([TopicSpec(name, 1, 1, {"cleanup.policy": "delete"})])
     # A busy broker's metadata may list a topic a moment after its creation was acknowledged.
-    deadline = asyncio.get_running_loop().time() + 30
-    while not await admin.topic_exists(name):
-        assert asyncio.get_running_loop().time() < deadline, f"{name} never appeared"
-        await asyncio.sleep(0.1)
+    await until(lambda: admin.topic_exists(name), f"{name} listed", tries=300)
     await admin.delete_topics([name])
     await admin.delete_topics([name])  # a retry of a deletion that took effect
 
