@@ -42,12 +42,13 @@ fuzz: deps  ## schemathesis on every operation of /openapi.json, 200 examples ea
 status: venv  ## which local services answer
 	$(PY) -m devstack status
 
-# Test files run side by side on TEST_WORKERS processes (each starts its own broker and S3 server;
-# tests/conftest.py keeps the tests of one costly session service together).
-TEST_WORKERS ?= 2
+# TEST_WORKERS=2: test files run side by side on two processes (each starts its own broker and
+# S3 server; tests/conftest.py keeps the tests of one costly session service together).
+TEST_WORKERS ?= 1
+PYTEST_PROCESSES = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 
 test: lint typecheck docs deps  ## everything CI runs: ruff, mypy, then unit, integration and conformance tests
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	$(PY) -m pytest $(PYTEST_PROCESSES)
 
 conformance: deps  ## the protocol's conformance suite against an adapter on a fresh test broker
 	$(PY) -m pytest tests/conformance -s -k one_worker
