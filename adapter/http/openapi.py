@@ -335,7 +335,7 @@ def _paths() -> Json:
         "get": _op("redirect to the latest snapshot", {307: "see Location"}, _ROUTING)
     }
     snapshot = {
-        "put": _op("publish a snapshot", {201: "published"}, (*_ROUTING, 409, 410), body=True),
+        "put": _op("publish a snapshot", {204: "published"}, (*_ROUTING, 409, 410), body=True),
         "get": _op("read a snapshot", {200: "the snapshot"}, (*_ROUTING, 410)),
         "delete": _op("delete a snapshot", {204: "deleted"}, (*_ROUTING, 409)),
     }
