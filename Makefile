@@ -53,7 +53,7 @@ test: lint typecheck docs deps  ## everything CI runs: ruff, mypy, then unit, in
 conformance: deps  ## the protocol's conformance suite against an adapter on a fresh test broker
 	$(PY) -m pytest tests/conformance -s -k one_worker
 
-conformance-workers: deps  ## the same against `serve --workers 2` (`make test` runs both)
+conformance-workers: deps  ## the same against `serve --workers 2` over SASL_SSL, only the documented ACLs granted (`make test` runs both)
 	$(PY) -m pytest tests/conformance -s -k two_workers
 
 clients: deps  ## the official Python client's own integration tests and the TypeScript client's public API against an adapter on a fresh test broker

@@ -79,31 +79,42 @@ async def wait_ready(test_client: Client) -> None:
 
 
 TESTS = Path(__file__).resolve().parent
-# The tests that share a costly session service run on one worker of `make test` (pytest-xdist,
-# `--dist loadgroup`), so it starts once: the Spark session, with the secured broker (a Spark
-# test reads from it), and the 3-broker cluster of the fault scenarios.
-SPARK_AND_SECURED = "spark-and-secured-kafka"
-FAULT_CLUSTER = "fault-cluster"
+# With `TEST_WORKERS=2` (pytest-xdist) each test file runs whole on one process, so its module
+# fixtures start once and its heavy tests never run beside each other; the Spark tier and the
+# fault scenarios' 3-broker cluster are one group each, so their session service starts once.
+SPARK = "tests/spark"
+FAULT_CLUSTER = "tests/faults"
+FIRST = (SPARK, FAULT_CLUSTER)
+
+
+def group(nodeid: str) -> str:
+    """The group of a test, from its node id alone: the scheduler sees nothing else."""
+    path = nodeid.split("::", 1)[0]
+    return next((tier for tier in FIRST if path.startswith(f"{tier}/")), path)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The Spark tier runs first. Its session's py4j callback server (what `foreachBatch` calls
     back into) waits on its socket with `select()`, which cannot watch a descriptor numbered
     1024 or more: made after the integration tier has opened a thousand descriptors, it dies at
-    once and the first `foreachBatch` waits for ever.
-
-    Each test is given its worker group: its file's (so a file's module fixtures start once),
-    or the group of the session service it shares."""
-    items.sort(key=lambda item: _group(item) != SPARK_AND_SECURED)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    once and the first `foreachBatch` waits for ever. The fault scenarios come next, so that
+    with two processes the longest group starts at once on the other one."""
+    items.sort(key=lambda item: _rank(group(item.nodeid)))
 
 
-def _group(item: pytest.Item) -> str:
-    if item.path.is_relative_to(TESTS / "spark") or "secured_kafka" in getattr(
-        item, "fixturenames", ()
-    ):
-        return SPARK_AND_SECURED
-    if item.path.is_relative_to(TESTS / "faults"):
-        return FAULT_CLUSTER
-    return str(item.path.relative_to(TESTS))
+def _rank(name: str) -> int:
+    return FIRST.index(name) if name in FIRST else len(FIRST)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole groups to a process, in the order collected. pytest-xdist's own `loadgroup` reads
+    `xdist_group` marks into node ids in a way pytest 9 ignores, so it would spread a group's
+    tests over every process."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return group(nodeid)
+
+    return ByGroup(config, log)
