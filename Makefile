@@ -42,9 +42,10 @@ fuzz: deps  ## schemathesis on every operation of /openapi.json, 200 examples ea
 status: venv  ## which local services answer
 	$(PY) -m devstack status
 
-# TEST_WORKERS=2: test files run side by side on two processes (each starts its own broker and
-# S3 server; tests/conftest.py keeps the tests of one costly session service together).
-TEST_WORKERS ?= 1
+# Test files run side by side on TEST_WORKERS processes (each starts its own broker and S3
+# server; tests/conftest.py hands out whole files and keeps a costly session service's tests
+# together). TEST_WORKERS=1: one plain pytest process.
+TEST_WORKERS ?= 2
 PYTEST_PROCESSES = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 
 test: lint typecheck docs deps  ## everything CI runs: ruff, mypy, then unit, integration and conformance tests
