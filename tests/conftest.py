@@ -70,12 +70,14 @@ async def client(aiohttp_client: ClientFactory, make_settings: SettingsFactory) 
     return test_client
 
 
-async def wait_ready(test_client: Client) -> None:
-    for _ in range(300):
-        if (await test_client.get("/readyz")).status == 200:
-            return
+async def wait_ready(test_client: Client, timeout_s: float = 60.0) -> None:
+    """Until `/readyz` answers 200: a fresh broker on a loaded machine takes tens of seconds to
+    make its group and transaction coordinators ready (the session's first test waits for it)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while (await test_client.get("/readyz")).status != 200:
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("the adapter never became ready")
         await asyncio.sleep(0.05)
-    raise AssertionError("the adapter never became ready")
 
 
 TESTS = Path(__file__).resolve().parent
