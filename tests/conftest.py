@@ -80,10 +80,9 @@ async def wait_ready(test_client: Client, timeout_s: float = 60.0) -> None:
         await asyncio.sleep(0.05)
 
 
-TESTS = Path(__file__).resolve().parent
-# With `TEST_WORKERS=2` (pytest-xdist) each test file runs whole on one process, so its module
-# fixtures start once and its heavy tests never run beside each other; the Spark tier and the
-# fault scenarios' 3-broker cluster are one group each, so their session service starts once.
+# On the test processes of `make test` (pytest-xdist) each test file runs whole on one, so its
+# module fixtures start once and its heavy tests never run beside each other; the Spark tier and
+# the fault scenarios' 3-broker cluster are one group each, so their session service starts once.
 SPARK = "tests/spark"
 FAULT_CLUSTER = "tests/faults"
 FIRST = (SPARK, FAULT_CLUSTER)
