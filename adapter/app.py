@@ -138,15 +138,21 @@ def add_routes(app: web.Application, settings: Settings, parts: Parts) -> None:
     app.router.add_get(openapi.PATH, openapi.openapi, expect_handler=defer_continue)
     # Before `/{bucket}/{stream}`, which `/ui/x` fits; the seeker asks Kafka for positions.
     console.add_routes(app, settings.console, Seeker(parts.reader))
-    app.add_routes(buckets.routes)
-    # Routes match in the order they are added. A flat stream's snapshot, bootstrap, fence and trim
-    # URLs must come before `/v1/stream/{path}` (which would take them as stream paths), and
-    # the bucketed ones after it (`/{bucket}/{stream}/snapshot` would take `/v1/stream/snapshot`).
+    # Routes match in the order they are added. `/{bucket}/config` and `/{bucket}/streams` must
+    # come before `/{bucket}/{stream}`, which fits them. A flat stream's snapshot, bootstrap,
+    # fence and trim URLs must come before `/v1/stream/{path}` (which would take them as stream
+    # paths), and the bucketed ones after it (`/{bucket}/{stream}/snapshot` would take
+    # `/v1/stream/snapshot`).
+    app.add_routes(buckets.sub_routes)
     for sub_resources in (snapshots, bootstrap, fences, trims):
         sub_resources.add_routes(app, streams.FLAT_ROUTE)
     streams.add_routes(app)
     for sub_resources in (snapshots, bootstrap, fences, trims):
         sub_resources.add_routes(app, streams.BUCKETED_ROUTE)
+    # `/{bucket}` last: no other route fits a single segment, and every path of two or more
+    # segments tried it first (aiohttp tries the routes of one leading segment in turn, and
+    # appends, by far the most frequent request, would pay for each).
+    app.add_routes(buckets.routes)
 
 
 async def checkpoint_forever(follower: MetaFollower, every_s: float) -> None:

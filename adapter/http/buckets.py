@@ -32,6 +32,8 @@ MAX_LIMIT = 1000
 MOUNT_READY_S = 5.0
 
 routes = web.RouteTableDef()
+# `/{bucket}/config` and `/{bucket}/streams`: `/{bucket}/{stream}` fits them, so they come first.
+sub_routes = web.RouteTableDef()
 
 
 def _bucket_id(request: web.Request) -> str:
@@ -52,7 +54,7 @@ async def create_bucket(request: web.Request) -> web.Response:
     return json_response(body, status=201, headers=location | _etag(meta))
 
 
-@routes.put("/{bucket}/config", expect_handler=defer_continue)
+@sub_routes.put("/{bucket}/config", expect_handler=defer_continue)
 async def configure_bucket(request: web.Request) -> web.Response:
     """Replace the bucket's configuration (the whole of it); `If-Match` makes it conditional."""
     bucket_id = _bucket_id(request)
@@ -157,7 +159,7 @@ async def delete_bucket(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-@routes.get("/{bucket}/streams", expect_handler=defer_continue)
+@sub_routes.get("/{bucket}/streams", expect_handler=defer_continue)
 async def list_streams(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     prefix = request.query.get("prefix", "")

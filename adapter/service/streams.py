@@ -138,6 +138,8 @@ class StreamService:
 
     def _renewed(self, meta: StreamMeta, at_ms: int) -> StreamMeta:
         """The stream after an access: held in the catalog, written with its next write."""
+        if meta.ttl_seconds is None:  # nothing slides (as `machine.access` says), asked per append
+            return meta
         step = machine.access(machine.View(meta), Access(at_ms))
         if step is None:
             return meta
@@ -282,9 +284,10 @@ class StreamService:
             self._decidable(meta.data_bucket, meta.partition)
         else:
             self._decidable(command.ref.bucket_id, None, command.ref.stream_id)
-        if meta is not None and not meta.expired(self.clock()):
-            meta = self._renewed(meta, self.clock())
-        return machine.append(self._view(key, meta), command, self.clock(), self.limits)
+        now = self.clock()
+        if meta is not None and not meta.expired(now):
+            meta = self._renewed(meta, now)
+        return machine.append(self._view(key, meta), command, now, self.limits)
 
     async def delete(self, ref: StreamRef, forward_id: str | None = None) -> None:
         key = (ref.bucket_id, ref.stream_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 import pytest
 
@@ -39,6 +40,14 @@ def test_etag_escapes_what_an_entity_tag_cannot_hold(internal_id: str) -> None:
     tag = etag(internal_id, START, END, False)
     assert _ENTITY_TAG.fullmatch(tag), tag
     assert if_none_match_matches(tag, tag)
+
+
+def test_etag_quotes_every_part_as_quote_does() -> None:
+    # Parts of only kept characters skip quote(); every other part goes through it.
+    safe = "!#$&'()*+/:;<=>?@[]^`{|}"
+    for char in [chr(code) for code in range(256)] + ["日", "\u2603"]:
+        for part in (char, f"b/s{char}1@0"):
+            assert etag(part, part, part, False) == f'"{":".join([quote(part, safe=safe)] * 3)}"'
 
 
 def test_etag_varies_with_range_and_closure() -> None:
