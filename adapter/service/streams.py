@@ -695,6 +695,9 @@ class StreamService:
             data = machine.message_offsets(write, offsets)
             self.reads.cache.record(key, since, settled.next_offset, data, write.messages)
             self.catalog.put_stream(settled)
+            # A sliding TTL counts from when the write is answered, not from when it was decided:
+            # a commit that took long must not leave the client less than the TTL it asked for.
+            self._renewed(settled, self.clock())
         record = producer_record(key, write)
         if record is not None:
             self.catalog.put_producer(record)

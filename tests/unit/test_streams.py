@@ -394,3 +394,27 @@ def test_the_driver_answers_as_the_machine_over_what_committed(
     learned: bool,
 ) -> None:
     asyncio.run(_run(commands, schedule, finale, learned))
+
+
+def test_a_sliding_ttl_counts_from_the_commit_not_the_decision() -> None:
+    asyncio.run(_sliding_ttl_from_the_commit())
+
+
+async def _sliding_ttl_from_the_commit() -> None:
+    run = _Run()
+    now = [NOW]
+    run.service.clock = lambda: now[0]
+    run.issue(create(ttl_seconds=2))
+    await _idle()
+    now[0] = NOW + 700  # the transaction takes 0.7 s to commit, and the 201 leaves then
+    run.writers.take(1)
+    run.writers.end(Fate.COMMIT)
+    await _idle()
+    assert all(task.done() for task in run.tasks)
+    now[0] = NOW + 700 + 1_999  # 2.7 s after the decision, within 2 s of the answer: alive
+    assert run.service.existing(REF).last_access_ms == NOW + 700
+    now[0] = NOW + 700 + 2_000
+    with pytest.raises(ProtocolError) as raised:
+        run.service.existing(REF)
+    assert raised.value.code is ErrorCode.STREAM_NOT_FOUND
+    run.close()
