@@ -6,6 +6,11 @@ whole grace period, with its catalog caught up on the state topics. A publish co
 pointer within half the grace period of its upload or not at all (`stream_machine.publish`
 refuses it past `commit_by_ms`), and its upload came before the collector first saw the blob,
 so a committed pointer is always in the catalog before its blob could be judged an orphan.
+The uploader's window is its own instance's setting, so it is written into the object's key
+(`windowed`): a collector waits at least twice the window a key names, whatever its own grace
+period, unless it has seen the object referenced (so committed) before. An instance set with
+a shorter `snapshot_gc_grace_ms` than another's never takes the other's upload, not yet
+committed, for an orphan.
 A reader of a superseded snapshot has the grace period to finish. Deleting is idempotent, so
 every instance may run a collector; forgetting what it saw (a restart) only delays deletion.
 """
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
@@ -24,19 +30,41 @@ from adapter.state.catalog import Catalog
 
 log = logging.getLogger(__name__)
 
+# `~w<ms>` ends the key's last segment, or the one before it (a tier chunk's attempt).
+_WINDOW = re.compile(r"~w(\d{1,12})(?:/[^/]*)?$")
+
+
+def windowed(unique: str, within_ms: int) -> str:
+    """A key's unique part naming the window its uploader commits within (or never)."""
+    return f"{unique}~w{within_ms}"
+
+
+def window_of(key: str) -> int:
+    """The commit window a key names (0 for a key of a release that named none)."""
+    found = _WINDOW.search(key)
+    return int(found.group(1)) if found else 0
+
 
 def due(
-    keys: Iterable[str], kept: set[str], seen: dict[str, int], now_ms: int, grace_ms: int
+    keys: Iterable[str],
+    kept: set[str],
+    seen: dict[str, int],
+    now_ms: int,
+    grace_ms: int,
+    committed: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[list[str], dict[str, int]]:
     """(blobs to delete, when each other unreferenced blob was first seen so), from the blobs
-    in the store, those visible snapshots point to, and what was seen before."""
+    in the store, those visible snapshots point to, and what was seen before. A blob goes
+    once seen so for the grace period, or twice its key's commit window if that is longer and
+    it is not known `committed` (seen referenced before: no upload of it is still under way)."""
     doomed: list[str] = []
     still: dict[str, int] = {}
     for key in keys:
         if key in kept:
             continue
         first = seen.get(key, now_ms)
-        if now_ms - first >= grace_ms:
+        wait = grace_ms if key in committed else max(grace_ms, 2 * window_of(key))
+        if now_ms - first >= wait:
             doomed.append(key)
         else:
             still[key] = first
@@ -83,6 +111,7 @@ class OrphanSweep:
         self.clock = clock
         self.grace_ms = grace_ms
         self._seen: dict[str, int] = {}
+        self._committed: set[str] = set()  # listed objects seen referenced in some pass
 
     async def begin(self) -> Listing:
         keys = await self.store.keys(self.prefix)
@@ -93,7 +122,9 @@ class OrphanSweep:
         return Listing(now, keys)
 
     async def finish(self, listing: Listing, kept: set[str]) -> list[str]:
-        doomed, self._seen = due(listing.keys, kept, self._seen, listing.now_ms, self.grace_ms)
+        self._committed = {k for k in listing.keys if k in kept or k in self._committed}
+        now, grace = listing.now_ms, self.grace_ms
+        doomed, self._seen = due(listing.keys, kept, self._seen, now, grace, self._committed)
         for key in doomed:
             await self.store.delete(key)
         return doomed

@@ -22,6 +22,7 @@ from adapter.protocol import snapshots
 from adapter.protocol.commands import PublishSnapshot, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import BEGINNING, ReadFrom
+from adapter.service.snapshot_gc import windowed
 from adapter.service.streams import StreamService
 from adapter.state.records import SnapshotPointer, StreamMeta
 
@@ -77,11 +78,14 @@ class SnapshotService:
     ) -> StreamMeta:
         """Stream the blob to the store (its size and checksum counted on the way), then make
         it the stream's latest snapshot. `body` raises to refuse it (413): nothing is kept."""
-        key = snapshots.object_key(ref.bucket_id, ref.stream_id, offset, uuid.uuid4().hex)
         # The collector deletes a blob nothing points to once it has seen it so for a grace
         # period: a publish commits its pointer within half of it from the upload's start
-        # (the body's arrival included), or not at all.
-        commit_by = self.streams.clock() + self.grace_ms // 2
+        # (the body's arrival included), or not at all. The key names that window, so that
+        # every instance's collector waits for it, whatever grace period it was given.
+        within_ms = self.grace_ms // 2
+        unique = windowed(uuid.uuid4().hex, within_ms)
+        key = snapshots.object_key(ref.bucket_id, ref.stream_id, offset, unique)
+        commit_by = self.streams.clock() + within_ms
         command = PublishSnapshot(ref, offset, content_type, 0, key, "", commit_by)
         await self.streams.publish(command, check_only=True)  # refuse before uploading
         counted = _Counted(body)

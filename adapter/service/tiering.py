@@ -43,6 +43,7 @@ from adapter.log.scanner import PartitionScanner, Scanned
 from adapter.objects.base import ObjectStore
 from adapter.protocol.snapshots import retention_floors
 from adapter.service.background import RIDDEN_OUT
+from adapter.service.snapshot_gc import windowed
 from adapter.state.catalog import Catalog
 from adapter.state.records import BucketMeta, SnapshotPointer, StreamMeta
 from adapter.tier import chunks, manifest
@@ -290,7 +291,8 @@ class TierWorker:
         scan = await self.scanner.scan(place.topic, place.partition, begin, cut, RANGE_BYTES)
         end, groups = _grouped(scan.records, scan.next_offset, self.policy.max_streams_per_range)
         started = self.clock()
-        attempt = chunks.new_attempt()
+        # The key names the window, so every instance's collector waits for it (`windowed`).
+        attempt = windowed(chunks.new_attempt(), self.policy.commit_within_ms)
         written = await self._write_chunks(bucket.bucket_id, place, (begin, end, attempt), groups)
         if self.clock() - started > self.policy.commit_within_ms:
             raise LogUnavailable(f"tiering {place.topic}[{place.partition}] took too long")

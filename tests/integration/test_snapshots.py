@@ -14,7 +14,7 @@ from adapter.objects.local import LocalObjectStore
 from adapter.objects.s3 import S3ObjectStore
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.snapshots import OBJECT_PREFIX, object_key
-from adapter.service.snapshot_gc import SnapshotCollector
+from adapter.service.snapshot_gc import SnapshotCollector, windowed
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.services import S3Server
 
@@ -235,6 +235,8 @@ async def test_superseded_and_orphaned_blobs_are_collected_after_the_grace_perio
     client: Client, unique: str
 ) -> None:
     parts = client.app[PARTS]
+    # The publishing instance's grace period: its blobs' keys name half of it as their window.
+    grace = parts.snapshots.grace_ms
     path, tails = await _stream(client, unique, b"a", b"b")
     gone_path = path.replace("/doc", "/gone")
     assert (await client.put(gone_path, headers=TEXT)).status == 201
@@ -244,20 +246,28 @@ async def test_superseded_and_orphaned_blobs_are_collected_after_the_grace_perio
     assert await _publish(client, path, tails[1], b"A") == 204
     assert await _publish(client, path, tails[2], b"AB") == 204
     # An interrupted publish: its blob stored, its pointer never committed. Never visible.
-    orphan = object_key(f"sn-{unique}", "doc", 0, "interrupted")
+    orphan = object_key(f"sn-{unique}", "doc", 0, windowed("interrupted", grace // 2))
     await parts.store.put(orphan, b"half")
     assert (await client.get(f"{path}/snapshot/{tails[2]}")).status == 200
     assert (await client.head(path)).headers["Stream-Snapshot-Offset"] == tails[2]
     assert len(await parts.store.keys(OBJECT_PREFIX)) == 4
 
     now = [0]
+    # An instance given a far shorter grace period still leaves them all for twice the window.
+    hasty = SnapshotCollector(
+        parts.store, parts.catalog, parts.follower.caught_up, lambda: now[0], 1, 1
+    )
+    assert await hasty.collect_once() == []
+    now[0] = 2 * (grace // 2) - 1
+    assert await hasty.collect_once() == []
+    now[0] = 0
     collector = SnapshotCollector(
-        parts.store, parts.catalog, parts.follower.caught_up, lambda: now[0], 1000, 1
+        parts.store, parts.catalog, parts.follower.caught_up, lambda: now[0], grace, 1
     )
     assert await collector.collect_once() == []  # first seen unreferenced: the grace starts
-    now[0] = 999
+    now[0] = grace - 1
     assert await collector.collect_once() == []
-    now[0] = 1000
+    now[0] = grace
     assert len(await collector.collect_once()) == 3  # superseded, deleted stream's, orphan
     [kept] = await parts.store.keys(OBJECT_PREFIX)
     assert await parts.store.get(kept) == b"AB"
