@@ -12,7 +12,7 @@ from adapter.cluster.access_relay import AccessRelay
 from adapter.cluster.coordinator import Coordinator
 from adapter.cluster.deadlines import forward_timeout_s
 from adapter.cluster.ownership import SlotOwnership
-from adapter.cluster.routing import Router
+from adapter.cluster.routing import Moving, Router
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
 from adapter.http import health
@@ -145,15 +145,16 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     metrics.watch_live_waiters(lambda: hub.waiters)
     hot_tail = HotCache(settings.hot_cache_bytes, settings.catalog_cache_entries)
     indexes = _mount_indexes(settings, kafka, catalog, hub)
+    membership = _Membership(readiness)
     follower = MetaFollower(
         kafka,
         StateTopics.of(settings.topic_prefix),
         catalog,
         settings.kafka_timeout_s,
         on_change=partial(_changed_elsewhere, hot_tail=hot_tail, hub=hub, indexes=indexes),
+        on_owner=membership.report,
     )
     metrics.watch_consumer_lag(follower.lag)
-    membership = _Membership(readiness)
     writers = _slot_writers(settings, kafka, follower, membership, metrics, running)
     ownership = SlotOwnership(
         kafka,
@@ -166,6 +167,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     )
     membership.ownership = ownership
     router = Router(writers, catalog.owner, settings.advertised_url)
+    membership.router = router
     reader = LogReader(kafka, read_limits(settings))
     bucket_service = BucketService(catalog, writers, admin, wall_clock_ms)
     store = object_store(settings)
@@ -417,13 +419,15 @@ class _Membership:
     def __init__(self, readiness: Readiness) -> None:
         self.readiness = readiness
         self.ownership: SlotOwnership | None = None
+        self.router: Router | None = None
 
     def confirm(self, slot: int) -> bool:
         return self.ownership is not None and self.ownership.confirm(slot)
 
     def report(self) -> None:
-        if self.ownership is not None:
-            _report_ownership(self.readiness, self.ownership)
+        """Told every change of the writers, and every owner record the follower applies."""
+        if self.ownership is not None and self.router is not None:
+            _report_ownership(self.readiness, self.ownership, self.router)
 
 
 def tier_policy(settings: Settings) -> TierPolicy:
@@ -476,11 +480,14 @@ def unanswered_writes(
     )
 
 
-def _report_ownership(readiness: Readiness, ownership: SlotOwnership) -> None:
-    """Ready once the group gave us slots and every one of them accepts writes."""
+def _report_ownership(readiness: Readiness, ownership: SlotOwnership, router: Router) -> None:
+    """Ready once the group gave us slots and every one of them accepts writes. Also told:
+    the slots whose writes this instance would answer 503 for now (neither its own, nor of an
+    owner it knows: a rebalance under way, or an owner record not followed yet)."""
     writers = ownership.writers
     assigned, ready = writers.assigned, writers.ready
     owned, initialising = sorted(ready), sorted(assigned - ready)
+    unroutable = [s for s in range(writers.count) if isinstance(router.route(s), Moving)]
     detail = f"owns {len(owned)}/{writers.count} slots: {_listed(owned)}"
     if not ownership.joined and ownership.refused:
         detail += f"; {ownership.refused}"
@@ -488,6 +495,8 @@ def _report_ownership(readiness: Readiness, ownership: SlotOwnership) -> None:
         detail += f" (initialising {initialising})"
         if writers.last_failure:
             detail += f"; last failure: {writers.last_failure}"
+    if unroutable:
+        detail += f"; writes to {_listed(unroutable)} answered 503 until their owner is known"
     readiness.set(
         OWNERSHIP,
         ownership.joined and assigned == ready,
@@ -496,6 +505,7 @@ def _report_ownership(readiness: Readiness, ownership: SlotOwnership) -> None:
         slot_count=writers.count,
         owned_slots=owned,
         initialising=initialising,
+        unroutable_slots=unroutable,
     )
 
 

@@ -73,9 +73,9 @@ def _wait_ready(
     workers: int,
     tls: ssl.SSLContext | None = None,
 ) -> None:
-    """Until `/readyz` says 200; with several workers, until each worker says so and their
-    slots are split (the shared port answers from whichever worker is ready first, and the
-    next one's joining moves slots: writes in between get 503)."""
+    """Until `/readyz` says 200; with several workers, until each worker says so, their slots
+    are split and each knows every slot's owner (the shared port answers from whichever worker
+    is ready first, and the next one's joining moves slots: writes in between get 503)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -97,7 +97,8 @@ def worker_urls(log: Path) -> list[str]:
 
 
 def _slots_split(urls: list[str], workers: int, tls: ssl.SSLContext | None = None) -> bool:
-    """Whether every worker is ready and their owned slots are all the slots, once each."""
+    """Whether every worker is ready, their owned slots are all the slots, once each, and each
+    knows every other slot's owner (a write to any slot is served or forwarded, never 503)."""
     owned: list[int] = []
     count = None
     for url in urls:
@@ -105,6 +106,8 @@ def _slots_split(urls: list[str], workers: int, tls: ssl.SSLContext | None = Non
             with urllib.request.urlopen(f"{url}/readyz", timeout=2, context=tls) as response:
                 ownership = json.load(response)["checks"]["ownership"]
         except (OSError, ValueError, KeyError):
+            return False
+        if ownership.get("unroutable_slots") != []:
             return False
         owned += [int(slot) for slot in ownership.get("owned_slots") or {}]
         count = ownership.get("slot_count")

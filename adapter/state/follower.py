@@ -90,11 +90,13 @@ class MetaFollower:
         catalog: Catalog,
         timeout_s: float,
         on_change: Callable[[str], None],
+        on_owner: Callable[[], None] = lambda: None,
     ) -> None:
         self.topics = topics
         self.catalog = catalog
         self.timeout_s = timeout_s
         self.on_change = on_change
+        self.on_owner = on_owner  # told each owners record applied
         self._positions: dict[str, int] = {}
         self._progress = asyncio.Event()
         self.kafka = kafka
@@ -296,6 +298,7 @@ class MetaFollower:
         key = (message.key() or b"").decode()
         if topic == self.topics.owners:
             self.catalog.apply_owner(key, message.value(), offset)
+            self.on_owner()
         elif self.catalog.echoes.is_news(topic, key, offset, message.value()):
             self._apply_news(topic, key, message.value())
         # else the echo of a commit of ours: applied when it committed

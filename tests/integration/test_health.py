@@ -47,6 +47,7 @@ async def test_ready_once_topics_are_verified(
     assert ownership["owned_slots"] == list(range(8))
     assert ownership["slot_count"] == 8
     assert ownership["initialising"] == []
+    assert ownership["unroutable_slots"] == []
     assert ownership["joined"] is True
     assert isinstance(body["checks"]["catalog"]["replayed_records"], int)
     assert isinstance(body["checks"]["internal_topics"]["created"], list)
