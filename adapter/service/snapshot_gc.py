@@ -21,6 +21,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from adapter.objects.base import ObjectStore
@@ -51,7 +52,7 @@ def due(
     seen: dict[str, int],
     now_ms: int,
     grace_ms: int,
-    committed: frozenset[str] | set[str] = frozenset(),
+    committed: AbstractSet[str] = frozenset(),
 ) -> tuple[list[str], dict[str, int]]:
     """(blobs to delete, when each other unreferenced blob was first seen so), from the blobs
     in the store, those visible snapshots point to, and what was seen before. A blob goes

@@ -138,13 +138,10 @@ class StreamService:
 
     def _renewed(self, meta: StreamMeta, at_ms: int) -> StreamMeta:
         """The stream after an access: held in the catalog, written with its next write."""
-        if meta.ttl_seconds is None:  # nothing slides (as `machine.access` says), asked per append
-            return meta
-        step = machine.access(machine.View(meta), Access(at_ms))
-        if step is None:
-            return meta
-        self.catalog.put_stream(step.state)
-        return step.state
+        renewed = _accessed(meta, at_ms)
+        if renewed is not meta:
+            self.catalog.put_stream(renewed)
+        return renewed
 
     def _committed(self, ref: StreamRef) -> StreamMeta | None:
         """The stream as committed (None if absent); its bucket must exist unless made on demand.
@@ -694,10 +691,9 @@ class StreamService:
             since = offsets[0] if write.creates or before is None else before.next_offset
             data = machine.message_offsets(write, offsets)
             self.reads.cache.record(key, since, settled.next_offset, data, write.messages)
-            self.catalog.put_stream(settled)
             # A sliding TTL counts from when the write is answered, not from when it was decided:
             # a commit that took long must not leave the client less than the TTL it asked for.
-            self._renewed(settled, self.clock())
+            self.catalog.put_stream(_accessed(settled, self.clock()))
         record = producer_record(key, write)
         if record is not None:
             self.catalog.put_producer(record)
@@ -713,6 +709,15 @@ class StreamService:
         self.catalog.drop_stream(*key)
         self.catalog.apply_snapshot(snapshot_key(*key), None)
         self.reads.cache.forget(key)
+
+
+def _accessed(meta: StreamMeta, at_ms: int) -> StreamMeta:
+    """The stream after an access at `at_ms` (itself when nothing slides: no sliding TTL, or a
+    later access known already); asked on every append, so a stream without a TTL asks no more."""
+    if meta.ttl_seconds is None:
+        return meta
+    step = machine.access(machine.View(meta), Access(at_ms))
+    return meta if step is None else step.state
 
 
 def _reply(step: machine.Step, kind: type[R]) -> R:
