@@ -6,11 +6,12 @@ partitions, as durable-kafka writes them). This times, one at a time with a paus
 - `plain`: both records produced and flushed by an idempotent producer, no transaction;
 - `transaction`: begin, both records, flush (the writer's "produce" stage), commit;
 
-and, from librdkafka's own debug log of some transactions (`debug=eos,protocol`), the steps
-inside the produce stage: how long the client waits after a record marks its partition before
-it sends AddPartitionsToTxn, that request's round trip (as librdkafka measured it), and the
-time from its answer to the last produce's answer. The log lines are timed as `flush()` serves
-them, as they come; the first is emitted just before it, so the wait is if anything short.
+and, from librdkafka's own debug log (`debug=eos,protocol`) of more transactions on a producer
+of their own, the steps inside the produce stage: how long the client waits after a record
+marks its partition before it sends AddPartitionsToTxn, that request's round trip (as
+librdkafka measured it), and the time from its answer to the last produce's answer. The log
+lines are timed as `flush()` serves them, as they come; the first is emitted just before it,
+so the wait is if anything short.
 
     .venv/bin/python -m bench.transaction_anatomy --bootstrap-servers 127.0.0.1:9092
 """
@@ -86,21 +87,7 @@ def run(bootstrap: str, count: int, pause_s: float, traced: int) -> dict[str, ob
         _flush(plain)
         return time.perf_counter() - began
 
-    steps = _Steps()
-    logger = logging.getLogger("bench.transaction_anatomy.librdkafka")
-    logger.addHandler(steps)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    txn = producer(
-        bootstrap,
-        **{
-            "linger.ms": 0,
-            "transactional.id": f"bench-{uuid.uuid4().hex}",
-            "debug": "eos,protocol",
-            "logger": logger,
-        },
-    )
-    txn.init_transactions(TIMEOUT_S)
+    txn = _transactional(bootstrap)
     stages: dict[str, list[float]] = {"produce": [], "commit": []}
 
     def txn_once() -> float:
@@ -118,7 +105,14 @@ def run(bootstrap: str, count: int, pause_s: float, traced: int) -> dict[str, ob
     plain_s = _timed(count, pause_s, plain_once)
     txn_s = _timed(count, pause_s, txn_once)
     stages = {name: samples[-count:] for name, samples in stages.items()}
-    inside = _trace(txn, both, steps, traced, pause_s)
+    # Traced on a producer of its own: serving its debug log would slow the timed ones.
+    steps = _Steps()
+    logger = logging.getLogger("bench.transaction_anatomy.librdkafka")
+    logger.addHandler(steps)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    traced_txn = _transactional(bootstrap, debug="eos,protocol", logger=logger)
+    inside = _trace(traced_txn, both, steps, traced, pause_s)
     return {
         "plain_flush": _spread(plain_s),
         "transaction": _spread(txn_s),
@@ -127,6 +121,13 @@ def run(bootstrap: str, count: int, pause_s: float, traced: int) -> dict[str, ob
         "inside_produce_stage": {step: _spread(samples) for step, samples in inside.items()},
         "transactions": count,
     }
+
+
+def _transactional(bootstrap: str, **extra: object) -> Producer:
+    config: dict[str, object] = {"linger.ms": 0, "transactional.id": f"bench-{uuid.uuid4().hex}"}
+    txn = producer(bootstrap, **(config | extra))
+    txn.init_transactions(TIMEOUT_S)
+    return txn
 
 
 def _trace(
