@@ -43,12 +43,13 @@ async def _made(session: aiohttp.ClientSession, url: str) -> None:
 
 
 async def _read_by_query(session: aiohttp.ClientSession, url: str, token: str) -> list[int]:
-    """Until the reading side shows the stream, then READS reads with `?access_token=`: the
-    status of each, and its body when 200."""
+    """Until the reading side shows the stream with its append (its follower may apply the
+    create before the append), then READS reads with `?access_token=`: the status of each,
+    and its body when 200."""
     params = {"offset": "-1", "access_token": token}
     for _ in range(100):
         async with session.get(url, params=params) as seen:
-            if seen.status == 200:
+            if seen.status == 200 and await seen.read() == b"x":
                 break
         await asyncio.sleep(0.1)
     statuses = []
