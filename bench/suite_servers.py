@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from bench import targets
+from devstack.process import free_port
 
 
 @dataclass
@@ -173,7 +174,7 @@ def _check_writes(deployment: Deployment) -> None:
 def _start_instance(index: int, log_dir: Path, options: targets.TargetOptions) -> targets.Server:
     """One durable-kafka process; every instance shares the topic prefix (so the streams)."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    port = targets.free_port()
+    port = free_port()
     command = [str(Path(sys.executable).parent / "durable-kafka"), "serve"]
     command += ["--listen", f"127.0.0.1:{port}", "--bootstrap-servers", options.bootstrap_servers]
     command += ["--topic-prefix", options.topic_prefix, "--log-level", "warning"]

@@ -6,7 +6,6 @@ import os
 import resource
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from devstack.process import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE_SCRIPT = REPO / "conformance" / "reference-server.mjs"
@@ -66,13 +67,6 @@ def raise_fd_limit() -> int:
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return hard
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def start(name: str, log_dir: Path, dk: TargetOptions) -> Server:

@@ -39,7 +39,7 @@ from aiohttp import web
 from adapter.app import PARTS, create_app
 from adapter.config import Settings
 from adapter.tier.manifest import Place
-from bench.targets import free_port
+from devstack.process import free_port
 
 MIB = 2**20
 BODY_BYTES = 256 * 1024

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -161,11 +162,37 @@ def port_open(host: str, port: int) -> bool:
     return False
 
 
+# Ports handed out below the kernel's ephemeral range: a port the kernel picked for `bind(0)`
+# and then let go of is the next `bind(0)`'s to take (an ops listener on port 0, a client's own
+# end of a connection), so a port from there could be taken before its service listens on it.
+_LOWEST_PORT = 10000
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
+    """A port nothing on 127.0.0.1 listens on, never one handed out before by this process,
+    below the ephemeral range so that no port-0 listener or outgoing connection takes it first."""
+    for _ in range(1000):
+        port = random.randrange(_LOWEST_PORT, _ephemeral_floor())
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    raise ServiceError(f"no free port between {_LOWEST_PORT} and {_ephemeral_floor()}")
+
+
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel hands to `bind(0)` (Linux; 32768 where it cannot be read)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+    return max(low, _LOWEST_PORT + 1000)
 
 
 def run_checked(argv: Sequence[str], what: str, env: Mapping[str, str] | None = None) -> None:

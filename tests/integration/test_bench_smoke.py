@@ -17,6 +17,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from adapter.app import create_app
 from bench import loadgen_run, rawkafka, suite_bootstrap, targets, tier_catchup
 from bench.suite_measure import cpu_per_op
+from devstack.process import free_port
 from tests.conftest import SettingsFactory
 
 
@@ -160,7 +161,7 @@ async def test_tier_bench_reads_a_stream_hot_then_cold_and_times_appends(
     """bench.tier_catchup on an in-process adapter: the cold read returns as many bytes as the
     hot one (else BenchError) and came from the store; appends were timed in both phases."""
     settings = make_settings(
-        listen=f"127.0.0.1:{targets.free_port()}",
+        listen=f"127.0.0.1:{free_port()}",
         partitions=1,
         hot_cache_bytes=0,
         tier_after_bytes=0,

@@ -84,3 +84,14 @@ def test_a_bound_socket_is_not_a_listener() -> None:
         bound.bind(("127.0.0.1", 0))  # bound, not listening
         assert listening_pids(bound.getsockname()[1]) == set()
     assert listening_pids(free_port()) == set()
+
+
+def test_a_free_port_is_never_one_a_port_0_listener_can_take() -> None:
+    """The race a port from `bind(0)` had: handed out, let go, then taken by the next listener
+    on port 0 (an ops listener) before the service it was for could listen on it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(200)]
+    assert len(set(ports)) == len(ports)
+    assert all(port < low for port in ports)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", ports[-1]))  # free to listen on
