@@ -45,27 +45,31 @@ def stream_in(prefix: str, slots: set[int], stem: str) -> str:
     return next(f"{stem}{i}" for i in range(1000) if slot_of(prefix, f"{stem}{i}") in slots)
 
 
-async def owned(session: aiohttp.ClientSession, base: str) -> set[int] | None:
-    """The slots an instance accepts writes for (from /readyz), None if it does not answer."""
+async def owned(
+    session: aiohttp.ClientSession, base: str, settled: bool = False
+) -> set[int] | None:
+    """The slots an instance accepts writes for (from /readyz), None if it does not answer;
+    `settled`: None as well while it would answer a write 503 (a slot's owner not known yet)."""
     try:
         async with session.get(f"{base}/readyz", timeout=aiohttp.ClientTimeout(total=2)) as r:
-            slots = (await r.json())["checks"]["ownership"].get("owned_slots")
+            ownership = (await r.json())["checks"]["ownership"]
     except (aiohttp.ClientError, TimeoutError, KeyError):
         return None
-    if slots is None:  # not serving yet
-        return None
+    slots = ownership.get("owned_slots")
+    if slots is None or (settled and ownership.get("unroutable_slots") != []):
+        return None  # not serving yet, or not every slot routable
     return {int(k) for k in slots}
 
 
 async def until_owned(
     session: aiohttp.ClientSession, expected: dict[str, int | None], timeout_s: float = 60
 ) -> dict[str, set[int]]:
-    """Wait until each instance owns `expected[base]` slots (None: at least one) and the
-    instances together own all of them."""
+    """Wait until each instance owns `expected[base]` slots (None: at least one), the
+    instances together own all of them and each knows every slot's owner (no write 503s)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while loop.time() < deadline:
-        found = {base: await owned(session, base) for base in expected}
+        found = {base: await owned(session, base, settled=True) for base in expected}
         if all(slots is not None for slots in found.values()):
             split = {base: slots or set() for base, slots in found.items()}
             total = set().union(*split.values())
