@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import aiohttp
 
@@ -16,6 +17,8 @@ from devstack.process import free_port
 from tests.adapter_process import adapter_pid, running_adapter
 from topology.placement import partition_for
 from topology.slots import SlotMap
+
+T = TypeVar("T")
 
 SLOTS = 8
 PARTITIONS = 12  # the default bucket's, created on demand by /v1/stream
@@ -81,6 +84,18 @@ async def until_owned(
                 return split
         await asyncio.sleep(0.2)
     raise AssertionError(f"slots never settled as {expected}")
+
+
+async def until_read(read: Callable[[], Awaitable[T]], want: T, timeout_s: float = 10) -> T:
+    """`read()` again until it answers `want` or `timeout_s` has passed; its last answer. An
+    instance that is not a stream's owner shows another's writes once its follower has
+    applied them (typically within 0.2 s)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        answer = await read()
+        if answer == want or asyncio.get_running_loop().time() > deadline:
+            return answer
+        await asyncio.sleep(0.05)
 
 
 def signal_adapter(port: int, sig: signal.Signals) -> None:

@@ -14,6 +14,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,7 +27,7 @@ from playwright.async_api import BrowserContext, Page, Request, Response, async_
 
 from devstack.browser import CHROMIUM_ARGS, chromium_path
 from devstack.process import free_port
-from tests.adapter_process import running_adapter
+from tests.adapter_process import running_adapter, worker_urls
 from tests.browser.page_origin import serving_page
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -75,12 +76,12 @@ def page_port() -> int:
 
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["one_worker", "two_workers"])
-def adapter_url(
+def adapter_log(
     kafka_bootstrap: str,
     tmp_path_factory: pytest.TempPathFactory,
     page_port: int,
     request: pytest.FixtureRequest,
-) -> Iterator[str]:
+) -> Iterator[tuple[str, Path]]:
     """The real `durable-kafka serve` process on the test broker, with topics of its own;
     the page's origin is the one cross-origin caller it lets in. Every test runs against a
     single process and against `serve --workers 2` (a tail held by either worker)."""
@@ -94,7 +95,19 @@ def adapter_url(
         "DURABLE_KAFKA_CORS_ORIGINS": f"http://127.0.0.1:{page_port}",
     }
     with running_adapter(env, home / "adapter.log", workers=request.param) as base_url:
-        yield base_url
+        yield base_url, home / "adapter.log"
+
+
+@pytest.fixture(scope="module")
+def adapter_url(adapter_log: tuple[str, Path]) -> str:
+    return adapter_log[0]
+
+
+@pytest.fixture(scope="module")
+def worker_bases(adapter_log: tuple[str, Path]) -> list[str]:
+    """Each serving process's own URL: the shared one alone with one worker."""
+    base_url, log = adapter_log
+    return worker_urls(log) or [base_url]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -266,10 +279,24 @@ async def test_json_stream_events_are_arrays(
     assert "stream-sse-data-encoding" not in sub.responses[0].headers
 
 
+async def _indexed(bucket_url: str, timeout_s: float = 20) -> bool:
+    """Whether the mount at `bucket_url` says its index caught up within `timeout_s` (a
+    worker that has not followed the mount's creation yet answers 404 meanwhile)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    async with aiohttp.ClientSession() as session:
+        while asyncio.get_running_loop().time() < deadline:
+            async with session.get(bucket_url) as response:
+                if response.status == 200 and (await response.json())["index"]["caught_up"]:
+                    return True
+            await asyncio.sleep(0.05)
+    return False
+
+
 async def test_a_mounted_key_tails_records_of_a_plain_producer(
     subscribe: Subscribe,
     http: aiohttp.ClientSession,
     adapter_url: str,
+    worker_bases: list[str],
     page_origin: str,
     kafka_bootstrap: str,
 ) -> None:
@@ -287,11 +314,9 @@ async def test_a_mounted_key_tails_records_of_a_plain_producer(
     mount = {"mount": {"topic": topic, "content_type": "application/json"}}
     async with http.put(f"{adapter_url}/{bucket}", json=mount) as response:
         assert response.status == 201
-    for _ in range(400):
-        async with http.get(f"{adapter_url}/{bucket}") as response:
-            if (await response.json())["index"]["caught_up"]:
-                break
-        await asyncio.sleep(0.05)
+    # Every worker indexes the topic itself, and the page's connection may reach either.
+    for base in worker_bases:
+        assert await _indexed(f"{base}/{bucket}"), f"{base} never caught up with {topic}"
 
     path = f"/{bucket}/order-42"
     sub = await subscribe(path, "json")

@@ -242,7 +242,8 @@ class ServerFactory(Protocol):
 async def _two_instances(
     aiohttp_client: ServerFactory, make_settings: SettingsFactory
 ) -> tuple[Client, Client]:
-    """Two in-process adapters on one topic prefix, each owning some of the write slots."""
+    """Two in-process adapters on one topic prefix, each owning some of the write slots and
+    knowing the owner of every other (a write through either is served or forwarded, no 503)."""
     clients = []
     for port in (free_port(), free_port()):
         settings = make_settings(advertise_url=f"http://127.0.0.1:{port}", partitions=12)
@@ -252,10 +253,17 @@ async def _two_instances(
     a, b = clients
     for _ in range(600):
         owned = [each.app[PARTS].writers.ready for each in (a, b)]
-        if all(owned) and len(owned[0] | owned[1]) == a.app[PARTS].writers.count:
+        split = all(owned) and len(owned[0] | owned[1]) == a.app[PARTS].writers.count
+        if split and not [slot for each in (a, b) for slot in await _unroutable(each)]:
             return a, b
         await asyncio.sleep(0.1)
     raise AssertionError("the two instances never shared the write slots")
+
+
+async def _unroutable(instance: Client) -> list[int]:
+    """The slots whose writes `instance` would answer 503 now (`/readyz`, `ownership`)."""
+    async with instance.get("/readyz") as reply:
+        return list((await reply.json())["checks"]["ownership"]["unroutable_slots"])
 
 
 def _owned_streams(instance: Client, bucket: str) -> list[str]:

@@ -32,8 +32,9 @@ def _fresh() -> aiohttp.ClientSession:
 
 
 async def _until_every_slot_owned(base: str, timeout_s: float = 90) -> set[frozenset[int]]:
-    """Ask /readyz on fresh connections until the workers that answered are all ready and
-    own every slot between them; return each one's slots."""
+    """Ask /readyz on fresh connections until the workers that answered are all ready, know
+    every slot's owner (no write answered 503) and own every slot between them; return each
+    one's slots."""
     seen: dict[frozenset[int], bool] = {}
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -42,7 +43,10 @@ async def _until_every_slot_owned(base: str, timeout_s: float = 90) -> set[froze
             try:
                 async with session.get(f"{base}/readyz") as reply:
                     ownership = (await reply.json())["checks"]["ownership"]
-                    seen[frozenset(ownership.get("owned_slots", ()))] = reply.status == 200
+                    settled = ownership.get("unroutable_slots") == []
+                    seen[frozenset(ownership.get("owned_slots", ()))] = (
+                        reply.status == 200 and settled
+                    )
             except aiohttp.ClientError:
                 pass  # a worker being killed or restarted
             ready = {slots for slots, ok in seen.items() if ok and slots}
