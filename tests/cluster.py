@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -96,6 +96,22 @@ async def until_read(read: Callable[[], Awaitable[T]], want: T, timeout_s: float
         if answer == want or asyncio.get_running_loop().time() > deadline:
             return answer
         await asyncio.sleep(0.05)
+
+
+async def past_moves(
+    session: aiohttp.ClientSession, method: str, url: str, within_s: float = 30, **kwargs: Any
+) -> tuple[int, bytes]:
+    """(status, body) of a write sent again while the answer is 503 (a write slot changing
+    owner: nothing was written), after its `Retry-After` (at most 1 s), as a client does: an
+    owners' group can move a slot again after start-up on a loaded machine."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while True:
+        async with session.request(method, url, raise_for_status=False, **kwargs) as reply:
+            status, body = reply.status, await reply.read()
+            wait = min(float(reply.headers.get("Retry-After", "1")), 1.0)
+        if status != 503 or asyncio.get_running_loop().time() > deadline:
+            return status, body
+        await asyncio.sleep(wait)
 
 
 def signal_adapter(port: int, sig: signal.Signals) -> None:

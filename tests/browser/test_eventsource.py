@@ -29,6 +29,7 @@ from devstack.browser import CHROMIUM_ARGS, chromium_path
 from devstack.process import free_port
 from tests.adapter_process import running_adapter, worker_urls
 from tests.browser.page_origin import serving_page
+from tests.cluster import past_moves
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -157,20 +158,22 @@ Subscribe = Callable[[str, str], Awaitable[Subscription]]
 
 
 async def create(http: aiohttp.ClientSession, stream_url: str, content_type: str) -> None:
-    async with http.put(stream_url, headers={"Content-Type": content_type}) as response:
-        assert response.status == 201
+    headers = {"Content-Type": content_type}
+    status, body = await past_moves(http, "PUT", stream_url, headers=headers)
+    assert status == 201, body
 
 
 async def append(
     http: aiohttp.ClientSession, stream_url: str, content_type: str, body: bytes
 ) -> None:
-    async with http.post(stream_url, data=body, headers={"Content-Type": content_type}):
-        pass
+    headers = {"Content-Type": content_type}
+    status, answer = await past_moves(http, "POST", stream_url, data=body, headers=headers)
+    assert status == 204, answer
 
 
 async def close(http: aiohttp.ClientSession, stream_url: str) -> None:
-    async with http.post(stream_url, headers={"Stream-Closed": "true"}):
-        pass
+    status, body = await past_moves(http, "POST", stream_url, headers={"Stream-Closed": "true"})
+    assert status == 204, body
 
 
 @pytest_asyncio.fixture(loop_scope="module")

@@ -28,7 +28,7 @@ from durable_streams import DurableStream, DurableStreamError
 from devstack.process import free_port
 from tests.adapter_process import SCRIPT, adapter_pid, running_adapter, worker_urls
 from tests.certificates import Pair, TestCA, presented_serial, until_presented
-from tests.cluster import TEXT, cluster_env, stream_in, until_owned
+from tests.cluster import TEXT, cluster_env, past_moves, stream_in, until_owned
 from tests.tokens import token_file
 
 pytestmark = [pytest.mark.integration]
@@ -131,8 +131,8 @@ async def test_a_sighup_rotates_the_certificate_while_an_sse_session_stays_open(
     # TLS connection cleanly (one left closing would outlive the test's event loop).
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=trusting)) as http:
         url = f"{served.url}/v1/stream/rotated"
-        async with http.put(url, headers={"Content-Type": "text/plain"}) as reply:
-            assert reply.status == 201
+        status, _ = await past_moves(http, "PUT", url, headers={"Content-Type": "text/plain"})
+        assert status == 201
         async with http.get(url, params={"offset": "-1", "live": "sse"}) as session:
             assert session.status == 200
             await _append(http, url, "before")
@@ -150,14 +150,15 @@ async def test_a_sighup_rotates_the_certificate_while_an_sse_session_stays_open(
             await _append(http, url, "after")
             await _until_data(session, "after")  # the same response, on its first connection
             assert not session.content.at_eof()
-            async with http.post(url, headers={"Stream-Closed": "true"}) as reply:
-                assert reply.status == 204
+            closed, _ = await past_moves(http, "POST", url, headers={"Stream-Closed": "true"})
+            assert closed == 204
             await session.read()  # the session ends with the stream's closing control event
 
 
 async def _append(http: aiohttp.ClientSession, url: str, text: str) -> None:
-    async with http.post(url, data=text, headers={"Content-Type": "text/plain"}) as reply:
-        assert reply.status == 204, await reply.text()
+    headers = {"Content-Type": "text/plain"}
+    status, body = await past_moves(http, "POST", url, data=text, headers=headers)
+    assert status == 204, body
 
 
 async def _until_data(session: aiohttp.ClientResponse, text: str) -> None:
