@@ -172,8 +172,9 @@ _handed_out: set[int] = set()
 def free_port() -> int:
     """A port nothing on 127.0.0.1 listens on, never one handed out before by this process,
     below the ephemeral range so that no port-0 listener or outgoing connection takes it first."""
+    floor = _ephemeral_floor()
     for _ in range(1000):
-        port = random.randrange(_LOWEST_PORT, _ephemeral_floor())
+        port = random.randrange(_LOWEST_PORT, floor)
         if port in _handed_out:
             continue
         with socket.socket() as sock:
@@ -183,7 +184,7 @@ def free_port() -> int:
                 continue
         _handed_out.add(port)
         return port
-    raise ServiceError(f"no free port between {_LOWEST_PORT} and {_ephemeral_floor()}")
+    raise ServiceError(f"no free port between {_LOWEST_PORT} and {floor}")
 
 
 def _ephemeral_floor() -> int:

@@ -12,7 +12,7 @@ import pytest
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter, worker_urls
-from tests.cluster import TEXT, cluster_env, slot_of, stream_in, until_owned
+from tests.cluster import TEXT, cluster_env, slot_of, stream_in, until_owned, until_read
 from tests.tokens import token_file
 
 pytestmark = [pytest.mark.integration]
@@ -47,11 +47,12 @@ async def _read_by_query(session: aiohttp.ClientSession, url: str, token: str) -
     create before the append), then READS reads with `?access_token=`: the status of each,
     and its body when 200."""
     params = {"offset": "-1", "access_token": token}
-    for _ in range(100):
-        async with session.get(url, params=params) as seen:
-            if seen.status == 200 and await seen.read() == b"x":
-                break
-        await asyncio.sleep(0.1)
+
+    async def seen() -> tuple[int, bytes]:
+        async with session.get(url, params=params) as reply:
+            return reply.status, await reply.read()
+
+    await until_read(seen, (200, b"x"))
     statuses = []
     for _ in range(READS):
         async with session.get(url, params=params) as reply:
