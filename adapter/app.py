@@ -25,12 +25,12 @@ from adapter.http import (
     streams,
     trims,
 )
-from adapter.http.auth import GATE, auth_middleware
+from adapter.http.auth import GATE, KeySource, auth_middleware
 from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.compression import compression_middleware
 from adapter.http.connections import CONNECTION_LIMITS, ConnectionLimits
-from adapter.http.credentials import JwksRefresh, build_gate, jwks_refresh
+from adapter.http.credentials import build_gate
 from adapter.http.encoding import (
     RAW_BODIES,
     content_encoding_middleware,
@@ -54,7 +54,6 @@ from adapter.service.fork_gc import sweep_forever
 from adapter.service.seeking import Seeker
 from adapter.state.follower import MetaFollower
 from adapter.supervisor import CATALOG, Durability, Supervisor
-from adapter.tasks import Tasks
 from topology.admin import TopologyAdmin
 from topology.naming import owners_group
 
@@ -111,7 +110,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app.on_response_prepare.append(echo_request_id)
     _hand_parts(app, parts)
     add_routes(app, settings, parts)
-    app.cleanup_ctx.append(partial(_lifecycle, jwks=jwks_refresh(settings, gate, Tasks())))
+    app.cleanup_ctx.append(partial(_lifecycle, jwks=gate.keys))
     return app
 
 
@@ -187,7 +186,7 @@ async def readiness_gate(request: web.Request, handler: Handler) -> web.StreamRe
     raise ProtocolError(ErrorCode.NOT_READY, "the catalog is still being loaded from Kafka")
 
 
-async def _lifecycle(app: web.Application, jwks: JwksRefresh | None) -> AsyncIterator[None]:
+async def _lifecycle(app: web.Application, jwks: KeySource | None) -> AsyncIterator[None]:
     """Start the parts (the supervisor loads the state, then joins the owners' group), and
     close them in reverse at shutdown."""
     settings, parts = app[SETTINGS], app[PARTS]

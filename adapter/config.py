@@ -123,6 +123,7 @@ class Settings:
     auth_jwt_audience: str = ""
     auth_jwt_jwks_file: str = ""
     auth_jwt_jwks_url: str = ""
+    auth_jwt_jwks_refresh_ms: int = 300_000
     auth_jwt_algorithms: str = "RS256,ES256,EdDSA"
     auth_jwt_leeway_s: int = 30
     auth_public_read: str = ""
@@ -307,6 +308,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "auth_jwt_audience": ("auth", "jwt_audience"),
     "auth_jwt_jwks_file": ("auth", "jwt_jwks_file"),
     "auth_jwt_jwks_url": ("auth", "jwt_jwks_url"),
+    "auth_jwt_jwks_refresh_ms": ("auth", "jwt_jwks_refresh_ms"),
     "auth_jwt_algorithms": ("auth", "jwt_algorithms"),
     "auth_jwt_leeway_s": ("auth", "jwt_leeway_s"),
     "auth_public_read": ("auth", "public_read"),
@@ -643,6 +645,10 @@ def _auth_checks(settings: Settings) -> list[tuple[bool, str]]:
             "shared-secret algorithms are refused)",
         ),
         (0 <= settings.auth_jwt_leeway_s <= 300, "auth_jwt_leeway_s must be in 0..300"),
+        (
+            10_000 <= settings.auth_jwt_jwks_refresh_ms <= 86_400_000,
+            "auth_jwt_jwks_refresh_ms must be in 10000..86400000",
+        ),
     ]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import jwt
 
-from adapter.auth.principals import InvalidToken, Principal
+from adapter.auth.principals import InvalidToken, Principal, UnknownKey
 from adapter.auth.scopes import parse_scopes
 
 # The JWK key type each algorithm family signs with: a token cannot pick another family.
@@ -79,6 +79,8 @@ class JwtVerifier:
         if self.keys is None:
             raise InvalidToken("the signing keys are not loaded yet")
         keys = [k for k in self.keys.keys if kid is None or k.key_id == kid]
+        if not keys:
+            raise UnknownKey(f"no signing key has the token's kid {kid!r}")
         if len(keys) != 1:
             raise InvalidToken("no single signing key matches the token's kid")
         key = keys[0]

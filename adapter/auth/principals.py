@@ -20,6 +20,11 @@ class InvalidToken(Exception):
         self.reason = reason
 
 
+class UnknownKey(InvalidToken):
+    """A token signed with a key (`kid`) the verifier does not hold: worth fetching the key set
+    again once, in case the identity provider has rotated its keys."""
+
+
 @dataclass(frozen=True)
 class Principal:
     name: str  # static: the token's name; jwt: the `sub` claim

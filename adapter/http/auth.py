@@ -17,13 +17,14 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from adapter.auth.certificates import CertificatePrincipals, Subject
 from adapter.auth.policy import Need, Policy, Verdict
-from adapter.auth.principals import InvalidToken, Principal, Verifier
+from adapter.auth.principals import InvalidToken, Principal, UnknownKey, Verifier
 from adapter.auth.scopes import Operation, needed
 from adapter.http.observe import METRICS, add_log_fields
 from adapter.http.peer_headers import CERTIFICATE_SUBJECT, FORWARDED
@@ -33,6 +34,19 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 
 REALM = 'Bearer realm="durable-kafka"'
 QUERY_TOKEN = "access_token"
+
+
+class KeySource(Protocol):
+    """Where a verifier's keys come from when they can change while the instance runs."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def refetch(self) -> bool:
+        """Fetch the keys again now (rate-limited) for a token naming an unknown key; True
+        when a new set is in and the token is worth checking again."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,7 @@ class Gate:
     query_token: bool = False
     clock: Callable[[], float] = field(default=time.time)
     certificates: CertificatePrincipals = field(default_factory=lambda: CertificatePrincipals({}))
+    keys: KeySource | None = None  # jwt mode with a JWKS URL
 
 
 GATE = web.AppKey("auth_gate", Gate)
@@ -70,7 +85,7 @@ def auth_middleware(gate: Gate) -> Middleware:
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
         if gate.verifier is None or is_public(request):
             return await handler(request)
-        principal = _principal(request, gate, gate.verifier)
+        principal = await _principal(request, gate, gate.verifier)
         for need in needs_of(request):
             _judge(request, gate, principal, need)
         if principal is not None:
@@ -102,12 +117,17 @@ def _needs(gate: Gate) -> str:
     return "this request needs a bearer token"
 
 
-def _principal(request: web.Request, gate: Gate, verifier: Verifier) -> Principal | None:
+async def _principal(request: web.Request, gate: Gate, verifier: Verifier) -> Principal | None:
     token = _token(request, gate)
     if token is None:
         return _certificate_principal(request, gate.certificates)
     try:
-        return verifier.verify(token, gate.clock())
+        try:
+            return verifier.verify(token, gate.clock())
+        except UnknownKey:
+            if gate.keys is None or not await gate.keys.refetch():
+                raise
+            return verifier.verify(token, gate.clock())
     except InvalidToken as error:
         _count_failure(request, error.reason)
         raise ProtocolError(
