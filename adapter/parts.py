@@ -186,6 +186,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         mounted=mounted,
         relay=relay,
         trim_settle_ms=settings.snapshot_gc_grace_ms,
+        seen_written=follower.seen_written,
     )
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness)

@@ -83,7 +83,8 @@ async def long_poll(
         meta = await service.wait_for_data(ref, position, timeout_s)
     cursor = {"Stream-Cursor": next_cursor(service.clock(), request.query.get("cursor"))}
     if position >= meta.next_offset:
-        service.at_tail(ref)  # a 204 says up to date
+        meta = await service.at_tail(ref)  # a 204 says up to date: of every acknowledged append
+    if position >= meta.next_offset:
         return None, meta, cursor
     return await reads.read(ref, position, bounds), meta, cursor  # one read for all woken here
 
@@ -197,7 +198,10 @@ class _SseSession:
                 events = chunk_events(chunk, self.service.clock())
             elif meta.closed or not self.announced:
                 if not meta.closed:
-                    self.service.at_tail(self.ref)  # `upToDate`: else the session ends, to resume
+                    # `upToDate` of every acknowledged append: else the session ends, to resume
+                    meta = await self.service.at_tail(self.ref)
+                    if position < meta.next_offset:
+                        continue  # one acknowledged elsewhere was followed just now: send it
                 events = tail_events(position, meta.closed, self.service.clock())
             else:
                 return position, False  # nothing awaited since `meta`: safe to park

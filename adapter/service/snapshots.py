@@ -125,8 +125,8 @@ class SnapshotService:
 
     async def bootstrap(self, ref: StreamRef) -> Bootstrap:
         """Start a bootstrap: the stream (its tail bounds what follows) and its snapshot."""
+        await self.streams.at_tail(ref)  # its headers say up to date before any part is read
         meta = self.streams.accessed(ref)
-        self.streams.at_tail(ref)  # its headers say up to date before any part is read
         pointer = self.streams.snapshot(meta)
         if pointer is None:
             return Bootstrap(meta, None, b"")

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from functools import partial
 from typing import TypeVar
@@ -57,6 +58,8 @@ from topology.internal_records import producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
 
+log = logging.getLogger(__name__)
+
 Clock = Callable[[], int]
 # How far up a chain of forks a deletion looks for sources to collect (a guard, not a limit
 # anyone should meet: each fork of a fork adds one range to every read of it).
@@ -82,6 +85,7 @@ class StreamService:
         mounted: MountedStreams | None = None,
         relay: AccessRelay | None = None,
         trim_settle_ms: int = 0,
+        seen_written: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -99,6 +103,8 @@ class StreamService:
         self.mounted = mounted  # buckets that are mounted topics: read-only, one stream per key
         self.relay = relay  # tells other instances' streams' owners of reads served here
         self.trim_settle_ms = trim_settle_ms  # the grace period storage waits out after a trim
+        # Follows the meta topic to what is written in it now (`MetaFollower.seen_written`).
+        self.seen_written = seen_written
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -439,7 +445,17 @@ class StreamService:
             return await self.mounted.read(command.ref, command.start, command.bounds)
         meta = self.accessed(command.ref, reader)
         topic = self.buckets.topic(meta.data_bucket)
-        return self.vouched(await self.reads.read(topic, meta, command.start, command.bounds))
+        chunk = await self.reads.read(topic, meta, command.start, command.bounds)
+        if chunk.up_to_date and not await self._followed_to_now(meta):
+            if not chunk.messages:
+                raise LogUnavailable(self.stale_view())  # nothing to serve, no tail to vouch for
+            chunk = replace(chunk, up_to_date=False)  # cannot tell: the client reads on
+        elif chunk.up_to_date and self.existing(command.ref).next_offset > chunk.next_offset:
+            # An append acknowledged elsewhere before this read began was followed just now:
+            # read again, to a tail that holds it.
+            meta = self.existing(command.ref)
+            chunk = await self.reads.read(topic, meta, command.start, command.bounds)
+        return self.vouched(chunk)
 
     async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
         """Where a read by time starts: the stream's first message appended at or after `at_ms`
@@ -460,14 +476,34 @@ class StreamService:
             raise LogUnavailable(self.stale_view())
         return replace(chunk, up_to_date=False)
 
-    def at_tail(self, ref: StreamRef) -> None:
+    async def at_tail(self, ref: StreamRef) -> StreamMeta:
         """Before answering that a stream has nothing past its tail (a long-poll's 204, a
-        bootstrap): 503 unless this instance's view is known to be current. A mounted
-        topic's tails come from its own index, not from the meta follower."""
+        bootstrap): the stream, as it is once every append acknowledged before now is known
+        here; 503 unless this instance's view is known to be current and, when another instance
+        takes the stream's writes, it has followed the meta topic to now. The caller answers
+        from the stream returned: its tail may have moved. A mounted topic's tails come from
+        its own index, not from the meta follower."""
+        meta = self.existing(ref)
         if self.mounted is not None and self.mounted.covers(ref.bucket_id):
-            return
-        if not self.view.current():
+            return meta
+        if not self.view.current() or not await self._followed_to_now(meta):
             raise LogUnavailable(self.stale_view())
+        return self.existing(ref)
+
+    async def _followed_to_now(self, meta: StreamMeta) -> bool:
+        """Whether every append acknowledged before now is in this instance's view of the
+        stream. Here, if this instance takes the stream's writes; else once the meta follower
+        has followed what is written in the meta topic now (a commit acknowledged by the
+        stream's owner a moment ago may not be followed yet). False when that cannot be told
+        within its bound (the broker unreachable, a transaction left open by a dead owner)."""
+        if self.seen_written is None or self.writers.accepting(self._slot(meta)):
+            return True
+        try:
+            await self.seen_written()
+        except LogUnavailable as error:
+            log.info("a read at the tail of a stream cannot vouch for it: %s", error)
+            return False
+        return True
 
     def stale_view(self) -> str:
         age = self.view.age_s()

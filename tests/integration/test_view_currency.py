@@ -109,3 +109,31 @@ async def test_a_view_that_cannot_be_known_current_is_not_up_to_date(
         finally:
             holder.abort_transaction(30)
         assert await _until_up_to_date(session, read, tail) == "onetwo"
+
+
+@pytest.mark.timeout(180)
+async def test_a_read_elsewhere_right_after_an_append_is_up_to_date_only_with_it(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """Append through the stream's owner, then at once read through the other instance: an
+    answer that says up to date (a read, a long-poll at the old tail, a bootstrap) holds it."""
+    prefix = f"vn{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        stream = stream_in(prefix, pair.owners[a], "now")  # written by a
+        async with session.put(f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
+            assert reply.status == 201, await reply.text()
+        url = f"{b}/v1/stream/{stream}"
+        lies = []
+        for n in range(30):
+            async with session.post(f"{a}/v1/stream/{stream}", data=f"{n},", headers=TEXT) as r:
+                assert r.status in (200, 204), await r.text()
+                tail = r.headers["Stream-Next-Offset"]
+            read = await _get(session, f"{url}?offset=-1")
+            before = read[1].get("Stream-Next-Offset", tail)
+            polled = await _get(session, f"{url}?offset={before}&live=long-poll&timeout=1")
+            booted = await _get(session, f"{url}/bootstrap")
+            for kind, answer in (("read", read), ("long-poll", polled), ("bootstrap", booted)):
+                if _claims(answer, tail):
+                    lies.append((n, kind, answer[1].get("Stream-Next-Offset"), tail))
+        assert lies == [], f"up to date without the append just acknowledged: {lies}"
