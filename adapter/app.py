@@ -211,6 +211,18 @@ async def _lifecycle(app: web.Application, jwks: KeySource | None) -> AsyncItera
     await running.close()
 
 
+async def hand_over(app: web.Application) -> None:
+    """A clean stop's first step, before the listener closes: live reads parked here end now
+    (a long-poll answers its 204, an SSE session ends: their clients come back through another
+    instance), and this instance leaves the owners' group, so its slots move to the others
+    at once (in-flight commits finish first) rather than after the drain, and none is given
+    to it while it drains. Requests still arriving are served, their writes forwarded."""
+    parts = app[PARTS]
+    parts.hub.stop()
+    parts.fanout.end_sessions()
+    await parts.ownership.close()
+
+
 def _opened_at_build(parts: Parts) -> list[tuple[str, Part]]:
     """The parts that hold clients, threads, files or tasks from their construction, in the
     order they close last first: the catalog's file closes last, after everything that writes

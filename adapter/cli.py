@@ -21,7 +21,7 @@ import uvloop
 from aiohttp import web
 
 from adapter import logs, request_lines
-from adapter.app import FATAL, PARTS, create_app
+from adapter.app import FATAL, PARTS, create_app, hand_over
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
     AUTO_COUNTS,
@@ -214,8 +214,9 @@ async def print_tier_stats(settings: Settings) -> int:
 async def serve(settings: Settings, listeners: Listeners) -> int:
     """Serve until SIGINT/SIGTERM (exit 0) or until a fault an operator must fix (exit 1).
 
-    On SIGTERM readiness drops first (`serving`), then the listener closes, SSE responses
-    end and in-flight requests get `drain_timeout_ms` to finish before the process exits.
+    On SIGTERM readiness drops first (`serving`), then live reads end and the write slots are
+    handed to the other instances (`hand_over`), then the listener closes and in-flight
+    requests get `drain_timeout_ms` to finish before the process exits.
     With HTTPS, SIGHUP reloads the certificate (`adapter/http/tls.py`).
     """
     tls = server_context(settings)
@@ -265,6 +266,8 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             log.error("stopping: %s", app[FATAL].result())
             return 1
         app[health.READINESS].set(health.SERVING, False, "stopping: draining requests")
+        log.info("stopping: handing the write slots over")
+        await hand_over(app)
         log.info("stopping: draining requests for up to %.1f s", drain_s)
         return 0
     finally:

@@ -17,6 +17,14 @@ class LiveHub:
     def __init__(self) -> None:
         self._changes: dict[Hashable, tuple[asyncio.Future[None], int]] = {}
         self._listeners: dict[Hashable, Callable[[], None]] = {}
+        self.stopping = False  # the server is stopping: nobody waits any more
+
+    def stop(self) -> None:
+        """The server is stopping: wake every waiter now, and let nobody wait from here on
+        (a long-poll answers at once rather than hold the drain up to its timeout)."""
+        self.stopping = True
+        for key in list(self._changes):
+            self.notify(key)
 
     def notify(self, key: Hashable) -> None:
         """The stream changed (data, closure or deletion): wake everyone waiting on it."""
@@ -35,8 +43,9 @@ class LiveHub:
             self._listeners[key] = listener
 
     async def wait(self, key: Hashable, timeout_s: float) -> bool:
-        """Wait until `key` is notified (True) or the timeout passes (False)."""
-        if timeout_s <= 0:
+        """Wait until `key` is notified (True) or the timeout passes (False); at once once the
+        hub is stopping."""
+        if timeout_s <= 0 or self.stopping:
             return False
         future, users = self._changes.get(key) or (asyncio.get_running_loop().create_future(), 0)
         self._changes[key] = (future, users + 1)

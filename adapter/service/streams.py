@@ -623,6 +623,8 @@ class StreamService:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
+            if self.hub.stopping:
+                return False
             await self.hub.wait(key, remaining if poll_s is None else min(remaining, poll_s))
 
     # -- writing ---------------------------------------------------------------------------
