@@ -113,6 +113,8 @@ class Settings:
     concurrent_transactions: int = 4
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
+    # How long a connection to another instance may take to open (adapter/http/peers.py).
+    peer_connect_timeout_ms: int = 1_000
     instance_id: str = ""
     # Streams whose reads here are told to their owner remembered at once (cluster/access_relay.py).
     owner_renewal_entries: int = 10_000
@@ -298,6 +300,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "concurrent_transactions": ("cluster", "concurrent_transactions"),
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
+    "peer_connect_timeout_ms": ("cluster", "peer_connect_timeout_ms"),
     "instance_id": ("cluster", "instance_id"),
     "owner_renewal_entries": ("cluster", "owner_renewal_entries"),
     "auth_mode": ("auth", "mode"),
@@ -583,6 +586,10 @@ def validate(settings: Settings) -> None:
         (
             1000 <= settings.owner_session_timeout_ms <= 300_000,
             "owner_session_timeout_ms must be in 1000..300000",
+        ),
+        (
+            100 <= settings.peer_connect_timeout_ms <= 60_000,
+            "peer_connect_timeout_ms must be in 100..60000",
         ),
         (
             not settings.instance_id or bool(_INSTANCE_ID.match(settings.instance_id)),

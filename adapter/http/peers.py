@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
+from types import SimpleNamespace
 
 import aiohttp
 from aiohttp import hdrs, web
@@ -44,33 +46,85 @@ _NOT_COPIED = frozenset(
 )
 
 
+# Connections open at once to one peer (aiohttp's default for a whole client): each peer has a
+# pool of its own, so requests stuck on one peer never wait for a connection to another.
+PEER_CONNECTIONS = 100
+REACH_READ_S = 2.0  # beyond the connect timeout: how long a liveness probe may take to answer
+
+
+@dataclass(slots=True)
+class Hop:
+    """One request to a peer, as far as it went: `connected` once it had a connection, so its
+    bytes may have been sent; until then the peer cannot have seen it."""
+
+    connected: bool = False
+
+
+async def _connected(
+    _session: aiohttp.ClientSession, context: SimpleNamespace, _params: object
+) -> None:
+    if isinstance(hop := context.trace_request_ctx, Hop):
+        hop.connected = True
+
+
+def _tracing() -> aiohttp.TraceConfig:
+    """Marks a request's `Hop` connected when it gets a connection, new or kept alive."""
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(_connected)
+    trace.on_connection_reuseconn.append(_connected)
+    return trace
+
+
 class PeerClients:
     """The HTTP clients to the other instances, opened on first use, closed at shutdown.
 
-    A sibling worker of this process (`serve --workers N`) is reached over its Unix socket
-    (`siblings`: its advertised URL to the socket's path); any other instance over TCP.
+    Each peer has a session and a connection pool of its own, so a peer that stopped answering
+    (paused, partitioned) holds only its own connections: forwards to every other peer go on.
+    Opening a connection is bounded by `connect_timeout_s` (a peer that does not accept one in
+    that time is not going to answer a write), the whole request by `timeout_s`, the write's
+    deadline on its owner. A sibling worker of this process (`serve --workers N`) is reached
+    over its Unix socket (`siblings`: its advertised URL to the socket's path); any other
+    instance over TCP.
     """
 
     def __init__(
         self,
         timeout_s: float,
         siblings: Mapping[str, str] | None = None,
+        connect_timeout_s: float = 1.0,
     ) -> None:
-        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self.timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=connect_timeout_s)
         self.siblings = dict(siblings or {})
         self._sessions: dict[str, aiohttp.ClientSession] = {}
 
     def session(self, url: str) -> aiohttp.ClientSession:
-        """The session for requests to the instance at `url`."""
-        path = self.siblings.get(url, "")
-        session = self._sessions.get(path)
+        """The session for requests to the instance at `url` (its own pool of connections)."""
+        session = self._sessions.get(url)
         if session is None:
-            connector = aiohttp.UnixConnector(path) if path else aiohttp.TCPConnector()
-            session = aiohttp.ClientSession(
-                connector=connector, timeout=self.timeout, auto_decompress=False
+            path = self.siblings.get(url, "")
+            connector = (
+                aiohttp.UnixConnector(path, limit=PEER_CONNECTIONS)
+                if path
+                else aiohttp.TCPConnector(limit=PEER_CONNECTIONS)
             )
-            self._sessions[path] = session
+            session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self.timeout,
+                auto_decompress=False,
+                trace_configs=[_tracing()],
+            )
+            self._sessions[url] = session
         return session
+
+    async def answers(self, url: str) -> bool:
+        """Whether the instance at `url` answers its liveness probe, as a forward would reach it."""
+        timeout = aiohttp.ClientTimeout(total=(self.timeout.sock_connect or 1.0) + REACH_READ_S)
+        try:
+            async with self.session(url).get(url + "/healthz", timeout=timeout) as reply:
+                await reply.read()
+                return reply.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
 
     async def close(self) -> None:
         while self._sessions:  # a request still running may open one while another closes
