@@ -15,7 +15,13 @@ from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.reach import AdvertisedReach
 from adapter.cluster.routing import Moving, Router
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
+from adapter.config import (
+    RECORD_OVERHEAD_BYTES,
+    ConfigError,
+    Settings,
+    comma_list,
+    load_peer_key,
+)
 from adapter.http import health
 from adapter.http.peers import PeerClients
 from adapter.live.fanout import Fanout
@@ -178,6 +184,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         forward_timeout_s(settings.kafka_timeout_s),
         siblings,
         settings.peer_connect_timeout_ms / 1000,
+        load_peer_key(settings),
     )
     reach = _advertised_reach(settings, peers, catalog, ownership, membership)
     metrics.watch_advertised_reach(lambda: reach.reachable)

@@ -78,19 +78,25 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         return await _read(request, handler, coordinator)
     write = _write_of(request)
     route = None if write is None else await coordinator.before_write(write)
-    if route is None or isinstance(route, Local):
+    if write is None or route is None or isinstance(route, Local):
         return await handler(request)
     if not isinstance(route, Forward) or FORWARDED in request.headers:
         raise _moving(route.slot)
-    assert write is not None  # a route is asked only for a write
+    return await _forwarded(request, handler, write, route)
+
+
+async def _forwarded(
+    request: web.Request, handler: Handler, write: Write, route: Forward
+) -> web.StreamResponse:
+    """The owner's answer; if the slot moves first and the former owner did not write the
+    request, the next owner's (or this instance's, when the slot is now its own)."""
     for _ in range(REROUTES + 1):
         response = await _forward(request, route)
         if response is not None:
             if response.status < 300:
                 await _read_your_writes(request, response)
             return response
-        # Not written by the former owner, and the owners' record names a newer one: go there.
-        next_route = await _rerouted(coordinator, write, route.slot)
+        next_route = await _rerouted(request.app[COORDINATOR], write, route.slot)
         if next_route is None or isinstance(next_route, Local):
             return await handler(request)
         if not isinstance(next_route, Forward):
@@ -258,7 +264,11 @@ async def _send(
         trace_request_ctx=hop,
     ) as reply:
         payload = await reply.read()
-        return web.Response(status=reply.status, headers=copied(reply.headers), body=payload)
+        answer = copied(reply.headers)
+    if (location := answer.get(hdrs.LOCATION)) is not None and location.startswith(route.url):
+        # The owner names what it made at its own address: the client asked at ours.
+        answer[hdrs.LOCATION] = str(request.url.origin()) + location[len(route.url) :]
+    return web.Response(status=reply.status, headers=answer, body=payload)
 
 
 def _tagged(request: web.Request, route: Forward, headers: CIMultiDict[str]) -> Sent | None:

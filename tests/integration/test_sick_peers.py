@@ -167,3 +167,54 @@ async def test_an_owner_its_peers_cannot_reach_refuses_nothing_written_and_loses
                 ownership = (await reply.json())["checks"]["ownership"]
             assert ownership["owned_slots"] == []
             assert ownership["advertised_reachable"] is False
+
+
+PER_ADDRESS = 4  # max_connections_per_address
+CLIENTS = 4  # client addresses, each under the limit
+BURST = 3  # appends in flight from each client address
+
+
+async def _burst(session: aiohttp.ClientSession, url: str, n: int) -> list[int]:
+    return list(await asyncio.gather(*(_append(session, url, ".") for _ in range(n))))
+
+
+@pytest.mark.timeout(180)
+async def test_a_peers_connections_do_not_count_against_the_per_address_limit(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"peerkey{unique}."
+    key = tmp_path / "peer.key"
+    key.write_text("a shared key of the deployment's instances\n")
+    env = cluster_env(kafka_bootstrap, prefix, tmp_path) | {
+        "DURABLE_KAFKA_MAX_CONNECTIONS_PER_ADDRESS": str(PER_ADDRESS),
+        "DURABLE_KAFKA_PEER_KEY_FILE": str(key),
+    }
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        with (
+            running_adapter(env, tmp_path / "a.log", free_port()) as a,
+            running_adapter(env, tmp_path / "b.log", free_port()) as b,
+        ):
+            owners = await until_owned(session, {a: None, b: None})
+            stream = stream_in(prefix, owners[b], "k")
+            status, body = await past_moves(session, "PUT", f"{b}/v1/stream/{stream}", headers=TEXT)
+            assert status == 201, body
+            # Clients on addresses of their own, each under the limit, writing through `a`: `a`
+            # forwards them all to `b` from one address, over the limit if it counted.
+            clients = [
+                aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(limit=BURST, local_addr=(f"127.0.0.{i}", 0)),
+                    timeout=aiohttp.ClientTimeout(total=60),
+                )
+                for i in range(2, 2 + CLIENTS)
+            ]
+            try:
+                statuses: list[int] = []
+                for _ in range(5):
+                    bursts = [_burst(c, f"{a}/v1/stream/{stream}", BURST) for c in clients]
+                    statuses += [s for burst in await asyncio.gather(*bursts) for s in burst]
+            finally:
+                for client in clients:
+                    await client.close()
+            assert statuses == [204] * (5 * CLIENTS * BURST)
+            written = await _read(session, f"{b}/v1/stream/{stream}")
+            assert written == "." * (5 * CLIENTS * BURST)
