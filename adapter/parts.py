@@ -3,6 +3,7 @@ construction what it calls: no part is patched after it is built."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -439,12 +440,18 @@ def _advertised_reach(
     reach = AdvertisedReach(
         url,
         partial(peers.answers, url),
-        lambda: bool(catalog.owner_urls() - {url}),
+        partial(_peers_answer, peers, catalog, url),
         ownership.step_aside,
         membership.report,
     )
     membership.reach = reach
     return reach
+
+
+async def _peers_answer(peers: PeerClients, catalog: Catalog, own_url: str) -> bool:
+    """Whether another owner of slots answers at its advertised URL."""
+    others = catalog.owner_urls() - {own_url}
+    return any(await asyncio.gather(*(peers.answers(url) for url in others)))
 
 
 class _Membership:

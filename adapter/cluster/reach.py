@@ -10,10 +10,13 @@ and so does the `durable_kafka_advertised_reachable` gauge, and it steps aside f
 group (`SlotOwnership.step_aside`), so its slots move to instances that can be reached. At the
 first check that succeeds it joins again.
 
-It stays in the group when no other instance is known to own a slot: a lone instance writes for
-itself and needs no peer to reach it, and stepping aside would leave every slot without an
-owner. What this does not see: a split in which the instance still reaches its own address but
-its peers do not (each peer then refuses writes it cannot deliver at once, as not written).
+It steps aside only while another owner of slots answers at its own advertised URL (asked from
+here): a lone instance writes for itself and needs no peer to reach it, and when no other owner
+answers either (every instance given a wrong address, or the others gone) stepping aside would
+leave the slots without an owner that can be reached, so it stays or joins again.
+
+What this does not see: a split in which the instance still reaches its own address but its
+peers do not (each peer then refuses writes it cannot deliver at once, as not written).
 
 Why the instance checks itself rather than being reported by peers: the peers cannot tell it
 anything over the address they cannot reach, and a report through Kafka would need a writer for
@@ -39,13 +42,13 @@ class AdvertisedReach:
         self,
         url: str,
         probe: Callable[[], Awaitable[bool]],
-        others_own_slots: Callable[[], bool],
+        peers_answer: Callable[[], Awaitable[bool]],
         step_aside: Callable[[bool], None],
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.url = url
         self.probe = probe
-        self.others_own_slots = others_own_slots
+        self.peers_answer = peers_answer  # another owner of slots answers at its URL
         self.step_aside = step_aside
         self.on_change = on_change  # readiness is told
         self.failures = 0
@@ -71,7 +74,7 @@ class AdvertisedReach:
                     "the advertised URL %s cannot be reached: peers cannot forward here", self.url
                 )
             self.on_change()
-        aside = not reachable and (self.aside or self.others_own_slots())
+        aside = not reachable and await self.peers_answer()
         if aside != self.aside:
             self.aside = aside
             log.warning("%s the owners' group", "leaving" if aside else "joining again")

@@ -1,6 +1,6 @@
 """An instance whose advertised URL does not answer several checks in a row is unreachable and
-steps aside from the owners' group, unless no other instance owns a slot; it joins again at the
-first answer."""
+steps aside from the owners' group while another owner answers at its own; it joins again at
+its first answer, or when no other owner answers."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ class _Probe:
         return self.answers
 
 
-def _reach(probe: _Probe, others: bool = True) -> tuple[AdvertisedReach, list[bool]]:
+def _reach(probe: _Probe, others: _Probe | None = None) -> tuple[AdvertisedReach, list[bool]]:
     steps: list[bool] = []
-    return AdvertisedReach("http://10.0.0.1:4437", probe, lambda: others, steps.append), steps
+    peers = others or _Probe()
+    return AdvertisedReach("http://10.0.0.1:4437", probe, peers, steps.append), steps
 
 
 async def test_unreachable_after_several_failed_checks_it_steps_aside_then_back() -> None:
@@ -38,13 +39,19 @@ async def test_unreachable_after_several_failed_checks_it_steps_aside_then_back(
     assert (reach.reachable, reach.aside, steps) == (True, False, [True, False])
 
 
-async def test_a_lone_instance_keeps_its_slots_while_unreachable() -> None:
-    probe = _Probe()
-    probe.answers = False
-    reach, steps = _reach(probe, others=False)
+async def test_it_keeps_or_takes_back_its_slots_while_no_other_owner_answers_either() -> None:
+    probe, others = _Probe(), _Probe()
+    probe.answers = others.answers = False  # a lone instance, or every address wrong
+    reach, steps = _reach(probe, others)
     for _ in range(FAILED_CHECKS + 2):
         await reach.check()
     assert (reach.reachable, reach.aside, steps) == (False, False, [])
+    others.answers = True  # another owner can be reached: it takes the slots
+    await reach.check()
+    assert (reach.aside, steps) == (True, [True])
+    others.answers = False  # gone: someone must write the slots
+    await reach.check()
+    assert (reach.aside, steps) == (False, [True, False])
 
 
 async def test_the_gauge_says_whether_the_advertised_url_answers() -> None:
