@@ -269,6 +269,7 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
         running.spawn(checkpoint_forever(parts.follower, every_s), "catalog-checkpoint")
     # Its close hands every slot over (in-flight commits finish first), before the writers'.
     await running.start("slot ownership", parts.ownership)
+    running.spawn(parts.reach.run(), "advertised-reach")  # may step aside from the group
     return count
 
 

@@ -113,6 +113,11 @@ class Settings:
     concurrent_transactions: int = 4
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
+    # How long a connection to another instance may take to open (adapter/http/peers.py).
+    peer_connect_timeout_ms: int = 1_000
+    # A file holding the key the instances of a deployment share: their connections to each
+    # other are then not counted against max_connections_per_address.
+    peer_key_file: str = ""
     instance_id: str = ""
     # Streams whose reads here are told to their owner remembered at once (cluster/access_relay.py).
     owner_renewal_entries: int = 10_000
@@ -299,6 +304,8 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "concurrent_transactions": ("cluster", "concurrent_transactions"),
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
+    "peer_connect_timeout_ms": ("cluster", "peer_connect_timeout_ms"),
+    "peer_key_file": ("cluster", "peer_key_file"),
     "instance_id": ("cluster", "instance_id"),
     "owner_renewal_entries": ("cluster", "owner_renewal_entries"),
     "auth_mode": ("auth", "mode"),
@@ -587,6 +594,10 @@ def validate(settings: Settings) -> None:
             "owner_session_timeout_ms must be in 1000..300000",
         ),
         (
+            100 <= settings.peer_connect_timeout_ms <= 60_000,
+            "peer_connect_timeout_ms must be in 100..60000",
+        ),
+        (
             not settings.instance_id or bool(_INSTANCE_ID.match(settings.instance_id)),
             "instance_id: 1 to 249 of [a-zA-Z0-9._-]",
         ),
@@ -689,3 +700,19 @@ def _tls_checks(settings: Settings) -> list[tuple[bool, str]]:
 def _valid_listen(listen: str) -> bool:
     host, sep, port = listen.rpartition(":")
     return bool(sep and host and port.isdigit() and 0 <= int(port) <= 65535)
+
+
+PEER_KEY_MIN = 16  # characters a peer key has at least
+
+
+def load_peer_key(settings: Settings) -> str:
+    """The key in `peer_key_file` (surrounding whitespace dropped); "" when none is set."""
+    if not settings.peer_key_file:
+        return ""
+    try:
+        key = Path(settings.peer_key_file).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"peer_key_file: cannot read it: {error}") from error
+    if len(key) < PEER_KEY_MIN:
+        raise ConfigError(f"peer_key_file: the key must have at least {PEER_KEY_MIN} characters")
+    return key

@@ -110,6 +110,12 @@ class Metrics:
             "pass over each saw them.",
             registry=registry,
         )
+        self.advertised_reachable = Gauge(
+            "durable_kafka_advertised_reachable",
+            "1 while this instance answers at its advertised URL (where peers forward writes), "
+            "0 once it has not for several checks in a row (it then leaves the owners' group).",
+            registry=registry,
+        )
         self.build = Info("durable_kafka_build", "What this process runs.", registry=registry)
         self.build.info(_build_info())
         for mode in READ_MODES:
@@ -133,6 +139,9 @@ class Metrics:
 
     def watch_live_waiters(self, count: Callable[[], int]) -> None:
         self.live_waiters.set_function(count)
+
+    def watch_advertised_reach(self, reachable: Callable[[], bool]) -> None:
+        self.advertised_reachable.set_function(lambda: 1.0 if reachable() else 0.0)
 
     def watch_consumer_lag(self, lags: Callable[[], dict[str, int]]) -> None:
         """`lags()` at each scrape: records of each state topic not yet followed."""

@@ -3,6 +3,7 @@ construction what it calls: no part is patched after it is built."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -12,9 +13,16 @@ from adapter.cluster.access_relay import AccessRelay
 from adapter.cluster.coordinator import Coordinator
 from adapter.cluster.deadlines import forward_timeout_s
 from adapter.cluster.ownership import SlotOwnership
+from adapter.cluster.reach import AdvertisedReach
 from adapter.cluster.routing import Moving, Router
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
+from adapter.config import (
+    RECORD_OVERHEAD_BYTES,
+    ConfigError,
+    Settings,
+    comma_list,
+    load_peer_key,
+)
 from adapter.http import health
 from adapter.http.peers import PeerClients
 from adapter.live.fanout import Fanout
@@ -92,6 +100,7 @@ class Parts:
     tier_collector: TierCollector
     age_retention: AgeRetention
     peers: PeerClients
+    reach: AdvertisedReach
     relay: AccessRelay
     coordinator: Coordinator
     unanswered: UnansweredWrites
@@ -172,6 +181,14 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     bucket_service = BucketService(catalog, writers, admin, wall_clock_ms)
     store = object_store(settings)
     mounted = mounted_streams(settings, kafka, indexes, reader, hub, follower)
+    peers = PeerClients(
+        forward_timeout_s(settings.kafka_timeout_s),
+        siblings,
+        settings.peer_connect_timeout_ms / 1000,
+        load_peer_key(settings),
+    )
+    reach = _advertised_reach(settings, peers, catalog, ownership, membership)
+    metrics.watch_advertised_reach(lambda: reach.reachable)
     relay = AccessRelay(
         router, part_tasks(settings), (siblings or {}).keys(), settings.owner_renewal_entries
     )
@@ -226,7 +243,8 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
             wall_clock_ms,
             settings.age_retention_interval_ms / 1000,
         ),
-        peers=PeerClients(forward_timeout_s(settings.kafka_timeout_s), siblings),
+        peers=peers,
+        reach=reach,
         relay=relay,
         coordinator=Coordinator(
             router,
@@ -411,6 +429,32 @@ def mounted_streams(
     )
 
 
+def _advertised_reach(
+    settings: Settings,
+    peers: PeerClients,
+    catalog: Catalog,
+    ownership: SlotOwnership,
+    membership: _Membership,
+) -> AdvertisedReach:
+    """The check that peers can reach this instance where it says they can."""
+    url = settings.advertised_url
+    reach = AdvertisedReach(
+        url,
+        partial(peers.answers, url),
+        partial(_peers_answer, peers, catalog, url),
+        ownership.step_aside,
+        membership.report,
+    )
+    membership.reach = reach
+    return reach
+
+
+async def _peers_answer(peers: PeerClients, catalog: Catalog, own_url: str) -> bool:
+    """Whether another owner of slots answers at its advertised URL."""
+    others = catalog.owner_urls() - {own_url}
+    return any(await asyncio.gather(*(peers.answers(url) for url in others)))
+
+
 class _Membership:
     """The owners' group membership as the slot writers see it. Each needs the other, so the
     writers are built first with this, and the membership is set here once it is built,
@@ -421,6 +465,7 @@ class _Membership:
         self.readiness = readiness
         self.ownership: SlotOwnership | None = None
         self.router: Router | None = None
+        self.reach: AdvertisedReach | None = None
 
     def confirm(self, slot: int) -> bool:
         return self.ownership is not None and self.ownership.confirm(slot)
@@ -428,7 +473,7 @@ class _Membership:
     def report(self) -> None:
         """Told every change of the writers, and every owner record the follower applies."""
         if self.ownership is not None and self.router is not None:
-            _report_ownership(self.readiness, self.ownership, self.router)
+            _report_ownership(self.readiness, self.ownership, self.router, self.reach)
 
 
 def tier_policy(settings: Settings) -> TierPolicy:
@@ -481,7 +526,12 @@ def unanswered_writes(
     )
 
 
-def _report_ownership(readiness: Readiness, ownership: SlotOwnership, router: Router) -> None:
+def _report_ownership(
+    readiness: Readiness,
+    ownership: SlotOwnership,
+    router: Router,
+    reach: AdvertisedReach | None = None,
+) -> None:
     """Ready once the group gave us slots and every one of them accepts writes. Also told:
     the slots whose writes this instance would answer 503 for now (neither its own, nor of an
     owner it knows: a rebalance under way, or an owner record not followed yet)."""
@@ -498,6 +548,11 @@ def _report_ownership(readiness: Readiness, ownership: SlotOwnership, router: Ro
             detail += f"; last failure: {writers.last_failure}"
     if unroutable:
         detail += f"; writes to {_listed(unroutable)} answered 503 until their owner is known"
+    reachable = reach is None or reach.reachable
+    if not reachable:
+        detail += "; the advertised URL cannot be reached: peers cannot forward writes here"
+        if ownership.aside:
+            detail += ", so this instance left the owners' group"
     readiness.set(
         OWNERSHIP,
         ownership.joined and assigned == ready,
@@ -507,6 +562,7 @@ def _report_ownership(readiness: Readiness, ownership: SlotOwnership, router: Ro
         owned_slots=owned,
         initialising=initialising,
         unroutable_slots=unroutable,
+        advertised_reachable=reachable,
     )
 
 

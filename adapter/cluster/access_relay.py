@@ -14,7 +14,9 @@ before it is served (`Coordinator.before_read` in `adapter/cluster/coordinator.p
 
 Memory is bounded by `owner_renewal_entries`: past that many streams, the one read here
 longest ago is forgotten (a telling it was waiting for is sent at once instead), so its next
-read is told at once, as a first one is.
+read is told at once, as a first one is. What is kept of a read is its `Reader`: the route and
+the reader's credential, not the request. At most `MAX_TELLINGS` run at once: a read that would
+start one more is not told, and its stream is forgotten, so its next read is told.
 
 HTTP stays out of this layer: the edge hands each read its `Reader`, which knows how to ask an
 owner as that reader did (its credential is the reader's, so it comes with the read).
@@ -39,6 +41,9 @@ Reader = Callable[[str], Coroutine[Any, Any, None]]
 Tell = Callable[[], Coroutine[Any, Any, None]]
 SHARE_OF_TTL = 4  # told at most this many times per TTL per stream
 DEFAULT_ENTRIES = 10_000  # streams remembered (`owner_renewal_entries`)
+# Tellings running at once: past it a read is not told now, and is forgotten so that the
+# stream's next read is told (a burst of reads of many streams never opens a connection each).
+MAX_TELLINGS = 64
 
 
 @dataclass(slots=True)
@@ -72,8 +77,10 @@ class AccessRelay:
         siblings: Collection[str] = (),
         entries: int = DEFAULT_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
+        max_tellings: int = MAX_TELLINGS,
     ) -> None:
         self.router = router
+        self._max_tellings = max_tellings
         self.siblings = frozenset(siblings)  # sibling workers' advertised URLs
         self._entries = entries
         self._clock = clock
@@ -99,8 +106,10 @@ class AccessRelay:
         if told is None or now - told.at >= every:
             if told is not None and told.later is not None:
                 told.later.cancel()  # told now instead
+            if not self._start(key, tell):
+                self._told.pop(key, None)  # untold: the next read tells it
+                return
             self._told[key] = _Told(now, every)
-            self._start(key, tell)
         elif told.later is None:
             told.later = asyncio.get_running_loop().call_later(
                 told.at + every - now, self._due, key
@@ -126,11 +135,15 @@ class AccessRelay:
     def _due(self, key: tuple[str, str]) -> None:
         told = self._told[key]
         self._told[key] = _Told(self._clock(), told.every)
-        if told.waiting is not None:
-            self._start(key, told.waiting)
+        if told.waiting is not None and not self._start(key, told.waiting):
+            del self._told[key]  # untold: the next read tells it
 
-    def _start(self, key: tuple[str, str], tell: Tell) -> None:
+    def _start(self, key: tuple[str, str], tell: Tell) -> bool:
+        """Start telling; False when `MAX_TELLINGS` are running already."""
+        if len(self.tasks) >= self._max_tellings:
+            return False
         self.tasks.spawn(tell(), f"tell-{key[0]}/{key[1]}", Kind.JOB)
+        return True
 
     def _forget_oldest(self) -> None:
         """Past `entries` streams, forget the one read longest ago; a read of it that waits

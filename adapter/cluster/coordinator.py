@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 SIBLING_READ_WAIT_S = 2.0  # how long a sibling's read waits for this catalog to show its answer
 SHOWN_WAIT_S = 2.0  # how long a forwarded write's answer waits for this catalog to show it
+MOVE_POLL_S = 0.1  # how often a forward that has no answer yet looks for its slot's next owner
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,17 @@ class Coordinator:
                 what = f"change of bucket {bucket_id}"
         if not shown:
             log.info("forwarded %s not seen locally within %.1fs", what, wait_s)
+
+    async def moved(self, slot: int, mark: int, within_s: float) -> bool:
+        """Whether an owner record of `slot` newer than `mark` (`Catalog.owner_mark`) is applied
+        within `within_s`: then every earlier owner is fenced and its transactions are over."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within_s
+        while self.catalog.owner_mark(slot) <= mark:
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(MOVE_POLL_S)
+        return True
 
     def last_access_ms(self, ref: StreamRef) -> int | None:
         """What this worker tells a sibling that asked for `ref`: its last access to a stream

@@ -123,6 +123,7 @@ class SlotOwnership:
         self.refused: str | None = None  # an ACL's refusal, while it lasts
         self.member_id = ""
         self._stop = threading.Event()
+        self._aside = threading.Event()  # out of the group while peers cannot reach us
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_failure = on_failure  # the thread died, or another process has our id
@@ -139,6 +140,18 @@ class SlotOwnership:
         thread = self._thread
         if thread is not None:
             await asyncio.to_thread(thread.join, self.timeout_s * 2 + LEAVE_POLLS * POLL_S)
+
+    def step_aside(self, aside: bool) -> None:
+        """Leave the owners' group (this instance's slots move to the others at once) or join
+        it again; carried out by the polling thread (`adapter/cluster/reach.py` says when)."""
+        if aside:
+            self._aside.set()
+        else:
+            self._aside.clear()
+
+    @property
+    def aside(self) -> bool:
+        return self._aside.is_set()
 
     def confirm(self, slot: int) -> bool:
         """Ask the group coordinator (blocking; for a writer's thread) whether we hold `slot`.
@@ -200,12 +213,12 @@ class SlotOwnership:
         """Be a member of the owners' group until stopped; True if fenced (to rejoin)."""
         consumer = Consumer(self._config)
         self._consumer = consumer
-        consumer.subscribe(
-            [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
-        )
+        subscribed = False
         failed = True
         try:
             while not self._stop.is_set():
+                if subscribed == self._aside.is_set():
+                    subscribed = self._subscribe(consumer, not subscribed)
                 message = consumer.poll(POLL_S)
                 self._note_refusal(message)
                 _check(message)  # a rebalance callback's exception too
@@ -223,6 +236,17 @@ class SlotOwnership:
         finally:
             self._close(consumer, leave=not failed)
         return False
+
+    def _subscribe(self, consumer: Consumer, subscribe: bool) -> bool:
+        """Join the group, or leave it (the revocation and the LeaveGroup are served by the
+        next polls); whether subscribed now."""
+        if subscribe:
+            consumer.subscribe(
+                [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
+            )
+        else:
+            consumer.unsubscribe()
+        return subscribe
 
     def _note_refusal(self, message: Message | None) -> None:
         """Keep (and log once) an ACL's refusal of the group or the slots topic: readiness

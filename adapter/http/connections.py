@@ -6,7 +6,9 @@ body shorter than its `Content-Length` would hold a connection and its descripto
 `adapter/http/server.py` enforces these limits per connection; over `max_connections` (in
 all) or `max_connections_per_address` (from one client address) a connection's request is
 answered 503 `too_many_connections` and the connection closed, so the process refuses work
-before it runs out of file descriptors. Past `max_memory_bytes` of resident memory every
+before it runs out of file descriptors. Another instance's connection (its request carries the
+deployment's `peer_key_file` key) counts in all but never against its address: forwarded writes
+come from a few addresses. Past `max_memory_bytes` of resident memory every
 request but `/healthz` and `/readyz` is answered 503 `unavailable` until it is back under.
 """
 
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from adapter.config import Settings
+from adapter.config import Settings, load_peer_key
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ class ConnectionLimits:
     max_connections: int  # what the descriptor limit leaves room for, at most
     max_per_address: int  # 0: no limit
     max_memory_bytes: int = 0  # resident memory past which requests are refused; 0: none
+    peer_key: str = ""  # the deployment's shared key (`peer_key_file`); "": none
 
     @classmethod
     def of(cls, settings: Settings) -> ConnectionLimits:
@@ -52,6 +55,7 @@ class ConnectionLimits:
             max_connections=within_descriptors(settings.max_connections),
             max_per_address=settings.max_connections_per_address,
             max_memory_bytes=settings.max_memory_bytes,
+            peer_key=load_peer_key(settings),
         )
 
 
@@ -109,6 +113,24 @@ class ConnectionCounts:
 
     def release(self, address: str) -> None:
         self.total -= 1
+        self._leave(address)
+
+    def peer(self, address: str | None) -> bool:
+        """A connection turned out to be another instance's: counted in all, never against an
+        address (`address`: the one it was admitted under; None: it was refused). False if it
+        is over `max_connections` even so."""
+        if address is not None:
+            self._leave(address)
+            return True
+        if self.limits.max_connections and self.total >= self.limits.max_connections:
+            return False
+        self.total += 1
+        return True
+
+    def release_peer(self) -> None:
+        self.total -= 1
+
+    def _leave(self, address: str) -> None:
         self.per_address[address] -= 1
         if not self.per_address[address]:
             del self.per_address[address]

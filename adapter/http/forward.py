@@ -20,6 +20,7 @@ there, and 504 `outcome_unknown` only when no instance took the slot over in tim
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from functools import partial
 
@@ -37,13 +38,13 @@ from adapter.cluster.coordinator import (
     Trimmed,
     Write,
 )
-from adapter.cluster.routing import Forward, Local
+from adapter.cluster.routing import Forward, Local, Moving, Route
 from adapter.http.bodies import ROUTE_BODIES
 from adapter.http.buckets import MOUNT_READY_S
 from adapter.http.keys import MOUNTED, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.peer_headers import FORWARD_ID, FORWARDED, LAST_ACCESS
-from adapter.http.peers import PEERS, copied, described_by, forwarded
+from adapter.http.peers import PEERS, Hop, copied, described_by, forwarded
 from adapter.http.render import Handler
 from adapter.http.streams import created_response, fork_from, stream_ref
 from adapter.log.errors import OutcomeUnknown
@@ -60,6 +61,10 @@ WRITES = frozenset({"PUT", "POST", "DELETE"})
 READS = frozenset({"GET", "HEAD"})
 # The routes a sibling worker's read is synchronised on (`Coordinator.before_read`).
 _STREAM_ROUTES = frozenset({"/v1/stream/{path}", "/{bucket}/{stream}"})
+# A write whose slot moves while forwarded goes to the slot's next owners this many times more.
+REROUTES = 2
+REROUTE_WAIT_S = 5.0  # how long a moved slot's new owner may take to accept writes
+MOVE_POLL_S = 0.1
 COORDINATOR = web.AppKey("coordinator", Coordinator)
 UNANSWERED = web.AppKey("unanswered_writes", UnansweredWrites)
 
@@ -73,16 +78,49 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         return await _read(request, handler, coordinator)
     write = _write_of(request)
     route = None if write is None else await coordinator.before_write(write)
-    if route is None or isinstance(route, Local):
+    if write is None or route is None or isinstance(route, Local):
         return await handler(request)
     if not isinstance(route, Forward) or FORWARDED in request.headers:
-        raise ProtocolError(
-            ErrorCode.UNAVAILABLE, f"write slot {route.slot} is changing owner; retry shortly"
-        )
-    response = await _forward(request, route)
-    if response.status < 300:
-        await _read_your_writes(request, response)
-    return response
+        raise _moving(route.slot)
+    return await _forwarded(request, handler, write, route)
+
+
+async def _forwarded(
+    request: web.Request, handler: Handler, write: Write, route: Forward
+) -> web.StreamResponse:
+    """The owner's answer; if the slot moves first and the former owner did not write the
+    request, the next owner's (or this instance's, when the slot is now its own)."""
+    for _ in range(REROUTES + 1):
+        response = await _forward(request, route)
+        if response is not None:
+            if response.status < 300:
+                await _read_your_writes(request, response)
+            return response
+        next_route = await _rerouted(request.app[COORDINATOR], write, route.slot)
+        if next_route is None or isinstance(next_route, Local):
+            return await handler(request)
+        if not isinstance(next_route, Forward):
+            break
+        route = next_route
+    raise _moving(route.slot)
+
+
+def _moving(slot: int) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.UNAVAILABLE, f"write slot {slot} is changing owner; retry shortly"
+    )
+
+
+async def _rerouted(coordinator: Coordinator, write: Write, slot: int) -> Route | None:
+    """The route of a write whose slot just moved: the new owner may still be initialising
+    (between its owner record and its first accepted write), so it is asked again a while."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + REROUTE_WAIT_S
+    while True:
+        route = await coordinator.before_write(write)
+        if not isinstance(route, Moving) or loop.time() >= deadline:
+            return route
+        await asyncio.sleep(MOVE_POLL_S)
 
 
 async def _read(
@@ -139,12 +177,75 @@ def _write_of(request: web.Request) -> Write | None:
     return None
 
 
-async def _forward(request: web.Request, route: Forward) -> web.Response:
+async def _forward(request: web.Request, route: Forward) -> web.Response | None:
+    """The owner's answer to the request; None when it was not written there and the owners'
+    record shows the slot has moved since it was sent (the caller routes it again).
+
+    A request that never got a connection was never seen by the owner: refused at once as not
+    written (503) when the slot has not moved. Once the slot moves (a newer owner record: the
+    former owner is fenced) while the owner has not answered, a request never sent goes to
+    the new owner, and one that was sent is learned from the log, then answered as written or
+    sent to the new owner; only one whose outcome cannot be learned (untagged, or a body passed
+    on as it arrives) keeps waiting for the former owner's answer."""
+    coordinator = request.app[COORDINATOR]
+    mark = coordinator.catalog.owner_mark(route.slot)
     headers = forwarded(request, route.url)
+    sent = _tagged(request, route, headers)
+    streamed = request.app[ROUTE_BODIES].streamed(request)
+    hop = Hop()
+    sending = asyncio.ensure_future(_send(request, route, headers, hop))
+    if not streamed:
+        within_s = request.app[PEERS].timeout.total or 0.0
+        moved = asyncio.ensure_future(coordinator.moved(route.slot, mark, within_s))
+        try:
+            await asyncio.wait((sending, moved), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            sending.cancel()
+            raise
+        finally:
+            moved.cancel()
+        if not sending.done() and _moved(moved):
+            if not hop.connected:
+                sending.cancel()  # never sent: the slot's new owner takes it
+                log.info("slot %d moved before a write reached %s", route.slot, route.url)
+                return None
+            if sent is not None:
+                sending.cancel()  # the former owner is fenced: what it did is in the log
+                log.info("slot %d moved while %s had a write of it", route.slot, route.url)
+                return await _learned(request, sent)
+    try:
+        return await sending
+    except (aiohttp.ClientError, TimeoutError) as error:
+        log.warning("forwarding to %s (slot %d) failed: %s", route.url, route.slot, error)
+        if not hop.connected:  # the request never left: nothing can have been written
+            if coordinator.catalog.owner_mark(route.slot) > mark:
+                return None
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE,
+                f"the owner of write slot {route.slot} could not be reached: nothing was "
+                "written; retry",
+            ) from error
+        # Even a failure to connect may follow a request sent: aiohttp retries an idempotent
+        # request (PUT, DELETE) on a new connection when a kept-alive one drops.
+        if sent is None:
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"
+            ) from error
+        return await _learned(request, sent)
+
+
+def _moved(watch: asyncio.Future[bool]) -> bool:
+    """Whether the watch on the slot's owner record saw a newer owner."""
+    return watch.done() and not watch.cancelled() and watch.result()
+
+
+async def _send(
+    request: web.Request, route: Forward, headers: CIMultiDict[str], hop: Hop
+) -> web.Response:
+    """The request sent to the owner at `route`, and its answer as it came."""
     if (request_id := request.get(REQUEST_ID)) is not None:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
     url = route.url + request.rel_url.raw_path_qs
-    sent = _tagged(request, route, headers)
     # A streamed body (a snapshot, up to max_snapshot_bytes) is passed on as it arrives, never
     # held whole; other bodies are read first (bounded by their route's limit).
     body = request.content if request.app[ROUTE_BODIES].streamed(request) else await request.read()
@@ -153,26 +254,21 @@ async def _forward(request: web.Request, route: Forward) -> web.Response:
     # The owner codes its answer as the client asked, or not at all: never as aiohttp would.
     skip = tuple(h for h in (hdrs.CONTENT_TYPE, hdrs.ACCEPT_ENCODING) if h not in headers)
     session = request.app[PEERS].session(route.url)
-    try:
-        async with session.request(
-            request.method,
-            url,
-            headers=headers,
-            data=body,
-            allow_redirects=False,
-            skip_auto_headers=skip,
-        ) as reply:
-            payload = await reply.read()
-            return web.Response(status=reply.status, headers=copied(reply.headers), body=payload)
-    except (aiohttp.ClientError, TimeoutError) as error:
-        # Even a failure to connect may follow a request sent: aiohttp retries an idempotent
-        # request (PUT, DELETE) on a new connection when a kept-alive one drops.
-        log.warning("forwarding to %s (slot %d) failed: %s", route.url, route.slot, error)
-        if sent is None:
-            raise ProtocolError(
-                ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"
-            ) from error
-        return await _learned(request, sent)
+    async with session.request(
+        request.method,
+        url,
+        headers=headers,
+        data=body,
+        allow_redirects=False,
+        skip_auto_headers=skip,
+        trace_request_ctx=hop,
+    ) as reply:
+        payload = await reply.read()
+        answer = copied(reply.headers)
+    if (location := answer.get(hdrs.LOCATION)) is not None and location.startswith(route.url):
+        # The owner names what it made at its own address: the client asked at ours.
+        answer[hdrs.LOCATION] = str(request.url.origin()) + location[len(route.url) :]
+    return web.Response(status=reply.status, headers=answer, body=payload)
 
 
 def _tagged(request: web.Request, route: Forward, headers: CIMultiDict[str]) -> Sent | None:
@@ -191,20 +287,18 @@ def _tagged(request: web.Request, route: Forward, headers: CIMultiDict[str]) -> 
     return sent
 
 
-async def _learned(request: web.Request, sent: Sent) -> web.Response:
-    """The answer to a write whose owner went silent: what the log says became of it."""
+async def _learned(request: web.Request, sent: Sent) -> web.Response | None:
+    """The answer to a write whose owner went silent: what the log says became of it; None
+    when it was not written (the slot has a newer owner by then)."""
     found = await request.app[UNANSWERED].learn(sent)
     if found is None:
         raise OutcomeUnknown(
             f"the owner of write slot {sent.slot} went silent and no instance took the slot "
             "over in time: this write may or may not have happened"
         )
-    if not found.written:
-        raise ProtocolError(
-            ErrorCode.UNAVAILABLE,
-            f"the owner of write slot {sent.slot} stopped before writing this request: "
-            "nothing was written; retry",
-        )
+    if not found.written:  # its former owner is fenced: the slot's new owner takes it
+        log.info("forwarded write %s was not written by its former owner", sent.forward_id)
+        return None
     log.warning("forwarded write %s was written before its owner went silent", sent.forward_id)
     if request.method == "DELETE":
         return web.Response(status=204)

@@ -17,6 +17,10 @@ LAST_ACCESS: Final = "Durable-Kafka-Last-Access"
 # client certificate the request came with, which only the worker it entered could see.
 # Believed only from a Unix socket (siblings alone reach it); never copied from a client.
 CERTIFICATE_SUBJECT: Final = "Durable-Kafka-Certificate-Subject"
+# On every request an instance sends another, with `peer_key_file` set: the deployment's shared
+# key. A connection whose request carries it is a peer's, not counted per client address
+# (`adapter/http/server.py`); never passed on, never logged.
+PEER_KEY: Final = "Durable-Kafka-Peer-Key"
 _FORWARD_ID_SHAPE: Final = re.compile("[0-9a-f]{32}")
 
 

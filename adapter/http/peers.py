@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from functools import partial
+from dataclasses import dataclass
+from types import SimpleNamespace
 
 import aiohttp
 from aiohttp import hdrs, web
@@ -20,7 +21,7 @@ from multidict import CIMultiDict
 from adapter.cluster.access_relay import Reader
 from adapter.cluster.coordinator import Described
 from adapter.http.auth import GATE, QUERY_TOKEN, SUBJECT
-from adapter.http.peer_headers import CERTIFICATE_SUBJECT, FORWARDED, LAST_ACCESS
+from adapter.http.peer_headers import CERTIFICATE_SUBJECT, FORWARDED, LAST_ACCESS, PEER_KEY
 from adapter.protocol.offsets import parse_offset
 
 log = logging.getLogger(__name__)
@@ -40,37 +41,93 @@ _NOT_COPIED = frozenset(
         "Proxy-Authorization",
         "Proxy-Authenticate",
         CERTIFICATE_SUBJECT,
+        PEER_KEY,
     )
 )
+
+
+# Connections open at once to one peer (aiohttp's default for a whole client): each peer has a
+# pool of its own, so requests stuck on one peer never wait for a connection to another.
+PEER_CONNECTIONS = 100
+REACH_READ_S = 2.0  # beyond the connect timeout: how long a liveness probe may take to answer
+
+
+@dataclass(slots=True)
+class Hop:
+    """One request to a peer, as far as it went: `connected` once it had a connection, so its
+    bytes may have been sent; until then the peer cannot have seen it."""
+
+    connected: bool = False
+
+
+async def _connected(
+    _session: aiohttp.ClientSession, context: SimpleNamespace, _params: object
+) -> None:
+    if isinstance(hop := context.trace_request_ctx, Hop):
+        hop.connected = True
+
+
+def _tracing() -> aiohttp.TraceConfig:
+    """Marks a request's `Hop` connected when it gets a connection, new or kept alive."""
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(_connected)
+    trace.on_connection_reuseconn.append(_connected)
+    return trace
 
 
 class PeerClients:
     """The HTTP clients to the other instances, opened on first use, closed at shutdown.
 
-    A sibling worker of this process (`serve --workers N`) is reached over its Unix socket
-    (`siblings`: its advertised URL to the socket's path); any other instance over TCP.
+    Each peer has a session and a connection pool of its own, so a peer that stopped answering
+    (paused, partitioned) holds only its own connections: forwards to every other peer go on.
+    Opening a connection is bounded by `connect_timeout_s` (a peer that does not accept one in
+    that time is not going to answer a write), the whole request by `timeout_s`, the write's
+    deadline on its owner. A sibling worker of this process (`serve --workers N`) is reached
+    over its Unix socket (`siblings`: its advertised URL to the socket's path); any other
+    instance over TCP.
     """
 
     def __init__(
         self,
         timeout_s: float,
         siblings: Mapping[str, str] | None = None,
+        connect_timeout_s: float = 1.0,
+        peer_key: str = "",
     ) -> None:
-        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self.timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=connect_timeout_s)
         self.siblings = dict(siblings or {})
+        self._headers = {PEER_KEY: peer_key} if peer_key else {}  # on every request
         self._sessions: dict[str, aiohttp.ClientSession] = {}
 
     def session(self, url: str) -> aiohttp.ClientSession:
-        """The session for requests to the instance at `url`."""
-        path = self.siblings.get(url, "")
-        session = self._sessions.get(path)
+        """The session for requests to the instance at `url` (its own pool of connections)."""
+        session = self._sessions.get(url)
         if session is None:
-            connector = aiohttp.UnixConnector(path) if path else aiohttp.TCPConnector()
-            session = aiohttp.ClientSession(
-                connector=connector, timeout=self.timeout, auto_decompress=False
+            path = self.siblings.get(url, "")
+            connector = (
+                aiohttp.UnixConnector(path, limit=PEER_CONNECTIONS)
+                if path
+                else aiohttp.TCPConnector(limit=PEER_CONNECTIONS)
             )
-            self._sessions[path] = session
+            session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self.timeout,
+                auto_decompress=False,
+                trace_configs=[_tracing()],
+                headers=self._headers,
+            )
+            self._sessions[url] = session
         return session
+
+    async def answers(self, url: str) -> bool:
+        """Whether the instance at `url` answers its liveness probe, as a forward would reach it."""
+        timeout = aiohttp.ClientTimeout(total=(self.timeout.sock_connect or 1.0) + REACH_READ_S)
+        try:
+            async with self.session(url).get(url + "/healthz", timeout=timeout) as reply:
+                await reply.read()
+                return reply.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
 
     async def close(self) -> None:
         while self._sessions:  # a request still running may open one while another closes
@@ -83,14 +140,50 @@ PEERS = web.AppKey("peers", PeerClients)
 
 def reader_of(request: web.Request) -> Reader | None:
     """How a read (a `GET` of a stream) asks the stream's owner for it as this reader did; None
-    for a read another instance asked here already (it is never asked on)."""
+    for a read another instance asked here already (it is never asked on).
+
+    The access relay may keep it for a quarter of the stream's TTL, for many streams: it holds
+    only the route and the reader's credential, never the request itself (its transport, body
+    and app)."""
     if request.method != "GET" or FORWARDED in request.headers:
         return None
-    return partial(_ask_as_reader, request)
+    return _Renewal(request.app[PEERS], request.rel_url.raw_path, _credential(request)).tell
 
 
-async def _ask_as_reader(request: web.Request, owner: str) -> None:
-    await described_by(request, owner)
+@dataclass(frozen=True, slots=True)
+class _Renewal:
+    """A read told to the stream's owner as an access of its own: `GET ?offset=now` with the
+    reader's credential, which the owner checks again."""
+
+    peers: PeerClients
+    path: str
+    credential: str | None  # the reader's `Authorization`
+
+    async def tell(self, owner: str) -> None:
+        headers = {FORWARDED: "1"}
+        if self.credential is not None:
+            headers[hdrs.AUTHORIZATION] = self.credential
+        url, now = owner + self.path, {"offset": "now"}
+        try:
+            async with self.peers.session(owner).get(url, headers=headers, params=now) as reply:
+                await reply.read()  # empty, or `[]` for a JSON stream
+                status = reply.status
+        except (aiohttp.ClientError, TimeoutError) as error:
+            _failed("GET", self.path, owner, error)
+            return
+        if status >= 300 and status not in (404, 410):
+            _failed("GET", self.path, owner, status)
+
+
+def _credential(request: web.Request) -> str | None:
+    """The reader's credential as an `Authorization` value: as it came in that header, or, when
+    the reader put it in the URL (`?access_token=`), moved there."""
+    credential = request.headers.get(hdrs.AUTHORIZATION)
+    if credential is None and request.app[GATE].query_token:
+        query = request.query.getall(QUERY_TOKEN, [])
+        if len(query) == 1:  # two were refused already (RFC 6750: one way only)
+            credential = f"Bearer {query[0]}"
+    return credential
 
 
 async def described_by(request: web.Request, owner: str) -> Described | None:
@@ -134,10 +227,8 @@ def _failed(method: str, path: str, owner: str, why: object) -> None:
 
 def _with_credential(request: web.Request, headers: CIMultiDict[str]) -> CIMultiDict[str]:
     """`headers` with the reader's query token, if it sent one, as `Authorization`."""
-    if request.app[GATE].query_token and hdrs.AUTHORIZATION not in headers:
-        query = request.query.getall(QUERY_TOKEN, [])
-        if len(query) == 1:  # two were refused already (RFC 6750: one way only)
-            headers[hdrs.AUTHORIZATION] = f"Bearer {query[0]}"
+    if hdrs.AUTHORIZATION not in headers and (credential := _credential(request)) is not None:
+        headers[hdrs.AUTHORIZATION] = credential
     return headers
 
 

@@ -14,6 +14,7 @@ serves an app with it.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from typing import Any
 
@@ -38,6 +39,7 @@ from adapter.http.observe import (
     method_label,
     request_id,
 )
+from adapter.http.peer_headers import PEER_KEY
 from adapter.http.render import Handler, error_response
 from adapter.http.security import CORS, CorsPolicy
 from adapter.metrics import Metrics
@@ -79,6 +81,7 @@ class ProtocolHandler(RequestHandler):
         self.counts = counts
         self.memory = memory
         self.address: str | None = None  # the client's, once admitted
+        self.peer = False  # another instance's, counted in all only
         self.refusal: str | None = None  # why this connection is over a limit
         self._head_deadline: asyncio.TimerHandle | None = None
 
@@ -94,7 +97,10 @@ class ProtocolHandler(RequestHandler):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._stop_head_deadline()
-        if self.address is not None:
+        if self.peer:
+            self.counts.release_peer()
+            self.peer = False
+        elif self.address is not None:
             self.counts.release(self.address)
             self.address = None
         super().connection_lost(exc)
@@ -142,6 +148,8 @@ class ProtocolHandler(RequestHandler):
     async def within_limits(self, request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
         """Run `handler` unless the connection is over a limit; fail its body's read once the
         body is later than `body_timeout` (answered 408 by the errors middleware)."""
+        if not self.peer and self._from_a_peer(request):
+            self._admit_peer()
         if self.refusal is not None:
             raise TooManyConnections(message=self.refusal)
         if request.path not in ALWAYS_SERVED and self.memory.over():
@@ -156,6 +164,17 @@ class ProtocolHandler(RequestHandler):
             return await handler(request)  # type: ignore[arg-type]
         finally:
             deadline.cancel()
+
+    def _from_a_peer(self, request: web.BaseRequest) -> bool:
+        key = self.counts.limits.peer_key
+        sent = request.headers.get(PEER_KEY)
+        return bool(key) and sent is not None and hmac.compare_digest(sent.encode(), key.encode())
+
+    def _admit_peer(self) -> None:
+        """Another instance's connection: off its address's count, and admitted if only that
+        count refused it."""
+        if self.counts.peer(self.address):
+            self.peer, self.refusal, self.address = True, None, None
 
     def _body_late(self, request: web.BaseRequest) -> None:
         if request.content.is_eof():

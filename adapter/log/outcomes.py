@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,25 +100,72 @@ def forwarded(
     transaction of theirs is still open, and reading `read_committed` up to the high watermark
     seen at the start gives the final answer. None if the broker did not let it finish in time.
     """
+    found = forwarded_all(
+        kafka, where.topic, where.partition, key, {forward_id: where.offset}, timeout_s
+    )
+    return None if found is None else found[forward_id]
+
+
+def forwarded_all(
+    kafka: KafkaAccess,
+    topic: str,
+    partition: int,
+    key: bytes,
+    since: Mapping[str, int],
+    timeout_s: float,
+) -> dict[str, Forwarded] | None:
+    """`forwarded` for several appends of one stream at once (`since`: each one's forward id
+    and the tail before it), in one read of the partition: an owner that went silent with many
+    appends in flight is learned with one consumer, not one each."""
     # A tail below the log start (freed since): the append is above it.
     consumer = _consumer(kafka, {"auto.offset.reset": "earliest"})
+    start = min(since.values())
     try:
-        part = TopicPartition(where.topic, where.partition)
+        part = TopicPartition(topic, partition)
         _, high = consumer.get_watermark_offsets(part, timeout_s, cached=False)
-        consumer.assign([TopicPartition(where.topic, where.partition, where.offset)])
-        return _search(consumer, key, forward_id.encode(), where.offset, high, timeout_s)
+        consumer.assign([TopicPartition(topic, partition, start)])
+        return _search(consumer, key, since, high, timeout_s)
     except KafkaException as error:
-        log.warning("looking for forwarded append %s at %s: %s", forward_id, where, error)
+        log.warning(
+            "looking for %d forwarded appends in %s/%d: %s", len(since), topic, partition, error
+        )
         return None
     finally:
         consumer.close()
 
 
+@dataclass(slots=True)
+class _Seen:
+    """What one forwarded append's search has seen so far."""
+
+    since: int
+    tail: int
+    last_data: int | None = None
+    closed: bool = False
+    written: bool = False
+
+    def saw(self, offset: int, mine: bool, control: bytes | None) -> None:
+        if offset < self.since:
+            return
+        if control is not None:
+            if mine:
+                self.written = True
+                self.closed = self.closed or control == ControlEvent.CLOSE.value.encode()
+            return
+        if not self.written or mine:  # data after ours belongs to later appends
+            self.tail = offset + 1
+        if mine:
+            self.written, self.last_data = True, offset
+
+    def answer(self) -> Forwarded:
+        return Forwarded(self.written, self.last_data, self.closed, self.tail)
+
+
 def _search(
-    consumer: Consumer, key: bytes, tag: bytes, since: int, high: int, timeout_s: float
-) -> Forwarded | None:
+    consumer: Consumer, key: bytes, since: Mapping[str, int], high: int, timeout_s: float
+) -> dict[str, Forwarded] | None:
     deadline = time.monotonic() + timeout_s
-    tail, last_data, closed, written = since, None, False, False
+    seen = {tag.encode(): _Seen(offset, offset) for tag, offset in since.items()}
     while (remaining := deadline - time.monotonic()) > 0:
         message = consumer.poll(min(remaining, 0.5))
         if message is None:
@@ -127,23 +175,14 @@ def _search(
             if error.code() != KafkaError._PARTITION_EOF:
                 raise KafkaException(error)
             if (message.offset() or 0) >= high:  # stable up to where it ended at the start
-                return Forwarded(written, last_data, closed, tail)
+                return {tag.decode(): state.answer() for tag, state in seen.items()}
             continue
         if message.key() != key:
             continue
         offset = message.offset() or 0
         headers = message.headers()
-        mine = header_value(headers, FORWARD_HEADER) == tag
-        if is_control(headers):
-            if mine:
-                written, closed = (
-                    True,
-                    closed
-                    or header_value(headers, CONTROL_HEADER) == ControlEvent.CLOSE.value.encode(),
-                )
-            continue
-        if not written or mine:  # data after ours belongs to later appends
-            tail = offset + 1
-        if mine:
-            written, last_data = True, offset
+        tag = header_value(headers, FORWARD_HEADER)
+        control = (header_value(headers, CONTROL_HEADER) or b"") if is_control(headers) else None
+        for own, state in seen.items():
+            state.saw(offset, own == tag, control)
     return None

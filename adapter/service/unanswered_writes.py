@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from adapter.log import outcomes
 from adapter.log.outcomes import Forwarded, Probe
@@ -27,6 +27,17 @@ from topology.placement import partition_for
 from topology.wire import stream_key
 
 POLL_S = 0.1
+# Appends of one stream whose owner went silent are learned together: a search waits this long
+# for the others (they notice the new owner within one POLL_S of each other).
+BATCH_S = 0.2
+
+
+@dataclass(slots=True)
+class _Batch:
+    """The appends of one stream whose outcome one read of its partition looks for."""
+
+    since: dict[str, int] = field(default_factory=dict)  # forward id: the tail before it
+    search: asyncio.Future[dict[str, Forwarded] | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,7 @@ class UnansweredWrites:
         self.kafka = kafka
         self.timeout_s = timeout_s  # one search of the partition
         self.takeover_s = takeover_s  # how long the slot may take to get its next owner
+        self._batches: dict[tuple[str, int, bytes], _Batch] = {}  # searches gathering appends
 
     def sent(self, ref: StreamRef, slot: int) -> Sent:
         """Note what is known before forwarding (the id goes to the owner as a header)."""
@@ -76,12 +88,33 @@ class UnansweredWrites:
             return Forwarded(written=False, last_data=None, closed=False, tail=0)
         known = self.catalog.stream(sent.ref.bucket_id, sent.ref.stream_id)
         key = stream_key(sent.ref.stream_id if known is None else known.record_id)
+        batch = self._batches.get((where.topic, where.partition, key))
+        if batch is None:
+            batch = _Batch()
+            self._batches[(where.topic, where.partition, key)] = batch
+            batch.search = asyncio.ensure_future(self._search(where, key, batch))
+        batch.since[sent.forward_id] = where.offset
+        search = batch.search
+        assert search is not None  # set as the batch was made
+        try:
+            found = await asyncio.wait_for(asyncio.shield(search), self.timeout_s + 1 + BATCH_S)
+        except TimeoutError:
+            return None  # the broker did not let the search finish: unknown
+        return None if found is None else found[sent.forward_id]
+
+    async def _search(
+        self, where: Probe, key: bytes, batch: _Batch
+    ) -> dict[str, outcomes.Forwarded] | None:
+        """One read of the partition for every append of the stream asked about meanwhile."""
+        await asyncio.sleep(BATCH_S)  # the others that lost their owner with this one join
+        del self._batches[(where.topic, where.partition, key)]
         search = asyncio.to_thread(
-            outcomes.forwarded,
+            outcomes.forwarded_all,
             self.kafka,
-            where,
+            where.topic,
+            where.partition,
             key,
-            sent.forward_id,
+            dict(batch.since),
             self.timeout_s,
         )
         return await asyncio.wait_for(search, self.timeout_s + 1)

@@ -92,6 +92,16 @@ def test_a_forward_id_not_in_the_partition_is_answered_not_written(
     assert (
         outcomes.forwarded(KafkaAccess(kafka_bootstrap, "t."), where, b"s", "f" * 32, 10) == absent
     )
+    # Several appends of one stream in one read, each from the tail before it.
+    since = {"0" * 32: 0, "1" * 32: 1, "f" * 32: 2}
+    found_all = outcomes.forwarded_all(
+        KafkaAccess(kafka_bootstrap, "t."), topic, 0, b"s", since, 10
+    )
+    assert found_all == {
+        "0" * 32: outcomes.Forwarded(written=True, last_data=0, closed=False, tail=1),
+        "1" * 32: found,
+        "f" * 32: absent,
+    }
 
 
 @pytest.mark.timeout(240)

@@ -13,6 +13,7 @@ import pytest
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
 from tests.cluster import (
+    SLOTS,
     TEXT,
     cluster_env,
     owned,
@@ -23,6 +24,7 @@ from tests.cluster import (
     until_owned,
     until_read,
 )
+from topology.slots import SlotMap
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -298,3 +300,23 @@ async def test_reads_through_another_instance_keep_a_sliding_ttl_alive_on_its_ow
         await asyncio.sleep(3.0)  # nobody reads: it runs out on the owner as before
         async with session.head(url_a) as head:
             assert head.status == 404
+
+
+@pytest.mark.timeout(180)
+async def test_a_creation_answered_through_another_instance_is_located_where_the_client_asked(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"loc{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        stream = stream_in(prefix, pair.owners[b], "loc")
+        async with session.put(f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
+            assert reply.status == 201, await reply.text()
+            assert reply.headers["Location"] == f"{a}/v1/stream/{stream}"
+        slots = SlotMap(prefix, SLOTS)
+        bucket = next(
+            f"loc{i}" for i in range(1000) if slots.of_bucket(f"loc{i}") in pair.owners[b]
+        )
+        async with session.put(f"{a}/{bucket}") as reply:
+            assert reply.status == 201, await reply.text()
+            assert reply.headers["Location"] == f"{a}/{bucket}"

@@ -184,3 +184,28 @@ async def test_closing_cancels_and_awaits_a_telling_in_flight() -> None:
     await asyncio.wait_for(renewals.close(), 5)
     assert ended == ["telling"]
     assert renewals.pending() == 0
+
+
+async def test_tellings_running_at_once_are_bounded_and_an_untold_read_is_told_next_time() -> None:
+    release = asyncio.Event()
+    told: list[str] = []
+    renewals = _relay()
+    renewals._max_tellings = 2
+
+    def tell(label: str) -> Tell:
+        async def send() -> None:
+            told.append(label)
+            await release.wait()
+
+        return send
+
+    for stream in ("a", "b", "c"):
+        renewals.throttled(("_default", stream), 60, tell(stream))
+    await asyncio.sleep(0)
+    assert (told, renewals.remembered()) == (["a", "b"], 2)  # `c` not told, not remembered
+    release.set()
+    await asyncio.sleep(0.01)
+    renewals.throttled(("_default", "c"), 60, tell("c"))  # room again: told at once
+    await asyncio.sleep(0)
+    assert told == ["a", "b", "c"]
+    await renewals.close()

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from adapter.config import CONFIG_ENV, ConfigError, Settings, env_name, flag_name, load
+from adapter.config import (
+    CONFIG_ENV,
+    ConfigError,
+    Settings,
+    env_name,
+    flag_name,
+    load,
+    load_peer_key,
+)
 from adapter.parts import configured_mounts
 from topology.replication import AUTO
 
@@ -148,6 +156,7 @@ def test_an_instance_id_given_is_taken_as_it_is(tmp_path: Path) -> None:
         ({"instance_id": "adapter 1"}, "instance_id"),
         ({"instance_id": "a" * 250}, "instance_id"),
         ({"owner_renewal_entries": "0"}, "owner_renewal_entries"),
+        ({"peer_connect_timeout_ms": "10"}, "peer_connect_timeout_ms"),
     ],
 )
 def test_cluster_settings_are_validated(flags: dict[str, str], message: str) -> None:
@@ -454,3 +463,17 @@ def test_workers_auto_is_one_per_core(tmp_path: Path) -> None:
     assert load(None, {}, {"workers": "auto"}).workers == 0
     expected = min(os.cpu_count() or 1, Settings().write_slots)
     assert load(config, {}, {}).worker_count == expected
+
+
+def test_a_peer_key_is_read_from_its_file_and_a_short_or_missing_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    assert load_peer_key(Settings()) == ""
+    key = tmp_path / "peer.key"
+    key.write_text("  a key long enough for peers\n")
+    assert load_peer_key(Settings(peer_key_file=str(key))) == "a key long enough for peers"
+    key.write_text("short")
+    with pytest.raises(ConfigError, match="at least 16"):
+        load_peer_key(Settings(peer_key_file=str(key)))
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_peer_key(Settings(peer_key_file=str(tmp_path / "missing")))

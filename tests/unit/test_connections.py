@@ -37,6 +37,22 @@ def test_every_address_is_refused_past_the_total() -> None:
     assert counts.total == 2
 
 
+def test_a_peers_connection_counts_in_all_but_never_against_its_address() -> None:
+    counts = ConnectionCounts(_limits(4, 1))
+    counts.admit("10.0.0.1")
+    assert counts.peer("10.0.0.1")  # admitted under its address, then known as a peer's
+    assert counts.refusal("10.0.0.1") is None  # its place is free for a client again
+    assert "one client address" not in (counts.refusal("10.0.0.1") or "")
+    assert counts.peer(None)  # refused for its address alone: admitted as a peer's
+    assert (counts.total, counts.per_address) == (2, {})
+    counts.admit("10.0.0.1")
+    counts.admit("10.0.0.2")
+    assert not counts.peer(None)  # over the total even so
+    counts.release_peer()
+    counts.release_peer()
+    assert (counts.total, counts.per_address) == (2, {"10.0.0.1": 1, "10.0.0.2": 1})
+
+
 class Clock:
     now = 0.0
 
