@@ -51,6 +51,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (printf "%s-tokens" (include "durable-kafka.fullname" .)) .Values.auth.static.existingSecret -}}
 {{- end -}}
 
+{{/*
+The names a request's `Host` may carry besides the pod's own (`allowed_hosts`): every name
+of the Service (short, with its namespace, `.svc` and the cluster domain), the Ingress
+host, and `allowedHosts`.
+*/}}
+{{- define "durable-kafka.allowedHosts" -}}
+{{- $svc := include "durable-kafka.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- $hosts := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) -}}
+{{- if and .Values.ingress.enabled .Values.ingress.host -}}
+{{- $hosts = append $hosts .Values.ingress.host -}}
+{{- end -}}
+{{- join "," (concat $hosts .Values.allowedHosts) -}}
+{{- end -}}
+
 {{/* https when the API is served over TLS. */}}
 {{- define "durable-kafka.scheme" -}}
 {{- if .Values.tls.enabled -}}https{{- else -}}http{{- end -}}
