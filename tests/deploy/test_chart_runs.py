@@ -11,6 +11,7 @@ import ssl
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -30,6 +31,7 @@ from tests.deploy.test_helm_chart import (
     helm,  # noqa: F401 - the fixture
     one,
     render,
+    services,
 )
 from tests.services import S3Server
 from tests.tokens import AUDIENCE, ISSUER, Signer
@@ -165,6 +167,21 @@ async def until_serving(session: aiohttp.ClientSession, pod: Pod, container: Man
     await until_probe_passes(session, pod, container["readinessProbe"])
 
 
+async def helm_test(manifests: list[Manifest], pod: Pod) -> int:
+    """`helm test`'s pod, its curl run here: the Service's name resolves to `pod` (curl's
+    `--resolve`, as the cluster's DNS and the Service would route it)."""
+    [hook] = [m for m in manifests if m["kind"] == "Pod"]
+    [step] = hook["spec"]["containers"]
+    url = urlsplit(step["args"][-1])
+    assert url.hostname
+    assert url.port
+    resolve = ["--resolve", f"{url.hostname}:{url.port}:{pod.ip}"]
+    curl = await asyncio.create_subprocess_exec(
+        "curl", *resolve, *step["args"], stdout=asyncio.subprocess.DEVNULL
+    )
+    return await asyncio.wait_for(curl.wait(), 120)
+
+
 async def until_slots_split(session: aiohttp.ClientSession, pods: list[Pod]) -> None:
     """Until the write slots are split between `pods` and each knows every slot's owner (as
     `/readyz` on the ops port says): a joining replica takes slots over, and writes to a slot
@@ -202,7 +219,7 @@ async def test_the_rendered_pod_serves_the_cluster(
     objects = kubelet.objects_data(manifests + provided_secrets(name, s3, ca, tmp_path))
     deployment = one(manifests, "Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
-    service = one(manifests, "Service")
+    service = services(manifests)["api"]
     ingress = one(manifests, "Ingress")
     [rule] = ingress["spec"]["rules"]
     scheme = "https" if name == "secured" else "http"
@@ -227,6 +244,7 @@ async def test_the_rendered_pod_serves_the_cluster(
                 async with session.put(url, headers=headers, data=b"x", ssl=tls) as reply:
                     statuses[host] = (reply.status, await reply.text())
             assert {h: s for h, (s, _) in statuses.items() if s != 201} == {}, statuses
+            assert await helm_test(manifests, a) == 0
 
             with kubelet.running_pod(deployment, objects, "durable-kafka-7c9f-b2", tmp_path) as b:
                 await until_serving(session, b, container)
