@@ -64,6 +64,8 @@ class Settings:
     tls_key_file: str = ""
     tls_client_ca_file: str = ""  # set: client certificates are asked for and verified
     tls_client_auth: ClientAuth = "optional"
+    # Set: writes forwarded to another instance over HTTPS verify its certificate against it.
+    tls_peer_ca_file: str = ""
     bootstrap_servers: str = "127.0.0.1:9092"
     # librdkafka properties of every Kafka client: `kafka_client_file` (a client.properties),
     # then `[kafka.client]` (env and flag: a JSON object) over it; `load` merges them here.
@@ -250,6 +252,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "tls_cert_file": ("tls", "cert_file"),
     "tls_key_file": ("tls", "key_file"),
     "tls_client_ca_file": ("tls", "client_ca_file"),
+    "tls_peer_ca_file": ("tls", "peer_ca_file"),
     "tls_client_auth": ("tls", "client_auth"),
     "bootstrap_servers": ("kafka", "bootstrap_servers"),
     "kafka_client_file": ("kafka", "client_file"),

@@ -17,6 +17,7 @@ from adapter.cluster.slot_writers import SlotWriters
 from adapter.config import RECORD_OVERHEAD_BYTES, ConfigError, Settings, comma_list
 from adapter.http import health
 from adapter.http.peers import PeerClients
+from adapter.http.tls import peer_context
 from adapter.live.fanout import Fanout
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
@@ -226,7 +227,9 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
             wall_clock_ms,
             settings.age_retention_interval_ms / 1000,
         ),
-        peers=PeerClients(forward_timeout_s(settings.kafka_timeout_s), siblings),
+        peers=PeerClients(
+            forward_timeout_s(settings.kafka_timeout_s), siblings, peer_context(settings)
+        ),
         relay=relay,
         coordinator=Coordinator(
             router,

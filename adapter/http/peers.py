@@ -10,6 +10,7 @@ is served (`adapter/cluster/coordinator.py`); any other instance's through the a
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Mapping
 from functools import partial
 
@@ -55,9 +56,12 @@ class PeerClients:
         self,
         timeout_s: float,
         siblings: Mapping[str, str] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.siblings = dict(siblings or {})
+        # None: the system's trust store, names checked (`tls.peer_context`).
+        self.tls: ssl.SSLContext | bool = True if tls is None else tls
         self._sessions: dict[str, aiohttp.ClientSession] = {}
 
     def session(self, url: str) -> aiohttp.ClientSession:
@@ -65,7 +69,7 @@ class PeerClients:
         path = self.siblings.get(url, "")
         session = self._sessions.get(path)
         if session is None:
-            connector = aiohttp.UnixConnector(path) if path else aiohttp.TCPConnector()
+            connector = aiohttp.UnixConnector(path) if path else aiohttp.TCPConnector(ssl=self.tls)
             session = aiohttp.ClientSession(
                 connector=connector, timeout=self.timeout, auto_decompress=False
             )

@@ -21,6 +21,7 @@ from aiohttp import web
 from adapter.auth.static_tokens import digest
 from devstack.process import free_port
 from tests.certificates import TestCA
+from tests.cluster import until_read
 from tests.deploy import kubelet
 from tests.deploy.kubelet import Manifest, Pod
 from tests.deploy.test_helm_chart import (
@@ -253,13 +254,16 @@ async def test_the_rendered_pod_serves_the_cluster(
                 host = {"Host": hosts[-2]}
                 # Every replica reads what another wrote.
                 created = f"{b.url(api_port['targetPort'], scheme)}/v1/stream/{hosts[0]}"
-                async with session.get(
-                    created, params={"offset": "-1"}, headers=auth | host, ssl=tls
-                ) as reply:
-                    assert (reply.status, await reply.read()) == (200, b"x")
-                if name == "secured":
-                    return
-                # A write sent to the new replica is served or forwarded to its slot's owner.
+
+                async def read_created() -> tuple[int, bytes]:
+                    async with session.get(
+                        created, params={"offset": "-1"}, headers=auth | host, ssl=tls
+                    ) as reply:
+                        return reply.status, await reply.read()
+
+                assert await until_read(read_created, (200, b"x")) == (200, b"x")
+                # A write sent to the new replica is served or forwarded to its slot's owner
+                # (over HTTPS at the owner's pod IP, verified against the issuer's CA).
                 joined = f"{b.url(api_port['targetPort'], scheme)}/v1/stream/joined"
                 async with session.put(joined, headers=auth | TEXT | host, ssl=tls) as reply:
                     assert reply.status == 201, await reply.text()
@@ -268,8 +272,15 @@ async def test_the_rendered_pod_serves_the_cluster(
                         joined, headers=auth | TEXT | host, data=body, ssl=tls
                     ) as reply:
                         assert reply.status == 204, await reply.text()
-                read = f"{base}/v1/stream/joined"
-                async with session.get(
-                    read, params={"offset": "-1"}, headers=auth | host, ssl=tls
-                ) as reply:
-                    assert (reply.status, await reply.read()) == (200, b"12")
+
+                async def read() -> tuple[int, bytes]:
+                    async with session.get(
+                        f"{base}/v1/stream/joined",
+                        params={"offset": "-1"},
+                        headers=auth | host,
+                        ssl=tls,
+                    ) as reply:
+                        return reply.status, await reply.read()
+
+                # Through another pod: once its follower has applied the writes.
+                assert await until_read(read, (200, b"12")) == (200, b"12")

@@ -92,6 +92,13 @@ renewing a certificate): that needs a reloader, or a `kubectl rollout restart`.
 {{- end -}}
 {{- end -}}
 
+{{/* The TLS Secret's key of the CA pods verify each other against, or "" (see values). */}}
+{{- define "durable-kafka.peerCAKey" -}}
+{{- if and .Values.tls.enabled .Values.tls.peerCAKey (or .Values.tls.existingSecret .Values.tls.ca) -}}
+{{- .Values.tls.peerCAKey -}}
+{{- end -}}
+{{- end -}}
+
 {{/* https when the API is served over TLS. */}}
 {{- define "durable-kafka.scheme" -}}
 {{- if .Values.tls.enabled -}}https{{- else -}}http{{- end -}}
