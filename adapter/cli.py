@@ -24,7 +24,7 @@ from adapter import logs, request_lines
 from adapter.app import FATAL, PARTS, create_app, hand_over
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
-    AUTO_COUNTS,
+    AUTO_VALUES,
     CONFIG_ENV,
     ConfigError,
     EventLoop,
@@ -107,7 +107,7 @@ def _settings_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--config", metavar="FILE", help=f"TOML settings file (or ${CONFIG_ENV})")
     defaults = Settings()
     for name in names():
-        default = "auto" if name in AUTO_COUNTS else repr(getattr(defaults, name))
+        default = "auto" if name in AUTO_VALUES else repr(getattr(defaults, name))
         command.add_argument(
             flag_name(name),
             dest=name,

@@ -29,8 +29,14 @@ AuthMode = Literal["off", "static", "jwt"]
 EventLoop = Literal["uvloop", "asyncio"]
 ConsoleMode = Literal["off", "ro", "rw"]
 TopicManagementMode = Literal["auto", "external"]
-# Settings whose 0 means "resolved at start from the cluster" and that accept "auto" for it.
-AUTO_COUNTS = frozenset({"replication_factor", "min_insync_replicas", "workers"})
+# Settings that accept "auto", with the value that stands for it: resolved at start (from the
+# cluster, the cores, the container's memory limit).
+AUTO_VALUES: dict[str, int] = {
+    "replication_factor": 0,
+    "min_insync_replicas": 0,
+    "workers": 0,
+    "max_memory_bytes": -1,
+}
 ClientAuth = Literal["none", "optional", "required"]
 # Room for a record's key (a stream id, at most 122 bytes), headers and batch framing.
 RECORD_OVERHEAD_BYTES = 16 * 1024
@@ -58,6 +64,8 @@ class Settings:
     tls_key_file: str = ""
     tls_client_ca_file: str = ""  # set: client certificates are asked for and verified
     tls_client_auth: ClientAuth = "optional"
+    # Set: writes forwarded to another instance over HTTPS verify its certificate against it.
+    tls_peer_ca_file: str = ""
     bootstrap_servers: str = "127.0.0.1:9092"
     # librdkafka properties of every Kafka client: `kafka_client_file` (a client.properties),
     # then `[kafka.client]` (env and flag: a JSON object) over it; `load` merges them here.
@@ -83,7 +91,7 @@ class Settings:
     keepalive_timeout_ms: int = 75_000
     max_connections: int = 16_384
     max_connections_per_address: int = 0
-    max_memory_bytes: int = 0
+    max_memory_bytes: int = -1  # -1: auto (`adapter/memory_limit.py`)
     read_chunk_bytes: int = 1024 * 1024
     read_scan_bytes: int = 16 * 1024 * 1024
     hot_cache_bytes: int = 64 * 1024 * 1024
@@ -250,6 +258,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "tls_cert_file": ("tls", "cert_file"),
     "tls_key_file": ("tls", "key_file"),
     "tls_client_ca_file": ("tls", "client_ca_file"),
+    "tls_peer_ca_file": ("tls", "peer_ca_file"),
     "tls_client_auth": ("tls", "client_auth"),
     "bootstrap_servers": ("kafka", "bootstrap_servers"),
     "kafka_client_file": ("kafka", "client_file"),
@@ -430,8 +439,8 @@ def _default(name: str) -> Any:
 
 
 def _parse(name: str, raw: str, origin: str) -> Any:
-    if name in AUTO_COUNTS and raw.strip().lower() == "auto":
-        return 0
+    if name in AUTO_VALUES and raw.strip().lower() == "auto":
+        return AUTO_VALUES[name]
     if name == "mounts":
         try:
             document = json.loads(raw)
@@ -487,8 +496,8 @@ def _certificates(document: Any, origin: str) -> tuple[tuple[str, tuple[str, ...
 
 
 def _typed(name: str, value: Any, origin: str) -> Any:
-    if name in AUTO_COUNTS and value == "auto":
-        return 0
+    if name in AUTO_VALUES and value == "auto":
+        return AUTO_VALUES[name]
     if name == "kafka_client":
         return _client_properties(value, origin)
     expected = type(_default(name))
@@ -545,8 +554,9 @@ def validate(settings: Settings) -> None:
             "max_connections_per_address must be >= 0 (0: no limit)",
         ),
         (
-            settings.max_memory_bytes == 0 or settings.max_memory_bytes >= 64 * 1024 * 1024,
-            "max_memory_bytes must be 0 (no cap) or >= 64 MiB",
+            settings.max_memory_bytes in (AUTO_VALUES["max_memory_bytes"], 0)
+            or settings.max_memory_bytes >= 64 * 1024 * 1024,
+            "max_memory_bytes must be auto, 0 (no cap) or >= 64 MiB",
         ),
         (settings.read_chunk_bytes >= 1, "read_chunk_bytes must be >= 1"),
         (

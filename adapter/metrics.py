@@ -147,6 +147,10 @@ class Metrics:
         """`lags()` at each scrape: records of each state topic not yet followed."""
         self.registry.register(_ConsumerLag(lags))
 
+    def watch_checks(self, states: Callable[[], dict[str, bool]]) -> None:
+        """`states()` at each scrape: whether each readiness check holds."""
+        self.registry.register(_Checks(states))
+
     def watch_tier(self, lag_bytes: Callable[[], int], hot_bytes: Callable[[], int]) -> None:
         """The tier worker's figures, read at each scrape."""
         self.tier_lag_bytes.set_function(lag_bytes)
@@ -181,4 +185,20 @@ class _ConsumerLag(Collector):
         )
         for kind, lag in sorted(self.lags().items()):
             family.add_metric([kind], lag)
+        yield family
+
+
+class _Checks(Collector):
+    def __init__(self, states: Callable[[], dict[str, bool]]) -> None:
+        self.states = states
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "durable_kafka_check_ok",
+            "1 while a check of /readyz holds (kafka, object_store, ownership, ...), 0 while "
+            "it fails: a dependency down shows here without making the instance unready.",
+            labels=["check"],
+        )
+        for name, ok in self.states().items():
+            family.add_metric([name], 1 if ok else 0)
         yield family

@@ -25,6 +25,7 @@ from adapter.config import (
 )
 from adapter.http import health
 from adapter.http.peers import PeerClients
+from adapter.http.tls import peer_context
 from adapter.live.fanout import Fanout
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
@@ -60,7 +61,7 @@ from adapter.state.catalog import Catalog
 from adapter.state.currency import ViewAge
 from adapter.state.follower import MetaFollower
 from adapter.state.store import FileStore, catalog_file_name
-from adapter.supervisor import CHECKS, OWNERSHIP, TIER
+from adapter.supervisor import CHECKS, GATES, OWNERSHIP, TIER
 from adapter.tasks import Tasks
 from adapter.tier.cold import ColdReader
 from adapter.tier.faults import EmptyColdReader, UnwrittenStore
@@ -144,7 +145,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     _warn_of_test_faults(settings)
     # A part's close may wait out in-flight commits (one Kafka timeout) and then its own calls.
     running = Running(close_budget_s=3 * settings.kafka_timeout_s)
-    readiness = Readiness([*CHECKS, health.SERVING])
+    readiness = Readiness([*CHECKS, health.SERVING], GATES | {health.SERVING})
     kafka = kafka_access(settings)
     admin = TopologyAdmin(
         kafka, topic_layout(settings), settings.kafka_timeout_s, topic_policy(settings)
@@ -152,6 +153,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     catalog = _catalog(settings)
     hub, metrics = LiveHub(), Metrics()
     metrics.watch_live_waiters(lambda: hub.waiters)
+    metrics.watch_checks(readiness.states)
     hot_tail = HotCache(settings.hot_cache_bytes, settings.catalog_cache_entries)
     indexes = _mount_indexes(settings, kafka, catalog, hub)
     membership = _Membership(readiness)
@@ -186,6 +188,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         siblings,
         settings.peer_connect_timeout_ms / 1000,
         load_peer_key(settings),
+        peer_context(settings),
     )
     reach = _advertised_reach(settings, peers, catalog, ownership, membership)
     metrics.watch_advertised_reach(lambda: reach.reachable)

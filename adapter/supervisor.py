@@ -31,6 +31,9 @@ OBJECTS = "object_store"
 OWNERSHIP = "ownership"  # set by the slot writers: joined the owners' group, slots initialised
 TIER = "tier"  # set by the tier worker: always ok, its detail says the tier lag
 CHECKS = [KAFKA, TOPICS, CATALOG, OWNERSHIP, OBJECTS, TIER]
+# The checks that make a ready instance unready when they fail (with `serving`): the others
+# only had to hold once (adapter/readiness.py says why).
+GATES = frozenset({CATALOG})
 
 
 @dataclass(frozen=True)

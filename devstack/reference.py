@@ -110,7 +110,8 @@ def errors_page() -> str:
 
 def _instruments(metrics: Metrics) -> list[tuple[str, str, str, list[str]]]:
     """(name, type, help, labels) of every instrument: the library's keep their label names in
-    `_labelnames`, our tallies in `labelnames`; the consumer lag is a collector of its own."""
+    `_labelnames`, our tallies in `labelnames`; the consumer lag and the checks are collectors
+    of their own."""
     found = []
     for value in vars(metrics).values():
         if callable(getattr(value, "describe", None)):
@@ -119,10 +120,15 @@ def _instruments(metrics: Metrics) -> list[tuple[str, str, str, list[str]]]:
                 getattr(value, "labelnames", None) or getattr(value, "_labelnames", None) or ()
             )
             found.append((family.name, family.type, family.documentation, list(labels)))
+    collectors = {
+        "durable_kafka_consumer_lag_records": ["topic"],
+        "durable_kafka_check_ok": ["check"],
+    }
     metrics.watch_consumer_lag(dict)
+    metrics.watch_checks(dict)
     for family in metrics.registry.collect():
-        if family.name == "durable_kafka_consumer_lag_records":
-            found.append((family.name, family.type, family.documentation, ["topic"]))
+        if family.name in collectors:
+            found.append((family.name, family.type, family.documentation, collectors[family.name]))
     return found
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from adapter.config import Settings, load_peer_key
+from adapter.memory_limit import memory_cap
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ class ConnectionLimits:
             keepalive_timeout_s=settings.keepalive_timeout_ms / 1000,
             max_connections=within_descriptors(settings.max_connections),
             max_per_address=settings.max_connections_per_address,
-            max_memory_bytes=settings.max_memory_bytes,
+            max_memory_bytes=memory_cap(settings.max_memory_bytes),
             peer_key=load_peer_key(settings),
         )
 

@@ -1,4 +1,5 @@
-"""`/healthz` (the process answers) and `/readyz` (every readiness check, with its fields)."""
+"""`/healthz` (liveness: the process and its event loop answer) and `/readyz` (readiness, with
+every check and its fields: `adapter/readiness.py` says which make an instance unready)."""
 
 from __future__ import annotations
 
@@ -28,5 +29,5 @@ async def readyz(request: web.Request) -> web.Response:
     report = readiness.report()
     if readiness.ready:
         return json_response(report, headers=NO_STORE)
-    waiting = ProtocolError(ErrorCode.NOT_READY, f"waiting for: {', '.join(readiness.failing())}")
+    waiting = ProtocolError(ErrorCode.NOT_READY, f"waiting for: {', '.join(readiness.waiting())}")
     return error_response(waiting, NO_STORE, **report)

@@ -10,6 +10,7 @@ is served (`adapter/cluster/coordinator.py`); any other instance's through the a
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -93,10 +94,13 @@ class PeerClients:
         siblings: Mapping[str, str] | None = None,
         connect_timeout_s: float = 1.0,
         peer_key: str = "",
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=connect_timeout_s)
         self.siblings = dict(siblings or {})
         self._headers = {PEER_KEY: peer_key} if peer_key else {}  # on every request
+        # None: the system's trust store, names checked (`tls.peer_context`).
+        self.tls: ssl.SSLContext | bool = True if tls is None else tls
         self._sessions: dict[str, aiohttp.ClientSession] = {}
 
     def session(self, url: str) -> aiohttp.ClientSession:
@@ -107,7 +111,7 @@ class PeerClients:
             connector = (
                 aiohttp.UnixConnector(path, limit=PEER_CONNECTIONS)
                 if path
-                else aiohttp.TCPConnector(limit=PEER_CONNECTIONS)
+                else aiohttp.TCPConnector(limit=PEER_CONNECTIONS, ssl=self.tls)
             )
             session = aiohttp.ClientSession(
                 connector=connector,

@@ -38,6 +38,23 @@ def server_context(settings: Settings) -> ssl.SSLContext | None:
     return context
 
 
+def peer_context(settings: Settings) -> ssl.SSLContext | None:
+    """The TLS context of the clients that forward writes to other instances; None (the
+    system's trust store, names checked) without `tls_peer_ca_file`. With it, a peer is
+    whoever holds a certificate of that CA: its names are not compared, because instances
+    are reached at an address (a pod's IP) that a certificate rarely names."""
+    path = settings.tls_peer_ca_file
+    if not path:
+        return None
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    try:
+        context.load_verify_locations(cadata=_read(path, "tls_peer_ca_file").decode())
+    except (ValueError, ssl.SSLError) as error:
+        raise ConfigError(f"tls_peer_ca_file {path}: not PEM CA certificates ({error})") from error
+    return context
+
+
 def _trust_clients(context: ssl.SSLContext, settings: Settings) -> None:
     path = settings.tls_client_ca_file
     try:

@@ -155,6 +155,12 @@ def mounts(manifests: Sequence[Manifest]) -> Iterator[tuple[str, dict[str, Any]]
         yield mount["mountPath"], volumes[mount["name"]]
 
 
+def services(manifests: Sequence[Manifest]) -> dict[str, Manifest]:
+    """Each Service by its component label (`api`, `ops`)."""
+    found = [m for m in manifests if m["kind"] == "Service"]
+    return {s["metadata"]["labels"].get("app.kubernetes.io/component", ""): s for s in found}
+
+
 # --- helm lint, helm template and Kubernetes' schemas ---------------------------------------
 
 
@@ -316,7 +322,7 @@ def test_a_grace_period_shorter_than_a_stop_is_refused(helm: Path) -> None:
         ("auth.mode=off", "auth.offBeyondLoopback=true"),
         ("coldTier.backend=fs", "coldTier.fs.claimName"),
         ("tls.enabled=true", "tls.existingSecret"),
-        ("kafka.topicManagement=manual", "auto or external"),
+        ("kafka.topicManagement=manual", "topicManagement"),
     ],
 )
 def test_values_that_cannot_work_are_refused(helm: Path, setting: str, refusal: str) -> None:
@@ -359,7 +365,8 @@ def test_selectors_find_the_pods(helm: Path, name: str) -> None:
     deployment = one(manifests, "Deployment")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
-    assert one(manifests, "Service")["spec"]["selector"].items() <= labels.items()
+    for service in services(manifests).values():
+        assert service["spec"]["selector"].items() <= labels.items()
     budget = one(manifests, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"]
     assert budget.items() <= labels.items()
     for scaler in (m for m in manifests if m["kind"] == "HorizontalPodAutoscaler"):
@@ -371,8 +378,9 @@ def test_selectors_find_the_pods(helm: Path, name: str) -> None:
 @pytest.mark.parametrize("name", VALUES)
 def test_service_ports_are_container_ports(helm: Path, name: str) -> None:
     manifests = rendered(helm, name)
-    for entry in one(manifests, "Service")["spec"]["ports"]:
-        assert entry["port"] == port(manifests, entry["targetPort"])
+    for service in services(manifests).values():
+        for entry in service["spec"]["ports"]:
+            assert entry["port"] == port(manifests, entry["targetPort"])
 
 
 def test_service_monitor_scrapes_the_ops_listener(helm: Path) -> None:
@@ -380,7 +388,7 @@ def test_service_monitor_scrapes_the_ops_listener(helm: Path) -> None:
     manifests = rendered(helm, "secured")
     monitor = one(manifests, "ServiceMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
-    service = one(manifests, "Service")
+    service = services(manifests)["ops"]
     assert (
         monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     )
@@ -389,3 +397,137 @@ def test_service_monitor_scrapes_the_ops_listener(helm: Path) -> None:
     by_name = {entry["name"]: entry for entry in service["spec"]["ports"]}
     assert by_name[endpoint["port"]]["targetPort"] == "ops"
     assert "ServiceMonitor" not in {m["kind"] for m in rendered(helm, "default")}
+
+
+# --- completeness: the ops Service, checksums, the values' schema, the test hook ------------
+
+
+@pytest.mark.parametrize("name", VALUES)
+def test_the_ops_listener_has_a_service_of_its_own(helm: Path, name: str) -> None:
+    """Metrics and debug answers are not for the API's clients: the API Service (what an
+    Ingress or a client reaches) does not carry the ops port."""
+    manifests = rendered(helm, name)
+    by_component = services(manifests)
+    assert set(by_component) == {"api", "ops"}
+    api_ports = {p["targetPort"] for p in by_component["api"]["spec"]["ports"]}
+    ops_ports = {p["targetPort"] for p in by_component["ops"]["spec"]["ports"]}
+    assert (api_ports, ops_ports) == ({"https" if name == "secured" else "http"}, {"ops"})
+    for monitor in (m for m in manifests if m["kind"] == "ServiceMonitor"):
+        selector = monitor["spec"]["selector"]["matchLabels"].items()
+        assert selector <= by_component["ops"]["metadata"]["labels"].items()
+        assert not selector <= by_component["api"]["metadata"]["labels"].items()
+
+
+def pod_annotations(manifests: Sequence[Manifest]) -> dict[str, str]:
+    found: dict[str, str] = one(manifests, "Deployment")["spec"]["template"]["metadata"][
+        "annotations"
+    ]
+    return found
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "tls.existingSecret=another-tls",
+        "tls.clientCA.existingSecret=another-ca",
+        "kafka.clientProperties.existingSecret=another-client",
+        "coldTier.s3.existingSecret=another-s3",
+    ],
+)
+def test_naming_another_existing_secret_rolls_the_pods(helm: Path, change: str) -> None:
+    """Each Secret the pods mount or read, the chart's own and the existing ones the values
+    name, is in the pod template's checksums: pointing the values elsewhere rolls the pods."""
+    args = template_args((SECURED,), KUBERNETES_VERSIONS[-1])
+    before = pod_annotations(rendered(helm, "secured"))
+    result = run_helm(helm, *args, "--set", change)
+    assert result.returncode == 0, result.stderr
+    after = pod_annotations([d for d in yaml.safe_load_all(result.stdout) if d])
+    changed = {key for key in before if before[key] != after.get(key)}
+    assert changed == {"checksum/existing-secrets"}
+
+
+def test_every_mounted_secret_is_under_a_checksum(helm: Path) -> None:
+    """The Secrets the chart renders under `checksum/secrets`; every other one the pod uses
+    named in `checksum/existing-secrets`' input (`durable-kafka.existingSecrets`)."""
+    manifests = rendered(helm, "secured")
+    rendered_names = {m["metadata"]["name"] for m in manifests if m["kind"] == "Secret"}
+    used = {volume["secret"]["secretName"] for _, volume in mounts(manifests) if "secret" in volume}
+    used |= {
+        entry["valueFrom"]["secretKeyRef"]["name"]
+        for entry in container(manifests)["env"]
+        if "secretKeyRef" in entry.get("valueFrom", {})
+    }
+    template = (CHART / "templates" / "_helpers.tpl").read_text()
+    existing = template.split('define "durable-kafka.existingSecrets"')[1].split("{{- end -}}\n\n")[
+        0
+    ]
+    values = yaml.safe_load(SECURED.read_text())
+    named = {
+        values["tls"]["existingSecret"],
+        values["tls"]["clientCA"]["existingSecret"],
+        values["kafka"]["clientProperties"]["existingSecret"],
+        values["coldTier"]["s3"]["existingSecret"],
+        *(mount["secretName"] for mount in values["kafka"]["secretMounts"]),
+    }
+    assert used - rendered_names == named
+    for path in ("tls.existingSecret", "clientCA", "clientProperties", "s3", "secretMounts"):
+        assert path.split(".")[0] in existing, f"{path} is not hashed"
+    assert {"checksum/secrets", "checksum/existing-secrets"} <= pod_annotations(manifests).keys()
+
+
+@pytest.mark.parametrize(
+    ("setting", "refusal"),
+    [
+        ("replicaCount=three", "replicaCount"),
+        ("service.port=0", "service.port"),
+        ("ingress.enabled=yes", "ingress.enabled"),
+        ("kafka.writeSlots=-1", "kafka.writeSlots"),
+    ],
+)
+def test_values_of_the_wrong_shape_are_refused_by_the_schema(
+    helm: Path, setting: str, refusal: str
+) -> None:
+    result = run_helm(helm, *template_args((), KUBERNETES_VERSIONS[-1]), "--set", setting)
+    assert result.returncode != 0
+    assert "values don't meet the specifications of the schema" in result.stderr
+    assert refusal.rsplit(".", 1)[-1] in result.stderr
+
+
+def test_a_misspelled_value_is_refused_by_the_schema(helm: Path) -> None:
+    result = run_helm(helm, *template_args((), KUBERNETES_VERSIONS[-1]), "--set", "replicas=2")
+    assert result.returncode != 0
+    assert "replicas" in result.stderr
+
+
+@pytest.mark.parametrize("name", VALUES)
+def test_helm_test_calls_the_api_service(helm: Path, name: str) -> None:
+    manifests = rendered(helm, name)
+    [hook] = [m for m in manifests if m["kind"] == "Pod"]
+    assert hook["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    [step] = hook["spec"]["containers"]
+    api = services(manifests)["api"]
+    port = api["spec"]["ports"][0]["port"]
+    url = f"{api['metadata']['name']}.{NAMESPACE}.svc:{port}/readyz"
+    assert any(url in arg for arg in step["args"]), step["args"]
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_the_ingress_is_valid_and_its_host_is_answered_for(helm: Path, version: str) -> None:
+    host = "streams.example.com"
+    sets = ("--set", "ingress.enabled=true", "--set", f"ingress.host={host}")
+    manifests = render(helm, (SECURED,), version, CHART, *sets, "--set", "ingress.tlsSecretName=t")
+    assert violations(manifests, version) == []
+    rule = one(manifests, "Ingress")["spec"]["rules"][0]
+    backend = rule["http"]["paths"][0]["backend"]["service"]
+    assert backend == {
+        "name": services(manifests)["api"]["metadata"]["name"],
+        "port": {"name": "https"},
+    }
+    assert host in settings(manifests).allowed_hosts.split(",")
+
+
+def test_an_ingress_without_a_host_is_refused(helm: Path) -> None:
+    args = template_args((), KUBERNETES_VERSIONS[-1])
+    result = run_helm(helm, *args, "--set", "ingress.enabled=true")
+    assert result.returncode != 0
+    assert "ingress.enabled needs ingress.host" in result.stderr

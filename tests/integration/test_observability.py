@@ -126,6 +126,12 @@ async def test_metrics_move_as_the_workload_says(server: Observed) -> None:
     }
     assert set(lag) == {"meta", "producers", "owners", "snapshots", "tier"}
     assert all(value >= 0 for value in lag.values())
+    checks = {
+        dict(labels)["check"]: value
+        for (name, labels), value in after.items()
+        if name == "durable_kafka_check_ok"
+    }
+    assert checks["kafka"] == checks["object_store"] == checks["serving"] == 1
     failures = "durable_kafka_auth_failures_total"
     assert _moved(before, after, failures, reason="missing") == 0  # authentication is off
     assert any(name == "durable_kafka_build_info" for name, _ in after)

@@ -33,7 +33,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
     # leaves (console: its files; tallies: the metrics' lock-free families; settings_help:
     # what each setting means, for the reference docs; request_lines: the request log's writer;
-    # tasks: the task groups of the parts and of the instance)
+    # tasks: the task groups of the parts and of the instance; memory_limit: the container's
+    # memory limit and the cap it gives)
     frozenset(
         {
             "config",
@@ -45,6 +46,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "logs",
             "request_lines",
             "tasks",
+            "memory_limit",
         }
     ),
 )

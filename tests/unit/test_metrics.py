@@ -43,3 +43,14 @@ def test_kafka_stages_are_timed_under_their_own_label() -> None:
     seconds = "durable_kafka_kafka_duration_seconds_count"
     assert metrics.registry.get_sample_value(seconds, {"stage": "produce"}) == 1
     assert metrics.registry.get_sample_value(seconds, {"stage": "commit"}) == 2
+
+
+def test_each_readiness_check_is_a_series() -> None:
+    metrics = Metrics()
+    states = {"kafka": True, "object_store": False}
+    metrics.watch_checks(lambda: states)
+    ok = "durable_kafka_check_ok"
+    assert metrics.registry.get_sample_value(ok, {"check": "kafka"}) == 1
+    assert metrics.registry.get_sample_value(ok, {"check": "object_store"}) == 0
+    states["object_store"] = True  # read at each scrape
+    assert metrics.registry.get_sample_value(ok, {"check": "object_store"}) == 1

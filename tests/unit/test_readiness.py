@@ -50,3 +50,18 @@ def test_unchanged_state_keeps_its_timestamp() -> None:
     first = readiness.since("kafka")
     readiness.set("kafka", True, "ok", tries=[1])
     assert readiness.since("kafka") == first
+
+
+def test_a_dependency_lost_after_start_is_reported_but_keeps_the_instance_ready() -> None:
+    readiness = Readiness(["kafka", "catalog", "serving"], frozenset({"catalog", "serving"}))
+    readiness.set("catalog", True, "replayed")
+    readiness.set("serving", True, "accepting")
+    assert readiness.waiting() == ["kafka"]  # never reached: not ready yet
+    readiness.set("kafka", True, "ok")
+    assert readiness.ready
+    readiness.set("kafka", False, "down")
+    assert readiness.ready
+    assert readiness.report()["failing"] == ["kafka"]
+    readiness.set("serving", False, "stopping")
+    assert not readiness.ready
+    assert readiness.waiting() == ["serving"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from adapter.config import ClientAuth, ConfigError, Settings
-from adapter.http.tls import reload, server_context
+from adapter.http.tls import peer_context, reload, server_context
 from tests.certificates import Pair, TestCA, serial_of
 
 
@@ -32,14 +32,13 @@ def _settings(pair: Pair, client_ca: str = "", client_auth: ClientAuth = "option
     )
 
 
-def _presented_serial(server: ssl.SSLContext, ca: TestCA, client: Pair | None = None) -> int:
-    """Handshake a client trusting `ca` with `server` in memory; the serial it was shown.
-    With `client`, the client presents that pair and the server must have verified it."""
-    trusting = ssl.create_default_context(cafile=str(ca.path))
-    if client is not None:
-        trusting.load_cert_chain(client.cert, client.key)
+def _handshake(
+    server: ssl.SSLContext, client: ssl.SSLContext, server_hostname: str
+) -> tuple[ssl.SSLObject, ssl.SSLObject]:
+    """A TLS handshake in memory between `client` (asking for `server_hostname`) and
+    `server`; (client side, server side). A certificate the client refuses raises."""
     pipes = [ssl.MemoryBIO() for _ in range(4)]
-    near = trusting.wrap_bio(pipes[0], pipes[1], server_hostname="localhost")
+    near = client.wrap_bio(pipes[0], pipes[1], server_hostname=server_hostname)
     far = server.wrap_bio(pipes[2], pipes[3], server_side=True)
     for _ in range(10):
         for side in (near, far):
@@ -47,6 +46,16 @@ def _presented_serial(server: ssl.SSLContext, ca: TestCA, client: Pair | None = 
                 side.do_handshake()
         pipes[2].write(pipes[1].read())
         pipes[0].write(pipes[3].read())
+    return near, far
+
+
+def _presented_serial(server: ssl.SSLContext, ca: TestCA, client: Pair | None = None) -> int:
+    """Handshake a client trusting `ca` with `server` in memory; the serial it was shown.
+    With `client`, the client presents that pair and the server must have verified it."""
+    trusting = ssl.create_default_context(cafile=str(ca.path))
+    if client is not None:
+        trusting.load_cert_chain(client.cert, client.key)
+    near, far = _handshake(server, trusting, "localhost")
     cert = near.getpeercert(binary_form=True)
     assert cert is not None
     if client is not None:
@@ -143,3 +152,31 @@ def test_a_failed_reload_keeps_the_old_certificate_and_says_so(
     assert _presented_serial(context, ca) == first.serial
     [line] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert line.startswith("TLS certificate not reloaded, the previous one stays in use: ")
+
+
+def test_peers_are_verified_against_the_peer_ca_alone_without_names(
+    ca: TestCA, tmp_path: Path
+) -> None:
+    """A forwarding client trusts the deployment's CA and reaches peers at an address the
+    certificate does not name (a pod's IP): the chain is checked, the name is not."""
+    assert peer_context(Settings()) is None  # the system's trust store, names checked
+    context = peer_context(replace(Settings(), tls_peer_ca_file=str(ca.path)))
+    assert context is not None
+    assert context.verify_mode is ssl.CERT_REQUIRED
+    assert context.check_hostname is False
+    served = server_context(_settings(ca.server("peer.pem", ("durable-kafka.streams.svc",))))
+    assert served is not None
+    _handshake(served, context, "10.1.2.3")  # verifies: the chain is the CA's
+    stranger = TestCA(tmp_path / "other")
+    other = server_context(_settings(stranger.server("stranger.pem")))
+    assert other is not None
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _handshake(other, context, "10.1.2.3")
+
+
+def test_an_unusable_peer_ca_is_a_start_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate")
+    for path, why in ((junk, "not PEM CA certificates"), (tmp_path / "absent", "cannot be read")):
+        with pytest.raises(ConfigError, match=f"tls_peer_ca_file {path}: {why}"):
+            peer_context(replace(Settings(), tls_peer_ca_file=str(path)))

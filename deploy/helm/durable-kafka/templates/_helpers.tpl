@@ -51,6 +51,54 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (printf "%s-tokens" (include "durable-kafka.fullname" .)) .Values.auth.static.existingSecret -}}
 {{- end -}}
 
+{{/*
+The names a request's `Host` may carry besides the pod's own (`allowed_hosts`): every name
+of the Service (short, with its namespace, `.svc` and the cluster domain), the Ingress
+host, and `allowedHosts`.
+*/}}
+{{- define "durable-kafka.allowedHosts" -}}
+{{- $svc := include "durable-kafka.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- $hosts := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) -}}
+{{- if and .Values.ingress.enabled .Values.ingress.host -}}
+{{- $hosts = append $hosts .Values.ingress.host -}}
+{{- end -}}
+{{- join "," (concat $hosts .Values.allowedHosts) -}}
+{{- end -}}
+
+{{/*
+The existing Secrets the pods mount or read, each with a digest of its content: what
+`lookup` finds in the cluster at install and upgrade (nothing under `helm template`). Hashed
+into the pod template, so naming another Secret rolls the pods, and so does a `helm upgrade`
+after one's content changed. Helm cannot see a change made between upgrades (cert-manager
+renewing a certificate): that needs a reloader, or a `kubectl rollout restart`.
+*/}}
+{{- define "durable-kafka.existingSecrets" -}}
+{{- $names := list -}}
+{{- with .Values.kafka.clientProperties.existingSecret -}}{{- $names = append $names . -}}{{- end -}}
+{{- range .Values.kafka.secretMounts -}}{{- $names = append $names .secretName -}}{{- end -}}
+{{- if .Values.tls.enabled -}}
+{{- with .Values.tls.existingSecret -}}{{- $names = append $names . -}}{{- end -}}
+{{- with .Values.tls.clientCA.existingSecret -}}{{- $names = append $names . -}}{{- end -}}
+{{- end -}}
+{{- if eq .Values.auth.mode "static" -}}
+{{- with .Values.auth.static.existingSecret -}}{{- $names = append $names . -}}{{- end -}}
+{{- end -}}
+{{- if eq .Values.coldTier.backend "s3" -}}
+{{- with .Values.coldTier.s3.existingSecret -}}{{- $names = append $names . -}}{{- end -}}
+{{- end -}}
+{{- range $name := $names | uniq }}
+{{ $name }}: {{ (lookup "v1" "Secret" $.Release.Namespace $name).data | default dict | toJson | sha256sum }}
+{{- end -}}
+{{- end -}}
+
+{{/* The TLS Secret's key of the CA pods verify each other against, or "" (see values). */}}
+{{- define "durable-kafka.peerCAKey" -}}
+{{- if and .Values.tls.enabled .Values.tls.peerCAKey (or .Values.tls.existingSecret .Values.tls.ca) -}}
+{{- .Values.tls.peerCAKey -}}
+{{- end -}}
+{{- end -}}
+
 {{/* https when the API is served over TLS. */}}
 {{- define "durable-kafka.scheme" -}}
 {{- if .Values.tls.enabled -}}https{{- else -}}http{{- end -}}
