@@ -344,8 +344,10 @@ def _slot(prefix: str, bucket: str, stream_id: str) -> int:
     )
 
 
-def _named(stem: str, fits: Callable[[str], bool]) -> str:
-    return next(f"{stem}{n}" for n in range(1000) if fits(f"{stem}{n}"))
+def _named(stem: str, unique: str, fits: Callable[[str, str], bool]) -> tuple[str, str]:
+    """A bucket `{stem}{n}-{unique}` and a stream id of it that `fits`."""
+    names = ((f"{stem}{n}-{unique}", f"s{m}") for n in range(100) for m in range(50))
+    return next((bucket, stream_id) for bucket, stream_id in names if fits(bucket, stream_id))
 
 
 async def _gone_through(session: aiohttp.ClientSession, url: str, earliest: str) -> int:
@@ -374,14 +376,18 @@ async def test_each_instance_ages_the_forks_whose_records_its_slots_hold(
     env = {"DURABLE_KAFKA_AGE_RETENTION_INTERVAL_MS": "200"}
     async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60, env=env) as pair:
         session, a, b = pair.session, pair.a, pair.b
-        source_bucket, fork_bucket, later_bucket = f"as-{unique}", f"af-{unique}", f"az-{unique}"
+        source_bucket = f"as-{unique}"
 
-        def split(stream_id: str) -> bool:  # the fork's bucket's slot is a's, its records b's
+        def split(fork_bucket: str, stream_id: str) -> bool:  # the fork's slot a's, records b's
             here = _slot(prefix, fork_bucket, stream_id) in pair.owners[a]
             return here and _slot(prefix, source_bucket, stream_id) in pair.owners[b]
 
-        source = f"{a}/{source_bucket}/{_named('s', split)}"
-        later_id = _named("z", lambda s: _slot(prefix, later_bucket, s) in pair.owners[a])
+        # Bucket names sort the fork's before the later one: the pass meets the fork first.
+        fork_bucket, source_id = _named("af", unique, split)
+        later_bucket, later_id = _named(
+            "az", unique, lambda x, s: _slot(prefix, x, s) in pair.owners[a]
+        )
+        source = f"{a}/{source_bucket}/{source_id}"
         fork, later = f"{a}/{fork_bucket}/f", f"{a}/{later_bucket}/{later_id}"
         for bucket, body in ((source_bucket, None), (fork_bucket, _retention(1000))):
             assert (await past_moves(session, "PUT", f"{a}/{bucket}", json=body))[0] == 201
@@ -484,14 +490,9 @@ async def test_a_stream_whose_trim_fails_is_counted_and_the_pass_goes_on(
         partition = partition_for(stream_key(stream_id), settings.partitions)
         return SlotMap(settings.topic_prefix, settings.write_slots).of_stream(bucket, partition)
 
-    def placed(stem: str, slots: set[int]) -> tuple[str, str]:
-        """A bucket and a stream of it whose slot is one of `slots`."""
-        names = ((f"{stem}{n}-{unique}", f"s{m}") for n in range(100) for m in range(20))
-        return next((b, s) for b, s in names if slot(b, s) in slots)
-
     # Buckets in that order: the one whose stream's slot moved is passed first.
-    moved_bucket, moved_id = placed("am", theirs)
-    later_bucket, later_id = placed("az", mine)
+    moved_bucket, moved_id = _named("am", unique, lambda b, s: slot(b, s) in theirs)
+    later_bucket, later_id = _named("az", unique, lambda b, s: slot(b, s) in mine)
     tails = {}
     for client, bucket, stream_id in (
         (second, moved_bucket, moved_id),
