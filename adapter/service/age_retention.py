@@ -26,6 +26,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from adapter.log.reader import TimeFound
 from adapter.protocol.commands import StreamRef, Trim
@@ -174,7 +175,7 @@ class AgeRetention:
             trims = (self.streams.trim(Trim(StreamRef(bucket_id, s), p)) for s, p in batch)
             results = await asyncio.gather(*trims, return_exceptions=True)
             for (stream_id, _point), result in zip(batch, results, strict=True):
-                if isinstance(result, RIDDEN_OUT):
+                if isinstance(result, RIDDEN_OUT) or _retriable(result):
                     self._failed(1, f"{bucket_id}/{stream_id}", result)
                 elif isinstance(result, BaseException) and not isinstance(result, ProtocolError):
                     raise result  # cancelled, or a bug: not to be taken for a broker away
@@ -184,6 +185,11 @@ class AgeRetention:
     def _failed(self, streams: int, what: str, error: BaseException) -> None:
         log.warning("age retention of %s failed, trying again next pass: %s", what, error)
         self.on_failed(streams)
+
+
+def _retriable(result: object) -> TypeGuard[ProtocolError]:
+    """A refusal that says "not now" (503), unlike a stream gone meanwhile."""
+    return isinstance(result, ProtocolError) and result.retriable
 
 
 def _trimmable(meta: StreamMeta, now_ms: int) -> bool:
