@@ -116,6 +116,12 @@ class Metrics:
             "0 once it has not for several checks in a row (it then leaves the owners' group).",
             registry=registry,
         )
+        self.age_retention_failures = Counter(
+            "durable_kafka_age_retention_failures",
+            "Streams an age retention pass of this instance could not trim (the broker away, "
+            "a slot moving): each is tried again by the next pass, the others trimmed anyway.",
+            registry=registry,
+        )
         self.build = Info("durable_kafka_build", "What this process runs.", registry=registry)
         self.build.info(_build_info())
         for mode in READ_MODES:

@@ -245,6 +245,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
             SlotMap(settings.topic_prefix, settings.write_slots),
             wall_clock_ms,
             settings.age_retention_interval_ms / 1000,
+            metrics.age_retention_failures.inc,
         ),
         peers=peers,
         reach=reach,

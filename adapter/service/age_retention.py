@@ -3,15 +3,21 @@ below their first message younger than that, through the same path as `POST {str
 
 Why trims and not Kafka's `retention.ms` on the bucket topic is in
 docs/explanation/retention.md. Each instance passes over the partitions of the write slots it
-owns, every `age_retention_interval_ms`. For each partition it first notes its streams' tails,
-then asks Kafka once (ListOffsets by time, as a read by time asks) for the partition's first
-record written at or after `now - max_age_ms`: every record below that cut, whatever its
-stream, was written earlier. Each stream noted is trimmed to the cut, or to its noted tail when
-that is lower (a message committed after the note lies past it, so it is never cut by this
-pass). A trim never moves back, so a stream already trimmed that far is passed over without a
-write. When Kafka's oldest record is already younger than the cut's moment, the cut lies in
-what Kafka freed: the cold tier, whose ranges tiered well before that moment hold only older
-records (`age_cut`).
+owns, every `age_retention_interval_ms`. A stream's partition is the one holding its records:
+of its bucket's topic, or for a fork of another bucket's stream of its source's topic (where
+its offsets are, and whose slot writes its trims). For each partition it first notes its
+streams' tails, then asks Kafka once (ListOffsets by time, as a read by time asks) for the
+partition's first record written at or after `now - max_age_ms`: every record below that cut,
+whatever its stream, was written earlier. Each stream noted is trimmed to the cut, or to its
+noted tail when that is lower (a message committed after the note lies past it, so it is never
+cut by this pass). A trim never moves back, so a stream already trimmed that far is passed
+over without a write. When Kafka's oldest record is already younger than the cut's moment,
+the cut lies in what Kafka freed: the cold tier, whose ranges tiered well before that moment
+hold only older records (`age_cut`).
+
+A stream whose cut or trim fails (the broker away, its slot moving to another instance) is
+logged, counted (`durable_kafka_age_retention_failures_total`) and left for the next pass;
+the other streams, and the buckets after it, still get theirs.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from adapter.log.reader import TimeFound
 from adapter.protocol.commands import StreamRef, Trim
@@ -37,6 +44,8 @@ log = logging.getLogger(__name__)
 
 STEP = 512  # streams noted between two turns of the event loop
 PARALLEL_TRIMS = 32  # trims in flight at once: they share the slot's transactions
+
+Home = tuple[str, int]  # (bucket whose topic holds the records, partition)
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,7 @@ class AgeRetention:
         slots: SlotMap,
         clock: Callable[[], int],
         interval_s: float,
+        on_failed: Callable[[int], None] = lambda _streams: None,
     ) -> None:
         self.catalog = catalog
         self.streams = streams
@@ -89,6 +99,7 @@ class AgeRetention:
         self.slots = slots
         self.clock = clock
         self.interval_s = interval_s
+        self.on_failed = on_failed  # with the number of streams a pass could not trim
 
     async def run(self) -> None:
         """A pass every interval until cancelled; a failed pass is logged and tried again."""
@@ -116,44 +127,69 @@ class AgeRetention:
         noted = await self._noted(bucket)
         moment = self.clock() - max_age_ms
         due: list[tuple[str, int]] = []
-        for partition, streams in noted.items():
-            place = Place(bucket.topic, bucket.created_at_ms, partition)
-            found = await self.streams.reads.reader.held_since(bucket.topic, partition, moment)
-            cut = age_cut(found, self.catalog.tier.ranges(place), moment)
+        for home, streams in noted.items():
+            cut = await self._cut(home, moment, len(streams))
             if cut is not None:
                 due += [(s.stream_id, p) for s in streams if (p := trim_point(s, cut)) is not None]
         return await self._trim(bucket.bucket_id, due)
 
-    async def _noted(self, bucket: BucketMeta) -> dict[int, list[Noted]]:
-        """The live streams of the bucket's owned partitions, with their tails, by partition."""
-        noted: dict[int, list[Noted]] = {}
+    async def _cut(self, home: Home, moment_ms: int, streams: int) -> int | None:
+        """The partition's cut, asked of the topic holding the records; None when it is not
+        known (the `streams` noted there wait for the next pass)."""
+        bucket = self.catalog.bucket(home[0])
+        if bucket is None:  # deleted meanwhile: its streams, and the forks it housed, with it
+            return None
+        place = Place(bucket.topic, bucket.created_at_ms, home[1])
+        try:
+            found = await self.streams.reads.reader.held_since(bucket.topic, home[1], moment_ms)
+        except RIDDEN_OUT as error:
+            self._failed(streams, f"{bucket.topic}[{home[1]}]", error)
+            return None
+        return age_cut(found, self.catalog.tier.ranges(place), moment_ms)
+
+    async def _noted(self, bucket: BucketMeta) -> dict[Home, list[Noted]]:
+        """The live streams of the bucket whose records are in partitions of slots owned here,
+        with their tails, by the partition holding their records."""
+        noted: dict[Home, list[Noted]] = {}
         now = self.clock()
         for count, (meta, _pointer) in enumerate(self.catalog.streams_of(bucket.bucket_id)):
             if count % STEP == STEP - 1:
                 await asyncio.sleep(0)
-            if self._owned(bucket.bucket_id, meta.partition) and _trimmable(meta, now):
+            home = (meta.data_bucket, meta.partition)
+            if self._owned(home) and _trimmable(meta, now):
                 entry = Noted(meta.stream_id, meta.next_offset, meta.earliest_offset)
-                noted.setdefault(meta.partition, []).append(entry)
+                noted.setdefault(home, []).append(entry)
         return noted
 
-    def _owned(self, bucket_id: str, partition: int) -> bool:
-        return self.writers.accepting(self.slots.of_stream(bucket_id, partition))
+    def _owned(self, home: Home) -> bool:
+        """Whether this instance writes the partition's slot (a stream's trims go there)."""
+        return self.writers.accepting(self.slots.of_stream(*home))
 
     async def _trim(self, bucket_id: str, due: Sequence[tuple[str, int]]) -> int:
         """Trim each stream to its point, `PARALLEL_TRIMS` at a time; a stream gone meanwhile
-        is passed over, a broker away ends the pass (after the trims in flight)."""
+        is passed over, one whose trim could not be written is counted and left to the next
+        pass."""
         trimmed = 0
         for start in range(0, len(due), PARALLEL_TRIMS):
             batch = due[start : start + PARALLEL_TRIMS]
             trims = (self.streams.trim(Trim(StreamRef(bucket_id, s), p)) for s, p in batch)
             results = await asyncio.gather(*trims, return_exceptions=True)
-            for result in results:
-                if isinstance(result, RIDDEN_OUT):
-                    raise result
-                if isinstance(result, BaseException) and not isinstance(result, ProtocolError):
-                    raise result
+            for (stream_id, _point), result in zip(batch, results, strict=True):
+                if isinstance(result, RIDDEN_OUT) or _retriable(result):
+                    self._failed(1, f"{bucket_id}/{stream_id}", result)
+                elif isinstance(result, BaseException) and not isinstance(result, ProtocolError):
+                    raise result  # cancelled, or a bug: not to be taken for a broker away
                 trimmed += isinstance(result, StreamMeta)
         return trimmed
+
+    def _failed(self, streams: int, what: str, error: BaseException) -> None:
+        log.warning("age retention of %s failed, trying again next pass: %s", what, error)
+        self.on_failed(streams)
+
+
+def _retriable(result: object) -> TypeGuard[ProtocolError]:
+    """A refusal that says "not now" (503), unlike a stream gone meanwhile."""
+    return isinstance(result, ProtocolError) and result.retriable
 
 
 def _trimmable(meta: StreamMeta, now_ms: int) -> bool:

@@ -17,8 +17,10 @@ Run on every instance for the partitions of the write slots it owns. One pass pe
    deleted and created again during the pass's awaits has a new topic of the same name).
 
 Before that, a pass frees what no stream needs any more (`protocol/snapshots.py`
-`retention_floors`): when every stream of the partition (forks reading older ranges of their
-sources, soft-deleted and expired streams included) starts at or past a point, because
+`retention_floors`): when every stream whose records the partition holds (forks reading older
+ranges of their sources, forks of other buckets housed in its topic, soft-deleted and expired
+streams included; not the bucket's forks of other buckets' streams, which live in their
+source's topic: `Catalog.streams_in_topic`) starts at or past a point, because
 snapshots moved their retention there at least a grace period ago, the records below it are
 dropped without being tiered: an empty range (no chunks) up to that point is committed, like
 any range, then DeleteRecords. Consecutive such ranges are one record (rewritten with a later
@@ -35,7 +37,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import islice
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
@@ -182,10 +184,10 @@ class TierWorker:
         catalog of the partitions' owner, whose commits it applies in commit order: a stream
         not in it yet was committed after every one that is, so it starts past their floor."""
         settled_before = self.clock() - self.policy.retention_grace_ms
-        # Forks of other buckets living in its partitions need their records too.
-        housed = ((meta, self.catalog.snapshot(meta)) for meta in self.catalog.housed_in(bucket_id))
-        streams = chain(self.catalog.streams_of(bucket_id), housed)
-        return await floors_gently(streams, settled_before)
+        # The streams whose records are in the bucket's topic: forks of other buckets living
+        # in it count, and its own forks of other buckets' streams, whose offsets are of
+        # their source's topic, do not (counted here they freed its own streams' records).
+        return await floors_gently(self.catalog.streams_in_topic(bucket_id), settled_before)
 
     async def tier_partition(
         self, bucket: BucketMeta, partition: int, floor: int | None = None

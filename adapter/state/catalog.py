@@ -356,6 +356,19 @@ class Catalog:
         metas = (self._peek(key) for key in self.store.housed_keys(bucket_id))
         return [meta for meta in metas if meta is not None]
 
+    def streams_in_topic(
+        self, bucket_id: str
+    ) -> Iterator[tuple[StreamMeta, SnapshotPointer | None]]:
+        """Every stream whose records the bucket's topic holds, with its visible snapshot: the
+        bucket's own streams but its forks of other buckets' streams (their offsets are their
+        source's topic's), and the forks of other buckets it houses. What walks a topic's
+        offsets (retention floors, freeing Kafka) must take these, not `streams_of`."""
+        for meta, pointer in self.streams_of(bucket_id):
+            if meta.data_bucket == bucket_id:
+                yield meta, pointer
+        for meta in self.housed_in(bucket_id):
+            yield meta, self._peek_snapshot(meta)
+
     def put_stream(self, meta: StreamMeta) -> None:
         key = (meta.bucket_id, meta.stream_id)
         before = self.stream(*key)

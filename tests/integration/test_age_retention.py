@@ -7,6 +7,8 @@ ETag exactly one wins), and the configuration survives a restart; bad bodies are
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +16,17 @@ import aiohttp
 import pytest
 from aiohttp import ClientResponse
 
-from adapter.app import create_app
-from tests.cluster import two_instances
+from adapter.app import PARTS, create_app
+from adapter.log.batches import WriteBatch
+from adapter.log.writer import WriterLimits
+from adapter.service.interfaces import SlotWriting
+from tests.cluster import PARTITIONS, SLOTS, past_moves, two_instances
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.integration.test_mounts import _fill_few
 from tests.integration.test_retention import _bootstrap, _pass
-from topology.wire import decode_token
+from topology.placement import partition_for
+from topology.slots import SlotMap
+from topology.wire import decode_token, stream_key
 
 pytestmark = pytest.mark.integration
 
@@ -291,3 +298,219 @@ async def _shows(session: aiohttp.ClientSession, base: str, bucket: str, etag: s
                 return True
         await asyncio.sleep(0.1)
     return False
+
+
+async def _read(client: Client, path: str) -> tuple[int, bytes]:
+    response = await client.get(path, params={"offset": "-1"})
+    return response.status, await response.read()
+
+
+async def test_a_fork_of_another_bucket_is_aged_by_its_records_in_its_sources_topic(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """The fork's records are in its source's topic: the time cut is looked up there, so a
+    young fork keeps every message, and once they are older than the fork's bucket allows
+    it is trimmed to its tail, while its source (in a bucket without retention) is not."""
+    settings = make_settings(partitions=1, age_retention_interval_ms=600_000)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    source_bucket, fork_bucket = f"as-{unique}", f"at-{unique}"
+    assert (await client.put(f"/{source_bucket}")).status == 201
+    assert (await client.put(f"/{fork_bucket}", json=_retention(600_000))).status == 201
+    source, fork = f"/{source_bucket}/s", f"/{fork_bucket}/f"
+    assert (await client.put(source, headers=TEXT)).status == 201
+    for body in (b"s1", b"s2"):
+        await _append(client, source, body)
+    forked = await client.put(fork, headers=TEXT | {"Stream-Forked-From": source})
+    assert forked.status == 201, await forked.text()
+    tail = await _append(client, fork, b"f1")
+
+    retention = client.app[PARTS].age_retention
+    assert await retention.pass_once() == 0
+    assert await _read(client, fork) == (200, b"s1s2f1")
+
+    now = retention.clock()
+    retention.clock = lambda: now + 600_000 + HOUR_MS  # every message is past the max age
+    assert await retention.pass_once() == 1
+    gone = await client.get(fork, params={"offset": "-1"})
+    assert (gone.status, gone.headers[EARLIEST]) == (410, tail)
+    assert await _read(client, source) == (200, b"s1s2")
+
+
+def _slot(prefix: str, bucket: str, stream_id: str) -> int:
+    """The write slot of the partition `stream_id` takes in `bucket` (or a fork of it does)."""
+    return SlotMap(prefix, SLOTS).of_stream(
+        bucket, partition_for(stream_key(stream_id), PARTITIONS)
+    )
+
+
+def _named(stem: str, unique: str, fits: Callable[[str, str], bool]) -> tuple[str, str]:
+    """A bucket `{stem}{n}-{unique}` and a stream id of it that `fits`."""
+    names = ((f"{stem}{n}-{unique}", f"s{m}") for n in range(100) for m in range(50))
+    return next((bucket, stream_id) for bucket, stream_id in names if fits(bucket, stream_id))
+
+
+async def _gone_through(session: aiohttp.ClientSession, url: str, earliest: str) -> int:
+    """The status of a read from the beginning once it is 410 with `earliest`, or the last
+    status when that never came."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT_S
+    while True:
+        async with session.get(url, params={"offset": "-1"}) as response:
+            if response.status == 410 and response.headers[EARLIEST] == earliest:
+                return 410
+            if loop.time() > deadline:
+                return response.status
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(300)
+async def test_each_instance_ages_the_forks_whose_records_its_slots_hold(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """A fork of another bucket is trimmed by the owner of its source's slot, and an instance
+    owning the fork's bucket's slot but not that one passes it over: the buckets after it
+    still get their turn."""
+    prefix = f"aown{unique}."
+    env = {"DURABLE_KAFKA_AGE_RETENTION_INTERVAL_MS": "200"}
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=60, env=env) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        source_bucket = f"as-{unique}"
+
+        def split(fork_bucket: str, stream_id: str) -> bool:  # the fork's slot a's, records b's
+            here = _slot(prefix, fork_bucket, stream_id) in pair.owners[a]
+            return here and _slot(prefix, source_bucket, stream_id) in pair.owners[b]
+
+        # Bucket names sort the fork's before the later one: the pass meets the fork first.
+        fork_bucket, source_id = _named("af", unique, split)
+        later_bucket, later_id = _named(
+            "az", unique, lambda x, s: _slot(prefix, x, s) in pair.owners[a]
+        )
+        source = f"{a}/{source_bucket}/{source_id}"
+        fork, later = f"{a}/{fork_bucket}/f", f"{a}/{later_bucket}/{later_id}"
+        for bucket, body in ((source_bucket, None), (fork_bucket, _retention(1000))):
+            assert (await past_moves(session, "PUT", f"{a}/{bucket}", json=body))[0] == 201
+        assert (await past_moves(session, "PUT", source, headers=TEXT))[0] == 201
+        assert (await past_moves(session, "POST", source, data=b"s1", headers=TEXT))[0] == 204
+        forked = TEXT | {"Stream-Forked-From": source.removeprefix(a)}
+        assert (await past_moves(session, "PUT", fork, headers=forked))[0] == 201
+        async with session.post(fork, data=b"f1", headers=TEXT) as appended:
+            assert appended.status == 204, await appended.text()
+            fork_tail = appended.headers["Stream-Next-Offset"]
+        made = await past_moves(session, "PUT", f"{a}/{later_bucket}", json=_retention(1000))
+        assert made[0] == 201
+        assert (await past_moves(session, "PUT", later, headers=TEXT))[0] == 201
+        async with session.post(later, data=b"z1", headers=TEXT) as appended:
+            assert appended.status == 204, await appended.text()
+            later_tail = appended.headers["Stream-Next-Offset"]
+
+        assert await _gone_through(session, later, later_tail) == 410
+        assert await _gone_through(session, fork, fork_tail) == 410
+        async with session.get(source, params={"offset": "-1"}) as kept:
+            assert (kept.status, await kept.read()) == (200, b"s1")
+
+
+async def _owned_settled(client: Client) -> set[int] | None:
+    """The slots the instance writes, None while a write could still meet a slot moving."""
+    ownership = (await (await client.get("/readyz")).json())["checks"]["ownership"]
+    slots = ownership.get("owned_slots")
+    settled = slots is not None and ownership.get("unroutable_slots") == []
+    return {int(slot) for slot in slots} if settled else None
+
+
+async def _split(clients: tuple[Client, Client], slots: int) -> tuple[set[int], set[int]]:
+    """The slots each instance writes, once both write some, together all, none moving."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT_S
+    while True:
+        first, second = [await _owned_settled(client) for client in clients]
+        if first and second and len(first | second) == slots:
+            return first, second
+        if loop.time() > deadline:
+            raise AssertionError(f"slots never split between two instances: {first}, {second}")
+        await asyncio.sleep(0.2)
+
+
+async def _made(clients: tuple[Client, ...], path: str, **kwargs: Any) -> None:
+    """PUT `path` through the instance writing its slot: either answers 503 for a slot the
+    other writes (their URLs lead nowhere), nothing written."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT_S
+    while True:
+        for client in clients:
+            response = await client.put(path, **kwargs)
+            if response.status != 503:
+                assert response.status == 201, await response.text()
+                return
+        assert loop.time() < deadline, await response.text()
+        await asyncio.sleep(0.2)
+
+
+@dataclass(frozen=True)
+class _NotedBeforeTheMove:
+    """The slots as a pass found them before some moved to another instance: all its own."""
+
+    writers: SlotWriting
+
+    @property
+    def limits(self) -> WriterLimits:
+        return self.writers.limits
+
+    def accepting(self, slot: int) -> bool:
+        return True
+
+    def learning(self, slot: int) -> bool:
+        return self.writers.learning(slot)
+
+    def enqueue(self, slot: int, batch: WriteBatch) -> WriteBatch:
+        return self.writers.enqueue(slot, batch)
+
+
+async def test_a_stream_whose_trim_fails_is_counted_and_the_pass_goes_on(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """A slot can move to another instance between a pass's note of its streams and their
+    trims: such a trim fails, is counted, and the streams and buckets after it are trimmed."""
+    settings = make_settings(age_retention_interval_ms=600_000, owner_session_timeout_ms=6000)
+    # URLs of their own (never forwarded to: each stream is written through its owner).
+    one = replace(settings, advertise_url="http://one.invalid")
+    first = await aiohttp_client(create_app(one))
+    two = replace(
+        settings, catalog_dir=f"{settings.catalog_dir}-2", advertise_url="http://two.invalid"
+    )
+    second = await aiohttp_client(create_app(two))
+    for client in (first, second):
+        await wait_ready(client)
+    mine, theirs = await _split((first, second), settings.write_slots)
+    assert mine
+    assert theirs
+
+    def slot(bucket: str, stream_id: str) -> int:
+        partition = partition_for(stream_key(stream_id), settings.partitions)
+        return SlotMap(settings.topic_prefix, settings.write_slots).of_stream(bucket, partition)
+
+    # Buckets in that order: the one whose stream's slot moved is passed first.
+    moved_bucket, moved_id = _named("am", unique, lambda b, s: slot(b, s) in theirs)
+    later_bucket, later_id = _named("az", unique, lambda b, s: slot(b, s) in mine)
+    tails = {}
+    for client, bucket, stream_id in (
+        (second, moved_bucket, moved_id),
+        (first, later_bucket, later_id),
+    ):
+        await _made((first, second), f"/{bucket}", json=_retention(HOUR_MS))
+        await _made((client,), f"/{bucket}/{stream_id}", headers=TEXT)
+        tails[bucket] = await _append(client, f"/{bucket}/{stream_id}", b"old")
+
+    retention = first.app[PARTS].age_retention
+    now = retention.clock()
+    retention.clock = lambda: now + 2 * HOUR_MS  # every message is past the max age
+    retention.writers = _NotedBeforeTheMove(retention.writers)
+    assert await retention.pass_once() == 1
+    failures = first.app[PARTS].metrics.registry.get_sample_value(
+        "durable_kafka_age_retention_failures_total"
+    )
+    assert failures == 1
+    gone = await first.get(f"/{later_bucket}/{later_id}", params={"offset": "-1"})
+    assert (gone.status, gone.headers[EARLIEST]) == (410, tails[later_bucket])
+    assert await _read(second, f"/{moved_bucket}/{moved_id}") == (200, b"old")

@@ -9,12 +9,14 @@ import asyncio
 import email
 import email.policy
 import time
+from dataclasses import replace
 
 from confluent_kafka import Consumer, TopicPartition
 
 from adapter.app import PARTS, create_app
 from adapter.config import Settings
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.kafka_reads import committed_values
 from topology.naming import bucket_topic
 from topology.wire import decode_token
 
@@ -133,3 +135,93 @@ async def test_a_fork_reading_its_sources_older_range_holds_deletion_back(
     assert (await client.delete(f"/{bucket}/f")).status == 204
     assert await _pass(client, settings, bucket, after_grace=True) == decode_token(tail)
     assert await _bootstrap(client, a) == [b"A"]
+
+
+async def _fork(client: Client, path: str, source: str) -> None:
+    created = await client.put(path, headers=TEXT | {"Stream-Forked-From": source})
+    assert created.status == 201, await created.text()
+
+
+async def _read_all(client: Client, path: str) -> bytes:
+    response = await client.get(path, params={"offset": "-1"})
+    assert response.status == 200, await response.text()
+    return await response.read()
+
+
+async def test_a_fork_of_another_bucket_frees_nothing_of_its_own_buckets_topic(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """The fork's offsets are its source's topic's: the bucket it belongs to, housing nothing
+    else, has no floor from it, and a stream made there later keeps every message."""
+    settings = make_settings(partitions=1, tier_interval_ms=600_000)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    source_bucket, fork_bucket = f"rs-{unique}", f"rd-{unique}"
+    for bucket in (source_bucket, fork_bucket):
+        assert (await client.put(f"/{bucket}")).status == 201
+    pad, source = f"/{source_bucket}/pad", f"/{source_bucket}/s"
+    assert (await client.put(pad, headers=TEXT)).status == 201
+    for n in range(10):
+        await _append(client, pad, f"p{n}".encode())
+    assert (await client.put(source, headers=TEXT)).status == 201
+    for body in (b"s1", b"s2", b"s3"):
+        await _append(client, source, body)
+    await _fork(client, f"/{fork_bucket}/f", source)
+    assert await _pass(client, settings, fork_bucket, after_grace=True) == 0
+
+    later = f"/{fork_bucket}/g"
+    assert (await client.put(later, headers=TEXT)).status == 201
+    written = [f"g{n}".encode() for n in range(1, 13)]
+    for body in written:
+        await _append(client, later, body)
+    assert await _pass(client, settings, fork_bucket, after_grace=True) == 0
+    assert await _read_all(client, later) == b"".join(written)
+    assert await _read_all(client, f"/{fork_bucket}/f") == b"s1s2s3"
+    # As any consumer reads the topic, and as an instance that never saw the writes does.
+    topic = bucket_topic(settings.topic_prefix, fork_bucket)
+    values = await asyncio.to_thread(committed_values, settings.bootstrap_servers, topic)
+    assert [v for v in values if v.startswith(b"g")] == written
+    await client.close()
+    fresh = await aiohttp_client(
+        create_app(replace(settings, catalog_dir=f"{settings.catalog_dir}-fresh"))
+    )
+    await wait_ready(fresh)
+    assert await _read_all(fresh, later) == b"".join(written)
+    assert await _read_all(fresh, f"/{fork_bucket}/f") == b"s1s2s3"
+
+
+async def test_forks_of_other_buckets_hold_their_sources_topic_back(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """A fork across buckets, and a fork of it in a third bucket, live in the first source's
+    topic: once nothing else needs its records, that topic is freed up to what they read
+    and no further."""
+    settings = make_settings(partitions=1, tier_interval_ms=600_000)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    source_bucket, fork_bucket, third = f"hs-{unique}", f"hf-{unique}", f"ht-{unique}"
+    for bucket in (source_bucket, fork_bucket, third):
+        assert (await client.put(f"/{bucket}")).status == 201
+    pad, source = f"/{source_bucket}/pad", f"/{source_bucket}/s"
+    assert (await client.put(pad, headers=TEXT)).status == 201
+    for n in range(5):
+        await _append(client, pad, f"p{n}".encode())
+    created = await client.put(source, headers=TEXT)
+    source_start = decode_token(created.headers["Stream-Next-Offset"]) - 1  # its create record
+    for body in (b"s1", b"s2"):
+        await _append(client, source, body)
+    fork, fork_of_fork = f"/{fork_bucket}/f", f"/{third}/h"
+    await _fork(client, fork, source)
+    await _append(client, fork, b"f1")
+    await _fork(client, fork_of_fork, fork)
+    await _append(client, fork_of_fork, b"h1")
+    tail = await _append(client, source, b"s3")
+    assert (await client.delete(pad)).status == 204
+    trimmed = await client.post(f"{source}/trim", json={"before": tail})
+    assert trimmed.status == 204, await trimmed.text()
+
+    assert await _pass(client, settings, source_bucket, after_grace=True) == source_start
+    assert await _read_all(client, fork) == b"s1s2f1"
+    assert await _read_all(client, fork_of_fork) == b"s1s2f1h1"
+    for bucket in (fork_bucket, third):
+        assert await _pass(client, settings, bucket, after_grace=True) == 0

@@ -232,6 +232,19 @@ def test_a_fork_across_buckets_survives_its_encoding_and_is_found_from_both_side
     assert (catalog.forks_of("b", "s"), catalog.housed_in("b")) == ([], [])
 
 
+def test_a_topics_streams_are_those_whose_records_it_holds_not_those_of_its_bucket() -> None:
+    own = META.evolve(bucket_id="c", stream_id="own")
+    fork = META.evolve(
+        bucket_id="c", forked_from="s", source_bucket="b", home="b", inherited=(Segment("s", 0, 3),)
+    )
+    catalog = _catalog()
+    for meta in (META, own, fork):
+        catalog.put_stream(meta)
+    assert [meta for meta, _ in catalog.streams_in_topic("b")] == [META, fork]
+    assert [meta for meta, _ in catalog.streams_in_topic("c")] == [own]
+    assert [meta for meta, _ in catalog.streams_of("c")] == [own, fork]
+
+
 def test_a_trim_survives_its_encoding() -> None:
     trimmed = META.evolve(trimmed_to=3, trimmed_at_ms=1_234)
     assert decode(trimmed.key, encode(trimmed)) == trimmed
