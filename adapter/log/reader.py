@@ -12,7 +12,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -141,14 +142,17 @@ class LogReader:
             return ReadResult([], request.start, True)
         return await self.lend(lambda consumer: self._scan(consumer, request))
 
-    async def positions(self, request: ReadRequest) -> tuple[list[RecordPosition], ReadResult]:
-        """Where the stream's records from `request.start` are (bounded like a read): for a
-        console's per-message Kafka coordinates and its seek to the last N messages."""
-        found: list[RecordPosition] = []
+    async def positions(
+        self, request: ReadRequest, keep: int | None = None
+    ) -> tuple[list[RecordPosition], ReadResult]:
+        """Where the stream's records from `request.start` are (bounded like a read; the
+        result holds no message): for a console's per-message Kafka coordinates and its seek
+        to the last N messages, which keeps only the last `keep` of them."""
+        found: deque[RecordPosition] = deque(maxlen=keep)
         if request.start >= request.stop:
-            return found, ReadResult([], request.start, True)
+            return [], ReadResult([], request.start, True)
         result = await self.lend(lambda consumer: self._scan(consumer, request, found))
-        return found, result
+        return list(found), result
 
     async def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         """The first offset of the partition written at or after `timestamp_ms`, if any."""
@@ -230,7 +234,7 @@ class LogReader:
         self,
         consumer: Consumer,
         request: ReadRequest,
-        positions: list[RecordPosition] | None = None,
+        positions: MutableSequence[RecordPosition] | None = None,
     ) -> ReadResult:
         consumer.assign([TopicPartition(request.topic, request.partition, request.start)])
         try:
@@ -244,10 +248,15 @@ class LogReader:
             consumer.unassign()
 
     def _collect(
-        self, consumer: Consumer, request: ReadRequest, positions: list[RecordPosition] | None
+        self,
+        consumer: Consumer,
+        request: ReadRequest,
+        positions: MutableSequence[RecordPosition] | None,
     ) -> ReadResult:
+        """The stream's messages in the request's range, as far as the bounds let it go; or,
+        given `positions`, where they are instead (their bytes are not kept)."""
         messages: list[bytes] = []
-        read_bytes = scanned = 0
+        taken_count = read_bytes = scanned = 0
         most = self.limits.max_scan_bytes
         if request.scan_bytes is not None:
             most = min(most, request.scan_bytes)
@@ -270,13 +279,15 @@ class LogReader:
                 scanned += scan_cost(message)
                 if message.key() == request.key and not is_control(message.headers()):
                     taken = request.already + read_bytes + len(value)
-                    if (messages or request.already) and taken > self.limits.max_read_bytes:
+                    if (taken_count or request.already) and taken > self.limits.max_read_bytes:
                         return ReadResult(messages, offset, False, scanned)
-                    if request.budget.full(read_bytes, len(messages), len(value)):
+                    if request.budget.full(read_bytes, taken_count, len(value)):
                         return ReadResult(messages, offset, False, scanned)
-                    messages.append(value)
+                    taken_count += 1
                     read_bytes += len(value)
-                    if positions is not None:
+                    if positions is None:
+                        messages.append(value)
+                    else:
                         positions.append(RecordPosition(offset, message.timestamp()[1], len(value)))
                 position = offset + 1
                 if scanned >= most and position < request.stop:
