@@ -159,6 +159,7 @@ class Settings:
     mount_index_positions_per_key: int = 4096
     mount_index_dir: str = ".data/mount-index"  # "": mounts' key indexes are not persisted
     console: ConsoleMode = "rw"
+    console_max_last: int = 10_000
     # Test-only (`[testing]` in docs/reference/settings.md): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
@@ -341,6 +342,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "mount_index_positions_per_key": ("server", "mount_index_positions_per_key"),
     "mount_index_dir": ("server", "mount_index_dir"),
     "console": ("server", "console"),
+    "console_max_last": ("server", "console_max_last"),
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
     "crash_after_forwarded_commit": ("testing", "crash_after_forwarded_commit"),
@@ -616,6 +618,10 @@ def validate(settings: Settings) -> None:
             "owner_renewal_entries must be in 1..10000000",
         ),
         (settings.console in ("off", "ro", "rw"), "console must be 'off', 'ro' or 'rw'"),
+        (
+            1 <= settings.console_max_last <= 1_000_000,
+            "console_max_last must be in 1..1000000",
+        ),
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
         *_auth_checks(settings),
         *_tls_checks(settings),

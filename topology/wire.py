@@ -109,6 +109,11 @@ def is_control(headers: ReadHeaders) -> bool:
     return any(key == CONTROL_HEADER for key, _ in _pairs(headers))
 
 
+def header_bytes(headers: ReadHeaders) -> int:
+    """How many bytes the headers' names and values take."""
+    return sum(len(key) + len(value or b"") for key, value in _pairs(headers))
+
+
 def _pairs(headers: ReadHeaders) -> Sequence[tuple[str, HeaderValue]]:
     if headers is None:
         return ()

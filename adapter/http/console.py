@@ -50,7 +50,7 @@ CONSOLE_HEADERS = {
 }
 MODE = web.AppKey("console_mode", str)
 SEEKER = web.AppKey("console_seeker", Seeker)
-MAX_LAST = 1_000_000
+MAX_LAST = web.AppKey("console_max_last", int)
 MAX_RECORDS = 1000
 
 
@@ -83,7 +83,7 @@ def _read(path: Path) -> bytes:
         return handle.read()
 
 
-def add_routes(app: web.Application, mode: ConsoleMode, seeker: Seeker) -> None:
+def add_routes(app: web.Application, mode: ConsoleMode, seeker: Seeker, max_last: int) -> None:
     """The console's routes, each with what a caller needs under auth: the files and the mode
     are public (they hold no data), the API reads. Registered before the bucket and stream
     routes they shadow."""
@@ -104,6 +104,7 @@ def add_routes(app: web.Application, mode: ConsoleMode, seeker: Seeker) -> None:
     for path, handler, need in api:
         mark(app, app.router.add_get(path, handler), need)
     app[SEEKER] = seeker
+    app[MAX_LAST] = max_last
     mark(app, app.router.add_route("*", "/ui/api/{rest:.*}", _no_api), token_only)
     mark(app, app.router.add_get("/ui/{name:.*}", _static_handler(served)), None)
 
@@ -182,12 +183,15 @@ def _meta(request: web.Request) -> StreamMeta:
     return request.app[STREAMS].existing(ref)
 
 
-def _count(request: web.Request, name: str, most: int) -> int | None:
+def _count(request: web.Request, name: str, most: int, setting: str = "") -> int | None:
+    """The query's count `name`, 1 to `most` (`setting`: the setting that says `most`)."""
     raw = request.query.get(name)
     if raw is None:
         return None
     if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
-        raise ProtocolError(ErrorCode.INVALID_QUERY, f"{name} must be an integer in 1..{most}")
+        bound = f" ({setting})" if setting else ""
+        message = f"{name} must be an integer in 1..{most}{bound}"
+        raise ProtocolError(ErrorCode.INVALID_QUERY, message)
     return int(raw)
 
 
@@ -197,7 +201,7 @@ async def _seek(request: web.Request) -> web.Response:
     meta = _meta(request)
     _no_seek_in_mounts(request, meta)
     topic = request.app[BUCKETS].topic(meta.data_bucket)
-    last = _count(request, "last", MAX_LAST)
+    last = _count(request, "last", request.app[MAX_LAST], "console_max_last")
     moment = _count(request, "time", 2**53)
     if (last is None) == (moment is None):
         raise ProtocolError(ErrorCode.INVALID_QUERY, "give exactly one of last=N or time=MS")

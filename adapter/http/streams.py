@@ -53,6 +53,18 @@ BUCKETED_ROUTE = "/{bucket}/{stream}"
 SUB_OFFSET = re.compile(r"0|[1-9][0-9]{0,17}")
 
 routes = web.RouteTableDef()
+FLAT_SUB_PREFIX = "/v1/stream/{path}/"  # how a flat stream's sub-resources' routes begin
+
+
+def flat_sub_resources(router: web.UrlDispatcher) -> list[str]:
+    """The URL templates the router serves below a flat stream's path (`trim`,
+    `snapshot/{offset}`, ...): read from the route table, so a stream can never be created
+    at the URL of another's sub-resource, whichever sub-resources are added later."""
+    return [
+        resource.canonical.removeprefix(FLAT_SUB_PREFIX)
+        for resource in router.resources()
+        if resource.canonical.startswith(FLAT_SUB_PREFIX)
+    ]
 
 
 def stream_ref(request: web.Request) -> StreamRef:
@@ -71,7 +83,7 @@ async def create_stream(request: web.Request) -> web.Response:
     content_type = normalize_content_type(request.headers.get("Content-Type"))
     ref = stream_ref(request)
     if "path" in request.match_info:
-        check_compat_creatable(request.match_info["path"])
+        check_compat_creatable(request.match_info["path"], flat_sub_resources(request.app.router))
     fork = fork_from(request, ref)
     command = CreateStream(
         ref=ref,

@@ -25,7 +25,15 @@ from confluent_kafka import (
 )
 
 from adapter.log.errors import LogUnavailable
-from adapter.log.reader import UNBOUNDED, Budget, LogReader, ReadLimits, ReadResult, poll_batch
+from adapter.log.reader import (
+    UNBOUNDED,
+    Budget,
+    LogReader,
+    ReadLimits,
+    ReadResult,
+    poll_batch,
+    scan_cost,
+)
 
 JUMP = 256  # a gap of more records than this is skipped by seeking the consumer
 # What a fetch of listed records asks for (`reader.sparse_fetch_config`): a seek costs one
@@ -130,7 +138,7 @@ class _Collect:
         if targets and targets[0] == offset:
             targets.popleft()
         self.position = offset + 1
-        self.scanned += len(value or b"")
+        self.scanned += scan_cost(message)
         if self.scanned >= self.limits.max_scan_bytes:
             return ReadResult(self.messages, self.position, False)
         return None

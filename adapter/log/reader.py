@@ -12,7 +12,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -20,7 +21,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.log.errors import BelowLogStart, LogUnavailable
 from topology.kafka_client import KafkaAccess
-from topology.wire import is_control
+from topology.wire import header_bytes, is_control
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -29,6 +30,10 @@ T = TypeVar("T")
 # looks at a full queue again after 10 ms (`bounded_prefetch`).
 QUEUE_KBYTES = 16 * 1024
 QUEUE_BACKOFF_MS = 10
+# What a record costs a scan besides its key, value and headers: librdkafka's message and the
+# Python object that carries it. Counting it bounds the records one scan reads, not only their
+# bytes: one-byte values alone would let a scan of 16 MiB read 16 million records.
+RECORD_COST = 256
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,9 @@ class ReadRequest:
     # towards `max_read_bytes` as if this read had read them itself.
     already: int = 0
     budget: Budget = UNBOUNDED
+    # At most this much of the partition, if less than `max_scan_bytes` (what is left of the
+    # bound of a lookup made of several scans).
+    scan_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,7 @@ class ReadResult:
     messages: list[bytes]
     next_offset: int  # where the next read continues
     complete: bool  # True when next_offset reached the requested stop
+    scanned: int = 0  # what the scan cost of its bound (`scan_cost` of each record read)
 
 
 class LogReader:
@@ -133,14 +142,17 @@ class LogReader:
             return ReadResult([], request.start, True)
         return await self.lend(lambda consumer: self._scan(consumer, request))
 
-    async def positions(self, request: ReadRequest) -> tuple[list[RecordPosition], ReadResult]:
-        """Where the stream's records from `request.start` are (bounded like a read): for a
-        console's per-message Kafka coordinates and its seek to the last N messages."""
-        found: list[RecordPosition] = []
+    async def positions(
+        self, request: ReadRequest, keep: int | None = None
+    ) -> tuple[list[RecordPosition], ReadResult]:
+        """Where the stream's records from `request.start` are (bounded like a read; the
+        result holds no message): for a console's per-message Kafka coordinates and its seek
+        to the last N messages, which keeps only the last `keep` of them."""
+        found: deque[RecordPosition] = deque(maxlen=keep)
         if request.start >= request.stop:
-            return found, ReadResult([], request.start, True)
+            return [], ReadResult([], request.start, True)
         result = await self.lend(lambda consumer: self._scan(consumer, request, found))
-        return found, result
+        return list(found), result
 
     async def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         """The first offset of the partition written at or after `timestamp_ms`, if any."""
@@ -222,7 +234,7 @@ class LogReader:
         self,
         consumer: Consumer,
         request: ReadRequest,
-        positions: list[RecordPosition] | None = None,
+        positions: MutableSequence[RecordPosition] | None = None,
     ) -> ReadResult:
         consumer.assign([TopicPartition(request.topic, request.partition, request.start)])
         try:
@@ -236,10 +248,18 @@ class LogReader:
             consumer.unassign()
 
     def _collect(
-        self, consumer: Consumer, request: ReadRequest, positions: list[RecordPosition] | None
+        self,
+        consumer: Consumer,
+        request: ReadRequest,
+        positions: MutableSequence[RecordPosition] | None,
     ) -> ReadResult:
+        """The stream's messages in the request's range, as far as the bounds let it go; or,
+        given `positions`, where they are instead (their bytes are not kept)."""
         messages: list[bytes] = []
-        read_bytes = scanned = 0
+        taken_count = read_bytes = scanned = 0
+        most = self.limits.max_scan_bytes
+        if request.scan_bytes is not None:
+            most = min(most, request.scan_bytes)
         position = request.start
         while position < request.stop:
             for message in _next_batch(consumer, self.limits.timeout_s, request.topic):
@@ -248,29 +268,38 @@ class LogReader:
                     if error.code() != KafkaError._PARTITION_EOF:
                         raise KafkaException(error)
                     if (message.offset() or 0) >= request.stop:
-                        return ReadResult(messages, request.stop, True)
+                        return ReadResult(messages, request.stop, True, scanned)
                     # Everything below `stop` is committed, but a transaction's markers reach
                     # the partition a moment after the commit returns: poll again until they do.
                     continue
                 offset = message.offset() or 0
                 if offset >= request.stop:
-                    return ReadResult(messages, request.stop, True)
+                    return ReadResult(messages, request.stop, True, scanned)
                 value = message.value() or b""
-                scanned += len(value)
+                scanned += scan_cost(message)
                 if message.key() == request.key and not is_control(message.headers()):
                     taken = request.already + read_bytes + len(value)
-                    if (messages or request.already) and taken > self.limits.max_read_bytes:
-                        return ReadResult(messages, offset, False)
-                    if request.budget.full(read_bytes, len(messages), len(value)):
-                        return ReadResult(messages, offset, False)
-                    messages.append(value)
+                    if (taken_count or request.already) and taken > self.limits.max_read_bytes:
+                        return ReadResult(messages, offset, False, scanned)
+                    if request.budget.full(read_bytes, taken_count, len(value)):
+                        return ReadResult(messages, offset, False, scanned)
+                    taken_count += 1
                     read_bytes += len(value)
-                    if positions is not None:
+                    if positions is None:
+                        messages.append(value)
+                    else:
                         positions.append(RecordPosition(offset, message.timestamp()[1], len(value)))
                 position = offset + 1
-                if scanned >= self.limits.max_scan_bytes and position < request.stop:
-                    return ReadResult(messages, position, False)
-        return ReadResult(messages, request.stop, True)
+                if scanned >= most and position < request.stop:
+                    return ReadResult(messages, position, False, scanned)
+        return ReadResult(messages, request.stop, True, scanned)
+
+
+def scan_cost(message: Message) -> int:
+    """What reading one record costs a scan's bound: its key, value and headers, and
+    `RECORD_COST` for the record itself."""
+    key, value = message.key() or b"", message.value() or b""
+    return RECORD_COST + len(key) + len(value) + header_bytes(message.headers())
 
 
 def bounded_prefetch(kbytes: int = QUEUE_KBYTES) -> dict[str, Any]:

@@ -31,10 +31,13 @@ def decide_append(view: View, command: Append, now_ms: int, limits: Limits) -> W
         raise gone(command.ref.stream_id)
     if meta is None or meta.expired(now_ms):
         raise not_found(command.ref.stream_id)
-    check_fencing(meta, command.fencing_token)
     decision = None
     if command.producer is not None:
         decision = decide(view.producers.get(command.producer.producer_id), command.producer)
+    # A producer's retry of an append already committed is that append, answered again as its
+    # duplicate, even when a fence went up after it: only new appends are the fence's to refuse.
+    if not isinstance(decision, Duplicate):
+        check_fencing(meta, command.fencing_token)
     if meta.closed:
         return Done(_closed_append(meta, command, decision))
     _check_body(meta, command)

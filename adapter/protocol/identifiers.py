@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
@@ -64,7 +65,8 @@ def validate_stream_id(bucket_id: str, stream_id: str) -> str:
     return stream_id
 
 
-SUB_RESOURCES: Final = frozenset({"snapshot", "bootstrap", "fence"})
+# A variable segment of a sub-resource's URL template (`snapshot/{offset}`): any segment fits.
+_VARIABLE = re.compile(r"\{[^/{}]+\}")
 
 
 @functools.lru_cache(maxsize=4096)  # each request asks twice (routing, then the handler)
@@ -96,18 +98,28 @@ def fork_source(value: str) -> tuple[str, str]:
     return bucket_id, validate_stream_id(bucket_id, unquote(parts[1]))
 
 
-def check_compat_creatable(path: str) -> None:
-    """Refuse to create a `/v1/stream/{path}` whose URL is a sub-resource of another stream
-    (`{stream}/snapshot`, `{stream}/snapshot/{offset}`, `{stream}/bootstrap`, `{stream}/fence`):
-    those URLs are routed to the snapshot, bootstrap and fence handlers, so the stream could
-    never be read or appended to there."""
+def check_compat_creatable(path: str, sub_resources: Iterable[str]) -> None:
+    """Refuse to create a `/v1/stream/{path}` whose URL is a sub-resource of another stream.
+
+    `sub_resources` are the URL templates the router serves below a stream's path
+    (`snapshot/{offset}`, `trim`, ...), derived from the route table by the HTTP layer: such a
+    URL is routed to that sub-resource's handler, so a stream there could never be read or
+    appended to."""
     segments = path.split("/")
-    _require(
-        not (len(segments) >= 2 and segments[-1] in SUB_RESOURCES)
-        and not (len(segments) >= 3 and segments[-2] == "snapshot"),
-        f"stream path {path!r} names a snapshot, bootstrap or fence of another stream on "
-        "/v1/stream",
-    )
+    for template in sub_resources:
+        _require(
+            not _ends_with(segments, template.split("/")),
+            f"stream path {path!r} is the URL of another stream's {template!r} on /v1/stream",
+        )
+
+
+def _ends_with(segments: list[str], template: list[str]) -> bool:
+    """Whether the path's segments are a stream's path (one segment or more) and then the
+    template's."""
+    if len(segments) <= len(template):
+        return False
+    tail = segments[-len(template) :]
+    return all(_VARIABLE.fullmatch(t) or t == s for t, s in zip(template, tail, strict=True))
 
 
 def _is_bucket_id(value: str) -> bool:

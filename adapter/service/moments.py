@@ -3,8 +3,9 @@
 Kafka answers which record of the partition was written first at or after it (ListOffsets by
 time); a bucket topic's partition holds many streams, so the answer is the stream's first
 message at or after that record, found in the hot tail or by a scan of the partition bounded
-like a read's. Records Kafka has freed once tiered keep their timestamps in their cold chunks
-(`schemas/tier_message.avsc`), so a moment before what Kafka holds is looked up there.
+like a read's (at most `max_scan_bytes` in all, then the position reached). Records Kafka has
+freed once tiered keep their timestamps in their cold chunks (`schemas/tier_message.avsc`), so
+a moment before what Kafka holds is looked up there.
 """
 
 from __future__ import annotations
@@ -63,31 +64,42 @@ class Moments:
         return None, blind
 
     async def _first_from(self, topic: str, meta: StreamMeta, start: int) -> int:
-        """The offset of the stream's first message at or after `start` (its tail if none)."""
+        """The offset of the stream's first message at or after `start` (its tail if none),
+        looked for in at most `max_scan_bytes` of the partition, as one read scans: when that
+        is spent first, the position reached. No message of the stream lies between `start`
+        and it, so a read (or a trim) from there is the same as from that message."""
+        left = self.path.reader.limits.max_scan_bytes
         for segment in meta.segments():
             position = max(start, segment.start)
             while position < segment.end:
-                found, position = await self._first_in(topic, meta, segment, position)
+                if left <= 0:
+                    return position
+                found, position, scanned = await self._first_in(
+                    topic, meta, segment, position, left
+                )
                 if found:
                     return position
+                left -= scanned
         return meta.next_offset
 
     async def _first_in(
-        self, topic: str, meta: StreamMeta, segment: Segment, start: int
-    ) -> tuple[bool, int]:
-        """(True, its offset) for the segment's first message from `start`, from the hot tail
-        or Kafka; else (False, where the next look goes on)."""
+        self, topic: str, meta: StreamMeta, segment: Segment, start: int, scan_bytes: int
+    ) -> tuple[bool, int, int]:
+        """(True, its offset, _) for the segment's first message from `start`, from the hot tail
+        or Kafka; else (False, where the next look goes on, what the scan cost of its bound)."""
         hot_key = owner_of_key(meta.data_bucket, segment.stream_id)
         held = self.path.cache.first_offset(hot_key, start, segment.end)
         if held is not None:
-            return held < segment.end, held
+            return held < segment.end, held, 0
         key = stream_key(segment.stream_id)
         one = Budget(messages=1)
-        request = ReadRequest(topic, meta.partition, key, start, segment.end, budget=one)
+        request = ReadRequest(
+            topic, meta.partition, key, start, segment.end, budget=one, scan_bytes=scan_bytes
+        )
         positions, result = await self.path.reader.positions(request)
         if positions:
-            return True, positions[0].offset
-        return False, result.next_offset
+            return True, positions[0].offset, result.scanned
+        return False, result.next_offset, result.scanned
 
 
 def _check_retained(meta: StreamMeta, offset: int, blind: bool) -> None:

@@ -8,6 +8,7 @@ seek answers the offset of a record, or the history's start or tail when it runs
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 from adapter.log.reader import LogReader, ReadRequest, RecordPosition
@@ -30,15 +31,19 @@ class Seeker:
         self.reader = reader
 
     async def last(self, topic: str, meta: StreamMeta, count: int) -> int:
-        """The offset `count` messages before the tail (the history's start if it holds fewer)."""
+        """The offset `count` messages before the tail (the history's start if it holds fewer).
+
+        It looks back in windows of the partition growing 4x, keeping only the last `wanted`
+        records of each: its memory grows with `count` (bounded by `console_max_last`), never
+        with the stream."""
         wanted = count
         for segment in reversed(meta.segments()):
             stop, window = segment.end, max(FIRST_WINDOW, 2 * count)
             while stop > segment.start and wanted > 0:
                 start = max(segment.start, stop - window)
-                found = await self._positions(topic, meta.partition, segment, start, stop)
+                found = await self._last(topic, meta.partition, segment, start, stop, wanted)
                 if len(found) >= wanted:
-                    return found[len(found) - wanted].offset
+                    return found[0].offset
                 wanted -= len(found)
                 stop, window = start, window * 4
         return meta.history_start
@@ -62,6 +67,20 @@ class Seeker:
             if len(out) >= limit:
                 break
         return out
+
+    async def _last(
+        self, topic: str, partition: int, segment: Segment, start: int, stop: int, keep: int
+    ) -> deque[RecordPosition]:
+        """The last `keep` records of the segment's stream in [start, stop) (all, if fewer)."""
+        key = stream_key(segment.stream_id)
+        found: deque[RecordPosition] = deque(maxlen=keep)
+        while start < stop:
+            batch, result = await self.reader.positions(
+                ReadRequest(topic, partition, key, start, stop), keep
+            )
+            found += batch
+            start = result.next_offset
+        return found
 
     async def _positions(
         self,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+import tracemalloc
 from typing import Any
 
 from confluent_kafka import Producer
@@ -122,6 +124,73 @@ async def test_seek_to_last_messages_and_to_a_moment(client: Client, unique: str
         refused = await client.get(f"/ui/api/seek/{bucket}/numbers", params=bad)
         assert refused.status == 400, bad
         assert (await refused.json())["error"]["code"] == "invalid_query"
+
+
+async def test_how_many_last_messages_a_seek_takes_is_configured(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """`last=N` costs memory by N: its bound is a setting, 10,000 unless configured."""
+    bucket, text = f"seekmax-{unique}", {"Content-Type": "text/plain"}
+    default = await aiohttp_client(create_app(make_settings()))
+    await wait_ready(default)
+    assert (await default.put(f"/{bucket}")).status == 201
+    assert (await default.put(f"/{bucket}/s", headers=text)).status == 201
+    await _refused_over(default, bucket, "10001")
+    few = await aiohttp_client(create_app(make_settings(console_max_last=3)))
+    await wait_ready(few)
+    await _refused_over(few, bucket, "4")
+    assert (await few.get(f"/ui/api/seek/{bucket}/s", params={"last": "3"})).status == 200
+
+
+async def _refused_over(client: Client, bucket: str, too_many: str) -> None:
+    refused = await client.get(f"/ui/api/seek/{bucket}/s", params={"last": too_many})
+    assert refused.status == 400, await refused.text()
+    error = (await refused.json())["error"]
+    assert (error["code"], "console_max_last" in error["message"]) == ("invalid_query", True)
+
+
+async def test_a_seek_to_the_last_messages_holds_only_those(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str
+) -> None:
+    """A seek looks back in growing windows of the partition; one that falls on thousands of
+    the stream's older messages keeps only the N it seeks, not every one in the window."""
+    # Streams side by side in one partition; scans of ~4,000 records (quick under tracemalloc).
+    settings = make_settings(partitions=1, read_scan_bytes=1024 * 1024, read_chunk_bytes=65536)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    bucket, json_type = f"seekmem-{unique}", {"Content-Type": "application/json"}
+    assert (await client.put(f"/{bucket}")).status == 201
+    path = f"/{bucket}/s"
+    for name in ("s", "other"):
+        assert (await client.put(f"/{bucket}/{name}", headers=json_type)).status == 201
+    dense = json.dumps(list(range(10_000))).encode()
+    for _ in range(7):  # 70,000 older messages of the stream, side by side
+        assert (await client.post(path, data=dense, headers=json_type)).status == 204
+    other = json.dumps([0] * 8000).encode()  # windows of 4,096 and 16,384 hold none of them
+    for _ in range(3):
+        posted = await client.post(f"/{bucket}/other", data=other, headers=json_type)
+        assert posted.status == 204
+    for n in range(5):
+        assert (await client.post(path, data=f"[{-n}]", headers=json_type)).status == 204
+
+    tracemalloc.start()
+    try:
+        seek = await client.get(f"/ui/api/seek/{bucket}/s", params={"last": "10"})
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert seek.status == 200, await seek.text()
+    assert await _messages(client, path, (await seek.json())["offset"]) == [
+        *range(9995, 10_000),
+        0,
+        -1,
+        -2,
+        -3,
+        -4,
+    ]
+    # ~115 bytes a message held: 65,536 of the window's would be 7 MiB.
+    assert peak < 1024 * 1024, peak
 
 
 async def test_records_give_kafka_coordinates_across_a_fork(client: Client, unique: str) -> None:

@@ -310,6 +310,8 @@ async def test_the_flat_surface_has_the_same_snapshot_and_bootstrap_routes(
     [
         ("snapshot", "invalid_stream_id"),
         ("bootstrap", "invalid_stream_id"),
+        ("fence", "invalid_stream_id"),
+        ("trim", "invalid_stream_id"),
         ("snapshot/0", "invalid_offset"),  # a publish on the stream `sub-…`, token malformed
     ],
 )

@@ -150,6 +150,31 @@ async def test_a_fence_admits_only_appends_carrying_its_token(client: Client, un
     assert await read.read() == b"abc"
 
 
+async def test_a_retry_of_an_append_committed_before_a_fence_is_its_duplicate(
+    client: Client, unique: str
+) -> None:
+    """A producer whose append committed but whose answer was lost retries it: the retry is
+    the same append, so it gets the duplicate's 204 even after a fence went up meanwhile; a
+    new append of that producer is the fence's to refuse."""
+    path = await _stream(client, unique)
+    producer = {"Producer-Id": "p", "Producer-Epoch": "0"}
+    first = await client.post(path, data=b"a", headers=TEXT | producer | {"Producer-Seq": "0"})
+    assert first.status == 200
+    retry_unfenced = await client.post(
+        path, data=b"a", headers=TEXT | producer | {"Producer-Seq": "0"}
+    )
+    assert retry_unfenced.status == 204
+    assert (await _fence(client, path, "writer-1")).status == 204
+    retry = await client.post(path, data=b"a", headers=TEXT | producer | {"Producer-Seq": "0"})
+    assert retry.status == 204, await retry.text()
+    for name in ("Stream-Next-Offset", "Producer-Epoch", "Producer-Seq"):
+        assert retry.headers[name] == retry_unfenced.headers[name], name
+    new = await client.post(path, data=b"b", headers=TEXT | producer | {"Producer-Seq": "1"})
+    assert (new.status, await _code(new)) == (412, "fencing_token_mismatch")
+    read = await client.get(path, params={"offset": "-1"})
+    assert await read.read() == b"a"
+
+
 async def test_a_fence_needs_a_valid_token_and_an_existing_stream(
     client: Client, unique: str
 ) -> None:

@@ -79,6 +79,7 @@ def test_bad_toml_names_the_problem(tmp_path: Path, text: str, message: str) -> 
         ("topic_prefix", "bad/prefix", "topic_prefix"),
         ("cold_backend", "ftp", "cold_backend"),
         ("console", "yes", "console must be 'off', 'ro' or 'rw'"),
+        ("console_max_last", "0", "console_max_last must be in 1..1000000"),
         ("min_insync_replicas", "-1", "min_insync_replicas"),
         ("replication_factor", "some", "not an integer"),
         ("topic_management", "platform", "topic_management must be 'auto' or 'external'"),

@@ -148,6 +148,11 @@ def test_paths_the_adapter_serves_are_not_bucket_ids(bucket_id: str) -> None:
     assert "reserved" in excinfo.value.message
 
 
+# The templates the router serves below a flat stream (`tests/unit/test_route_needs.py` checks
+# the check against the route table itself).
+SUB_RESOURCES = ("snapshot", "snapshot/{offset}", "bootstrap", "fence", "trim")
+
+
 @pytest.mark.parametrize(
     "path",
     [
@@ -155,19 +160,21 @@ def test_paths_the_adapter_serves_are_not_bucket_ids(bucket_id: str) -> None:
         "a/b/bootstrap",
         "shop/doc/snapshot/0000000000000000_0000000000000001",
         "shop/doc/fence",
+        "x/trim",
     ],
 )
 def test_flat_paths_naming_a_sub_resource_cannot_be_created(path: str) -> None:
     with pytest.raises(ProtocolError) as raised:
-        check_compat_creatable(path)
+        check_compat_creatable(path, SUB_RESOURCES)
     assert raised.value.code is ErrorCode.INVALID_STREAM_ID
 
 
 @pytest.mark.parametrize(
-    "path", ["snapshot", "bootstrap", "fence", "snapshot/a", "a/snapshots", "a/fences"]
+    "path",
+    ["snapshot", "bootstrap", "fence", "trim", "snapshot/a", "a/snapshots", "a/fences", "a/trims"],
 )
 def test_other_flat_paths_can_be_created(path: str) -> None:
-    check_compat_creatable(path)
+    check_compat_creatable(path, SUB_RESOURCES)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@ until someone decides what scope it needs."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
@@ -12,6 +14,9 @@ from adapter.auth.policy import Need
 from adapter.auth.scopes import Operation
 from adapter.config import Settings
 from adapter.http.route_needs import PUBLIC_PATHS, is_public, need_of, needs_of
+from adapter.http.streams import flat_sub_resources
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.identifiers import check_compat_creatable
 
 R, A, D = Operation.READ, Operation.APPEND, Operation.ADMIN
 PUBLIC = None
@@ -182,3 +187,16 @@ async def test_a_fork_of_another_buckets_stream_also_needs_to_read_that_bucket(
     headers = {"Stream-Forked-From": source}
     request = make_mocked_request("PUT", path, headers=headers, app=app)
     assert needs_of(resolved(request, await app.router.resolve(request))) == needs
+
+
+def test_every_flat_sub_resource_url_is_refused_as_a_stream_path(app: web.Application) -> None:
+    """A stream created at `/v1/stream/{path}/trim` (or any other sub-resource's URL) could
+    never be written: that URL is another stream's sub-resource. Every one the router serves
+    is refused, so a new sub-resource is reserved as it is registered."""
+    suffixes = flat_sub_resources(app.router)
+    assert {"snapshot", "snapshot/{offset}", "bootstrap", "fence", "trim"} <= set(suffixes)
+    for suffix in suffixes:
+        path = "logs/s/" + re.sub(r"\{[^}]+\}", "0", suffix)
+        with pytest.raises(ProtocolError) as raised:
+            check_compat_creatable(path, suffixes)
+        assert raised.value.code is ErrorCode.INVALID_STREAM_ID, path

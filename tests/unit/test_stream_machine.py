@@ -302,10 +302,20 @@ def test_an_append_carries_the_streams_fencing_token(
     assert "t1" not in step.error.message  # never the token itself
 
 
-def test_a_fenced_stream_refuses_a_stale_writers_retry_and_closure() -> None:
-    fenced = machine.View(_meta(fencing_token="new", closed=True), {"p": ProducerPosition(0, 3)})
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_fenced_stream_answers_a_stale_writers_retry_and_refuses_its_new_appends(
+    closed: bool,
+) -> None:
+    """The retry of an append committed before the fence is that append (its duplicate 204);
+    only a new one is the fence's to refuse."""
+    meta = _meta(fencing_token="new", closed=closed)
+    fenced = machine.View(meta, {"p": ProducerPosition(0, 3)})
     retry = _append(producer=_producer(0, 3), fencing_token="old")
-    assert _refusal(machine.append(fenced, retry, NOW)) is ErrorCode.FENCING_TOKEN_MISMATCH
+    assert _done(machine.append(fenced, retry, NOW)) == Appended(
+        meta, False, ProducerPosition(0, 3)
+    )
+    new = _append(producer=_producer(0, 4), fencing_token="old")
+    assert _refusal(machine.append(fenced, new, NOW)) is ErrorCode.FENCING_TOKEN_MISMATCH
 
 
 def test_producers_are_accepted_in_sequence_and_repeats_are_answered_without_writing() -> None:

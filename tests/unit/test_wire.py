@@ -22,6 +22,7 @@ from topology.wire import (
     data_headers,
     decode_token,
     encode_token,
+    header_bytes,
     header_value,
     housed_key,
     is_control,
@@ -140,3 +141,9 @@ def test_a_fork_housed_in_another_buckets_topic_is_keyed_with_its_own_bucket() -
     assert housed_key("shop", "a/b", "src") == "shop//a/b"
     assert owner_of_key("src", "shop//a/b") == ("shop", "a/b")
     assert owner_of_key("src", "a/b") == ("src", "a/b")  # one of the topic's own streams
+
+
+def test_header_bytes_count_names_and_values_of_either_shape() -> None:
+    assert header_bytes(None) == 0
+    assert header_bytes([("ct", b"text"), ("x", None)]) == 2 + 4 + 1
+    assert header_bytes({"ct": b"text"}) == 6
