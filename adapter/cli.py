@@ -21,6 +21,7 @@ import uvloop
 from aiohttp import web
 
 from adapter import logs, request_lines
+from adapter.acl_plan import ACL_FORMATS, DEFAULT_NAMESPACE, DEFAULT_USER, print_acls
 from adapter.app import FATAL, PARTS, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
@@ -90,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="the strimzi.io/cluster label of each KafkaTopic",
     )
-    for command in (serve, stats, plan):
+    acls = _acls_parser(commands)
+    for command in (serve, stats, plan, acls):
         _settings_arguments(command)
     hash_token = commands.add_parser(
         "hash-token",
@@ -101,6 +103,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--new", action="store_true", help="make a new random token and print it with its hash"
     )
     return parser
+
+
+def _acls_parser(commands: Any) -> argparse.ArgumentParser:
+    acls = commands.add_parser("acls", help="the Kafka ACLs the server needs")
+    plan: argparse.ArgumentParser = acls.add_subparsers(
+        dest="acls_command", required=True
+    ).add_parser(
+        "plan",
+        help="print the ACLs to grant the server's principal (and a Spark reader's)",
+        description="Exactly what the settings need: Delete on bucket topics only, Create only "
+        "with topic_management auto, Read on mounted topics. Takes the serve settings; asks "
+        "no cluster.",
+    )
+    plan.add_argument("--format", choices=ACL_FORMATS, default="kafka-acls", dest="acls_format")
+    plan.add_argument("--user", default=DEFAULT_USER, help="the server's principal (User:NAME)")
+    plan.add_argument("--spark-user", metavar="NAME", help="also a Spark reader's grants")
+    plan.add_argument(
+        "--strimzi-cluster",
+        default=DEFAULT_STRIMZI_CLUSTER,
+        metavar="NAME",
+        help="the strimzi.io/cluster label of each KafkaUser",
+    )
+    plan.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="each KafkaUser's namespace")
+    return plan
 
 
 def _settings_arguments(command: argparse.ArgumentParser) -> None:
@@ -132,6 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup(settings.log_level, settings.log_format)
     if args.command == "tier-stats":
         return asyncio.run(print_tier_stats(settings))
+    if args.command == "acls":
+        return print_acls(
+            settings,
+            args.acls_format,
+            args.user,
+            args.spark_user,
+            args.strimzi_cluster,
+            args.namespace,
+        )
     if args.command == "topics":
         return asyncio.run(
             print_plan(settings, args.bucket, args.plan_format, args.strimzi_cluster)

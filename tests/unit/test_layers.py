@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # unit of a lower layer; units of one layer may import each other unless that makes a cycle.
 LAYERS: tuple[frozenset[str], ...] = (
     # wiring, start-up and shutdown, the worker processes, the topics plan command
-    frozenset({"cli", "app", "parts", "running", "supervisor", "workers", "topic_plan"}),
+    frozenset(
+        {"cli", "app", "parts", "running", "supervisor", "workers", "topic_plan", "acl_plan"}
+    ),
     frozenset({"http"}),  # the only users of aiohttp's server side
     frozenset({"live"}),  # SSE fan-out and shared reads for live readers
     frozenset({"service"}),  # the stream logic and the live hub
