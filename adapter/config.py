@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from topology.client_properties import ClientPropertiesError, checked, read_properties_file
+from topology.java_client import is_java, translated
 from topology.naming import DEFAULT_PREFIX
 
 ENV_PREFIX = "DURABLE_KAFKA_"
@@ -360,15 +361,22 @@ def load(
 
 
 def _with_client_file(settings: Settings) -> Settings:
-    """The settings with `kafka_client_file`'s properties under those given inline."""
-    if not settings.kafka_client_file:
-        return settings
+    """The settings with `kafka_client_file`'s properties under those given inline, and Java
+    client keys (`sasl.jaas.config`, `ssl.truststore.*`, ...) as librdkafka's."""
     origin = f"kafka_client_file {settings.kafka_client_file}"
     try:
-        found = checked(read_properties_file(settings.kafka_client_file), origin)
+        found = (
+            checked(read_properties_file(settings.kafka_client_file), origin)
+            if settings.kafka_client_file
+            else {}
+        )
+        merged = found | dict(settings.kafka_client)
+        if not is_java(merged):
+            return replace(settings, kafka_client=tuple(merged.items()))
+        where = origin if settings.kafka_client_file else "kafka_client"
+        return replace(settings, kafka_client=tuple(translated(merged, where).items()))
     except ClientPropertiesError as error:
         raise ConfigError(str(error)) from error
-    return replace(settings, kafka_client=tuple((found | dict(settings.kafka_client)).items()))
 
 
 def _client_properties(document: Any, origin: str) -> tuple[tuple[str, str], ...]:

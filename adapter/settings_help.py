@@ -100,7 +100,7 @@ HELP: dict[str, str] = {
     "tls_client_ca_file": "CA certificates (PEM) that client certificates are verified against; needs `tls_cert_file`. Read at start",
     "tls_client_auth": "with `tls_client_ca_file`: `optional` (a client may present a certificate; one presented must verify) or `required` (a connection without a verified certificate is refused in the handshake); `none` is refused with a CA file (it would be ignored)",
     "auth_certificates": 'client certificates that are principals: `"CN=<common name>" = ["append:logs", ...]`; needs `tls_client_ca_file` and `auth_mode` `static` or `jwt`. See "HTTPS"',
-    "kafka_client_file": 'a Java-style `client.properties` of librdkafka keys for every Kafka client (see "Secure Kafka")',
+    "kafka_client_file": 'a Java-style `client.properties` of librdkafka keys for every Kafka client; a Java client\'s keys (`sasl.jaas.config`, PKCS12 `ssl.truststore.*`/`ssl.keystore.*`) are translated at start, JKS stores refused (see "Secure Kafka")',
     "kafka_client": 'librdkafka properties for every Kafka client, over the file\'s; keys the server sets are refused (see "Secure Kafka")',
 }
 
