@@ -15,6 +15,7 @@ import socket
 import ssl
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import uvloop
@@ -22,7 +23,7 @@ from aiohttp import web
 
 from adapter import logs, request_lines
 from adapter.acl_plan import ACL_FORMATS, DEFAULT_NAMESPACE, DEFAULT_USER, print_acls
-from adapter.app import FATAL, PARTS, create_app
+from adapter.app import FATAL, PARTS, SECRET_FILES, create_app
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
     AUTO_COUNTS,
@@ -40,11 +41,12 @@ from adapter.http.accepting import AcceptingSite
 from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
 from adapter.http.ops_listener import create_ops_app
 from adapter.http.server import ProtocolRunner
-from adapter.http.tls import reload, server_context
+from adapter.http.tls import reload, reload_client_ca, server_context
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.parts import configured_mounts, kafka_access
 from adapter.readiness import Readiness
+from adapter.secret_files import SecretFiles
 from adapter.service.tier_stats import tier_stats
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
@@ -267,6 +269,7 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             loop.add_signal_handler(sig, stop.set)
         if tls is not None:
             loop.add_signal_handler(signal.SIGHUP, reload, tls, settings)
+            _watch_tls(app[SECRET_FILES], tls, settings)
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Future[Any]] = [stopped, app[FATAL]]
         # A worker's own listeners, for writes forwarded to it: its TCP port (other instances,
@@ -305,6 +308,14 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     finally:
         await runner.cleanup()
         await ops.cleanup()
+
+
+def _watch_tls(files: SecretFiles, tls: ssl.SSLContext, settings: Settings) -> None:
+    """The listeners' certificate, key and client CA files, reloaded when they change."""
+    pair = [settings.tls_cert_file, settings.tls_key_file]
+    files.watch("tls_cert_file and tls_key_file", pair, partial(reload, tls, settings))
+    ca = [settings.tls_client_ca_file]
+    files.watch("tls_client_ca_file", ca, partial(reload_client_ca, tls, settings))
 
 
 async def _bind(site: web.BaseSite, setting: str, address: str) -> None:

@@ -198,7 +198,7 @@ class SlotOwnership:
 
     def _member(self) -> bool:
         """Be a member of the owners' group until stopped; True if fenced (to rejoin)."""
-        consumer = Consumer(self._config)
+        consumer = self.kafka.consumer(self._config)
         self._consumer = consumer
         consumer.subscribe(
             [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
