@@ -12,6 +12,7 @@ from functools import partial
 
 from aiohttp import web
 
+from adapter.auth.static_tokens import TokenFile
 from adapter.cluster.shared_folder import FolderGuard
 from adapter.config import Settings, comma_list
 from adapter.http import (
@@ -25,7 +26,7 @@ from adapter.http import (
     streams,
     trims,
 )
-from adapter.http.auth import GATE, KeySource, auth_middleware
+from adapter.http.auth import GATE, Gate, KeySource, auth_middleware
 from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
 from adapter.http.compression import compression_middleware
@@ -47,13 +48,16 @@ from adapter.http.rate_limits import RateLimits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
 from adapter.http.request_checks import defer_continue, request_checks_middleware
 from adapter.http.security import CORS, CorsPolicy, cors_middleware
+from adapter.kafka_secrets import watch_kafka_secrets
 from adapter.parts import Parts, build_parts, report_tier
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.running import Part
+from adapter.secret_files import SecretFiles
 from adapter.service.fork_gc import sweep_forever
 from adapter.service.seeking import Seeker
 from adapter.state.follower import MetaFollower
 from adapter.supervisor import CATALOG, Durability, Supervisor
+from adapter.tasks import Tasks
 from topology.admin import TopologyAdmin
 from topology.naming import owners_group
 
@@ -62,6 +66,7 @@ ADMIN = web.AppKey("admin", TopologyAdmin)
 # Resolves with the exception that makes serving impossible (e.g. a misconfigured topic).
 FATAL = web.AppKey("fatal", asyncio.Future[BaseException])
 PARTS = web.AppKey("parts", Parts)
+SECRET_FILES = web.AppKey("secret_files", SecretFiles)
 
 
 def live_limits(settings: Settings) -> LiveLimits:
@@ -110,8 +115,19 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app.on_response_prepare.append(echo_request_id)
     _hand_parts(app, parts)
     add_routes(app, settings, parts)
+    app[SECRET_FILES] = _secret_files(settings, gate, parts)
     app.cleanup_ctx.append(partial(_lifecycle, jwks=gate.keys))
     return app
+
+
+def _secret_files(settings: Settings, gate: Gate, parts: Parts) -> SecretFiles:
+    """The files holding secrets this app reloads when they change (`serve` adds the TLS
+    files: the listeners' context is its own)."""
+    files = SecretFiles(settings.secret_poll_ms / 1000, Tasks())
+    if isinstance(gate.verifier, TokenFile):
+        files.watch("auth_token_file", [settings.auth_token_file], gate.verifier.reload)
+    watch_kafka_secrets(files, settings, parts.admin.kafka)
+    return files
 
 
 def _hand_parts(app: web.Application, parts: Parts) -> None:
@@ -207,6 +223,7 @@ async def _lifecycle(app: web.Application, jwks: KeySource | None) -> AsyncItera
     running.spawn(supervisor.run(), "supervisor")
     if jwks is not None:
         await running.start("JWKS refresh", jwks)
+    await running.start("secret files", app[SECRET_FILES])
     yield
     await running.close()
 

@@ -15,13 +15,15 @@ import socket
 import ssl
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import uvloop
 from aiohttp import web
 
 from adapter import logs, request_lines
-from adapter.app import FATAL, PARTS, create_app, hand_over
+from adapter.acl_plan import ACL_FORMATS, DEFAULT_NAMESPACE, DEFAULT_USER, print_acls
+from adapter.app import FATAL, PARTS, SECRET_FILES, create_app, hand_over
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
     AUTO_VALUES,
@@ -39,11 +41,12 @@ from adapter.http.accepting import AcceptingSite
 from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
 from adapter.http.ops_listener import create_ops_app
 from adapter.http.server import ProtocolRunner
-from adapter.http.tls import reload, server_context
+from adapter.http.tls import reload, reload_client_ca, server_context
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.parts import configured_mounts, kafka_access
 from adapter.readiness import Readiness
+from adapter.secret_files import SecretFiles
 from adapter.service.tier_stats import tier_stats
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
@@ -90,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="the strimzi.io/cluster label of each KafkaTopic",
     )
-    for command in (serve, stats, plan):
+    acls = _acls_parser(commands)
+    for command in (serve, stats, plan, acls):
         _settings_arguments(command)
     hash_token = commands.add_parser(
         "hash-token",
@@ -101,6 +105,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--new", action="store_true", help="make a new random token and print it with its hash"
     )
     return parser
+
+
+def _acls_parser(commands: Any) -> argparse.ArgumentParser:
+    acls = commands.add_parser("acls", help="the Kafka ACLs the server needs")
+    plan: argparse.ArgumentParser = acls.add_subparsers(
+        dest="acls_command", required=True
+    ).add_parser(
+        "plan",
+        help="print the ACLs to grant the server's principal (and a Spark reader's)",
+        description="Exactly what the settings need: Delete on bucket topics only, Create only "
+        "with topic_management auto, Read on mounted topics. Takes the serve settings; asks "
+        "no cluster.",
+    )
+    plan.add_argument("--format", choices=ACL_FORMATS, default="kafka-acls", dest="acls_format")
+    plan.add_argument("--user", default=DEFAULT_USER, help="the server's principal (User:NAME)")
+    plan.add_argument("--spark-user", metavar="NAME", help="also a Spark reader's grants")
+    plan.add_argument(
+        "--strimzi-cluster",
+        default=DEFAULT_STRIMZI_CLUSTER,
+        metavar="NAME",
+        help="the strimzi.io/cluster label of each KafkaUser",
+    )
+    plan.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="each KafkaUser's namespace")
+    return plan
 
 
 def _settings_arguments(command: argparse.ArgumentParser) -> None:
@@ -132,6 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup(settings.log_level, settings.log_format)
     if args.command == "tier-stats":
         return asyncio.run(print_tier_stats(settings))
+    if args.command == "acls":
+        return print_acls(
+            settings,
+            args.acls_format,
+            args.user,
+            args.spark_user,
+            args.strimzi_cluster,
+            args.namespace,
+        )
     if args.command == "topics":
         return asyncio.run(
             print_plan(settings, args.bucket, args.plan_format, args.strimzi_cluster)
@@ -233,6 +270,7 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
             loop.add_signal_handler(sig, stop.set)
         if tls is not None:
             loop.add_signal_handler(signal.SIGHUP, reload, tls, settings)
+            _watch_tls(app[SECRET_FILES], tls, settings)
         stopped = asyncio.create_task(stop.wait())
         waiters: list[asyncio.Future[Any]] = [stopped, app[FATAL]]
         # A worker's own listeners, for writes forwarded to it: its TCP port (other instances,
@@ -273,6 +311,14 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     finally:
         await runner.cleanup()
         await ops.cleanup()
+
+
+def _watch_tls(files: SecretFiles, tls: ssl.SSLContext, settings: Settings) -> None:
+    """The listeners' certificate, key and client CA files, reloaded when they change."""
+    pair = [settings.tls_cert_file, settings.tls_key_file]
+    files.watch("tls_cert_file and tls_key_file", pair, partial(reload, tls, settings))
+    ca = [settings.tls_client_ca_file]
+    files.watch("tls_client_ca_file", ca, partial(reload_client_ca, tls, settings))
 
 
 async def _bind(site: web.BaseSite, setting: str, address: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from topology.client_properties import ClientPropertiesError, checked, read_properties_file
+from topology.java_client import is_java, translated
 from topology.naming import DEFAULT_PREFIX
 
 ENV_PREFIX = "DURABLE_KAFKA_"
@@ -59,6 +60,9 @@ class Settings:
     log_format: str = "json"
     ops_listen: str = "127.0.0.1:9464"
     drain_timeout_ms: int = 10_000
+    # How often the files holding secrets are checked for new content (0: never; SIGHUP still
+    # reloads the certificate): Kubernetes swaps a mounted Secret's files and signals nothing.
+    secret_poll_ms: int = 5_000
     # HTTPS on `listen` when both are set (PEM files; the pair is reloaded on SIGHUP).
     tls_cert_file: str = ""
     tls_key_file: str = ""
@@ -256,6 +260,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "log_format": ("server", "log_format"),
     "ops_listen": ("server", "ops_listen"),
     "drain_timeout_ms": ("server", "drain_timeout_ms"),
+    "secret_poll_ms": ("server", "secret_poll_ms"),
     "tls_cert_file": ("tls", "cert_file"),
     "tls_key_file": ("tls", "key_file"),
     "tls_client_ca_file": ("tls", "client_ca_file"),
@@ -379,16 +384,33 @@ def load(
     return _with_client_file(settings)
 
 
-def _with_client_file(settings: Settings) -> Settings:
-    """The settings with `kafka_client_file`'s properties under those given inline."""
-    if not settings.kafka_client_file:
-        return settings
-    origin = f"kafka_client_file {settings.kafka_client_file}"
+def client_file_properties(path: str) -> dict[str, str]:
+    """The librdkafka properties of a client.properties file alone (a Java one translated);
+    ConfigError naming the key that cannot be used."""
+    origin = f"kafka_client_file {path}"
     try:
-        found = checked(read_properties_file(settings.kafka_client_file), origin)
+        return translated(checked(read_properties_file(path), origin), origin)
     except ClientPropertiesError as error:
         raise ConfigError(str(error)) from error
-    return replace(settings, kafka_client=tuple((found | dict(settings.kafka_client)).items()))
+
+
+def _with_client_file(settings: Settings) -> Settings:
+    """The settings with `kafka_client_file`'s properties under those given inline, and Java
+    client keys (`sasl.jaas.config`, `ssl.truststore.*`, ...) as librdkafka's."""
+    origin = f"kafka_client_file {settings.kafka_client_file}"
+    try:
+        found = (
+            checked(read_properties_file(settings.kafka_client_file), origin)
+            if settings.kafka_client_file
+            else {}
+        )
+        merged = found | dict(settings.kafka_client)
+        if not is_java(merged):
+            return replace(settings, kafka_client=tuple(merged.items()))
+        where = origin if settings.kafka_client_file else "kafka_client"
+        return replace(settings, kafka_client=tuple(translated(merged, where).items()))
+    except ClientPropertiesError as error:
+        raise ConfigError(str(error)) from error
 
 
 def _client_properties(document: Any, origin: str) -> tuple[tuple[str, str], ...]:
@@ -543,6 +565,10 @@ def validate(settings: Settings) -> None:
         ),
         (settings.snapshot_gc_interval_ms >= 1000, "snapshot_gc_interval_ms must be >= 1000"),
         (settings.age_retention_interval_ms >= 100, "age_retention_interval_ms must be >= 100"),
+        (
+            settings.secret_poll_ms == 0 or settings.secret_poll_ms >= 100,
+            "secret_poll_ms must be 0 (off) or >= 100",
+        ),
         (
             settings.max_inflight_body_bytes >= settings.max_body_bytes,
             "max_inflight_body_bytes must be >= max_message_bytes - 16384 (the largest body)",

@@ -23,6 +23,9 @@ from confluent_kafka.admin import (
     AdminClient,
     ResourcePatternType,
     ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
 )
 
 from devstack import certificates
@@ -102,6 +105,15 @@ class SecureKafka:
             admin = self.admin()  # held: a collected client fails its futures
             for future in admin.create_acls(bindings, request_timeout=30).values():
                 future.result(timeout=30)
+
+    def set_password(self, user: str, password: str) -> None:
+        """Create the SCRAM user `user`, or give it a new password (as the super user)."""
+        credential = UserScramCredentialUpsertion(
+            user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), password.encode()
+        )
+        admin = self.admin()
+        for future in admin.alter_user_scram_credentials([credential]).values():
+            future.result(timeout=30)
 
     def revoke(self, principal: str, grants: list[Grant]) -> None:
         filters = [_filter(principal, g, op) for g in grants for op in g.operations]

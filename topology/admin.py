@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from confluent_kafka.admin import ConfigResource, NewTopic, ResourceType
 
 from topology.errors import (
     AccessDenied,
@@ -49,7 +49,7 @@ class TopologyAdmin:
         self.policy = policy or TopicPolicy()
         self.bootstrap_servers = kafka.bootstrap_servers
         config = kafka.config({"client.id": "durable-kafka-admin"}, "librdkafka.admin")
-        self._client = AdminClient(config)
+        self._client = kafka.admin_client(config)
 
     def _unanswered(self, error: KafkaException) -> BrokerUnavailable:
         """A failed metadata request, explained by an authentication or TLS failure a client

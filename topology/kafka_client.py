@@ -24,6 +24,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from topology.client_properties import OWNED
+from topology.live_clients import LiveAdmin, LiveClients, LiveConsumer, LiveProducer
 
 # How long an authentication or TLS failure a client reported explains a failing call.
 PROBLEM_TTL_S = 60.0
@@ -120,6 +121,7 @@ class KafkaAccess:
     prefix: str
     properties: Mapping[str, str] = field(default_factory=dict, repr=False)
     problems: ClientProblems = field(default_factory=ClientProblems, compare=False, repr=False)
+    clients: LiveClients = field(default_factory=LiveClients, compare=False, repr=False)
 
     def config(self, owned: Mapping[str, Any], logger: str) -> dict[str, Any]:
         """A client's config: the operator's properties, then the server's own (`owned`)."""
@@ -132,6 +134,16 @@ class KafkaAccess:
             "logger": _quiet_logger(logger),  # not stderr
             "error_cb": self.problems.report,
         }
+
+    def producer(self, config: Mapping[str, Any]) -> LiveProducer:
+        """A producer with `config` (from `config()`) and the latest SASL credentials."""
+        return self.clients.create(LiveProducer, config)
+
+    def consumer(self, config: Mapping[str, Any]) -> LiveConsumer:
+        return self.clients.create(LiveConsumer, config)
+
+    def admin_client(self, config: Mapping[str, Any]) -> LiveAdmin:
+        return self.clients.create(LiveAdmin, config)
 
     def group(self, role: str, unique: bool = False) -> str:
         """A consumer group id under the prefix (librdkafka requires one even for a consumer

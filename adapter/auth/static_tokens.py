@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import logging
 import re
 import secrets
 import tomllib
@@ -25,6 +26,7 @@ from typing import Any
 from adapter.auth.principals import InvalidToken, Principal
 from adapter.auth.scopes import parse_scope
 
+log = logging.getLogger(__name__)
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9._@:-]{1,128}$")
 MIN_TOKEN_CHARS = 22  # 128 bits in url-safe base64
@@ -71,6 +73,27 @@ class StaticTokens:
         if principal.expires_at is not None and principal.expires_at <= now:
             raise InvalidToken("the token has expired", "expired")
         return principal
+
+
+class TokenFile:
+    """The token file's tokens (a Verifier), replaced when the file is loaded again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tokens = StaticTokens.load(path)
+
+    def verify(self, token: str, now: float) -> Principal:
+        return self.tokens.verify(token, now)
+
+    def reload(self) -> bool:
+        """Load the file again; one that is not valid keeps the previous tokens (logged)."""
+        try:
+            self.tokens = StaticTokens.load(self.path)
+        except TokenFileError as error:
+            log.error("auth_token_file not reloaded, the previous tokens stay: %s", error)
+            return False
+        log.info("auth_token_file reloaded: %d tokens", len(self.tokens.by_digest))
+        return True
 
 
 def _entry(entry: Any, where: str) -> tuple[str, Principal]:

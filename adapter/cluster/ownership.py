@@ -211,7 +211,7 @@ class SlotOwnership:
 
     def _member(self) -> bool:
         """Be a member of the owners' group until stopped; True if fenced (to rejoin)."""
-        consumer = Consumer(self._config)
+        consumer = self.kafka.consumer(self._config)
         self._consumer = consumer
         subscribed = False
         failed = True

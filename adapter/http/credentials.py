@@ -12,7 +12,7 @@ from adapter.auth.certificates import CertificateMappingError, CertificatePrinci
 from adapter.auth.jwt_tokens import Expectations, JwtVerifier, KeySetError, key_set
 from adapter.auth.policy import Policy
 from adapter.auth.principals import Verifier
-from adapter.auth.static_tokens import StaticTokens, TokenFileError
+from adapter.auth.static_tokens import TokenFile, TokenFileError
 from adapter.config import ConfigError, Settings, comma_list
 from adapter.http.auth import Gate
 from adapter.tasks import Tasks
@@ -55,7 +55,7 @@ def _key_source(settings: Settings, verifier: Verifier | None) -> JwksKeys | Non
 
 def _verifier(settings: Settings) -> Verifier | None:
     if settings.auth_mode == "static":
-        return StaticTokens.load(Path(settings.auth_token_file))
+        return TokenFile(Path(settings.auth_token_file))
     if settings.auth_mode == "jwt":
         return _jwt_verifier(settings)
     return None

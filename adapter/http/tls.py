@@ -120,9 +120,23 @@ def _read(path: str, setting: str) -> bytes:
         raise ConfigError(f"{setting} {path}: cannot be read: {error.strerror}") from error
 
 
+def reload_client_ca(context: ssl.SSLContext, settings: Settings) -> bool:
+    """`tls_client_ca_file` changed: its certificates are trusted from the next handshake on.
+    A context only ever adds CAs: one removed from the file stays trusted until a restart."""
+    try:
+        _trust_clients(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), settings)
+        _trust_clients(context, settings)
+    except ConfigError as error:
+        log.error("tls_client_ca_file not reloaded, the previous CAs stay: %s", error)
+        return False
+    log.info("tls_client_ca_file reloaded: %s", settings.tls_client_ca_file)
+    return True
+
+
 def reload(context: ssl.SSLContext, settings: Settings) -> bool:
-    """SIGHUP: load the pair named by the settings into the context in use, once it has
-    loaded into a scratch one. On failure the old pair stays and one line says why."""
+    """SIGHUP, or the pair's files changed: load the pair named by the settings into the
+    context in use, once it has loaded into a scratch one. On failure the old pair stays and
+    one line says why."""
     try:
         load_pair(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), settings)
         served = load_pair(context, settings)

@@ -89,6 +89,7 @@ class MountIndexer:
             "fetch.wait.max.ms": 100,
         }
         self._config = kafka.config(owned, "librdkafka.mount")
+        self._kafka = kafka
         self._consumer: Consumer | None = None
         self._checked_at = 0.0
         self._thread = concurrent.futures.ThreadPoolExecutor(1, f"mount-{naming.topic}")
@@ -155,7 +156,7 @@ class MountIndexer:
 
     def _within_topic(self, checkpoints: dict[int, int]) -> bool:
         """Whether no checkpoint is past its partition's end (else the topic was re-created)."""
-        consumer = self._consumer = self._consumer or Consumer(self._config)
+        consumer = self._consumer = self._consumer or self._kafka.consumer(self._config)
         for partition, offset in checkpoints.items():
             tp = TopicPartition(self.naming.topic, partition)
             try:
@@ -185,7 +186,7 @@ class MountIndexer:
     def _poll(self) -> list[Message]:
         try:
             if self._consumer is None:
-                self._consumer = Consumer(self._config)
+                self._consumer = self._kafka.consumer(self._config)
             if time.monotonic() - self._checked_at >= PARTITIONS_CHECK_S:
                 self._assign_new_partitions(self._consumer)
             return poll_batch(self._consumer, POLL_S)

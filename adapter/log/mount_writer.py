@@ -51,6 +51,7 @@ class MountWriter:
             "linger.ms": 2,
             "delivery.timeout.ms": int(timeout_s * 1000),
         }
+        self._kafka = kafka
         self._config = kafka.config(owned, "librdkafka.mount-writer")
         self._producer: Producer | None = None
         self._stop = threading.Event()
@@ -77,7 +78,7 @@ class MountWriter:
 
     def _started(self) -> Producer:
         if self._producer is None:
-            self._producer = Producer(self._config)
+            self._producer = self._kafka.producer(self._config)
             self._thread.submit(self._poll, self._producer)
         return self._producer
 
@@ -170,7 +171,7 @@ class Transactions:
         config = self._config | {
             "transactional.id": self._kafka.transactional_id(f"mount-writer-{slot}")
         }
-        producer = Producer(config)
+        producer = self._kafka.producer(config)
         producer.init_transactions(self.timeout_s)
         return producer
 

@@ -43,7 +43,7 @@ def _consumer(kafka: KafkaAccess, extra: dict[str, Any] | None = None) -> Consum
         "isolation.level": "read_committed",
         "enable.partition.eof": True,
     }
-    return Consumer(kafka.config(owned | (extra or {}), "librdkafka.outcome"))
+    return kafka.consumer(kafka.config(owned | (extra or {}), "librdkafka.outcome"))
 
 
 def committed(kafka: KafkaAccess, probe: Probe, timeout_s: float) -> bool | None:

@@ -132,6 +132,7 @@ class LogReader:
         if fetch_bytes is not None:
             owned.update(sparse_fetch_config(fetch_bytes))
         self._config = kafka.config(owned, "librdkafka.reader")
+        self._kafka = kafka
         self._idle: asyncio.Queue[Consumer] = asyncio.Queue()
         self._created = 0
         self._pool_size = pool_size
@@ -216,7 +217,7 @@ class LogReader:
         (a broker kill in the fault suite showed it)."""
         with contextlib.suppress(RuntimeError):  # closing down: its threads are gone
             self._threads.submit(failed.close)
-        return Consumer(self._config)
+        return self._kafka.consumer(self._config)
 
     async def close(self) -> None:
         while not self._idle.empty():
@@ -227,7 +228,7 @@ class LogReader:
     async def _borrow(self) -> Consumer:
         if self._idle.empty() and self._created < self._pool_size:
             self._created += 1
-            return Consumer(self._config)
+            return self._kafka.consumer(self._config)
         return await self._idle.get()
 
     def _scan(

@@ -70,6 +70,7 @@ class PartitionScanner:
             **bounded_prefetch(),
         }
         self._config = kafka.config(owned, "librdkafka.tier")
+        self._kafka = kafka
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "tier-scanner")
 
@@ -115,7 +116,7 @@ class PartitionScanner:
         handle's metadata stale, the partition "unknown" without asking, for minutes
         (a broker kill in the fault suite showed it)."""
         if self._consumer is None:
-            self._consumer = Consumer(self._config)
+            self._consumer = self._kafka.consumer(self._config)
         consumer = self._consumer
         try:
             return fn(consumer)

@@ -349,7 +349,7 @@ class LogWriter:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
 
     def _init_producer(self) -> Producer:
-        producer = Producer(self._config)
+        producer = self.kafka.producer(self._config)
         try:
             producer.init_transactions(self.limits.timeout_s)
         except KafkaException as error:

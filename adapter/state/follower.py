@@ -54,7 +54,7 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import ConfigResource, ResourceType
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import bounded_prefetch, poll_batch
@@ -264,7 +264,9 @@ class MetaFollower:
         probe = self._probes.get(isolation)
         if probe is None:
             group = f"{self._config['group.id']}-ends-{isolation}"
-            probe = Consumer(self._config | {"group.id": group, "isolation.level": isolation})
+            probe = self.kafka.consumer(
+                self._config | {"group.id": group, "isolation.level": isolation}
+            )
             self._probes[isolation] = probe
         ends = {}
         for topic in topics:
@@ -347,7 +349,7 @@ class MetaFollower:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
 
     def _replay(self) -> int:
-        consumer = self._consumer or Consumer(self._config)
+        consumer = self._consumer or self.kafka.consumer(self._config)
         self._consumer = consumer
         topics = [
             self.topics.meta,
@@ -386,7 +388,7 @@ class MetaFollower:
 
     def _identity_of(self) -> dict[str, str]:
         """The cluster id and the resumable topics' ids and `delete.retention.ms`."""
-        admin = AdminClient(self.kafka.config({}, "librdkafka.follower"))
+        admin = self.kafka.admin_client(self.kafka.config({}, "librdkafka.follower"))
         timeout = self.timeout_s
         try:
             cluster = admin.describe_cluster(request_timeout=timeout).result(timeout)

@@ -6,13 +6,15 @@ Kubernetes' schemas have no Strimzi resources, so these are checked field by fie
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from adapter.config import Settings
+from adapter.acl_plan import print_acls
+from adapter.config import Settings, TopicManagementMode
 from tests.deployment import Acl, documented_acls
 from topology.naming import bucket_of_topic
 from topology.specs import (
@@ -91,8 +93,13 @@ def test_kafka_user_grants_exactly_the_documented_acls(
 def test_external_user_may_not_create_or_delete_topics() -> None:
     topics = [acl for acl in granted(document("kafkauser.yaml")) if acl.resource == "topic"]
     assert secured_values()["kafka"]["topicManagement"] == "external"
-    # Delete stays: DeleteRecords, with which the tier frees Kafka, is authorized as Delete.
+    # Delete stays on bucket topics alone: DeleteRecords, with which the tier frees Kafka, is
+    # authorized as Delete.
     assert all(not acl.operations & {"Create", "Alter", "AlterConfigs"} for acl in topics)
+    deleting = [acl for acl in topics if "Delete" in acl.operations]
+    assert [(acl.name, acl.operations) for acl in deleting] == [
+        ("acme.dk.bucket.", frozenset({"Delete"}))
+    ]
 
 
 @pytest.mark.parametrize("example", ["kafkauser.yaml", "kafkauser-auto.yaml"])
@@ -156,3 +163,20 @@ def test_kafka_topics_are_the_topics_the_server_needs() -> None:
         *(bucket_topic_spec(layout, bucket) for bucket in buckets),
     ]
     assert specs == expected
+
+
+@pytest.mark.parametrize(
+    ("example", "topic_management"),
+    [("kafkauser.yaml", None), ("kafkauser-auto.yaml", "auto")],
+)
+def test_kafka_user_is_what_acls_plan_prints(
+    example: str, topic_management: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The committed KafkaUser is, byte for byte, `durable-kafka acls plan --format strimzi`
+    under the secured values' settings: regenerate it rather than edit it."""
+    kafka = secured_values()["kafka"]
+    external = (topic_management or kafka["topicManagement"]) == "external"
+    management: TopicManagementMode = "external" if external else "auto"
+    settings = replace(Settings(), topic_prefix=kafka["topicPrefix"], topic_management=management)
+    assert print_acls(settings, "strimzi", "durable-kafka", None) == 0
+    assert capsys.readouterr().out == (STRIMZI / example).read_text()

@@ -153,8 +153,10 @@ def test_every_key_the_server_sets_is_refused_from_operators() -> None:
     """A key set by a module but missing from OWNED would raise at the client's creation;
     this finds it first, from the source."""
     set_by_code = set()
+    # The operator's own keys, written by the modules that translate or renew them.
+    operators = {"java_client.py", "live_clients.py"}
     for path in _modules():
-        if "spark_streaming" in path.parts:
+        if "spark_streaming" in path.parts or path.name in operators:
             continue
         set_by_code |= set(re.findall(r'"([a-z]+(?:\.[a-z]+)+)": ', path.read_text()))
     topic_configs = {

@@ -1,0 +1,66 @@
+"""The Kafka client's secret files, reloaded when they change (adapter/secret_files.py).
+
+`kafka_client_file` read again: a new `sasl.username`/`sasl.password` (PLAIN or SCRAM) goes to
+every live client and every client made from then on (topology/live_clients.py), so each
+reconnection authenticates with it; connections already open stay as they are, and no
+append waits or is lost. The certificate and key files the properties name are watched too:
+librdkafka reads them when a client is created, so the clients created from then on use the
+new ones, while the long-lived ones (the slot writers, the state follower, the admin) keep the
+old until the instance restarts, which the log says.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from adapter.config import ConfigError, Settings, client_file_properties
+from adapter.secret_files import SecretFiles
+from topology.kafka_client import KafkaAccess
+
+log = logging.getLogger(__name__)
+
+# librdkafka's keys naming files with a certificate or key.
+CERTIFICATE_FILES = (
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.keystore.location",
+)
+
+
+def watch_kafka_secrets(files: SecretFiles, settings: Settings, kafka: KafkaAccess) -> None:
+    if settings.kafka_client_file:
+        files.watch(
+            "kafka_client_file", [settings.kafka_client_file], lambda: _credentials(settings, kafka)
+        )
+    named = dict(settings.kafka_client)
+    certificates = [named[key] for key in CERTIFICATE_FILES if key in named]
+    files.watch("the Kafka client's certificate files", certificates, _certificates)
+
+
+def _credentials(settings: Settings, kafka: KafkaAccess) -> bool:
+    try:
+        found = client_file_properties(settings.kafka_client_file)
+    except ConfigError as error:
+        log.error("kafka_client_file not reloaded, the previous credentials stay: %s", error)
+        return False
+    username, password = found.get("sasl.username"), found.get("sasl.password")
+    if username is None or password is None:
+        log.warning("kafka_client_file reloaded: no sasl.username and sasl.password in it")
+        return False
+    told = kafka.clients.rotate(username, password)
+    log.info("kafka SASL credentials reloaded (user %s): %d live clients told", username, told)
+    current = dict(settings.kafka_client)
+    if changed := sorted(
+        k for k, v in found.items() if current.get(k) != v and not k.startswith("sasl.")
+    ):
+        log.warning("kafka_client_file: %s changed: in effect after a restart", ", ".join(changed))
+    return True
+
+
+def _certificates() -> bool:
+    log.warning(
+        "the Kafka client's certificate files changed: clients created from now on use them, "
+        "the long-lived ones after a restart"
+    )
+    return True

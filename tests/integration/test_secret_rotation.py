@@ -1,0 +1,156 @@
+"""Secrets rotated as Kubernetes rotates them: the files of a mounted Secret are swapped (the
+`..data` symlink replaced, tests/secret_volume.py) and no signal is sent. A running `serve`
+presents the new HTTPS certificate, takes the new tokens (and refuses a removed one) and
+authenticates to Kafka with the new SCRAM password, losing no append."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import ssl
+import uuid
+from pathlib import Path
+
+import aiohttp
+import pytest
+from confluent_kafka import Producer
+
+from devstack.process import free_port
+from devstack.secure_kafka import SecureKafka
+from tests.adapter_process import running_adapter
+from tests.certificates import TestCA, presented_serial, until_presented
+from tests.cluster import TEXT, cluster_env, past_moves
+from tests.secret_volume import SecretVolume
+from tests.secure_kafka import new_prefix, read_committed
+from tests.tokens import token_file
+from topology.acls import instance_grants
+
+POLL = {"DURABLE_KAFKA_SECRET_POLL_MS": "200"}
+OLD_TOKEN = "old-secret-token-0123456789-rotation"
+NEW_TOKEN = "new-secret-token-0123456789-rotation"
+
+
+def _tokens(tmp_path: Path, token: str) -> bytes:
+    scopes = ["admin:*", "append:*", "read:*"]
+    return token_file(
+        tmp_path / f"t-{uuid.uuid4().hex}.toml", {"bot": (token, scopes)}
+    ).read_bytes()
+
+
+@pytest.mark.timeout(120)
+async def test_a_swapped_certificate_is_presented_to_new_connections(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    ca = TestCA(tmp_path)
+    first, second = ca.server("first"), ca.server("second")
+    volume = SecretVolume(
+        tmp_path / "tls", {"tls.crt": first.cert.read_bytes(), "tls.key": first.key.read_bytes()}
+    )
+    env = cluster_env(kafka_bootstrap, new_prefix(), tmp_path) | POLL
+    env |= {
+        "DURABLE_KAFKA_TLS_CERT_FILE": str(volume.path("tls.crt")),
+        "DURABLE_KAFKA_TLS_KEY_FILE": str(volume.path("tls.key")),
+    }
+    trusting = ssl.create_default_context(cafile=str(ca.path))
+    port = free_port()
+    with running_adapter(env, tmp_path / "serve.log", port, tls=trusting):
+        assert presented_serial(port, trusting) == first.serial
+        volume.update({"tls.crt": second.cert.read_bytes(), "tls.key": second.key.read_bytes()})
+        await until_presented(port, trusting, second.serial)
+    assert (
+        "tls_cert_file and tls_key_file changed: reloading" in (tmp_path / "serve.log").read_text()
+    )
+
+
+@pytest.mark.timeout(120)
+async def test_a_swapped_token_file_lets_the_new_token_in_and_the_removed_one_not(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    volume = SecretVolume(tmp_path / "auth", {"tokens.toml": _tokens(tmp_path, OLD_TOKEN)})
+    env = cluster_env(kafka_bootstrap, new_prefix(), tmp_path) | POLL
+    env |= {
+        "DURABLE_KAFKA_AUTH_MODE": "static",
+        "DURABLE_KAFKA_AUTH_TOKEN_FILE": str(volume.path("tokens.toml")),
+    }
+    with running_adapter(env, tmp_path / "serve.log") as url:
+        async with aiohttp.ClientSession() as http:
+
+            async def status(token: str, method: str = "GET") -> int:
+                headers = {"Authorization": f"Bearer {token}"}
+                async with http.request(method, f"{url}/tokens", headers=headers) as response:
+                    return response.status
+
+            assert await status(OLD_TOKEN, "PUT") == 201
+            assert (await status(OLD_TOKEN), await status(NEW_TOKEN)) == (200, 401)
+            volume.update({"tokens.toml": _tokens(tmp_path, NEW_TOKEN)})
+            for _ in range(300):
+                if await status(NEW_TOKEN) == 200:
+                    break
+                await asyncio.sleep(0.1)
+            assert (await status(NEW_TOKEN), await status(OLD_TOKEN)) == (200, 401)
+
+
+def _client_properties(kafka: SecureKafka, user: str, password: str) -> bytes:
+    properties = kafka.sasl_properties(user, password) | {
+        # Idle connections close after a second, so that the appends after the rotation
+        # reconnect, and authenticate again (with the password the file holds then).
+        "connections.max.idle.ms": "1000",
+    }
+    return "".join(f"{key}={value}\n" for key, value in properties.items()).encode()
+
+
+def _transactions_ready(kafka: SecureKafka) -> None:
+    """A transaction begun once as the super user: a fresh broker creates its transaction
+    state topic then, rather than while the adapter starts (slow on a loaded machine)."""
+    config = {"bootstrap.servers": kafka.sasl_bootstrap, **kafka.sasl_properties("admin")}
+    Producer({**config, "transactional.id": "warm-up"}).init_transactions(120)
+
+
+@pytest.mark.timeout(240)
+async def test_a_new_scram_password_is_used_without_losing_an_append(
+    secured_kafka: SecureKafka, tmp_path: Path
+) -> None:
+    prefix, user = new_prefix(), f"rotated-{uuid.uuid4().hex[:8]}"
+    old, new = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    secured_kafka.set_password(user, old)
+    secured_kafka.grant(user, instance_grants(prefix))
+    _transactions_ready(secured_kafka)
+    volume = SecretVolume(
+        tmp_path / "kafka", {"client.properties": _client_properties(secured_kafka, user, old)}
+    )
+    env = cluster_env(secured_kafka.sasl_bootstrap, prefix, tmp_path) | POLL
+    env |= {
+        "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(volume.path("client.properties")),
+        "DURABLE_KAFKA_PARTITIONS": "1",
+        "DURABLE_KAFKA_TIER_AFTER_BYTES": str(1 << 30),  # every append stays in Kafka
+    }
+    log = tmp_path / "serve.log"
+    bucket = f"r{uuid.uuid4().hex[:8]}"
+    sent: list[bytes] = []
+    with running_adapter(env, log) as url:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+            stream = f"{url}/{bucket}/doc"
+            assert (await past_moves(http, "PUT", f"{url}/{bucket}"))[0] == 201
+            assert (await past_moves(http, "PUT", stream, headers=TEXT))[0] == 201
+
+            async def append(n: int) -> None:
+                """Sent again after a 503 (nothing written), as a client does."""
+                value = f"m{n}".encode()
+                status, body = await past_moves(http, "POST", stream, data=value, headers=TEXT)
+                assert status in (200, 204), (n, body)
+                sent.append(value)
+
+            for n in range(3):
+                await append(n)
+            secured_kafka.set_password(user, new)
+            volume.update({"client.properties": _client_properties(secured_kafka, user, new)})
+            for _ in range(300):
+                if "kafka SASL credentials reloaded" in log.read_text():
+                    break
+                await asyncio.sleep(0.1)
+            for n in range(3, 9):  # each after the connections idled out: new ones
+                await asyncio.sleep(1.5)
+                await append(n)
+    properties = secured_kafka.sasl_properties(user, new)
+    values = read_committed(secured_kafka.sasl_bootstrap, properties, prefix, bucket)
+    assert [value for value in values if value] == sent  # b"": the stream's creation
