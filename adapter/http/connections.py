@@ -32,6 +32,11 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 MAX_BACKLOG = 65_535
 # Descriptors kept for what is not a client connection: Kafka clients, files, refusals.
 RESERVED_DESCRIPTORS = 512
+# The highest descriptor numbers, never given to a client connection whatever the count: the
+# parts that are not clients (Kafka clients reconnecting, the object store's files, requests
+# forwarded to peers) take the lowest free number, so these stay theirs when they outgrow the
+# reserve. A connection the kernel gives one of them is refused at once.
+HEADROOM_DESCRIPTORS = 64
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,7 @@ class ConnectionLimits:
     max_connections: int  # what the descriptor limit leaves room for, at most
     max_per_address: int  # 0: no limit
     max_memory_bytes: int = 0  # resident memory past which requests are refused; 0: none
+    descriptor_ceiling: int = 0  # a connection on a descriptor this high is refused; 0: none
 
     @classmethod
     def of(cls, settings: Settings) -> ConnectionLimits:
@@ -52,6 +58,7 @@ class ConnectionLimits:
             max_connections=within_descriptors(settings.max_connections),
             max_per_address=settings.max_connections_per_address,
             max_memory_bytes=settings.max_memory_bytes,
+            descriptor_ceiling=descriptor_ceiling(),
         )
 
 
@@ -78,6 +85,14 @@ def within_descriptors(wanted: int) -> int:
     return wanted
 
 
+def descriptor_ceiling() -> int:
+    """The lowest descriptor number a client connection may not take (0: no such number)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 0
+    return max(soft - HEADROOM_DESCRIPTORS, 1)
+
+
 def listen_backlog(max_connections: int) -> int:
     """How many connections may wait to be accepted: as many as would be admitted. A fuller
     queue drops new connections' handshakes, and the client retries them for seconds (1, 3,
@@ -94,14 +109,23 @@ class ConnectionCounts:
         self.total = 0
         self.per_address: Counter[str] = Counter()
 
-    def refusal(self, address: str) -> str | None:
-        """Why a new connection from `address` is over a limit, or None if it is admitted."""
+    def refusal(self, address: str, descriptor: int = -1) -> str | None:
+        """Why a new connection from `address`, on `descriptor`, is over a limit, or None if
+        it is admitted."""
+        ceiling = self.limits.descriptor_ceiling
+        if ceiling and descriptor >= ceiling:
+            return "this instance is short of file descriptors; retry"
         if self.limits.max_connections and self.total >= self.limits.max_connections:
             return f"over {self.limits.max_connections} connections to this instance; retry"
         per_address = self.limits.max_per_address
         if per_address and self.per_address[address] >= per_address:
             return f"over {per_address} connections from one client address; retry"
         return None
+
+    def full(self, handshaking: int) -> bool:
+        """Whether the connections admitted and the `handshaking` ones fill `max_connections`."""
+        most = self.limits.max_connections
+        return bool(most) and self.total + handshaking >= most
 
     def admit(self, address: str) -> None:
         self.total += 1

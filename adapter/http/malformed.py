@@ -31,12 +31,6 @@ class RequestTimedOut(HttpProcessingError):
     code = 408
 
 
-class TooManyConnections(HttpProcessingError):
-    """The connection is over a connection limit: its request is answered 503, then closed."""
-
-    code = 503
-
-
 class Overloaded(HttpProcessingError):
     """The process is past its memory cap: a request is answered 503 until it is back under."""
 
@@ -49,8 +43,6 @@ def refused(error: HttpProcessingError) -> ProtocolError:
         return ProtocolError(ErrorCode.REQUEST_TIMEOUT, error.message)
     if isinstance(error, Overloaded):
         return ProtocolError(ErrorCode.UNAVAILABLE, error.message)
-    if isinstance(error, TooManyConnections):
-        return ProtocolError(ErrorCode.TOO_MANY_CONNECTIONS, error.message)
     if isinstance(error, LineTooLong):
         if error.args[1] == MAX_REQUEST_LINE:
             return ProtocolError(

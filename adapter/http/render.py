@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from http import HTTPStatus
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -62,6 +63,22 @@ def error_response(
     response = json_response(body, status=error.code.status, headers=headers)
     response[ERROR_CODE] = error.code.code  # for the request log
     return response
+
+
+def error_bytes(error: ProtocolError, headers: Mapping[str, str]) -> bytes:
+    """`error_response` as the bytes of a whole HTTP/1.1 answer, ending the connection: for
+    a connection refused before any request of it is read (it has no request to answer)."""
+    body = json.dumps(
+        {"error": {"code": error.code.code, "message": error.message}}, separators=(",", ":")
+    ).encode()
+    fields = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+    fields |= {"Connection": "close", **headers, **error.headers}
+    if error.retriable:
+        fields.setdefault("Retry-After", RETRY_AFTER_S)
+    status = error.code.status
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"]
+    lines += [f"{name}: {value}" for name, value in fields.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
 @web.middleware

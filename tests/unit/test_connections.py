@@ -62,3 +62,17 @@ def test_the_backlog_holds_as_many_as_would_be_admitted_up_to_the_most_listen_ta
     assert listen_backlog(1000) == 1000
     assert listen_backlog(0) == MAX_BACKLOG  # no limit
     assert listen_backlog(10 * MAX_BACKLOG) == MAX_BACKLOG
+
+
+def test_a_connection_on_the_highest_descriptors_is_refused_whatever_the_count() -> None:
+    counts = ConnectionCounts(ConnectionLimits(1.0, 1.0, 1.0, 0, 0, descriptor_ceiling=960))
+    assert counts.refusal("a", 959) is None
+    assert "short of file descriptors" in (counts.refusal("a", 960) or "")
+
+
+def test_handshakes_under_way_count_with_the_connections_admitted() -> None:
+    counts = ConnectionCounts(_limits(3, 0))
+    counts.admit("a")
+    assert not counts.full(handshaking=1)
+    assert counts.full(handshaking=2)
+    assert not ConnectionCounts(_limits(0, 0)).full(handshaking=10_000)  # no limit
