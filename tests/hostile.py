@@ -24,6 +24,7 @@ import functools
 import gzip
 import json
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -100,6 +101,7 @@ class Measures:
     baseline_rss: int
     peak_rss: int = 0
     max_stall_s: float = 0.0
+    shape_stall_s: float = 0.0  # the longest during the shape running now
     stalls: int = 0
     probes: int = 0
     answers: Counter[str] = field(default_factory=Counter)  # "shape: status" -> how many
@@ -149,24 +151,40 @@ def alive(pid: int) -> bool:
 
 
 class Probe:
-    """`/healthz` every `PROBE_EVERY_S` on a kept-alive connection, each answer timed; the
-    process's resident memory sampled with each."""
+    """`/healthz` every `PROBE_EVERY_S` on a kept-alive connection, each answer timed, and the
+    process's resident memory every `SAMPLE_EVERY_S`: on a thread and event loop of their own,
+    so that the shapes' work in this process (thousands of clients) neither delays them nor
+    passes for the instance's stalls."""
 
     def __init__(self, target: Target, measures: Measures) -> None:
         self.target, self.measures = target, measures
         _, self.baseline_peak = resident(target.pid)
+        self.stopped = threading.Event()
 
-    async def sampling(self) -> None:
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        thread = threading.Thread(target=asyncio.run, args=(self._both(),), daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            self.stopped.set()
+            thread.join(ANSWER_TIMEOUT_S * 2)
+
+    async def _both(self) -> None:
+        await asyncio.gather(self._probing(), self._sampling())
+
+    async def _sampling(self) -> None:
         """Resident memory every few milliseconds, the instance stalled or not."""
-        while True:
+        while not self.stopped.is_set():
             self.sample()
             await asyncio.sleep(SAMPLE_EVERY_S)
 
-    async def run(self) -> None:
+    async def _probing(self) -> None:
         connector = aiohttp.TCPConnector(limit=1)
         timeout = aiohttp.ClientTimeout(total=ANSWER_TIMEOUT_S)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-            while True:
+            while not self.stopped.is_set():
                 await self._once(session)
                 await asyncio.sleep(PROBE_EVERY_S)
 
@@ -182,6 +200,7 @@ class Probe:
         self.measures.probes += 1
         self.measures.stalls += took > STALL_S
         self.measures.max_stall_s = max(self.measures.max_stall_s, took)
+        self.measures.shape_stall_s = max(self.measures.shape_stall_s, took)
 
     def sample(self) -> None:
         if not alive(self.target.pid):
@@ -428,10 +447,9 @@ async def run_shapes(target: Target, sizes: Sizes, shapes: list[Shape] = SHAPES)
     measures = Measures(baseline_rss=resident(target.pid)[0])
     measures.notes.append(f"descriptors open before: {descriptors(target.pid)}")
     probe = Probe(target, measures)
-    probing = asyncio.gather(probe.run(), probe.sampling())
-    try:
+    with probe.running():
         for shape in shapes:
-            started = time.monotonic()
+            started, measures.shape_stall_s = time.monotonic(), 0.0
             await shape(target, sizes, measures)
             took = time.monotonic() - started
             probe.sample()
@@ -439,15 +457,12 @@ async def run_shapes(target: Target, sizes: Sizes, shapes: list[Shape] = SHAPES)
             now = resident(target.pid)[0] if alive(target.pid) else measures.baseline_rss
             measures.notes.append(
                 f"{shape.__name__}: {took:.1f} s, memory growth: at most {peak:.0f} MiB so far, "
-                f"{(now - measures.baseline_rss) / 2**20:.0f} MiB now"
+                f"{(now - measures.baseline_rss) / 2**20:.0f} MiB now; "
+                f"longest /healthz {measures.shape_stall_s * 1000:.0f} ms"
             )
             if not alive(target.pid):
                 measures.notes.append(f"the process exited during {shape.__name__}")
                 break
-    finally:
-        probing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await probing
     probe.sample()
     return measures
 
