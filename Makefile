@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help run up down status cluster-up cluster-down faults fuzz test conformance conformance-workers clients bench bench-smoke lint typecheck docs reference deps venv clean
+.PHONY: help run up down status cluster-up cluster-down faults fuzz hostile test conformance conformance-workers clients bench bench-smoke lint typecheck docs reference deps venv clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -38,6 +38,9 @@ faults: deps  ## the long fault suite on its own 3-broker cluster and MinIO (SEE
 
 fuzz: deps  ## schemathesis on every operation of /openapi.json, 200 examples each (FUZZ_EXAMPLES=n)
 	FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),200) $(PY) -m pytest tests/integration/test_fuzz.py -p no:randomly -o timeout=3600
+
+hostile: deps  ## hostile inputs at full size against one instance (ulimit -n 4096) on a broker of its own; prints the longest /healthz stall (BOOTSTRAP=host:port reuses a broker)
+	$(PY) -m tests.hostile $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP))
 
 status: venv  ## which local services answer
 	$(PY) -m devstack status

@@ -430,6 +430,7 @@ def mounted_streams(
         Transactions(kafka, settings.kafka_timeout_s),
         StateTopics.of(settings.topic_prefix).producers,
         state_followed=follower.caught_up,
+        max_append_messages=settings.max_append_messages,
     )
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
+import resource
 import ssl
 import subprocess
 import sys
@@ -43,17 +45,24 @@ def running_adapter(
     port: int | None = None,
     workers: int | None = None,
     tls: ssl.SSLContext | None = None,
+    nofile: int | None = None,
 ) -> Iterator[str]:
     """Serve `durable-kafka serve` with `env` until the block ends; yield its base URL.
     With `tls` (a client context trusting the adapter's certificate), over HTTPS: `env`
-    then names the certificate and key."""
+    then names the certificate and key. With `nofile`, the process may open at most that
+    many descriptors (its `RLIMIT_NOFILE`, as `ulimit -n` sets it)."""
     port = port or free_port()
     base_url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT]
     argv += WORKERS if workers is None else ["--workers", str(workers)]
     with (
         log.open("ab") as sink,
-        subprocess.Popen(argv, env=os.environ | _own_catalog(log) | dict(env), stderr=sink) as proc,
+        subprocess.Popen(
+            argv,
+            env=os.environ | _own_catalog(log) | dict(env),
+            stderr=sink,
+            preexec_fn=None if nofile is None else functools.partial(_limit_descriptors, nofile),
+        ) as proc,
     ):
         try:
             _wait_ready(base_url, proc, log, int(argv[-1]), tls)
@@ -64,6 +73,11 @@ def running_adapter(
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def _limit_descriptors(count: int) -> None:
+    """In the child, before it runs the adapter."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
 
 def _wait_ready(

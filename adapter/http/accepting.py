@@ -9,9 +9,11 @@ accepts until the queue is empty (at most `ACCEPTS_PER_TURN` at a time), handing
 connection to the loop with `connect_accepted_socket`.
 
 Over HTTPS a handshake must finish within `handshake_timeout_s` (the head's deadline,
-`header_timeout_ms`) rather than asyncio's default of 60 s: a connection counts against the
-connection limits, and its head's deadline starts, only once its handshake is done, so
-connections opened and left silent are closed as soon as an unfinished head would be.
+`header_timeout_ms`) rather than asyncio's default of 60 s, so connections opened and left
+silent are closed as soon as an unfinished head would be. Handshakes under way count against
+`max_connections` with the connections admitted: a connection accepted while they fill it is
+closed at once (before its handshake, it cannot be told why), since each holds a descriptor
+as much as an admitted connection does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ import ssl
 from typing import Any
 
 from aiohttp import web
+
+from adapter.http.connections import ConnectionCounts
+from adapter.http.server import ProtocolServer
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +49,10 @@ class Acceptor:
         factory: Any,
         tls: ssl.SSLContext | None,
         handshake_timeout_s: float | None,
+        counts: ConnectionCounts | None = None,
     ) -> None:
         self.socks = socks
+        self.counts = counts  # the connections admitted, with which handshakes count
         self.factory = factory
         self.tls = tls
         self.handshake_timeout_s = handshake_timeout_s if tls is not None else None
@@ -89,6 +96,14 @@ class Acceptor:
             self.loop.add_reader(sock.fileno(), self._readable, sock)
 
     def _connect(self, conn: socket.socket) -> None:
+        if (
+            self.tls is not None
+            and self.counts is not None
+            and self.counts.full(len(self.connecting))
+        ):
+            log.debug("connection closed: %d handshakes fill max_connections", len(self.connecting))
+            conn.close()
+            return
         conn.setblocking(False)
         connecting = self.loop.connect_accepted_socket(
             self.factory, conn, ssl=self.tls, ssl_handshake_timeout=self.handshake_timeout_s
@@ -139,7 +154,9 @@ class AcceptingSite(web.BaseSite):
         await super().start()  # registers the site with its runner
         assert self._runner.server is not None
         socks = [self.given] if self.given is not None else self._listen()
-        acceptor = Acceptor(socks, self._runner.server, self._ssl_context, self.handshake_timeout_s)
+        server = self._runner.server
+        counts = server.counts if isinstance(server, ProtocolServer) else None
+        acceptor = Acceptor(socks, server, self._ssl_context, self.handshake_timeout_s, counts)
         self._server = acceptor  # type: ignore[assignment]
 
     def _listen(self) -> list[socket.socket]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aiohttp import web
@@ -22,6 +21,7 @@ from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import is_json, normalize_content_type
 from adapter.protocol.identifiers import validate_bucket_id
+from adapter.protocol.json_bodies import read_json
 from adapter.protocol.mounts import MountSpec, invalid, parse_mount
 from adapter.protocol.offsets import encode
 from adapter.state.records import BucketMeta, MountMeta, StreamMeta
@@ -58,7 +58,7 @@ async def create_bucket(request: web.Request) -> web.Response:
 async def configure_bucket(request: web.Request) -> web.Response:
     """Replace the bucket's configuration (the whole of it); `If-Match` makes it conditional."""
     bucket_id = _bucket_id(request)
-    config = parse_config(_json(await request.read(), "bucket configuration"))
+    config = parse_config(read_json(await request.read(), "bucket configuration"))
     if_match = request.headers.get("If-Match")
     meta = await request.app[BUCKETS].configure(bucket_id, config, if_match)
     return json_response(rendered(config_of(meta)), headers=_etag(meta) | _NO_STORE)
@@ -91,19 +91,12 @@ async def _bucket_request(request: web.Request) -> MountSpec | BucketConfig | No
     content_type = normalize_content_type(request.headers.get("Content-Type"))
     if not body or content_type is None or not is_json(content_type):
         return None  # a plain bucket: any other body is ignored, as it always was
-    document = _json(body, "bucket body")
+    document = read_json(body, "bucket body")
     if isinstance(document, dict) and "mount" in document:
         if set(document) != {"mount"}:
             raise invalid('a mount\'s body must be {"mount": {...}} alone')
         return parse_mount(document["mount"])
     return parse_config(document)
-
-
-def _json(body: bytes, what: str) -> Any:
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ProtocolError(ErrorCode.INVALID_JSON, f"{what}: {error}") from None
 
 
 @routes.get("/{bucket}", expect_handler=defer_continue)

@@ -35,6 +35,11 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 MAX_BACKLOG = 65_535
 # Descriptors kept for what is not a client connection: Kafka clients, files, refusals.
 RESERVED_DESCRIPTORS = 512
+# The highest descriptor numbers, never given to a client connection whatever the count: the
+# parts that are not clients (Kafka clients reconnecting, the object store's files, requests
+# forwarded to peers) take the lowest free number, so these stay theirs when they outgrow the
+# reserve. A connection the kernel gives one of them is refused at once.
+HEADROOM_DESCRIPTORS = 64
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class ConnectionLimits:
     max_per_address: int  # 0: no limit
     max_memory_bytes: int = 0  # resident memory past which requests are refused; 0: none
     peer_key: str = ""  # the deployment's shared key (`peer_key_file`); "": none
+    descriptor_ceiling: int = 0  # a connection on a descriptor this high is refused; 0: none
 
     @classmethod
     def of(cls, settings: Settings) -> ConnectionLimits:
@@ -57,6 +63,7 @@ class ConnectionLimits:
             max_per_address=settings.max_connections_per_address,
             max_memory_bytes=memory_cap(settings.max_memory_bytes),
             peer_key=load_peer_key(settings),
+            descriptor_ceiling=descriptor_ceiling(),
         )
 
 
@@ -83,6 +90,14 @@ def within_descriptors(wanted: int) -> int:
     return wanted
 
 
+def descriptor_ceiling() -> int:
+    """The lowest descriptor number a client connection may not take (0: no such number)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 0
+    return max(soft - HEADROOM_DESCRIPTORS, 1)
+
+
 def listen_backlog(max_connections: int) -> int:
     """How many connections may wait to be accepted: as many as would be admitted. A fuller
     queue drops new connections' handshakes, and the client retries them for seconds (1, 3,
@@ -99,14 +114,27 @@ class ConnectionCounts:
         self.total = 0
         self.per_address: Counter[str] = Counter()
 
-    def refusal(self, address: str) -> str | None:
-        """Why a new connection from `address` is over a limit, or None if it is admitted."""
+    def refusal(self, address: str, descriptor: int = -1) -> str | None:
+        """Why a new connection on `descriptor` is refused at once, or None: past the
+        descriptors kept in reserve, or over `max_connections`."""
+        ceiling = self.limits.descriptor_ceiling
+        if ceiling and descriptor >= ceiling:
+            return "this instance is short of file descriptors; retry"
         if self.limits.max_connections and self.total >= self.limits.max_connections:
             return f"over {self.limits.max_connections} connections to this instance; retry"
+        return None
+
+    def over_address(self, address: str) -> str | None:
+        """Why a new connection from `address` is over its address's limit, or None."""
         per_address = self.limits.max_per_address
         if per_address and self.per_address[address] >= per_address:
             return f"over {per_address} connections from one client address; retry"
         return None
+
+    def full(self, handshaking: int) -> bool:
+        """Whether the connections admitted and the `handshaking` ones fill `max_connections`."""
+        most = self.limits.max_connections
+        return bool(most) and self.total + handshaking >= most
 
     def admit(self, address: str) -> None:
         self.total += 1
@@ -116,17 +144,15 @@ class ConnectionCounts:
         self.total -= 1
         self._leave(address)
 
-    def peer(self, address: str | None) -> bool:
-        """A connection turned out to be another instance's: counted in all, never against an
-        address (`address`: the one it was admitted under; None: it was refused). False if it
-        is over `max_connections` even so."""
-        if address is not None:
-            self._leave(address)
-            return True
-        if self.limits.max_connections and self.total >= self.limits.max_connections:
-            return False
+    def admit_unaddressed(self) -> None:
+        """A connection over its address's limit that may be another instance's (its first
+        request says): counted in all only, so `max_connections` still bounds such ones."""
         self.total += 1
-        return True
+
+    def peer(self, address: str) -> None:
+        """An admitted connection turned out to be another instance's: off its address's
+        count, in all only."""
+        self._leave(address)
 
     def release_peer(self) -> None:
         self.total -= 1

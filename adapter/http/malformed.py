@@ -32,7 +32,8 @@ class RequestTimedOut(HttpProcessingError):
 
 
 class TooManyConnections(HttpProcessingError):
-    """The connection is over a connection limit: its request is answered 503, then closed."""
+    """A connection over its address's limit whose request is not another instance's: its
+    request is answered 503, then it is closed."""
 
     code = 503
 

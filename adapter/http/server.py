@@ -7,8 +7,9 @@ it (aio-libs/aiohttp#3287). `ProtocolHandler` answers those as every other error
 `{"error": {...}}` with the precise status (414, 431, 400), the CORS and `nosniff` headers, and
 no traceback, since they are the client's mistake. It also enforces `ConnectionLimits`
 (`adapter/http/connections.py`): a head or body later than its timeout is answered 408 and the
-connection closed; a connection over a limit has its request answered 503. `ProtocolRunner`
-serves an app with it.
+connection closed; a connection over a limit is answered 503 as soon as it is made, before
+any request, and closed at once, so that it never holds a descriptor. `ProtocolRunner` serves
+an app with it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -40,8 +41,8 @@ from adapter.http.observe import (
     request_id,
 )
 from adapter.http.peer_headers import PEER_KEY
-from adapter.http.render import Handler, error_response
-from adapter.http.security import CORS, CorsPolicy
+from adapter.http.render import Handler, error_bytes, error_response
+from adapter.http.security import CORS, SECURITY_HEADERS, CorsPolicy
 from adapter.metrics import Metrics
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
@@ -81,19 +82,41 @@ class ProtocolHandler(RequestHandler):
         self.counts = counts
         self.memory = memory
         self.address: str | None = None  # the client's, once admitted
-        self.peer = False  # another instance's, counted in all only
-        self.refusal: str | None = None  # why this connection is over a limit
+        self.peer = False  # another instance's (or maybe, while `refusal`), counted in all only
+        self.refusal: str | None = None  # over its address's limit, unless a peer's
         self._head_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         address = _client_address(self.peername)
-        self.refusal = self.counts.refusal(address)
-        if self.refusal is None:
+        refusal = self.counts.refusal(address, _descriptor(transport))
+        if refusal is not None:
+            self._refuse(transport, refusal)
+            return
+        over = self.counts.over_address(address)
+        if over is None:
             self.counts.admit(address)
             self.address = address
-        else:  # answered at its request, or at the head timeout if it sends none
+        elif self.counts.limits.peer_key:
+            # Another instance forwards from a few addresses: its first request, carrying the
+            # deployment's key, may let it in (counted in all meanwhile); else it is refused.
+            self.counts.admit_unaddressed()
+            self.peer, self.refusal = True, over
             self._start_head_deadline()
+        else:
+            self._refuse(transport, over)
+
+    def _refuse(self, transport: asyncio.BaseTransport, refusal: str) -> None:
+        """Answer 503 at once and close: a refused connection held until its head's timeout
+        kept its descriptor, and enough silent ones used every descriptor the process had
+        (the Kafka clients and the object store then failed with EMFILE)."""
+        error = ProtocolError(ErrorCode.TOO_MANY_CONNECTIONS, refusal)
+        writable = cast(asyncio.Transport, transport)  # uvloop's are not asyncio's classes
+        writable.write(error_bytes(error, SECURITY_HEADERS))
+        writable.close()  # once the answer is handed to the kernel
+        log.debug("refused a connection from %s: %s", self.peername, refusal)
+        if self.metrics is not None:
+            self.metrics.rejections.labels(error.code.code).inc()
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._stop_head_deadline()
@@ -130,26 +153,22 @@ class ProtocolHandler(RequestHandler):
             self._head_deadline = None
 
     def _head_late(self) -> None:
-        """A head begun but unfinished at its deadline: answered (408, or 503 if the
-        connection is over a limit) as if the parser had refused it, then closed."""
+        """A head begun but unfinished at its deadline: answered 408 as if the parser had
+        refused it, then closed."""
         self._head_deadline = None
         waiter = self._waiter
         if not self._waiting_for_head() or waiter is None:
             return
         seconds = self.counts.limits.header_timeout_s
-        error: HttpProcessingError = (
-            TooManyConnections(message=self.refusal)
-            if self.refusal is not None
-            else RequestTimedOut(message=f"the request's head took over {seconds:g} s")
-        )
+        error = RequestTimedOut(message=f"the request's head took over {seconds:g} s")
         self._messages.append((_ErrInfo(error.code, error, error.message), EMPTY_PAYLOAD))
         waiter.set_result(None)
 
     async def within_limits(self, request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
         """Run `handler` unless the connection is over a limit; fail its body's read once the
         body is later than `body_timeout` (answered 408 by the errors middleware)."""
-        if not self.peer and self._from_a_peer(request):
-            self._admit_peer()
+        if self.refusal is not None or self.address is not None:
+            self._admit_peer(request)
         if self.refusal is not None:
             raise TooManyConnections(message=self.refusal)
         if request.path not in ALWAYS_SERVED and self.memory.over():
@@ -170,11 +189,14 @@ class ProtocolHandler(RequestHandler):
         sent = request.headers.get(PEER_KEY)
         return bool(key) and sent is not None and hmac.compare_digest(sent.encode(), key.encode())
 
-    def _admit_peer(self) -> None:
-        """Another instance's connection: off its address's count, and admitted if only that
-        count refused it."""
-        if self.counts.peer(self.address):
-            self.peer, self.refusal, self.address = True, None, None
+    def _admit_peer(self, request: web.BaseRequest) -> None:
+        """Another instance's connection (its request carries the deployment's key): off its
+        address's count, and admitted if only that count refused it."""
+        if not self._from_a_peer(request):
+            return
+        if self.address is not None:
+            self.counts.peer(self.address)
+        self.peer, self.refusal, self.address = True, None, None
 
     def _body_late(self, request: web.BaseRequest) -> None:
         if request.content.is_eof():
@@ -285,6 +307,12 @@ class ProtocolRunner(web.AppRunner):
             loop=made._loop,
             **made._kwargs,
         )
+
+
+def _descriptor(transport: asyncio.BaseTransport) -> int:
+    """The connection's descriptor number (-1 when it has none)."""
+    sock = transport.get_extra_info("socket")
+    return int(sock.fileno()) if sock is not None else -1
 
 
 def _client_address(peername: object) -> str:

@@ -1,4 +1,11 @@
-"""Objects as files under one folder: the embedded default, for one machine."""
+"""Objects as files under one folder: the embedded default, for one machine.
+
+Every `OSError` of the file system (out of descriptors, a full disk, a folder gone) is raised
+as a retriable `ObjectStoreError`, as S3's failures are: the callers (the supervisor's check,
+tiering, snapshots, reads) know that error and ride it out or answer 503. A raw `OSError` that
+escaped a background task would stop the process: 564 idle connections under `ulimit -n 700`
+made the supervisor's listing of this folder fail with EMFILE, and the instance exit.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,22 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ParamSpec, TypeVar
 
 from adapter.objects.base import Fetched, ObjectStoreError
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+async def _in_thread(what: str, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """`call` on a worker thread, its `OSError` translated for the store's callers."""
+    try:
+        return await asyncio.to_thread(call, *args, **kwargs)
+    except OSError as error:
+        raise ObjectStoreError(f"local store {what}: {error}", retriable=True) from error
 
 
 class LocalObjectStore:
@@ -37,17 +55,18 @@ class LocalObjectStore:
             raise ObjectStoreError(f"cannot use {self.root}: {error}", retriable=True) from error
 
     async def put(self, key: str, data: bytes) -> None:
-        await asyncio.to_thread(self._write, self._path(key), data)
+        await _in_thread(f"put {key}", self._write, self._path(key), data)
 
     async def put_stream(self, key: str, chunks: AsyncIterable[bytes]) -> None:
         """Chunks go to a temp file beside the object (a name `keys` never lists), which is
         renamed over the key once complete and synced; anything else deletes it."""
         path = self._path(key)
-        handle, tmp = await asyncio.to_thread(self._open_temp, path)
+        what = f"put {key}"
+        handle, tmp = await _in_thread(what, self._open_temp, path)
         try:
             async for chunk in chunks:
-                await asyncio.to_thread(handle.write, chunk)
-            await asyncio.to_thread(self._seal, handle, tmp, path)
+                await _in_thread(what, handle.write, chunk)
+            await _in_thread(what, self._seal, handle, tmp, path)
         except BaseException:
             handle.close()  # local and quick: done here, so even a cancellation cleans up
             with contextlib.suppress(FileNotFoundError):  # renamed just as it was cancelled
@@ -55,15 +74,15 @@ class LocalObjectStore:
             raise
 
     async def get(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
-        data = await asyncio.to_thread(self._read, self._path(key), start, end)
+        data = await _in_thread(f"get {key}", self._read, self._path(key), start, end)
         self.fetched.count(data, start > 0 or end is not None)
         return data
 
     async def delete(self, key: str) -> None:
-        await asyncio.to_thread(self._path(key).unlink, missing_ok=True)
+        await _in_thread(f"delete {key}", self._path(key).unlink, missing_ok=True)
 
     async def keys(self, prefix: str) -> list[str]:
-        return await asyncio.to_thread(self._keys, prefix)
+        return await _in_thread(f"keys {prefix}", self._keys, prefix)
 
     @staticmethod
     def _write(path: Path, data: bytes) -> None:

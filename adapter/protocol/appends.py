@@ -141,21 +141,24 @@ def check_producer(decision: Decision | None) -> None:
 def messages_of(content_type: str, body: bytes, limits: Limits) -> list[bytes]:
     if not body:
         return []
-    messages = json_mode.split_append(body) if is_json(content_type) else [body]
-    return within(messages, limits)
+    if is_json(content_type):
+        return json_mode.split_append(body, limits.max_append_messages)
+    return [body]
 
 
 def initial_messages(command: CreateStream, content_type: str, limits: Limits) -> list[bytes]:
     if is_json(content_type):
-        return within(json_mode.split_initial(command.body), limits)
+        return json_mode.split_initial(command.body, limits.max_append_messages)
     return [command.body] if command.body else []
 
 
 def within(messages: list[bytes], limits: Limits) -> list[bytes]:
+    """`messages` unless they are more than one request may write (a PUT's copied and
+    initial messages together)."""
     if len(messages) > limits.max_append_messages:
         raise ProtocolError(
             ErrorCode.PAYLOAD_TOO_LARGE,
-            f"a JSON array of {len(messages)} messages; at most "
-            f"{limits.max_append_messages} are written by one request",
+            f"{len(messages)} messages; at most {limits.max_append_messages} are written "
+            "by one request",
         )
     return messages

@@ -223,7 +223,7 @@ HELP: dict[str, tuple[str, str]] = {
         "Retry after `Retry-After`: nothing was written. With `Producer-*` headers a retry is always safe.",
     ),
     "too_many_connections": (
-        "the connection is past `max_connections` or `max_connections_per_address`; answered, then closed",
+        "the connection is past `max_connections` or `max_connections_per_address`, or the instance is short of file descriptors; answered as soon as it is made, then closed",
         "Retry on a new connection after `Retry-After`, or reuse fewer connections.",
     ),
     "outcome_unknown": (

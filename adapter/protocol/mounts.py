@@ -133,7 +133,7 @@ def parse_configured(document: Any) -> ConfiguredMount:
     return ConfiguredMount(validate_bucket_id(document["bucket"]), parse_mount(fields))
 
 
-def append_messages(content_type: str, command: Append) -> list[bytes]:
+def append_messages(content_type: str, command: Append, limit: int) -> list[bytes]:
     """The record values an append to a writable mount produces, one per message.
 
     A mount's records are plain: no closure, no `Stream-Seq`, `If-Match` or fencing token
@@ -163,4 +163,6 @@ def append_messages(content_type: str, command: Append) -> list[bytes]:
             ErrorCode.CONTENT_TYPE_MISMATCH,
             f"the stream is {content_type}, the append {command.content_type}",
         )
-    return json_mode.split_append(command.body) if is_json(content_type) else [command.body]
+    if is_json(content_type):
+        return json_mode.split_append(command.body, limit)
+    return [command.body]

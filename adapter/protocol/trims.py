@@ -16,11 +16,11 @@ latest point settled, so each trim also keeps what storage may follow (`trimmed`
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.json_bodies import read_json
 from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import ReadFrom, parse_offset
 from adapter.protocol.read_options import parse_moment
@@ -35,10 +35,7 @@ class TrimAt:
 
 def parse_trim(body: bytes) -> ReadFrom | TrimAt:
     """Where a trim body says the stream's messages stop being readable."""
-    try:
-        document: Any = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ProtocolError(ErrorCode.INVALID_JSON, f"trim body: {error}") from None
+    document: Any = read_json(body, "trim body")
     if isinstance(document, dict) and set(document) == {"at"}:
         at = document["at"]
         if isinstance(at, bool) or not isinstance(at, int | str):

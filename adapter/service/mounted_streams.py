@@ -81,7 +81,9 @@ class MountedStreams:
         transactions: Transactions,
         producers_topic: str,
         state_followed: Callable[[], Awaitable[None]],
+        max_append_messages: int,
     ) -> None:
+        self.max_append_messages = max_append_messages  # of a JSON array, as for our streams
         self.transactions = transactions
         self.producers_topic = producers_topic
         self.state_followed = state_followed  # returns once the state topics are followed
@@ -118,7 +120,7 @@ class MountedStreams:
         indexed = self.indexed(ref.bucket_id)
         places = indexed.index.places(ref.stream_id)
         content_type = (places.content_type if places else None) or mount.content_type
-        messages = append_messages(content_type, command)
+        messages = append_messages(content_type, command, self.max_append_messages)
         if command.producer is not None:
             return await self._append_once(mount, ref, key, messages, command.producer)
         written = await self.writer.produce(mount.topic, key, messages)

@@ -6,6 +6,7 @@ against `serve --workers 2` (where a forwarded write crosses to a sibling worker
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -362,3 +363,31 @@ def _closed_by_server(sock: socket.socket) -> bool:
         return sock.recv(1) == b""
     except ConnectionResetError:
         return True
+
+
+def test_handshakes_under_way_count_against_max_connections(
+    kafka_bootstrap: str, tmp_path: Path, ca: TestCA
+) -> None:
+    """Connections whose handshake never ends hold descriptors as admitted ones do: with
+    `max_connections` of them under way, the next is closed at once, not at its handshake's
+    deadline (30 s here, past the read's own 10 s)."""
+    env = _tls_env(kafka_bootstrap, tmp_path, ca.server("server"))
+    env |= {"DURABLE_KAFKA_HEADER_TIMEOUT_MS": "30000", "DURABLE_KAFKA_MAX_CONNECTIONS": "4"}
+    port = free_port()
+    with running_adapter(env, tmp_path / "adapter.log", port, 1, trusting(ca)):
+        with contextlib.ExitStack() as held:
+            for _ in range(4):
+                held.enter_context(socket.create_connection(("127.0.0.1", port), timeout=10))
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as over:
+                assert _closed_by_server(over)
+        assert _handshaken(port, trusting(ca))  # once they are gone, served again
+
+
+def _handshaken(port: int, context: ssl.SSLContext) -> bool:
+    """Whether a handshake succeeds (a closed connection's place comes back when the server
+    sees it closed, a moment after the client closed it)."""
+    for _ in range(100):
+        with contextlib.suppress(ConnectionResetError):
+            return presented_serial(port, context) > 0
+        time.sleep(0.1)
+    return False

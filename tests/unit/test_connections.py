@@ -20,10 +20,11 @@ def test_one_address_is_refused_past_its_limit_and_others_are_not() -> None:
     for _ in range(2):
         assert counts.refusal("10.0.0.1") is None
         counts.admit("10.0.0.1")
-    assert "one client address" in (counts.refusal("10.0.0.1") or "")
-    assert counts.refusal("10.0.0.2") is None
+    assert counts.refusal("10.0.0.1") is None  # not refused at once for its address
+    assert "one client address" in (counts.over_address("10.0.0.1") or "")
+    assert counts.over_address("10.0.0.2") is None
     counts.release("10.0.0.1")
-    assert counts.refusal("10.0.0.1") is None
+    assert counts.over_address("10.0.0.1") is None
     assert counts.per_address == {"10.0.0.1": 1}
 
 
@@ -40,14 +41,14 @@ def test_every_address_is_refused_past_the_total() -> None:
 def test_a_peers_connection_counts_in_all_but_never_against_its_address() -> None:
     counts = ConnectionCounts(_limits(4, 1))
     counts.admit("10.0.0.1")
-    assert counts.peer("10.0.0.1")  # admitted under its address, then known as a peer's
-    assert counts.refusal("10.0.0.1") is None  # its place is free for a client again
-    assert "one client address" not in (counts.refusal("10.0.0.1") or "")
-    assert counts.peer(None)  # refused for its address alone: admitted as a peer's
-    assert (counts.total, counts.per_address) == (2, {})
+    counts.peer("10.0.0.1")  # admitted under its address, then known as a peer's
+    assert counts.over_address("10.0.0.1") is None  # its place is free for a client again
     counts.admit("10.0.0.1")
+    assert counts.over_address("10.0.0.1") is not None
+    counts.admit_unaddressed()  # over its address: maybe a peer's, counted in all only
+    assert (counts.total, counts.per_address) == (3, {"10.0.0.1": 1})
     counts.admit("10.0.0.2")
-    assert not counts.peer(None)  # over the total even so
+    assert "connections to this instance" in (counts.refusal("10.0.0.3") or "")
     counts.release_peer()
     counts.release_peer()
     assert (counts.total, counts.per_address) == (2, {"10.0.0.1": 1, "10.0.0.2": 1})
@@ -78,3 +79,17 @@ def test_the_backlog_holds_as_many_as_would_be_admitted_up_to_the_most_listen_ta
     assert listen_backlog(1000) == 1000
     assert listen_backlog(0) == MAX_BACKLOG  # no limit
     assert listen_backlog(10 * MAX_BACKLOG) == MAX_BACKLOG
+
+
+def test_a_connection_on_the_highest_descriptors_is_refused_whatever_the_count() -> None:
+    counts = ConnectionCounts(ConnectionLimits(1.0, 1.0, 1.0, 0, 0, descriptor_ceiling=960))
+    assert counts.refusal("a", 959) is None
+    assert "short of file descriptors" in (counts.refusal("a", 960) or "")
+
+
+def test_handshakes_under_way_count_with_the_connections_admitted() -> None:
+    counts = ConnectionCounts(_limits(3, 0))
+    counts.admit("a")
+    assert not counts.full(handshaking=1)
+    assert counts.full(handshaking=2)
+    assert not ConnectionCounts(_limits(0, 0)).full(handshaking=10_000)  # no limit

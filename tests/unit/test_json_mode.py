@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.json_mode import render_array, split_append, split_initial
+
+LIMIT = 10_000
 
 
 @pytest.mark.parametrize(
@@ -32,7 +35,7 @@ from adapter.protocol.json_mode import render_array, split_append, split_initial
     ],
 )
 def test_split_append(body: bytes, messages: list[bytes]) -> None:
-    assert split_append(body) == messages
+    assert split_append(body, LIMIT) == messages
 
 
 def test_messages_keep_their_source_text() -> None:
@@ -40,7 +43,7 @@ def test_messages_keep_their_source_text() -> None:
     body = (
         b'[1E2, -0, 1e400, 12345678901234567890, 1.0, "\\ud800", "\xc3\xa9\\u00e9", {"b":1,"a":2}]'
     )
-    assert split_append(body) == [
+    assert split_append(body, LIMIT) == [
         b"1E2",
         b"-0",
         b"1e400",
@@ -76,7 +79,7 @@ def test_messages_keep_their_source_text() -> None:
 def test_invalid_json(body: bytes) -> None:
     for split in (split_append, split_initial):
         with pytest.raises(ProtocolError) as excinfo:
-            split(body)
+            split(body, LIMIT)
         assert excinfo.value.code is ErrorCode.INVALID_JSON
 
 
@@ -84,13 +87,13 @@ def test_invalid_json(body: bytes) -> None:
 def test_append_of_empty_array(body: bytes) -> None:
     # JSON Mode: should reject POST with empty array body / should reject empty JSON arrays
     with pytest.raises(ProtocolError) as excinfo:
-        split_append(body)
+        split_append(body, LIMIT)
     assert excinfo.value.code is ErrorCode.EMPTY_JSON_ARRAY
 
 
 def test_append_of_nothing() -> None:
     with pytest.raises(ProtocolError) as excinfo:
-        split_append(b"")
+        split_append(b"", LIMIT)
     assert excinfo.value.code is ErrorCode.EMPTY_BODY
 
 
@@ -106,7 +109,7 @@ def test_append_of_nothing() -> None:
     ],
 )
 def test_split_initial(body: bytes, messages: list[bytes]) -> None:
-    assert split_initial(body) == messages
+    assert split_initial(body, LIMIT) == messages
 
 
 @pytest.mark.parametrize(
@@ -129,10 +132,34 @@ def test_appends_read_back_as_one_array() -> None:
         b'[[["nested", "array"]]]',
         b"42",
     ]
-    messages = [message for body in bodies for message in split_append(body)]
+    messages = [message for body in bodies for message in split_append(body, LIMIT)]
     assert json.loads(render_array(messages)) == [
         {"single": 1},
         [{"batch": 2}, {"batch": 3}],
         [["nested", "array"]],
         42,
     ]
+
+
+@pytest.mark.parametrize("split", [split_append, split_initial])
+def test_an_array_of_the_limit_is_split(split: Callable[[bytes, int], list[bytes]]) -> None:
+    assert split(b"[0, 1 ,2]", 3) == [b"0", b"1", b"2"]
+
+
+@pytest.mark.parametrize("split", [split_append, split_initial])
+def test_an_array_past_the_limit_is_refused_where_it_passes_it(
+    split: Callable[[bytes, int], list[bytes]],
+) -> None:
+    # What follows the limit's next element is never read: here it is not even JSON, and
+    # a bomb of millions of elements costs no more than this.
+    body = b"[" + b"0," * 4 + b"0, nonsense"
+    with pytest.raises(ProtocolError) as excinfo:
+        split(body, 3)
+    assert excinfo.value.code is ErrorCode.PAYLOAD_TOO_LARGE
+    assert "more than 3 messages" in str(excinfo.value)
+
+
+def test_a_bad_element_within_the_limit_is_invalid_json() -> None:
+    with pytest.raises(ProtocolError) as excinfo:
+        split_append(b"[0, x, 0, 0, 0]", 3)
+    assert excinfo.value.code is ErrorCode.INVALID_JSON

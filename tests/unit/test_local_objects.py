@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,3 +120,34 @@ async def test_a_put_syncs_the_file_then_every_folder_whose_entries_it_changed(
             c.identity for c in calls if isinstance(c, _Synced) and c.folder
         }
     assert _identity(root) in {c.identity for c in calls if isinstance(c, _Synced) and c.folder}
+
+
+@contextlib.contextmanager
+def _no_descriptor_left() -> Iterator[None]:
+    """Every descriptor this process may open is open (as under a flood of connections)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # A new descriptor takes the lowest free number, which must be below the limit.
+    lowest_free = os.open(os.devnull, os.O_RDONLY)
+    os.close(lowest_free)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_out_of_descriptors_every_operation_fails_retriably(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path / "cold")
+    await store.put("a/b/1", b"x")
+    attempts: dict[str, Callable[[], Awaitable[object]]] = {
+        "put": lambda: store.put("a/b/2", b"y"),
+        "put_stream": lambda: store.put_stream("a/b/3", _chunks([b"z"])),
+        "get": lambda: store.get("a/b/1"),
+        "keys": lambda: store.keys("a/"),
+    }
+    for name, attempt in attempts.items():
+        with _no_descriptor_left(), pytest.raises(ObjectStoreError) as failed:
+            await attempt()
+        assert failed.value.retriable, name
+        assert "Too many open files" in str(failed.value), name
+    assert await store.keys("a/") == ["a/b/1"]  # nothing half-written is left behind

@@ -57,6 +57,15 @@ def test_a_configured_mount_names_its_bucket() -> None:
         parse_configured({"bucket": "No", "topic": "orders-v1"})
 
 
+LIMIT = 10_000
+
+
+def test_a_json_append_to_a_mount_is_held_to_the_message_limit() -> None:
+    with pytest.raises(ProtocolError) as raised:
+        append_messages("application/json", _append(b"[1, 2, 3]", "application/json"), 2)
+    assert raised.value.code is ErrorCode.PAYLOAD_TOO_LARGE
+
+
 def _append(body: bytes, content_type: str | None = "text/plain", **changes: Any) -> Append:
     fields: dict[str, Any] = {"close": False, "seq": None, "if_match": None} | changes
     return Append(StreamRef("orders", "k"), content_type, body, **fields)
@@ -64,11 +73,12 @@ def _append(body: bytes, content_type: str | None = "text/plain", **changes: Any
 
 def test_an_append_to_a_mount_is_one_record_per_message() -> None:
     assert parse_mount({"topic": "t", "appends": True}).appends is True
-    assert append_messages("text/plain", _append(b"[1, 2]")) == [b"[1, 2]"]
+    assert append_messages("text/plain", _append(b"[1, 2]"), LIMIT) == [b"[1, 2]"]
     json_append = _append(b"[1, 2]", "application/json")
-    assert append_messages("application/json", json_append) == [b"1", b"2"]
+    assert append_messages("application/json", json_append, LIMIT) == [b"1", b"2"]
     # Producer headers are kept by the mounted streams' transactional path, not refused.
-    assert append_messages("text/plain", _append(b"x", producer=ProducerStamp("p", 0, 0))) == [b"x"]
+    append = _append(b"x", producer=ProducerStamp("p", 0, 0))
+    assert append_messages("text/plain", append, LIMIT) == [b"x"]
 
 
 @pytest.mark.parametrize(
@@ -84,7 +94,7 @@ def test_an_append_to_a_mount_is_one_record_per_message() -> None:
 )
 def test_what_a_mount_cannot_keep_is_refused(append: Append, code: ErrorCode) -> None:
     with pytest.raises(ProtocolError) as raised:
-        append_messages("text/plain", append)
+        append_messages("text/plain", append, LIMIT)
     assert raised.value.code is code
 
 

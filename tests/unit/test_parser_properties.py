@@ -132,25 +132,26 @@ def test_an_sse_event_carries_any_text_as_one_event(text: str) -> None:
 @given(st.lists(json_values, min_size=1, max_size=6))
 def test_a_json_array_splits_into_its_elements_and_renders_back(values: list[Any]) -> None:
     body = json.dumps(values, indent=1).encode()
-    messages = json_mode.split_append(body)
+    messages = json_mode.split_append(body, 10)
     assert [json.loads(message) for message in messages] == values
     assert json.loads(json_mode.render_array(messages)) == values
 
 
 @given(json_values.filter(lambda value: not isinstance(value, list)))
 def test_a_json_value_is_one_message(value: Any) -> None:
-    (message,) = json_mode.split_append(f" {json.dumps(value)}\n".encode())
+    (message,) = json_mode.split_append(f" {json.dumps(value)}\n".encode(), 1)
     assert json.loads(message) == value
 
 
 @given(st.binary())
 def test_any_body_splits_or_is_refused(body: bytes) -> None:
-    messages = _outcome(lambda: json_mode.split_append(body))
+    messages = _outcome(lambda: json_mode.split_append(body, 10))
     if isinstance(messages, ErrorCode):
         assert messages in (
             ErrorCode.INVALID_JSON,
             ErrorCode.EMPTY_BODY,
             ErrorCode.EMPTY_JSON_ARRAY,
+            ErrorCode.PAYLOAD_TOO_LARGE,
         )
         return
     for message in messages:

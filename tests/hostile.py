@@ -1,0 +1,529 @@
+"""Hostile inputs sent to one running instance while a probe measures it.
+
+The shapes: idle connections by the thousand (past the descriptor limit), idle SSE sessions,
+heads and bodies sent a byte at a time, a megabyte URL, thousands of headers, compressed bombs
+on every route that takes a body, a JSON array of millions of messages, JSON nested 100,000
+deep on every route that reads JSON. Meanwhile a probe asks `/healthz` every 20 ms on a
+connection of its own, timing each answer (the longest is the worst stall of the event loop,
+plus a round trip), and samples the process's resident memory.
+
+`tests/integration/test_hostile.py` runs the shapes at `BOUNDED` sizes and asserts what must
+hold: the process never exits, its resident memory never grows more than `RSS_GROWTH_BYTES`
+over its baseline, nothing is answered 5xx but 503 `too_many_connections`, and a write made
+afterwards succeeds. `make hostile` (`python -m tests.hostile`) runs them at `FULL` sizes on a
+broker of its own and prints every measure, the longest stall among them: a timing, reported,
+never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import gzip
+import json
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import aiohttp
+from backports import zstd
+
+from tests.adapter_process import adapter_pid, running_adapter
+
+RSS_GROWTH_BYTES = 64 * 1024 * 1024
+# The answers where a 503 `too_many_connections` is right: connections the limits refuse.
+REFUSED_SHAPES = ("idle", "sse", "probe")
+# The instance's descriptor limit: 512 client connections once its reserve is kept.
+NOFILE = 1024
+HEADER_TIMEOUT_MS = 30_000  # long: a refusal must not wait for it
+STALL_S = 0.1  # a probe answer slower than this counts as a stall
+PROBE_EVERY_S = 0.02
+SAMPLE_EVERY_S = 0.01
+ANSWER_TIMEOUT_S = 10.0  # a bounded wait for an answer: an end, never a timing
+DEEP = 100_000
+JSON = "application/json"
+TEXT = "text/plain"
+# The largest body is `max_message_bytes` (8 MiB) less 16 KiB: this array just fits, 4.19M
+# messages in 8 KiB of gzip.
+JSON_BOMB_MESSAGES = (8 * 1024 * 1024 - 16 * 1024 - 3) // 2
+CODED_BOMB_BYTES = 64 * 1024 * 1024  # far past every route's limit
+
+
+@dataclass(frozen=True)
+class Sizes:
+    idle_connections: int
+    idle_sse: int
+    slow_clients: int
+    hold_s: float  # how long idle and slow clients are kept
+
+
+BOUNDED = Sizes(idle_connections=1_500, idle_sse=300, slow_clients=40, hold_s=3.0)
+FULL = Sizes(idle_connections=8_000, idle_sse=3_000, slow_clients=1_000, hold_s=15.0)
+
+
+@dataclass
+class Target:
+    """The instance under test and what the shapes send to."""
+
+    url: str
+    pid: int
+    bucket: str = field(default_factory=lambda: f"hostile-{uuid.uuid4().hex[:8]}")
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.url).port or 80
+
+    @property
+    def text(self) -> str:
+        return f"/{self.bucket}/text"
+
+    @property
+    def json(self) -> str:
+        return f"/{self.bucket}/json"
+
+
+@dataclass
+class Measures:
+    """What the probe saw, and what the shapes were answered."""
+
+    baseline_rss: int
+    peak_rss: int = 0
+    max_stall_s: float = 0.0
+    shape_stall_s: float = 0.0  # the longest during the shape running now
+    stalls: int = 0
+    probes: int = 0
+    answers: Counter[str] = field(default_factory=Counter)  # "shape: status" -> how many
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rss_growth(self) -> int:
+        return max(0, self.peak_rss - self.baseline_rss)
+
+    def server_errors(self) -> list[str]:
+        """Answers 5xx, or none at all, other than a refusal over the connection limits
+        (503 to a new connection while they are full)."""
+        return [key for key in self.answers if not _expected(key)]
+
+
+def _expected(answer: str) -> bool:
+    *shape, status = answer.rsplit(" ", 1)
+    if status == "503" and shape[0].startswith(REFUSED_SHAPES):
+        return True
+    return status.isdigit() and int(status) < 500
+
+
+def resident(pid: int) -> tuple[int, int]:
+    """The process's resident memory now and at its peak (VmRSS, VmHWM), in bytes."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        fields[name] = value
+    return int(fields["VmRSS"].split()[0]) * 1024, int(fields["VmHWM"].split()[0]) * 1024
+
+
+def descriptors(pid: int) -> int:
+    """How many descriptors the process has open."""
+    try:
+        return len(list(Path(f"/proc/{pid}/fd").iterdir()))
+    except FileNotFoundError:
+        return 0
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (an exited one not yet reaped is a zombie: not alive)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+class Probe:
+    """`/healthz` every `PROBE_EVERY_S` on a kept-alive connection, each answer timed, and the
+    process's resident memory every `SAMPLE_EVERY_S`: on a thread and event loop of their own,
+    so that the shapes' work in this process (thousands of clients) neither delays them nor
+    passes for the instance's stalls."""
+
+    def __init__(self, target: Target, measures: Measures) -> None:
+        self.target, self.measures = target, measures
+        _, self.baseline_peak = resident(target.pid)
+        self.stopped = threading.Event()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        thread = threading.Thread(target=asyncio.run, args=(self._both(),), daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            self.stopped.set()
+            thread.join(ANSWER_TIMEOUT_S * 2)
+
+    async def _both(self) -> None:
+        await asyncio.gather(self._probing(), self._sampling())
+
+    async def _sampling(self) -> None:
+        """Resident memory every few milliseconds, the instance stalled or not."""
+        while not self.stopped.is_set():
+            self.sample()
+            await asyncio.sleep(SAMPLE_EVERY_S)
+
+    async def _probing(self) -> None:
+        connector = aiohttp.TCPConnector(limit=1)
+        timeout = aiohttp.ClientTimeout(total=ANSWER_TIMEOUT_S)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            while not self.stopped.is_set():
+                await self._once(session)
+                await asyncio.sleep(PROBE_EVERY_S)
+
+    async def _once(self, session: aiohttp.ClientSession) -> None:
+        started = time.monotonic()
+        try:
+            async with session.get(f"{self.target.url}/healthz") as response:
+                await response.read()
+                self.measures.answers[f"probe {response.status}"] += 1
+        except (aiohttp.ClientError, TimeoutError) as error:
+            self.measures.answers[f"probe {type(error).__name__}"] += 1
+        took = time.monotonic() - started
+        self.measures.probes += 1
+        self.measures.stalls += took > STALL_S
+        self.measures.max_stall_s = max(self.measures.max_stall_s, took)
+        self.measures.shape_stall_s = max(self.measures.shape_stall_s, took)
+
+    def sample(self) -> None:
+        if not alive(self.target.pid):
+            return  # nothing to measure: what to say of it is the caller's
+        with contextlib.suppress(FileNotFoundError):
+            now, peak = resident(self.target.pid)
+            # A peak between two samples shows in VmHWM, once it passes the one before.
+            reached = peak if peak > self.baseline_peak else 0
+            self.measures.peak_rss = max(self.measures.peak_rss, now, reached)
+
+
+# --- raw HTTP: the shapes speak it by hand, as a hostile client would ---------------------
+
+
+@contextlib.asynccontextmanager
+async def connection(
+    target: Target,
+) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    opening = asyncio.open_connection(target.host, target.port)
+    reader, writer = await asyncio.wait_for(opening, ANSWER_TIMEOUT_S)
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+
+
+def head(method: str, path: str, *lines: str) -> bytes:
+    return "\r\n".join([f"{method} {path} HTTP/1.1", "Host: localhost", *lines, "", ""]).encode()
+
+
+async def status_of(reader: asyncio.StreamReader) -> str:
+    """The status of the answer, or how the connection ended without one."""
+    try:
+        line = await asyncio.wait_for(reader.readline(), ANSWER_TIMEOUT_S)
+    except TimeoutError:
+        return "no answer"
+    except ConnectionError:
+        return "reset"
+    return line.split()[1].decode() if line.startswith(b"HTTP/") else "closed"
+
+
+async def ask(target: Target, request: bytes) -> str:
+    try:
+        async with connection(target) as (reader, writer):
+            writer.write(request)
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+            return await status_of(reader)
+    except (ConnectionError, TimeoutError):
+        return "not connected"
+
+
+async def send(
+    target: Target, method: str, path: str, body: bytes, content_type: str, coding: str = ""
+) -> str:
+    lines = [f"Content-Type: {content_type}", f"Content-Length: {len(body)}"]
+    lines += [f"Content-Encoding: {coding}"] if coding else []
+    return await ask(target, head(method, path, *lines) + body)
+
+
+# --- the shapes ---------------------------------------------------------------------------
+
+Shape = Callable[[Target, Sizes, Measures], Awaitable[None]]
+
+
+async def idle_connections(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """Connections opened and left silent, far past what the instance may hold; while they
+    are held a new client is answered (refused at once, or served), never left waiting."""
+    async with contextlib.AsyncExitStack() as held:
+        ends = [await _idle(target, held) for _ in range(sizes.idle_connections)]
+        opened = [end for end in ends if end is not None]
+        await asyncio.sleep(sizes.hold_s)
+        measures.notes.append(f"descriptors open while held: {descriptors(target.pid)}")
+        closed = sum(end.done() for end in opened)
+        measures.notes.append(
+            f"idle connections: {len(opened)} of {len(ends)} opened, "
+            f"{closed} closed by the instance within {sizes.hold_s:g} s"
+        )
+        measures.answers[f"idle: a new client {await ask(target, head('GET', '/healthz'))}"] += 1
+        for end in opened:
+            end.cancel()
+
+
+async def _idle(target: Target, held: contextlib.AsyncExitStack) -> asyncio.Task[bytes] | None:
+    """A connection held open in `held` (None if it could not be made), and the task that
+    ends when the instance closes it."""
+    try:
+        reader, _ = await held.enter_async_context(connection(target))
+    except (ConnectionError, TimeoutError):
+        return None
+    return asyncio.create_task(_until_closed(reader))
+
+
+async def _until_closed(reader: asyncio.StreamReader) -> bytes:
+    with contextlib.suppress(ConnectionError):
+        return await reader.read()
+    return b""
+
+
+async def idle_sse(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """SSE sessions opened on a stream nobody writes to, held."""
+    request = head("GET", f"{target.text}?offset=now&live=sse")
+    async with contextlib.AsyncExitStack() as held:
+        for _ in range(sizes.idle_sse):
+            reader, writer = await held.enter_async_context(connection(target))
+            writer.write(request)
+            measures.answers[f"sse {await status_of(reader)}"] += 1
+        await asyncio.sleep(sizes.hold_s)
+
+
+async def slow_heads(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """Heads sent a byte at a time."""
+    await _dribbled(target, sizes, measures, "slow head", head("GET", "/healthz")[:-2])
+
+
+async def slow_bodies(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """Bodies sent a byte at a time, far shorter than their Content-Length."""
+    start = head("POST", target.text, f"Content-Type: {TEXT}", "Content-Length: 100000")
+    await _dribbled(target, sizes, measures, "slow body", start)
+
+
+async def _dribbled(
+    target: Target, sizes: Sizes, measures: Measures, name: str, start: bytes
+) -> None:
+    async def one() -> None:
+        async with connection(target) as (_, writer):
+            writer.write(start)
+            deadline = time.monotonic() + sizes.hold_s
+            with contextlib.suppress(ConnectionError):
+                while time.monotonic() < deadline and not writer.is_closing():
+                    writer.write(b"x")
+                    await writer.drain()
+                    await asyncio.sleep(0.2)
+
+    outcomes = await asyncio.gather(
+        *(one() for _ in range(sizes.slow_clients)), return_exceptions=True
+    )
+    failed = Counter(type(outcome).__name__ for outcome in outcomes if outcome is not None)
+    measures.notes.append(f"{name}: {sizes.slow_clients} clients, not connected: {dict(failed)}")
+
+
+async def huge_url(target: Target, sizes: Sizes, measures: Measures) -> None:
+    path = f"{target.text}?{'a' * 1024 * 1024}"
+    measures.answers[f"huge url {await ask(target, head('GET', path))}"] += 1
+
+
+async def many_headers(target: Target, sizes: Sizes, measures: Measures) -> None:
+    lines = [f"X-Header-{n}: {n}" for n in range(20_000)]
+    measures.answers[f"many headers {await ask(target, head('GET', '/healthz', *lines))}"] += 1
+
+
+def body_routes(target: Target) -> list[tuple[str, str, str]]:
+    """Every route that takes a body: (method, path, content type)."""
+    bucket, stream = target.bucket, target.json
+    return [
+        ("PUT", f"/{bucket}-new", JSON),
+        ("PUT", f"/{bucket}/config", JSON),
+        ("PUT", f"/{bucket}/new-json", JSON),
+        ("PUT", f"/{bucket}/new-text", TEXT),
+        ("POST", stream, JSON),
+        ("POST", target.text, TEXT),
+        ("POST", f"{stream}/trim", JSON),
+        ("POST", f"{stream}/fence", JSON),
+        ("POST", f"/v1/stream/{bucket}/json", JSON),
+        ("PUT", f"{target.text}/snapshot/0000000000000000_0000000000000000", TEXT),
+    ]
+
+
+@dataclass(frozen=True)
+class Bombs:
+    gzip: bytes
+    zstd: bytes
+    json_array: bytes  # gzip of a JSON array of JSON_BOMB_MESSAGES zeros
+
+
+@functools.cache
+def bombs() -> Bombs:
+    zeros = bytes(CODED_BOMB_BYTES)
+    array = b"[" + b"0," * JSON_BOMB_MESSAGES + b"0]"
+    return Bombs(gzip.compress(zeros, 9), zstd.compress(zeros, 19), gzip.compress(array, 9))
+
+
+async def coded_bombs(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """A small body that decodes to 64 MiB, gzip and zstd, to every route that takes one."""
+    made = bombs()
+    for method, path, content_type in body_routes(target):
+        for coding, body in (("gzip", made.gzip), ("zstd", made.zstd)):
+            status = await send(target, method, path, body, content_type, coding)
+            measures.answers[f"{coding} bomb {method} {path} {status}"] += 1
+
+
+async def json_array_bomb(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """8 KiB of gzip that is a JSON array of 4.19M messages, to every JSON message route."""
+    body = bombs().json_array
+    for method, path in (("POST", target.json), ("PUT", f"/{target.bucket}/new-json")):
+        status = await send(target, method, path, body, JSON, "gzip")
+        measures.answers[f"json array bomb {method} {path} {status}"] += 1
+
+
+async def deep_json(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """`[[[[...]]]]` 100,000 deep to every route that takes a body."""
+    body = b"[" * DEEP + b"]" * DEEP
+    for method, path, content_type in body_routes(target):
+        if content_type == JSON:
+            status = await send(target, method, path, body, content_type)
+            measures.answers[f"deep json {method} {path} {status}"] += 1
+
+
+SHAPES: list[Shape] = [
+    idle_connections,
+    idle_sse,
+    slow_heads,
+    slow_bodies,
+    huge_url,
+    many_headers,
+    coded_bombs,
+    json_array_bomb,
+    deep_json,
+]
+
+
+async def prepare(target: Target) -> None:
+    """The bucket and the two streams the shapes aim at, and one write to each."""
+    for method, path, content_type, body in (
+        ("PUT", f"/{target.bucket}", TEXT, b""),
+        ("PUT", target.text, TEXT, b""),
+        ("PUT", target.json, JSON, b""),
+        ("POST", target.text, TEXT, b"first"),
+        ("POST", target.json, JSON, b"[1]"),
+    ):
+        status = await send(target, method, path, body, content_type)
+        assert status in ("201", "204"), f"{method} {path}: {status}"
+
+
+async def write_after(target: Target) -> str:
+    """The status of a write made once every shape has ended (204 when it succeeds)."""
+    return await send(target, "POST", target.text, b"after", TEXT)
+
+
+async def run_shapes(target: Target, sizes: Sizes, shapes: list[Shape] = SHAPES) -> Measures:
+    """Every shape in turn, each while the probe runs; the measures of the whole."""
+    await asyncio.to_thread(bombs)  # made before the probe starts: seconds of CPU, once
+    await prepare(target)
+    measures = Measures(baseline_rss=resident(target.pid)[0])
+    measures.notes.append(f"descriptors open before: {descriptors(target.pid)}")
+    probe = Probe(target, measures)
+    with probe.running():
+        for shape in shapes:
+            started, measures.shape_stall_s = time.monotonic(), 0.0
+            await shape(target, sizes, measures)
+            took = time.monotonic() - started
+            probe.sample()
+            peak = measures.rss_growth / 2**20
+            now = resident(target.pid)[0] if alive(target.pid) else measures.baseline_rss
+            measures.notes.append(
+                f"{shape.__name__}: {took:.1f} s, memory growth: at most {peak:.0f} MiB so far, "
+                f"{(now - measures.baseline_rss) / 2**20:.0f} MiB now; "
+                f"longest /healthz {measures.shape_stall_s * 1000:.0f} ms"
+            )
+            if not alive(target.pid):
+                measures.notes.append(f"the process exited during {shape.__name__}")
+                break
+    probe.sample()
+    return measures
+
+
+def adapter_env(bootstrap: str, home: Path) -> dict[str, str]:
+    return {
+        "DURABLE_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+        "DURABLE_KAFKA_TOPIC_PREFIX": f"h{uuid.uuid4().hex[:10]}.",
+        "DURABLE_KAFKA_COLD_DIR": str(home / "cold"),
+        "DURABLE_KAFKA_PARTITIONS": "1",
+        "DURABLE_KAFKA_HEADER_TIMEOUT_MS": str(HEADER_TIMEOUT_MS),
+    }
+
+
+@contextlib.contextmanager
+def hostile_instance(bootstrap: str, home: Path, nofile: int = NOFILE) -> Iterator[Target]:
+    """One adapter process, its descriptors limited to `nofile`."""
+    with running_adapter(adapter_env(bootstrap, home), home / "adapter.log", nofile=nofile) as url:
+        yield Target(url, adapter_pid(urlsplit(url).port or 0))
+
+
+def report(measures: Measures) -> str:
+    lines = [
+        f"probes: {measures.probes}, over {STALL_S * 1000:.0f} ms: {measures.stalls}, "
+        f"longest: {measures.max_stall_s * 1000:.0f} ms",
+        f"resident memory: baseline {measures.baseline_rss / 2**20:.0f} MiB, "
+        f"peak {measures.peak_rss / 2**20:.0f} MiB, growth {measures.rss_growth / 2**20:.0f} MiB",
+        *measures.notes,
+        *(f"  {key}: {count}" for key, count in sorted(measures.answers.items())),
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", help="a Kafka broker to use (default: one of its own)")
+    parser.add_argument("--nofile", type=int, default=NOFILE * 4)
+    args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hostile-")))
+        bootstrap = args.bootstrap or stack.enter_context(_broker(home))
+        target = stack.enter_context(hostile_instance(bootstrap, home, args.nofile))
+        measures = asyncio.run(run_shapes(target, FULL))
+        after = asyncio.run(write_after(target))
+        print(report(measures))
+        print(
+            f"a write afterwards: {after}; the process {'runs' if alive(target.pid) else 'EXITED'}"
+        )
+        failed = measures.server_errors() or after != "204" or not alive(target.pid)
+        failed = failed or measures.rss_growth > RSS_GROWTH_BYTES
+        print(json.dumps({"max_stall_ms": round(measures.max_stall_s * 1000), "ok": not failed}))
+        return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def _broker(home: Path) -> Iterator[str]:
+    from tests.services import kafka_broker
+
+    with kafka_broker(home / "kafka") as bootstrap:
+        yield bootstrap
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

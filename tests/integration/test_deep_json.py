@@ -1,0 +1,70 @@
+"""Every route that reads a JSON body answers 400 `invalid_json` to JSON nested past what
+a parser can follow (100,000 arrays deep), as to any other malformed JSON, and stores
+nothing of it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aiohttp import ClientResponse
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from adapter.config import Settings
+from tests.conftest import Client, SettingsFactory
+
+JSON = {"Content-Type": "application/json"}
+DEPTH = 100_000
+DEEP = b"[" * DEPTH + b"]" * DEPTH
+DEEP_OBJECT = b'{"a":' * DEPTH + b"1" + b"}" * DEPTH
+
+
+@pytest.fixture
+def make_settings(make_settings: SettingsFactory, unique: str) -> SettingsFactory:
+    """The suite's settings, with this test's topics allowed to be mounted over HTTP."""
+
+    def make(**overrides: Any) -> Settings:
+        return make_settings(**{"mount_topics": f"*-{unique}"} | overrides)
+
+    return make
+
+
+async def _refused(response: ClientResponse) -> None:
+    assert response.status == 400, await response.text()
+    assert (await response.json())["error"]["code"] == "invalid_json"
+
+
+async def _json_stream(client: Client, path: str) -> None:
+    assert (await client.put(path, headers=JSON)).status == 201
+
+
+@pytest.mark.parametrize("body", [DEEP, DEEP_OBJECT], ids=["arrays", "objects"])
+async def test_deep_json_is_400_on_every_json_route(
+    client: Client, unique: str, body: bytes
+) -> None:
+    bucket = f"deep-{unique}"
+    await _refused(await client.put(f"/{bucket}", data=body, headers=JSON))
+    assert (await client.put(f"/{bucket}")).status == 201
+    await _refused(await client.put(f"/{bucket}/config", data=body, headers=JSON))
+    await _refused(await client.put(f"/{bucket}/created", data=body, headers=JSON))
+    assert (await client.head(f"/{bucket}/created")).status == 404
+    path = f"/{bucket}/s"
+    await _json_stream(client, path)
+    await _refused(await client.post(path, data=body, headers=JSON))
+    await _refused(await client.post(f"{path}/trim", data=body, headers=JSON))
+    await _refused(await client.post(f"/v1/stream/{bucket}/s/trim", data=body, headers=JSON))
+    read = await client.get(path, params={"offset": "-1"})
+    assert (read.status, await read.read()) == (200, b"[]")
+
+
+async def test_deep_json_is_400_on_a_writable_mount(
+    client: Client, kafka_bootstrap: str, unique: str
+) -> None:
+    topic = bucket = f"mounted-{unique}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+    mount = {"mount": {"topic": topic, "content_type": "application/json", "appends": True}}
+    created = await client.put(f"/{bucket}", data=json.dumps(mount), headers=JSON)
+    assert created.status == 201, await created.text()
+    await _refused(await client.post(f"/{bucket}/k", data=DEEP, headers=JSON))
