@@ -102,6 +102,7 @@ class PeerClients:
         # None: the system's trust store, names checked (`tls.peer_context`).
         self.tls: ssl.SSLContext | bool = True if tls is None else tls
         self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self._told_certificate = False  # a certificate that does not verify, logged once
 
     def session(self, url: str) -> aiohttp.ClientSession:
         """The session for requests to the instance at `url` (its own pool of connections)."""
@@ -130,6 +131,19 @@ class PeerClients:
             async with self.session(url).get(url + "/healthz", timeout=timeout) as reply:
                 await reply.read()
                 return reply.status == 200
+        except aiohttp.ClientConnectorCertificateError as error:
+            # Something listens there and answered the handshake: the address is reached. Its
+            # certificate failing verification is a configuration no owner moving can mend
+            # (every instance checks with the same CA): said once, not taken as unreachable.
+            if not self._told_certificate:
+                self._told_certificate = True
+                log.warning(
+                    "the certificate at %s does not verify (%s): forwards to it will fail; "
+                    "set tls_peer_ca_file to the deployment's CA",
+                    url,
+                    error.certificate_error,
+                )
+            return True
         except (aiohttp.ClientError, TimeoutError):
             return False
 
