@@ -166,7 +166,7 @@ class Settings:
     mount_index_dir: str = ".data/mount-index"  # "": mounts' key indexes are not persisted
     console: ConsoleMode = "rw"
     console_max_last: int = 10_000
-    # Test-only (`[testing]` in docs/reference/settings.md): never in production.
+    # Test-only (`[testing]`, `TEST_ONLY`: not in `--help` nor the reference): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
     crash_after_forwarded_commit: bool = False
@@ -358,6 +358,12 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "cold_reads_empty": ("testing", "cold_reads_empty"),
     "tier_skip_puts": ("testing", "tier_skip_puts"),
 }
+
+
+# Settings that exist for the test suites only (`[testing]`): accepted, but neither in `--help`
+# nor in the settings reference (adapter/log/faults.py and adapter/tier/faults.py say what each
+# breaks).
+TEST_ONLY = frozenset(name for name, (table, _key) in TOML_KEYS.items() if table == "testing")
 
 
 def env_name(name: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
-from adapter.config import TOML_KEYS, Settings, env_name, flag_name
+from adapter.config import TEST_ONLY, TOML_KEYS, Settings, env_name, flag_name
 from adapter.http.openapi import document
 from adapter.kafka_stats import ClientStatistics
 from adapter.metrics import Metrics
@@ -64,16 +64,18 @@ def settings_page() -> str:
     rows = []
     for field in fields(Settings):
         name = field.name
+        if name in TEST_ONLY:
+            continue
         table, key = TOML_KEYS.get(name, (name, ""))
         toml = f"`[{table}] {key}`" if key else f"`[[{table}]]`"
         where = f"`{env_name(name)}` / `{flag_name(name)}`"
         meaning = SETTING_HELP[name]
         rows.append([f"`{name}`", toml, where, _default(name, getattr(defaults, name)), meaning])
     intro = (
-        "Every setting, with its TOML key, environment variable and flag. Precedence: defaults "
-        "< TOML file (`--config FILE` or `DURABLE_KAFKA_CONFIG`) < environment < flags. An "
-        "unknown TOML key is an error; unknown environment variables are ignored. Settings under "
-        "`[testing]` exist for the test suites and are never for production."
+        "Every setting an operator can set, with its TOML key, environment variable and flag. "
+        "Precedence: defaults < TOML file (`--config FILE` or `DURABLE_KAFKA_CONFIG`) < "
+        "environment < flags. An "
+        "unknown TOML key is an error; unknown environment variables are ignored."
     )
     return _page(
         "Settings", intro, _table(["setting", "TOML", "env / flag", "default", "meaning"], rows)
