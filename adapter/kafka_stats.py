@@ -46,6 +46,7 @@ RETIRED_NAMES = 1024
 class ClientReport:
     """One client's last statistics document, reduced."""
 
+    name: str  # librdkafka's name of the client instance (`rdkafka#producer-3`)
     role: str
     kind: str  # "producer" or "consumer"
     queued: int  # msg_cnt: messages in the producer's queues now
@@ -63,6 +64,7 @@ def parse(role: str, document: str) -> ClientReport:
     eos = raw.get("eos")
     txn_state = eos.get("txn_state") if isinstance(eos, dict) else None
     return ClientReport(
+        name=str(raw.get("name", "")),
         role=role,
         kind=str(raw.get("type", "")),
         queued=int(raw.get("msg_cnt", 0)),
@@ -114,9 +116,9 @@ class ClientStatistics:
         never break the client that reports them."""
         try:
             report = parse(role, document)
-            name = str(json.loads(document).get("name", ""))
         except (ValueError, TypeError, AttributeError):
             return
+        name = report.name
         with self._lock:
             if (back := self._retired.pop(name, None)) is not None:
                 role_, sent = back
