@@ -28,6 +28,7 @@ from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
 from adapter.config import (
     AUTO_VALUES,
     CONFIG_ENV,
+    TEST_ONLY,
     ConfigError,
     EventLoop,
     Settings,
@@ -135,12 +136,14 @@ def _settings_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--config", metavar="FILE", help=f"TOML settings file (or ${CONFIG_ENV})")
     defaults = Settings()
     for name in names():
-        default = "auto" if name in AUTO_VALUES else repr(getattr(defaults, name))
+        value = getattr(defaults, name)
+        default = "auto" if name in AUTO_VALUES and value == AUTO_VALUES[name] else repr(value)
+        shown = f"default {default}; env {env_name(name)}"
         command.add_argument(
             flag_name(name),
             dest=name,
             metavar=name.split("_")[-1].upper(),
-            help=f"default {default}; env {env_name(name)}",
+            help=argparse.SUPPRESS if name in TEST_ONLY else shown,
         )
 
 

@@ -84,6 +84,8 @@ class Settings:
     topic_management: TopicManagementMode = "auto"
     max_message_bytes: int = 8 * 1024 * 1024
     kafka_timeout_ms: int = 10_000
+    # librdkafka's statistics of every client, for the metrics; 0: off.
+    kafka_statistics_interval_ms: int = 15_000
     max_append_messages: int = 10_000
     max_snapshot_bytes: int = 128 * 1024 * 1024
     snapshot_gc_grace_ms: int = 600_000
@@ -164,7 +166,7 @@ class Settings:
     mount_index_dir: str = ".data/mount-index"  # "": mounts' key indexes are not persisted
     console: ConsoleMode = "rw"
     console_max_last: int = 10_000
-    # Test-only (`[testing]` in docs/reference/settings.md): never in production.
+    # Test-only (`[testing]`, `TEST_ONLY`: not in `--help` nor the reference): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
     crash_after_forwarded_commit: bool = False
@@ -278,6 +280,7 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "topic_management": ("kafka", "topic_management"),
     "max_message_bytes": ("kafka", "max_message_bytes"),
     "kafka_timeout_ms": ("kafka", "timeout_ms"),
+    "kafka_statistics_interval_ms": ("kafka", "statistics_interval_ms"),
     "max_append_messages": ("server", "max_append_messages"),
     "max_snapshot_bytes": ("server", "max_snapshot_bytes"),
     "snapshot_gc_grace_ms": ("server", "snapshot_gc_grace_ms"),
@@ -355,6 +358,12 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "cold_reads_empty": ("testing", "cold_reads_empty"),
     "tier_skip_puts": ("testing", "tier_skip_puts"),
 }
+
+
+# Settings that exist for the test suites only (`[testing]`): accepted, but neither in `--help`
+# nor in the settings reference (adapter/log/faults.py and adapter/tier/faults.py say what each
+# breaks).
+TEST_ONLY = frozenset(name for name, (table, _key) in TOML_KEYS.items() if table == "testing")
 
 
 def env_name(name: str) -> str:
@@ -552,6 +561,11 @@ def validate(settings: Settings) -> None:
         ),
         (settings.max_message_bytes >= 65536, "max_message_bytes must be >= 65536"),
         (settings.kafka_timeout_ms >= 100, "kafka_timeout_ms must be >= 100"),
+        (
+            settings.kafka_statistics_interval_ms == 0
+            or 100 <= settings.kafka_statistics_interval_ms <= 86_400_000,
+            "kafka_statistics_interval_ms must be 0 (off) or in 100..86400000",
+        ),
         (settings.max_view_age_ms >= 100, "max_view_age_ms must be >= 100"),
         (
             1 <= settings.max_append_messages <= 50_000,

@@ -4,18 +4,35 @@ Labels name only things of which there are few and a fixed number (a route templ
 method, a status, an error code, a read mode, a Kafka stage): never a bucket, stream, producer
 or principal, so a million streams add no series. Each instance (and each app a test builds)
 has its own registry, served on the ops listener's `/metrics` (`adapter/http/ops_listener.py`).
+
+The registry holds prometheus-client's process, platform and garbage-collector collectors too
+(`process_*`, `python_*`). They read `/proc/self` at each scrape, and each worker of `serve
+--workers N` builds its own registry behind its own ops listener, so every worker's series are
+its own process's; the parent serves no metrics (docs/operations.md, "Workers").
 """
 
 from __future__ import annotations
 
 import platform
+import time
 from collections.abc import Callable, Iterator
 from importlib.metadata import version
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import (
+    GC_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from adapter.kafka_stats import ClientStatistics
 from adapter.tallies import Count, CounterTally, HistogramTally, Spread
 
 # Seconds, from a hot-tail read (~1 ms) to a write waiting out its deadline (~30 s).
@@ -31,6 +48,10 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        if GC_COLLECTOR is not None:  # None where the interpreter has no gc.get_stats
+            GCCollector(registry=registry)
         self._answered: dict[tuple[str, str, int], tuple[Count, Spread]] = {}
         # The request path's instruments count without a lock (`adapter/tallies.py`).
         self.requests = CounterTally(
@@ -122,6 +143,22 @@ class Metrics:
             "a slot moving): each is tried again by the next pass, the others trimmed anyway.",
             registry=registry,
         )
+        self.write_slots_owned = Gauge(
+            "durable_kafka_write_slots_owned",
+            "Write slots this instance (this worker) owns now: assigned by the owners' group.",
+            registry=registry,
+        )
+        self.write_slots_ready = Gauge(
+            "durable_kafka_write_slots_ready",
+            "Write slots this instance owns whose writer is ready to accept appends now.",
+            registry=registry,
+        )
+        self.write_slots = Gauge(
+            "durable_kafka_write_slots",
+            "Write slots of the deployment (`write_slots`): every instance's owned slots add up "
+            "to this when each slot has an owner.",
+            registry=registry,
+        )
         self.build = Info("durable_kafka_build", "What this process runs.", registry=registry)
         self.build.info(_build_info())
         for mode in READ_MODES:
@@ -156,6 +193,18 @@ class Metrics:
     def watch_checks(self, states: Callable[[], dict[str, bool]]) -> None:
         """`states()` at each scrape: whether each readiness check holds."""
         self.registry.register(_Checks(states))
+
+    def watch_write_slots(
+        self, total: int, owned: Callable[[], int], ready: Callable[[], int]
+    ) -> None:
+        """The slot writers' figures, read at each scrape."""
+        self.write_slots.set(total)
+        self.write_slots_owned.set_function(owned)
+        self.write_slots_ready.set_function(ready)
+
+    def watch_kafka_clients(self, statistics: ClientStatistics) -> None:
+        """librdkafka's statistics of every client, summed up at each scrape."""
+        self.registry.register(_KafkaClients(statistics))
 
     def watch_tier(self, lag_bytes: Callable[[], int], hot_bytes: Callable[[], int]) -> None:
         """The tier worker's figures, read at each scrape."""
@@ -208,3 +257,49 @@ class _Checks(Collector):
         for name, ok in self.states().items():
             family.add_metric([name], 1 if ok else 0)
         yield family
+
+
+class _KafkaClients(Collector):
+    """librdkafka's statistics as gauges (`adapter/kafka_stats.py`)."""
+
+    def __init__(self, statistics: ClientStatistics) -> None:
+        self.statistics = statistics
+
+    def collect(self) -> Iterator[Metric]:
+        summary = self.statistics.summary(time.monotonic())
+        rtt = GaugeMetricFamily(
+            "durable_kafka_kafka_broker_rtt_seconds",
+            "Round-trip time of Kafka requests to each broker (by node id), as librdkafka "
+            "measured it over its last statistics interval: the average and the p99, the worst "
+            "of this instance's clients. No series for a broker no request went to.",
+            labels=["broker", "stat"],
+        )
+        for (node, stat), seconds in sorted(summary.rtt.items()):
+            rtt.add_metric([node, stat], seconds)
+        yield rtt
+        queued = GaugeMetricFamily(
+            "durable_kafka_kafka_queued_messages",
+            "Messages in the Kafka producers' queues now, not yet acknowledged by a broker, by "
+            "client role (writer: the slot writers; mount-writer: appends to mounted topics).",
+            labels=["client"],
+        )
+        sent = CounterMetricFamily(
+            "durable_kafka_kafka_sent_messages",
+            "Messages the Kafka producers sent to brokers (librdkafka's txmsgs), by client role.",
+            labels=["client"],
+        )
+        for role in sorted(set(summary.queued) | set(summary.sent)):
+            queued.add_metric([role], summary.queued.get(role, 0))
+            sent.add_metric([role], summary.sent.get(role, 0))
+        yield queued
+        yield sent
+        transactions = GaugeMetricFamily(
+            "durable_kafka_kafka_transaction_producers",
+            "Transactional producers by librdkafka's transaction state (Ready, InTransaction, "
+            "CommittingTransaction, ..., AbortableError, FatalError), among those that reported "
+            "in the last few statistics intervals.",
+            labels=["state"],
+        )
+        for state, count in summary.transactions.items():
+            transactions.add_metric([state], count)
+        yield transactions

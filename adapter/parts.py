@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -26,6 +27,7 @@ from adapter.config import (
 from adapter.http import health
 from adapter.http.peers import PeerClients
 from adapter.http.tls import peer_context
+from adapter.kafka_stats import ClientStatistics
 from adapter.live.fanout import Fanout
 from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
@@ -123,11 +125,20 @@ def topic_policy(settings: Settings) -> TopicPolicy:
     return TopicPolicy(TopicManagement(settings.topic_management))
 
 
-def kafka_access(settings: Settings) -> KafkaAccess:
-    """How every Kafka client of this instance connects (see topology/kafka_client.py)."""
+def kafka_access(settings: Settings, statistics: ClientStatistics | None = None) -> KafkaAccess:
+    """How every Kafka client of this instance connects (see topology/kafka_client.py); with
+    `statistics`, each client's librdkafka statistics go there."""
     return KafkaAccess(
-        settings.bootstrap_servers, settings.topic_prefix, dict(settings.kafka_client)
+        settings.bootstrap_servers,
+        settings.topic_prefix,
+        dict(settings.kafka_client),
+        statistics_interval_ms=settings.kafka_statistics_interval_ms if statistics else 0,
+        on_statistics=_reporting_to(statistics) if statistics else None,
     )
+
+
+def _reporting_to(statistics: ClientStatistics) -> Callable[[str, str], None]:
+    return lambda role, document: statistics.report(role, document, time.monotonic())
 
 
 def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
@@ -146,7 +157,8 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     # A part's close may wait out in-flight commits (one Kafka timeout) and then its own calls.
     running = Running(close_budget_s=3 * settings.kafka_timeout_s)
     readiness = Readiness([*CHECKS, health.SERVING], GATES | {health.SERVING})
-    kafka = kafka_access(settings)
+    statistics = ClientStatistics(settings.kafka_statistics_interval_ms)
+    kafka = kafka_access(settings, statistics)
     admin = TopologyAdmin(
         kafka, topic_layout(settings), settings.kafka_timeout_s, topic_policy(settings)
     )
@@ -154,6 +166,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     hub, metrics = LiveHub(), Metrics()
     metrics.watch_live_waiters(lambda: hub.waiters)
     metrics.watch_checks(readiness.states)
+    metrics.watch_kafka_clients(statistics)
     hot_tail = HotCache(settings.hot_cache_bytes, settings.catalog_cache_entries)
     indexes = _mount_indexes(settings, kafka, catalog, hub)
     membership = _Membership(readiness)
@@ -167,6 +180,9 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     )
     metrics.watch_consumer_lag(follower.lag)
     writers = _slot_writers(settings, kafka, follower, membership, metrics, running)
+    metrics.watch_write_slots(
+        settings.write_slots, lambda: len(writers.assigned), lambda: len(writers.ready)
+    )
     ownership = SlotOwnership(
         kafka,
         settings.advertised_url,

@@ -22,6 +22,7 @@ HELP: dict[str, str] = {
     "require_durable_topics": '`true` or `false` (a TOML bool): refuse to start (exit 1) when the cluster has 3 brokers or more but `replication_factor` < 3 or `min_insync_replicas` < 2, instead of only warning (see "Durability at start")',
     "topic_management": '`auto`: the server creates the topics it needs and deletes a bucket\'s topic with the bucket; `external`: a platform team creates them, the server never creates, alters or deletes a topic (see "Topics managed by a platform team")',
     "max_message_bytes": "`max.message.bytes` of our topics; the largest request body is this minus 16384 (larger: 413); ≥ 65536",
+    "kafka_statistics_interval_ms": "how often each Kafka client hands librdkafka's statistics to the metrics (`statistics.interval.ms`): broker round-trips, transaction states, queued messages (`durable_kafka_kafka_*`); `0`: off (those series then stay empty); 100..86400000. A few kilobytes of JSON parsed per client each time",
     "kafka_timeout_ms": "deadline of each broker or S3 call; a read fails after twice this; ≥ 100",
     "max_append_messages": "most messages one request writes (a JSON array is one message per element, counted as it is split: past this, 413 `payload_too_large` at once, nothing written; appends to writable mounts too); 1..50000",
     "max_snapshot_bytes": "largest snapshot blob `PUT {stream}/snapshot/{offset}` accepts (more: 413 `payload_too_large`, nothing stored); >= 1",
@@ -127,4 +128,5 @@ DEFAULTS_SHOWN: dict[str, str] = {
     "rate_limit_append_bytes": "`0` (off)",
     "max_live_readers_per_bucket": "`0` (no cap)",
     "lose_commit_every": "`0` (off)",
+    "kafka_statistics_interval_ms": "`15000` (`0`: off)",
 }

@@ -7,7 +7,18 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from devstack import adapter, browser, clients, cluster, helm, kafka, minio, nginx, spark
+from devstack import (
+    adapter,
+    browser,
+    clients,
+    cluster,
+    helm,
+    kafka,
+    minio,
+    nginx,
+    promtool,
+    spark,
+)
 from devstack.paths import data_dir
 from devstack.process import ServiceError
 
@@ -78,6 +89,13 @@ SERVICES: dict[str, Service] = {
         down=lambda: None,
         fetch=helm.binary,
         status=helm.is_cached,
+    ),
+    # A tool too: the monitoring tests check and unit-test the alerting rules with it.
+    "promtool": Service(
+        up=lambda: str(promtool.binary()),
+        down=lambda: None,
+        fetch=promtool.binary,
+        status=promtool.is_cached,
     ),
     # The official Python client's published tests, run against the adapter by `make clients`.
     "clients": Service(

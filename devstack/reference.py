@@ -15,8 +15,11 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from adapter.config import TOML_KEYS, Settings, env_name, flag_name
+from prometheus_client.metrics_core import Metric
+
+from adapter.config import TEST_ONLY, TOML_KEYS, Settings, env_name, flag_name
 from adapter.http.openapi import document
+from adapter.kafka_stats import ClientStatistics
 from adapter.metrics import Metrics
 from adapter.protocol.error_help import HELP as ERROR_HELP
 from adapter.protocol.errors import ErrorCode
@@ -61,16 +64,18 @@ def settings_page() -> str:
     rows = []
     for field in fields(Settings):
         name = field.name
+        if name in TEST_ONLY:
+            continue
         table, key = TOML_KEYS.get(name, (name, ""))
         toml = f"`[{table}] {key}`" if key else f"`[[{table}]]`"
         where = f"`{env_name(name)}` / `{flag_name(name)}`"
         meaning = SETTING_HELP[name]
         rows.append([f"`{name}`", toml, where, _default(name, getattr(defaults, name)), meaning])
     intro = (
-        "Every setting, with its TOML key, environment variable and flag. Precedence: defaults "
-        "< TOML file (`--config FILE` or `DURABLE_KAFKA_CONFIG`) < environment < flags. An "
-        "unknown TOML key is an error; unknown environment variables are ignored. Settings under "
-        "`[testing]` exist for the test suites and are never for production."
+        "Every setting an operator can set, with its TOML key, environment variable and flag. "
+        "Precedence: defaults < TOML file (`--config FILE` or `DURABLE_KAFKA_CONFIG`) < "
+        "environment < flags. An "
+        "unknown TOML key is an error; unknown environment variables are ignored."
     )
     return _page(
         "Settings", intro, _table(["setting", "TOML", "env / flag", "default", "meaning"], rows)
@@ -110,8 +115,9 @@ def errors_page() -> str:
 
 def _instruments(metrics: Metrics) -> list[tuple[str, str, str, list[str]]]:
     """(name, type, help, labels) of every instrument: the library's keep their label names in
-    `_labelnames`, our tallies in `labelnames`; the consumer lag and the checks are collectors
-    of their own."""
+    `_labelnames`, our tallies in `labelnames`; the collectors read at each scrape (consumer
+    lag, the readiness checks, librdkafka's statistics, the process's) are found in a scrape of
+    the registry."""
     found = []
     for value in vars(metrics).values():
         if callable(getattr(value, "describe", None)):
@@ -120,16 +126,20 @@ def _instruments(metrics: Metrics) -> list[tuple[str, str, str, list[str]]]:
                 getattr(value, "labelnames", None) or getattr(value, "_labelnames", None) or ()
             )
             found.append((family.name, family.type, family.documentation, list(labels)))
-    collectors = {
-        "durable_kafka_consumer_lag_records": ["topic"],
-        "durable_kafka_check_ok": ["check"],
-    }
     metrics.watch_consumer_lag(dict)
     metrics.watch_checks(dict)
+    metrics.watch_kafka_clients(ClientStatistics(interval_ms=1000))
+    named = {name for name, *_ in found}
     for family in metrics.registry.collect():
-        if family.name in collectors:
-            found.append((family.name, family.type, family.documentation, collectors[family.name]))
+        if family.name not in named:
+            labels = getattr(family, "_labelnames", None) or _sample_labels(family)
+            found.append((family.name, family.type, family.documentation, list(labels)))
     return found
+
+
+def _sample_labels(family: Metric) -> list[str]:
+    """The label names of a family made without declaring them (the process collectors')."""
+    return sorted({label for sample in family.samples for label in sample.labels})
 
 
 def metrics_page() -> str:
@@ -139,7 +149,9 @@ def metrics_page() -> str:
     ]
     intro = (
         "Every Prometheus metric an instance exports on the operations listener's `/metrics` "
-        "(`ops_listen`). Labels are few and fixed: never a bucket, stream or principal."
+        "(`ops_listen`). Labels are few and fixed: never a bucket, stream or principal. "
+        "`process_*` and `python_*` are prometheus-client's own collectors, of the process "
+        "that serves the listener (with `--workers`, each worker's of its own)."
     )
     return _page("Metrics", intro, _table(["metric", "type", "labels", "meaning"], rows))
 

@@ -1,5 +1,6 @@
-"""A real shared cache in front of an adapter: Debian's nginx with `proxy_cache`, its config,
-cache and logs in a folder of the test's own, on a free port (never the system's service)."""
+"""Debian's nginx in front of an adapter: a real shared cache (`proxy_cache`), or a plain reverse
+proxy with a `location` of the test's choosing; its config, cache and logs in a folder of the
+test's own, on a free port (never the system's service)."""
 
 from __future__ import annotations
 
@@ -32,12 +33,15 @@ http {{
         listen 127.0.0.1:{port};
         location / {{
             proxy_pass http://127.0.0.1:{upstream};
-            proxy_http_version 1.1;
-            proxy_cache reads;
-            add_header X-Cache $upstream_cache_status always;
+{location}
         }}
     }}
 }}
+"""
+CACHING = """
+            proxy_http_version 1.1;
+            proxy_cache reads;
+            add_header X-Cache $upstream_cache_status always;
 """
 
 
@@ -45,10 +49,20 @@ http {{
 def caching_proxy(upstream_port: int, home: Path) -> Iterator[str]:
     """nginx caching what the server on `upstream_port` lets it, until the block ends; yields
     its base URL."""
+    with nginx_proxy(upstream_port, home, CACHING) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def nginx_proxy(upstream_port: int, home: Path, location: str = "") -> Iterator[str]:
+    """nginx passing every request to the server on `upstream_port`, with `location`'s
+    directives (none: nginx's defaults), until the block ends; yields its base URL."""
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = home / "nginx.conf"
-    config.write_text(CONFIG.format(home=home, port=port, upstream=upstream_port))
+    config.write_text(
+        CONFIG.format(home=home, port=port, upstream=upstream_port, location=location)
+    )
     argv = [nginx_path(), "-p", str(home), "-e", str(home / "error.log"), "-c", str(config)]
     with subprocess.Popen(argv, stderr=subprocess.PIPE) as proc:
         try:

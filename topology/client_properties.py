@@ -43,6 +43,7 @@ OWNED = frozenset(
         "fetch.queue.backoff.ms",
         "queued.min.messages",
         "queued.max.messages.kbytes",
+        "statistics.interval.ms",  # `kafka_statistics_interval_ms`: the metrics read them
         # Callbacks: set in code, never from a file.
         "logger",
         "error_cb",

@@ -40,7 +40,12 @@ def describe(kafka: KafkaAccess, group: str, timeout_s: float) -> list[Member]:
     KafkaException for what the broker answered (an ACL refusal, a timeout), BrokerUnavailable
     when the child ended without an answer."""
     config = kafka.clients.fresh(kafka.config({}, "librdkafka.group_members"))
-    properties = {k: v for k, v in config.items() if isinstance(v, str | int | float | bool)}
+    # Plain values only (no callbacks), and no statistics: the child has nowhere to send them.
+    properties = {
+        k: v
+        for k, v in config.items()
+        if isinstance(v, str | int | float | bool) and k != "statistics.interval.ms"
+    }
     command = [sys.executable, "-m", __name__, group, str(timeout_s)]
     try:
         done = subprocess.run(

@@ -16,7 +16,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,14 +122,22 @@ class KafkaAccess:
     properties: Mapping[str, str] = field(default_factory=dict, repr=False)
     problems: ClientProblems = field(default_factory=ClientProblems, compare=False, repr=False)
     clients: LiveClients = field(default_factory=LiveClients, compare=False, repr=False)
+    # librdkafka's statistics: every client emits a JSON document this often (0: never), handed
+    # to `on_statistics(role, document)` on the thread that polls the client.
+    statistics_interval_ms: int = 0
+    on_statistics: Callable[[str, str], None] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def config(self, owned: Mapping[str, Any], logger: str) -> dict[str, Any]:
-        """A client's config: the operator's properties, then the server's own (`owned`)."""
+        """A client's config: the operator's properties, then the server's own (`owned`).
+        `logger` names the client's role too (`librdkafka.writer`: its statistics' `writer`)."""
         if stray := sorted(set(owned) - OWNED):
             raise ValueError(f"add {stray} to OWNED: the server sets them")
         return {
             **self.properties,
             **owned,
+            **self._statistics(logger.rpartition(".")[2]),
             "bootstrap.servers": self.bootstrap_servers,
             "logger": _quiet_logger(logger),  # not stderr
             "error_cb": self.problems.report,
@@ -144,6 +152,15 @@ class KafkaAccess:
 
     def admin_client(self, config: Mapping[str, Any]) -> LiveAdmin:
         return self.clients.create(LiveAdmin, config)
+
+    def _statistics(self, role: str) -> dict[str, Any]:
+        sink = self.on_statistics
+        if sink is None or self.statistics_interval_ms <= 0:
+            return {}
+        return {
+            "statistics.interval.ms": self.statistics_interval_ms,
+            "stats_cb": lambda document: sink(role, document),
+        }
 
     def group(self, role: str, unique: bool = False) -> str:
         """A consumer group id under the prefix (librdkafka requires one even for a consumer

@@ -116,6 +116,9 @@ async def sse(
     response = web.StreamResponse(status=200)
     response.headers["Content-Type"] = CONTENT_TYPE
     response.headers["Cache-Control"] = NO_CACHE
+    # nginx (and proxies that honour the same header) buffer a proxied response by default,
+    # which holds events back until the buffer fills or the response ends: this one must not be.
+    response.headers["X-Accel-Buffering"] = "no"
     if uses_base64(meta.content_type):
         response.headers[ENCODING_HEADER] = "base64"
     decorate(response, request)

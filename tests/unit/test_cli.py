@@ -1,12 +1,17 @@
-"""The console script's choice of event loop."""
+"""The console script's choice of event loop, and what `serve --help` says of the settings."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
+import re
 
+import pytest
 import uvloop
 
-from adapter.cli import loop_factory
+from adapter.cli import loop_factory, main
+from adapter.config import TOML_KEYS, flag_name
 
 
 def test_uvloop_is_the_loop_asked_for() -> None:
@@ -25,3 +30,23 @@ def test_asyncio_is_the_standard_library_loop() -> None:
         assert loop.run_until_complete(asyncio.sleep(0, "ran")) == "ran"
     finally:
         loop.close()
+
+
+def _serve_help() -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    return " ".join(out.getvalue().split())  # argparse wraps lines
+
+
+def test_serve_help_gives_each_default_as_it_is() -> None:
+    text = _serve_help()
+    assert re.search(r"--workers WORKERS default 1;", text), text
+    assert re.search(r"--replication-factor FACTOR default auto;", text), text
+
+
+def test_serve_help_leaves_the_test_only_settings_out() -> None:
+    text = _serve_help()
+    test_only = [name for name, (table, _key) in TOML_KEYS.items() if table == "testing"]
+    assert test_only
+    assert [name for name in test_only if flag_name(name) in text] == []

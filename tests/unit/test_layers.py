@@ -56,6 +56,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "readiness",
             "console",
             "metrics",
+            "kafka_stats",
             "tallies",
             "logs",
             "request_lines",

@@ -54,3 +54,35 @@ def test_each_readiness_check_is_a_series() -> None:
     assert metrics.registry.get_sample_value(ok, {"check": "object_store"}) == 0
     states["object_store"] = True  # read at each scrape
     assert metrics.registry.get_sample_value(ok, {"check": "object_store"}) == 1
+
+
+def test_the_process_collectors_report_this_process() -> None:
+    """`process_*` read /proc/self: a worker of `serve --workers N` reports itself."""
+    metrics = Metrics()
+    assert (metrics.registry.get_sample_value("process_resident_memory_bytes") or 0) > 0
+    assert metrics.registry.get_sample_value("process_start_time_seconds") is not None
+    assert metrics.registry.get_sample_value("python_info", _python_info()) == 1
+
+
+def test_write_slots_are_read_at_each_scrape() -> None:
+    metrics = Metrics()
+    owned = {1, 2, 3}
+    metrics.watch_write_slots(8, lambda: len(owned), lambda: 2)
+    assert metrics.registry.get_sample_value("durable_kafka_write_slots") == 8
+    assert metrics.registry.get_sample_value("durable_kafka_write_slots_owned") == 3
+    owned.discard(3)
+    assert metrics.registry.get_sample_value("durable_kafka_write_slots_owned") == 2
+    assert metrics.registry.get_sample_value("durable_kafka_write_slots_ready") == 2
+
+
+def _python_info() -> dict[str, str]:
+    import platform
+
+    major, minor, patch = platform.python_version_tuple()
+    return {
+        "implementation": platform.python_implementation(),
+        "major": major,
+        "minor": minor,
+        "patchlevel": patch,
+        "version": platform.python_version(),
+    }
