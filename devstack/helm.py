@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from devstack.paths import cache_dir
-from devstack.process import ServiceError, run_checked
+from devstack.go_tools import GoTool
 
 HELM_VERSION = "v3.22.0"
+HELM = GoTool("helm", "Helm", "helm.sh/helm/v3/cmd/helm", HELM_VERSION)
 
 
 def binary() -> Path:
-    """The `helm` executable, built with `go install` on first use (a few minutes)."""
-    gobin = cache_dir() / f"helm-{HELM_VERSION}"
-    exe = gobin / "helm"
-    if exe.exists():
-        return exe
-    if shutil.which("go") is None:
-        raise ServiceError("Go is needed to build Helm (go install helm.sh/helm/v3/cmd/helm)")
-    run_checked(
-        ["go", "install", f"helm.sh/helm/v3/cmd/helm@{HELM_VERSION}"],
-        "building Helm with go install",
-        env={"GOBIN": str(gobin), "GOFLAGS": "-trimpath"},
-    )
-    return exe
+    return HELM.binary()
 
 
 def is_cached() -> bool:
-    return (cache_dir() / f"helm-{HELM_VERSION}" / "helm").exists()
+    return HELM.is_cached()

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from devstack.paths import cache_dir
-from devstack.process import ServiceError, ServiceProcess, port_open, run_checked
+from devstack.go_tools import GoTool
+from devstack.process import ServiceError, ServiceProcess, port_open
 
 # The newest MinIO the Go module proxy serves, as a pseudo-version of its main module.
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
@@ -38,18 +37,7 @@ class MinioNode:
 
 def binary() -> Path:
     """The `minio` executable, built with `go install` on first use (several minutes)."""
-    gobin = cache_dir() / f"minio-{MINIO_VERSION}"
-    exe = gobin / "minio"
-    if exe.exists():
-        return exe
-    if shutil.which("go") is None:
-        raise ServiceError("Go is needed to build MinIO (go install github.com/minio/minio)")
-    run_checked(
-        ["go", "install", f"github.com/minio/minio@{MINIO_VERSION}"],
-        "building MinIO with go install",
-        env={"GOBIN": str(gobin), "GOFLAGS": "-trimpath"},
-    )
-    return exe
+    return GoTool("minio", "MinIO", "github.com/minio/minio", MINIO_VERSION).binary()
 
 
 def is_live(endpoint_url: str) -> bool:
