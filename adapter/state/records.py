@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TypeVar
 
+from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.model import (
     BucketMeta,
     MountMeta,
@@ -16,7 +17,15 @@ from adapter.protocol.model import (
     SnapshotPointer,
     StreamMeta,
 )
-from topology.internal_records import RecordKind, decode_value, encode_value, meta_kind
+from adapter.state.format_gate import GATE
+from topology.internal_records import (
+    NEWEST_LEVEL,
+    RecordKind,
+    decode_value,
+    encode_value,
+    lost_fields,
+    meta_kind,
+)
 
 __all__ = [
     "BucketMeta",
@@ -44,11 +53,25 @@ _KINDS: dict[type[StateRecord], RecordKind] = {
 }
 
 
-def encode(record: StateRecord) -> bytes:
+def encode(record: StateRecord, level: int | None = None) -> bytes:
+    """The value of `record` in the format level in force (`format_gate.py`), or `level`'s.
+
+    ProtocolError 409 `format_not_finalized` for a record that level cannot hold (a fork
+    across buckets, a bucket's age retention, before the newest level is in force)."""
     data = vars(record)  # scalars, without asdict's deep copy
     if isinstance(record, StreamMeta):
         data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
-    return encode_value(_KINDS[type(record)], data)
+    kind = _KINDS[type(record)]
+    level = GATE.level if level is None else level
+    lost = lost_fields(kind, data, level)
+    if lost:
+        raise ProtocolError(
+            ErrorCode.FORMAT_NOT_FINALIZED,
+            f"{', '.join(lost)} needs record format level {NEWEST_LEVEL}, which is not in force "
+            f"yet: finish the upgrade of every instance, then run `durable-kafka upgrade "
+            f"finalize`",
+        )
+    return encode_value(kind, data, level)
 
 
 R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner, SnapshotPointer, MountMeta)

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # `adapter`'s packages and top-level modules, top to bottom. A unit may import itself and any
 # unit of a lower layer; units of one layer may import each other unless that makes a cycle.
 LAYERS: tuple[frozenset[str], ...] = (
-    # wiring, start-up and shutdown, the worker processes, the topics plan command
-    frozenset({"cli", "app", "parts", "running", "supervisor", "workers", "topic_plan"}),
+    # wiring, start-up and shutdown, the worker processes, the topics plan and upgrade commands
+    frozenset({"cli", "app", "parts", "running", "supervisor", "workers", "topic_plan", "upgrade"}),
     frozenset({"http"}),  # the only users of aiohttp's server side
     frozenset({"live"}),  # SSE fan-out and shared reads for live readers
     frozenset({"service"}),  # the stream logic and the live hub
