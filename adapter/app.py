@@ -292,6 +292,7 @@ async def settle_format_level(parts: Parts) -> None:
             members = await asyncio.to_thread(
                 describe, ownership.kafka, ownership.group, ownership.timeout_s
             )
+            ownership.described = members  # its start checks our instance id with it
         except (KafkaException, TopologyError) as error:
             logging.getLogger(__name__).warning(
                 "cannot tell which format levels the owners' group reads: %s", error

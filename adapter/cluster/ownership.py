@@ -129,6 +129,9 @@ class SlotOwnership:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_failure = on_failure  # the thread died, or another process has our id
+        # The group as described just before joining, by whoever needed it first (the start's
+        # format level decision): the impostor check uses it instead of asking again.
+        self.described: list[Member] | None = None
 
     async def start(self) -> None:
         """Join the group; slots arrive through the rebalance callbacks."""
@@ -284,8 +287,10 @@ class SlotOwnership:
 
     def _refuse_an_impostor(self) -> None:
         """Refuse to start when our instance id is a member serving under another URL."""
+        members, self.described = self.described, None
         try:
-            members = describe(self.kafka, self.group, self.timeout_s)
+            if members is None:
+                members = describe(self.kafka, self.group, self.timeout_s)
         except (KafkaException, TopologyError) as error:
             log.warning("cannot check the owners' group for our instance id: %s", error)
             return
