@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import io
 from dataclasses import replace
+from pathlib import Path
 
 import fastavro
 import pytest
 
 import schemas
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.state.catalog import Catalog
 from adapter.state.format_gate import (
+    GATE,
     FormatGate,
     client_id,
     level_of_record,
@@ -20,7 +23,14 @@ from adapter.state.format_gate import (
     member_url,
 )
 from adapter.state.records import BucketMeta, Segment, StreamMeta, decode, encode
-from topology.internal_records import NEWEST_LEVEL, PREVIOUS_LEVEL, RecordKind, level_of
+from adapter.state.store import FileStore
+from topology.internal_records import (
+    FORMAT_LEVEL_KEY,
+    NEWEST_LEVEL,
+    PREVIOUS_LEVEL,
+    RecordKind,
+    level_of,
+)
 
 META = StreamMeta(
     bucket_id="b",
@@ -126,3 +136,26 @@ def test_the_level_in_force_only_moves_forward() -> None:
     gate.saw(RecordKind.STREAM_META, encode(META, PREVIOUS_LEVEL))  # written before it
     gate.saw_level(PREVIOUS_LEVEL)
     assert gate.level == NEWEST_LEVEL
+
+
+def test_the_level_in_force_survives_a_catalog_file_and_the_file_alone_never_raises_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records that showed a level may lie behind the checkpoint (not replayed at the next
+    start), so the file keeps the level; the file's own records, always written at the newest
+    level, are not taken for the log's."""
+    monkeypatch.setattr(GATE, "known", 0)
+    catalog = Catalog(FileStore(str(tmp_path), "catalog-x"))
+    catalog.apply("bucket:b", encode(BUCKET, PREVIOUS_LEVEL))  # what the log holds
+    catalog.save({"meta": 1}, {}, 1)
+    catalog.store.close()
+    monkeypatch.setattr(GATE, "known", 0)
+    Catalog(FileStore(str(tmp_path), "catalog-x")).resume()
+    assert GATE.known == PREVIOUS_LEVEL
+    catalog = Catalog(FileStore(str(tmp_path), "catalog-x"))
+    catalog.apply(FORMAT_LEVEL_KEY, level_record(NEWEST_LEVEL))  # `upgrade finalize`, followed
+    catalog.save({"meta": 2}, {}, 2)
+    catalog.store.close()
+    monkeypatch.setattr(GATE, "known", 0)
+    Catalog(FileStore(str(tmp_path), "catalog-x")).resume()
+    assert GATE.known == NEWEST_LEVEL
