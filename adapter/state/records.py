@@ -65,13 +65,24 @@ def encode(record: StateRecord, level: int | None = None) -> bytes:
     level = GATE.level if level is None else level
     lost = lost_fields(kind, data, level)
     if lost:
-        raise ProtocolError(
-            ErrorCode.FORMAT_NOT_FINALIZED,
-            f"{', '.join(lost)} needs record format level {NEWEST_LEVEL}, which is not in force "
-            f"yet: finish the upgrade of every instance, then run `durable-kafka upgrade "
-            f"finalize`",
-        )
+        raise not_finalized(", ".join(lost))
     return encode_value(kind, data, level)
+
+
+def refuse_before_newest(what: str) -> None:
+    """ProtocolError 409 `format_not_finalized` for `what` (a request whose records only the
+    newest format level holds) while an older level is in force: checked before the request
+    reaches a slot writer, whose transaction would otherwise meet it in `encode`."""
+    if GATE.level < NEWEST_LEVEL:
+        raise not_finalized(what)
+
+
+def not_finalized(what: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.FORMAT_NOT_FINALIZED,
+        f"{what} needs record format level {NEWEST_LEVEL}, which is not in force yet: upgrade "
+        "every instance, then run `durable-kafka upgrade finalize`",
+    )
 
 
 R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner, SnapshotPointer, MountMeta)

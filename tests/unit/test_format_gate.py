@@ -22,7 +22,14 @@ from adapter.state.format_gate import (
     member_reads,
     member_url,
 )
-from adapter.state.records import BucketMeta, Segment, StreamMeta, decode, encode
+from adapter.state.records import (
+    BucketMeta,
+    Segment,
+    StreamMeta,
+    decode,
+    encode,
+    refuse_before_newest,
+)
 from adapter.state.store import FileStore
 from topology.internal_records import (
     FORMAT_LEVEL_KEY,
@@ -159,3 +166,15 @@ def test_the_level_in_force_survives_a_catalog_file_and_the_file_alone_never_rai
     monkeypatch.setattr(GATE, "known", 0)
     Catalog(FileStore(str(tmp_path), "catalog-x")).resume()
     assert GATE.known == NEWEST_LEVEL
+
+
+def test_a_fork_across_buckets_is_refused_before_it_reaches_a_writer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(GATE, "level", PREVIOUS_LEVEL)
+    with pytest.raises(ProtocolError) as refused:
+        refuse_before_newest("a fork across buckets")
+    assert refused.value.code is ErrorCode.FORMAT_NOT_FINALIZED
+    assert refused.value.code.status == 409
+    monkeypatch.setattr(GATE, "level", NEWEST_LEVEL)
+    refuse_before_newest("a fork across buckets")  # in force: nothing to refuse

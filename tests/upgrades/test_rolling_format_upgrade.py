@@ -182,6 +182,12 @@ async def test_two_instances_of_the_previous_format_rolled_to_head_then_finalize
             ) as answer:
                 assert answer.status == 409
                 assert (await answer.json())["error"]["code"] == "format_not_finalized"
+            async with session.put(f"{instances['a'].base}/other") as answer:
+                assert answer.status == 201  # a plain bucket: level 5 holds it
+            cross = {"Stream-Forked-From": "/_default/plain"} | JSON
+            async with session.put(f"{instances['a'].base}/other/f", headers=cross) as answer:
+                assert answer.status == 409
+                assert (await answer.json())["error"]["code"] == "format_not_finalized"
 
             await _roll(load, instances, "b")
             status = await asyncio.to_thread(_status, env)
