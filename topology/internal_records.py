@@ -10,10 +10,12 @@ A value is one format byte, then the record in Avro's binary encoding without a 
 (schemaless). The byte names the schema the record was written with, so a schema can change
 while records of the older one stay in a compacted topic: they are read with the current schema
 as the reader's, their new fields taking its defaults. Only stream and bucket metadata have
-changed so far.
+changed so far. Which format each kind is written in follows the format level in force
+(`LEVELS`), so instances of the previous release keep reading what a newer one writes.
 
 The keys (a compacted topic keeps each key's last value; a null value is a tombstone):
-- meta: `bucket:{bucket}`, `mount:{bucket}`, `stream:{bucket}/{stream}`;
+- meta: `bucket:{bucket}`, `mount:{bucket}`, `stream:{bucket}/{stream}`, and `format-level:`
+  (the format level in force: see `FORMAT_LEVEL_KEY`);
 - producers: `{bucket}/{stream}` NUL `{producer id}`;
 - snapshots: `snapshot:{bucket}/{stream}`;
 - owners: `slot:{slot}`;
@@ -181,7 +183,8 @@ FORMAT_LEVEL_KEY: Final = "format-level:"
 
 
 def meta_kind(key: str) -> RecordKind:
-    """What a meta-topic key's record holds (the format level's key has no kind)."""
+    """What a meta-topic key's record holds. `FORMAT_LEVEL_KEY` holds none of these kinds: a
+    reader of every meta record checks for it first (`adapter/state/catalog.py`)."""
     if key.startswith("bucket:"):
         return RecordKind.BUCKET_META
     if key.startswith("mount:"):
