@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help run up down status cluster-up cluster-down faults fuzz hostile test conformance conformance-workers clients bench bench-smoke lint typecheck docs reference deps venv clean
+.PHONY: help run up down status cluster-up cluster-down faults fuzz upgrades hostile test conformance conformance-workers clients bench bench-smoke lint typecheck docs reference deps venv clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -52,7 +52,10 @@ TEST_WORKERS ?= 2
 PYTEST_PROCESSES = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 
 test: lint typecheck docs deps  ## everything CI runs: ruff, mypy, then unit, integration and conformance tests
-	$(PY) -m pytest $(PYTEST_PROCESSES)
+	$(PY) -m pytest $(PYTEST_PROCESSES) --ignore=tests/upgrades
+
+upgrades: deps  ## a rolling upgrade from the previous record format level under load (minutes: builds that release's worktree and venv once)
+	$(PY) -m pytest tests/upgrades -p no:randomly
 
 conformance: deps  ## the protocol's conformance suite against an adapter on a fresh test broker
 	$(PY) -m pytest tests/conformance -s -k one_worker

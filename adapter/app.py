@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from aiohttp import web
+from confluent_kafka import KafkaException
 
 from adapter.auth.static_tokens import TokenFile
 from adapter.cluster.shared_folder import FolderGuard
@@ -56,9 +57,14 @@ from adapter.secret_files import SecretFiles
 from adapter.service.fork_gc import sweep_forever
 from adapter.service.seeking import Seeker
 from adapter.state.follower import MetaFollower
+from adapter.state.format_gate import GATE as FORMAT_GATE
+from adapter.state.format_gate import member_reads
 from adapter.supervisor import CATALOG, Durability, Supervisor
 from adapter.tasks import Tasks
 from topology.admin import TopologyAdmin
+from topology.errors import TopologyError
+from topology.group_members import describe
+from topology.internal_records import NEWEST_LEVEL
 from topology.naming import owners_group
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -271,6 +277,7 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
     if guard is not None:  # before joining the owners' group: see shared_folder.py
         await guard.refuse_strangers()
     count = await parts.follower.replay()
+    await settle_format_level(parts)  # before any write: see state/format_gate.py
     parts.mounts.load_configured()  # and index every mount
     running.spawn(parts.follower.follow(), "follower")
     await parts.follower.measure(parts.streams.view)  # ready as current as can be told
@@ -288,6 +295,35 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
     await running.start("slot ownership", parts.ownership)
     running.spawn(parts.reach.run(), "advertised-reach")  # may step aside from the group
     return count
+
+
+async def settle_format_level(parts: Parts) -> None:
+    """Decide the record format level this instance writes, once the meta topic is replayed.
+
+    A deployment whose meta topic showed nothing is fresh, unless a member of the owners' group
+    predates format levels (or the group cannot be described: taken to hold one)."""
+    fresh = not FORMAT_GATE.known and not parts.catalog.bucket_ids()
+    if fresh:
+        ownership = parts.ownership
+        try:
+            members = await asyncio.to_thread(
+                describe, ownership.kafka, ownership.group, ownership.timeout_s
+            )
+            ownership.described = members  # its start checks our instance id with it
+        except (KafkaException, TopologyError) as error:
+            logging.getLogger(__name__).warning(
+                "cannot tell which format levels the owners' group reads: %s", error
+            )
+            members = None
+        fresh = members is not None and all(
+            member_reads(member.client_id) >= NEWEST_LEVEL
+            for member in members
+            if member.group_instance_id != ownership.instance_id
+        )
+    level = FORMAT_GATE.settle(fresh)
+    logging.getLogger(__name__).info(
+        "writing state records at format level %d (newest read: %d)", level, NEWEST_LEVEL
+    )
 
 
 def _durability(settings: Settings) -> Durability:

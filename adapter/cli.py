@@ -21,7 +21,7 @@ from typing import Any
 import uvloop
 from aiohttp import web
 
-from adapter import logs, request_lines
+from adapter import logs, request_lines, upgrade
 from adapter.acl_plan import ACL_FORMATS, DEFAULT_NAMESPACE, DEFAULT_USER, print_acls
 from adapter.app import FATAL, PARTS, SECRET_FILES, create_app, hand_over
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
@@ -95,7 +95,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="the strimzi.io/cluster label of each KafkaTopic",
     )
     acls = _acls_parser(commands)
-    for command in (serve, stats, plan, acls):
+    upgrade = commands.add_parser(
+        "upgrade", help="record format levels during a rolling upgrade"
+    ).add_subparsers(dest="upgrade_command", required=True)
+    status = upgrade.add_parser(
+        "status",
+        help="each instance, the format level it reads and writes, and the level in force",
+        description="Reads the meta topic and describes the owners' group. Takes the serve "
+        "settings.",
+    )
+    status.add_argument("--json", action="store_true", help="one JSON object")
+    finalize = upgrade.add_parser(
+        "finalize",
+        help="switch the newest record format level on, once every instance reads it",
+        description="Refused (exit 1) while a member of the owners' group does not read the "
+        "newest level. There is no way back: older versions cannot read what follows.",
+    )
+    finalize.set_defaults(json=False)
+    for command in (serve, stats, plan, acls, status, finalize):
         _settings_arguments(command)
     hash_token = commands.add_parser(
         "hash-token",
@@ -176,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(
             print_plan(settings, args.bucket, args.plan_format, args.strimzi_cluster)
         )
+    if args.command == "upgrade":
+        return asyncio.run(upgrade.run(settings, args.upgrade_command, args.json))
     if settings.worker_count > 1:
         return WorkerPool(settings, run_server).run()
     return run_server(settings, Listeners())

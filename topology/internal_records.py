@@ -10,10 +10,12 @@ A value is one format byte, then the record in Avro's binary encoding without a 
 (schemaless). The byte names the schema the record was written with, so a schema can change
 while records of the older one stay in a compacted topic: they are read with the current schema
 as the reader's, their new fields taking its defaults. Only stream and bucket metadata have
-changed so far.
+changed so far. Which format each kind is written in follows the format level in force
+(`LEVELS`), so instances of the previous release keep reading what a newer one writes.
 
 The keys (a compacted topic keeps each key's last value; a null value is a tombstone):
-- meta: `bucket:{bucket}`, `mount:{bucket}`, `stream:{bucket}/{stream}`;
+- meta: `bucket:{bucket}`, `mount:{bucket}`, `stream:{bucket}/{stream}`, and `format-level:`
+  (the format level in force: see `FORMAT_LEVEL_KEY`);
 - producers: `{bucket}/{stream}` NUL `{producer id}`;
 - snapshots: `snapshot:{bucket}/{stream}`;
 - owners: `slot:{slot}`;
@@ -82,14 +84,53 @@ WRITTEN: Final[Mapping[RecordKind, bytes]] = {
     kind: list(formats)[-1] for kind, formats in FORMATS.items()
 }
 
+# Format levels, as Kafka's `metadata.version`: each names the format every kind is written in.
+# A version reads every level up to `NEWEST_LEVEL` and can write the one before it
+# (`PREVIOUS_LEVEL`, what the release before writes), so a deployment can be rolled one instance
+# at a time: it keeps writing the previous level until every instance says it reads the newest
+# (`adapter/state/format_gate.py`). An instance that predates levels says nothing and is taken
+# to read `PREVIOUS_LEVEL`.
+PREVIOUS_LEVEL: Final = 5  # StreamMeta 0x05, BucketMeta 0x01
+NEWEST_LEVEL: Final = 6  # StreamMeta 0x06, BucketMeta 0x02
+LEVELS: Final[Mapping[int, Mapping[RecordKind, bytes]]] = {
+    PREVIOUS_LEVEL: dict(WRITTEN)
+    | {RecordKind.STREAM_META: FORMAT_V5, RecordKind.BUCKET_META: FORMAT_V1},
+    NEWEST_LEVEL: WRITTEN,
+}
+# Fields the previous level's schemas lack whose values a record must not lose (a fork across
+# buckets, a bucket's age retention): such records are refused until the newest level is in
+# force. Other new fields (a trim's settling points) only make storage freeing more eager and
+# are dropped.
+KEPT_FIELDS: Final[Mapping[RecordKind, tuple[str, ...]]] = {
+    RecordKind.STREAM_META: ("source_bucket", "home"),
+    RecordKind.BUCKET_META: ("retention_max_age_ms",),
+}
 
-def encode_value(kind: RecordKind, record: Mapping[str, Any]) -> bytes:
-    """The value of a record of `kind`: its format byte, then `record` in its current schema."""
+
+def level_of(kind: RecordKind, value: bytes) -> int:
+    """The lowest format level that writes `value`'s format byte (older bytes: the oldest)."""
+    for level in sorted(LEVELS):
+        if value[:1] <= LEVELS[level][kind]:
+            return level
+    return NEWEST_LEVEL
+
+
+def lost_fields(kind: RecordKind, record: Mapping[str, Any], level: int) -> list[str]:
+    """The fields of `record` that `level`'s format of `kind` cannot hold and that are set."""
+    if level >= NEWEST_LEVEL:
+        return []
+    return [name for name in KEPT_FIELDS.get(kind, ()) if record.get(name) is not None]
+
+
+def encode_value(kind: RecordKind, record: Mapping[str, Any], level: int = NEWEST_LEVEL) -> bytes:
+    """The value of a record of `kind`: the format byte `level` writes, then `record` in that
+    format's schema (fields it lacks are left out: see `lost_fields`)."""
     import fastavro  # here, not at the top: see the module's last paragraph
 
+    written = LEVELS[level][kind]
     out = io.BytesIO()
-    out.write(WRITTEN[kind])
-    fastavro.schemaless_writer(out, _parsed(kind.value), record)
+    out.write(written)
+    fastavro.schemaless_writer(out, _parsed(FORMATS[kind][written]), record)
     return out.getvalue()
 
 
@@ -136,8 +177,14 @@ def stream_meta_key(bucket_id: str, stream_id: str) -> str:
     return f"stream:{bucket_id}/{stream_id}"
 
 
+# The format level in force, written by `durable-kafka upgrade finalize` only (a record an
+# instance that predates levels could not read): a JSON object `{"level": N}`, no format byte.
+FORMAT_LEVEL_KEY: Final = "format-level:"
+
+
 def meta_kind(key: str) -> RecordKind:
-    """What a meta-topic key's record holds."""
+    """What a meta-topic key's record holds. `FORMAT_LEVEL_KEY` holds none of these kinds: a
+    reader of every meta record checks for it first (`adapter/state/catalog.py`)."""
     if key.startswith("bucket:"):
         return RecordKind.BUCKET_META
     if key.startswith("mount:"):

@@ -12,7 +12,8 @@ that must move, so a joining instance does not stall every slot.
 
 The consumer is polled on a thread of its own, so `max.poll.interval.ms` never runs out while
 the event loop is busy, and only that thread touches it. Slots gained and lost are handed to
-the slot writers on the event loop. Its `client.id` is the instance's advertised URL, so the
+the slot writers on the event loop. Its `client.id` is the instance's advertised URL (then
+`#reads=N`, the newest record format level it reads: `adapter/state/format_gate.py`), so the
 group's description (`kafka-consumer-groups --describe`) names each member by where it
 serves; forwarding does not read it: each new owner of a slot commits its URL to the owners
 topic (`adapter/cluster/slot_writers.py`, `adapter/cluster/routing.py`).
@@ -53,6 +54,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
+from adapter.state.format_gate import client_id, member_url
 from topology.errors import TopologyError
 from topology.group_members import Member, describe
 from topology.kafka_client import KafkaAccess, denied
@@ -108,7 +110,7 @@ class SlotOwnership:
         owned: dict[str, Any] = {
             "group.id": self.group,
             "group.instance.id": instance_id,
-            "client.id": advertised_url,
+            "client.id": client_id(advertised_url),  # with the newest format level it reads
             "partition.assignment.strategy": "cooperative-sticky",
             "session.timeout.ms": session_timeout_ms,
             "heartbeat.interval.ms": heartbeat_ms(session_timeout_ms),
@@ -127,6 +129,9 @@ class SlotOwnership:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_failure = on_failure  # the thread died, or another process has our id
+        # The group as described just before joining, by whoever needed it first (the start's
+        # format level decision): the impostor check uses it instead of asking again.
+        self.described: list[Member] | None = None
 
     async def start(self) -> None:
         """Join the group; slots arrive through the rebalance callbacks."""
@@ -282,8 +287,10 @@ class SlotOwnership:
 
     def _refuse_an_impostor(self) -> None:
         """Refuse to start when our instance id is a member serving under another URL."""
+        members, self.described = self.described, None
         try:
-            members = describe(self.kafka, self.group, self.timeout_s)
+            if members is None:
+                members = describe(self.kafka, self.group, self.timeout_s)
         except (KafkaException, TopologyError) as error:
             log.warning("cannot check the owners' group for our instance id: %s", error)
             return
@@ -370,8 +377,8 @@ def impostor(members: Iterable[Member], instance_id: str, url: str) -> str | Non
     what static membership is for.
     """
     for member in members:
-        if member.group_instance_id == instance_id and member.client_id != url:
-            return str(member.client_id)
+        if member.group_instance_id == instance_id and member_url(member.client_id) != url:
+            return member_url(member.client_id)
     return None
 
 

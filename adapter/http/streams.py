@@ -43,7 +43,7 @@ from adapter.protocol.identifiers import (
 from adapter.protocol.offsets import BEGINNING, NOW, ReadFrom, Start, encode, parse_offset
 from adapter.protocol.read_options import parse_at, parse_bounds
 from adapter.protocol.stream_etags import range_etag, stream_etag
-from adapter.state.records import StreamMeta
+from adapter.state.records import StreamMeta, refuse_before_newest
 from topology.wire import ProducerStamp
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
@@ -123,6 +123,8 @@ def fork_from(request: web.Request, ref: StreamRef) -> ForkFrom | None:
             ErrorCode.INVALID_HEADER, f"Stream-Fork-Sub-Offset {sub_offset!r} is not a count"
         )
     source_bucket, source_id = fork_source(source)
+    if source_bucket != ref.bucket_id:
+        refuse_before_newest("a fork across buckets")
     return ForkFrom(
         source_id,
         _fork_offset(request.headers.get("Stream-Fork-Offset")),

@@ -121,6 +121,10 @@ HELP: dict[str, tuple[str, str]] = {
         "PUT on a live stream with another configuration, or on a soft-deleted one",
         "The stream exists with another configuration; use it as it is, or pick another name.",
     ),
+    "format_not_finalized": (
+        "a fork across buckets, or a bucket's age retention, while format level 6 is not in force yet (during a rolling upgrade)",
+        "Upgrade every instance, then run `durable-kafka upgrade finalize` (docs/how-to/upgrades.md).",
+    ),
     "source_deleted": (
         "a fork of a soft-deleted stream",
         "The fork's source is deleted; fork from a live stream.",

@@ -40,6 +40,8 @@ class ErrorCode(Enum):
     BUCKET_EXISTS = ("bucket_exists", 409)
     BUCKET_NOT_EMPTY = ("bucket_not_empty", 409)
     STREAM_EXISTS = ("stream_exists", 409)
+    # A record only the newest format level holds, before `upgrade finalize` switched it on.
+    FORMAT_NOT_FINALIZED = ("format_not_finalized", 409)
     SOURCE_DELETED = ("source_deleted", 409)
     TOPIC_CONFLICT = ("topic_conflict", 409)
     TOPIC_MISSING = ("topic_missing", 409)  # managed externally: the platform must create it

@@ -9,6 +9,7 @@ from functools import partial
 from types import MappingProxyType
 
 from adapter.state.echoes import Echoes
+from adapter.state.format_gate import GATE, level_of_record, level_record
 from adapter.state.records import (
     BucketMeta,
     MountMeta,
@@ -34,6 +35,8 @@ from adapter.state.store import (
 )
 from adapter.tier.manifest import TierIndex
 from topology.internal_records import (
+    FORMAT_LEVEL_KEY,
+    NEWEST_LEVEL,
     RecordKind,
     bucket_key,
     meta_kind,
@@ -112,7 +115,7 @@ class Catalog:
         rows are looked up on use)."""
         self._empty()
         for key, value in self.store.others():
-            self.apply(key, value)
+            self.apply(key, value, logged=False)
         self._counts = self.store.counts()
 
     def dirty(self) -> list[Callable[[], None]]:
@@ -135,8 +138,13 @@ class Catalog:
         if dirty:
             self._streams.write_dirty()
             self._producers.write_dirty()
-        others = [(meta.key, encode(meta)) for meta in self._logged_mounts.values()]
-        others += [(bucket_key(b.bucket_id), encode(b)) for b in self._buckets.values()]
+        # The file is this version's alone: the newest level, whatever is in force in the log.
+        others = [(meta.key, encode(meta, NEWEST_LEVEL)) for meta in self._logged_mounts.values()]
+        others += [
+            (bucket_key(b.bucket_id), encode(b, NEWEST_LEVEL)) for b in self._buckets.values()
+        ]
+        if GATE.known:  # the records that showed it are behind the checkpoint now
+            others.append((FORMAT_LEVEL_KEY, level_record(GATE.known)))
         self.store.save(Checkpoint(positions, identity, now_ms), others)
 
     def _write_producers(self, key: StreamKey, states: dict[str, ProducerRecord]) -> None:
@@ -402,14 +410,21 @@ class Catalog:
         else:
             del self._counts[bucket_id]
 
-    def apply(self, key: str, value: bytes | None) -> None:
+    def apply(self, key: str, value: bytes | None, logged: bool = True) -> None:
         """Apply one record of the meta topic, in log order: a value upserts, a tombstone
         removes. A stream's producer states are not touched: the producers topic has its own
         tombstones, written in the same transaction, and the two topics are replayed in no
-        particular order relative to each other."""
+        particular order relative to each other. A record `logged` (read from the topic, not
+        from the catalog file) shows the format level gate what is in force."""
+        if key == FORMAT_LEVEL_KEY:
+            if value is not None:
+                GATE.saw_level(level_of_record(value))
+            return
         if value is None:
             self._forget(key)
             return
+        if logged:
+            GATE.saw(meta_kind(key), value)
         record = decode(key, value)
         if isinstance(record, BucketMeta):
             self.put_bucket(record)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TypeVar
 
+from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.model import (
     BucketMeta,
     MountMeta,
@@ -16,7 +17,15 @@ from adapter.protocol.model import (
     SnapshotPointer,
     StreamMeta,
 )
-from topology.internal_records import RecordKind, decode_value, encode_value, meta_kind
+from adapter.state.format_gate import GATE
+from topology.internal_records import (
+    NEWEST_LEVEL,
+    RecordKind,
+    decode_value,
+    encode_value,
+    lost_fields,
+    meta_kind,
+)
 
 __all__ = [
     "BucketMeta",
@@ -44,11 +53,36 @@ _KINDS: dict[type[StateRecord], RecordKind] = {
 }
 
 
-def encode(record: StateRecord) -> bytes:
+def encode(record: StateRecord, level: int | None = None) -> bytes:
+    """The value of `record` in the format level in force (`format_gate.py`), or `level`'s.
+
+    ProtocolError 409 `format_not_finalized` for a record that level cannot hold (a fork
+    across buckets, a bucket's age retention, before the newest level is in force)."""
     data = vars(record)  # scalars, without asdict's deep copy
     if isinstance(record, StreamMeta):
         data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
-    return encode_value(_KINDS[type(record)], data)
+    kind = _KINDS[type(record)]
+    level = GATE.level if level is None else level
+    lost = lost_fields(kind, data, level)
+    if lost:
+        raise not_finalized(", ".join(lost))
+    return encode_value(kind, data, level)
+
+
+def refuse_before_newest(what: str) -> None:
+    """ProtocolError 409 `format_not_finalized` for `what` (a request whose records only the
+    newest format level holds) while an older level is in force: checked before the request
+    reaches a slot writer, whose transaction would otherwise meet it in `encode`."""
+    if GATE.level < NEWEST_LEVEL:
+        raise not_finalized(what)
+
+
+def not_finalized(what: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.FORMAT_NOT_FINALIZED,
+        f"{what} needs record format level {NEWEST_LEVEL}, which is not in force yet: upgrade "
+        "every instance, then run `durable-kafka upgrade finalize`",
+    )
 
 
 R = TypeVar("R", BucketMeta, StreamMeta, ProducerRecord, SlotOwner, SnapshotPointer, MountMeta)

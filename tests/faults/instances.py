@@ -30,13 +30,14 @@ class Instance:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     workers: int = int(WORKERS[1])
+    script: str = SCRIPT  # another build's `durable-kafka` (a rolling upgrade's older release)
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT]
+        argv = [self.script, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT]
         argv += ["--workers", str(self.workers)]
         with self.log.open("ab") as sink:
             # Checkpoints every 2 s: a killed instance restarts from its catalog file (the

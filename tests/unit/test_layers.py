@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # unit of a lower layer; units of one layer may import each other unless that makes a cycle.
 LAYERS: tuple[frozenset[str], ...] = (
     # wiring, start-up and shutdown, the worker processes, the topics and ACL plan commands,
-    # the secret files reloaded when they change
+    # the upgrade commands, the secret files reloaded when they change
     frozenset(
         {
             "cli",
@@ -35,6 +35,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "acl_plan",
             "secret_files",
             "kafka_secrets",
+            "upgrade",
         }
     ),
     frozenset({"http"}),  # the only users of aiohttp's server side

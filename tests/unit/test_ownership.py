@@ -53,3 +53,9 @@ def test_two_members_fencing_each_other_at_every_join_reach_it() -> None:
     for turn in range(REFENCES):  # one join a second
         fences = recent_fences(fences, float(turn))
     assert len(fences) == REFENCES
+
+
+def test_a_member_saying_the_format_level_it_reads_is_known_by_its_url() -> None:
+    former = _member("a", "http://a:1#reads=6")  # this version's own former incarnation
+    assert impostor([former], "a", "http://a:1") is None
+    assert impostor([_member("a", "http://b:1#reads=6")], "a", "http://a:1") == "http://b:1"
