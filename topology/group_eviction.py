@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -35,7 +36,7 @@ from topology.kafka_client import KafkaAccess
 
 STARTUP_S = 15.0  # beyond the work's own deadline: the child's start (an interpreter, librdkafka)
 POLL_S = 0.1
-LEAVE_POLLS = 5  # after unsubscribe(): the revocation, then the LeaveGroup
+LEAVE_POLLS = 20  # after unsubscribe(), at most: the revocation, then the LeaveGroup
 
 
 def evict(
@@ -91,8 +92,21 @@ def _take_and_leave(
     session_ms: int,
     timeout_s: float,
 ) -> None:
-    """Join as `member` (replacing the dead one), then leave the group in its name."""
-    assigned: list[TopicPartition] = []
+    """Join as `member` (replacing the dead one), then leave the group in its name.
+
+    Closing a static member sends no LeaveGroup: it must be served by polls after
+    `unsubscribe()`, once every partition assigned (in either round of a cooperative
+    rebalance) is revoked, or the group would wait out a session for this member too."""
+    held: set[int] = set()
+    joined = threading.Event()
+
+    def assigned(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        held.update(p.partition for p in partitions)
+        joined.set()
+
+    def revoked(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        held.difference_update(p.partition for p in partitions)
+
     consumer = Consumer(
         properties
         | {
@@ -105,13 +119,16 @@ def _take_and_leave(
         }
     )
     try:
-        consumer.subscribe([topic], on_assign=lambda _c, parts: assigned.extend(parts))
+        consumer.subscribe([topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
         deadline = time.monotonic() + timeout_s
-        while not assigned and time.monotonic() < deadline:
+        while not joined.is_set() and time.monotonic() < deadline:
             consumer.poll(POLL_S)
         consumer.unsubscribe()
         for _ in range(LEAVE_POLLS):
             consumer.poll(POLL_S)
+            if not held:
+                break
+        consumer.poll(POLL_S)  # sends the LeaveGroup
     finally:
         consumer.close()
 
