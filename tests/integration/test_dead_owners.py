@@ -13,13 +13,27 @@ import pytest
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, owned, signal_adapter, stream_in, until_owned
+from tests.cluster import TEXT, cluster_env, owned, signal_adapter, slot_of, until_owned
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 EVICTED = "removing it from the owners' group"  # what an instance logs when it evicts a peer
 PAUSED_S = 3.0  # well within the owners' session (6 s in tests/cluster.py)
 ATTEMPT_S = 3.0  # a client's patience for one try of a write
+STREAM = "s"  # written through another instance than its slot's owner
+
+
+def _owner_and_others(
+    prefix: str, owners: dict[str, set[int]], stream: str
+) -> tuple[str, tuple[str, ...]]:
+    """The instance owning `stream`'s slot, and the others."""
+    owner = next(base for base, slots in owners.items() if slot_of(prefix, stream) in slots)
+    return owner, tuple(base for base in owners if base != owner)
+
+
+def _logs(folder: Path) -> str:
+    """What every instance logged."""
+    return "".join(log.read_text() for log in sorted(folder.glob("*.log")))
 
 
 def _port(base: str) -> int:
@@ -56,13 +70,13 @@ async def test_writes_to_a_killed_owners_slot_go_through_another_instance_soon(
     env = cluster_env(kafka_bootstrap, prefix, tmp_path)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
         with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(env, tmp_path / "b.log", free_port()) as b,
-            running_adapter(env, tmp_path / "c.log", free_port()) as c,
+            running_adapter(env, tmp_path / "0.log", free_port()) as first,
+            running_adapter(env, tmp_path / "1.log", free_port()) as second,
+            running_adapter(env, tmp_path / "2.log", free_port()) as third,
         ):
-            owners = await until_owned(session, {a: None, b: None, c: None})
-            stream = stream_in(prefix, owners[a], "k")
-            url = f"{b}/v1/stream/{stream}"
+            owners = await until_owned(session, {first: None, second: None, third: None})
+            a, (b, c) = _owner_and_others(prefix, owners, STREAM)
+            url = f"{b}/v1/stream/{STREAM}"
             async with session.put(url, headers=TEXT) as reply:
                 assert reply.status == 201, await reply.text()
             assert await _try(session, url, "x") == 204  # forwarded to `a`
@@ -77,8 +91,7 @@ async def test_writes_to_a_killed_owners_slot_go_through_another_instance_soon(
             assert status == 204
             after = await until_owned(session, {b: None, c: None})
             assert set().union(*after.values()) >= owners[a]
-            logs = (tmp_path / "b.log").read_text() + (tmp_path / "c.log").read_text()
-            assert EVICTED in logs
+            assert EVICTED in _logs(tmp_path)
 
 
 @pytest.mark.timeout(240)
@@ -89,12 +102,12 @@ async def test_an_owner_paused_within_its_session_is_not_evicted(
     env = cluster_env(kafka_bootstrap, prefix, tmp_path)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
         with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(env, tmp_path / "b.log", free_port()) as b,
+            running_adapter(env, tmp_path / "0.log", free_port()) as first,
+            running_adapter(env, tmp_path / "1.log", free_port()) as second,
         ):
-            owners = await until_owned(session, {a: None, b: None})
-            stream = stream_in(prefix, owners[a], "s")
-            url = f"{b}/v1/stream/{stream}"
+            owners = await until_owned(session, {first: None, second: None})
+            a, (b,) = _owner_and_others(prefix, owners, STREAM)
+            url = f"{b}/v1/stream/{STREAM}"
             async with session.put(url, headers=TEXT) as reply:
                 assert reply.status == 201, await reply.text()
             signal_adapter(_port(a), signal.SIGSTOP)
@@ -106,5 +119,5 @@ async def test_an_owner_paused_within_its_session_is_not_evicted(
                 signal_adapter(_port(a), signal.SIGCONT)
             statuses = await asyncio.gather(*stuck)
             assert await owned(session, a) == owners[a]  # no takeover
-            assert EVICTED not in (tmp_path / "b.log").read_text()
+            assert EVICTED not in _logs(tmp_path)
             assert statuses == [204] * 5  # answered by the owner once it resumed

@@ -26,12 +26,13 @@ from confluent_kafka import KafkaException, Producer
 from adapter.log.writer import TRANSACTION_TIMEOUT_MS
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, signal_adapter, stream_in, until_owned, until_read
+from tests.cluster import TEXT, cluster_env, signal_adapter, slot_of, until_owned, until_read
 from topology.naming import StateTopics, writer_transactional_id
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 APPENDED = "appended"
+STREAM = "w"
 STALL_WITHIN_S = 60.0  # the check's patience; the stall is measured, not asserted
 
 
@@ -72,12 +73,15 @@ async def test_a_paused_owners_open_transaction_stalls_the_views_until_its_slot_
     env = cluster_env(kafka_bootstrap, prefix, tmp_path)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
         with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(env, tmp_path / "b.log", free_port()) as b,
-            running_adapter(env, tmp_path / "c.log", free_port()) as c,
+            running_adapter(env, tmp_path / "0.log", free_port()) as first,
+            running_adapter(env, tmp_path / "1.log", free_port()) as second,
+            running_adapter(env, tmp_path / "2.log", free_port()) as third,
         ):
-            owners = await until_owned(session, {a: None, b: None, c: None})
-            stream = stream_in(prefix, owners[b], "w")  # written by b, read through c
+            owners = await until_owned(session, {first: None, second: None, third: None})
+            # b writes the stream, a is paused with a transaction open, c reads.
+            b = next(base for base, slots in owners.items() if slot_of(prefix, STREAM) in slots)
+            a, c = (base for base in owners if base != b)
+            stream = STREAM
             async with session.put(f"{b}/v1/stream/{stream}", headers=TEXT) as reply:
                 assert reply.status == 201, await reply.text()
             read = f"{c}/v1/stream/{stream}"
