@@ -263,6 +263,7 @@ def _opened_at_build(parts: Parts) -> list[tuple[str, Part]]:
         ("meta follower", parts.follower),
         ("catalog checkpoint", _Checkpoint(parts.follower)),  # the next start resumes there
         ("peer clients", parts.peers),
+        ("dead owners", parts.dead_owners),  # its checks use the clients
         ("access relay", parts.relay),  # its tellings use the clients closed after it
         ("SSE fan-out", parts.fanout),  # its deliveries read through the readers
         ("background tasks", parts.running.tasks),

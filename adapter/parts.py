@@ -12,8 +12,9 @@ from functools import partial
 
 from adapter.cluster.access_relay import AccessRelay
 from adapter.cluster.coordinator import Coordinator
+from adapter.cluster.dead_owners import DeadOwners
 from adapter.cluster.deadlines import forward_timeout_s
-from adapter.cluster.ownership import SlotOwnership
+from adapter.cluster.ownership import SlotOwnership, listening
 from adapter.cluster.reach import AdvertisedReach
 from adapter.cluster.routing import Moving, Router
 from adapter.cluster.slot_writers import SlotWriters
@@ -67,11 +68,12 @@ from adapter.supervisor import CHECKS, GATES, OWNERSHIP, TIER
 from adapter.tasks import Tasks
 from adapter.tier.cold import ColdReader
 from adapter.tier.faults import EmptyColdReader, UnwrittenStore
+from topology import group_eviction
 from topology.admin import TopologyAdmin
 from topology.internal_records import RecordKind, meta_kind, stream_of_key
 from topology.kafka_client import KafkaAccess
 from topology.management import TopicManagement, TopicPolicy
-from topology.naming import StateTopics
+from topology.naming import StateTopics, owners_group, slots_topic
 from topology.slots import SlotMap
 from topology.specs import TopicLayout
 
@@ -104,6 +106,7 @@ class Parts:
     age_retention: AgeRetention
     peers: PeerClients
     reach: AdvertisedReach
+    dead_owners: DeadOwners
     relay: AccessRelay
     coordinator: Coordinator
     unanswered: UnansweredWrites
@@ -207,6 +210,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         peer_context(settings),
     )
     reach = _advertised_reach(settings, peers, catalog, ownership, membership)
+    dead_owners = _dead_owners(settings, kafka, peers, siblings)
     metrics.watch_advertised_reach(lambda: reach.reachable)
     relay = AccessRelay(
         router, part_tasks(settings), (siblings or {}).keys(), settings.owner_renewal_entries
@@ -265,6 +269,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         ),
         peers=peers,
         reach=reach,
+        dead_owners=dead_owners,
         relay=relay,
         coordinator=Coordinator(
             router,
@@ -468,6 +473,28 @@ def _advertised_reach(
     )
     membership.reach = reach
     return reach
+
+
+def _dead_owners(
+    settings: Settings, kafka: KafkaAccess, peers: PeerClients, siblings: Mapping[str, str] | None
+) -> DeadOwners:
+    """What removes an owner that nothing listens for any more from the owners' group."""
+    connect_s = settings.peer_connect_timeout_ms / 1000
+    evict = partial(
+        group_eviction.evict,
+        kafka,
+        owners_group(settings.topic_prefix),
+        slots_topic(settings.topic_prefix),
+        session_ms=settings.owner_session_timeout_ms,
+        timeout_s=settings.kafka_timeout_s,
+    )
+    dead_owners = DeadOwners(
+        lambda url: asyncio.to_thread(listening, url, connect_s),
+        lambda url: asyncio.to_thread(evict, url),
+        (siblings or {}).keys(),
+    )
+    peers.on_failure = dead_owners.suspect
+    return dead_owners
 
 
 async def _peers_answer(peers: PeerClients, catalog: Catalog, own_url: str) -> bool:

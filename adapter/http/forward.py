@@ -217,6 +217,7 @@ async def _forward(request: web.Request, route: Forward) -> web.Response | None:
         return await sending
     except (aiohttp.ClientError, TimeoutError) as error:
         log.warning("forwarding to %s (slot %d) failed: %s", route.url, route.slot, error)
+        request.app[PEERS].on_failure(route.url)  # the owner may be gone: see to it
         if not hop.connected:  # the request never left: nothing can have been written
             if coordinator.catalog.owner_mark(route.slot) > mark:
                 return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -103,6 +103,9 @@ class PeerClients:
         self.tls: ssl.SSLContext | bool = True if tls is None else tls
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._told_certificate = False  # a certificate that does not verify, logged once
+        # Told of every forward that failed (adapter/cluster/dead_owners.py checks whether
+        # anything still listens at that address).
+        self.on_failure: Callable[[str], None] = lambda _url: None
 
     def session(self, url: str) -> aiohttp.ClientSession:
         """The session for requests to the instance at `url` (its own pool of connections)."""

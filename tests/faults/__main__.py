@@ -51,7 +51,10 @@ def _scenario(name: str, home: Path, seed: int, workers: int | None) -> bool:
     """Run one fault and print its line; one that could not finish (the instances never
     settled, say) is a failure too, and the next fault still runs."""
     faulty = faults.ENV.get(name)
-    scenario = runner.run(name, faults.ALL[name], home, seed, LONG_LOAD_S, faulty, workers)
+    three, relayed = name in faults.THREE, name in faults.RELAYED
+    scenario = runner.run(
+        name, faults.ALL[name], home, seed, LONG_LOAD_S, faulty, workers, three, relayed
+    )
     try:
         report = asyncio.run(scenario)
     except (AssertionError, ServiceError, TimeoutError) as error:

@@ -99,6 +99,8 @@ class Report:
     cold_records: int = 0  # records of the log read from the cold tier
     cold_reads: int = 0  # reads and bootstraps that served records the cold tier holds
     anomalies: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    unavailable_by_slot: dict[int, float] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)  # the fault's own measures
 
     def add(self, kind: str, detail: str) -> None:
         self.anomalies[kind].append(detail)
@@ -117,6 +119,8 @@ class Report:
             f"{counts} freed={self.freed} ended={self.ended} cold_records={self.cold_records} "
             f"cold_reads={self.cold_reads} "
             f"longest_unavailable={self.longest_unavailable_s:.1f}s"
+            f"{_by_slot(self.unavailable_by_slot)}"
+            + "".join(f" {key}={value}" for key, value in self.notes.items())
         )
 
     def details(self, limit: int = 5) -> str:
@@ -125,6 +129,13 @@ class Report:
             for kind, found in self.anomalies.items()
             for detail in found[:limit]
         )
+
+
+def _by_slot(unavailable: Mapping[int, float]) -> str:
+    """` unavailable_by_slot=0:1.2s,3:0.4s`, or nothing when not measured."""
+    if not unavailable:
+        return ""
+    return " unavailable_by_slot=" + ",".join(f"{k}:{s:.1f}s" for k, s in unavailable.items())
 
 
 def check(

@@ -20,7 +20,7 @@ from adapter.log.writer import COMMIT_ATTEMPTS, LEARNING_PAUSE_S, LEARNING_TIMEO
 from adapter.tier import chunks
 from devstack import cluster, kafka
 from devstack.process import port_open
-from tests.cluster import slot_of
+from tests.cluster import slot_of, stream_in, until_owned
 from tests.faults.load import Answer
 from tests.faults.runner import BUSY, Context, Fault, s3_bucket
 from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
@@ -40,6 +40,10 @@ FLAP_FOR_S = 3 * LEARNING_BUDGET_S
 # Past a commit's attempts (each a timeout): its outcome is unknown, to be learned.
 FLAP_DOWN_S = COMMIT_ATTEMPTS * KAFKA_TIMEOUT_S + 2.0
 FLAP_UP_S = 1.0
+PARTITIONED_S = 12.0  # past the advertised URL's 3 failed checks, and the slots' move
+REJOIN_S = 3.0  # for the instance back to join the owners' group again
+FORWARD_SAMPLE_S = 4.0  # of forwarded appends measured before the pause
+SLOWER = 3.0  # how much slower forwards to a healthy owner may get while another is paused
 RECREATED = "rebucket"  # the bucket `bucket_recreate` deletes and creates again
 RECREATE_LOAD_S = 12.0  # of load on each incarnation
 TIERED_WAIT_S = 90.0  # for the first incarnation's first chunks, at most
@@ -198,6 +202,68 @@ async def adapter_pause(ctx: Context) -> None:
     await asyncio.sleep(3.0)
 
 
+async def peer_partition(ctx: Context) -> None:
+    """`b` reachable by Kafka and by its clients, but not by its peers: the address it
+    advertises refuses connections for `PARTITIONED_S` (its peers answer writes for its slots
+    503 at once, `b` finds its address unreachable and steps aside, its slots move), then
+    answers again (`b` joins again)."""
+    relay = ctx.relay
+    assert relay is not None, "peer_partition needs `b` behind a relay"
+    await relay.close()
+    try:
+        await asyncio.sleep(PARTITIONED_S)
+    finally:
+        await relay.open()
+    await asyncio.sleep(REJOIN_S)
+
+
+async def sigterm_under_load(ctx: Context) -> None:
+    """A clean stop (SIGTERM) of the busiest slot's owner under load, long-polls and SSE open;
+    started again once it has exited. Its exit time is noted."""
+    victim = ctx.instances[await ctx.owner_of_busy_slot()]
+    started = time.monotonic()
+    await asyncio.to_thread(victim.stop)
+    ctx.notes["exited_after"] = f"{time.monotonic() - started:.1f}s"
+    victim.start()
+    await asyncio.to_thread(victim.wait_ready)
+
+
+async def owner_pause_forwarding(ctx: Context) -> None:
+    """Three instances: the busiest slot's owner SIGSTOPped past its session while appends are
+    forwarded, through the third, to the remaining owner. Their p99 latency before and during
+    the pause is noted; the pause must not slow them (at most `SLOWER` times, or 1 s)."""
+    split = await until_owned(ctx.session, dict.fromkeys(ctx.worker_urls()))
+    paused = await ctx.owner_of_busy_slot()
+    owner, through = (i for i in ctx.live() if i.name != paused)
+    stream = stream_in(ctx.prefix, split[owner.base], "fwd")
+    await ctx.load.create(stream, owner.name)
+    before = await _forwarded(ctx, stream, through.name, FORWARD_SAMPLE_S)
+    ctx.instances[paused].pause()
+    try:
+        during = await _forwarded(ctx, stream, through.name, ADAPTER_PAUSED_S)
+    finally:
+        ctx.instances[paused].resume()
+    ctx.notes["forwarded_p99_before"] = f"{p99(before):.3f}s"
+    ctx.notes["forwarded_p99_paused"] = f"{p99(during):.3f}s"
+    assert p99(during) <= max(1.0, SLOWER * p99(before)), f"forwards slowed: {ctx.notes}"
+    await asyncio.sleep(REJOIN_S)
+
+
+async def _forwarded(ctx: Context, stream: str, through: str, for_s: float) -> list[float]:
+    """How long each append to `stream` through `through` took, one after another for `for_s`."""
+    took = []
+    deadline = time.monotonic() + for_s
+    while time.monotonic() < deadline:
+        write = await ctx.load.write(stream, ctx.load.fresh(f"{stream}.fwd."), instance=through)
+        took.append(write.completed - write.invoked)
+    return took
+
+
+def p99(durations: list[float]) -> float:
+    ordered = sorted(durations)
+    return ordered[int(0.99 * (len(ordered) - 1))] if ordered else 0.0
+
+
 async def rolling_restart(ctx: Context) -> None:
     """Every broker stopped (SIGTERM) and started again, one at a time."""
     for node in ctx.cluster.nodes:
@@ -309,7 +375,13 @@ ALL: dict[str, Fault] = {
     "s3_pause": s3_pause,
     "bucket_recreate": bucket_recreate,
     "broker_flap": broker_flap,
+    "peer_partition": peer_partition,
+    "owner_pause_forwarding": owner_pause_forwarding,
+    "sigterm_under_load": sigterm_under_load,
 }
+# Faults that need a third instance under test, or `b` behind a relay it advertises.
+THREE = ("owner_pause_forwarding",)
+RELAYED = ("peer_partition",)
 # Settings of the two adapters under test that a fault needs from their start.
 ENV: dict[str, dict[str, str]] = {
     "endtxn_lost": {"DURABLE_KAFKA_LOSE_COMMIT_EVERY": str(LOSE_COMMIT_EVERY)},

@@ -92,6 +92,7 @@ class Load:
         producer: Producer | None = None,
         close: bool = False,
         seq: str | None = None,
+        instance: str | None = None,
     ) -> Write:
         headers = dict(JSON)
         if producer is not None:
@@ -105,7 +106,7 @@ class Load:
         if seq is not None:
             headers["Stream-Seq"] = seq
         body = json.dumps({"p": payload}).encode() if payload is not None else b""
-        instance, url = self.url(stream)
+        instance, url = self.url(stream, instance)
         invoked = self.history.now()
         answer = await self.call("POST", url, headers, body)
         token = answer.headers.get("Stream-Next-Offset") if answer.outcome is Outcome.ACK else None

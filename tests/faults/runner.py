@@ -5,26 +5,30 @@ and each instance against a fresh third one."""
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import random
 import uuid
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 
 from devstack import cluster
-from tests.cluster import PARTITIONS, cluster_env, slot_of, until_owned
+from tests.cluster import PARTITIONS, SLOTS, cluster_env, slot_of, until_owned
 from tests.faults import store
 from tests.faults.check import Report, check
 from tests.faults.cold_log import cold_tier, tier_ranges
-from tests.faults.history import ColdTier, LogRecord, View
+from tests.faults.history import ColdTier, LogRecord, Outcome, View, Write
 from tests.faults.instances import Instance
 from tests.faults.kafka_log import committed_log, log_starts
 from tests.faults.load import DEFAULT_BUCKET, Load, view
+from tests.faults.relay import Relay
 from topology.naming import InternalTopic, bucket_topic, internal_topic
 from topology.placement import partition_for
+from topology.slots import SlotMap
 
 BUSY = "busy"  # the stream with the most load: its slot, leader and coordinator are the targets
 WARMUP_S = 3.0
@@ -53,6 +57,8 @@ class Context:
     instances: dict[str, Instance]
     load: Load
     session: aiohttp.ClientSession
+    relay: Relay | None = None  # what `b` advertises, for faults of its peers' reach
+    notes: dict[str, str] = field(default_factory=dict)  # a fault's own measures, for its line
 
     @property
     def bootstrap(self) -> str:
@@ -81,7 +87,7 @@ class Context:
         return [url for i in self.live() for url in i.worker_urls()]
 
     def live(self) -> list[Instance]:
-        return [self.instances[name] for name in ("a", "b")]
+        return [self.instances[name] for name in LIVE if name in self.instances]
 
     @property
     def store(self) -> store.Store:
@@ -93,6 +99,7 @@ class Context:
 
 
 Fault = Callable[[Context], Awaitable[None]]
+LIVE = ("a", "b", "c")  # the instances under test, in order; `c` only when a fault needs three
 
 
 def adapter_env(bootstrap: str, prefix: str, home: Path, cold: store.Store) -> dict[str, str]:
@@ -118,46 +125,64 @@ async def run(
     load_s: float = WARMUP_S,
     faulty: Mapping[str, str] | None = None,
     workers: int | None = None,
+    three: bool = False,
+    relayed: bool = False,
 ) -> Report:
-    """`faulty`: more settings of the two adapters under test (the fresh one never has them),
+    """`faulty`: more settings of the adapters under test (the fresh one never has them),
     such as the test-only `[testing]` ones; `workers`: theirs (`serve --workers`; default
-    `TEST_ADAPTER_WORKERS`, else 1). The fresh one is always a single process."""
+    `TEST_ADAPTER_WORKERS`, else 1). The fresh one is always a single process. `three`: a
+    third instance `c` under test; `relayed`: `b` advertises a relay's address (`ctx.relay`)."""
     layout = cluster.layout(home / "cluster")
     prefix = f"f{name.replace('_', '')}{uuid.uuid4().hex[:6]}."
     work = home / prefix.rstrip(".")
     work.mkdir(parents=True)
     env = adapter_env(layout.bootstrap_servers, prefix, work, store.of(home))
-    instances = {
-        n: Instance(n, env | dict(faulty or {}), work / f"{n}.log") for n in ("a", "b")
-    } | {"fresh": Instance("fresh", env, work / "fresh.log", workers=1)}
-    if workers is not None:
-        instances["a"].workers = instances["b"].workers = workers
+    names = LIVE if three else LIVE[:2]
+    instances = {n: Instance(n, env | dict(faulty or {}), work / f"{n}.log") for n in names}
+    for instance in instances.values():
+        instance.workers = workers or instance.workers
+    instances["fresh"] = Instance("fresh", env, work / "fresh.log", workers=1)
+    relay = Relay(instances["b"].port) if relayed else None
+    if relay is not None:
+        instances["b"].env["DURABLE_KAFKA_ADVERTISE_URL"] = relay.url
+        await relay.open()
     async with aiohttp.ClientSession() as session:
         try:
-            return await _run(name, fault, layout, prefix, instances, session, seed, load_s)
+            scenario = Scenario(layout, prefix, instances, relay)
+            return await _run(name, fault, scenario, session, seed, load_s)
         finally:
             for instance in instances.values():
                 await asyncio.to_thread(instance.stop)
+            if relay is not None:
+                await relay.close()
+
+
+@dataclass
+class Scenario:
+    layout: cluster.KafkaCluster
+    prefix: str
+    instances: dict[str, Instance]
+    relay: Relay | None
 
 
 async def _run(
     name: str,
     fault: Fault,
-    layout: cluster.KafkaCluster,
-    prefix: str,
-    instances: dict[str, Instance],
+    scenario: Scenario,
     session: aiohttp.ClientSession,
     seed: int,
     load_s: float,
 ) -> Report:
+    layout, prefix, instances = scenario.layout, scenario.prefix, scenario.instances
+    live = [instances[n] for n in LIVE if n in instances]
     # Together: on a fresh prefix of a 3-broker cluster one creates the internal topics while
     # the other may ask a broker that has not learnt of them yet (retried, never fatal).
-    for instance in (instances["a"], instances["b"]):
+    for instance in live:
         instance.start()
-    for instance in (instances["a"], instances["b"]):
+    for instance in live:
         await asyncio.to_thread(instance.wait_ready)
-    load = Load(session, {n: instances[n].base for n in ("a", "b")}, random.Random(seed))
-    ctx = Context(layout, prefix, instances, load, session)
+    load = Load(session, {i.name: i.base for i in live}, random.Random(seed))
+    ctx = Context(layout, prefix, instances, load, session, scenario.relay)
     await ctx.owner_of_busy_slot()
     streams = [BUSY, "plain", "seq"]
     for stream in streams:
@@ -191,7 +216,34 @@ async def _run(
     log, cold, starts = await asyncio.to_thread(_gathered, layout, prefix, epochs)
     history = load.history
     names = {w.stream for w in history.writes} | {e.stream for e in history.lifecycle}
-    return check(name, history, log, views, "fresh", _starts_of(names, starts), cold)
+    report = check(name, history, log, views, "fresh", _starts_of(names, starts), cold)
+    report.unavailable_by_slot = unavailable_by_slot(prefix, history.writes)
+    report.notes = ctx.notes
+    return report
+
+
+def unavailable_by_slot(prefix: str, writes: list[Write]) -> dict[int, float]:
+    """Per write slot that was written, the longest a write to it went unacknowledged: from a
+    failed attempt until the next acknowledged write of the slot completed (the end of the
+    history if none did). A slot written now and then is not unavailable between writes."""
+    by_slot: dict[int, list[Write]] = defaultdict(list)
+    slots = SlotMap(prefix, SLOTS)
+    for write in writes:
+        bucket, _, stream_id = write.stream.rpartition("/")
+        partition = partition_for(stream_id.encode(), PARTITIONS)
+        by_slot[slots.of_stream(bucket or DEFAULT_BUCKET, partition)].append(write)
+    return {slot: _longest_wait(found) for slot, found in sorted(by_slot.items())}
+
+
+def _longest_wait(writes: list[Write]) -> float:
+    acks = sorted(w.completed for w in writes if w.outcome is Outcome.ACK)
+    end = max(w.completed for w in writes)
+    waits = [
+        (acks[i] if (i := bisect.bisect_left(acks, w.invoked)) < len(acks) else end) - w.invoked
+        for w in writes
+        if w.outcome is not Outcome.ACK
+    ]
+    return max(waits, default=0.0)
 
 
 def _starts_of(names: set[str], starts: dict[str, dict[int, int]]) -> dict[str, int]:

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.cluster import slot_of
 from tests.faults.check import KINDS, LAG_S, check
 from tests.faults.history import (
     Fork,
@@ -19,6 +20,7 @@ from tests.faults.history import (
     View,
     Write,
 )
+from tests.faults.runner import unavailable_by_slot
 
 
 def clean() -> tuple[History, list[LogRecord]]:
@@ -241,3 +243,21 @@ def test_a_deleted_streams_append_missing_is_lost_unless_the_log_start_moved_pas
     history, log = clean()
     _deleted_stream(history, log, keep_create=True)
     assert reported(history, log, log_starts={"d": 12}) == {"lost": 1}  # its create is there
+
+
+def test_the_line_names_each_slots_unavailability_and_the_faults_notes() -> None:
+    report = check("f", History(), [])
+    report.unavailable_by_slot = {0: 1.25, 3: 0.4}
+    report.notes = {"exited_after": "1.0s"}
+    assert report.line().endswith(" unavailable_by_slot=0:1.2s,3:0.4s exited_after=1.0s")
+
+
+def test_a_slot_is_unavailable_from_a_failed_write_until_the_next_acknowledged_one() -> None:
+    writes = [
+        Write("s", "a", 0.0, 1.0, Outcome.ACK, 204),
+        Write("s", "b", 2.0, 2.5, Outcome.FAILED, 503),
+        Write("s", "c", 3.0, 3.5, Outcome.FAILED, 503),
+        Write("s", "d", 4.0, 5.0, Outcome.ACK, 204),
+        Write("s", "e", 20.0, 21.0, Outcome.ACK, 204),  # idle before it: not unavailable
+    ]
+    assert unavailable_by_slot("p.", writes) == {slot_of("p.", "s"): 3.0}

@@ -21,6 +21,7 @@ from tests.cluster import (
     until_owned,
     until_read,
 )
+from tests.faults.relay import Relay
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -88,44 +89,6 @@ async def test_a_paused_owner_delays_no_other_owner_and_its_forwards_follow_its_
             assert [t.result() for t in stuck if t in moved] == [204] * TO_PAUSED
             written = await _read(session, f"{c}/v1/stream/{paused}")
             assert sorted(written.split(",")[:-1], key=int) == [str(i) for i in range(TO_PAUSED)]
-
-
-class Relay:
-    """A TCP relay from a port of its own to `target`: the address an instance advertises, which
-    `close` makes an address nobody listens on (its open connections cut too)."""
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._server: asyncio.Server | None = None
-
-    async def open(self) -> None:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for writer in list(self._writers):
-            writer.close()
-        self._writers.clear()
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
-        self._writers |= {writer, up_writer}
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while chunk := await reader.read(65536):
-            writer.write(chunk)
-            await writer.drain()
-    except ConnectionError:
-        pass
-    finally:
-        writer.close()
 
 
 @pytest.mark.timeout(240)

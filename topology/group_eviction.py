@@ -1,0 +1,157 @@
+"""A static member of a consumer group whose process is gone, removed at once by a child process.
+
+A static member (`group.instance.id`) that dies sends no LeaveGroup, so its partitions stay
+assigned to it until its session times out on the coordinator. Kafka's admin API can remove
+it by instance id (RemoveMembersFromConsumerGroup, KIP-345), but librdkafka 2.16 and so
+confluent-kafka's `AdminClient` do not offer that request. The same effect through a consumer:
+join the group with the dead member's `group.instance.id` (the coordinator replaces the dead
+member by this one, at once, with its assignment), then unsubscribe, which sends a LeaveGroup
+for the instance id: the group rebalances and the live members take the partitions.
+
+A short-lived child process does it, as `topology/group_members.py` describes groups: the
+description is an admin request whose dropped connection may abort librdkafka 2.16, and the
+borrowed membership must never share a client with the server. The child reads the client's
+properties as JSON on its standard input and writes one JSON object: `{"evicted": [ids]}` or
+`{"error": "..."}`.
+
+The caller must be sure the member's process is gone: a live member so replaced is fenced
+and rejoins (see adapter/cluster/ownership.py), which moves its partitions twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from topology.errors import BrokerUnavailable
+from topology.kafka_client import KafkaAccess
+
+STARTUP_S = 15.0  # beyond the work's own deadline: the child's start (an interpreter, librdkafka)
+POLL_S = 0.1
+LEAVE_POLLS = 20  # after unsubscribe(), at most: the revocation, then the LeaveGroup
+
+
+def evict(
+    kafka: KafkaAccess, group: str, topic: str, url: str, session_ms: int, timeout_s: float
+) -> list[str]:
+    """Remove from `group` every static member whose `client.id` is `url` (the instances name
+    themselves by their advertised URL); the instance ids removed. Blocking: run it on a
+    thread. BrokerUnavailable when the child gave no answer or failed."""
+    config = kafka.config({}, "librdkafka.owners")
+    properties = {k: v for k, v in config.items() if isinstance(v, str | int | float | bool)}
+    command = [sys.executable, "-m", __name__, group, topic, url, str(session_ms), str(timeout_s)]
+    try:
+        done = subprocess.run(
+            command,
+            input=json.dumps(properties),
+            capture_output=True,
+            text=True,
+            timeout=2 * timeout_s + STARTUP_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise BrokerUnavailable(f"evicting {url} from {group}: no answer in time") from error
+    try:
+        answer = json.loads(done.stdout)
+    except ValueError:
+        said = done.stderr.strip().splitlines()[-1:] or ["nothing"]
+        raise BrokerUnavailable(
+            f"evicting {url} from {group}: the process ended ({done.returncode}): {said[0]}"
+        ) from None
+    if "error" in answer:
+        raise BrokerUnavailable(f"evicting {url} from {group}: {answer['error']}")
+    return [str(member) for member in answer["evicted"]]
+
+
+def _members_at(properties: dict[str, Any], group: str, url: str, timeout_s: float) -> list[str]:
+    """The instance ids of the group's static members named `url`."""
+    admin = AdminClient(properties)
+    future = admin.describe_consumer_groups([group], request_timeout=timeout_s)[group]
+    description = future.result(timeout_s + 1)
+    return [
+        m.group_instance_id
+        for m in description.members
+        if m.client_id == url and m.group_instance_id
+    ]
+
+
+def _take_and_leave(
+    properties: dict[str, Any],
+    group: str,
+    topic: str,
+    member: str,
+    url: str,
+    session_ms: int,
+    timeout_s: float,
+) -> None:
+    """Join as `member` (replacing the dead one), then leave the group in its name.
+
+    Closing a static member sends no LeaveGroup: it must be served by polls after
+    `unsubscribe()`, once every partition assigned (in either round of a cooperative
+    rebalance) is revoked, or the group would wait out a session for this member too."""
+    held: set[int] = set()
+    joined = threading.Event()
+
+    def assigned(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        held.update(p.partition for p in partitions)
+        joined.set()
+
+    def revoked(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        held.difference_update(p.partition for p in partitions)
+
+    consumer = Consumer(
+        properties
+        | {
+            "group.id": group,
+            "group.instance.id": member,
+            "client.id": url,  # as the member was: a restarting instance sees its own URL
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": session_ms,
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
+        deadline = time.monotonic() + timeout_s
+        while not joined.is_set() and time.monotonic() < deadline:
+            consumer.poll(POLL_S)
+        consumer.unsubscribe()
+        for _ in range(LEAVE_POLLS):
+            consumer.poll(POLL_S)
+            if not held:
+                break
+        consumer.poll(POLL_S)  # sends the LeaveGroup
+    finally:
+        consumer.close()
+
+
+def _evicted(
+    group: str, topic: str, url: str, session_ms: int, timeout_s: float, properties: dict[str, Any]
+) -> dict[str, object]:
+    try:
+        members = _members_at(properties, group, url, timeout_s)
+        for member in members:
+            _take_and_leave(properties, group, topic, member, url, session_ms, timeout_s)
+    except (KafkaException, TimeoutError) as error:
+        return {"error": str(error)}
+    return {"evicted": members}
+
+
+def main() -> None:
+    group, topic, url, session_ms, timeout_s = sys.argv[1:6]
+    answer = _evicted(group, topic, url, int(session_ms), float(timeout_s), json.load(sys.stdin))
+    sys.stdout.write(json.dumps(answer))
+    sys.stdout.flush()
+    os._exit(0)  # tearing the clients down with a request pending is what may abort
+
+
+if __name__ == "__main__":
+    main()
