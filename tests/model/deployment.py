@@ -81,6 +81,7 @@ class Instance:
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: http.client.HTTPConnection | None = None
+        self.sent = 0  # requests sent through this instance
 
     def start(self) -> None:
         argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT]
@@ -116,6 +117,7 @@ class Instance:
     ) -> Reply:
         """One request, sent again while it answers 503 (after its `Retry-After`, at most 1 s)
         or its connection drops (an instance being restarted); any other 5xx fails the test."""
+        self.sent += 1
         deadline = time.monotonic() + RETRY_503_S
         while True:
             reply = self._once(method, path, headers or {}, body)
@@ -160,12 +162,12 @@ def settle(instances: list[Instance]) -> None:
     knowing every slot's owner (no write answers 503 then)."""
     deadline = time.monotonic() + SETTLE_S
     while time.monotonic() < deadline:
-        found = [_ownership(instance) for instance in instances]
+        found = [ownership(instance) for instance in instances]
         owned: list[int] = []
-        for ownership in found:
-            if ownership is None or ownership.get("unroutable_slots") != []:
+        for one in found:
+            if one is None or one.get("unroutable_slots") != []:
                 break
-            owned += [int(slot) for slot in ownership.get("owned_slots") or {}]
+            owned += [int(slot) for slot in one.get("owned_slots") or {}]
         else:
             if sorted(owned) == list(range(SLOTS)):
                 return
@@ -175,7 +177,7 @@ def settle(instances: list[Instance]) -> None:
     raise AssertionError("the instances' slots never settled")
 
 
-def _ownership(instance: Instance) -> dict[str, Any] | None:
+def ownership(instance: Instance) -> dict[str, Any] | None:
     try:
         with urllib.request.urlopen(f"{instance.base}/readyz", timeout=2) as response:
             checks: dict[str, Any] = json.load(response)["checks"]

@@ -72,9 +72,11 @@ class Stream:
     def key(self) -> tuple[str, str]:
         return (self.bucket, self.name)
 
+    created_tail: str = ""  # the tail its creation answered (a fork's may lie past its offset)
+
     @property
     def tail(self) -> str:
-        return self.boundaries[-1]
+        return max(self.boundaries[-1], self.created_tail)
 
     def appended(self, message: Message) -> None:
         assert message.end > self.tail, f"offset {message.end} not after {self.tail}"
@@ -137,7 +139,7 @@ class Model:
     # -- changes ---------------------------------------------------------------------------
 
     def create(self, bucket: str, name: str, is_json: bool, start: str) -> Stream:
-        stream = Stream(bucket, name, is_json, home=bucket, boundaries=[start])
+        stream = Stream(bucket, name, is_json, home=bucket, boundaries=[start], created_tail=start)
         self.streams[stream.key] = stream
         return stream
 
