@@ -837,8 +837,8 @@ def one_owner(deployment: Deployment, slots: range) -> str:
         for slot in (ownership(instance) or {}).get("owned_slots") or {}
     }
     layout = SlotMap(deployment.prefix, SLOTS)
-    for attempt in range(1000):
-        run = f"{attempt:06x}"
+    for _ in range(1000):
+        run = uuid.uuid4().hex[:6]
         found = {owners.get(layout.of_stream(f"m{run}-{slot}", 0)) for slot in slots}
         if len(found) == 1 and None not in found:
             return run
