@@ -393,9 +393,18 @@ class ProtocolDriver(RuleBasedStateMachine):
         size=st.integers(0, 300),
         which=st.integers(0, 1),
         flat=st.booleans(),
+        times=st.integers(1, 4),
     )
     @recorded
-    def append(self, pick: int, kind: str, size: int, which: int, flat: bool) -> None:
+    def append(
+        self, pick: int, kind: str, size: int, which: int, flat: bool, times: int = 1
+    ) -> None:
+        """`times` appends of one kind (offsets grow quickly: cuts and floors then cross
+        other streams' records)."""
+        for _ in range(times):
+            self.append_once(pick, kind, size, which, flat)
+
+    def append_once(self, pick: int, kind: str, size: int, which: int, flat: bool) -> None:
         stream = self.pick(pick)
         if stream is None:
             return
