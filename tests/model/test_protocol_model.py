@@ -888,9 +888,9 @@ def test_tiering_keeps_the_own_streams_of_a_bucket_housing_a_fork(deployment: De
             *(_append(1, 40) for _ in range(2)),
             ("fork", {"pick": 1, "slot": 1, "name": "c", "at": -2, "which": 0, "flat": False}),
             *(("passes", {}) for _ in range(5)),  # a tier pass while it houses only the fork
-            _text_stream(1, "d"),
-            *(_append(3, 40) for _ in range(8)),
-            *(("passes", {}) for _ in range(3)),
+            _text_stream(1, "d"),  # its topic reaches the fork's offsets: they can be freed
+            *(_append(3, 40) for _ in range(12)),
+            *(("passes", {}) for _ in range(12)),  # past a failed pass's back-off (6.4 s)
         ],
         run=one_owner(deployment, range(2)),
     )
