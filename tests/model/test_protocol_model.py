@@ -73,11 +73,15 @@ pytestmark = pytest.mark.integration
 #  - "retention_cuts_a_cross_bucket_fork": age retention cuts a fork of another bucket's
 #    stream by the time index of the wrong topic (a fresh fork answers 410).
 #  - "flat_trim_path_creatable": `PUT /v1/stream/{bucket}/{stream}/trim` creates a stream.
+#  - "bucket_delete_races_stream_creation": `DELETE /{bucket}` through one instance just after
+#    a stream was created in it through the other may answer 204 (about one try in eight),
+#    and the acknowledged stream is gone; the rule then only deletes empty buckets.
 KNOWN_DEFECTS: frozenset[str] = frozenset(
     {
         "tiering_frees_a_housed_fork_bucket",
         "retention_cuts_a_cross_bucket_fork",
         "flat_trim_path_creatable",
+        "bucket_delete_races_stream_creation",
     }
 )
 if "MODEL_KNOWN_DEFECTS" in os.environ:  # another set for one run (empty: avoid nothing)
@@ -254,8 +258,11 @@ class ProtocolDriver(RuleBasedStateMachine):
         name = self.bucket_name(slot)
         if name not in self.model.buckets:
             return
+        deletable = self.model.bucket_deletable(name)
+        if not deletable and "bucket_delete_races_stream_creation" in self.avoid:
+            return
         reply = self.via(which).request("DELETE", f"/{name}")
-        if self.model.bucket_deletable(name):
+        if deletable:
             expect(reply, {204}, f"DELETE /{name}")
             self.model.delete_bucket(name)
         else:
@@ -932,3 +939,25 @@ def test_no_stream_is_created_at_a_flat_trim_url(deployment: Deployment) -> None
             ("create_at_sub_resource", {"pick": 0, "sub": "trim", "which": 1}),
         ],
     )
+
+
+@pytest.mark.xfail(
+    strict=False,  # a race: it shows in about one try in eight, so sixteen tries mostly fail
+    raises=Mismatch,
+    reason="DELETE /{bucket} through one instance deletes a stream just created through the other",
+)
+def test_a_bucket_with_a_stream_just_created_elsewhere_is_not_deleted(
+    deployment: Deployment,
+) -> None:
+    for _ in range(16):
+        replay(
+            deployment,
+            [
+                _bucket_step(1, "none"),
+                (
+                    "create_stream",
+                    {"slot": 1, "name": "c", "is_json": True, "which": 0, "flat": True},
+                ),
+                ("delete_bucket", {"slot": 1, "which": 1}),
+            ],
+        )
