@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help run up down status cluster-up cluster-down faults fuzz upgrades hostile test conformance conformance-workers clients bench bench-smoke lint typecheck docs reference deps venv clean
+.PHONY: help run up down status cluster-up cluster-down faults fuzz upgrades hostile model test conformance conformance-workers clients bench bench-smoke lint typecheck docs reference deps venv clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -41,6 +41,14 @@ fuzz: deps  ## schemathesis on every operation of /openapi.json, 200 examples ea
 
 hostile: deps  ## hostile inputs at full size against one instance (ulimit -n 4096) on a broker of its own; prints the longest /healthz stall (BOOTSTRAP=host:port reuses a broker)
 	$(PY) -m tests.hostile $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP))
+
+# The protocol's model-based test, longer than the bounded run `make test` makes of it: random
+# sequences from the seed, shrunk on failure (tests/model/test_protocol_model.py).
+model: deps  ## the protocol's model-based test on two instances, longer (SEED=s EXAMPLES=n STEPS=n RESTARTS=n)
+	MODEL_SEED=$(or $(SEED),1) MODEL_EXAMPLES=$(or $(EXAMPLES),50) MODEL_STEPS=$(or $(STEPS),50) \
+	MODEL_RESTARTS=$(or $(RESTARTS),2) MODEL_TIMEOUT_S=0 \
+	$(PY) -m pytest tests/model/test_protocol_model.py -p no:randomly -k as_the_protocol_model \
+	--hypothesis-seed=$(or $(SEED),1)
 
 status: venv  ## which local services answer
 	$(PY) -m devstack status

@@ -1,0 +1,963 @@
+"""The protocol's model-based test: random sequences of every operation (buckets with and
+without age retention, text and JSON streams, appends plain, idempotent and retried,
+conditional and fenced, forks within and across buckets, trims, snapshots, fences, deletions,
+tier and retention passes, an instance restarted or killed with `kill -9`, reads of every
+kind, `/bootstrap`) on a real deployment of two instances, each step checked against the
+reference model (`tests/model/reference.py`): every acknowledged message reads back
+byte-exact at its offset until a trim, snapshot or retention covers it, then 410 with
+`Stream-Earliest-Offset`; no 5xx but a 503 while a slot changes owner; no process exits.
+
+`make test` runs a small derandomized budget; `make model SEED=s EXAMPLES=n` runs longer.
+Shrunk failures are replayed below as plain tests."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from email import message_from_bytes
+from email.policy import HTTP
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from tests.cluster import SLOTS
+from tests.model.deployment import (
+    PASS_INTERVAL_MS,
+    Instance,
+    Reply,
+    model_env,
+    ownership,
+    settle,
+)
+from tests.model.reference import (
+    AGES,
+    Bucket,
+    Message,
+    Model,
+    Retention,
+    Stream,
+    decoded,
+    joined,
+    starts_at,
+    time_range,
+)
+from tests.services import S3Server
+from topology.slots import SlotMap
+
+pytestmark = pytest.mark.integration
+
+# Shapes of known defects the random model steers clear of, so that this test stays green
+# while they are open; each has a regression test below marked xfail(strict=True). Once a
+# fix lands, remove its name here and that test's xfail mark.
+#  - "tiering_frees_a_housed_fork_bucket": tiering a bucket that houses a fork of another
+#    bucket's stream frees the bucket's own topic below the fork's offsets (its own streams
+#    lose acknowledged messages).
+#  - "retention_cuts_a_cross_bucket_fork": age retention cuts a fork of another bucket's
+#    stream by the time index of the wrong topic (a fresh fork answers 410).
+#  - "flat_trim_path_creatable": `PUT /v1/stream/{bucket}/{stream}/trim` creates a stream.
+#  - "bucket_delete_races_stream_creation": `DELETE /{bucket}` through one instance just after
+#    a stream was created in it through the other may answer 204 (about one try in eight),
+#    and the acknowledged stream is gone; the rule then only deletes empty buckets.
+KNOWN_DEFECTS: frozenset[str] = frozenset(
+    {
+        "tiering_frees_a_housed_fork_bucket",
+        "retention_cuts_a_cross_bucket_fork",
+        "flat_trim_path_creatable",
+        "bucket_delete_races_stream_creation",
+    }
+)
+if "MODEL_KNOWN_DEFECTS" in os.environ:  # another set for one run (empty: avoid nothing)
+    KNOWN_DEFECTS = frozenset(os.environ["MODEL_KNOWN_DEFECTS"].split())
+
+EXAMPLES = int(os.environ.get("MODEL_EXAMPLES", "3"))
+STEPS = int(os.environ.get("MODEL_STEPS", "30"))
+SEEDED = bool(os.environ.get("MODEL_SEED"))  # `make model SEED=s`: --hypothesis-seed=s
+MAX_RESTARTS = int(os.environ.get("MODEL_RESTARTS", "1"))  # per example: each costs seconds
+LAG_S = 10.0  # how long an instance may take to show another's write (its follower)
+BUCKETS = 3
+NAMES = ("a", "b", "c", "d")
+SUB_RESOURCES = tuple(
+    sub
+    for sub in ("fence", "trim", "snapshot", "bootstrap")
+    if not (sub == "trim" and "flat_trim_path_creatable" in KNOWN_DEFECTS)
+)
+APPENDS = ("plain", "idempotent", "if_match", "stale_if_match", "wrong_token")
+READS = ("all", "offset", "now", "at", "bounded")
+TEXT, JSON = "text/plain", "application/json"
+ALWAYS_ACT = ("passes", "restart")  # rules that act without a request
+
+
+def recorded(method: Callable[..., None]) -> Callable[..., None]:
+    """A rule that notes its call in `steps`, and on failure adds the sequence so far to the
+    exception, as `replay` takes it: a failing run can be replayed even where hypothesis
+    cannot shrink it (the deployment answers with its own timing)."""
+
+    @functools.wraps(method)
+    def run(self: ProtocolDriver, **arguments: Any) -> None:
+        self.steps.append((method.__name__, arguments))
+        sent = sum(instance.sent for instance in self.instances)
+        try:
+            method(self, **arguments)
+        except BaseException as error:
+            error.add_note(f"steps: {self.steps!r}")
+            raise
+        if method.__name__ not in ALWAYS_ACT and sent == sum(i.sent for i in self.instances):
+            self.steps.pop()  # it did nothing (no stream or bucket to act on): not worth replaying
+
+    return run
+
+
+class Mismatch(AssertionError):
+    """An answer the model does not allow."""
+
+
+@dataclass(frozen=True)
+class Read:
+    """A catch-up read followed to the tail: 200 and the value, or the first other answer."""
+
+    status: int
+    value: Any = None
+    reply: Reply | None = None
+    pages: int = 0
+
+    @property
+    def earliest(self) -> str | None:
+        return None if self.reply is None else self.reply.header("Stream-Earliest-Offset")
+
+
+def eventually(check: Callable[[], str | None], what: str) -> None:
+    """`check()` again until it finds nothing wrong: an instance that does not own a stream
+    shows another's writes once its follower has applied them."""
+    deadline = time.monotonic() + LAG_S
+    while True:
+        problem = check()
+        if problem is None:
+            return
+        if time.monotonic() > deadline:
+            raise Mismatch(f"{what}: {problem}")
+        time.sleep(0.1)
+
+
+@dataclass
+class Deployment:
+    instances: list[Instance]
+    prefix: str
+
+
+class ProtocolDriver(RuleBasedStateMachine):
+    """Drives the deployment at random; after each step compares it with the `Model`."""
+
+    def __init__(
+        self,
+        deployment: Deployment,
+        avoid: frozenset[str] = KNOWN_DEFECTS,
+        run: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.avoid = avoid  # the known defects whose shapes the rules steer clear of
+        self.instances = deployment.instances
+        self.model = Model()
+        self.run = run or uuid.uuid4().hex[:6]  # names this sequence's buckets
+        self.counter = 0
+        self.restarts = 0
+        self.touched: list[Stream] = []
+        self.steps: list[tuple[str, dict[str, Any]]] = []
+        for instance in self.instances:
+            instance.assert_alive()
+
+    # -- naming and picking ------------------------------------------------------------------
+
+    def bucket_name(self, slot: int) -> str:
+        return f"m{self.run}-{slot}"
+
+    def path(self, stream: Stream, flat: bool = False) -> str:
+        return f"{'/v1/stream' if flat else ''}/{stream.bucket}/{stream.name}"
+
+    def pick(self, pick: int) -> Stream | None:
+        live = self.model.live()
+        return live[pick % len(live)] if live else None
+
+    def via(self, which: int) -> Instance:
+        return self.instances[which % len(self.instances)]
+
+    def other(self, instance: Instance) -> Instance:
+        return next(i for i in self.instances if i is not instance)
+
+    def next_value(self, stream: Stream, size: int) -> tuple[Any, bytes]:
+        self.counter += 1
+        if stream.is_json:
+            value = {"n": self.counter, "pad": "j" * size}
+            return value, json.dumps(value).encode()
+        data = f"<{stream.name}{self.counter}>".encode() + b"t" * size
+        return data, data
+
+    def writer_headers(self, stream: Stream) -> dict[str, str]:
+        headers = {"Content-Type": JSON if stream.is_json else TEXT}
+        if stream.fence is not None:
+            headers["Stream-Fencing-Token"] = stream.fence
+        return headers
+
+    # -- the start: every bucket, a text and a JSON stream -----------------------------------
+
+    @initialize(
+        retentions=st.lists(
+            st.sampled_from(["none", "short", "long"]), min_size=BUCKETS, max_size=BUCKETS
+        ),
+        homes=st.tuples(st.integers(0, BUCKETS - 1), st.integers(0, BUCKETS - 1)),
+    )
+    def start(self, retentions: list[Retention], homes: tuple[int, int]) -> None:
+        """Sequences begin with something to act on, so that few steps reach far."""
+        with self.noted():
+            for slot, retention in enumerate(retentions):
+                self.create_bucket(slot=slot, retention=retention, which=slot)
+            for is_json, slot in zip((False, True), homes, strict=True):
+                self.create_stream(
+                    slot=slot, name=NAMES[is_json], is_json=is_json, which=0, flat=False
+                )
+
+    # -- buckets -----------------------------------------------------------------------------
+
+    @rule(
+        slot=st.integers(0, BUCKETS - 1),
+        retention=st.sampled_from(["none", "short", "long"]),
+        which=st.integers(0, 1),
+    )
+    @recorded
+    def create_bucket(self, slot: int, retention: Retention, which: int) -> None:
+        name = self.bucket_name(slot)
+        if name in self.model.buckets:
+            return
+        age = AGES[retention]
+        body = b"" if age is None else json.dumps({"retention": {"max_age_ms": age}}).encode()
+        headers = {} if age is None else {"Content-Type": JSON}
+        reply = self.via(which).request("PUT", f"/{name}", headers, body)
+        expect(reply, {201}, f"PUT /{name}")
+        self.model.buckets[name] = Bucket(name, retention)
+
+    @rule(slot=st.integers(0, BUCKETS - 1), which=st.integers(0, 1))
+    @recorded
+    def delete_bucket(self, slot: int, which: int) -> None:
+        name = self.bucket_name(slot)
+        if name not in self.model.buckets:
+            return
+        deletable = self.model.bucket_deletable(name)
+        if not deletable and "bucket_delete_races_stream_creation" in self.avoid:
+            return
+        reply = self.via(which).request("DELETE", f"/{name}")
+        if deletable:
+            expect(reply, {204}, f"DELETE /{name}")
+            self.model.delete_bucket(name)
+        else:
+            expect(reply, {409}, f"DELETE /{name} (not empty)", "bucket_not_empty")
+
+    # -- streams -----------------------------------------------------------------------------
+
+    @rule(
+        slot=st.integers(0, BUCKETS - 1),
+        name=st.sampled_from(NAMES),
+        is_json=st.booleans(),
+        which=st.integers(0, 1),
+        flat=st.booleans(),
+    )
+    @recorded
+    def create_stream(self, slot: int, name: str, is_json: bool, which: int, flat: bool) -> None:
+        bucket = self.bucket_name(slot)
+        if bucket not in self.model.buckets:
+            return
+        if (
+            "tiering_frees_a_housed_fork_bucket" in self.avoid
+            and self.model.buckets[bucket].housed_cross_fork
+        ):
+            return
+        existing = self.model.streams.get((bucket, name))
+        if existing is not None and existing.state == "live":
+            return
+        path = f"{'/v1/stream' if flat else ''}/{bucket}/{name}"
+        headers = {"Content-Type": JSON if is_json else TEXT}
+        reply = self.via(which).request("PUT", path, headers)
+        if existing is not None:  # soft-deleted: its id is not creatable
+            expect(reply, {409}, f"PUT {path} (soft-deleted)")
+            return
+        expect(reply, {201}, f"PUT {path}")
+        stream = self.model.create(bucket, name, is_json, _next(reply))
+        stream.etag = reply.header("ETag")
+        self.touched.append(stream)
+
+    @rule(
+        pick=st.integers(0, 1000),
+        slot=st.integers(0, BUCKETS - 1),
+        name=st.sampled_from(NAMES),
+        at=st.integers(-2, 1000),
+        which=st.integers(0, 1),
+        flat=st.booleans(),
+    )
+    @recorded
+    def fork(self, pick: int, slot: int, name: str, at: int, which: int, flat: bool) -> None:
+        """A fork at the source's tail (`at` -2), at `-1`, or after `at` of its messages."""
+        source, bucket = self.pick(pick), self.bucket_name(slot)
+        if source is None or bucket not in self.model.buckets or self.avoided_fork(source, bucket):
+            return
+        existing = self.model.streams.get((bucket, name))
+        if existing is not None and existing.state == "live":
+            return
+        inherited = len(source.messages) if at == -2 else max(at, 0) % (len(source.messages) + 1)
+        headers = {
+            "Content-Type": JSON if source.is_json else TEXT,
+            "Stream-Forked-From": self.path(source, flat),
+        }
+        if at != -2:
+            headers["Stream-Fork-Offset"] = "-1" if at == -1 else source.boundaries[inherited]
+        path = f"{'/v1/stream' if flat else ''}/{bucket}/{name}"
+        lo, hi = self.model.earliest_range(source, _now())
+        reply = self.via(which).request("PUT", path, headers)
+        what = f"PUT {path} forked from {self.path(source)} after {inherited} messages"
+        if existing is not None:
+            expect(reply, {409}, f"{what} (its id soft-deleted)")
+            return
+        maybe_gone = self.model.may_cut(source) and inherited <= hi
+        if maybe_gone and reply.status == 410:
+            self.check_gone(source, reply, lo, hi, what)
+            return
+        if inherited < lo:
+            expect(reply, {410}, f"{what} (below the source's earliest offset)", "offset_gone")
+        expect(reply, {201}, what)
+        if inherited and _next(reply) < source.boundaries[inherited]:
+            raise Mismatch(f"{what}: its tail {_next(reply)} is below the fork offset")
+        fork = self.model.fork(source, bucket, name, inherited, _next(reply), _now())
+        self.touched.append(fork)
+
+    def avoided_fork(self, source: Stream, bucket: str) -> bool:
+        """Whether this fork takes a shape of a known defect."""
+        across = source.home != bucket
+        return across and (
+            (
+                "tiering_frees_a_housed_fork_bucket" in self.avoid
+                and self.model.has_own_streams(bucket)
+            )
+            or (
+                "retention_cuts_a_cross_bucket_fork" in self.avoid
+                and self.model.buckets[bucket].retention != "none"
+            )
+        )
+
+    @rule(pick=st.integers(0, 1000), which=st.integers(0, 1), flat=st.booleans())
+    @recorded
+    def delete_stream(self, pick: int, which: int, flat: bool) -> None:
+        stream = self.pick(pick)
+        if stream is None:
+            return
+        path = self.path(stream, flat)
+        expect(self.via(which).request("DELETE", path), {204}, f"DELETE {path}")
+        self.model.delete(stream)
+        want = 410 if stream.state == "soft" else 404
+        for instance in self.instances:
+            eventually(
+                _status_of(instance, f"{path}?offset=-1", want),
+                f"GET {path} via {instance.name} after its deletion",
+            )
+
+    @rule(
+        pick=st.integers(0, 1000),
+        sub=st.sampled_from(SUB_RESOURCES),
+        which=st.integers(0, 1),
+    )
+    @recorded
+    def create_at_sub_resource(self, pick: int, sub: str, which: int) -> None:
+        """`/v1/stream/{bucket}/{stream}/{sub}` names a sub-resource of the stream: no
+        stream can be created there (it could never be read or appended to)."""
+        stream = self.pick(pick)
+        if stream is None:
+            return
+        path = f"{self.path(stream, flat=True)}/{sub}"
+        reply = self.via(which).request("PUT", path, {"Content-Type": TEXT})
+        if not 400 <= reply.status < 500:
+            raise Mismatch(f"PUT {path}: {reply.status}, a stream at a sub-resource's URL")
+        self.touched.append(stream)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    @rule(
+        pick=st.integers(0, 1000),
+        kind=st.sampled_from(APPENDS),
+        size=st.integers(0, 300),
+        which=st.integers(0, 1),
+        flat=st.booleans(),
+        times=st.integers(1, 4),
+    )
+    @recorded
+    def append(
+        self, pick: int, kind: str, size: int, which: int, flat: bool, times: int = 1
+    ) -> None:
+        """`times` appends of one kind (offsets grow quickly: cuts and floors then cross
+        other streams' records)."""
+        for _ in range(times):
+            self.append_once(pick, kind, size, which, flat)
+
+    def append_once(self, pick: int, kind: str, size: int, which: int, flat: bool) -> None:
+        stream = self.pick(pick)
+        if stream is None:
+            return
+        path, via = self.path(stream, flat), self.via(which)
+        value, body = self.next_value(stream, size)
+        headers = self.writer_headers(stream)
+        if kind == "wrong_token":
+            headers.pop("Stream-Fencing-Token", None)
+            if stream.fence is None:
+                kind = "plain"
+            else:
+                reply = via.request("POST", path, headers, body)
+                expect(
+                    reply, {412}, f"POST {path} without its fencing token", "fencing_token_mismatch"
+                )
+                return
+        if kind == "stale_if_match" and stream.stale_etag is not None:
+            reply = via.request("POST", path, headers | {"If-Match": stream.stale_etag}, body)
+            expect(reply, {412}, f"POST {path} with a stale If-Match", "precondition_failed")
+            return
+        retention = self.model.buckets[stream.bucket].retention
+        if kind == "if_match" and stream.etag is not None and retention != "short":
+            headers["If-Match"] = stream.etag
+        if kind == "idempotent":
+            headers |= {
+                "Producer-Id": f"p-{self.run}",
+                "Producer-Epoch": "0",
+                "Producer-Seq": str(stream.producer_seq),
+            }
+        sent = _now()
+        reply = via.request("POST", path, headers, body)
+        expect(reply, {200, 204}, f"POST {path} ({kind})")
+        acked = _now()
+        if kind == "idempotent":  # the producer's retry of the same append: a duplicate
+            again = via.request("POST", path, headers, body)
+            expect(again, {200, 204}, f"POST {path} retried (seq {stream.producer_seq})")
+            stream.producer_seq += 1
+        stream.appended(Message(value, _next(reply), sent, acked))
+        stream.stale_etag, stream.etag = stream.etag, reply.header("ETag")
+        self.touched.append(stream)
+
+    @rule(pick=st.integers(0, 1000), token=st.integers(0, 3), which=st.integers(0, 1))
+    @recorded
+    def fence(self, pick: int, token: int, which: int) -> None:
+        stream = self.pick(pick)
+        if stream is None:
+            return
+        path = f"{self.path(stream)}/fence"
+        headers = {"Stream-Fencing-Token": f"tok-{token}"}
+        expect(self.via(which).request("POST", path, headers), {204}, f"POST {path}")
+        stream.fence, stream.etag = f"tok-{token}", None
+        self.touched.append(stream)
+
+    @rule(
+        pick=st.integers(0, 1000),
+        index=st.integers(0, 1000),
+        by_time=st.booleans(),
+        which=st.integers(0, 1),
+    )
+    @recorded
+    def trim(self, pick: int, index: int, by_time: bool, which: int) -> None:
+        """Below the offset after `index` messages, or below the first message at or after
+        the moment `index` messages were sent."""
+        stream = self.pick(pick)
+        if stream is None:
+            return
+        count = len(stream.messages)
+        index %= count + 1
+        if by_time and count:
+            moment = int(stream.messages[index % count].sent_ms)
+            kmin, kmax = time_range(stream, moment)
+            body: dict[str, Any] = {"at": moment}
+        else:
+            kmin = kmax = index
+            body = {"before": stream.boundaries[index]}
+        path = f"{self.path(stream)}/trim"
+        lo, hi = self.model.earliest_range(stream, _now())
+        reply = self.via(which).request(
+            "POST", path, {"Content-Type": JSON}, json.dumps(body).encode()
+        )
+        expect(reply, {204}, f"POST {path} {body}")
+        earliest = reply.header("Stream-Earliest-Offset")
+        if earliest is None:
+            raise Mismatch(f"POST {path}: no Stream-Earliest-Offset")
+        cut = stream.count_below(earliest)
+        lo, hi = max(lo, kmin), max(hi, kmax, self.model.earliest_range(stream, _now())[1])
+        if not lo <= cut <= hi:
+            raise Mismatch(
+                f"POST {path} {body}: earliest after {cut} messages, not in [{lo}, {hi}]"
+            )
+        self.model.cut(stream, earliest)
+        self.touched.append(stream)
+
+    @rule(pick=st.integers(0, 1000), index=st.integers(0, 1000), which=st.integers(0, 1))
+    @recorded
+    def snapshot(self, pick: int, index: int, which: int) -> None:
+        stream = self.pick(pick)
+        if stream is None:
+            return
+        index %= len(stream.messages) + 1
+        self.counter += 1
+        blob = f"state-{self.counter}".encode()
+        path = f"{self.path(stream)}/snapshot/{stream.boundaries[index]}"
+        lo, hi = self.model.earliest_range(stream, _now())
+        reply = self.via(which).request(
+            "PUT", path, {"Content-Type": "application/octet-stream"}, blob
+        )
+        if self.model.may_cut(stream) and index <= hi and reply.status == 410:
+            self.check_gone(stream, reply, lo, hi, f"PUT {path}")
+            return
+        if index < lo:
+            expect(reply, {409, 410}, f"PUT {path} (below the earliest offset)")
+            return
+        expect(reply, {204}, f"PUT {path}")
+        self.model.cut(stream, stream.boundaries[index])
+        stream.snapshot = (index, blob)
+        self.touched.append(stream)
+
+    # -- the deployment ----------------------------------------------------------------------
+
+    @rule()
+    @recorded
+    def passes(self) -> None:
+        """Let every instance run tier and age-retention passes, then check every stream."""
+        time.sleep(3 * PASS_INTERVAL_MS / 1000)
+        self.check_all()
+
+    @precondition(lambda self: self.restarts < MAX_RESTARTS)
+    @rule(which=st.integers(0, 1), hard=st.booleans())
+    @recorded
+    def restart(self, which: int, hard: bool) -> None:
+        """Stop an instance (SIGTERM, or `kill -9`) and start it again on the same port."""
+        self.restarts += 1
+        instance = self.via(which)
+        instance.stop(hard)
+        instance.start()
+        settle(self.instances)
+        self.check_all()
+
+    # -- reads -------------------------------------------------------------------------------
+
+    @rule(
+        pick=st.integers(0, 1000),
+        kind=st.sampled_from(READS),
+        index=st.integers(0, 1000),
+        which=st.integers(0, 1),
+        flat=st.booleans(),
+    )
+    @recorded
+    def read(self, pick: int, kind: str, index: int, which: int, flat: bool) -> None:
+        stream, via = self.pick(pick), self.via(which)
+        if stream is None:
+            return
+        index %= len(stream.messages) + 1
+        checks: dict[str, Callable[[], str | None]] = {
+            "all": lambda: self.problem_reading(stream, via, None, flat),
+            "offset": lambda: self.problem_reading(stream, via, index, flat),
+            "now": lambda: self.problem_at_now(stream, via, flat),
+            "at": lambda: self.problem_at_time(stream, via, index, flat),
+            "bounded": lambda: self.problem_bounded(stream, via, index, 1 + index % 3, flat),
+        }
+        eventually(checks[kind], f"{kind} read of {self.path(stream, flat)} via {via.name}")
+
+    @rule(pick=st.integers(0, 1000), which=st.integers(0, 1))
+    @recorded
+    def bootstrap(self, pick: int, which: int) -> None:
+        stream, via = self.pick(pick), self.via(which)
+        if stream is None:
+            return
+        eventually(
+            lambda: self.problem_bootstrapping(stream, via),
+            f"GET {self.path(stream)}/bootstrap via {via.name}",
+        )
+
+    # -- checks ------------------------------------------------------------------------------
+
+    @invariant()
+    def after_each_step(self) -> None:
+        """No instance exited; each stream the step touched reads as the model says,
+        through the instance the step did not use as often as the one it did."""
+        with self.noted():
+            for instance in self.instances:
+                instance.assert_alive()
+            for stream in dict.fromkeys(self.touched):
+                if stream.state == "live":
+                    self.check_stream(stream, self.instances[self.counter % 2])
+            self.touched.clear()
+
+    @contextlib.contextmanager
+    def noted(self) -> Iterator[None]:
+        try:
+            yield
+        except BaseException as error:
+            error.add_note(f"steps: {self.steps!r}")
+            raise
+
+    def check_all(self) -> None:
+        for stream in self.model.live():
+            self.check_stream(stream, self.instances[self.counter % 2])
+
+    def check_stream(self, stream: Stream, via: Instance) -> None:
+        eventually(
+            lambda: self.problem_reading(stream, via, None, False),
+            f"GET {self.path(stream)}?offset=-1 via {via.name}",
+        )
+
+    def teardown(self) -> None:
+        """Every stream through both instances, once more at the end."""
+        with self.noted():
+            for instance in self.instances:
+                instance.assert_alive()
+                for stream in self.model.live():
+                    self.check_stream(stream, instance)
+
+    def catch_up(self, stream: Stream, via: Instance, query: dict[str, str], flat: bool) -> Read:
+        """A read followed page by page to the tail (`Stream-Up-To-Date`)."""
+        path, parts = self.path(stream, flat), []
+        for page in range(500):
+            reply = via.request("GET", f"{path}?{urlencode(query)}")
+            if reply.status != 200:
+                return Read(reply.status, reply=reply, pages=page)
+            parts.append(decoded(stream, reply.body))
+            if reply.header("Stream-Up-To-Date") == "true":
+                return Read(200, joined(stream, parts), reply, page + 1)
+            query = {"offset": _next(reply)}
+        raise Mismatch(f"GET {path}: no end after 500 pages")
+
+    def problem_reading(
+        self, stream: Stream, via: Instance, start: int | None, flat: bool
+    ) -> str | None:
+        """What is wrong with a read from `-1` (`start` None) or after `start` messages."""
+        lo, _ = self.model.earliest_range(stream, _now())
+        offset = "-1" if start is None else stream.boundaries[start]
+        got = self.catch_up(stream, via, {"offset": offset}, flat)
+        if got.status == 410 and got.pages == 0:
+            return self.problem_gone(stream, via, got, offset if start is not None else None, flat)
+        if got.status != 200:
+            return f"offset {offset}: {got.status} {got.reply and got.reply.body[:200]!r}"
+        first = start or 0
+        if first < lo:
+            return f"offset {offset}: 200, but the first {lo} messages are gone"
+        return _compare(stream, got.value, first, f"offset {offset}")
+
+    def problem_gone(
+        self, stream: Stream, via: Instance, got: Read, offset: str | None, flat: bool
+    ) -> str | None:
+        """A 410: allowed when a cut may have happened, its `Stream-Earliest-Offset` within
+        the model's range and above the offset read; from there the stream reads whole."""
+        earliest = got.earliest
+        if earliest is None:
+            return "410 without Stream-Earliest-Offset"
+        if not self.model.may_cut(stream):
+            return f"410 (earliest {earliest}) though nothing cut the stream"
+        lo, hi = self.model.earliest_range(stream, _now())
+        cut = stream.count_below(earliest)
+        if not lo <= cut <= hi:
+            return f"410: earliest {earliest} after {cut} messages, not in [{lo}, {hi}]"
+        if offset is not None and earliest <= offset:
+            return f"410 for offset {offset}, not below the earliest {earliest}"
+        again = self.catch_up(stream, via, {"offset": earliest}, flat)
+        if again.status != 200:
+            return f"offset {earliest} (the earliest): {again.status}"
+        self.model.seen_earliest(stream, earliest)
+        return _compare(stream, again.value, cut, f"offset {earliest} (the earliest)")
+
+    def problem_at_now(self, stream: Stream, via: Instance, flat: bool) -> str | None:
+        reply = via.request("GET", f"{self.path(stream, flat)}?offset=now")
+        if reply.status != 200 or decoded(stream, reply.body) not in (b"", []):
+            return f"offset=now: {reply.status} {reply.body[:200]!r}"
+        # At or past the tail: a stream shares its partition, so "now" may lie past its own
+        # last record (nothing of it lies between).
+        if _next(reply) < stream.tail:
+            return f"offset=now: next offset {_next(reply)}, below the tail {stream.tail}"
+        return None
+
+    def problem_at_time(self, stream: Stream, via: Instance, index: int, flat: bool) -> str | None:
+        """A read from the moment the message after `index` was sent (or a second after the
+        last): from the first message at or after it, or 410 if that may be gone."""
+        count = len(stream.messages)
+        moment = int(stream.messages[index].sent_ms) if index < count else int(_now()) + 1000
+        kmin, kmax = time_range(stream, moment)
+        lo, hi = self.model.earliest_range(stream, _now())
+        got = self.catch_up(stream, via, {"at": str(moment)}, flat)
+        if got.status == 410 and got.pages == 0 and self.model.may_cut(stream) and kmin <= hi:
+            return None
+        if got.status != 200:
+            return f"at={moment}: {got.status} {got.reply and got.reply.body[:200]!r}"
+        if starts_at(stream, got.value, max(kmin, lo), kmax) is None:
+            return f"at={moment}: {got.value!r:.300} is no suffix from [{max(kmin, lo)}, {kmax}]"
+        return None
+
+    def problem_bounded(
+        self, stream: Stream, via: Instance, start: int, most: int, flat: bool
+    ) -> str | None:
+        offset = stream.boundaries[start]
+        query = {"offset": offset, "max_messages": str(most)}
+        reply = via.request("GET", f"{self.path(stream, flat)}?{urlencode(query)}")
+        lo, hi = self.model.earliest_range(stream, _now())
+        if reply.status == 410 and self.model.may_cut(stream) and start <= hi:
+            return None
+        if reply.status != 200 or start < lo:
+            return f"{query}: {reply.status} (earliest within [{lo}, {hi}])"
+        value = decoded(stream, reply.body)
+        whole = reply.header("Stream-Up-To-Date") == "true"
+        counts = [c for c in range(most + 1) if start + c <= len(stream.messages)]
+        fits = [
+            c
+            for c in counts
+            if stream.value_of(start, start + c) == value
+            and (c > 0 or start == len(stream.messages) or not whole)
+            and (not whole or start + c == len(stream.messages))
+        ]
+        return None if fits else f"{query}: {value!r:.300} is no run of at most {most} from {start}"
+
+    def problem_bootstrapping(self, stream: Stream, via: Instance) -> str | None:
+        reply = via.request("GET", f"{self.path(stream)}/bootstrap")
+        if reply.status != 200:
+            return f"{reply.status} {reply.body[:200]!r}"
+        lo, hi = self.model.earliest_range(stream, _now())
+        if stream.is_json or stream.snapshot is None or (lo, hi) != (stream.snapshot[0],) * 2:
+            return None  # only a text stream starting exactly at its snapshot is known whole
+        covered, blob = stream.snapshot
+        parts = _parts(reply)
+        want = [blob, *(m.value for m in stream.messages[covered:])]
+        if parts != want:
+            return f"parts {parts!r:.300}, the model says {want!r:.300}"
+        return None
+
+    def check_gone(self, stream: Stream, reply: Reply, lo: int, hi: int, what: str) -> None:
+        earliest = reply.header("Stream-Earliest-Offset")
+        if earliest is None or not lo <= stream.count_below(earliest) <= hi:
+            raise Mismatch(f"{what}: 410 with earliest {earliest}, not within [{lo}, {hi}]")
+        self.model.seen_earliest(stream, earliest)
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def expect(reply: Reply, statuses: set[int], what: str, code: str | None = None) -> None:
+    if reply.status not in statuses or (code is not None and reply.code() != code):
+        want = f"{sorted(statuses)}{f' {code}' if code else ''}"
+        raise Mismatch(f"{what}: {reply.status} {reply.body[:300]!r}, the model says {want}")
+
+
+def _status_of(instance: Instance, path: str, status: int) -> Callable[[], str | None]:
+    def check() -> str | None:
+        reply = instance.request("GET", path)
+        return None if reply.status == status else f"{reply.status}, the model says {status}"
+
+    return check
+
+
+def _next(reply: Reply) -> str:
+    token = reply.header("Stream-Next-Offset")
+    if token is None:
+        raise Mismatch(f"{reply.status} without Stream-Next-Offset")
+    return token
+
+
+def _compare(stream: Stream, value: Any, first: int, what: str) -> str | None:
+    want = stream.value_of(first)
+    if value == want:
+        return None
+    return f"{what}: read {value!r:.400}, the model says {want!r:.400} (from message {first})"
+
+
+def _parts(reply: Reply) -> list[bytes]:
+    head = f"Content-Type: {reply.header('Content-Type')}\r\n\r\n".encode()
+    message = message_from_bytes(head + reply.body, policy=HTTP)
+    payloads = [part.get_payload(decode=True) for part in message.iter_parts()]
+    return [part for part in payloads if isinstance(part, bytes)]
+
+
+def _now() -> float:
+    return time.time() * 1000
+
+
+# -- the deployment and the tests ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def deployment(
+    kafka_bootstrap: str, s3: S3Server, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    """Two instances on one topic prefix, their slots split, the cold tier on MinIO."""
+    tmp_path: Path = tmp_path_factory.mktemp("model")
+    prefix = f"m{uuid.uuid4().hex[:10]}."
+    env = model_env(kafka_bootstrap, prefix, tmp_path, s3)
+    instances = [Instance(name, env, tmp_path) for name in ("a", "b")]
+    try:
+        for instance in instances:
+            instance.start()
+        settle(instances)
+        yield Deployment(instances, prefix)
+    finally:
+        for instance in instances:
+            if instance.proc is not None and instance.proc.poll() is None:
+                instance.stop(hard=False)
+
+
+@pytest.mark.timeout(int(os.environ.get("MODEL_TIMEOUT_S", "600")))
+def test_the_deployment_behaves_as_the_protocol_model(deployment: Deployment) -> None:
+    run_state_machine_as_test(  # type: ignore[no-untyped-call]
+        lambda: ProtocolDriver(deployment),
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=STEPS,
+            deadline=None,
+            derandomize=not SEEDED,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+        ),
+    )
+
+
+# -- shrunk failures, replayed ---------------------------------------------------------------
+
+
+def replay(
+    deployment: Deployment,
+    steps: list[tuple[str, dict[str, Any]]],
+    avoid: frozenset[str] = frozenset(),
+    run: str | None = None,
+) -> None:
+    """Run `steps` (rule name, arguments) as hypothesis ran them: the invariant after each,
+    the teardown at the end; no known defect's shape avoided unless `avoid` says so."""
+    driver = ProtocolDriver(deployment, avoid, run)
+    for name, arguments in steps:
+        getattr(driver, name)(**arguments)
+        driver.after_each_step()
+    driver.teardown()
+
+
+def one_owner(deployment: Deployment, slots: range) -> str:
+    """A `run` whose buckets of `slots` all have their write slot on one instance (which
+    instance does a background pass's writes decides whether some defects show)."""
+    owners = {
+        int(slot): instance.name
+        for instance in deployment.instances
+        for slot in (ownership(instance) or {}).get("owned_slots") or {}
+    }
+    layout = SlotMap(deployment.prefix, SLOTS)
+    for _ in range(1000):
+        run = uuid.uuid4().hex[:6]
+        found = {owners.get(layout.of_stream(f"m{run}-{slot}", 0)) for slot in slots}
+        if len(found) == 1 and None not in found:
+            return run
+    raise AssertionError("no run of names has its buckets on one instance")
+
+
+def _text_stream(slot: int, name: str) -> tuple[str, dict[str, Any]]:
+    arguments = {"slot": slot, "name": name, "is_json": False, "which": 0, "flat": False}
+    return ("create_stream", arguments)
+
+
+def _append(pick: int, size: int, which: int = 0) -> tuple[str, dict[str, Any]]:
+    arguments = {"pick": pick, "kind": "plain", "size": size, "which": which, "flat": False}
+    return ("append", arguments)
+
+
+def _bucket_step(slot: int, retention: Retention) -> tuple[str, dict[str, Any]]:
+    return ("create_bucket", {"slot": slot, "retention": retention, "which": 0})
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=Mismatch,
+    reason="tiering a bucket that houses a fork of another bucket's stream frees its own "
+    "topic below the fork's offsets",
+)
+def test_tiering_keeps_the_own_streams_of_a_bucket_housing_a_fork(deployment: Deployment) -> None:
+    replay(
+        deployment,
+        [
+            _bucket_step(0, "none"),
+            _bucket_step(1, "none"),
+            _text_stream(0, "a"),  # records before the source's: its first offset is high
+            *(_append(0, 40) for _ in range(8)),
+            _text_stream(0, "b"),
+            *(_append(1, 40) for _ in range(2)),
+            ("fork", {"pick": 1, "slot": 1, "name": "c", "at": -2, "which": 0, "flat": False}),
+            *(("passes", {}) for _ in range(5)),  # a tier pass while it houses only the fork
+            _text_stream(1, "d"),  # its topic reaches the fork's offsets: they can be freed
+            *(_append(3, 40) for _ in range(12)),
+            *(("passes", {}) for _ in range(12)),  # past a failed pass's back-off (6.4 s)
+        ],
+        run=one_owner(deployment, range(2)),
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=Mismatch,
+    reason="age retention cuts a fork of another bucket's stream by the wrong topic's times",
+)
+def test_age_retention_leaves_a_fresh_fork_of_another_buckets_stream_whole(
+    deployment: Deployment,
+) -> None:
+    replay(
+        deployment,
+        [
+            _bucket_step(0, "none"),
+            _bucket_step(1, "long"),
+            _text_stream(0, "a"),
+            _append(0, 10),
+            ("fork", {"pick": 0, "slot": 1, "name": "b", "at": -2, "which": 0, "flat": False}),
+            ("passes", {}),
+        ],
+        run=one_owner(deployment, range(2)),
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=Mismatch,
+    reason="`trim` is not reserved on /v1/stream: PUT /v1/stream/{bucket}/{stream}/trim creates",
+)
+def test_no_stream_is_created_at_a_flat_trim_url(deployment: Deployment) -> None:
+    replay(
+        deployment,
+        [
+            _bucket_step(0, "none"),
+            _text_stream(0, "a"),
+            ("create_at_sub_resource", {"pick": 0, "sub": "trim", "which": 1}),
+        ],
+    )
+
+
+@pytest.mark.xfail(
+    strict=False,  # a race: it shows in about one try in eight, so sixteen tries mostly fail
+    raises=Mismatch,
+    reason="DELETE /{bucket} through one instance deletes a stream just created through the other",
+)
+def test_a_bucket_with_a_stream_just_created_elsewhere_is_not_deleted(
+    deployment: Deployment,
+) -> None:
+    for _ in range(16):
+        replay(
+            deployment,
+            [
+                _bucket_step(1, "none"),
+                (
+                    "create_stream",
+                    {"slot": 1, "name": "c", "is_json": True, "which": 0, "flat": True},
+                ),
+                ("delete_bucket", {"slot": 1, "which": 1}),
+            ],
+        )
