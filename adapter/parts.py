@@ -199,7 +199,9 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     router = Router(writers, catalog.owner, settings.advertised_url)
     membership.router = router
     reader = LogReader(kafka, read_limits(settings))
-    bucket_service = BucketService(catalog, writers, admin, wall_clock_ms)
+    bucket_service = BucketService(
+        catalog, writers, admin, wall_clock_ms, seen_written=follower.seen_written
+    )
     store = object_store(settings)
     mounted = mounted_streams(settings, kafka, indexes, reader, hub, follower)
     peers = PeerClients(

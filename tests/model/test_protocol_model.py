@@ -65,25 +65,10 @@ from topology.slots import SlotMap
 pytestmark = pytest.mark.integration
 
 # Shapes of known defects the random model steers clear of, so that this test stays green
-# while they are open; each has a regression test below marked xfail(strict=True). Once a
-# fix lands, remove its name here and that test's xfail mark.
-#  - "tiering_frees_a_housed_fork_bucket": tiering a bucket that houses a fork of another
-#    bucket's stream frees the bucket's own topic below the fork's offsets (its own streams
-#    lose acknowledged messages).
-#  - "retention_cuts_a_cross_bucket_fork": age retention cuts a fork of another bucket's
-#    stream by the time index of the wrong topic (a fresh fork answers 410).
-#  - "flat_trim_path_creatable": `PUT /v1/stream/{bucket}/{stream}/trim` creates a stream.
-#  - "bucket_delete_races_stream_creation": `DELETE /{bucket}` through one instance just after
-#    a stream was created in it through the other may answer 204 (about one try in eight),
-#    and the acknowledged stream is gone; the rule then only deletes empty buckets.
-KNOWN_DEFECTS: frozenset[str] = frozenset(
-    {
-        "tiering_frees_a_housed_fork_bucket",
-        "retention_cuts_a_cross_bucket_fork",
-        "flat_trim_path_creatable",
-        "bucket_delete_races_stream_creation",
-    }
-)
+# while they are open; each gets a regression test below marked xfail(strict=True). Once a
+# fix lands, remove its name here and that test's xfail mark. None is open today; the tests
+# below replay the shapes of the defects the model found and were fixed.
+KNOWN_DEFECTS: frozenset[str] = frozenset()
 if "MODEL_KNOWN_DEFECTS" in os.environ:  # another set for one run (empty: avoid nothing)
     KNOWN_DEFECTS = frozenset(os.environ["MODEL_KNOWN_DEFECTS"].split())
 
@@ -877,12 +862,6 @@ def _bucket_step(slot: int, retention: Retention) -> tuple[str, dict[str, Any]]:
     return ("create_bucket", {"slot": slot, "retention": retention, "which": 0})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Mismatch,
-    reason="tiering a bucket that houses a fork of another bucket's stream frees its own "
-    "topic below the fork's offsets",
-)
 def test_tiering_keeps_the_own_streams_of_a_bucket_housing_a_fork(deployment: Deployment) -> None:
     replay(
         deployment,
@@ -903,11 +882,6 @@ def test_tiering_keeps_the_own_streams_of_a_bucket_housing_a_fork(deployment: De
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Mismatch,
-    reason="age retention cuts a fork of another bucket's stream by the wrong topic's times",
-)
 def test_age_retention_leaves_a_fresh_fork_of_another_buckets_stream_whole(
     deployment: Deployment,
 ) -> None:
@@ -925,11 +899,6 @@ def test_age_retention_leaves_a_fresh_fork_of_another_buckets_stream_whole(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Mismatch,
-    reason="`trim` is not reserved on /v1/stream: PUT /v1/stream/{bucket}/{stream}/trim creates",
-)
 def test_no_stream_is_created_at_a_flat_trim_url(deployment: Deployment) -> None:
     replay(
         deployment,
@@ -941,11 +910,6 @@ def test_no_stream_is_created_at_a_flat_trim_url(deployment: Deployment) -> None
     )
 
 
-@pytest.mark.xfail(
-    strict=False,  # a race: it shows in about one try in eight, so sixteen tries mostly fail
-    raises=Mismatch,
-    reason="DELETE /{bucket} through one instance deletes a stream just created through the other",
-)
 def test_a_bucket_with_a_stream_just_created_elsewhere_is_not_deleted(
     deployment: Deployment,
 ) -> None:
