@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -31,10 +30,10 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from topology.child_answers import child_answer
 from topology.errors import BrokerUnavailable
 from topology.kafka_client import KafkaAccess
 
-STARTUP_S = 15.0  # beyond the work's own deadline: the child's start (an interpreter, librdkafka)
 POLL_S = 0.1
 LEAVE_POLLS = 20  # after unsubscribe(), at most: the revocation, then the LeaveGroup
 
@@ -47,25 +46,9 @@ def evict(
     thread. BrokerUnavailable when the child gave no answer or failed."""
     config = kafka.config({}, "librdkafka.owners")
     properties = {k: v for k, v in config.items() if isinstance(v, str | int | float | bool)}
-    command = [sys.executable, "-m", __name__, group, topic, url, str(session_ms), str(timeout_s)]
-    try:
-        done = subprocess.run(
-            command,
-            input=json.dumps(properties),
-            capture_output=True,
-            text=True,
-            timeout=2 * timeout_s + STARTUP_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as error:
-        raise BrokerUnavailable(f"evicting {url} from {group}: no answer in time") from error
-    try:
-        answer = json.loads(done.stdout)
-    except ValueError:
-        said = done.stderr.strip().splitlines()[-1:] or ["nothing"]
-        raise BrokerUnavailable(
-            f"evicting {url} from {group}: the process ended ({done.returncode}): {said[0]}"
-        ) from None
+    args = [group, topic, url, str(session_ms), str(timeout_s)]
+    what = f"evicting {url} from {group}"
+    answer = child_answer(__name__, args, properties, 2 * timeout_s, what)
     if "error" in answer:
         raise BrokerUnavailable(f"evicting {url} from {group}: {answer['error']}")
     return [str(member) for member in answer["evicted"]]

@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from topology.errors import BrokerUnavailable
+from topology.child_answers import child_answer
 from topology.kafka_client import KafkaAccess
-
-# Beyond the request's own deadline: the child's start (an interpreter, librdkafka) and exit.
-STARTUP_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -46,25 +42,8 @@ def describe(kafka: KafkaAccess, group: str, timeout_s: float) -> list[Member]:
         for k, v in config.items()
         if isinstance(v, str | int | float | bool) and k != "statistics.interval.ms"
     }
-    command = [sys.executable, "-m", __name__, group, str(timeout_s)]
-    try:
-        done = subprocess.run(
-            command,
-            input=json.dumps(properties),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s + STARTUP_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as error:
-        raise BrokerUnavailable(f"describing group {group}: no answer in time") from error
-    try:
-        answer = json.loads(done.stdout)
-    except ValueError:
-        said = done.stderr.strip().splitlines()[-1:] or ["nothing"]
-        raise BrokerUnavailable(
-            f"describing group {group}: the describing process ended ({done.returncode}): {said[0]}"
-        ) from None
+    what = f"describing group {group}"
+    answer = child_answer(__name__, [group, str(timeout_s)], properties, timeout_s, what)
     if "error" in answer:
         said = answer["error"]
         raise KafkaException(KafkaError(said["code"], said["reason"], retriable=said["retriable"]))
