@@ -189,8 +189,9 @@ async def test_a_seek_to_the_last_messages_holds_only_those(
         -3,
         -4,
     ]
-    # ~115 bytes a message held: 65,536 of the window's would be 7 MiB.
-    assert peak < 1024 * 1024, peak
+    # ~115 bytes a message held: 65,536 of the window's would be 7 MiB (13 MB measured when it
+    # held them); the N it keeps take ~0.6 MB, and the app's own tasks allocate beside it.
+    assert peak < 4 * 1024 * 1024, peak
 
 
 async def test_records_give_kafka_coordinates_across_a_fork(client: Client, unique: str) -> None:
