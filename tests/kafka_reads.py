@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 
 def committed_values(bootstrap: str, topic: str) -> list[bytes]:
@@ -43,3 +45,21 @@ def committed_messages(bootstrap: str, topic: str, partition: int = 0) -> Iterat
             yield message
     finally:
         consumer.close()
+
+
+def topic_configs(bootstrap: str, topic: str, timeout_s: float = 30.0) -> dict[str, str]:
+    """Every config value of `topic` as the broker reports it. A topic just created may not
+    yet be known to the broker that answers; it is asked again until it is, or `timeout_s`."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            configs = admin.describe_configs([resource])[resource].result(timeout_s)
+        except KafkaException as error:
+            unknown = error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+            if not unknown or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+            continue
+        return {name: str(entry.value) for name, entry in configs.items()}

@@ -6,10 +6,11 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
 from devstack.process import free_port
+from tests.kafka_reads import topic_configs
 
 
 def _consume_all(bootstrap: str, topic: str, expected_end: int) -> list[bytes]:
@@ -42,9 +43,7 @@ def test_compacted_topic_and_transactions(kafka_bootstrap: str, unique: str) -> 
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     new = NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})
     admin.create_topics([new])[topic].result(timeout=30)
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    configs = admin.describe_configs([resource])[resource].result(timeout=30)
-    assert configs["cleanup.policy"].value == "compact"
+    assert topic_configs(kafka_bootstrap, topic)["cleanup.policy"] == "compact"
 
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": f"tx-{unique}"})
     producer.init_transactions(30)

@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 from aiohttp import ClientResponse
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from adapter.app import create_app
 from adapter.config import Settings
 from adapter.http import buckets as bucket_routes
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.kafka_reads import topic_configs
 
 JSON = {"Content-Type": "application/json"}
 KEYS = [f"k-{i:03d}" for i in range(120)] + ["a/b", "~tilde", "streams", "\u00e9t\u00e9"]
@@ -80,10 +81,7 @@ def _state(bootstrap: str, topic: str) -> tuple[list[tuple[int, int]], dict[str,
         marks = [consumer.get_watermark_offsets(TopicPartition(topic, p), 10) for p in range(3)]
     finally:
         consumer.close()
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    configs = admin.describe_configs([resource])[resource].result(30)
-    return [(low, high) for low, high in marks], {k: str(v.value) for k, v in configs.items()}
+    return [(low, high) for low, high in marks], topic_configs(bootstrap, topic)
 
 
 def _stream_id(key: bytes) -> str:
