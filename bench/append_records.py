@@ -1,0 +1,145 @@
+"""What one append costs in Kafka records and server CPU: closed-loop appends (100 streams,
+256 B) on one durable-kafka instance, counting the records every topic of its prefix gained.
+
+Each topic's records are counted by reading the range the run added with a read_uncommitted
+consumer (which skips transaction markers), so the figures are records, not offsets; appends
+still in flight when a run's window closes are written but not counted (at most `--streams`).
+Prints one JSON object: per run the appends answered, the records per append of each topic, the
+meta topic's records per second, and the server's CPU per append (process CPU seconds / appends,
+not rates: the machine is shared). With `--producer` each run's producers are new ones (a run
+repeating an earlier run's ids and seqs would be answered as duplicates, writing nothing).
+
+    .venv/bin/python -m bench.append_records --bootstrap-servers 127.0.0.1:9092 [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from bench import loadgen_run, targets
+
+Offsets = dict[tuple[str, int], int]
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    binary = loadgen_run.build()
+    prefix = f"bench.records.{uuid.uuid4().hex[:8]}."
+    log_dir = Path(tempfile.mkdtemp(prefix="append-records-"))
+    options = targets.TargetOptions(args.bootstrap_servers, prefix, 60_000, 0)
+    server = targets.start(targets.DURABLE_KAFKA, log_dir, options)
+    try:
+        _append(binary, args, server, args.warmup, 2)  # a new bucket's first seconds: not kept
+        runs = [_run(binary, args, server, prefix) for _ in range(args.runs)]
+    finally:
+        targets.stop(server)
+    print(json.dumps({"streams": args.streams, "producer": args.producer, "runs": runs}, indent=1))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    parser.add_argument("--streams", type=int, default=100)
+    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--duration", type=float, default=10)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--producer", action="store_true", help="idempotent-producer headers")
+    return parser
+
+
+def _append(
+    binary: Path, args: argparse.Namespace, server: targets.Server, warmup: float, seconds: float
+) -> dict[str, Any]:
+    """Closed-loop appends; the generator's report. A measured run has no warm-up: the records
+    counted are those of the appends answered."""
+    flags: dict[str, object] = {"mode": "append", "base": server.url, "streams": args.streams}
+    flags |= {"size": args.size, "create": True, "warmup": warmup, "duration": seconds}
+    flags |= {"producer": args.producer, "producer-tag": uuid.uuid4().hex[:8]}
+    flags["server-pids"] = ",".join(str(pid) for pid in targets.process_tree(server.pid))
+    report: dict[str, Any] = loadgen_run.run(binary, flags, timeout_s=300 + 4 * seconds).report
+    return report
+
+
+def _run(
+    binary: Path, args: argparse.Namespace, server: targets.Server, prefix: str
+) -> dict[str, object]:
+    before = _ends(args.bootstrap_servers, prefix)
+    report = _append(binary, args, server, 0, args.duration)
+    after = _ends(args.bootstrap_servers, prefix)
+    ok = max(int(report["ok"]), 1)
+    records = _records(args.bootstrap_servers, before, after)
+    meta = sum(count for topic, count in records.items() if topic.endswith("meta"))
+    return {
+        "appends": ok,
+        "rate": round(float(report["rate"]), 1),
+        "records_per_append": {topic: round(n / ok, 3) for topic, n in sorted(records.items())},
+        "all_records_per_append": round(sum(records.values()) / ok, 3),
+        "meta_records_per_s": round(meta / float(report["seconds"]), 1),
+        "server_cpu_us_per_append": round(float(report["server_cpu_s"]) / ok * 1e6, 1),
+    }
+
+
+def _ends(bootstrap: str, prefix: str) -> Offsets:
+    """The high watermark of every partition of the prefix's topics."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = admin.list_topics(timeout=30).topics
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused"})
+    try:
+        ends: Offsets = {}
+        for name, topic in topics.items():
+            if name.startswith(prefix):
+                for partition in topic.partitions:
+                    tp = TopicPartition(name, partition)
+                    ends[(name, partition)] = consumer.get_watermark_offsets(tp, timeout=30)[1]
+        return ends
+    finally:
+        consumer.close()
+
+
+def _records(bootstrap: str, before: Offsets, after: Offsets) -> dict[str, int]:
+    """The records (not markers) each topic gained between `before` and `after`."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+        | {"isolation.level": "read_uncommitted", "enable.partition.eof": True}
+    )
+    counts: dict[str, int] = {}
+    try:
+        for (topic, partition), end in after.items():
+            start = before.get((topic, partition), 0)
+            counts[topic] = counts.get(topic, 0) + _count(consumer, topic, partition, start, end)
+        return counts
+    finally:
+        consumer.close()
+
+
+def _count(consumer: Consumer, topic: str, partition: int, start: int, end: int) -> int:
+    if end <= start:
+        return 0
+    consumer.assign([TopicPartition(topic, partition, start)])
+    seen = 0
+    while True:
+        message = consumer.poll(10)
+        if message is None:
+            raise RuntimeError(f"{topic}[{partition}]: no record before offset {end}")
+        if message.error() is not None:  # the partition's end: control records counted none
+            break
+        offset = message.offset() or 0
+        if offset >= end:
+            break
+        seen += 1
+        if offset == end - 1:
+            break
+    return seen
+
+
+if __name__ == "__main__":
+    main()
