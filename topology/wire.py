@@ -8,9 +8,11 @@ other reader of the topics) gets the format without confluent-kafka or aiohttp.
 
 A record's key is its stream id in UTF-8 (a fork housed in another bucket's topic: its bucket
 and id joined by `//`, see `housed_key`). A data record's value is exactly the bytes appended,
-with a `content-type` header and, when the append named a producer, `producer-id`,
-`producer-epoch` and `producer-seq`. A control record has an empty value and a `dk-control`
-header naming the lifecycle event; data records never carry that header. Every record of an
+with a `content-type` header, when the append named a producer, `producer-id`,
+`producer-epoch` and `producer-seq`, and when it named a Stream-Seq, `stream-seq`: all a
+stream's state learns from an append is in its records. A control record has an empty value and
+a `dk-control` header naming the lifecycle event; data records never carry that header. Every
+record of an
 append that another instance forwarded to the slot's owner also carries `dk-forward`, an id
 the forwarding instance made: if the owner dies before answering, the forwarder looks for it
 in the partition to learn whether the append was written (`adapter/log/outcomes.py`).
@@ -29,6 +31,8 @@ CONTENT_TYPE_HEADER: Final = "content-type"
 PRODUCER_ID_HEADER: Final = "producer-id"
 PRODUCER_EPOCH_HEADER: Final = "producer-epoch"
 PRODUCER_SEQ_HEADER: Final = "producer-seq"
+# On data records appended with Stream-Seq: the seq the append named.
+STREAM_SEQ_HEADER: Final = "stream-seq"
 # On every record of a forwarded append: the forwarding instance's id for that request.
 FORWARD_HEADER: Final = "dk-forward"
 
@@ -79,8 +83,11 @@ def owner_of_key(data_bucket: str, record_id: str) -> tuple[str, str]:
     return (bucket_id, stream_id) if separator else (data_bucket, record_id)
 
 
-def data_headers(content_type: str, producer: ProducerStamp | None = None) -> Headers:
-    """The headers of each data record of one append."""
+def data_headers(
+    content_type: str, producer: ProducerStamp | None = None, stream_seq: str | None = None
+) -> Headers:
+    """The headers of each data record of one append: with what the stream's state learns from
+    it beyond the records themselves, so that state can be rebuilt from the partition."""
     headers: Headers = [(CONTENT_TYPE_HEADER, content_type.encode())]
     if producer is not None:
         headers += [
@@ -88,6 +95,8 @@ def data_headers(content_type: str, producer: ProducerStamp | None = None) -> He
             (PRODUCER_EPOCH_HEADER, str(producer.epoch).encode()),
             (PRODUCER_SEQ_HEADER, str(producer.seq).encode()),
         ]
+    if stream_seq is not None:
+        headers.append((STREAM_SEQ_HEADER, stream_seq.encode()))
     return headers
 
 

@@ -58,7 +58,7 @@ def decide_append(view: View, command: Append, now_ms: int, limits: Limits) -> W
     if isinstance(decision, Accepted) and command.producer is not None:
         producer = (command.producer.producer_id, decision.position)
     entries = (*(Message(m) for m in messages), *closing)
-    return Write(entries, state, now_ms, producer=producer, stamp=command.producer)
+    return Write(entries, state, now_ms, producer=producer, stamp=command.producer, seq=command.seq)
 
 
 def check_fencing(meta: StreamMeta, token: str | None) -> None:

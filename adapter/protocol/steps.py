@@ -95,6 +95,7 @@ class Write:
     at_ms: int
     producer: tuple[str, ProducerPosition] | None = None  # accepted, committed with the data
     stamp: ProducerStamp | None = None  # who wrote the data, for its records' headers
+    seq: str | None = None  # the Stream-Seq the append named, for its records' headers
     forget: tuple[str, ...] = ()  # producer ids whose states go with this write
     creates: bool = False
     # Soft-deleted ancestors (bucket, stream), of its partition, forgotten with it.

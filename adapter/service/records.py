@@ -29,7 +29,7 @@ def write_records(
     with `forward_id` when another instance forwarded the request (see `topology.wire`)."""
     key = stream_key(stream_id)
     tag: Headers = [] if forward_id is None else [(FORWARD_HEADER, forward_id.encode())]
-    data = data_headers(content_type, write.stamp) + tag
+    data = data_headers(content_type, write.stamp, write.seq) + tag
     return [
         Record(topic, partition, key, b"", control_headers(entry) + tag)
         if isinstance(entry, ControlEvent)

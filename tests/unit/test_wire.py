@@ -15,6 +15,7 @@ from topology.wire import (
     PRODUCER_EPOCH_HEADER,
     PRODUCER_ID_HEADER,
     PRODUCER_SEQ_HEADER,
+    STREAM_SEQ_HEADER,
     TOKEN_GROUP_DIGITS,
     ControlEvent,
     ProducerStamp,
@@ -47,7 +48,14 @@ def test_data_headers_with_producer() -> None:
     assert header_value(headers, PRODUCER_ID_HEADER) == b"writer-1"
     assert header_value(headers, PRODUCER_EPOCH_HEADER) == b"3"
     assert header_value(headers, PRODUCER_SEQ_HEADER) == b"42"
+    assert header_value(headers, STREAM_SEQ_HEADER) is None
     assert not is_control(headers)
+
+
+def test_data_headers_with_stream_seq() -> None:
+    headers = data_headers("text/plain", stream_seq="0007")
+    assert header_value(headers, STREAM_SEQ_HEADER) == b"0007"
+    assert header_value(headers, PRODUCER_ID_HEADER) is None
 
 
 @pytest.mark.parametrize("event", list(ControlEvent))
