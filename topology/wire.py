@@ -11,7 +11,8 @@ and id joined by `//`, see `housed_key`). A data record's value is exactly the b
 with a `content-type` header, when the append named a producer, `producer-id`,
 `producer-epoch` and `producer-seq`, and when it named a Stream-Seq, `stream-seq`: all a
 stream's state learns from an append is in its records. A control record has an empty value and
-a `dk-control` header naming the lifecycle event; data records never carry that header. Every
+a `dk-control` header naming the lifecycle event (the `close` record of an append also carries
+the append's producer and Stream-Seq headers); data records never carry that header. Every
 record of an
 append that another instance forwarded to the slot's owner also carries `dk-forward`, an id
 the forwarding instance made: if the owner dies before answering, the forwarder looks for it
@@ -88,7 +89,13 @@ def data_headers(
 ) -> Headers:
     """The headers of each data record of one append: with what the stream's state learns from
     it beyond the records themselves, so that state can be rebuilt from the partition."""
-    headers: Headers = [(CONTENT_TYPE_HEADER, content_type.encode())]
+    return [(CONTENT_TYPE_HEADER, content_type.encode()), *stamp_headers(producer, stream_seq)]
+
+
+def stamp_headers(producer: ProducerStamp | None, stream_seq: str | None) -> Headers:
+    """The producer and Stream-Seq of an append, on each of its records (its `close` record
+    too: a close-only append's producer state and Stream-Seq are in no data record)."""
+    headers: Headers = []
     if producer is not None:
         headers += [
             (PRODUCER_ID_HEADER, producer.producer_id.encode()),

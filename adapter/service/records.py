@@ -13,6 +13,7 @@ from topology.wire import (
     Headers,
     control_headers,
     data_headers,
+    stamp_headers,
     stream_key,
 )
 
@@ -30,8 +31,9 @@ def write_records(
     key = stream_key(stream_id)
     tag: Headers = [] if forward_id is None else [(FORWARD_HEADER, forward_id.encode())]
     data = data_headers(content_type, write.stamp, write.seq) + tag
+    stamp = stamp_headers(write.stamp, write.seq)
     return [
-        Record(topic, partition, key, b"", control_headers(entry) + tag)
+        Record(topic, partition, key, b"", control_headers(entry) + stamp + tag)
         if isinstance(entry, ControlEvent)
         else Record(topic, partition, key, entry.body, data)
         for entry in write.entries

@@ -37,6 +37,14 @@ def _data_records(bootstrap: str, topic: str, stream: str, partitions: int) -> l
     ]
 
 
+def _close_records(bootstrap: str, topic: str, partition: int) -> list[Message]:
+    return [
+        message
+        for message in committed_messages(bootstrap, topic, partition)
+        if header_value(message.headers(), CONTROL_HEADER) == b"close"
+    ]
+
+
 async def test_each_record_of_an_append_carries_its_stream_seq_and_producer(
     client: Client, unique: str, kafka_bootstrap: str
 ) -> None:
@@ -61,3 +69,27 @@ async def test_each_record_of_an_append_carries_its_stream_seq_and_producer(
     }
     bare = dict.fromkeys(stamped)
     assert headers == [stamped, stamped, bare]
+
+
+async def test_the_close_record_of_a_close_only_append_carries_its_stream_seq_and_producer(
+    client: Client, unique: str, kafka_bootstrap: str
+) -> None:
+    bucket = f"rc-{unique}"
+    assert (await client.put(f"/{bucket}")).status == 201
+    path = f"/{bucket}/orders"
+    assert (await client.put(path, headers=JSON)).status == 201
+    producer = {"Producer-Id": "writer-1", "Producer-Epoch": "0", "Producer-Seq": "0"}
+    closing = {**producer, "Stream-Seq": "0001", "Stream-Closed": "true"}
+    assert (await client.post(path, headers=closing)).status in (200, 204)
+    topic = bucket_topic(f"t{unique}.", bucket)
+    partitions = (await (await client.get(f"/{bucket}")).json())["partitions"]
+    partition = partition_for(b"orders", partitions)
+    messages = await asyncio.to_thread(_close_records, kafka_bootstrap, topic, partition)
+    (close,) = messages
+    names = (STREAM_SEQ_HEADER, PRODUCER_ID_HEADER, PRODUCER_EPOCH_HEADER, PRODUCER_SEQ_HEADER)
+    assert [header_value(close.headers(), name) for name in names] == [
+        b"0001",
+        b"writer-1",
+        b"0",
+        b"0",
+    ]
