@@ -9,6 +9,9 @@ record's timestamp stands for the append's time. Lifecycle is not the log's to s
 `create` record other than the stream's own, or a `delete`, means the state carried forward is
 of an incarnation that ended, and the stream's metadata record is to be asked instead.
 
+A producer's (epoch, seq) only grows on a stream (a new epoch starts at seq 0), so a producer's
+state is the greatest stamp seen, whichever record or checkpoint it came from.
+
 Pure: no Kafka, no clock. Replaying records the state already reflects changes nothing, so a
 scan may start anywhere at or below the state's tail.
 """
@@ -86,13 +89,54 @@ def carry_forward(state: StreamState, records: Iterable[LoggedRecord]) -> Stream
             continue
         if record.event is ControlEvent.DELETE:
             return None
+        if record.producer is not None:
+            _advance(producers, _producer(meta, record.producer, record.timestamp_ms))
         if record.event is None and record.offset < meta.next_offset:
             continue  # already counted in `state`
         meta = _applied(meta, record)
-        if record.producer is not None:
-            stamp = record.producer
-            producers[stamp.producer_id] = _producer(meta, stamp, record.timestamp_ms)
     return StreamState(meta, producers)
+
+
+def recover(
+    meta: StreamMeta,
+    producers: Mapping[str, ProducerRecord],
+    checkpointed: StreamState | None,
+    records: Iterable[LoggedRecord],
+) -> StreamState | None:
+    """A stream's state from its metadata record with the producer states stored beside it,
+    its entry in the slot's checkpoint (None: none), and its records from the checkpoint's
+    position on (from the metadata's tail without one). The metadata record says what the
+    stream is; the checkpoint, when of the same incarnation and further on, where it stood."""
+    base = StreamState(meta, producers)
+    if checkpointed is not None and checkpointed.meta.start_offset == meta.start_offset:
+        base = _merged(base, checkpointed)
+    return carry_forward(base, records)
+
+
+def _merged(base: StreamState, checkpointed: StreamState) -> StreamState:
+    """The metadata record's stream at the checkpoint's tail when that is further on (a close
+    moves no tail but is further on too); producers at the later of the two states."""
+    meta, later = base.meta, checkpointed.meta
+    if (later.next_offset, later.closed) > (meta.next_offset, meta.closed):
+        meta = meta.evolve(
+            next_offset=later.next_offset,
+            message_count=later.message_count,
+            last_seq=later.last_seq,
+            last_write_at_ms=later.last_write_at_ms,
+            last_access_ms=max(meta.last_access_ms, later.last_access_ms),
+            closed=later.closed,
+        )
+    producers = dict(base.producers)
+    for record in checkpointed.producers.values():
+        _advance(producers, record)
+    return StreamState(meta, producers)
+
+
+def _advance(producers: dict[str, ProducerRecord], record: ProducerRecord) -> None:
+    """Keep `record` unless the producer is known at a later (epoch, seq) already."""
+    known = producers.get(record.producer_id)
+    if known is None or (record.epoch, record.last_seq) > (known.epoch, known.last_seq):
+        producers[record.producer_id] = record
 
 
 def _applied(meta: StreamMeta, record: LoggedRecord) -> StreamMeta:

@@ -17,6 +17,7 @@ from adapter.protocol.stream_log import (
     StreamState,
     carry_forward,
     logged_record,
+    recover,
 )
 from adapter.service.records import write_records
 from tests.unit.support.histories import APPENDS, create
@@ -93,6 +94,27 @@ def test_records_the_state_already_holds_change_nothing(commands: list[tuple[App
         assert carry_forward(state, stream.records) == final
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(APPENDS, st.integers(0, 3)), max_size=40),
+    st.booleans(),
+    st.data(),
+)
+def test_a_metadata_record_and_a_checkpoint_of_any_age_recover_the_state_now(
+    commands: list[tuple[Append, int]], ttl: bool, data: st.DataObject
+) -> None:
+    """The metadata record (with the producer states stored beside it) is of any earlier
+    state, the checkpoint of any other, or missing; the scan starts where the checkpoint was
+    taken, or at the metadata's tail without one."""
+    stream = _history(commands, ttl)
+    index = st.integers(0, len(stream.states) - 1)
+    stored = stream.states[data.draw(index)]
+    checkpointed = data.draw(st.none() | index.map(stream.states.__getitem__))
+    scan = stream.after(checkpointed or stored)
+    recovered = recover(stored.meta, stored.producers, checkpointed, scan)
+    assert recovered == stream.states[-1]
+
+
 def _meta() -> StreamMeta:
     return StreamMeta("bucket", "s", 0, TEXT, NOW, 5, 6, NOW, NOW)
 
@@ -116,3 +138,20 @@ def test_a_record_is_read_back_from_its_headers() -> None:
     assert data == LoggedRecord(4, NOW, None, stamp, "0009")
     control = logged_record(5, NOW, control_headers(ControlEvent.CLOSE))
     assert control == LoggedRecord(5, NOW, ControlEvent.CLOSE)
+
+
+def test_a_checkpoint_of_an_earlier_incarnation_is_not_used() -> None:
+    old = StreamState(_meta().evolve(start_offset=1, next_offset=40, message_count=30))
+    records = [LoggedRecord(6, NOW + 1, None, ProducerStamp("p", 0, 0))]
+    recovered = recover(_meta(), {}, old, records)
+    assert recovered is not None
+    assert (recovered.meta.next_offset, recovered.meta.message_count) == (7, 1)
+    assert recovered.producers["p"].last_seq == 0
+
+
+def test_a_producer_never_moves_back_to_an_older_stamp() -> None:
+    newer = ProducerRecord("bucket", "s", "p", 1, 0, NOW)
+    records = [LoggedRecord(4, NOW - 1, None, ProducerStamp("p", 0, 9))]
+    carried = carry_forward(StreamState(_meta(), {"p": newer}), records)
+    assert carried is not None
+    assert carried.producers == {"p": newer}
