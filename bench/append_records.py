@@ -9,6 +9,10 @@ meta topic's records per second, and the server's CPU per append (process CPU se
 not rates: the machine is shared). With `--producer` each run's producers are new ones (a run
 repeating an earlier run's ids and seqs would be answered as duplicates, writing nothing).
 
+With `--instances 2` a second instance runs on the same prefix and takes no request, and the
+deployment has one write slot, owned by the instance the appends go to: the second's CPU per
+append is then what following the first's appends costs it, nothing else.
+
     .venv/bin/python -m bench.append_records --bootstrap-servers 127.0.0.1:9092 [--runs 3]
 """
 
@@ -16,7 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
+import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,7 +31,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from bench import loadgen_run, targets
+from bench import loadgen_run, suite_servers, targets
 
 Offsets = dict[tuple[str, int], int]
 
@@ -35,12 +42,19 @@ def main() -> None:
     prefix = f"bench.records.{uuid.uuid4().hex[:8]}."
     log_dir = Path(tempfile.mkdtemp(prefix="append-records-"))
     options = targets.TargetOptions(args.bootstrap_servers, prefix, 60_000, 0)
-    server = targets.start(targets.DURABLE_KAFKA, log_dir, options)
+    if args.instances > 1:
+        os.environ["DURABLE_KAFKA_WRITE_SLOTS"] = "1"  # inherited by the servers only
+    servers = [
+        targets.start(targets.DURABLE_KAFKA, log_dir / str(index), options)
+        for index in range(args.instances)
+    ]
     try:
+        server, *followers = _owner_first(servers)
         _append(binary, args, server, args.warmup, 2)  # a new bucket's first seconds: not kept
-        runs = [_run(binary, args, server, prefix) for _ in range(args.runs)]
+        runs = [_run(binary, args, server, followers, prefix) for _ in range(args.runs)]
     finally:
-        targets.stop(server)
+        for one in servers:
+            targets.stop(one)
     print(json.dumps({"streams": args.streams, "producer": args.producer, "runs": runs}, indent=1))
 
 
@@ -53,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--producer", action="store_true", help="idempotent-producer headers")
+    parser.add_argument("--instances", type=int, choices=(1, 2), default=1)
     return parser
 
 
@@ -69,11 +84,39 @@ def _append(
     return report
 
 
+def _owner_first(servers: list[targets.Server], timeout_s: float = 60) -> list[targets.Server]:
+    """The servers, the one owning the write slots first, once they are divided."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [_ownership(server) for server in servers]
+        if suite_servers.settled(found):
+            owners = [s for s, o in zip(servers, found, strict=True) if o is not None and o.owned]
+            if len(owners) == 1:
+                return [owners[0], *(s for s in servers if s is not owners[0])]
+        if time.monotonic() > deadline:
+            raise targets.TargetError(f"the write slot was not owned by one instance: {found}")
+        time.sleep(0.5)
+
+
+def _ownership(server: targets.Server) -> suite_servers.Ownership | None:
+    try:
+        with urllib.request.urlopen(f"{server.url}/readyz", timeout=2) as reply:
+            return suite_servers.ownership(json.loads(reply.read()))
+    except OSError:
+        return None
+
+
 def _run(
-    binary: Path, args: argparse.Namespace, server: targets.Server, prefix: str
+    binary: Path,
+    args: argparse.Namespace,
+    server: targets.Server,
+    followers: list[targets.Server],
+    prefix: str,
 ) -> dict[str, object]:
     before = _ends(args.bootstrap_servers, prefix)
+    spent = [_cpu_s(follower) for follower in followers]
     report = _append(binary, args, server, 0, args.duration)
+    spent = [_cpu_s(follower) - was for follower, was in zip(followers, spent, strict=True)]
     after = _ends(args.bootstrap_servers, prefix)
     ok = max(int(report["ok"]), 1)
     records = _records(args.bootstrap_servers, before, after)
@@ -85,7 +128,12 @@ def _run(
         "all_records_per_append": round(sum(records.values()) / ok, 3),
         "meta_records_per_s": round(meta / float(report["seconds"]), 1),
         "server_cpu_us_per_append": round(float(report["server_cpu_s"]) / ok * 1e6, 1),
+        "follower_cpu_us_per_append": [round(cpu / ok * 1e6, 1) for cpu in spent],
     }
+
+
+def _cpu_s(server: targets.Server) -> float:
+    return sum(targets.cpu_seconds(pid) for pid in targets.process_tree(server.pid))
 
 
 def _ends(bootstrap: str, prefix: str) -> Offsets:
