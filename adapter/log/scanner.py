@@ -1,4 +1,5 @@
-"""Whole-partition scans for the tier worker: every committed record of a range, whatever its key.
+"""Whole-partition scans for the tier worker (and for rebuilding streams' states): every
+committed record of a range, whatever its key.
 
 One assign-only `read_committed` consumer on one thread. A scan below the partition's log start
 fails (`auto.offset.reset=error`) rather than skipping ahead: a scan never hides a hole.
@@ -46,7 +47,9 @@ class Scanned:
 
 # (offset, value bytes, timestamp) of a record: all the tier meter needs of it.
 Measured = tuple[int, int, int]
-R = TypeVar("R", Scanned, Measured)
+# (key, offset, timestamp, headers) of a record: what a stream's state is rebuilt from.
+Headed = tuple[bytes, int, int, ReadHeaders]
+R = TypeVar("R", Scanned, Measured, Headed)
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,15 @@ class PartitionScanner:
         looks at cost as much as the appends' own requests (`docs/performance.md`)."""
         return await self._run(
             lambda c: self._scan(c, topic, partition, start, None, max_bytes, _measured)
+        )
+
+    async def scan_headed(
+        self, topic: str, partition: int, start: int, max_bytes: int
+    ) -> Scan[Headed]:
+        """As `scan` to the partition's end, but only each record's key, offset, timestamp and
+        headers: a stream's state is rebuilt from them (`adapter/state/stream_recovery.py`)."""
+        return await self._run(
+            lambda c: self._scan(c, topic, partition, start, None, max_bytes, _headed)
         )
 
     async def close(self) -> None:
@@ -187,6 +199,10 @@ def _scanned(message: Message) -> Scanned:
         control=is_control(headers),
         producer=_producer(headers),
     )
+
+
+def _headed(message: Message) -> Headed:
+    return (message.key() or b"", message.offset() or 0, message.timestamp()[1], message.headers())
 
 
 def _measured(message: Message) -> Measured:

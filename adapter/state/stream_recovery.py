@@ -1,0 +1,46 @@
+"""The streams of one partition rebuilt from earlier states of theirs and a scan of the records
+after them: what a write slot's new owner does with a checkpoint (`protocol/stream_log.py`).
+
+The scan starts at the lowest tail among the states given (every record of those streams below
+it is in their states) and reads the partition's committed records to its end; each stream
+takes its own (by record key: `topology/wire.housed_key`), others' are passed over. A stream
+whose records show it deleted or created anew is returned as None: its metadata record, not
+the log, says what it is now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from adapter.log.scanner import PartitionScanner
+from adapter.protocol.stream_log import LoggedRecord, StreamState, carry_forward, logged_record
+from topology.wire import housed_key
+
+SCAN_BYTES = 4 << 20  # read per round trip to the scanner's thread
+
+
+def stream_key(state: StreamState) -> bytes:
+    """The key of the stream's records in its partition."""
+    meta = state.meta
+    return housed_key(meta.bucket_id, meta.stream_id, meta.home).encode()
+
+
+async def recover_partition(
+    scanner: PartitionScanner, topic: str, partition: int, states: Mapping[bytes, StreamState]
+) -> dict[bytes, StreamState | None]:
+    """Each stream of `states` (by record key; all of `topic`'s `partition`) carried forward
+    over its committed records from its state's tail to the partition's end."""
+    if not states:
+        return {}
+    logged: dict[bytes, list[LoggedRecord]] = {key: [] for key in states}
+    position = min(state.meta.next_offset for state in states.values())
+    while True:
+        scan = await scanner.scan_headed(topic, partition, position, SCAN_BYTES)
+        for key, offset, timestamp_ms, headers in scan.records:
+            records = logged.get(key)
+            if records is not None:
+                records.append(logged_record(offset, timestamp_ms, headers))
+        position = scan.next_offset
+        if scan.at_end:
+            break
+    return {key: carry_forward(states[key], records) for key, records in logged.items()}
