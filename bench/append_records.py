@@ -11,7 +11,9 @@ repeating an earlier run's ids and seqs would be answered as duplicates, writing
 
 With `--instances 2` a second instance runs on the same prefix and takes no request, and the
 deployment has one write slot, owned by the instance the appends go to: the second's CPU per
-append is then what following the first's appends costs it, nothing else.
+append is then what following the first's appends costs it, nothing else. With `--py-spy` the
+first measured run is profiled (the thread holding the GIL) and the share of samples spent on
+state records, written and followed, is reported with it (`STATE_FRAMES`).
 
     .venv/bin/python -m bench.append_records --bootstrap-servers 127.0.0.1:9092 [--runs 3]
 """
@@ -31,7 +33,17 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from bench import loadgen_run, suite_servers, targets
+from bench import loadgen_run, profiling, suite_servers, targets
+
+# Frames (function, end of the file's path) that write or follow state records.
+STATE_FRAMES = (
+    ("_produce_state", "adapter/log/writer.py"),
+    ("write_entries", "adapter/service/state_entries.py"),
+    ("_follow_one", "adapter/state/follower.py"),
+    ("_poll", "adapter/state/follower.py"),
+    ("wrote", "adapter/state/follower.py"),
+    ("settled", "adapter/state/follower.py"),
+)
 
 Offsets = dict[tuple[str, int], int]
 
@@ -51,7 +63,7 @@ def main() -> None:
     try:
         server, *followers = _owner_first(servers)
         _append(binary, args, server, args.warmup, 2)  # a new bucket's first seconds: not kept
-        runs = [_run(binary, args, server, followers, prefix) for _ in range(args.runs)]
+        runs = [_run(binary, args, server, followers, prefix, i) for i in range(args.runs)]
     finally:
         for one in servers:
             targets.stop(one)
@@ -68,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--producer", action="store_true", help="idempotent-producer headers")
     parser.add_argument("--instances", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--py-spy", help="py-spy's path: profile the first measured run")
     return parser
 
 
@@ -112,10 +125,18 @@ def _run(
     server: targets.Server,
     followers: list[targets.Server],
     prefix: str,
+    index: int,
 ) -> dict[str, object]:
     before = _ends(args.bootstrap_servers, prefix)
     spent = [_cpu_s(follower) for follower in followers]
+    stacks = Path(tempfile.mkdtemp(prefix="append-records-profile-")) / "stacks.txt"
+    profiled = None
+    if args.py_spy and index == 0:
+        profiled = profiling.record(args.py_spy, server.pid, args.duration, stacks)
     report = _append(binary, args, server, 0, args.duration)
+    profile = {}
+    if profiled is not None and profiling.finish(profiled, stacks) is not None:
+        profile = {"profile": str(stacks), "state_record_share": _state_share(stacks)}
     spent = [_cpu_s(follower) - was for follower, was in zip(followers, spent, strict=True)]
     after = _ends(args.bootstrap_servers, prefix)
     ok = max(int(report["ok"]), 1)
@@ -129,7 +150,26 @@ def _run(
         "meta_records_per_s": round(meta / float(report["seconds"]), 1),
         "server_cpu_us_per_append": round(float(report["server_cpu_s"]) / ok * 1e6, 1),
         "follower_cpu_us_per_append": [round(cpu / ok * 1e6, 1) for cpu in spent],
-    }
+    } | profile
+
+
+def _state_share(stacks: Path) -> float:
+    """The share of GIL samples with a state-record frame on the stack."""
+    total = state = 0
+    for line in stacks.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        total += int(count)
+        if any(_is_state(frame) for frame in stack.split(";")):
+            state += int(count)
+    return round(state / max(total, 1), 3)
+
+
+def _is_state(frame: str) -> bool:
+    """Whether a py-spy frame, `function (path:line)`, is one of `STATE_FRAMES`."""
+    function, _, where = frame.partition(" (")
+    path = where.rpartition(":")[0]
+    name = function.rpartition(".")[2]  # a method's frame is `Class.method`
+    return any(name == f and path.endswith(suffix) for f, suffix in STATE_FRAMES)
 
 
 def _cpu_s(server: targets.Server) -> float:
