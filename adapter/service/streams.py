@@ -56,10 +56,10 @@ from adapter.state.currency import ViewAge
 from adapter.state.records import BucketMeta, ProducerRecord, SnapshotPointer, StreamMeta
 from topology.internal_records import producer_key, snapshot_key
 from topology.placement import partition_for
+from topology.wire import stream_key
 
 if TYPE_CHECKING:
     from adapter.tracing.otel import Tracing, TransactionSpan
-from topology.wire import stream_key
 
 log = logging.getLogger(__name__)
 
@@ -272,10 +272,7 @@ class StreamService:
             topic = self.buckets.topic(step.state.data_bucket)
             span = self._transaction_span(topic, step.state.partition)
             batch = self._queue(key, step.state.partition, step, command.forward_id, span)
-        if span is None:  # tracing off: not even a coroutine more per append
-            offsets = await asyncio.shield(batch.future)
-        else:
-            offsets = await self._traced_commit(batch, span)
+        offsets = await asyncio.shield(batch.future)
         settled = machine.settle(step, offsets)
         assert settled is not None
         producer = step.producer[1] if step.producer is not None else None
@@ -284,19 +281,9 @@ class StreamService:
 
     def _transaction_span(self, topic: str, partition: int) -> TransactionSpan | None:
         """The span of an append's Kafka transaction (None with tracing off), begun as its
-        records are queued: the group commit they join is the rest of its time."""
+        records are queued: the group commit they join is the rest of its time, and it ends
+        with the batch's outcome (`_queue`), whether or not its request still waits."""
         return None if self.tracing is None else self.tracing.transaction(topic, partition)
-
-    @staticmethod
-    async def _traced_commit(batch: WriteBatch, span: TransactionSpan) -> list[int]:
-        """The offsets of a queued batch's records once committed; its span ended."""
-        try:
-            offsets = await asyncio.shield(batch.future)
-        except BaseException as error:  # ended as failed, and raised on as it came
-            span.failed(error)
-            raise
-        span.committed(offsets[0] if offsets else None, len(offsets))
-        return offsets
 
     async def _decide_append(self, key: StreamKey, command: Append) -> machine.Step:
         """Decide against the pending state, or the committed one when the machine says so."""
@@ -724,13 +711,17 @@ class StreamService:
         span: TransactionSpan | None = None,
     ) -> WriteBatch:
         """Queue a decided write on its slot; its future tells the records' offsets. With
-        `span`, each data record carries its trace context, and so does the hot tail."""
+        `span`, each data record carries its trace context, and so does the hot tail; the span
+        ends when the batch commits or fails."""
+        if span is None:
+            return self._queued(key, partition, write, forward_id, None)
         try:
-            return self._queued(key, partition, write, forward_id, span)
+            batch = self._queued(key, partition, write, forward_id, span)
         except BaseException as error:
-            if span is not None:
-                span.failed(error)
+            span.failed(error)
             raise
+        batch.future.add_done_callback(span.ended)
+        return batch
 
     def _queued(
         self,

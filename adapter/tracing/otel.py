@@ -12,7 +12,7 @@ running several instances) reports through it by accident.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from contextlib import AbstractContextManager
 
 from opentelemetry.context import Context
@@ -159,10 +159,20 @@ class TransactionSpan:
         self.span = span
         self.traceparent = traceparent
 
-    def committed(self, first_offset: int | None, records: int) -> None:
-        if first_offset is not None:
-            self.span.set_attribute("messaging.kafka.offset", first_offset)
-        self.span.set_attribute("messaging.batch.message_count", records)
+    def ended(self, outcome: asyncio.Future[list[int]]) -> None:
+        """The transaction's outcome (a done callback of the batch's future, which waiters
+        never cancel): committed at these offsets, or failed."""
+        if outcome.cancelled():
+            self.failed(asyncio.CancelledError())
+        elif (error := outcome.exception()) is not None:
+            self.failed(error)
+        else:
+            self.committed(outcome.result())
+
+    def committed(self, offsets: Sequence[int]) -> None:
+        if offsets:
+            self.span.set_attribute("messaging.kafka.offset", offsets[0])
+        self.span.set_attribute("messaging.batch.message_count", len(offsets))
         self.span.end()
 
     def failed(self, error: BaseException) -> None:

@@ -3,6 +3,8 @@ an append's records carry, and the links of a delivery."""
 
 from __future__ import annotations
 
+import asyncio
+
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -36,7 +38,7 @@ def test_an_append_transaction_is_a_child_of_its_request_and_names_itself_in_rec
     with tracing.request("POST", "/{bucket}/{stream}", CLIENT) as request:
         transaction = tracing.transaction("dk.shop", 3)
         tracing.answered(request, 204)
-    transaction.committed(41, 2)
+    transaction.committed([41, 43])
     spans = by_name(exporter)
     server, kafka = spans["POST /{bucket}/{stream}"], spans[TRANSACTION]
     assert server.context is not None
@@ -74,7 +76,7 @@ def test_an_unsampled_append_still_carries_its_callers_trace() -> None:
     unsampled = f"00-{CLIENT_TRACE}-b7ad6b7169203331-00"
     with tracing.request("POST", "/{bucket}/{stream}", unsampled):
         transaction = tracing.transaction("dk.shop", 0)
-    transaction.committed(0, 1)
+    transaction.committed([0])
     assert transaction.traceparent.decode().startswith(f"00-{CLIENT_TRACE}-")
     assert transaction.traceparent.endswith(b"-00")
     assert exporter.get_finished_spans() == ()
@@ -91,8 +93,17 @@ def test_a_delivery_links_each_append_once_and_a_bounded_number() -> None:
     assert linked == list(range(1, MAX_LINKS + 1))
 
 
-def test_a_failed_transaction_is_an_error() -> None:
+async def test_a_transaction_span_ends_with_its_batch() -> None:
     tracing, exporter = recorded()
-    tracing.transaction("dk.shop", 0).failed(TimeoutError("commit"))
-    (span,) = exporter.get_finished_spans()
-    assert not span.status.is_ok
+    loop = asyncio.get_running_loop()
+    committed, failed = loop.create_future(), loop.create_future()
+    for future in (committed, failed):
+        future.add_done_callback(tracing.transaction("dk.shop", 0).ended)
+    committed.set_result([7])
+    failed.set_exception(TimeoutError("commit"))
+    await asyncio.sleep(0)  # done callbacks run on the next turn of the loop
+    ok, error = exporter.get_finished_spans()
+    assert ok.status.is_ok
+    assert ok.attributes is not None
+    assert ok.attributes["messaging.batch.message_count"] == 1
+    assert not error.status.is_ok
