@@ -93,8 +93,8 @@ docs: venv  ## build the docs site (MkDocs, --strict: a broken link or anchor fa
 reference: venv  ## write docs/reference/ again from the code (settings, routes, errors, metrics)
 	$(PY) -m devstack.reference
 
-deps: venv conformance/node_modules/.installed  ## Kafka, MinIO, Chromium, nginx, Spark's connectors, Helm, promtool, the suite
-	$(PY) -m devstack fetch kafka minio chromium nginx spark helm promtool clients
+deps: venv conformance/node_modules/.installed  ## Kafka, MinIO, Chromium, nginx, Spark's connectors, Helm, promtool, Jaeger, the suite
+	$(PY) -m devstack fetch kafka minio chromium nginx spark helm promtool jaeger clients
 
 conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
 	cd conformance && npm ci --no-audit --no-fund --loglevel=error

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from confluent_kafka import KafkaException
 
 from adapter.auth.static_tokens import TokenFile
@@ -95,6 +96,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app = web.Application(
         middlewares=[
             observe_middleware(parts.metrics),
+            *_traced(parts),
             cors_middleware(cors),
             compression_middleware,
             errors_middleware,
@@ -124,6 +126,15 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app[SECRET_FILES] = _secret_files(settings, gate, parts)
     app.cleanup_ctx.append(partial(_lifecycle, jwks=gate.keys))
     return app
+
+
+def _traced(parts: Parts) -> list[Middleware]:
+    """The request span middleware when tracing is on; nothing at all when it is off."""
+    if parts.tracing is None:
+        return []
+    from adapter.http.tracing import tracing_middleware  # imports the SDK: only when on
+
+    return [tracing_middleware(parts.tracing)]
 
 
 def _secret_files(settings: Settings, gate: Gate, parts: Parts) -> SecretFiles:
@@ -252,7 +263,10 @@ def _opened_at_build(parts: Parts) -> list[tuple[str, Part]]:
     it; the slot writers first (after the slot ownership started later), so in-flight commits
     finish while everything they use is open."""
     mounted = parts.mounted
+    # Tracing closes last: the spans of everything closed before it are still exported.
+    tracing: list[tuple[str, Part]] = [] if parts.tracing is None else [("tracing", parts.tracing)]
     return [
+        *tracing,
         ("catalog", parts.catalog),
         ("partition scanner", parts.scanner),
         ("log reader", parts.reader),

@@ -166,6 +166,13 @@ class Settings:
     mount_index_dir: str = ".data/mount-index"  # "": mounts' key indexes are not persisted
     console: ConsoleMode = "rw"
     console_max_last: int = 10_000
+    # OpenTelemetry traces sent over OTLP/HTTP to this collector; "": tracing off, and the SDK
+    # is never imported (adapter/tracing/).
+    tracing_endpoint: str = ""
+    tracing_service_name: str = "durable-kafka"
+    tracing_sample_ratio: float = (
+        1.0  # of the traces this instance starts; a parent's decision wins
+    )
     # Test-only (`[testing]`, `TEST_ONLY`: not in `--help` nor the reference): never in production.
     lose_commit_every: int = 0
     trust_unknown_outcomes: bool = False
@@ -351,6 +358,9 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "mount_index_dir": ("server", "mount_index_dir"),
     "console": ("server", "console"),
     "console_max_last": ("server", "console_max_last"),
+    "tracing_endpoint": ("tracing", "endpoint"),
+    "tracing_service_name": ("tracing", "service_name"),
+    "tracing_sample_ratio": ("tracing", "sample_ratio"),
     "lose_commit_every": ("testing", "lose_commit_every"),
     "trust_unknown_outcomes": ("testing", "trust_unknown_outcomes"),
     "crash_after_forwarded_commit": ("testing", "crash_after_forwarded_commit"),
@@ -500,6 +510,11 @@ def _parse(name: str, raw: str, origin: str) -> Any:
             return int(raw)
         except ValueError as error:
             raise ConfigError(f"{origin}: {raw!r} is not an integer") from error
+    if isinstance(_default(name), float):
+        try:
+            return float(raw)
+        except ValueError as error:
+            raise ConfigError(f"{origin}: {raw!r} is not a number") from error
     return raw
 
 
@@ -534,6 +549,8 @@ def _typed(name: str, value: Any, origin: str) -> Any:
     if name == "kafka_client":
         return _client_properties(value, origin)
     expected = type(_default(name))
+    if expected is float and type(value) is int:  # TOML's `1` for a ratio is as good as `1.0`
+        return float(value)
     if type(value) is not expected:
         raise ConfigError(f"{origin}: expected {expected.__name__}, got {value!r}")
     return value
@@ -665,6 +682,7 @@ def validate(settings: Settings) -> None:
         (settings.lose_commit_every >= 0, "lose_commit_every must be >= 0"),
         *_auth_checks(settings),
         *_tls_checks(settings),
+        *_tracing_checks(settings),
         (settings.rate_limit_requests >= 0, "rate_limit_requests must be >= 0 (0: off)"),
         (settings.rate_limit_burst >= 0, "rate_limit_burst must be >= 0"),
         (settings.rate_limit_append_bytes >= 0, "rate_limit_append_bytes must be >= 0 (0: off)"),
@@ -680,6 +698,20 @@ def validate(settings: Settings) -> None:
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+
+
+def _tracing_checks(settings: Settings) -> list[tuple[bool, str]]:
+    return [
+        (
+            not settings.tracing_endpoint or bool(_ADVERTISE.match(settings.tracing_endpoint)),
+            "tracing_endpoint must be http(s)://HOST[:PORT] (or empty: tracing off)",
+        ),
+        (bool(settings.tracing_service_name.strip()), "tracing_service_name is empty"),
+        (
+            0.0 <= settings.tracing_sample_ratio <= 1.0,
+            "tracing_sample_ratio must be in 0..1",
+        ),
+    ]
 
 
 # Signature algorithms a JWT may use: asymmetric only, so the adapter never holds a signing key.

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from adapter.cluster.access_relay import AccessRelay
 from adapter.cluster.coordinator import Coordinator
@@ -68,6 +69,7 @@ from adapter.supervisor import CHECKS, GATES, OWNERSHIP, TIER
 from adapter.tasks import Tasks
 from adapter.tier.cold import ColdReader
 from adapter.tier.faults import EmptyColdReader, UnwrittenStore
+from adapter.tracing import start as start_tracing
 from topology import group_eviction
 from topology.admin import TopologyAdmin
 from topology.internal_records import RecordKind, meta_kind, stream_of_key
@@ -76,6 +78,9 @@ from topology.management import TopicManagement, TopicPolicy
 from topology.naming import StateTopics, owners_group, slots_topic
 from topology.slots import SlotMap
 from topology.specs import TopicLayout
+
+if TYPE_CHECKING:
+    from adapter.tracing.otel import Tracing
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,7 @@ class Parts:
     coordinator: Coordinator
     unanswered: UnansweredWrites
     fanout: Fanout
+    tracing: Tracing | None  # None: tracing off (nothing of OpenTelemetry imported)
 
 
 def topic_layout(settings: Settings) -> TopicLayout:
@@ -217,6 +223,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     relay = AccessRelay(
         router, part_tasks(settings), (siblings or {}).keys(), settings.owner_renewal_entries
     )
+    tracing = start_tracing(settings)
     stream_service = StreamService(
         catalog,
         writers,
@@ -229,6 +236,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         relay=relay,
         trim_settle_ms=settings.snapshot_gc_grace_ms,
         seen_written=follower.seen_written,
+        tracing=tracing,
     )
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness)
@@ -283,6 +291,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         ),
         unanswered=unanswered_writes(settings, catalog, bucket_service, follower),
         fanout=Fanout(stream_service, settings.sse_heartbeat_ms / 1000, part_tasks(settings)),
+        tracing=tracing,
     )
 
 
@@ -432,7 +441,12 @@ def _warn_of_test_faults(settings: Settings) -> None:
 
 
 def read_limits(settings: Settings) -> ReadLimits:
-    return ReadLimits(settings.read_chunk_bytes, settings.read_scan_bytes, settings.kafka_timeout_s)
+    return ReadLimits(
+        settings.read_chunk_bytes,
+        settings.read_scan_bytes,
+        settings.kafka_timeout_s,
+        traces=bool(settings.tracing_endpoint),
+    )
 
 
 def mounted_streams(

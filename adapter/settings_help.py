@@ -89,6 +89,9 @@ HELP: dict[str, str] = {
     "mount_index_dir": 'folder of the mounted topics\' key index files (one SQLite file per mount, resumed at start instead of re-reading the topic; a cache, safe to delete while stopped); `""`: none kept',
     "console": 'the web console at `/ui/` (see "The web console"): `rw` shows every action, `ro` hides the write actions (append, close, delete, fork, create) — the API itself stays writable, so `ro` guards against slips, not people —, `off` answers 404 on every `/ui` path',
     "console_max_last": "most messages the console's seek to the last N messages (`/ui/api/seek?last=N`) takes; a larger N is 400 `invalid_query`. Its memory grows with N (~100 bytes a message), never with the stream; 1..1000000",
+    "tracing_endpoint": "OpenTelemetry: the collector's OTLP/HTTP base URL, `http(s)://HOST[:PORT]` (spans go to `{endpoint}/v1/traces`); empty: tracing off, the SDK not even imported. The SDK's own `OTEL_EXPORTER_OTLP_*` (headers, timeout, certificate) and `OTEL_BSP_*` (batching) variables apply. See \"Tracing\"",
+    "tracing_service_name": "`service.name` of this instance's spans (its `service.instance.id` is `instance_id`, else the advertised URL)",
+    "tracing_sample_ratio": "share of the traces this instance starts that are recorded, 0..1; a request carrying a `traceparent` follows its caller's decision instead",
     "lose_commit_every": "**test-only, never in production**: one commit in every N (counted across the instance's write slots) loses its EndTxn reply (the commit happens, the writer hears nothing), the next such one its EndTxn request (the commit never happens), in turn; the writer then learns each outcome as after a real loss. For the fault suite's `endtxn_lost`; ≥ 0",
     "trust_unknown_outcomes": "**test-only, never in production: breaks the build on purpose.** A commit whose outcome is unknown is answered 503 without learning it (the old behaviour), so a commit that happened is answered as not written. The fault suite's checker is shown to report it (`tests/faults/test_broken_build.py`)",
     "crash_after_forwarded_commit": "**test-only, never in production.** The process exits (137, as after `kill -9`) right after committing a transaction that holds an append another instance forwarded to it, before answering: the forwarder must learn the outcome from the log (`tests/integration/test_forwarded_outcomes.py`)",
@@ -113,6 +116,7 @@ HELP: dict[str, str] = {
 
 # Defaults whose stored value reads wrong on its own (0 and "" that mean something else).
 DEFAULTS_SHOWN: dict[str, str] = {
+    "tracing_endpoint": "none (tracing off)",
     "replication_factor": "`auto`",
     "min_insync_replicas": "`auto`",
     "max_connections_per_address": "`0` (no limit)",

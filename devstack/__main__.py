@@ -13,6 +13,7 @@ from devstack import (
     clients,
     cluster,
     helm,
+    jaeger,
     kafka,
     minio,
     nginx,
@@ -96,6 +97,13 @@ SERVICES: dict[str, Service] = {
         down=lambda: None,
         fetch=promtool.binary,
         status=promtool.is_cached,
+    ),
+    # A tool too: the tracing tests start one (tests/tracing_collector.py) and query it.
+    "jaeger": Service(
+        up=lambda: str(jaeger.binary()),
+        down=lambda: None,
+        fetch=jaeger.binary,
+        status=jaeger.is_cached,
     ),
     # The official Python client's published tests, run against the adapter by `make clients`.
     "clients": Service(

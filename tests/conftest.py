@@ -15,7 +15,8 @@ from aiohttp.test_utils import TestClient
 
 from adapter.app import create_app
 from adapter.config import Settings
-from tests.services import S3Server, kafka_broker, s3_server
+from devstack.jaeger import JaegerNode
+from tests.services import S3Server, kafka_broker, s3_server, tracing_collector
 
 pytest_plugins = ["tests.served", "tests.secure_kafka"]  # `served_adapter`, `secured_kafka`
 
@@ -30,6 +31,13 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     with s3_server(tmp_path_factory.mktemp("minio")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def jaeger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JaegerNode]:
+    """A real trace collector (Jaeger, memory store), started only by the tests that ask."""
+    with tracing_collector(tmp_path_factory.mktemp("jaeger")) as node:
+        yield node
 
 
 @pytest.fixture

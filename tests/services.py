@@ -3,6 +3,8 @@
 1. An address given by the environment (`KAFKA_BOOTSTRAP_SERVERS`, `S3_ENDPOINT_URL`).
 2. Containers through testcontainers, when a Docker engine answers.
 3. Otherwise the real local services of `devstack`, started fresh for the test run.
+
+The tracing tests' collector is always a local Jaeger of `devstack` (`tracing_collector`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from devstack import kafka, minio
+from devstack import jaeger, kafka, minio
 from devstack.process import free_port
 
 # A test's services go with their data, so they are stopped at once (SIGKILL) rather than
@@ -90,3 +92,13 @@ def s3_server(home: Path) -> Iterator[S3Server]:
             yield S3Server(minio.start(node), minio.ACCESS_KEY, minio.SECRET_KEY)
         finally:
             minio.stop(node, DISCARD_S)
+
+
+@contextlib.contextmanager
+def tracing_collector(home: Path) -> Iterator[jaeger.JaegerNode]:
+    """A Jaeger with an in-memory store on free ports, for the test session."""
+    node = jaeger.JaegerNode(home, free_port(), free_port(), free_port(), free_port())
+    try:
+        yield jaeger.start(node)
+    finally:
+        jaeger.stop(node, DISCARD_S)

@@ -246,6 +246,9 @@ async def _send(
     """The request sent to the owner at `route`, and its answer as it came."""
     if (request_id := request.get(REQUEST_ID)) is not None:
         headers[REQUEST_ID_HEADER] = request_id  # one id in both instances' logs
+    tracing = request.app[STREAMS].tracing
+    if tracing is not None:
+        tracing.inject(headers)  # the owner's request span is a child of this one's
     url = route.url + request.rel_url.raw_path_qs
     # A streamed body (a snapshot, up to max_snapshot_bytes) is passed on as it arrives, never
     # held whole; other bodies are read first (bounded by their route's limit).

@@ -86,7 +86,17 @@ async def long_poll(
         meta = await service.at_tail(ref)  # a 204 says up to date: of every acknowledged append
     if position >= meta.next_offset:
         return None, meta, cursor
-    return await reads.read(ref, position, bounds), meta, cursor  # one read for all woken here
+    chunk = await reads.read(ref, position, bounds)  # one read for all woken here
+    traced(service, "long-poll", chunk)
+    return chunk, meta, cursor
+
+
+def traced(service: StreamService, mode: str, chunk: Chunk) -> None:
+    """With tracing on, a span for one reader's live delivery (a child of its request's),
+    linked to the appends it carries."""
+    if service.tracing is not None:
+        ref = chunk.meta
+        service.tracing.delivered(mode, (ref.bucket_id, ref.stream_id), chunk.traces, 1)
 
 
 def empty_poll_response(meta: StreamMeta, cursor: dict[str, str]) -> web.Response:
@@ -199,6 +209,7 @@ class _SseSession:
             if position < meta.next_offset:
                 chunk = await self.service.read(Read(self.ref, position))
                 events = chunk_events(chunk, self.service.clock())
+                traced(self.service, "sse", chunk)
             elif meta.closed or not self.announced:
                 if not meta.closed:
                     # `upToDate` of every acknowledged append: else the session ends, to resume

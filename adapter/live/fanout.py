@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable
 from adapter.live.shared_reads import SharedReads
 from adapter.live.tailers import Ending, Payload, Tailer
 from adapter.log.errors import LogUnavailable
-from adapter.protocol.commands import StreamRef
+from adapter.protocol.commands import Chunk, StreamRef
 from adapter.protocol.errors import ProtocolError
 from adapter.protocol.sse import HEARTBEAT, Events, chunk_events, tail_events
 from adapter.service.streams import StreamService
@@ -91,8 +91,17 @@ class StreamFeed:
                 async with asyncio.timeout(READ_TIMEOUT_S):
                     chunk = await self.reads.read(self.ref, position)
                 await self._send(chunk_events(chunk, self.service.clock()), group)
+                self._traced(chunk, len(group))
             elif meta.closed:
                 await self._send(tail_events(position, True, self.service.clock()), group)
+
+    def _traced(self, chunk: Chunk, readers: int) -> None:
+        """With tracing on, a span for the delivery, linked to the appends it carries: a trace
+        of its own, since no request of those readers' is current here."""
+        tracing = self.service.tracing
+        if tracing is not None:
+            ref = self.ref
+            tracing.delivered("sse", (ref.bucket_id, ref.stream_id), chunk.traces, readers, True)
 
     async def _send(self, events: Events, group: list[Tailer]) -> None:
         shared = Payload(events.shared)

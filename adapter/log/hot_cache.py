@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 
 from adapter.log.reader import UNBOUNDED, Budget, ReadResult
 
+# What remembering one message's trace context costs of the budget: a dict entry and its key
+# (the value is shared by every message of the append).
+TRACE_COST = 100
+
 
 @dataclass
 class _Tail:
@@ -27,6 +31,8 @@ class _Tail:
     offsets: list[int] = field(default_factory=list)
     payloads: list[bytes] = field(default_factory=list)
     size: int = 0
+    # Offset -> the `traceparent` its record carries (tracing on only: else always empty).
+    traces: dict[int, bytes] = field(default_factory=dict)
 
 
 class HotCache:
@@ -41,9 +47,16 @@ class HotCache:
         return self._size
 
     def record(
-        self, key: Hashable, since: int, end: int, offsets: list[int], payloads: list[bytes]
+        self,
+        key: Hashable,
+        since: int,
+        end: int,
+        offsets: list[int],
+        payloads: list[bytes],
+        trace: bytes | None = None,
     ) -> None:
-        """Remember a commit's messages: the stream's tail moved from `since` to `end`."""
+        """Remember a commit's messages: the stream's tail moved from `since` to `end`;
+        `trace`: the trace context their records carry (tracing on)."""
         tail = self._tails.pop(key, None)
         if tail is None or tail.end != since:  # a commit this cache did not see: start over
             if tail is not None:
@@ -53,6 +66,9 @@ class HotCache:
         tail.offsets += offsets
         tail.payloads += payloads
         added = sum(len(p) for p in payloads)
+        if trace is not None:
+            tail.traces.update(dict.fromkeys(offsets, trace))
+            added += TRACE_COST * len(offsets)
         tail.size += added
         self._size += added
         self._tails[key] = tail  # most recently written last
@@ -71,17 +87,20 @@ class HotCache:
         if tail is None:
             return None
         index = bisect.bisect_left(tail.offsets, start)
+        first = index
         messages: list[bytes] = []
         taken = 0
         while index < len(tail.offsets) and tail.offsets[index] < stop:
             payload = tail.payloads[index]
             full = budget.full(taken, len(messages), len(payload))
             if full or (messages and taken + len(payload) > max_bytes):
-                return ReadResult(messages, tail.offsets[index], False)
+                return ReadResult(
+                    messages, tail.offsets[index], False, traces=_traces(tail, first, index)
+                )
             messages.append(payload)
             taken += len(payload)
             index += 1
-        return ReadResult(messages, stop, True)
+        return ReadResult(messages, stop, True, traces=_traces(tail, first, index))
 
     def first_offset(self, key: Hashable, start: int, stop: int) -> int | None:
         """The offset of the stream's first message in [start, stop) (`stop` if it has none
@@ -109,3 +128,11 @@ class HotCache:
         ):
             _key, oldest = self._tails.popitem(last=False)
             self._size -= oldest.size
+
+
+def _traces(tail: _Tail, first: int, stop: int) -> list[bytes]:
+    """The trace contexts of the tail's messages `first` to `stop` (indexes), each once."""
+    if not tail.traces:
+        return []  # tracing off: nothing to look up
+    found = (tail.traces.get(offset) for offset in tail.offsets[first:stop])
+    return list(dict.fromkeys(trace for trace in found if trace is not None))

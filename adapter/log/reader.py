@@ -14,14 +14,14 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, MutableSequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from adapter.log.errors import BelowLogStart, LogUnavailable
 from topology.kafka_client import KafkaAccess
-from topology.wire import header_bytes, is_control
+from topology.wire import TRACE_HEADER, header_bytes, header_value, is_control
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -41,6 +41,7 @@ class ReadLimits:
     max_read_bytes: int
     max_scan_bytes: int
     timeout_s: float
+    traces: bool = False  # collect the records' trace contexts (tracing on: `ReadResult.traces`)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class ReadResult:
     next_offset: int  # where the next read continues
     complete: bool  # True when next_offset reached the requested stop
     scanned: int = 0  # what the scan cost of its bound (`scan_cost` of each record read)
+    # The `traceparent` headers of the messages read (tracing on), for live deliveries' links.
+    traces: list[bytes] = field(default_factory=list)
 
 
 class LogReader:
@@ -257,6 +260,7 @@ class LogReader:
         """The stream's messages in the request's range, as far as the bounds let it go; or,
         given `positions`, where they are instead (their bytes are not kept)."""
         messages: list[bytes] = []
+        traces: list[bytes] = []
         taken_count = read_bytes = scanned = 0
         most = self.limits.max_scan_bytes
         if request.scan_bytes is not None:
@@ -269,31 +273,40 @@ class LogReader:
                     if error.code() != KafkaError._PARTITION_EOF:
                         raise KafkaException(error)
                     if (message.offset() or 0) >= request.stop:
-                        return ReadResult(messages, request.stop, True, scanned)
+                        return ReadResult(messages, request.stop, True, scanned, traces)
                     # Everything below `stop` is committed, but a transaction's markers reach
                     # the partition a moment after the commit returns: poll again until they do.
                     continue
                 offset = message.offset() or 0
                 if offset >= request.stop:
-                    return ReadResult(messages, request.stop, True, scanned)
+                    return ReadResult(messages, request.stop, True, scanned, traces)
                 value = message.value() or b""
                 scanned += scan_cost(message)
-                if message.key() == request.key and not is_control(message.headers()):
+                headers = message.headers()
+                if message.key() == request.key and not is_control(headers):
                     taken = request.already + read_bytes + len(value)
                     if (taken_count or request.already) and taken > self.limits.max_read_bytes:
-                        return ReadResult(messages, offset, False, scanned)
+                        return ReadResult(messages, offset, False, scanned, traces)
                     if request.budget.full(read_bytes, taken_count, len(value)):
-                        return ReadResult(messages, offset, False, scanned)
+                        return ReadResult(messages, offset, False, scanned, traces)
                     taken_count += 1
                     read_bytes += len(value)
                     if positions is None:
                         messages.append(value)
+                        if self.limits.traces:
+                            _add_trace(traces, header_value(headers, TRACE_HEADER))
                     else:
                         positions.append(RecordPosition(offset, message.timestamp()[1], len(value)))
                 position = offset + 1
                 if scanned >= most and position < request.stop:
-                    return ReadResult(messages, position, False, scanned)
-        return ReadResult(messages, request.stop, True, scanned)
+                    return ReadResult(messages, position, False, scanned, traces)
+        return ReadResult(messages, request.stop, True, scanned, traces)
+
+
+def _add_trace(traces: list[bytes], trace: bytes | None) -> None:
+    """Add a record's trace context, once for the run of records of one append."""
+    if trace is not None and (not traces or traces[-1] != trace):
+        traces.append(trace)
 
 
 def scan_cost(message: Message) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import ReadFrom
@@ -135,3 +135,6 @@ class Chunk:
     start: int  # Kafka offset the read started at
     next_offset: int
     up_to_date: bool  # the chunk reaches the stream's tail as of this read
+    # The W3C trace contexts its messages' records carry (tracing on), each once: the appends
+    # a live delivery of it links to.
+    traces: list[bytes] = field(default_factory=list)

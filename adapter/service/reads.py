@@ -59,6 +59,7 @@ class ReadPath:
             check_readable(meta, start)
         first = position = resolve_start(meta, start)
         messages: list[bytes] = []
+        traces: list[bytes] = []
         size = 0
         limit = self.reader.limits.max_read_bytes
         for segment in meta.segments():
@@ -70,6 +71,7 @@ class ReadPath:
                 budget = budget_left(bounds, size, len(messages))
                 result = await self._read(topic, meta, segment, position, taken, budget)
                 messages += result.messages
+                traces += result.traces
                 got = sum(len(message) for message in result.messages)
                 size, taken, position = size + got, taken + got, result.next_offset
                 # A cold piece that ends at its tiered range's end (complete, short of the
@@ -78,8 +80,10 @@ class ReadPath:
                 # (past the commit markers in between), so the offset tokens match.
                 at_range_end = result.complete and position < segment.end
                 if not result.complete or (size >= limit and not at_range_end):
-                    return Chunk(meta, messages, first, position, position >= meta.next_offset)
-        return Chunk(meta, messages, first, position, position >= meta.next_offset)
+                    return Chunk(
+                        meta, messages, first, position, position >= meta.next_offset, traces
+                    )
+        return Chunk(meta, messages, first, position, position >= meta.next_offset, traces)
 
     async def _read(
         self,

@@ -9,6 +9,7 @@ from adapter.log.writer import Record
 from adapter.protocol.stream_machine import Write
 from topology.wire import (
     FORWARD_HEADER,
+    TRACE_HEADER,
     ControlEvent,
     Headers,
     control_headers,
@@ -25,13 +26,17 @@ def write_records(
     content_type: str,
     write: Write,
     forward_id: str | None = None,
+    trace: bytes | None = None,
 ) -> list[Record]:
     """The Kafka records of a decided write, in the order of its entries; each one tagged
-    with `forward_id` when another instance forwarded the request (see `topology.wire`)."""
+    with `forward_id` when another instance forwarded the request, and each data record with
+    `trace` (a W3C traceparent) when tracing is on (see `topology.wire`)."""
     key = stream_key(stream_id)
     tag: Headers = [] if forward_id is None else [(FORWARD_HEADER, forward_id.encode())]
     data = data_headers(content_type, write.stamp, write.seq) + tag
     stamp = stamp_headers(write.stamp, write.seq)
+    if trace is not None:
+        data.append((TRACE_HEADER, trace))
     return [
         Record(topic, partition, key, b"", control_headers(entry) + stamp + tag)
         if isinstance(entry, ControlEvent)

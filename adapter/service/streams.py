@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from functools import partial
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from adapter.cluster.access_relay import AccessRelay, Reader
 from adapter.log.errors import LogUnavailable
@@ -58,6 +58,9 @@ from topology.internal_records import producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
 
+if TYPE_CHECKING:
+    from adapter.tracing.otel import Tracing, TransactionSpan
+
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
@@ -86,6 +89,7 @@ class StreamService:
         relay: AccessRelay | None = None,
         trim_settle_ms: int = 0,
         seen_written: Callable[[], Awaitable[None]] | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -105,6 +109,7 @@ class StreamService:
         self.trim_settle_ms = trim_settle_ms  # the grace period storage waits out after a trim
         # Follows the meta topic to what is written in it now (`MetaFollower.seen_written`).
         self.seen_written = seen_written
+        self.tracing = tracing  # None: off, and an append pays nothing for it
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -264,14 +269,21 @@ class StreamService:
             if not isinstance(step, machine.Write):
                 return _reply(step, Appended)
             assert step.state is not None
-            batch = self._queue(key, step.state.partition, step, command.forward_id)
+            topic = self.buckets.topic(step.state.data_bucket)
+            span = self._transaction_span(topic, step.state.partition)
+            batch = self._queue(key, step.state.partition, step, command.forward_id, span)
         offsets = await asyncio.shield(batch.future)
         settled = machine.settle(step, offsets)
         assert settled is not None
         producer = step.producer[1] if step.producer is not None else None
-        topic = self.buckets.topic(step.state.data_bucket)
         kafka = KafkaPosition(topic, step.state.partition, offsets[0]) if offsets else None
         return Appended(settled, appended=True, producer=producer, kafka=kafka)
+
+    def _transaction_span(self, topic: str, partition: int) -> TransactionSpan | None:
+        """The span of an append's Kafka transaction (None with tracing off), begun as its
+        records are queued: the group commit they join is the rest of its time, and it ends
+        with the batch's outcome (`_queue`), whether or not its request still waits."""
+        return None if self.tracing is None else self.tracing.transaction(topic, partition)
 
     async def _decide_append(self, key: StreamKey, command: Append) -> machine.Step:
         """Decide against the pending state, or the committed one when the machine says so."""
@@ -691,20 +703,48 @@ class StreamService:
         return machine.settle(write, offsets)
 
     def _queue(
-        self, key: StreamKey, partition: int, write: machine.Write, forward_id: str | None = None
+        self,
+        key: StreamKey,
+        partition: int,
+        write: machine.Write,
+        forward_id: str | None = None,
+        span: TransactionSpan | None = None,
     ) -> WriteBatch:
-        """Queue a decided write on its slot; its future tells the records' offsets."""
+        """Queue a decided write on its slot; its future tells the records' offsets. With
+        `span`, each data record carries its trace context, and so does the hot tail; the span
+        ends when the batch commits or fails."""
+        if span is None:
+            return self._queued(key, partition, write, forward_id, None)
+        try:
+            batch = self._queued(key, partition, write, forward_id, span)
+        except BaseException as error:
+            span.failed(error)
+            raise
+        batch.future.add_done_callback(span.ended)
+        return batch
+
+    def _queued(
+        self,
+        key: StreamKey,
+        partition: int,
+        write: machine.Write,
+        forward_id: str | None,
+        span: TransactionSpan | None,
+    ) -> WriteBatch:
         meta = write.state or self.catalog.stream(*key)  # a deletion: the stream before it
         assert meta is not None
         content_type = write.state.content_type if write.state is not None else ""
         topic = self.buckets.topic(meta.data_bucket)
-        records = write_records(topic, partition, meta.record_id, content_type, write, forward_id)
+        trace = None if span is None else span.traceparent
+        records = write_records(
+            topic, partition, meta.record_id, content_type, write, forward_id, trace
+        )
         chain = self._chains.get(key)
         batch = WriteBatch(
             records,
             finalize=partial(self._state_of, key, write),
             after=chain.last if chain is not None else None,
-            on_commit=partial(self._committed_write, key, write),
+            on_commit=partial(self._committed_write, key, write, trace=trace),
         )
         self.writers.enqueue(self.slots.of_stream(meta.data_bucket, partition), batch)
         if write.state is not None:
@@ -717,7 +757,13 @@ class StreamService:
         """The state records committed with the write (on the writer's thread: pure)."""
         return write_entries(self.topics, key, write, machine.settle(write, offsets))
 
-    def _committed_write(self, key: StreamKey, write: machine.Write, offsets: list[int]) -> None:
+    def _committed_write(
+        self,
+        key: StreamKey,
+        write: machine.Write,
+        offsets: list[int],
+        trace: bytes | None = None,
+    ) -> None:
         """Apply a committed write to the catalog, the hot tail and the live hub (commit order)."""
         settled = machine.settle(write, offsets)
         for producer_id in write.forget:
@@ -728,7 +774,7 @@ class StreamService:
             before = self.catalog.stream(*key)
             since = offsets[0] if write.creates or before is None else before.next_offset
             data = machine.message_offsets(write, offsets)
-            self.reads.cache.record(key, since, settled.next_offset, data, write.messages)
+            self.reads.cache.record(key, since, settled.next_offset, data, write.messages, trace)
             # A sliding TTL counts from when the write is answered, not from when it was decided:
             # a commit that took long must not leave the client less than the TTL it asked for.
             self.catalog.put_stream(_accessed(settled, self.clock()))

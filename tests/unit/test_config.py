@@ -86,11 +86,22 @@ def test_bad_toml_names_the_problem(tmp_path: Path, text: str, message: str) -> 
         ("log_level", "loud", "log_level"),
         ("event_loop", "trio", "event_loop"),
         ("max_inflight_body_bytes", "1000", "max_inflight_body_bytes"),
+        ("tracing_endpoint", "127.0.0.1:4318", "tracing_endpoint must be http"),
+        ("tracing_sample_ratio", "half", "not a number"),
+        ("tracing_sample_ratio", "1.5", "tracing_sample_ratio must be in 0..1"),
+        ("tracing_service_name", " ", "tracing_service_name is empty"),
     ],
 )
 def test_bad_values_are_refused(name: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load(None, {env_name(name): value}, {})
+
+
+def test_a_ratio_is_a_number_from_every_source(tmp_path: Path) -> None:
+    assert load(None, {env_name("tracing_sample_ratio"): "0.25"}, {}).tracing_sample_ratio == 0.25
+    config = tmp_path / "c.toml"
+    config.write_text("[tracing]\nsample_ratio = 1\n")  # TOML's integer for a ratio is fine
+    assert load(str(config), {}, {}).tracing_sample_ratio == 1.0
 
 
 def test_the_inflight_body_limit_comes_from_every_source(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapter.log.hot_cache import HotCache
+from adapter.log.hot_cache import TRACE_COST, HotCache
 from adapter.log.reader import Budget, ReadResult
 
 
@@ -80,3 +80,18 @@ def test_first_offset_finds_the_streams_next_message_in_a_held_range() -> None:
     assert cache.first_offset("s", 15, 18) == 18  # none in the range: its end
     assert cache.first_offset("s", 9, 21) is None  # not all held
     assert cache.first_offset("other", 0, 1) is None
+
+
+def test_a_read_names_the_trace_contexts_of_the_messages_it_holds_once_each() -> None:
+    cache = HotCache(4096)
+    cache.record("s", since=0, end=3, offsets=[0, 1, 2], payloads=[b"a", b"b", b"c"], trace=b"t1")
+    cache.record("s", since=3, end=4, offsets=[3], payloads=[b"d"])  # written with tracing off
+    cache.record("s", since=4, end=6, offsets=[5], payloads=[b"e"], trace=b"t2")
+    assert cache.read("s", 0, 6, 100) == ReadResult(
+        [b"a", b"b", b"c", b"d", b"e"], 6, True, 0, [b"t1", b"t2"]
+    )
+    assert cache.read("s", 3, 5, 100) == ReadResult([b"d"], 5, True)
+    bounded = cache.read("s", 0, 6, 2)  # only the messages it returns
+    assert bounded is not None
+    assert bounded.traces == [b"t1"]
+    assert cache.size == 5 + 4 * TRACE_COST  # the contexts count against the budget

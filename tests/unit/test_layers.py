@@ -49,7 +49,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     # leaves (console: its files; tallies: the metrics' lock-free families; settings_help:
     # what each setting means, for the reference docs; request_lines: the request log's writer;
     # tasks: the task groups of the parts and of the instance; memory_limit: the container's
-    # memory limit and the cap it gives)
+    # memory limit and the cap it gives; tracing: the spans, with the SDK imported only when on)
     frozenset(
         {
             "config",
@@ -63,6 +63,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "request_lines",
             "tasks",
             "memory_limit",
+            "tracing",
         }
     ),
 )
