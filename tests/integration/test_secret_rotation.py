@@ -1,11 +1,13 @@
 """Secrets rotated as Kubernetes rotates them: the files of a mounted Secret are swapped (the
 `..data` symlink replaced, tests/secret_volume.py) and no signal is sent. A running `serve`
-presents the new HTTPS certificate, takes the new tokens (and refuses a removed one) and
-authenticates to Kafka with the new SCRAM password, losing no append."""
+presents the new HTTPS certificate, refuses the clients of a CA removed from its client CA file,
+takes the new tokens (and refuses a removed one) and authenticates to Kafka with the new SCRAM
+password, losing no append."""
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import secrets
 import ssl
 import uuid
@@ -18,7 +20,7 @@ from confluent_kafka import Producer
 from devstack.process import free_port
 from devstack.secure_kafka import SecureKafka
 from tests.adapter_process import running_adapter
-from tests.certificates import TestCA, presented_serial, until_presented
+from tests.certificates import Pair, TestCA, presented_serial, until_presented
 from tests.cluster import TEXT, cluster_env, past_moves
 from tests.secret_volume import SecretVolume
 from tests.secure_kafka import new_prefix, read_committed
@@ -60,6 +62,69 @@ async def test_a_swapped_certificate_is_presented_to_new_connections(
     assert (
         "tls_cert_file and tls_key_file changed: reloading" in (tmp_path / "serve.log").read_text()
     )
+
+
+def _client_context(ca: TestCA, pair: Pair) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(ca.path))
+    context.load_cert_chain(pair.cert, pair.key)
+    return context
+
+
+def _fresh_status(port: int, context: ssl.SSLContext) -> int:
+    """`/healthz` over a new connection presenting the context's client certificate; 0 when
+    the server refused it (TLS 1.3 says so after the handshake: at the first read)."""
+    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status
+    except (OSError, http.client.HTTPException):
+        return 0
+    finally:
+        connection.close()
+
+
+def _kept_status(connection: http.client.HTTPSConnection) -> int:
+    connection.request("GET", "/healthz")
+    response = connection.getresponse()
+    response.read()
+    return response.status
+
+
+@pytest.mark.timeout(120)
+async def test_a_ca_removed_from_the_client_ca_file_is_refused_without_a_restart(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    ca = TestCA(tmp_path / "server")
+    kept, removed = TestCA(tmp_path / "kept", "kept CA"), TestCA(tmp_path / "gone", "gone CA")
+    staying = _client_context(ca, kept.client("staying", "staying"))
+    leaving = _client_context(ca, removed.client("leaving", "leaving"))
+    server = ca.server("server")
+    volume = SecretVolume(
+        tmp_path / "tls", {"ca.crt": kept.path.read_bytes() + removed.path.read_bytes()}
+    )
+    env = cluster_env(kafka_bootstrap, new_prefix(), tmp_path) | POLL
+    env |= {
+        "DURABLE_KAFKA_TLS_CERT_FILE": str(server.cert),
+        "DURABLE_KAFKA_TLS_KEY_FILE": str(server.key),
+        "DURABLE_KAFKA_TLS_CLIENT_CA_FILE": str(volume.path("ca.crt")),
+        "DURABLE_KAFKA_TLS_CLIENT_AUTH": "required",
+    }
+    port = free_port()
+    with running_adapter(env, tmp_path / "serve.log", port, tls=staying):
+        assert await asyncio.to_thread(_fresh_status, port, leaving) == 200
+        open_ = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=staying)
+        assert await asyncio.to_thread(_kept_status, open_) == 200
+        socket_before = open_.sock
+        volume.update({"ca.crt": kept.path.read_bytes()})
+        for _ in range(150):
+            if await asyncio.to_thread(_fresh_status, port, leaving) == 0:
+                break
+            await asyncio.sleep(0.2)
+        assert await asyncio.to_thread(_fresh_status, port, leaving) == 0
+        assert await asyncio.to_thread(_fresh_status, port, staying) == 200
+        assert await asyncio.to_thread(_kept_status, open_) == 200
+        assert open_.sock is socket_before  # the connection opened before the swap served on
+        open_.close()
 
 
 @pytest.mark.timeout(120)
