@@ -18,14 +18,14 @@ import pytest
 from confluent_kafka import Producer
 
 from devstack.process import free_port
-from devstack.secure_kafka import SecureKafka
+from devstack.secure_kafka import SecureKafka, properties_file
 from tests.adapter_process import running_adapter
 from tests.certificates import Pair, TestCA, presented_serial, until_presented
 from tests.cluster import TEXT, cluster_env, past_moves
 from tests.secret_volume import SecretVolume
 from tests.secure_kafka import new_prefix, read_committed
 from tests.tokens import token_file
-from topology.acls import instance_grants
+from topology.acls import TRANSACTIONAL_ID, instance_grants
 
 POLL = {"DURABLE_KAFKA_SECRET_POLL_MS": "200"}
 OLD_TOKEN = "old-secret-token-0123456789-rotation"
@@ -218,4 +218,87 @@ async def test_a_new_scram_password_is_used_without_losing_an_append(
                 await append(n)
     properties = secured_kafka.sasl_properties(user, new)
     values = read_committed(secured_kafka.sasl_bootstrap, properties, prefix, bucket)
+    assert [value for value in values if value] == sent  # b"": the stream's creation
+
+
+async def _until_logged(log: Path, text: str, wait_s: float = 30) -> bool:
+    for _ in range(int(wait_s / 0.1)):
+        if text in await asyncio.to_thread(log.read_text):
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+@pytest.mark.timeout(240)
+async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an_append(
+    secured_kafka: SecureKafka, tmp_path: Path
+) -> None:
+    """Certificate A, then B (another principal) swapped in while appends flow; then A may no
+    longer write transactions: every append after that goes through, none lost or doubled."""
+    prefix, tag = new_prefix(), uuid.uuid4().hex[:8]
+    old, new = f"rot-a-{tag}", f"rot-b-{tag}"
+    pairs = {name: secured_kafka.client_certificate(tmp_path, name) for name in (old, new)}
+    for name in (old, new):
+        secured_kafka.grant(name, instance_grants(prefix))
+    _transactions_ready(secured_kafka)
+
+    def files(name: str) -> dict[str, bytes]:
+        return {"tls.crt": pairs[name].cert_pem.encode(), "tls.key": pairs[name].key_pem.encode()}
+
+    volume = SecretVolume(tmp_path / "kafka-tls", files(old))
+    client = secured_kafka.mtls_properties() | {
+        "ssl.certificate.location": str(volume.path("tls.crt")),
+        "ssl.key.location": str(volume.path("tls.key")),
+    }
+    env = cluster_env(secured_kafka.ssl_bootstrap, prefix, tmp_path) | POLL
+    env |= {
+        "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(
+            properties_file(tmp_path / "client.properties", client)
+        ),
+        "DURABLE_KAFKA_PARTITIONS": "1",
+        "DURABLE_KAFKA_TIER_AFTER_BYTES": str(1 << 30),  # every append stays in Kafka
+    }
+    log = tmp_path / "serve.log"
+    bucket = f"r{uuid.uuid4().hex[:8]}"
+    sent: list[bytes] = []
+    with running_adapter(env, log) as url:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+            stream = f"{url}/{bucket}/doc"
+            assert (await past_moves(http, "PUT", f"{url}/{bucket}"))[0] == 201
+            assert (await past_moves(http, "PUT", stream, headers=TEXT))[0] == 201
+
+            async def append(n: int) -> None:
+                value = f"m{n}".encode()
+                status, body = await past_moves(http, "POST", stream, data=value, headers=TEXT)
+                assert status in (200, 204), (n, body)
+                sent.append(value)
+
+            async def appending(first: int, stop: asyncio.Event) -> int:
+                n = first
+                while not stop.is_set():
+                    await append(n)
+                    n += 1
+                return n
+
+            for n in range(3):
+                await append(n)
+            stop = asyncio.Event()
+            flowing = asyncio.create_task(appending(3, stop))
+            volume.update(files(new))
+            renewed = await _until_logged(log, "Kafka clients renewed")
+            stop.set()
+            first = await flowing
+            # From here on the old certificate's principal may write no transaction.
+            secured_kafka.revoke(
+                old, [g for g in instance_grants(prefix) if g.resource == TRANSACTIONAL_ID]
+            )
+            for n in range(first, first + 5):  # answered at once: no retry
+                async with http.post(stream, data=f"m{n}".encode(), headers=TEXT) as reply:
+                    assert reply.status in (200, 204), (renewed, n, await reply.text())
+                sent.append(f"m{n}".encode())
+    properties = secured_kafka.mtls_properties() | {
+        "ssl.certificate.location": str(pairs[new].cert_file),
+        "ssl.key.location": str(pairs[new].key_file),
+    }
+    values = read_committed(secured_kafka.ssl_bootstrap, properties, prefix, bucket)
     assert [value for value in values if value] == sent  # b"": the stream's creation
