@@ -142,7 +142,13 @@ async def renew_kafka_clients(parts: Parts) -> str:
     producers = await parts.writers.renew_producers()
     await parts.follower.renew_consumers()
     parts.admin.renew()
-    return f"{producers} write slots' producers, the state follower's consumers, the admin client"
+    # Last: while the owners' consumer is made again no writer can confirm its slot.
+    rejoined = await parts.ownership.renew()
+    group = "the owners' group member" if rejoined else "the owners' group member (not yet)"
+    return (
+        f"{producers} write slots' producers, the state follower's consumers, the admin "
+        f"client, {group}"
+    )
 
 
 def _hand_parts(app: web.Application, parts: Parts) -> None:

@@ -7,7 +7,8 @@ append waits or is lost. The certificate and key files the properties name are w
 librdkafka reads them only when a client is created, so the clients created from then on use
 the new ones, and the long-lived ones are made again (`renew`: the write slots' producers
 after their transaction in flight, the state follower's consumer between two polls, the
-admin client), so that none goes on with a certificate the broker may no longer trust.
+admin client, the owners' group consumer as the same static member), so that none goes on
+with a certificate the brokers may no longer trust.
 """
 
 from __future__ import annotations
