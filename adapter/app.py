@@ -139,6 +139,7 @@ def _secret_files(settings: Settings, gate: Gate, parts: Parts) -> SecretFiles:
 async def renew_kafka_clients(parts: Parts) -> str:
     """Make the long-lived Kafka clients again (the client's certificate files changed): no
     append is lost, none is written twice (see `LogWriter.renew_producer`)."""
+    parts.admin.kafka.clients.renew()  # the read pool and the scanner, at their next use
     producers = await parts.writers.renew_producers()
     await parts.follower.renew_consumers()
     parts.admin.renew()
@@ -147,7 +148,7 @@ async def renew_kafka_clients(parts: Parts) -> str:
     group = "the owners' group member" if rejoined else "the owners' group member (not yet)"
     return (
         f"{producers} write slots' producers, the state follower's consumers, the admin "
-        f"client, {group}"
+        f"client, {group}; the read pool and the scanner at their next use"
     )
 
 

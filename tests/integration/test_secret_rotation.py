@@ -257,6 +257,7 @@ async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an
         ),
         "DURABLE_KAFKA_PARTITIONS": "1",
         "DURABLE_KAFKA_TIER_AFTER_BYTES": str(1 << 30),  # every append stays in Kafka
+        "DURABLE_KAFKA_HOT_CACHE_BYTES": "0",  # every read asks Kafka (the read pool)
     }
     log = tmp_path / "serve.log"
     bucket = f"r{uuid.uuid4().hex[:8]}"
@@ -282,6 +283,13 @@ async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an
 
             for n in range(3):
                 await append(n)
+
+            async def read() -> tuple[int, bytes]:
+                """A catch-up read, answered at once: no retry (a pooled Kafka consumer)."""
+                async with http.get(stream, params={"offset": "-1"}) as reply:
+                    return reply.status, await reply.read()
+
+            assert await read() == (200, b"".join(sent))
             stop = asyncio.Event()
             flowing = asyncio.create_task(appending(3, stop))
             volume.update(files(new))
@@ -299,6 +307,7 @@ async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an
                 await asyncio.sleep(2)  # over the session timeout (6 s) in all
             async with http.get(f"{url}/readyz") as reply:
                 assert reply.status == 200, await reply.text()
+            assert await read() == (200, b"".join(sent))
     properties = secured_kafka.mtls_properties() | {
         "ssl.certificate.location": str(pairs[new].cert_file),
         "ssl.key.location": str(pairs[new].key_file),
