@@ -260,7 +260,7 @@ class SlotOwnership:
                 _check(message)  # a rebalance callback's exception too
                 self._confirmations.send(consumer)
                 self.member_id = consumer.memberid() or ""
-                if self._renew.is_set() and subscribed:
+                if self._renew.is_set() and subscribed and self._kept is None:
                     self._renew.clear()
                     with self._holding:
                         self._kept = set(self._held)
@@ -363,8 +363,9 @@ class SlotOwnership:
             if gone := sorted(kept - set(slots)):
                 log.info("write slots %s went to others while the consumer was renewed", gone)
                 self._on_loop(self.writers.lose(gone, self.timeout_s), wait_s=self.timeout_s * 2)
-            if self._renewed is not None:
-                self._renewed.set_result(None)
+            renewed = self._renewed
+            if renewed is not None and renewed.set_running_or_notify_cancel():
+                renewed.set_result(None)  # not when `renew` stopped waiting (cancelled it)
 
     def _hold(self, slots: list[int], held: bool) -> None:
         with self._holding:
