@@ -143,8 +143,24 @@ def _secret_files(settings: Settings, gate: Gate, parts: Parts) -> SecretFiles:
     files = SecretFiles(settings.secret_poll_ms / 1000, Tasks())
     if isinstance(gate.verifier, TokenFile):
         files.watch("auth_token_file", [settings.auth_token_file], gate.verifier.reload)
-    watch_kafka_secrets(files, settings, parts.admin.kafka)
+    watch_kafka_secrets(files, settings, parts.admin.kafka, partial(renew_kafka_clients, parts))
     return files
+
+
+async def renew_kafka_clients(parts: Parts) -> str:
+    """Make the long-lived Kafka clients again (the client's certificate files changed): no
+    append is lost, none is written twice (see `LogWriter.renew_producer`)."""
+    parts.admin.kafka.clients.renew()  # the read pool and the scanner, at their next use
+    producers = await parts.writers.renew_producers()
+    await parts.follower.renew_consumers()
+    parts.admin.renew()
+    # Last: while the owners' consumer is made again no writer can confirm its slot.
+    rejoined = await parts.ownership.renew()
+    group = "the owners' group member" if rejoined else "the owners' group member (not yet)"
+    return (
+        f"{producers} write slots' producers, the state follower's consumers, the admin "
+        f"client, {group}; the read pool and the scanner at their next use"
+    )
 
 
 def _hand_parts(app: web.Application, parts: Parts) -> None:

@@ -4,17 +4,21 @@
 every live client and every client made from then on (topology/live_clients.py), so each
 reconnection authenticates with it; connections already open stay as they are, and no
 append waits or is lost. The certificate and key files the properties name are watched too:
-librdkafka reads them when a client is created, so the clients created from then on use the
-new ones, while the long-lived ones (the slot writers, the state follower, the admin) keep the
-old until the instance restarts, which the log says.
+librdkafka reads them only when a client is created, so the clients created from then on use
+the new ones, and the long-lived ones are made again (`renew`: the write slots' producers
+after their transaction in flight, the state follower's consumer between two polls, the
+admin client, the owners' group consumer as the same static member), so that none goes on
+with a certificate the brokers may no longer trust.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from adapter.config import ConfigError, Settings, client_file_properties
 from adapter.secret_files import SecretFiles
+from adapter.tasks import Kind
 from topology.kafka_client import KafkaAccess
 
 log = logging.getLogger(__name__)
@@ -28,14 +32,22 @@ CERTIFICATE_FILES = (
 )
 
 
-def watch_kafka_secrets(files: SecretFiles, settings: Settings, kafka: KafkaAccess) -> None:
+# Makes the long-lived clients again; says which, for the log line.
+Renew = Callable[[], Awaitable[str]]
+
+
+def watch_kafka_secrets(
+    files: SecretFiles, settings: Settings, kafka: KafkaAccess, renew: Renew
+) -> None:
     if settings.kafka_client_file:
         files.watch(
             "kafka_client_file", [settings.kafka_client_file], lambda: _credentials(settings, kafka)
         )
     named = dict(settings.kafka_client)
     certificates = [named[key] for key in CERTIFICATE_FILES if key in named]
-    files.watch("the Kafka client's certificate files", certificates, _certificates)
+    files.watch(
+        "the Kafka client's certificate files", certificates, lambda: _certificates(files, renew)
+    )
 
 
 def _credentials(settings: Settings, kafka: KafkaAccess) -> bool:
@@ -58,9 +70,14 @@ def _credentials(settings: Settings, kafka: KafkaAccess) -> bool:
     return True
 
 
-def _certificates() -> bool:
-    log.warning(
-        "the Kafka client's certificate files changed: clients created from now on use them, "
-        "the long-lived ones after a restart"
-    )
+def _certificates(files: SecretFiles, renew: Renew) -> bool:
+    """Clients created from now on read the new files; the long-lived ones are made again.
+    The files are not checked here: librdkafka refuses an unusable one when it makes a
+    client, and the renewal that fails so logs it (the old client stays then)."""
+    files.tasks.spawn(_renewing(renew), "renew-kafka-clients", Kind.JOB)
     return True
+
+
+async def _renewing(renew: Renew) -> None:
+    renewed = await renew()
+    log.info("Kafka clients renewed with the new certificate files: %s", renewed)

@@ -66,6 +66,7 @@ class SecureKafka:
     client_cert: Path
     client_key: Path
     rogue_ca_file: Path  # a CA the broker's certificate was not signed by
+    authority: certificates.Authority  # the broker's CA, which signs the client certificates
 
     @property
     def sasl_bootstrap(self) -> str:
@@ -93,6 +94,10 @@ class SecureKafka:
             "ssl.certificate.location": str(self.client_cert),
             "ssl.key.location": str(self.client_key),
         }
+
+    def client_certificate(self, folder: Path, principal: str) -> certificates.Issued:
+        """A new client certificate of the broker's CA whose principal is `principal`."""
+        return certificates.issue(self.authority, folder, principal, server=False)
 
     def admin(self) -> AdminClient:
         config: dict[str, Any] = {"bootstrap.servers": self.sasl_bootstrap, "log_level": 0}
@@ -242,6 +247,7 @@ def _prepared(home: Path) -> tuple[SecureKafka, certificates.Authority]:
         client_cert=client.cert_file,
         client_key=client.key_file,
         rogue_ca_file=rogue.cert_file,
+        authority=authority,
     )
     return kafka, authority
 

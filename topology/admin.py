@@ -48,8 +48,16 @@ class TopologyAdmin:
         self.timeout_s = timeout_s
         self.policy = policy or TopicPolicy()
         self.bootstrap_servers = kafka.bootstrap_servers
-        config = kafka.config({"client.id": "durable-kafka-admin"}, "librdkafka.admin")
-        self._client = kafka.admin_client(config)
+        self._config = kafka.config({"client.id": "durable-kafka-admin"}, "librdkafka.admin")
+        self._client = kafka.admin_client(self._config)
+
+    def renew(self) -> None:
+        """A new admin client, which reads the client's files again (a rotated certificate);
+        a call under way ends on the old one, which it holds."""
+        try:
+            self._client = self.kafka.admin_client(self._config)
+        except KafkaException as error:  # librdkafka refused the new files: the old one stays
+            log.error("the admin client not renewed: %s", error)
 
     def _unanswered(self, error: KafkaException) -> BrokerUnavailable:
         """A failed metadata request, explained by an authentication or TLS failure a client

@@ -6,6 +6,11 @@ with it. A connection already authenticated stays so, but every reconnection aut
 again: librdkafka's `set_sasl_credentials` gives each live client the new pair, and every
 client created from then on is created with it (`create`, under the lock, so none is missed).
 Only PLAIN and SCRAM credentials can change this way.
+
+Certificate files cannot be given to a live client: librdkafka reads them when it makes one.
+When they change, `renew` makes every client made until then stale: the owners of the clients
+that are made again at a safe point of their own (a pooled reader between two loans, the
+scanner between two scans) ask `stale` there and make a new one.
 """
 
 from __future__ import annotations
@@ -43,12 +48,25 @@ class LiveClients:
         self._lock = threading.Lock()
         self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
         self._pair: tuple[str, str] | None = None
+        self._generation = 0  # how many times the certificate files changed
+        self._born: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
     def create(self, kind: Callable[[dict[str, Any]], Client], config: Mapping[str, Any]) -> Client:
         with self._lock:
             client = kind(self._fresh(config))
             self._clients.add(client)
+            self._born[client] = self._generation
             return client
+
+    def renew(self) -> None:
+        """The certificate files changed: every client made until now is stale."""
+        with self._lock:
+            self._generation += 1
+
+    def stale(self, client: object) -> bool:
+        """Whether `client` was made before the certificate files last changed."""
+        with self._lock:
+            return self._born.get(client, self._generation) < self._generation
 
     def fresh(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """`config` with the latest SASL pair (for a client made elsewhere, e.g. a child)."""

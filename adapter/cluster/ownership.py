@@ -28,6 +28,13 @@ start is refused (unless nothing listens at that URL any more: our killed former
 such as a worker of a `serve --workers` instance restarted whole, whose ports are new), and a
 member fenced by a newcomer stops the process (exit 1).
 
+The consumer is made again when the Kafka client's certificate files change (`renew`): the old
+one closes without leaving (a static member sends no LeaveGroup) and the new one joins under
+the same instance id, which the coordinator takes for the same member, its slots with it and
+no rebalance. The slots' writers stay as they are meanwhile (the old consumer's closing
+revocation does not retire them); the new consumer's first assignment says which slots are
+still ours, and any other is retired then.
+
 The group is described (who holds our id, under which URL) only at start, before serving: the
 description is an admin request to the group's coordinator, and librdkafka 2.16 aborts the
 process when the coordinator's connection drops under one (a broker flapping killed an
@@ -132,6 +139,11 @@ class SlotOwnership:
         # The group as described just before joining, by whoever needed it first (the start's
         # format level decision): the impostor check uses it instead of asking again.
         self.described: list[Member] | None = None
+        self._renew = threading.Event()  # asked: make the consumer again (`renew`)
+        # While renewing: the slots held when the old consumer closed (their writers kept),
+        # until the new consumer's first assignment; and who waits for that assignment.
+        self._kept: set[int] | None = None
+        self._renewed: concurrent.futures.Future[None] | None = None
 
     async def start(self) -> None:
         """Join the group; slots arrive through the rebalance callbacks."""
@@ -145,6 +157,21 @@ class SlotOwnership:
         thread = self._thread
         if thread is not None:
             await asyncio.to_thread(thread.join, self.timeout_s * 2 + LEAVE_POLLS * POLL_S)
+
+    async def renew(self) -> bool:
+        """Make the group's consumer again from the client's files (a rotated certificate),
+        as the same static member; whether the new one was assigned its slots in time."""
+        if self._thread is None or not self._thread.is_alive():
+            return False
+        renewed: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._renewed = renewed
+        self._renew.set()
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(renewed), self.timeout_s * 3)
+        except TimeoutError:
+            log.warning("the owners' consumer not yet assigned its slots after its renewal")
+            return False
+        return True
 
     def step_aside(self, aside: bool) -> None:
         """Leave the owners' group (this instance's slots move to the others at once) or join
@@ -200,6 +227,8 @@ class SlotOwnership:
         while not self._stop.is_set():
             if not self._member():
                 return
+            if self._kept is not None:
+                continue  # renewing: the same member again, with a new consumer
             fences = recent_fences(fences, time.monotonic())
             if len(fences) >= REFENCES:
                 refused = InstanceIdInUse(
@@ -215,11 +244,13 @@ class SlotOwnership:
             log.warning("the owners' consumer was fenced, by its own earlier membership; rejoining")
 
     def _member(self) -> bool:
-        """Be a member of the owners' group until stopped; True if fenced (to rejoin)."""
+        """Be a member of the owners' group until stopped; True if fenced or renewing (to
+        rejoin)."""
         consumer = self.kafka.consumer(self._config)
         self._consumer = consumer
         subscribed = False
         failed = True
+        renewing = False
         try:
             while not self._stop.is_set():
                 if subscribed == self._aside.is_set():
@@ -229,6 +260,12 @@ class SlotOwnership:
                 _check(message)  # a rebalance callback's exception too
                 self._confirmations.send(consumer)
                 self.member_id = consumer.memberid() or ""
+                if self._renew.is_set() and subscribed and self._kept is None:
+                    self._renew.clear()
+                    with self._holding:
+                        self._kept = set(self._held)
+                    renewing = True  # closed without leaving; its revocation keeps the writers
+                    break
             failed = False
         except InstanceIdInUse as error:
             log.warning("%s", error)
@@ -239,8 +276,8 @@ class SlotOwnership:
             log.exception("the slot ownership consumer failed")
             self._fail(error)
         finally:
-            self._close(consumer, leave=not failed)
-        return False
+            self._close(consumer, leave=not failed and not renewing)
+        return renewing
 
     def _subscribe(self, consumer: Consumer, subscribe: bool) -> bool:
         """Join the group, or leave it (the revocation and the LeaveGroup are served by the
@@ -321,6 +358,14 @@ class SlotOwnership:
         self._hold(slots, held=True)
         log.info("assigned write slots %s", slots)
         self._on_loop(self.writers.gain(slots), wait_s=None)
+        kept, self._kept = self._kept, None
+        if kept is not None:  # the first assignment of a renewed consumer
+            if gone := sorted(kept - set(slots)):
+                log.info("write slots %s went to others while the consumer was renewed", gone)
+                self._on_loop(self.writers.lose(gone, self.timeout_s), wait_s=self.timeout_s * 2)
+            renewed = self._renewed
+            if renewed is not None and renewed.set_running_or_notify_cancel():
+                renewed.set_result(None)  # not when `renew` stopped waiting (cancelled it)
 
     def _hold(self, slots: list[int], held: bool) -> None:
         with self._holding:
@@ -332,6 +377,8 @@ class SlotOwnership:
     def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         slots = sorted(tp.partition for tp in partitions)
         self._hold(slots, held=False)  # from now on no writer of these may re-init
+        if self._kept is not None:
+            return  # the consumer being renewed: the member, and so its slots, stay
         log.info("revoked write slots %s", slots)
         # Finishing the transactions in flight before the new owner fences them spares
         # their clients a 503; waiting here holds the rebalance back for that long at most.

@@ -40,6 +40,9 @@ from topology.naming import writer_transactional_id
 log = logging.getLogger(__name__)
 
 RETRY_GAIN_S = 1.0
+# A renewal waits for the transaction in flight (a flush and a commit), then for the
+# coordinator's word and the new producer's init: a few Kafka timeouts at most.
+RENEW_TIMEOUTS = 4
 
 
 @dataclass
@@ -140,6 +143,20 @@ class SlotWriters:
         """Offset guesses of the writers this instance has now (see adapter/log/tails.py)."""
         counts = [entry.writer.guesses for entry in self._slots.values()]
         return GuessCounts(sum(c.one_round for c in counts), sum(c.missed for c in counts))
+
+    async def renew_producers(self) -> int:
+        """Give every writer a new producer after its transaction in flight (see
+        `LogWriter.renew_producer`); how many writers were renewed. A writer started from now
+        on makes its producer from the new files anyway."""
+        writers = [entry.writer for entry in self._slots.values()]
+        budget = self.limits.timeout_s * RENEW_TIMEOUTS
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(writer.renew_producer() for writer in writers)), budget
+            )
+        except TimeoutError:
+            log.warning("the write slots' producers not all renewed within %.0f s", budget)
+        return len(writers)
 
     # -- ownership changes -----------------------------------------------------------------
 

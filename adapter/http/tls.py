@@ -1,11 +1,14 @@
 """HTTPS on the API's listeners: the server's TLS context, built from the settings at start
-and given a new certificate on SIGHUP without dropping a connection.
+and rebuilt when its files change (or on SIGHUP) without dropping a connection.
 
-One `ssl.SSLContext` serves every TLS listener of a process. A reload loads the new pair into
-that same context (`load_cert_chain`), so handshakes from then on present the new certificate
-while connections already open keep the session they negotiated. The pair is first loaded
-into a scratch context: a pair that is unreadable, not PEM or not matching is refused there,
-and the context in use is never left half-changed (a failed reload keeps the old pair).
+One `ssl.SSLContext` serves every TLS listener of a process; its `sni_callback` (which OpenSSL
+calls in every handshake, with or without a server name) hands the handshake the context built
+from the files as they were last loaded. A reload builds a whole new context from the files
+and makes it that one: a context can only ever add CAs to its trust store, so a CA removed
+from `tls_client_ca_file` would stay trusted had the new file been loaded into the old one.
+Handshakes from then on present the new certificate and verify against the new CAs, while
+connections already open keep the session they negotiated. A reload that cannot build its
+context (a file unreadable, not PEM, a key not matching) changes nothing and says why.
 The pair is parsed with `cryptography` first, so each error names the file at fault and an
 encrypted key is refused rather than prompted for on a terminal.
 """
@@ -30,12 +33,40 @@ def server_context(settings: Settings) -> ssl.SSLContext | None:
     Raises ConfigError naming the file that cannot be used."""
     if not settings.tls:
         return None
+    context = _built(settings)
+    context.sni_callback = Handshakes(context)
+    return context
+
+
+def _built(settings: Settings) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     load_pair(context, settings)
     if settings.tls_client_ca_file:
         _trust_clients(context, settings)
     return context
+
+
+class Handshakes:
+    """The listeners' context's `sni_callback`: each handshake continues with `current`, the
+    context built from the files last loaded (OpenSSL then presents its certificate and
+    verifies a client's against its CAs; the verify mode, fixed by the settings, stays)."""
+
+    def __init__(self, current: ssl.SSLContext) -> None:
+        self.current = current
+
+    def __call__(
+        self, connection: ssl.SSLObject | ssl.SSLSocket, _name: str | None, used: ssl.SSLContext
+    ) -> None:
+        if used is not self.current:
+            connection.context = self.current
+
+
+def _handshakes(context: ssl.SSLContext) -> Handshakes:
+    handshakes = context.sni_callback
+    if not isinstance(handshakes, Handshakes):
+        raise TypeError("not a context made by server_context")
+    return handshakes
 
 
 def peer_context(settings: Settings) -> ssl.SSLContext | None:
@@ -121,27 +152,27 @@ def _read(path: str, setting: str) -> bytes:
 
 
 def reload_client_ca(context: ssl.SSLContext, settings: Settings) -> bool:
-    """`tls_client_ca_file` changed: its certificates are trusted from the next handshake on.
-    A context only ever adds CAs: one removed from the file stays trusted until a restart."""
+    """`tls_client_ca_file` changed: from the next handshake on, its CAs and no others are
+    trusted (a new context: a CA removed from the file is no longer trusted)."""
     try:
-        _trust_clients(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), settings)
-        _trust_clients(context, settings)
+        fresh = _built(settings)
     except ConfigError as error:
         log.error("tls_client_ca_file not reloaded, the previous CAs stay: %s", error)
         return False
+    _handshakes(context).current = fresh
     log.info("tls_client_ca_file reloaded: %s", settings.tls_client_ca_file)
     return True
 
 
 def reload(context: ssl.SSLContext, settings: Settings) -> bool:
-    """SIGHUP, or the pair's files changed: load the pair named by the settings into the
-    context in use, once it has loaded into a scratch one. On failure the old pair stays and
-    one line says why."""
+    """SIGHUP, or the pair's files changed: handshakes from now on use a context built from
+    the files named by the settings. On failure the old one stays and one line says why."""
     try:
-        load_pair(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), settings)
-        served = load_pair(context, settings)
+        served = _checked(settings)
+        fresh = _built(settings)
     except ConfigError as error:
         log.error("TLS certificate not reloaded, the previous one stays in use: %s", error)
         return False
+    _handshakes(context).current = fresh
     log.info("TLS certificate reloaded: %s", served)
     return True

@@ -214,10 +214,10 @@ class LogReader:
         return result
 
     def _replace(self, failed: Consumer) -> Consumer:
-        """A fresh consumer for one whose Kafka call failed (its thread's work is over), which
-        is closed: a call failing while a killed broker comes back can leave a handle's
-        metadata stale, the partition "unknown" without asking, for minutes
-        (a broker kill in the fault suite showed it)."""
+        """A fresh consumer for one whose Kafka call failed (its thread's work is over), or
+        one made before the certificate files changed, which is closed: a call failing while
+        a killed broker comes back can leave a handle's metadata stale, the partition
+        "unknown" without asking, for minutes (a broker kill in the fault suite showed it)."""
         with contextlib.suppress(RuntimeError):  # closing down: its threads are gone
             self._threads.submit(failed.close)
         return self._kafka.consumer(self._config)
@@ -232,7 +232,10 @@ class LogReader:
         if self._idle.empty() and self._created < self._pool_size:
             self._created += 1
             return self._kafka.consumer(self._config)
-        return await self._idle.get()
+        consumer = await self._idle.get()
+        if self._kafka.clients.stale(consumer):  # made before the certificate files changed
+            return self._replace(consumer)
+        return consumer
 
     def _scan(
         self,

@@ -127,6 +127,9 @@ class PartitionScanner:
         made again at the next: a call failing while a killed broker comes back can leave a
         handle's metadata stale, the partition "unknown" without asking, for minutes
         (a broker kill in the fault suite showed it)."""
+        if self._consumer is not None and self._kafka.clients.stale(self._consumer):
+            self._consumer.close()  # made before the certificate files changed
+            self._consumer = None
         if self._consumer is None:
             self._consumer = self._kafka.consumer(self._config)
         consumer = self._consumer

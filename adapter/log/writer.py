@@ -335,6 +335,27 @@ class LogWriter:
             return False
         return True
 
+    async def renew_producer(self) -> None:
+        """Replace the producer by a new one, which reads the client's files again (a rotated
+        certificate): on the writer's thread, so after the transaction being written (it ends
+        on the old producer) and before the next (the batches queued meanwhile wait for it and
+        go on the new one). The new producer's init fences the old, idle, one."""
+        await self._on_thread(self._renew_producer)
+
+    def _renew_producer(self) -> None:
+        if self.fenced or self._stopping or self._producer is None:
+            return  # no producer to replace: the next transaction makes one, from the new files
+        if not self._may_reinit():
+            return  # the slot may be another's now: the change of ownership retires this writer
+        try:
+            self._init_producer()
+        except LogUnavailable as error:
+            # Its init may have fenced the old producer: the next transaction makes another.
+            self._producer = None
+            log.warning("%s: producer not renewed yet: %s", self.transactional_id, error)
+        except KafkaException as error:  # librdkafka refused the new files: the old one stays
+            log.error("%s: producer not renewed: %s", self.transactional_id, error)
+
     def fail_pending(self, reason: str) -> None:
         """Answer every batch still queued with LogUnavailable (the writer is going away)."""
         for batch in self._queue.clear():

@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import (
+    OFFSET_BEGINNING,
     Consumer,
     KafkaError,
     KafkaException,
@@ -339,6 +340,34 @@ class MetaFollower:
         await asyncio.get_running_loop().run_in_executor(self._probe_thread, self._close_probes)
         self._thread.shutdown(wait=False, cancel_futures=True)
         self._probe_thread.shutdown(wait=False, cancel_futures=True)
+
+    async def renew_consumers(self) -> None:
+        """New consumers, which read the client's files again (a rotated certificate): the
+        follower's, between two polls, resuming where the old one stopped; the end probes',
+        made again at their next query."""
+        await self._on_thread(self._renew_consumer)
+        await asyncio.get_running_loop().run_in_executor(self._probe_thread, self._close_probes)
+
+    def _renew_consumer(self) -> None:
+        old = self._consumer
+        if old is None:
+            return  # not replayed yet: the replay makes one
+        try:
+            fresh = self.kafka.consumer(self._config)
+        except KafkaException as error:  # librdkafka refused the new files: the old one stays
+            log.error("the state follower's consumer not renewed: %s", error)
+            return
+        fresh.assign([self._resumed(position) for position in old.position(old.assignment())])
+        self._consumer = fresh
+        old.close()
+
+    def _resumed(self, position: TopicPartition) -> TopicPartition:
+        """Where the old consumer would have fetched next (what its polls returned is being
+        applied); where the follower is, if it fetched nothing since its assignment."""
+        offset = position.offset
+        if offset < 0:
+            offset = self._positions.get(position.topic, OFFSET_BEGINNING)
+        return TopicPartition(position.topic, position.partition, offset)
 
     def _close_probes(self) -> None:
         while self._probes:

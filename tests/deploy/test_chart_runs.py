@@ -284,3 +284,69 @@ async def test_the_rendered_pod_serves_the_cluster(
 
                 # Through another pod: once its follower has applied the writes.
                 assert await until_read(read, (200, b"12")) == (200, b"12")
+
+
+async def openapi_answered(session: aiohttp.ClientSession, target: str) -> float:
+    """`GET /openapi.json` answers a process counted, from one scrape of `target`'s metrics
+    (a route nothing else asks: `/healthz` is the instance's own reach check)."""
+    async with session.get(target) as reply:
+        assert reply.status == 200, await reply.text()
+        text = await reply.text()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("durable_kafka_http_requests_total{")
+        and 'route="/openapi.json"' in line
+        and 'method="GET"' in line
+    )
+
+
+@pytest.mark.timeout(300)
+async def test_every_worker_of_a_pod_is_scraped_once(
+    helm: Path,  # noqa: F811 - the fixture
+    kafka_bootstrap: str,
+    s3: S3Server,
+    unique: str,
+    tmp_path: Path,
+    jwks_url: tuple[Signer, str],
+) -> None:
+    """With `workers: 2` the ServiceMonitor's endpoints reach each worker's own metrics (a
+    target per process): requests spread over the workers add up to what was sent."""
+    values = overrides("default", kafka_bootstrap, s3, unique, jwks_url[1])
+    values |= {"workers": 2, "metrics": {"serviceMonitor": {"enabled": True}}}
+    values_file = tmp_path / "cluster-values.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    manifests = render(helm, (values_file,), KUBERNETES_VERSIONS[-1])
+    ca = TestCA(tmp_path / "ca")
+    objects = kubelet.objects_data(manifests + provided_secrets("default", s3, ca, tmp_path))
+    deployment = one(manifests, "Deployment")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    endpoints = one(manifests, "ServiceMonitor")["spec"]["endpoints"]
+    ops = {p["name"]: p["targetPort"] for p in services(manifests)["ops"]["spec"]["ports"]}
+    [api_port] = [p for p in services(manifests)["api"]["spec"]["ports"] if p["name"] == "http"]
+    sent = 24
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+        with kubelet.running_pod(deployment, objects, "durable-kafka-7c9f-w2", tmp_path) as pod:
+            await until_serving(session, pod, container)
+            ports = [ops[endpoint["port"]] for endpoint in endpoints]
+            assert len({pod.ports[name] for name in ports}) == 2, endpoints
+            for name in ports:  # each worker ready, so that it takes its share of connections
+                await until_probe_passes(
+                    session, pod, {"httpGet": {"path": "/readyz", "port": name}}
+                )
+            targets = [
+                f"{pod.url(name)}{e['path']}" for name, e in zip(ports, endpoints, strict=True)
+            ]
+            before = [await openapi_answered(session, target) for target in targets]
+            # A connection per request: the kernel spreads them over the workers.
+            api = f"{pod.url(api_port['targetPort'])}/openapi.json"
+            async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(force_close=True)
+            ) as fresh:
+                for _ in range(sent):
+                    async with fresh.get(api) as reply:
+                        assert reply.status == 200
+            after = [await openapi_answered(session, target) for target in targets]
+    taken = [now - then for now, then in zip(after, before, strict=True)]
+    assert sum(taken) == sent, taken  # each request counted once, by the worker answering it
+    assert all(taken), taken  # and each worker took some (24 connections: all on one is 2^-23)

@@ -1,11 +1,13 @@
 """Secrets rotated as Kubernetes rotates them: the files of a mounted Secret are swapped (the
 `..data` symlink replaced, tests/secret_volume.py) and no signal is sent. A running `serve`
-presents the new HTTPS certificate, takes the new tokens (and refuses a removed one) and
-authenticates to Kafka with the new SCRAM password, losing no append."""
+presents the new HTTPS certificate, refuses the clients of a CA removed from its client CA file,
+takes the new tokens (and refuses a removed one) and authenticates to Kafka with the new SCRAM
+password, losing no append."""
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import secrets
 import ssl
 import uuid
@@ -16,9 +18,9 @@ import pytest
 from confluent_kafka import Producer
 
 from devstack.process import free_port
-from devstack.secure_kafka import SecureKafka
+from devstack.secure_kafka import SecureKafka, properties_file
 from tests.adapter_process import running_adapter
-from tests.certificates import TestCA, presented_serial, until_presented
+from tests.certificates import Pair, TestCA, presented_serial, until_presented
 from tests.cluster import TEXT, cluster_env, past_moves
 from tests.secret_volume import SecretVolume
 from tests.secure_kafka import new_prefix, read_committed
@@ -60,6 +62,69 @@ async def test_a_swapped_certificate_is_presented_to_new_connections(
     assert (
         "tls_cert_file and tls_key_file changed: reloading" in (tmp_path / "serve.log").read_text()
     )
+
+
+def _client_context(ca: TestCA, pair: Pair) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(ca.path))
+    context.load_cert_chain(pair.cert, pair.key)
+    return context
+
+
+def _fresh_status(port: int, context: ssl.SSLContext) -> int:
+    """`/healthz` over a new connection presenting the context's client certificate; 0 when
+    the server refused it (TLS 1.3 says so after the handshake: at the first read)."""
+    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status
+    except (OSError, http.client.HTTPException):
+        return 0
+    finally:
+        connection.close()
+
+
+def _kept_status(connection: http.client.HTTPSConnection) -> int:
+    connection.request("GET", "/healthz")
+    response = connection.getresponse()
+    response.read()
+    return response.status
+
+
+@pytest.mark.timeout(120)
+async def test_a_ca_removed_from_the_client_ca_file_is_refused_without_a_restart(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    ca = TestCA(tmp_path / "server")
+    kept, removed = TestCA(tmp_path / "kept", "kept CA"), TestCA(tmp_path / "gone", "gone CA")
+    staying = _client_context(ca, kept.client("staying", "staying"))
+    leaving = _client_context(ca, removed.client("leaving", "leaving"))
+    server = ca.server("server")
+    volume = SecretVolume(
+        tmp_path / "tls", {"ca.crt": kept.path.read_bytes() + removed.path.read_bytes()}
+    )
+    env = cluster_env(kafka_bootstrap, new_prefix(), tmp_path) | POLL
+    env |= {
+        "DURABLE_KAFKA_TLS_CERT_FILE": str(server.cert),
+        "DURABLE_KAFKA_TLS_KEY_FILE": str(server.key),
+        "DURABLE_KAFKA_TLS_CLIENT_CA_FILE": str(volume.path("ca.crt")),
+        "DURABLE_KAFKA_TLS_CLIENT_AUTH": "required",
+    }
+    port = free_port()
+    with running_adapter(env, tmp_path / "serve.log", port, tls=staying):
+        assert await asyncio.to_thread(_fresh_status, port, leaving) == 200
+        open_ = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=staying)
+        assert await asyncio.to_thread(_kept_status, open_) == 200
+        socket_before = open_.sock
+        volume.update({"ca.crt": kept.path.read_bytes()})
+        for _ in range(150):
+            if await asyncio.to_thread(_fresh_status, port, leaving) == 0:
+                break
+            await asyncio.sleep(0.2)
+        assert await asyncio.to_thread(_fresh_status, port, leaving) == 0
+        assert await asyncio.to_thread(_fresh_status, port, staying) == 200
+        assert await asyncio.to_thread(_kept_status, open_) == 200
+        assert open_.sock is socket_before  # the connection opened before the swap served on
+        open_.close()
 
 
 @pytest.mark.timeout(120)
@@ -153,4 +218,99 @@ async def test_a_new_scram_password_is_used_without_losing_an_append(
                 await append(n)
     properties = secured_kafka.sasl_properties(user, new)
     values = read_committed(secured_kafka.sasl_bootstrap, properties, prefix, bucket)
+    assert [value for value in values if value] == sent  # b"": the stream's creation
+
+
+async def _until_logged(log: Path, text: str, wait_s: float = 30) -> bool:
+    for _ in range(int(wait_s / 0.1)):
+        if text in await asyncio.to_thread(log.read_text):
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+@pytest.mark.timeout(240)
+async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an_append(
+    secured_kafka: SecureKafka, tmp_path: Path
+) -> None:
+    """Certificate A, then B (another principal) swapped in while appends flow; then A's grants
+    are taken away: every append after that goes through, none lost or doubled."""
+    prefix, tag = new_prefix(), uuid.uuid4().hex[:8]
+    old, new = f"rot-a-{tag}", f"rot-b-{tag}"
+    pairs = {name: secured_kafka.client_certificate(tmp_path, name) for name in (old, new)}
+    for name in (old, new):
+        secured_kafka.grant(name, instance_grants(prefix))
+    _transactions_ready(secured_kafka)
+
+    def files(name: str) -> dict[str, bytes]:
+        return {"tls.crt": pairs[name].cert_pem.encode(), "tls.key": pairs[name].key_pem.encode()}
+
+    volume = SecretVolume(tmp_path / "kafka-tls", files(old))
+    client = secured_kafka.mtls_properties() | {
+        "ssl.certificate.location": str(volume.path("tls.crt")),
+        "ssl.key.location": str(volume.path("tls.key")),
+    }
+    env = cluster_env(secured_kafka.ssl_bootstrap, prefix, tmp_path) | POLL
+    env |= {
+        "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(
+            properties_file(tmp_path / "client.properties", client)
+        ),
+        "DURABLE_KAFKA_PARTITIONS": "1",
+        "DURABLE_KAFKA_TIER_AFTER_BYTES": str(1 << 30),  # every append stays in Kafka
+        "DURABLE_KAFKA_HOT_CACHE_BYTES": "0",  # every read asks Kafka (the read pool)
+    }
+    log = tmp_path / "serve.log"
+    bucket = f"r{uuid.uuid4().hex[:8]}"
+    sent: list[bytes] = []
+    with running_adapter(env, log) as url:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+            stream = f"{url}/{bucket}/doc"
+            assert (await past_moves(http, "PUT", f"{url}/{bucket}"))[0] == 201
+            assert (await past_moves(http, "PUT", stream, headers=TEXT))[0] == 201
+
+            async def append(n: int) -> None:
+                value = f"m{n}".encode()
+                status, body = await past_moves(http, "POST", stream, data=value, headers=TEXT)
+                assert status in (200, 204), (n, body)
+                sent.append(value)
+
+            async def appending(first: int, stop: asyncio.Event) -> int:
+                n = first
+                while not stop.is_set():
+                    await append(n)
+                    n += 1
+                return n
+
+            for n in range(3):
+                await append(n)
+
+            async def read() -> tuple[int, bytes]:
+                """A catch-up read, answered at once: no retry (a pooled Kafka consumer)."""
+                async with http.get(stream, params={"offset": "-1"}) as reply:
+                    return reply.status, await reply.read()
+
+            assert await read() == (200, b"".join(sent))
+            stop = asyncio.Event()
+            flowing = asyncio.create_task(appending(3, stop))
+            volume.update(files(new))
+            renewed = await _until_logged(log, "Kafka clients renewed")
+            stop.set()
+            first = await flowing
+            # From here on the old certificate's principal may do nothing: a client still
+            # holding it fails at its next request (the owners' consumer at its next
+            # heartbeat, and the instance loses its slots).
+            secured_kafka.revoke(old, instance_grants(prefix))
+            for n in range(first, first + 5):  # answered at once: no retry
+                async with http.post(stream, data=f"m{n}".encode(), headers=TEXT) as reply:
+                    assert reply.status in (200, 204), (renewed, n, await reply.text())
+                sent.append(f"m{n}".encode())
+                await asyncio.sleep(2)  # over the session timeout (6 s) in all
+            async with http.get(f"{url}/readyz") as reply:
+                assert reply.status == 200, await reply.text()
+            assert await read() == (200, b"".join(sent))
+    properties = secured_kafka.mtls_properties() | {
+        "ssl.certificate.location": str(pairs[new].cert_file),
+        "ssl.key.location": str(pairs[new].key_file),
+    }
+    values = read_committed(secured_kafka.ssl_bootstrap, properties, prefix, bucket)
     assert [value for value in values if value] == sent  # b"": the stream's creation

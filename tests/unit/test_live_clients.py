@@ -1,5 +1,6 @@
 """A new SASL pair reaches the live clients and every client made afterwards; a closed one is
-dropped. Clients without `bootstrap.servers` connect nowhere."""
+dropped; changed certificate files make every client made before them stale. Clients without
+`bootstrap.servers` connect nowhere."""
 
 from __future__ import annotations
 
@@ -18,3 +19,14 @@ def test_a_rotated_pair_reaches_live_clients_and_new_ones() -> None:
     assert clients.fresh(CONFIG) == CONFIG | {"sasl.username": "u2", "sasl.password": "new"}
     assert clients.fresh({"log_level": 0}) == {"log_level": 0}  # no SASL: left alone
     assert producer.flush(0) == 0
+
+
+def test_changed_certificate_files_make_the_clients_made_before_stale() -> None:
+    clients = LiveClients()
+    before = clients.create(LiveConsumer, CONFIG | {"group.id": "g"})
+    assert not clients.stale(before)
+    clients.renew()
+    after = clients.create(LiveConsumer, CONFIG | {"group.id": "g"})
+    assert (clients.stale(before), clients.stale(after)) == (True, False)
+    before.close()
+    after.close()

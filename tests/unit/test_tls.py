@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from adapter.config import ClientAuth, ConfigError, Settings
-from adapter.http.tls import peer_context, reload, server_context
+from adapter.http.tls import peer_context, reload, reload_client_ca, server_context
 from tests.certificates import Pair, TestCA, serial_of
 
 
@@ -152,6 +152,25 @@ def test_a_failed_reload_keeps_the_old_certificate_and_says_so(
     assert _presented_serial(context, ca) == first.serial
     [line] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert line.startswith("TLS certificate not reloaded, the previous one stays in use: ")
+
+
+def test_a_ca_removed_from_the_client_ca_file_is_refused_after_a_reload(
+    ca: TestCA, tmp_path: Path
+) -> None:
+    """The client CA file lists two CAs, then only one: a client of the removed CA is refused
+    from the reload on, by the same context in use; the other CA's clients are verified."""
+    kept, removed = TestCA(tmp_path / "kept", "kept CA"), TestCA(tmp_path / "gone", "gone CA")
+    bundle = tmp_path / "clients.pem"
+    bundle.write_bytes(kept.path.read_bytes() + removed.path.read_bytes())
+    context = server_context(_settings(ca.server("server"), str(bundle), "required"))
+    assert context is not None
+    staying, leaving = kept.client("staying", "staying"), removed.client("leaving", "leaving")
+    _presented_serial(context, ca, leaving)
+    bundle.write_bytes(kept.path.read_bytes())
+    assert reload_client_ca(context, _settings(ca.server("server"), str(bundle), "required"))
+    _presented_serial(context, ca, staying)
+    with pytest.raises(ssl.SSLError):
+        _presented_serial(context, ca, leaving)
 
 
 def test_peers_are_verified_against_the_peer_ca_alone_without_names(

@@ -160,3 +160,11 @@ bounds by 3 x `kafka_timeout_ms`; 5 s to spare.
 {{- fail "workers must be >= 1 (a pod's CPU limit, not its node's cores, is what it may use)" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The ops port's name of worker N (`workers`): `ops` for worker 0 (the probes ask it), `ops-wN`
+for the others, each listening on the ops port + N.
+*/}}
+{{- define "durable-kafka.opsPortName" -}}
+{{- if eq (int .) 0 }}ops{{ else }}ops-w{{ . }}{{ end -}}
+{{- end -}}
