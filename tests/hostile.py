@@ -496,6 +496,31 @@ def report(measures: Measures) -> str:
     return "\n".join(lines)
 
 
+def against_targets(measures: Measures, after: str, runs: bool) -> list[tuple[str, bool]]:
+    """Each figure against its target, and whether it is met. The stall's comes first: a
+    timing on a shared machine, printed but not failed on."""
+    stall_ms = measures.max_stall_s * 1000
+    growth = measures.rss_growth / 2**20
+    figures = [
+        (
+            f"longest /healthz {stall_ms:.0f} ms",
+            f"{STALL_S * 1000:.0f} ms",
+            stall_ms <= STALL_S * 1000,
+        ),
+        (
+            f"memory growth {growth:.0f} MiB",
+            f"{RSS_GROWTH_BYTES // 2**20} MiB",
+            growth * 2**20 <= RSS_GROWTH_BYTES,
+        ),
+        (f"the process {'runs' if runs else 'EXITED'}", "runs", runs),
+        (f"a write afterwards {after}", "204", after == "204"),
+    ]
+    return [
+        (f"target {target:>7}: {figure} - {'met' if met else 'MISSED'}", met)
+        for figure, target, met in figures
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="a Kafka broker to use (default: one of its own)")
@@ -508,11 +533,9 @@ def main() -> int:
         measures = asyncio.run(run_shapes(target, FULL))
         after = asyncio.run(write_after(target))
         print(report(measures))
-        print(
-            f"a write afterwards: {after}; the process {'runs' if alive(target.pid) else 'EXITED'}"
-        )
-        failed = measures.server_errors() or after != "204" or not alive(target.pid)
-        failed = failed or measures.rss_growth > RSS_GROWTH_BYTES
+        verdicts = against_targets(measures, after, alive(target.pid))
+        print("\n".join(line for line, _ in verdicts))
+        failed = measures.server_errors() or not all(met for _, met in verdicts[1:])
         print(json.dumps({"max_stall_ms": round(measures.max_stall_s * 1000), "ok": not failed}))
         return 1 if failed else 0
 

@@ -5,7 +5,10 @@ A request's `Content-Encoding` is judged before anything else reads the body
 A gzip or zstd body is decoded once the body limit, `Expect` and the in-flight budget have
 passed (`decoding_middleware`), chunk by chunk, never producing more than its route's limit:
 past it the answer is 413 and the rest is not decoded, so a small body that would inflate to
-gigabytes costs at most the limit. Everything after (handlers, forwarding, the append-bytes
+gigabytes costs at most the limit. A zstd frame that declares a larger size than the limit is
+refused before any of it is decoded, and one that needs a window over 8 MiB (RFC 9659's
+ceiling for the zstd coding) is malformed: zstd's own default of 128 MiB let one small body
+make the decoder allocate that much. Everything after (handlers, forwarding, the append-bytes
 rate limit) sees the decoded bytes from `request.read()`. A streamed body (a snapshot
 publish) is passed on as it arrives and is refused coded, with 415.
 """
@@ -32,6 +35,9 @@ RAW_BODIES = {"auto_decompress": False}
 BODY_CODING = web.RequestKey("body_coding", str)
 READ_SIZE = 64 * 1024
 PIECE = 64 * 1024  # the most one decoding step yields: memory stays near what is kept
+# The largest zstd window decoded: 8 MiB, what RFC 9659 has every encoder of the HTTP coding
+# keep to. The decoder allocates the window a frame asks for (up to its content size).
+ZSTD_WINDOW_LOG_MAX = 23
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
 
 
@@ -62,15 +68,21 @@ class GzipDecoder:
 
 
 class ZstdDecoder:
-    """zstd, frame after frame, in pieces of at most PIECE."""
+    """zstd, frame after frame, in pieces of at most PIECE; a frame declaring more than
+    `most` bytes (0: no bound) is refused before it is decoded."""
 
-    def __init__(self) -> None:
-        self._frame = zstd.ZstdDecompressor()
+    def __init__(self, most: int = 0) -> None:
+        self.most = most
+        self._frame = _zstd_frame()
+        self._fresh = True  # nothing of the current frame fed yet
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         while True:
             if self._frame.eof and data:  # another frame follows
-                self._frame = zstd.ZstdDecompressor()
+                self._frame, self._fresh = _zstd_frame(), True
+            if self._fresh and data:
+                self._fresh = False
+                _check_declared(data, self.most)
             yield self._frame.decompress(data, PIECE)
             data = self._frame.unused_data if self._frame.eof else b""
             if not data and (self._frame.eof or self._frame.needs_input):
@@ -80,8 +92,28 @@ class ZstdDecoder:
         return self._frame.eof
 
 
-def decoder(coding: str) -> Decoder:
-    return GzipDecoder() if coding == GZIP else ZstdDecoder()
+def _zstd_frame() -> zstd.ZstdDecompressor:
+    return zstd.ZstdDecompressor(
+        options={zstd.DecompressionParameter.window_log_max: ZSTD_WINDOW_LOG_MAX}
+    )
+
+
+def _check_declared(frame: bytes, most: int) -> None:
+    """413 for a frame whose header declares more than `most` bytes: a bomb that says so is
+    refused before its first piece. A header cut short by the chunking is not checked: the
+    pieces are bounded as they are decoded anyway."""
+    try:
+        declared = zstd.get_frame_info(frame).decompressed_size
+    except zstd.ZstdError:
+        return
+    if most and declared is not None:
+        _within(declared, most)
+
+
+def decoder(coding: str, most: int = 0) -> Decoder:
+    """The decoder of `coding`; one that can tell before decoding that a body decodes to more
+    than `most` bytes (0: no bound) refuses it then."""
+    return GzipDecoder() if coding == GZIP else ZstdDecoder(most)
 
 
 @web.middleware
@@ -102,7 +134,8 @@ def decoding_middleware(bodies: RouteBodies) -> Middleware:
             return await handler(request)
         if bodies.streamed(request):
             raise ProtocolError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, "a snapshot is published uncoded")
-        decoded = await decoded_body(request, decoder(coding), bodies.limit(request))
+        limit = bodies.limit(request)
+        decoded = await decoded_body(request, decoder(coding, limit), limit)
         # What `request.read()` answers from now on: the body as it is stored.
         request._read_bytes = decoded
         return await handler(request)

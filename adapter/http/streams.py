@@ -9,6 +9,7 @@ import time
 from aiohttp import web
 
 from adapter.http.auth import GATE, principal_of
+from adapter.http.json_split import split_body
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
 from adapter.http.observe import METRICS, add_log_fields
@@ -85,6 +86,8 @@ async def create_stream(request: web.Request) -> web.Response:
     if "path" in request.match_info:
         check_compat_creatable(request.match_info["path"], flat_sub_resources(request.app.router))
     fork = fork_from(request, ref)
+    body = await request.read()
+    limit = request.app[STREAMS].limits.max_append_messages
     command = CreateStream(
         ref=ref,
         # A fork without Content-Type inherits its source's.
@@ -92,11 +95,12 @@ async def create_stream(request: web.Request) -> web.Response:
         ttl_seconds=expiry.ttl_seconds,
         expires_at_ms=expiry.expires_at_ms,
         closed=is_true(request.headers.get("Stream-Closed")),
-        body=await request.read(),
+        body=body,
         fork=fork,
         forward_id=forward_id_of(request),
         if_match=request.headers.get("If-Match"),
         if_none_match=request.headers.get("If-None-Match"),
+        split=await split_body(body, content_type, limit, initial=True),
     )
     result = await request.app[STREAMS].create(command)
     return created_response(request, result.meta, result.created)
@@ -147,9 +151,11 @@ async def append(request: web.Request) -> web.Response:
     body = await request.read()
     received = time.monotonic()
     given = request.headers
+    content_type = normalize_content_type(given.get("Content-Type"))
+    limit = request.app[STREAMS].limits.max_append_messages
     command = Append(
         ref=stream_ref(request),
-        content_type=normalize_content_type(given.get("Content-Type")),
+        content_type=content_type,
         body=body,
         close=is_true(given.get("Stream-Closed")),
         seq=parse_stream_seq(given.get("Stream-Seq")),
@@ -164,6 +170,7 @@ async def append(request: web.Request) -> web.Response:
         ),
         forward_id=forward_id_of(request),
         fencing_token=parse_fencing_token(given.get("Stream-Fencing-Token")),
+        split=await split_body(body, content_type, limit),
     )
     result = await request.app[STREAMS].append(command)
     if result.kafka is not None:

@@ -41,7 +41,7 @@ def decide_append(view: View, command: Append, now_ms: int, limits: Limits) -> W
     if meta.closed:
         return Done(_closed_append(meta, command, decision))
     _check_body(meta, command)
-    messages = messages_of(meta.content_type, command.body, limits)
+    messages = messages_of(meta.content_type, command.body, limits, command.split)
     if isinstance(decision, Duplicate):  # before Stream-Seq: a retry repeats its seq
         return Done(Appended(meta, False, decision.position))
     check_producer(decision)
@@ -138,16 +138,23 @@ def check_producer(decision: Decision | None) -> None:
         )
 
 
-def messages_of(content_type: str, body: bytes, limits: Limits) -> list[bytes]:
+def messages_of(
+    content_type: str, body: bytes, limits: Limits, split: json_mode.SplitBody | None = None
+) -> list[bytes]:
+    """The messages of an append's body; a JSON one's from `split` when it was split already."""
     if not body:
         return []
     if is_json(content_type):
+        if split is not None:
+            return split.result()
         return json_mode.split_append(body, limits.max_append_messages)
     return [body]
 
 
 def initial_messages(command: CreateStream, content_type: str, limits: Limits) -> list[bytes]:
     if is_json(content_type):
+        if command.split is not None and command.body:
+            return command.split.result()
         return json_mode.split_initial(command.body, limits.max_append_messages)
     return [command.body] if command.body else []
 

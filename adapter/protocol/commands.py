@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from adapter.protocol.json_mode import SplitBody
 from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import ReadFrom
 from adapter.protocol.producers import ProducerPosition
@@ -46,6 +47,7 @@ class CreateStream:
     forward_id: str | None = None  # set by the instance that forwarded it here (its records')
     if_match: str | None = None  # the stream must exist with this ETag (or `*`: exist at all)
     if_none_match: str | None = None  # `*`: the stream must not exist yet
+    split: SplitBody | None = None  # a JSON body's messages, split in steps; None: not yet
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Append:
     producer: ProducerStamp | None = None
     forward_id: str | None = None  # set by the instance that forwarded it here (its records')
     fencing_token: str | None = None  # `Stream-Fencing-Token`: must equal the stream's token
+    split: SplitBody | None = None  # a JSON body's messages, split in steps; None: not yet
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ nothing of it."""
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -68,3 +69,25 @@ async def test_deep_json_is_400_on_a_writable_mount(
     created = await client.put(f"/{bucket}", data=json.dumps(mount), headers=JSON)
     assert created.status == 201, await created.text()
     await _refused(await client.post(f"/{bucket}/k", data=DEEP, headers=JSON))
+
+
+async def test_one_large_json_value_is_stored_whole_and_reads_back(
+    client: Client, unique: str
+) -> None:
+    """A 2 MiB object (walked in steps, not parsed in one call) is one message, byte-exact,
+    appended and given at creation; a large array of them is one message each."""
+    value = json.dumps({f"k{n}": [n, str(n)] for n in range(100_000)}).encode()
+    bucket = f"large-{unique}"
+    assert (await client.put(f"/{bucket}")).status == 201
+    created = await client.put(f"/{bucket}/s", data=io.BytesIO(value), headers=JSON)
+    assert created.status == 201, await created.text()
+    pair = io.BytesIO(b"[" + value + b"," + value + b"]")
+    appended = await client.post(f"/{bucket}/s", data=pair, headers=JSON)
+    assert appended.status == 204, await appended.text()
+    offset, messages = "-1", []
+    for _ in range(3):  # larger than read_chunk_bytes: a message comes alone
+        read = await client.get(f"/{bucket}/s", params={"offset": offset})
+        assert read.status == 200
+        messages.append(await read.read())
+        offset = read.headers["Stream-Next-Offset"]
+    assert messages == [b"[" + value + b"]"] * 3

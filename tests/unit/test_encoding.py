@@ -9,6 +9,7 @@ import pytest
 from backports import zstd
 
 from adapter.http.encoding import PIECE, Decoder, GzipDecoder, ZstdDecoder, decoder
+from adapter.protocol.errors import ErrorCode, ProtocolError
 
 BODY = bytes(range(256)) * 3000  # 768 KB, several pieces
 
@@ -56,3 +57,25 @@ def test_a_bomb_yields_a_bounded_piece_at_a_time() -> None:
 def test_gzip_garbage_raises_zlib_error() -> None:
     with pytest.raises(zlib.error):
         list(GzipDecoder().feed(b"not gzip at all"))
+
+
+def test_a_zstd_frame_declaring_more_than_the_limit_is_refused_before_decoding() -> None:
+    bomb = zstd.compress(b"\0" * (64 << 20))  # its header says 64 MiB
+    with pytest.raises(ProtocolError) as refused:
+        next(decoder("zstd", most=8 << 20).feed(bomb))
+    assert refused.value.code is ErrorCode.PAYLOAD_TOO_LARGE
+
+
+def test_a_zstd_frame_within_the_limit_decodes() -> None:
+    assert b"".join(decoder("zstd", most=len(BODY)).feed(zstd.compress(BODY))) == BODY
+
+
+def test_a_zstd_frame_needing_a_window_over_8_mib_is_refused() -> None:
+    """A streamed frame (no declared size) asking a 128 MiB window: zstd's default would
+    allocate it for a few KiB of body."""
+    coder = zstd.ZstdCompressor(options={zstd.CompressionParameter.window_log: 27})
+    parts = [coder.compress(BODY, zstd.ZstdCompressor.CONTINUE) for _ in range(2)]
+    frame = b"".join(parts) + coder.flush()
+    assert zstd.get_frame_info(frame).decompressed_size is None
+    with pytest.raises(zstd.ZstdError, match="too much memory"):
+        list(decoder("zstd").feed(frame))

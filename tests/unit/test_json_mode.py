@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from adapter.protocol import json_mode
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.json_bodies import TOO_DEEP
 from adapter.protocol.json_mode import render_array, split_append, split_initial
 
 LIMIT = 10_000
@@ -163,3 +168,73 @@ def test_a_bad_element_within_the_limit_is_invalid_json() -> None:
     with pytest.raises(ProtocolError) as excinfo:
         split_append(b"[0, x, 0, 0, 0]", 3)
     assert excinfo.value.code is ErrorCode.INVALID_JSON
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
+    max_leaves=40,
+)
+
+
+@given(
+    value=JSON_VALUES,
+    window=st.integers(1, 9),
+    separators=st.sampled_from([(",", ":"), (", ", ": "), (" ,\n", " :\t")]),
+)
+def test_a_body_split_in_windows_is_split_as_if_whole(
+    value: object, window: int, separators: tuple[str, str]
+) -> None:
+    """Windows of a few characters cut every token somewhere: the walk still finds each
+    message's source text, as one parse of the whole body does."""
+    dumps = functools.partial(json.dumps, separators=separators, ensure_ascii=False)
+    body = dumps(value).encode()
+    elements = value if isinstance(value, list) else [value]
+    expected = [dumps(element).encode() for element in elements]
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(json_mode, "STEP_CHARS", window)
+        assert json_mode.split_initial(body, LIMIT) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"a": [1, 2,]}', b"[[1,]]", b'{"a" 1}', b'{"a": 1 "b": 2}', b"[1, 2", b'{"a": [}'],
+)
+def test_invalid_json_in_windows_is_invalid(monkeypatch: pytest.MonkeyPatch, body: bytes) -> None:
+    monkeypatch.setattr(json_mode, "STEP_CHARS", 3)
+    with pytest.raises(ProtocolError) as refused:
+        json_mode.split_append(body, LIMIT)
+    assert refused.value.code is ErrorCode.INVALID_JSON
+
+
+def _steps(body: bytes) -> tuple[int, list[bytes]]:
+    """How many steps splitting `body` takes, and its messages."""
+    steps = json_mode.split_steps(body, LIMIT)
+    taken = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return taken, done.value
+        taken += 1
+
+
+def test_one_large_value_is_parsed_a_window_at_a_time() -> None:
+    """An object of 200,000 keys (2.6 MiB): one parse of it held the event loop for a third of
+    a second; the walk takes it in steps of at most a window of text each."""
+    body = json.dumps({f"k{n}": n for n in range(200_000)}).encode()
+    steps, messages = _steps(body)
+    assert messages == [body]
+    assert steps >= len(body) // json_mode.STEP_CHARS
+
+
+def test_a_value_nested_past_the_walks_depth_is_invalid_in_bounded_steps() -> None:
+    body = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(ProtocolError) as refused:
+        _steps(b"[1, " + body + b"]")
+    assert refused.value.code is ErrorCode.INVALID_JSON
+    assert TOO_DEEP in refused.value.message
