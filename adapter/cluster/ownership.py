@@ -54,9 +54,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.state.format_gate import client_id, member_url
+from adapter.state.format_gate import client_id
 from topology.errors import TopologyError
-from topology.group_members import Member, describe
+from topology.group_members import Member, describe, member_url
 from topology.kafka_client import KafkaAccess, denied
 from topology.naming import owners_group, slots_topic
 

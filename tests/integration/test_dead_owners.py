@@ -92,6 +92,7 @@ async def test_writes_to_a_killed_owners_slot_go_through_another_instance_soon(
             after = await until_owned(session, {b: None, c: None})
             assert set().union(*after.values()) >= owners[a]
             assert EVICTED in _logs(tmp_path)
+            assert f"removed {a} (gone)" not in _logs(tmp_path)  # its member was found
 
 
 @pytest.mark.timeout(240)
