@@ -11,9 +11,16 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from devstack.process import free_port
-from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, owned, signal_adapter, slot_of, until_owned
+from tests.cluster import (
+    TEXT,
+    owned,
+    past_moves,
+    signal_adapter,
+    slot_of,
+    three_instances,
+    two_instances,
+    until_owned,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -21,19 +28,6 @@ EVICTED = "removing it from the owners' group"  # what an instance logs when it 
 PAUSED_S = 3.0  # well within the owners' session (6 s in tests/cluster.py)
 ATTEMPT_S = 3.0  # a client's patience for one try of a write
 STREAM = "s"  # written through another instance than its slot's owner
-
-
-def _owner_and_others(
-    prefix: str, owners: dict[str, set[int]], stream: str
-) -> tuple[str, tuple[str, ...]]:
-    """The instance owning `stream`'s slot, and the others."""
-    owner = next(base for base, slots in owners.items() if slot_of(prefix, stream) in slots)
-    return owner, tuple(base for base in owners if base != owner)
-
-
-def _logs(folder: Path) -> str:
-    """What every instance logged."""
-    return "".join(log.read_text() for log in sorted(folder.glob("*.log")))
 
 
 def _port(base: str) -> int:
@@ -67,32 +61,23 @@ async def test_writes_to_a_killed_owners_slot_go_through_another_instance_soon(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"dead{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        with (
-            running_adapter(env, tmp_path / "0.log", free_port()) as first,
-            running_adapter(env, tmp_path / "1.log", free_port()) as second,
-            running_adapter(env, tmp_path / "2.log", free_port()) as third,
-        ):
-            owners = await until_owned(session, {first: None, second: None, third: None})
-            a, (b, c) = _owner_and_others(prefix, owners, STREAM)
-            url = f"{b}/v1/stream/{STREAM}"
-            async with session.put(url, headers=TEXT) as reply:
-                assert reply.status == 201, await reply.text()
-            assert await _try(session, url, "x") == 204  # forwarded to `a`
-            killed = time.monotonic()
-            signal_adapter(_port(a), signal.SIGKILL)
-            status = await _until_written(session, url, within_s=60)
-            took = time.monotonic() - killed
-            # Measured, not asserted (a loaded machine may take longer): see the docs.
-            print(
-                f"\nkill -9 of an owner: its slot accepted a write through a peer {took:.1f}s later"
-            )
-            assert status == 204
-            after = await until_owned(session, {b: None, c: None})
-            assert set().union(*after.values()) >= owners[a]
-            assert EVICTED in _logs(tmp_path)
-            assert f"removed {a} (gone)" not in _logs(tmp_path)  # its member was found
+    async with three_instances(kafka_bootstrap, prefix, tmp_path) as trio:
+        session = trio.session
+        a, (b, c) = trio.owner_and_others(prefix, STREAM)
+        url = f"{b}/v1/stream/{STREAM}"
+        assert await past_moves(session, "PUT", url, headers=TEXT) == (201, b"")
+        assert await _try(session, url, "x") == 204  # forwarded to `a`
+        killed = time.monotonic()
+        signal_adapter(_port(a), signal.SIGKILL)
+        status = await _until_written(session, url, within_s=60)
+        took = time.monotonic() - killed
+        # Measured, not asserted (a loaded machine may take longer): see the docs.
+        print(f"\nkill -9 of an owner: its slot accepted a write through a peer {took:.1f}s later")
+        assert status == 204
+        after = await until_owned(session, {b: None, c: None})
+        assert set().union(*after.values()) >= trio.owners[a]
+        assert EVICTED in trio.logged()
+        assert f"removed {a} (gone)" not in trio.logged()  # its member was found
 
 
 @pytest.mark.timeout(240)
@@ -100,25 +85,22 @@ async def test_an_owner_paused_within_its_session_is_not_evicted(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"slow{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        with (
-            running_adapter(env, tmp_path / "0.log", free_port()) as first,
-            running_adapter(env, tmp_path / "1.log", free_port()) as second,
-        ):
-            owners = await until_owned(session, {first: None, second: None})
-            a, (b,) = _owner_and_others(prefix, owners, STREAM)
-            url = f"{b}/v1/stream/{STREAM}"
-            async with session.put(url, headers=TEXT) as reply:
-                assert reply.status == 201, await reply.text()
-            signal_adapter(_port(a), signal.SIGSTOP)
-            try:
-                # Forwards to the paused owner: connections accepted, no answer yet.
-                stuck = [asyncio.create_task(_try(session, url, f"{i},", 30)) for i in range(5)]
-                await asyncio.sleep(PAUSED_S)
-            finally:
-                signal_adapter(_port(a), signal.SIGCONT)
-            statuses = await asyncio.gather(*stuck)
-            assert await owned(session, a) == owners[a]  # no takeover
-            assert EVICTED not in _logs(tmp_path)
-            assert statuses == [204] * 5  # answered by the owner once it resumed
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, 60) as pair:
+        session = pair.session
+        logs = {pair.a: tmp_path / "a.log", pair.b: tmp_path / "b.log"}
+        a, b = (
+            (pair.a, pair.b) if slot_of(prefix, STREAM) in pair.owners[pair.a] else (pair.b, pair.a)
+        )
+        url = f"{b}/v1/stream/{STREAM}"
+        assert await past_moves(session, "PUT", url, headers=TEXT) == (201, b"")
+        signal_adapter(_port(a), signal.SIGSTOP)
+        try:
+            # Forwards to the paused owner: connections accepted, no answer yet.
+            stuck = [asyncio.create_task(_try(session, url, f"{i},", 30)) for i in range(5)]
+            await asyncio.sleep(PAUSED_S)
+        finally:
+            signal_adapter(_port(a), signal.SIGCONT)
+        statuses = await asyncio.gather(*stuck)
+        assert await owned(session, a) == pair.owners[a]  # no takeover
+        assert EVICTED not in logs[a].read_text() + logs[b].read_text()
+        assert statuses == [204] * 5  # answered by the owner once it resumed
