@@ -12,9 +12,9 @@ from functools import partial
 
 from adapter.cluster.access_relay import AccessRelay
 from adapter.cluster.coordinator import Coordinator
-from adapter.cluster.dead_owners import DeadOwners
+from adapter.cluster.dead_owners import Bounds, DeadOwners, Probes
 from adapter.cluster.deadlines import forward_timeout_s
-from adapter.cluster.ownership import SlotOwnership, listening
+from adapter.cluster.ownership import SlotOwnership, accepts
 from adapter.cluster.reach import AdvertisedReach
 from adapter.cluster.routing import Moving, Router
 from adapter.cluster.slot_writers import SlotWriters
@@ -212,7 +212,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         peer_context(settings),
     )
     reach = _advertised_reach(settings, peers, catalog, ownership, membership)
-    dead_owners = _dead_owners(settings, kafka, peers, siblings)
+    dead_owners = _dead_owners(settings, kafka, peers, siblings, metrics)
     metrics.watch_advertised_reach(lambda: reach.reachable)
     relay = AccessRelay(
         router, part_tasks(settings), (siblings or {}).keys(), settings.owner_renewal_entries
@@ -478,9 +478,14 @@ def _advertised_reach(
 
 
 def _dead_owners(
-    settings: Settings, kafka: KafkaAccess, peers: PeerClients, siblings: Mapping[str, str] | None
+    settings: Settings,
+    kafka: KafkaAccess,
+    peers: PeerClients,
+    siblings: Mapping[str, str] | None,
+    metrics: Metrics,
 ) -> DeadOwners:
-    """What removes an owner that nothing listens for any more from the owners' group."""
+    """What removes an owner that is gone, or paused past `owner_unanswered_ms`, from the
+    owners' group."""
     connect_s = settings.peer_connect_timeout_ms / 1000
     evict = partial(
         group_eviction.evict,
@@ -491,11 +496,14 @@ def _dead_owners(
         timeout_s=settings.kafka_timeout_s,
     )
     dead_owners = DeadOwners(
-        lambda url: asyncio.to_thread(listening, url, connect_s),
+        Probes(lambda url: asyncio.to_thread(accepts, url, connect_s), peers.answers),
         lambda url: asyncio.to_thread(evict, url),
+        Bounds(settings.owner_refused_ms / 1000, settings.owner_unanswered_ms / 1000),
         (siblings or {}).keys(),
+        metrics.owner_eviction,
     )
     peers.on_failure = dead_owners.suspect
+    peers.on_unanswered = dead_owners.unanswered
     return dead_owners
 
 

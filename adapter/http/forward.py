@@ -38,6 +38,7 @@ from adapter.cluster.coordinator import (
     Trimmed,
     Write,
 )
+from adapter.cluster.dead_owners import SILENT_AFTER_S
 from adapter.cluster.routing import Forward, Local, Moving, Route
 from adapter.http.bodies import ROUTE_BODIES
 from adapter.http.buckets import MOUNT_READY_S
@@ -194,6 +195,10 @@ async def _forward(request: web.Request, route: Forward) -> web.Response | None:
     streamed = request.app[ROUTE_BODIES].streamed(request)
     hop = Hop()
     sending = asyncio.ensure_future(_send(request, route, headers, hop))
+    # An owner that took the request and has not answered in a moment may be paused: see to
+    # it while this waits (one that did not even accept the connection is left to its failure).
+    silent = asyncio.get_running_loop().call_later(SILENT_AFTER_S, _unanswered, request, route, hop)
+    sending.add_done_callback(lambda _sent: silent.cancel())
     if not streamed:
         within_s = request.app[PEERS].timeout.total or 0.0
         moved = asyncio.ensure_future(coordinator.moved(route.slot, mark, within_s))
@@ -233,6 +238,11 @@ async def _forward(request: web.Request, route: Forward) -> web.Response | None:
                 ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"
             ) from error
         return await _learned(request, sent)
+
+
+def _unanswered(request: web.Request, route: Forward, hop: Hop) -> None:
+    if hop.connected:
+        request.app[PEERS].on_unanswered(route.url)
 
 
 def _moved(watch: asyncio.Future[bool]) -> bool:
