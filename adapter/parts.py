@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from adapter.cluster.access_relay import AccessRelay
+from adapter.cluster.catch_up import MetaCatchUp
 from adapter.cluster.coordinator import Coordinator
 from adapter.cluster.dead_owners import Bounds, DeadOwners, Probes
 from adapter.cluster.deadlines import forward_timeout_s
@@ -199,9 +200,8 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     router = Router(writers, catalog.owner, settings.advertised_url)
     membership.router = router
     reader = LogReader(kafka, read_limits(settings))
-    bucket_service = BucketService(
-        catalog, writers, admin, wall_clock_ms, seen_written=follower.seen_written
-    )
+    catch_up = MetaCatchUp(writers, follower.seen_written)
+    bucket_service = BucketService(catalog, writers, admin, wall_clock_ms, catch_up)
     store = object_store(settings)
     mounted = mounted_streams(settings, kafka, indexes, reader, hub, follower)
     peers = PeerClients(
@@ -228,7 +228,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         mounted=mounted,
         relay=relay,
         trim_settle_ms=settings.snapshot_gc_grace_ms,
-        seen_written=follower.seen_written,
+        catch_up=catch_up,
     )
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness)
@@ -278,7 +278,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
             catalog,
             stream_service,
             bucket_service.slots,
-            follower.seen_written,
+            catch_up,
             (siblings or {}).keys(),
         ),
         unanswered=unanswered_writes(settings, catalog, bucket_service, follower),
