@@ -18,7 +18,8 @@ moves its slots to the live instances at once):
   address any more (its process is gone); a paused, overloaded or partitioned process still
   accepts connections (the kernel completes them) or lets them time out.
 - **unanswered**: a forward that reached the owner (its connection accepted) has had no answer
-  for `SILENT_AFTER_S` (a write normally takes milliseconds). The peer then asks the owner's
+  for `SILENT_AFTER_S` (a write normally takes milliseconds), and again every `SILENT_AFTER_S`
+  while it waits (an owner slow at first may be paused later). The peer then asks the owner's
   `/healthz`, which needs nothing but the owner's event loop (no broker), until one answers or
   `unanswered_s` has passed; only an owner whose address accepted every connection and that
   answered none of them for that long is taken for paused. An address that lets connections
