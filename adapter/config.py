@@ -127,6 +127,11 @@ class Settings:
     concurrent_transactions: int = 4
     advertise_url: str = ""
     owner_session_timeout_ms: int = 10_000
+    # How long an owner must look gone (its address refusing connections) or paused (neither
+    # a forward nor its liveness probe answered) before a peer evicts it from the owners'
+    # group: adapter/cluster/dead_owners.py. 0 for the latter: a paused owner keeps its slots.
+    owner_refused_ms: int = 500
+    owner_unanswered_ms: int = 3_000
     # How long a connection to another instance may take to open (adapter/http/peers.py).
     peer_connect_timeout_ms: int = 1_000
     # A file holding the key the instances of a deployment share: their connections to each
@@ -329,6 +334,8 @@ TOML_KEYS: dict[str, tuple[str, str]] = {
     "concurrent_transactions": ("cluster", "concurrent_transactions"),
     "advertise_url": ("cluster", "advertise_url"),
     "owner_session_timeout_ms": ("cluster", "session_timeout_ms"),
+    "owner_refused_ms": ("cluster", "owner_refused_ms"),
+    "owner_unanswered_ms": ("cluster", "owner_unanswered_ms"),
     "peer_connect_timeout_ms": ("cluster", "peer_connect_timeout_ms"),
     "peer_key_file": ("cluster", "peer_key_file"),
     "instance_id": ("cluster", "instance_id"),
@@ -661,6 +668,14 @@ def validate(settings: Settings) -> None:
         (
             1000 <= settings.owner_session_timeout_ms <= 300_000,
             "owner_session_timeout_ms must be in 1000..300000",
+        ),
+        (
+            100 <= settings.owner_refused_ms <= 60_000,
+            "owner_refused_ms must be in 100..60000",
+        ),
+        (
+            settings.owner_unanswered_ms == 0 or 1000 <= settings.owner_unanswered_ms <= 300_000,
+            "owner_unanswered_ms must be 0 or in 1000..300000",
         ),
         (
             100 <= settings.peer_connect_timeout_ms <= 60_000,

@@ -41,6 +41,10 @@ READ_MODES = ("catch-up", "long-poll", "sse", "snapshot", "bootstrap")
 KAFKA_STAGES = ("produce", "commit")
 # Why a request was refused by authentication or authorization (`adapter/http/auth.py`).
 AUTH_FAILURES = ("missing", "malformed", "expired", "invalid", "insufficient_scope")
+# What made a peer suspect an owner gone or paused, and how its check ended
+# (`adapter/cluster/dead_owners.py`: its `Signal` and `Outcome`).
+EVICTION_SIGNALS = ("refused", "unanswered")
+EVICTION_OUTCOMES = ("evicted", "alive", "failed")
 
 
 class Metrics:
@@ -143,6 +147,22 @@ class Metrics:
             "a slot moving): each is tried again by the next pass, the others trimmed anyway.",
             registry=registry,
         )
+        self.owner_evictions = Counter(
+            "durable_kafka_owner_evictions",
+            "Owners' group members this instance removed, by signal: `refused` (a forward to "
+            "the owner failed and its address refused every connection) or `unanswered` (a "
+            "forward and its liveness probes got no answer for `owner_unanswered_ms`).",
+            ["signal"],
+            registry=registry,
+        )
+        self.owner_eviction_checks = Counter(
+            "durable_kafka_owner_eviction_checks",
+            "Checks of an owner suspected gone or paused, by signal and outcome: `evicted`, "
+            "`alive` (it answered: no eviction) or `failed` (taken for gone, but its removal "
+            "failed or found no member at its address: its session decides).",
+            ["signal", "outcome"],
+            registry=registry,
+        )
         self.write_slots_owned = Gauge(
             "durable_kafka_write_slots_owned",
             "Write slots this instance (this worker) owns now: assigned by the owners' group.",
@@ -165,6 +185,10 @@ class Metrics:
             self.read_bytes.labels(mode)  # every mode from the start, at 0
         for reason in AUTH_FAILURES:
             self.auth_failures.labels(reason)
+        for signal in EVICTION_SIGNALS:
+            self.owner_evictions.labels(signal)
+            for outcome in EVICTION_OUTCOMES:
+                self.owner_eviction_checks.labels(signal, outcome)
 
     def answered(self, method: str, route: str, status: int, seconds: float) -> None:
         """A request answered: counted, and its duration observed. The labelled series are
@@ -179,6 +203,12 @@ class Metrics:
         count, duration = series
         count.inc()
         duration.observe(seconds)
+
+    def owner_eviction(self, signal: str, outcome: str, members: int) -> None:
+        """A check of a suspected owner ended, having removed `members` from the group."""
+        self.owner_eviction_checks.labels(signal, outcome).inc()
+        if members:
+            self.owner_evictions.labels(signal).inc(members)
 
     def watch_live_waiters(self, count: Callable[[], int]) -> None:
         self.live_waiters.set_function(count)

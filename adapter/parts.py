@@ -12,10 +12,11 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from adapter.cluster.access_relay import AccessRelay
+from adapter.cluster.catch_up import MetaCatchUp
 from adapter.cluster.coordinator import Coordinator
-from adapter.cluster.dead_owners import DeadOwners
+from adapter.cluster.dead_owners import Bounds, DeadOwners, Probes
 from adapter.cluster.deadlines import forward_timeout_s
-from adapter.cluster.ownership import SlotOwnership, listening
+from adapter.cluster.ownership import SlotOwnership, accepts
 from adapter.cluster.reach import AdvertisedReach
 from adapter.cluster.routing import Moving, Router
 from adapter.cluster.slot_writers import SlotWriters
@@ -205,9 +206,8 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     router = Router(writers, catalog.owner, settings.advertised_url)
     membership.router = router
     reader = LogReader(kafka, read_limits(settings))
-    bucket_service = BucketService(
-        catalog, writers, admin, wall_clock_ms, seen_written=follower.seen_written
-    )
+    catch_up = MetaCatchUp(writers, follower.seen_written)
+    bucket_service = BucketService(catalog, writers, admin, wall_clock_ms, catch_up)
     store = object_store(settings)
     mounted = mounted_streams(settings, kafka, indexes, reader, hub, follower)
     peers = PeerClients(
@@ -218,7 +218,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         peer_context(settings),
     )
     reach = _advertised_reach(settings, peers, catalog, ownership, membership)
-    dead_owners = _dead_owners(settings, kafka, peers, siblings)
+    dead_owners = _dead_owners(settings, kafka, peers, siblings, metrics)
     metrics.watch_advertised_reach(lambda: reach.reachable)
     relay = AccessRelay(
         router, part_tasks(settings), (siblings or {}).keys(), settings.owner_renewal_entries
@@ -235,8 +235,8 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         mounted=mounted,
         relay=relay,
         trim_settle_ms=settings.snapshot_gc_grace_ms,
-        seen_written=follower.seen_written,
         tracing=tracing,
+        catch_up=catch_up,
     )
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness)
@@ -286,7 +286,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
             catalog,
             stream_service,
             bucket_service.slots,
-            follower.seen_written,
+            catch_up,
             (siblings or {}).keys(),
         ),
         unanswered=unanswered_writes(settings, catalog, bucket_service, follower),
@@ -492,9 +492,14 @@ def _advertised_reach(
 
 
 def _dead_owners(
-    settings: Settings, kafka: KafkaAccess, peers: PeerClients, siblings: Mapping[str, str] | None
+    settings: Settings,
+    kafka: KafkaAccess,
+    peers: PeerClients,
+    siblings: Mapping[str, str] | None,
+    metrics: Metrics,
 ) -> DeadOwners:
-    """What removes an owner that nothing listens for any more from the owners' group."""
+    """What removes an owner that is gone, or paused past `owner_unanswered_ms`, from the
+    owners' group."""
     connect_s = settings.peer_connect_timeout_ms / 1000
     evict = partial(
         group_eviction.evict,
@@ -505,11 +510,14 @@ def _dead_owners(
         timeout_s=settings.kafka_timeout_s,
     )
     dead_owners = DeadOwners(
-        lambda url: asyncio.to_thread(listening, url, connect_s),
+        Probes(lambda url: asyncio.to_thread(accepts, url, connect_s), peers.answers),
         lambda url: asyncio.to_thread(evict, url),
+        Bounds(settings.owner_refused_ms / 1000, settings.owner_unanswered_ms / 1000),
         (siblings or {}).keys(),
+        metrics.owner_eviction,
     )
     peers.on_failure = dead_owners.suspect
+    peers.on_unanswered = dead_owners.unanswered
     return dead_owners
 
 

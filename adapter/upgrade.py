@@ -21,9 +21,9 @@ from adapter.log.errors import LogUnavailable
 from adapter.parts import kafka_access
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
-from adapter.state.format_gate import GATE, READS_MARK, level_record, member_reads, member_url
+from adapter.state.format_gate import GATE, level_record, member_reads
 from topology.errors import TopologyError
-from topology.group_members import describe
+from topology.group_members import READS_MARK, describe, member_url
 from topology.internal_records import FORMAT_LEVEL_KEY, NEWEST_LEVEL, PREVIOUS_LEVEL
 from topology.kafka_client import KafkaAccess
 from topology.naming import StateTopics, owners_group

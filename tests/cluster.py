@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import os
+import re
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -12,7 +15,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
+from adapter.protocol.identifiers import DEFAULT_BUCKET
 from devstack.process import free_port
 from tests.adapter_process import adapter_pid, running_adapter
 from topology.placement import partition_for
@@ -21,7 +26,7 @@ from topology.slots import SlotMap
 T = TypeVar("T")
 
 SLOTS = 8
-PARTITIONS = 12  # the default bucket's, created on demand by /v1/stream
+PARTITIONS = 12  # each bucket's at least (`_default`'s is created on demand by /v1/stream)
 TEXT = {"Content-Type": "text/plain"}
 
 
@@ -33,19 +38,36 @@ def cluster_env(bootstrap: str, prefix: str, tmp_path: Path) -> dict[str, str]:
         "DURABLE_KAFKA_KAFKA_TIMEOUT_MS": "3000",
         "DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS": "6000",
         "DURABLE_KAFKA_WRITE_SLOTS": str(SLOTS),
-        "DURABLE_KAFKA_PARTITIONS": str(PARTITIONS),
+        "DURABLE_KAFKA_PARTITIONS": str(partitions(prefix)),
     }
 
 
-def slot_of(prefix: str, stream_id: str) -> int:
-    """The write slot of `/v1/stream/{stream_id}` (a stream of the `_default` bucket)."""
-    partition = partition_for(stream_id.encode(), PARTITIONS)
-    return SlotMap(prefix, SLOTS).of_stream("_default", partition)
+@functools.cache
+def partitions(prefix: str) -> int:
+    """The partitions of each bucket of the instances on `prefix`: `PARTITIONS`, or more when
+    those of `_default` are not written by every slot. A partition's slot is a hash of its topic
+    (so of the prefix) and index: with 12 partitions over 8 slots, about one prefix in five
+    leaves a slot without any stream of `_default`, which `stream_in` could then not find."""
+    slots = SlotMap(prefix, SLOTS)
+    count, reached = 0, set[int]()
+    while count < PARTITIONS or len(reached) < SLOTS:
+        reached.add(slots.of_stream(DEFAULT_BUCKET, count))
+        count += 1
+    return count
+
+
+def slot_of(prefix: str, stream_id: str, bucket: str = DEFAULT_BUCKET) -> int:
+    """The write slot of `stream_id` of `bucket` (`/v1/stream/{stream_id}` by default)."""
+    partition = partition_for(stream_id.encode(), partitions(prefix))
+    return SlotMap(prefix, SLOTS).of_stream(bucket, partition)
 
 
 def stream_in(prefix: str, slots: set[int], stem: str) -> str:
-    """A stream id `{stem}{i}` whose write slot is one of `slots`."""
-    return next(f"{stem}{i}" for i in range(1000) if slot_of(prefix, f"{stem}{i}") in slots)
+    """A stream id `{stem}{i}` of `_default` whose write slot is one of `slots` (not empty):
+    every slot writes some of `_default`'s partitions (`partitions`)."""
+    if not slots:
+        raise ValueError("a stream is in some slot: none given")
+    return next(f"{stem}{i}" for i in itertools.count() if slot_of(prefix, f"{stem}{i}") in slots)
 
 
 async def owned(
@@ -145,3 +167,71 @@ async def two_instances(
             running_adapter(env, tmp_path / "b.log", free_port()) as b,
         ):
             yield Pair(session, a, b, await until_owned(session, {a: None, b: None}))
+
+
+@dataclass(frozen=True)
+class Trio:
+    """Three adapter processes on one prefix, all serving, each owning slots."""
+
+    session: aiohttp.ClientSession
+    logs: dict[str, Path]  # each instance's base URL: its log
+    owners: dict[str, set[int]]
+
+    def owner_and_others(self, prefix: str, stream_id: str) -> tuple[str, tuple[str, str]]:
+        """The instance owning `stream_id`'s slot (of `_default`), and the other two."""
+        slot = slot_of(prefix, stream_id)
+        owner = next(base for base, slots in self.owners.items() if slot in slots)
+        first, second = (base for base in self.owners if base != owner)
+        return owner, (first, second)
+
+    def logged(self) -> str:
+        """What every instance logged so far."""
+        return "".join(log.read_text() for log in self.logs.values())
+
+
+@asynccontextmanager
+async def three_instances(
+    bootstrap: str,
+    prefix: str,
+    tmp_path: Path,
+    total_s: float = 60,
+    env: Mapping[str, str] | None = None,
+) -> AsyncIterator[Trio]:
+    """Three instances (logs `0.log`, `1.log`, `2.log` in `tmp_path`) once each owns slots;
+    `env` adds to (or overrides) their settings."""
+    env = cluster_env(bootstrap, prefix, tmp_path) | dict(env or {})
+    logs = [tmp_path / f"{i}.log" for i in range(3)]
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=total_s)) as session:
+        with (
+            running_adapter(env, logs[0], free_port()) as first,
+            running_adapter(env, logs[1], free_port()) as second,
+            running_adapter(env, logs[2], free_port()) as third,
+        ):
+            bases = (first, second, third)
+            owners = await until_owned(session, dict.fromkeys(bases))
+            yield Trio(session, dict(zip(bases, logs, strict=True)), owners)
+
+
+OPS_URL = re.compile(r"ops listener on (http://127\.0\.0\.1:\d+)")
+
+
+def ops_url(log: Path) -> str:
+    """The ops listener's URL of the instance that wrote `log`."""
+    found = OPS_URL.findall(log.read_text())
+    assert len(found) == 1, f"no single ops listener in {log}: {found}"
+    return str(found[0])
+
+
+async def sample(
+    session: aiohttp.ClientSession, log: Path, name: str, labels: Mapping[str, str]
+) -> float:
+    """The value of metric sample `name{labels}` on the instance that wrote `log` (its ops
+    listener's URL is in it); 0 when it has no such sample."""
+    async with session.get(f"{ops_url(log)}/metrics") as reply:
+        assert reply.status == 200
+        text = await reply.text()
+    for family in text_string_to_metric_families(text):
+        for found in family.samples:
+            if found.name == name and found.labels == dict(labels):
+                return float(found.value)
+    return 0.0

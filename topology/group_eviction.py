@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient
 
 from topology.child_answers import child_answer
 from topology.errors import BrokerUnavailable
+from topology.group_members import member_url
 from topology.kafka_client import KafkaAccess
 
 POLL_S = 0.1
@@ -41,8 +42,8 @@ LEAVE_POLLS = 20  # after unsubscribe(), at most: the revocation, then the Leave
 def evict(
     kafka: KafkaAccess, group: str, topic: str, url: str, session_ms: int, timeout_s: float
 ) -> list[str]:
-    """Remove from `group` every static member whose `client.id` is `url` (the instances name
-    themselves by their advertised URL); the instance ids removed. Blocking: run it on a
+    """Remove from `group` every static member whose `client.id` names `url` (the instances
+    name themselves by their advertised URL); the instance ids removed. Blocking: run it on a
     thread. BrokerUnavailable when the child gave no answer or failed."""
     config = kafka.config({}, "librdkafka.owners")
     properties = {k: v for k, v in config.items() if isinstance(v, str | int | float | bool)}
@@ -55,14 +56,15 @@ def evict(
 
 
 def _members_at(properties: dict[str, Any], group: str, url: str, timeout_s: float) -> list[str]:
-    """The instance ids of the group's static members named `url`."""
+    """The instance ids of the group's static members named `url` (their `client.id` is the
+    URL, then the format level they read)."""
     admin = AdminClient(properties)
     future = admin.describe_consumer_groups([group], request_timeout=timeout_s)[group]
     description = future.result(timeout_s + 1)
     return [
         m.group_instance_id
         for m in description.members
-        if m.client_id == url and m.group_instance_id
+        if member_url(m.client_id) == url and m.group_instance_id
     ]
 
 

@@ -16,12 +16,22 @@ import json
 import os
 import sys
 from dataclasses import asdict, dataclass
+from typing import Final
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from topology.child_answers import child_answer
 from topology.kafka_client import KafkaAccess
+
+# What an owners' group member's `client.id` carries after its advertised URL: the newest level
+# it reads (`adapter/state/format_gate.py`). A member without it predates levels.
+READS_MARK: Final = "#reads="
+
+
+def member_url(client: str) -> str:
+    """The advertised URL in an owners' group member's `client.id` (with or without a level)."""
+    return client.partition(READS_MARK)[0]
 
 
 @dataclass(frozen=True)

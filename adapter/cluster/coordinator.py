@@ -41,8 +41,8 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol
 
+from adapter.cluster.catch_up import MetaCatchUp
 from adapter.cluster.routing import Forward, Local, Route, Router
-from adapter.log.errors import LogUnavailable
 from adapter.protocol.commands import StreamRef
 from adapter.state.catalog import Catalog
 from topology.slots import SlotMap
@@ -172,28 +172,27 @@ class Coordinator:
         catalog: Catalog,
         streams: LocalStreams,
         slots: SlotMap,
-        catch_up: Callable[[], Awaitable[None]],
+        catch_up: MetaCatchUp,
         siblings: Collection[str] = (),
     ) -> None:
         self.router = router
         self.catalog = catalog
         self.streams = streams
         self.slots = slots
-        self.catch_up = catch_up  # follow the meta topic to what is written in it now
+        self.catch_up = catch_up  # follows the meta topic to now unless every slot is ours
         self.siblings = frozenset(siblings)  # sibling workers' advertised URLs
 
     async def before_write(self, write: Write) -> Route | None:
         """Where `write` is carried out; None: here, whatever owns what (a mount's streams
         are read-only: the handler refuses the write)."""
         caught_up = False
-        if not write.forwarded and not self._takes_every_slot():
+        if not write.forwarded:
             caught_up = await self._known(*_named(write))
         slot = self._slot(write)
         if slot is None:
             return None
         route = self.router.route(slot)
-        creating_here = isinstance(route, Local) and write.creates and not caught_up
-        if creating_here and not self._takes_every_slot():
+        if isinstance(route, Local) and write.creates and not caught_up:
             await self._known(write.bucket_id, write.stream_id)
         return route
 
@@ -245,21 +244,16 @@ class Coordinator:
             return None
         return meta.last_access_ms
 
-    def _takes_every_slot(self) -> bool:
-        """A lone instance: nothing it has not seen can have been made."""
-        return self.router.writers.accepting_all()
-
     async def _known(self, bucket_id: str, stream_id: str | None) -> bool:
-        """Follow the meta topic to what is written in it now, unless the catalog knows the
-        stream (or its bucket is a mount, indexed from its topic); whether it followed."""
+        """Follow the meta topic to what is written in it now, unless this instance takes every
+        slot's writes or its catalog knows the stream (or its bucket is a mount, indexed from
+        its topic); whether it asked to follow (a failure is logged: the write is routed on
+        what is known)."""
         if stream_id is None or self.catalog.mount(bucket_id) is not None:
             return False
-        if self.catalog.stream(bucket_id, stream_id) is not None:
+        if self.catch_up.local(None) or self.catalog.stream(bucket_id, stream_id) is not None:
             return False
-        try:
-            await self.catch_up()
-        except LogUnavailable as error:
-            log.info("catching up before a write naming %s/%s: %s", bucket_id, stream_id, error)
+        await self.catch_up.unless_local(None, f"routing a write naming {bucket_id}/{stream_id}")
         return True
 
     def _slot(self, write: Write) -> int | None:

@@ -61,9 +61,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.state.format_gate import client_id, member_url
+from adapter.state.format_gate import client_id
 from topology.errors import TopologyError
-from topology.group_members import Member, describe
+from topology.group_members import Member, describe, member_url
 from topology.kafka_client import KafkaAccess, denied
 from topology.naming import owners_group, slots_topic
 
@@ -432,16 +432,23 @@ def impostor(members: Iterable[Member], instance_id: str, url: str) -> str | Non
 def listening(url: str, timeout_s: float) -> bool:
     """Whether something accepts connections at `url`; only a refused connection says no (a
     process killed with its listener), anything else (a timeout, no route) counts as yes."""
+    return accepts(url, timeout_s) is not False
+
+
+def accepts(url: str, timeout_s: float) -> bool | None:
+    """Whether a connection to `url` is accepted (True: something listens, even a paused
+    process, whose kernel completes the handshake) or refused (False: nothing listens); None
+    when that cannot be told (no answer within `timeout_s`, no route, a URL without a port)."""
     parts = urlsplit(url)
     if parts.hostname is None or parts.port is None:
-        return True
+        return None
     try:
         with socket.create_connection((parts.hostname, parts.port), timeout=timeout_s):
             return True
     except ConnectionRefusedError:
         return False
     except OSError:
-        return True
+        return None
 
 
 def _check(message: Message | None) -> None:

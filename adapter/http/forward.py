@@ -38,6 +38,7 @@ from adapter.cluster.coordinator import (
     Trimmed,
     Write,
 )
+from adapter.cluster.dead_owners import SILENT_AFTER_S
 from adapter.cluster.routing import Forward, Local, Moving, Route
 from adapter.http.bodies import ROUTE_BODIES
 from adapter.http.buckets import MOUNT_READY_S
@@ -194,6 +195,8 @@ async def _forward(request: web.Request, route: Forward) -> web.Response | None:
     streamed = request.app[ROUTE_BODIES].streamed(request)
     hop = Hop()
     sending = asyncio.ensure_future(_send(request, route, headers, hop))
+    watching = asyncio.ensure_future(_unanswered(request, route, hop))
+    sending.add_done_callback(lambda _sent: watching.cancel())
     if not streamed:
         within_s = request.app[PEERS].timeout.total or 0.0
         moved = asyncio.ensure_future(coordinator.moved(route.slot, mark, within_s))
@@ -233,6 +236,19 @@ async def _forward(request: web.Request, route: Forward) -> web.Response | None:
                 ErrorCode.UNAVAILABLE, f"the owner of write slot {route.slot} did not answer; retry"
             ) from error
         return await _learned(request, sent)
+
+
+async def _unanswered(request: web.Request, route: Forward, hop: Hop) -> None:
+    """Until the owner answers (this is cancelled then): every `SILENT_AFTER_S`, have it checked
+    for a pause (adapter/cluster/dead_owners.py) once it has taken the request. Again and again,
+    not once: an owner may answer its probes at first (slow, not paused) and be paused later
+    while it holds this request. An owner that did not even accept the connection is left to
+    the forward's failure."""
+    peers = request.app[PEERS]
+    while True:
+        await asyncio.sleep(SILENT_AFTER_S)
+        if hop.connected:
+            peers.on_unanswered(route.url)
 
 
 def _moved(watch: asyncio.Future[bool]) -> bool:

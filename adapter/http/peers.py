@@ -103,13 +103,19 @@ class PeerClients:
         self.tls: ssl.SSLContext | bool = True if tls is None else tls
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._told_certificate = False  # a certificate that does not verify, logged once
-        # Told of every forward that failed (adapter/cluster/dead_owners.py checks whether
-        # anything still listens at that address).
+        # Told of every forward that failed, and of every forward still unanswered after a
+        # moment (adapter/cluster/dead_owners.py checks whether the owner there is gone).
         self.on_failure: Callable[[str], None] = lambda _url: None
+        self.on_unanswered: Callable[[str], None] = lambda _url: None
+        # Liveness probes go through sessions of their own: a probe waiting behind a pool full
+        # of forwards to a busy peer would take that peer for silent.
+        self._probes: dict[str, aiohttp.ClientSession] = {}
 
-    def session(self, url: str) -> aiohttp.ClientSession:
-        """The session for requests to the instance at `url` (its own pool of connections)."""
-        session = self._sessions.get(url)
+    def session(self, url: str, probe: bool = False) -> aiohttp.ClientSession:
+        """The session for requests to the instance at `url` (its own pool of connections);
+        `probe`: the one for its liveness probes, apart from its forwards."""
+        sessions = self._probes if probe else self._sessions
+        session = sessions.get(url)
         if session is None:
             path = self.siblings.get(url, "")
             connector = (
@@ -124,14 +130,18 @@ class PeerClients:
                 trace_configs=[_tracing()],
                 headers=self._headers,
             )
-            self._sessions[url] = session
+            sessions[url] = session
         return session
 
-    async def answers(self, url: str) -> bool:
-        """Whether the instance at `url` answers its liveness probe, as a forward would reach it."""
-        timeout = aiohttp.ClientTimeout(total=(self.timeout.sock_connect or 1.0) + REACH_READ_S)
+    async def answers(self, url: str, within_s: float | None = None) -> bool:
+        """Whether the instance at `url` answers its liveness probe within `within_s` (default:
+        the connect timeout plus `REACH_READ_S`), as a forward would reach it."""
+        total = (self.timeout.sock_connect or 1.0) + REACH_READ_S if within_s is None else within_s
+        timeout = aiohttp.ClientTimeout(total=total, sock_connect=self.timeout.sock_connect)
         try:
-            async with self.session(url).get(url + "/healthz", timeout=timeout) as reply:
+            async with self.session(url, probe=True).get(
+                url + "/healthz", timeout=timeout
+            ) as reply:
                 await reply.read()
                 return reply.status == 200
         except aiohttp.ClientConnectorCertificateError as error:
@@ -151,9 +161,10 @@ class PeerClients:
             return False
 
     async def close(self) -> None:
-        while self._sessions:  # a request still running may open one while another closes
-            _, session = self._sessions.popitem()
-            await session.close()
+        for sessions in (self._sessions, self._probes):
+            while sessions:  # a request still running may open one while another closes
+                _, session = sessions.popitem()
+                await session.close()
 
 
 PEERS = web.AppKey("peers", PeerClients)

@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
 
+from adapter.cluster.catch_up import MetaCatchUp
 from adapter.cluster.slot_writers import SlotWriters
+from adapter.log.errors import LogUnavailable
 from adapter.log.writer import StateEntry
 from adapter.protocol.bucket_config import BucketConfig, check_if_match, reconfigured
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -50,12 +52,12 @@ class BucketService:
         writers: SlotWriters,
         admin: TopologyAdmin,
         clock: Callable[[], int],
-        seen_written: Callable[[], Awaitable[None]] | None = None,
+        catch_up: MetaCatchUp | None = None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
-        # Follows the meta topic to what is written in it now (`MetaFollower.seen_written`).
-        self.seen_written = seen_written
+        # Follows the meta topic to now unless every slot is written here.
+        self.catch_up = catch_up or MetaCatchUp(writers, None)
         self.slots = SlotMap(admin.layout.prefix, admin.layout.write_slots)
         self.admin = admin
         self.topics = StateTopics.of(admin.layout.prefix)
@@ -180,11 +182,13 @@ class BucketService:
 
     async def delete(self, bucket_id: str) -> None:
         async with self.bounded(f"deleting bucket {bucket_id!r}"), self.locks.hold(bucket_id):
-            if self.seen_written is not None and not self.writers.accepting_all():
-                # A stream another instance created in it a moment ago (acknowledged before
-                # this delete began) may not be followed here yet: emptiness is judged on
-                # every creation written so far, or the delete would take it with the topic.
-                await self.seen_written()
+            # A stream another instance created in it a moment ago (acknowledged before this
+            # delete began) may not be followed here yet: emptiness is judged on every
+            # creation written so far, or the delete would take it with the topic.
+            if not await self.catch_up.unless_local(None, f"deleting bucket {bucket_id!r}"):
+                raise LogUnavailable(
+                    f"cannot tell whether a stream was just created in bucket {bucket_id!r}"
+                )
             meta = self.get(bucket_id)
             if self.live_count(bucket_id) or self._creating[bucket_id]:
                 raise ProtocolError(ErrorCode.BUCKET_NOT_EMPTY, f"bucket {bucket_id!r} has streams")

@@ -14,12 +14,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from adapter.cluster.access_relay import AccessRelay, Reader
+from adapter.cluster.catch_up import MetaCatchUp
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import forks
@@ -88,8 +89,8 @@ class StreamService:
         mounted: MountedStreams | None = None,
         relay: AccessRelay | None = None,
         trim_settle_ms: int = 0,
-        seen_written: Callable[[], Awaitable[None]] | None = None,
         tracing: Tracing | None = None,
+        catch_up: MetaCatchUp | None = None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -107,9 +108,10 @@ class StreamService:
         self.mounted = mounted  # buckets that are mounted topics: read-only, one stream per key
         self.relay = relay  # tells other instances' streams' owners of reads served here
         self.trim_settle_ms = trim_settle_ms  # the grace period storage waits out after a trim
-        # Follows the meta topic to what is written in it now (`MetaFollower.seen_written`).
-        self.seen_written = seen_written
         self.tracing = tracing  # None: off, and an append pays nothing for it
+        # Follows the meta topic to now unless a stream's slot is written here; None: a
+        # process on its own log, nothing to follow.
+        self.catch_up = catch_up
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -504,18 +506,12 @@ class StreamService:
 
     async def _followed_to_now(self, meta: StreamMeta) -> bool:
         """Whether every append acknowledged before now is in this instance's view of the
-        stream. Here, if this instance takes the stream's writes; else once the meta follower
-        has followed what is written in the meta topic now (a commit acknowledged by the
-        stream's owner a moment ago may not be followed yet). False when that cannot be told
-        within its bound (the broker unreachable, a transaction left open by a dead owner)."""
-        if self.seen_written is None or self.writers.accepting(self._slot(meta)):
+        stream (`MetaCatchUp.unless_local`: a commit acknowledged by the stream's owner a
+        moment ago may not be followed yet)."""
+        if self.catch_up is None:
             return True
-        try:
-            await self.seen_written()
-        except LogUnavailable as error:
-            log.info("a read at the tail of a stream cannot vouch for it: %s", error)
-            return False
-        return True
+        what = f"a read at the tail of {meta.bucket_id}/{meta.stream_id}"
+        return await self.catch_up.unless_local(self._slot(meta), what)
 
     def stale_view(self) -> str:
         age = self.view.age_s()

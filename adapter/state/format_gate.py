@@ -19,21 +19,13 @@ from __future__ import annotations
 import json
 from typing import Final
 
+from topology.group_members import READS_MARK
 from topology.internal_records import NEWEST_LEVEL, PREVIOUS_LEVEL, RecordKind, level_of
-
-# What an owners' group member's `client.id` carries after its advertised URL: the newest level
-# it reads. A member without it predates levels and reads `PREVIOUS_LEVEL`.
-READS_MARK: Final = "#reads="
 
 
 def client_id(url: str) -> str:
     """The owners' consumer `client.id`: the advertised URL, then the newest level read."""
     return f"{url}{READS_MARK}{NEWEST_LEVEL}"
-
-
-def member_url(client: str) -> str:
-    """The advertised URL in a member's `client.id` (with or without a level)."""
-    return client.partition(READS_MARK)[0]
 
 
 def member_reads(client: str) -> int:

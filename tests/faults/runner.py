@@ -17,7 +17,7 @@ from pathlib import Path
 import aiohttp
 
 from devstack import cluster
-from tests.cluster import PARTITIONS, SLOTS, cluster_env, slot_of, until_owned
+from tests.cluster import cluster_env, partitions, slot_of, until_owned
 from tests.faults import store
 from tests.faults.check import Report, check
 from tests.faults.cold_log import cold_tier, tier_ranges
@@ -28,7 +28,6 @@ from tests.faults.load import DEFAULT_BUCKET, Load, view
 from tests.faults.relay import Relay
 from topology.naming import InternalTopic, bucket_topic, internal_topic
 from topology.placement import partition_for
-from topology.slots import SlotMap
 
 BUSY = "busy"  # the stream with the most load: its slot, leader and coordinator are the targets
 WARMUP_S = 3.0
@@ -65,7 +64,9 @@ class Context:
         return self.cluster.bootstrap_servers
 
     def busy_partition(self) -> tuple[str, int]:
-        return bucket_topic(self.prefix, "_default"), partition_for(BUSY.encode(), PARTITIONS)
+        return bucket_topic(self.prefix, "_default"), partition_for(
+            BUSY.encode(), partitions(self.prefix)
+        )
 
     async def owner_of_busy_slot(self) -> str:
         return (await self.busy_slot_owner())[0]
@@ -216,7 +217,7 @@ async def _run(
     log, cold, starts = await asyncio.to_thread(_gathered, layout, prefix, epochs)
     history = load.history
     names = {w.stream for w in history.writes} | {e.stream for e in history.lifecycle}
-    report = check(name, history, log, views, "fresh", _starts_of(names, starts), cold)
+    report = check(name, history, log, views, "fresh", _starts_of(prefix, names, starts), cold)
     report.unavailable_by_slot = unavailable_by_slot(prefix, history.writes)
     report.notes = ctx.notes
     return report
@@ -227,11 +228,9 @@ def unavailable_by_slot(prefix: str, writes: list[Write]) -> dict[int, float]:
     failed attempt until the next acknowledged write of the slot completed (the end of the
     history if none did). A slot written now and then is not unavailable between writes."""
     by_slot: dict[int, list[Write]] = defaultdict(list)
-    slots = SlotMap(prefix, SLOTS)
     for write in writes:
         bucket, _, stream_id = write.stream.rpartition("/")
-        partition = partition_for(stream_id.encode(), PARTITIONS)
-        by_slot[slots.of_stream(bucket or DEFAULT_BUCKET, partition)].append(write)
+        by_slot[slot_of(prefix, stream_id, bucket or DEFAULT_BUCKET)].append(write)
     return {slot: _longest_wait(found) for slot, found in sorted(by_slot.items())}
 
 
@@ -246,13 +245,13 @@ def _longest_wait(writes: list[Write]) -> float:
     return max(waits, default=0.0)
 
 
-def _starts_of(names: set[str], starts: dict[str, dict[int, int]]) -> dict[str, int]:
+def _starts_of(prefix: str, names: set[str], starts: dict[str, dict[int, int]]) -> dict[str, int]:
     """Per stream (`id` of the default bucket, `bucket/id` of another), its partition's log
     start."""
     found = {}
     for name in names:
         bucket, _, stream_id = name.rpartition("/")
-        partition = partition_for(stream_id.encode(), PARTITIONS)
+        partition = partition_for(stream_id.encode(), partitions(prefix))
         found[name] = starts.get(bucket or DEFAULT_BUCKET, {}).get(partition, 0)
     return found
 

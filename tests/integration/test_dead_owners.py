@@ -1,5 +1,7 @@
 """An owner whose process is gone gives its slots up as soon as a peer's forward finds its
-address refusing connections; one merely paused keeps them."""
+address refusing connections; one paused answers nothing for `owner_unanswered_ms` before its
+peers take its slots, and once resumed it is fenced and writes nothing; one paused for less
+keeps them."""
 
 from __future__ import annotations
 
@@ -11,29 +13,37 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from devstack.process import free_port
-from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, owned, signal_adapter, slot_of, until_owned
+from tests.cluster import (
+    TEXT,
+    Trio,
+    owned,
+    partitions,
+    past_moves,
+    sample,
+    signal_adapter,
+    slot_of,
+    three_instances,
+    two_instances,
+    until_owned,
+)
+from tests.kafka_reads import committed_messages
+from topology.naming import bucket_topic
+from topology.placement import partition_for
+from topology.wire import is_control
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 EVICTED = "removing it from the owners' group"  # what an instance logs when it evicts a peer
-PAUSED_S = 3.0  # well within the owners' session (6 s in tests/cluster.py)
+EVICTIONS = "durable_kafka_owner_evictions_total"
+CHECKS = "durable_kafka_owner_eviction_checks_total"
+# The paused owner's test: a session far longer than the bound, so that only an eviction moves
+# its slots while it is paused.
+UNANSWERED_MS = 2000
+PAUSED_SESSION_MS = 20_000
+PAUSED_S = 3.0  # within the owners' session (6 s in tests/cluster.py)
 ATTEMPT_S = 3.0  # a client's patience for one try of a write
+PATIENT_S = 40.0  # a client that waits for the answer, whatever the owner does meanwhile
 STREAM = "s"  # written through another instance than its slot's owner
-
-
-def _owner_and_others(
-    prefix: str, owners: dict[str, set[int]], stream: str
-) -> tuple[str, tuple[str, ...]]:
-    """The instance owning `stream`'s slot, and the others."""
-    owner = next(base for base, slots in owners.items() if slot_of(prefix, stream) in slots)
-    return owner, tuple(base for base in owners if base != owner)
-
-
-def _logs(folder: Path) -> str:
-    """What every instance logged."""
-    return "".join(log.read_text() for log in sorted(folder.glob("*.log")))
 
 
 def _port(base: str) -> int:
@@ -62,62 +72,116 @@ async def _until_written(session: aiohttp.ClientSession, url: str, within_s: flo
         await asyncio.sleep(0.1)
 
 
+async def _evictions(trio: Trio, base: str, signal_name: str) -> float:
+    """Owners' group members the instance at `base` removed on `signal_name`."""
+    return await sample(trio.session, trio.logs[base], EVICTIONS, {"signal": signal_name})
+
+
+def _appended(bootstrap: str, prefix: str, stream_id: str) -> list[str]:
+    """The bodies appended to `stream_id` (of `_default`), as a fresh read_committed consumer
+    of its partition reads them."""
+    topic = bucket_topic(prefix, "_default")
+    partition = partition_for(stream_id.encode(), partitions(prefix))
+    return [
+        (message.value() or b"").decode()
+        for message in committed_messages(bootstrap, topic, partition)
+        if message.key() == stream_id.encode() and not is_control(message.headers() or [])
+    ]
+
+
 @pytest.mark.timeout(240)
 async def test_writes_to_a_killed_owners_slot_go_through_another_instance_soon(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"dead{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        with (
-            running_adapter(env, tmp_path / "0.log", free_port()) as first,
-            running_adapter(env, tmp_path / "1.log", free_port()) as second,
-            running_adapter(env, tmp_path / "2.log", free_port()) as third,
-        ):
-            owners = await until_owned(session, {first: None, second: None, third: None})
-            a, (b, c) = _owner_and_others(prefix, owners, STREAM)
-            url = f"{b}/v1/stream/{STREAM}"
-            async with session.put(url, headers=TEXT) as reply:
-                assert reply.status == 201, await reply.text()
-            assert await _try(session, url, "x") == 204  # forwarded to `a`
-            killed = time.monotonic()
-            signal_adapter(_port(a), signal.SIGKILL)
-            status = await _until_written(session, url, within_s=60)
-            took = time.monotonic() - killed
-            # Measured, not asserted (a loaded machine may take longer): see the docs.
-            print(
-                f"\nkill -9 of an owner: its slot accepted a write through a peer {took:.1f}s later"
-            )
-            assert status == 204
-            after = await until_owned(session, {b: None, c: None})
-            assert set().union(*after.values()) >= owners[a]
-            assert EVICTED in _logs(tmp_path)
+    async with three_instances(kafka_bootstrap, prefix, tmp_path) as trio:
+        session = trio.session
+        a, (b, c) = trio.owner_and_others(prefix, STREAM)
+        url = f"{b}/v1/stream/{STREAM}"
+        assert await past_moves(session, "PUT", url, headers=TEXT) == (201, b"")
+        assert await _try(session, url, "x") == 204  # forwarded to `a`
+        killed = time.monotonic()
+        signal_adapter(_port(a), signal.SIGKILL)
+        status = await _until_written(session, url, within_s=60)
+        took = time.monotonic() - killed
+        # Measured, not asserted (a loaded machine may take longer): see the docs.
+        print(f"\nkill -9 of an owner: its slot accepted a write through a peer {took:.1f}s later")
+        assert status == 204
+        after = await until_owned(session, {b: None, c: None})
+        assert set().union(*after.values()) >= trio.owners[a]
+        assert EVICTED in trio.logged()
+        assert await _evictions(trio, b, "refused") == 1  # its member found, and removed
 
 
 @pytest.mark.timeout(240)
-async def test_an_owner_paused_within_its_session_is_not_evicted(
+async def test_a_paused_owner_is_evicted_fenced_and_writes_nothing_once_resumed(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"paused{unique}."
+    env = {
+        "DURABLE_KAFKA_OWNER_UNANSWERED_MS": str(UNANSWERED_MS),
+        "DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS": str(PAUSED_SESSION_MS),
+    }
+    async with three_instances(kafka_bootstrap, prefix, tmp_path, env=env) as trio:
+        session = trio.session
+        a, (b, _c) = trio.owner_and_others(prefix, STREAM)
+        owner, through = f"{a}/v1/stream/{STREAM}", f"{b}/v1/stream/{STREAM}"
+        assert await past_moves(session, "PUT", through, headers=TEXT) == (201, b"")
+        statuses = {"before,": await _try(session, owner, "before,")}
+        # Appends the owner holds when it stops, some in a transaction not yet committed.
+        held = [f"held{i}," for i in range(10)]
+        holding = [asyncio.create_task(_try(session, owner, t, PATIENT_S)) for t in held]
+        await asyncio.sleep(0.02)
+        signal_adapter(_port(a), signal.SIGSTOP)
+        paused = time.monotonic()
+        try:
+            statuses["during,"] = await _try(session, through, "during,", PATIENT_S)
+            took = time.monotonic() - paused
+            evicted = await _evictions(trio, b, "unanswered")
+        finally:
+            signal_adapter(_port(a), signal.SIGCONT)
+        # Measured, not asserted (a loaded machine may take longer): see the docs.
+        print(f"\nSIGSTOP of an owner: its slot accepted a write through a peer {took:.1f}s later")
+        statuses |= dict(zip(held, await asyncio.gather(*holding), strict=True))
+        statuses["after,"] = await _try(session, through, "after,", PATIENT_S)
+        print(f"answers: {statuses}")
+        assert (statuses["before,"], statuses["during,"], statuses["after,"]) == (204,) * 3
+        assert evicted == 1  # by the peer its forward went through
+        # Resumed, it finds its membership gone (its slots lost) and its writers fenced.
+        assert "lost write slots" in trio.logs[a].read_text()
+        assert await until_owned(session, dict.fromkeys(trio.owners))  # a rejoined
+        appended = await asyncio.to_thread(_appended, kafka_bootstrap, prefix, STREAM)
+        acknowledged = {body for body, status in statuses.items() if status == 204}
+        assert len(appended) == len(set(appended)), appended  # nothing twice
+        # Every acknowledged append, and none that the resumed owner answered otherwise: it
+        # was fenced before it could commit them.
+        assert set(appended) == acknowledged, (appended, statuses)
+
+
+@pytest.mark.timeout(240)
+async def test_an_owner_paused_less_than_the_bound_is_not_evicted(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"slow{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        with (
-            running_adapter(env, tmp_path / "0.log", free_port()) as first,
-            running_adapter(env, tmp_path / "1.log", free_port()) as second,
-        ):
-            owners = await until_owned(session, {first: None, second: None})
-            a, (b,) = _owner_and_others(prefix, owners, STREAM)
-            url = f"{b}/v1/stream/{STREAM}"
-            async with session.put(url, headers=TEXT) as reply:
-                assert reply.status == 201, await reply.text()
-            signal_adapter(_port(a), signal.SIGSTOP)
-            try:
-                # Forwards to the paused owner: connections accepted, no answer yet.
-                stuck = [asyncio.create_task(_try(session, url, f"{i},", 30)) for i in range(5)]
-                await asyncio.sleep(PAUSED_S)
-            finally:
-                signal_adapter(_port(a), signal.SIGCONT)
-            statuses = await asyncio.gather(*stuck)
-            assert await owned(session, a) == owners[a]  # no takeover
-            assert EVICTED not in _logs(tmp_path)
-            assert statuses == [204] * 5  # answered by the owner once it resumed
+    env = {"DURABLE_KAFKA_OWNER_UNANSWERED_MS": str(int(PAUSED_S * 2000))}
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, 60, env) as pair:
+        session = pair.session
+        logs = {pair.a: tmp_path / "a.log", pair.b: tmp_path / "b.log"}
+        a, b = (
+            (pair.a, pair.b) if slot_of(prefix, STREAM) in pair.owners[pair.a] else (pair.b, pair.a)
+        )
+        url = f"{b}/v1/stream/{STREAM}"
+        assert await past_moves(session, "PUT", url, headers=TEXT) == (201, b"")
+        signal_adapter(_port(a), signal.SIGSTOP)
+        try:
+            # Forwards to the paused owner: connections accepted, no answer yet.
+            stuck = [asyncio.create_task(_try(session, url, f"{i},", 30)) for i in range(5)]
+            await asyncio.sleep(PAUSED_S)
+        finally:
+            signal_adapter(_port(a), signal.SIGCONT)
+        statuses = await asyncio.gather(*stuck)
+        assert await owned(session, a) == pair.owners[a]  # no takeover
+        assert EVICTED not in logs[a].read_text() + logs[b].read_text()
+        checked = {"signal": "unanswered", "outcome": "alive"}
+        assert await sample(session, logs[b], CHECKS, checked) >= 1  # checked, and declined
+        assert statuses == [204] * 5  # answered by the owner once it resumed

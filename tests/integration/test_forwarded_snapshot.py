@@ -13,9 +13,7 @@ import pytest
 
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
-from tests.cluster import PARTITIONS, SLOTS, TEXT, cluster_env, until_owned
-from topology.placement import partition_for
-from topology.slots import SlotMap
+from tests.cluster import TEXT, cluster_env, slot_of, until_owned
 
 BUCKET = "fwd-snap"
 MIB = 1024 * 1024
@@ -24,12 +22,7 @@ BLOB = bytes(range(256)) * (12 * MIB // 256)  # past the 8 MiB message limit and
 
 def _stream_in(prefix: str, slots: set[int]) -> str:
     """A stream id of BUCKET whose write slot is one of `slots`."""
-    slot_map = SlotMap(prefix, SLOTS)
-    return next(
-        f"doc{i}"
-        for i in range(1000)
-        if slot_map.of_stream(BUCKET, partition_for(f"doc{i}".encode(), PARTITIONS)) in slots
-    )
+    return next(f"doc{i}" for i in range(1000) if slot_of(prefix, f"doc{i}", BUCKET) in slots)
 
 
 async def _pieces(blob: bytes) -> AsyncIterator[bytes]:

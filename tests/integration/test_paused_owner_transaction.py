@@ -24,9 +24,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 
 from adapter.log.writer import TRANSACTION_TIMEOUT_MS
-from devstack.process import free_port
-from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, signal_adapter, slot_of, until_owned, until_read
+from tests.cluster import TEXT, signal_adapter, three_instances, until_read
 from topology.naming import StateTopics, writer_transactional_id
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -70,38 +68,29 @@ async def test_a_paused_owners_open_transaction_stalls_the_views_until_its_slot_
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"held{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        with (
-            running_adapter(env, tmp_path / "0.log", free_port()) as first,
-            running_adapter(env, tmp_path / "1.log", free_port()) as second,
-            running_adapter(env, tmp_path / "2.log", free_port()) as third,
-        ):
-            owners = await until_owned(session, {first: None, second: None, third: None})
-            # b writes the stream, a is paused with a transaction open, c reads.
-            b = next(base for base, slots in owners.items() if slot_of(prefix, STREAM) in slots)
-            a, c = (base for base in owners if base != b)
-            stream = STREAM
-            async with session.put(f"{b}/v1/stream/{stream}", headers=TEXT) as reply:
-                assert reply.status == 201, await reply.text()
-            read = f"{c}/v1/stream/{stream}"
-            assert await until_read(lambda: _body(session, read), "") == ""
-            holder = _hold_as_owner(kafka_bootstrap, prefix, min(owners[a]))
-            signal_adapter(_port(a), signal.SIGSTOP)
-            try:
-                appended = time.monotonic()
-                async with session.post(
-                    f"{b}/v1/stream/{stream}", data=APPENDED, headers=TEXT
-                ) as r:
-                    assert r.status == 204, await r.text()
-                during = await _body(session, read)
-                assert during != APPENDED, during  # c's follower is held below it
-                seen = await until_read(lambda: _body(session, read), APPENDED, STALL_WITHIN_S)
-                stall = time.monotonic() - appended
-            finally:
-                signal_adapter(_port(a), signal.SIGCONT)
-                with contextlib.suppress(KafkaException):  # fenced: the new owner ended it
-                    holder.abort_transaction(10)
-            print(f"\nan owner paused with a meta transaction open: views stalled {stall:.1f}s")
-            print(f"a read through another instance meanwhile: {during[:300]}")
-            assert seen == APPENDED
+    async with three_instances(kafka_bootstrap, prefix, tmp_path) as trio:
+        session = trio.session
+        # b writes the stream, a is paused with a transaction open, c reads.
+        b, (a, c) = trio.owner_and_others(prefix, STREAM)
+        stream = STREAM
+        async with session.put(f"{b}/v1/stream/{stream}", headers=TEXT) as reply:
+            assert reply.status == 201, await reply.text()
+        read = f"{c}/v1/stream/{stream}"
+        assert await until_read(lambda: _body(session, read), "") == ""
+        holder = _hold_as_owner(kafka_bootstrap, prefix, min(trio.owners[a]))
+        signal_adapter(_port(a), signal.SIGSTOP)
+        try:
+            appended = time.monotonic()
+            async with session.post(f"{b}/v1/stream/{stream}", data=APPENDED, headers=TEXT) as r:
+                assert r.status == 204, await r.text()
+            during = await _body(session, read)
+            assert during != APPENDED, during  # c's follower is held below it
+            seen = await until_read(lambda: _body(session, read), APPENDED, STALL_WITHIN_S)
+            stall = time.monotonic() - appended
+        finally:
+            signal_adapter(_port(a), signal.SIGCONT)
+            with contextlib.suppress(KafkaException):  # fenced: the new owner ended it
+                holder.abort_transaction(10)
+        print(f"\nan owner paused with a meta transaction open: views stalled {stall:.1f}s")
+        print(f"a read through another instance meanwhile: {during[:300]}")
+        assert seen == APPENDED

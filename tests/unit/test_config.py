@@ -169,6 +169,8 @@ def test_an_instance_id_given_is_taken_as_it_is(tmp_path: Path) -> None:
         ({"instance_id": "a" * 250}, "instance_id"),
         ({"owner_renewal_entries": "0"}, "owner_renewal_entries"),
         ({"peer_connect_timeout_ms": "10"}, "peer_connect_timeout_ms"),
+        ({"owner_refused_ms": "0"}, "owner_refused_ms"),
+        ({"owner_unanswered_ms": "500"}, "owner_unanswered_ms"),
     ],
 )
 def test_cluster_settings_are_validated(flags: dict[str, str], message: str) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from adapter.cluster.catch_up import MetaCatchUp
 from adapter.cluster.coordinator import (
     BucketChanged,
     Coordinator,
@@ -115,9 +116,11 @@ class _Setup:
         self.catalog.put_stream(KNOWN)
         self.streams = _Streams()
         self.caught_up = 0
-        router = Router(_Writers(owned), lambda _slot: owner, OWN)
+        writers = _Writers(owned)
+        router = Router(writers, lambda _slot: owner, OWN)
+        self.catch_up = MetaCatchUp(writers, self._catch_up)
         self.coordinator = Coordinator(
-            router, self.catalog, self.streams, SlotMap("p.", 4), self._catch_up, siblings
+            router, self.catalog, self.streams, SlotMap("p.", 4), self.catch_up, siblings
         )
 
     async def _catch_up(self) -> None:
@@ -179,7 +182,7 @@ async def test_a_catch_up_that_fails_still_routes_the_write() -> None:
     async def unavailable() -> None:
         raise LogUnavailable("the broker is away")
 
-    setup.coordinator.catch_up = unavailable
+    setup.catch_up.seen_written = unavailable
     assert await setup.coordinator.before_write(Write("b", "new")) == Forward(SLOT, OWNER)
 
 

@@ -20,7 +20,6 @@ from adapter.state.format_gate import (
     level_of_record,
     level_record,
     member_reads,
-    member_url,
 )
 from adapter.state.records import (
     BucketMeta,
@@ -31,6 +30,7 @@ from adapter.state.records import (
     refuse_before_newest,
 )
 from adapter.state.store import FileStore
+from topology.group_members import member_url
 from topology.internal_records import (
     FORMAT_LEVEL_KEY,
     NEWEST_LEVEL,
