@@ -94,6 +94,9 @@ class Report:
     operations: int = 0
     acknowledged: int = 0
     longest_unavailable_s: float = 0.0
+    # How long a plain transactional client could not commit to the busiest partition
+    # (kafka_probe.py): Kafka's own share of `longest_unavailable_s`; None when not measured.
+    kafka_unavailable_s: float | None = None
     freed: int = 0  # acknowledged appends of deleted streams whose records retention freed
     ended: int = 0  # attempts on a bucket's incarnation that was deleted since
     cold_records: int = 0  # records of the log read from the cold tier
@@ -119,8 +122,25 @@ class Report:
             f"{counts} freed={self.freed} ended={self.ended} cold_records={self.cold_records} "
             f"cold_reads={self.cold_reads} "
             f"longest_unavailable={self.longest_unavailable_s:.1f}s"
+            f"{self._split()}"
             f"{_by_slot(self.unavailable_by_slot)}"
             + "".join(f" {key}={value}" for key, value in self.notes.items())
+        )
+
+    @property
+    def adapter_unavailable_s(self) -> float | None:
+        """The adapters' own share of the longest outage: what Kafka itself did not explain."""
+        if self.kafka_unavailable_s is None:
+            return None
+        return max(0.0, self.longest_unavailable_s - self.kafka_unavailable_s)
+
+    def _split(self) -> str:
+        """` kafka_unavailable=… adapter_share=…`, or nothing when Kafka was not probed."""
+        if self.kafka_unavailable_s is None or self.adapter_unavailable_s is None:
+            return ""
+        return (
+            f" kafka_unavailable={self.kafka_unavailable_s:.1f}s"
+            f" adapter_share={self.adapter_unavailable_s:.1f}s"
         )
 
     def details(self, limit: int = 5) -> str:

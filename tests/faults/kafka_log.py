@@ -9,6 +9,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.faults.history import LogRecord, Producer
+from tests.faults.kafka_probe import PROBE_HEADER
 from topology import wire
 
 POLL_S = 1.0
@@ -44,6 +45,8 @@ def committed_log(bootstrap: str, topic: str, label: str = "") -> list[LogRecord
             if error is not None:
                 at_end.add(message.partition() or 0)
                 continue
+            if wire.header_value(message.headers(), PROBE_HEADER) is not None:
+                continue  # the Kafka probe's own (kafka_probe.py)
             records.append(
                 decode(
                     message.key() or b"",

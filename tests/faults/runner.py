@@ -24,9 +24,10 @@ from tests.faults.cold_log import cold_tier, tier_ranges
 from tests.faults.history import ColdTier, LogRecord, Outcome, View, Write
 from tests.faults.instances import Instance
 from tests.faults.kafka_log import committed_log, log_starts
+from tests.faults.kafka_probe import KafkaProbe, probe
 from tests.faults.load import DEFAULT_BUCKET, Load, view
 from tests.faults.relay import Relay
-from topology.naming import InternalTopic, bucket_topic, internal_topic
+from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
 from topology.placement import partition_for
 from topology.slots import SlotMap
 
@@ -202,9 +203,14 @@ async def _run(
         load.bootstrapper([BUSY, "snap"]),
     ):
         load.spawn(work)
-    await asyncio.sleep(load_s)
-    await fault(ctx)
-    await asyncio.sleep(AFTER_S)
+    kafka = _kafka_probe(ctx)
+    kafka.start()
+    try:
+        await asyncio.sleep(load_s)
+        await fault(ctx)
+        await asyncio.sleep(AFTER_S)
+    finally:
+        await asyncio.to_thread(kafka.stop)
     for instance in ctx.live():  # a process that died is the finding, not what follows it
         ended = instance.exited()
         assert ended is None, ended
@@ -218,8 +224,17 @@ async def _run(
     names = {w.stream for w in history.writes} | {e.stream for e in history.lifecycle}
     report = check(name, history, log, views, "fresh", _starts_of(names, starts), cold)
     report.unavailable_by_slot = unavailable_by_slot(prefix, history.writes)
+    report.kafka_unavailable_s = kafka.longest_unavailable()
     report.notes = ctx.notes
     return report
+
+
+def _kafka_probe(ctx: Context) -> KafkaProbe:
+    """A plain transactional client on the busiest stream's partition and its slot's
+    transaction coordinator, for Kafka's own share of an outage."""
+    topic, partition = ctx.busy_partition()
+    slot_tid = writer_transactional_id(ctx.prefix, slot_of(ctx.prefix, BUSY))
+    return probe(ctx.bootstrap, topic, partition, slot_tid)
 
 
 def unavailable_by_slot(prefix: str, writes: list[Write]) -> dict[int, float]:

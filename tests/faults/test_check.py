@@ -20,6 +20,7 @@ from tests.faults.history import (
     View,
     Write,
 )
+from tests.faults.kafka_probe import Commit, KafkaProbe
 from tests.faults.runner import unavailable_by_slot
 
 
@@ -261,3 +262,17 @@ def test_a_slot_is_unavailable_from_a_failed_write_until_the_next_acknowledged_o
         Write("s", "e", 20.0, 21.0, Outcome.ACK, 204),  # idle before it: not unavailable
     ]
     assert unavailable_by_slot("p.", writes) == {slot_of("p.", "s"): 3.0}
+
+
+def test_kafkas_own_share_is_split_from_the_longest_outage() -> None:
+    """The probe's longest gap between commits is Kafka's share; the rest is the adapters'."""
+    commits = [(0.0, 0.1, True), (0.2, 3.2, False), (3.3, 6.3, False), (6.4, 6.5, True)]
+    probe = KafkaProbe("unused:9092", "t", 0, "fault-probe-0")
+    probe.commits = [Commit(*c) for c in commits]
+    assert probe.longest_unavailable() == pytest.approx(6.4)
+    history, log = clean()
+    report = check("split", history, log)
+    assert "kafka_unavailable" not in report.line()  # not probed: nothing claimed
+    report.longest_unavailable_s, report.kafka_unavailable_s = 9.0, probe.longest_unavailable()
+    assert report.adapter_unavailable_s == pytest.approx(2.6)
+    assert "kafka_unavailable=6.4s adapter_share=2.6s" in report.line()
