@@ -36,9 +36,10 @@ what it moved, so neither alone holds everything.
   publish was acknowledged, is at an offset no publish that could have landed named, or is not
   that publish's blob; or an instance does not refuse (410) a read from -1 of a stream with a
   snapshot;
-- retention: a read began `LAG_S` after a publish at `o` was acknowledged (the lag every
-  instance is allowed to learn a change, as for divergent views), started below `o`, and was
-  served;
+- retention: a read began `LAG_S` after a publish or a trim at `o` was acknowledged (the lag
+  every instance is allowed to learn a change, as for divergent views), started below `o`, and
+  was served; or a stream starts (on the fresh instance) below a trim point acknowledged. Below
+  a trim point, as below a snapshot, the log may have been freed (`freed`, not `lost`);
 - forks: an acknowledged fork does not exist (its inherited range is checked as its reads and
   views are).
 
@@ -64,6 +65,8 @@ from tests.faults.history import (
     History,
     LogRecord,
     Outcome,
+    Publish,
+    Trim,
     View,
     Write,
 )
@@ -178,7 +181,7 @@ def check(
     report.acknowledged = sum(w.outcome is Outcome.ACK for w in history.writes)
     report.longest_unavailable_s = longest_unavailable(history.writes)
     reference = views[fresh] if views else {}
-    floors = {s: v.snapshot_offset for s, v in reference.items() if v.snapshot_offset}
+    floors = {s: floor for s, v in reference.items() if (floor := _floor(v))}
     freed = _freed_streams(history, by_stream, log_starts or {})
     _exactly_once(report, history.writes, records, freed, floors)
     _producer_order(report, records)
@@ -197,7 +200,13 @@ def check(
         _snapshots(report, history, views[fresh])
         _refused_below(report, views)
         _forks(report, history.forks, views[fresh])
+        _trims(report, history, views[fresh])
     return report
+
+
+def _floor(view: View) -> int:
+    """Where a stream's retained range starts: its visible snapshot or its trim point."""
+    return max(view.snapshot_offset or 0, view.earliest or 0)
 
 
 def _current(report: Report, history: History) -> History:
@@ -210,6 +219,7 @@ def _current(report: Report, history: History) -> History:
     kept = History(
         lifecycle=history.lifecycle,
         publishes=history.publishes,
+        trims=history.trims,
         forks=history.forks,
         bootstraps=history.bootstraps,
         buckets=history.buckets,
@@ -560,7 +570,7 @@ def _views(
     reference = views[fresh]
     for stream, view in reference.items():
         if view.status == 200:
-            start = view.snapshot_offset or 0
+            start = _floor(view)
             logged = tuple(
                 r.payload
                 for r in histories.of(stream)
@@ -621,7 +631,8 @@ _SAID_NOTHING_WRITTEN = (Outcome.REJECTED, Outcome.FAILED)
 
 def _retention(report: Report, history: History) -> None:
     retained: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    for attempt in history.publishes:
+    moves: list[Publish | Trim] = [*history.publishes, *history.trims]
+    for attempt in moves:
         if attempt.outcome is Outcome.ACK:
             retained[attempt.stream].append((attempt.completed, attempt.offset))
     for read in history.reads:
@@ -643,6 +654,18 @@ def _forks(report: Report, forks: list[Fork], views: Mapping[str, View]) -> None
             and views.get(fork.stream, View(0, None, False, ())).status != 200
         ):
             report.add("forks", f"{fork.stream}: fork of {fork.source} acknowledged, not served")
+
+
+def _trims(report: Report, history: History, views: Mapping[str, View]) -> None:
+    """A stream starts at or past every trim point acknowledged (a trim never moves back)."""
+    acked: dict[str, int] = {}
+    for attempt in history.trims:
+        if attempt.outcome is Outcome.ACK:
+            acked[attempt.stream] = max(acked.get(attempt.stream, 0), attempt.offset)
+    for stream, offset in acked.items():
+        view = views.get(stream)
+        if view is not None and view.status == 200 and _floor(view) < offset:
+            report.add("retention", f"{stream}: starts at {_floor(view)}, a trim at {offset} acked")
 
 
 def longest_unavailable(writes: list[Write]) -> float:

@@ -21,11 +21,11 @@ from tests.cluster import PARTITIONS, SLOTS, cluster_env, slot_of, until_owned
 from tests.faults import store
 from tests.faults.check import Report, check
 from tests.faults.cold_log import cold_tier, tier_ranges
-from tests.faults.history import ColdTier, LogRecord, Outcome, View, Write
+from tests.faults.history import ColdTier, History, LogRecord, Outcome, View, Write
 from tests.faults.instances import Instance
 from tests.faults.kafka_log import committed_log, log_starts
 from tests.faults.kafka_probe import KafkaProbe, probe
-from tests.faults.load import DEFAULT_BUCKET, Load, view
+from tests.faults.load import DEFAULT_BUCKET, FORKS_BUCKET, Load, view
 from tests.faults.relay import Relay
 from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
 from topology.placement import partition_for
@@ -199,6 +199,9 @@ async def _run(
         load.sse(BUSY),
         load.publisher(),
         load.forker(),
+        load.cross_forker(),
+        load.trimmer(),
+        load.fencer(),
         load.catchup([BUSY, "plain", "seq", "forksrc"]),
         load.bootstrapper([BUSY, "snap"]),
     ):
@@ -225,8 +228,20 @@ async def _run(
     report = check(name, history, log, views, "fresh", _starts_of(names, starts), cold)
     report.unavailable_by_slot = unavailable_by_slot(prefix, history.writes)
     report.kafka_unavailable_s = kafka.longest_unavailable()
-    report.notes = ctx.notes
+    report.notes = _exercised(history) | ctx.notes
     return report
+
+
+def _exercised(history: History) -> dict[str, str]:
+    """How many trims, fences and forks into another bucket were acknowledged: the load
+    reached them (a line without them would check nothing of theirs)."""
+    acked = Outcome.ACK
+    trims = sum(t.outcome is acked for t in history.trims)
+    fences = sum(outcome is acked for outcome in history.fences)
+    forks = sum(
+        f.outcome is acked and f.stream.startswith(f"{FORKS_BUCKET}/") for f in history.forks
+    )
+    return {"exercised": f"trims:{trims},fences:{fences},bucket_forks:{forks}"}
 
 
 def _kafka_probe(ctx: Context) -> KafkaProbe:
