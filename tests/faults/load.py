@@ -32,6 +32,8 @@ PAUSE_S = 0.02  # between a worker's operations: load, not a flood, on 2 shared 
 ROUND_S = 0.5  # between the rounds of the snapshot and fork workers (few streams to view)
 DEFAULT_BUCKET = "_default"  # the bucket of `/v1/stream/{stream}`
 FORKS_BUCKET = "xforks"  # where `cross_forker` forks streams of the default bucket to
+AGED_BUCKET = "aged"  # a bucket with age retention, written by `aged_writer`
+AGE_MS = 4000  # its `max_age_ms`: everything is trimmed by the time the views are taken
 FENCE_EVERY = 8  # appends of one fencing token before the next writer fences it out
 MAX_PAGES = 200  # of one catch-up read, so a reader that never reaches the tail still ends
 
@@ -141,13 +143,14 @@ class Load:
                 return
             await asyncio.sleep(0.2)
 
-    async def bucket(self, bucket: str, action: str, instance: str | None = None) -> Answer:
-        """One create or delete of a bucket, recorded."""
+    async def bucket(
+        self, bucket: str, action: str, instance: str | None = None, body: bytes = b""
+    ) -> Answer:
+        """One create or delete of a bucket, recorded (`body`: a create's configuration)."""
         name = instance or self.rng.choice(sorted(self.bases))
         invoked = self.history.now()
-        answer = await self.call(
-            "PUT" if action == "create" else "DELETE", f"{self.bases[name]}/{bucket}", {}
-        )
+        method, headers = ("PUT", JSON if body else {}) if action == "create" else ("DELETE", {})
+        answer = await self.call(method, f"{self.bases[name]}/{bucket}", headers, body)
         self.history.buckets.append(
             BucketEvent(bucket, action, invoked, self.history.now(), answer.outcome, answer.status)
         )
@@ -302,6 +305,22 @@ class Load:
                 for _ in range(2):
                     await self.write(stream, self.fresh("xfork."))
                 await self.read_once(stream, "-1")
+            await asyncio.sleep(ROUND_S)
+
+    async def aged_writer(self, stream: str = "old") -> None:
+        """Appends to a stream of a bucket with age retention (`AGE_MS`), and reads of it from
+        -1: once a pass trimmed it, refused (not recorded); served, they must match the log."""
+        config = json.dumps({"retention": {"max_age_ms": AGE_MS}}).encode()
+        while self.running and AGED_BUCKET not in self.buckets:
+            await self.bucket(AGED_BUCKET, "create", body=config)
+            await asyncio.sleep(ROUND_S)
+        name = f"{AGED_BUCKET}/{stream}"
+        await self.create(name)
+        while self.running:
+            for _ in range(4):
+                await self.write(name, self.fresh(f"{stream}."))
+                await asyncio.sleep(PAUSE_S)
+            await self.read_once(name, "-1")
             await asyncio.sleep(ROUND_S)
 
     async def trimmer(self, stream: str = "trimmed") -> None:

@@ -25,7 +25,7 @@ from tests.faults.history import ColdTier, History, LogRecord, Outcome, View, Wr
 from tests.faults.instances import Instance
 from tests.faults.kafka_log import committed_log, log_starts
 from tests.faults.kafka_probe import KafkaProbe, probe
-from tests.faults.load import DEFAULT_BUCKET, FORKS_BUCKET, Load, view
+from tests.faults.load import AGED_BUCKET, DEFAULT_BUCKET, FORKS_BUCKET, Load, view
 from tests.faults.relay import Relay
 from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
 from topology.placement import partition_for
@@ -40,7 +40,8 @@ CONVERGE_S = 15.0
 # lie behind a partition's head, a pass every second, so reads, bootstraps and faults cross the
 # hot/cold seam within a scenario; the collectors' grace (and a snapshot's, before Kafka is
 # freed below it) as short as `kafka_timeout_ms` (3 s) allows, so they collect while the load
-# runs too; catch-up reads of 4 KiB pages, so one read through a stream crosses several ranges.
+# runs too; catch-up reads of 4 KiB pages, so one read through a stream crosses several ranges;
+# an age-retention pass every second (the `aged` bucket's streams keep 4 s).
 TIERING = {
     "DURABLE_KAFKA_TIER_AFTER_BYTES": "256",
     "DURABLE_KAFKA_TIER_AFTER_MS": "0",
@@ -48,6 +49,7 @@ TIERING = {
     "DURABLE_KAFKA_SNAPSHOT_GC_GRACE_MS": "30000",
     "DURABLE_KAFKA_SNAPSHOT_GC_INTERVAL_MS": "5000",
     "DURABLE_KAFKA_READ_CHUNK_BYTES": "4096",
+    "DURABLE_KAFKA_AGE_RETENTION_INTERVAL_MS": "1000",
 }
 
 
@@ -202,6 +204,7 @@ async def _run(
         load.cross_forker(),
         load.trimmer(),
         load.fencer(),
+        load.aged_writer(),
         load.catchup([BUSY, "plain", "seq", "forksrc"]),
         load.bootstrapper([BUSY, "snap"]),
     ):
@@ -233,15 +236,20 @@ async def _run(
 
 
 def _exercised(history: History) -> dict[str, str]:
-    """How many trims, fences and forks into another bucket were acknowledged: the load
-    reached them (a line without them would check nothing of theirs)."""
+    """How many trims, fences and forks into another bucket were acknowledged, and appends
+    to the bucket with age retention: the load reached them (a line without them would check
+    nothing of theirs)."""
     acked = Outcome.ACK
     trims = sum(t.outcome is acked for t in history.trims)
     fences = sum(outcome is acked for outcome in history.fences)
     forks = sum(
         f.outcome is acked and f.stream.startswith(f"{FORKS_BUCKET}/") for f in history.forks
     )
-    return {"exercised": f"trims:{trims},fences:{fences},bucket_forks:{forks}"}
+    aged = sum(
+        w.outcome is acked and w.stream.startswith(f"{AGED_BUCKET}/") for w in history.writes
+    )
+    counts = f"trims:{trims},fences:{fences},bucket_forks:{forks},aged_appends:{aged}"
+    return {"exercised": counts}
 
 
 def _kafka_probe(ctx: Context) -> KafkaProbe:
