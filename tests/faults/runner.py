@@ -36,6 +36,9 @@ WARMUP_S = 3.0
 AFTER_S = 5.0
 # How long an instance's view may lag the log's once the load has stopped (its follower).
 CONVERGE_S = 15.0
+# How long the aged bucket's streams may take to be trimmed whole once the load has stopped:
+# their `max_age_ms`, a few retention passes, and a loaded machine's slowness.
+AGED_OUT_S = 30.0
 # Tiering on, small: a range is cut once 256 bytes of values (a dozen of the load's messages)
 # lie behind a partition's head, a pass every second, so reads, bootstraps and faults cross the
 # hot/cold seam within a scenario; the collectors' grace (and a snapshot's, before Kafka is
@@ -338,8 +341,22 @@ async def _views(ctx: Context, streams: list[str]) -> dict[str, dict[str, View]]
     fresh.start()
     await asyncio.to_thread(fresh.wait_ready)
     reference = {s: await view(ctx.load, fresh.base, s) for s in streams}
+    for stream in (s for s in streams if s.startswith(f"{AGED_BUCKET}/")):
+        reference[stream] = await _aged_out(ctx, fresh.base, stream)
     found = {i.name: await _converged(ctx, i.base, streams, reference) for i in ctx.live()}
     return found | {"fresh": reference}
+
+
+async def _aged_out(ctx: Context, base: str, stream: str) -> View:
+    """A stream of the aged bucket once age retention has trimmed all of it (it moves on as
+    its messages age, after the load too), or as it is after `AGED_OUT_S`."""
+    deadline = asyncio.get_running_loop().time() + AGED_OUT_S
+    while True:
+        seen = await view(ctx.load, base, stream)
+        whole = seen.earliest is not None and seen.earliest == seen.next_offset
+        if whole or seen.status != 200 or asyncio.get_running_loop().time() > deadline:
+            return seen
+        await asyncio.sleep(0.5)
 
 
 async def _converged(
