@@ -166,9 +166,14 @@ def partition_leader(bootstrap_servers: str, topic: str, partition: int) -> int:
 
 def transaction_coordinator(bootstrap_servers: str, transactional_id: str) -> int:
     """The node coordinating `transactional_id`: the leader of its __transaction_state
-    partition, `abs(javaHashCode(id)) % partitions` as the broker computes it."""
-    partition = _java_abs(_java_hash(transactional_id)) % kafka.TRANSACTION_STATE_PARTITIONS
+    partition (`transaction_state_partition`)."""
+    partition = transaction_state_partition(transactional_id)
     return partition_leader(bootstrap_servers, "__transaction_state", partition)
+
+
+def transaction_state_partition(transactional_id: str) -> int:
+    """`abs(javaHashCode(id)) % partitions`, as the broker computes it."""
+    return _java_abs(_java_hash(transactional_id)) % kafka.TRANSACTION_STATE_PARTITIONS
 
 
 def _java_hash(text: str) -> int:

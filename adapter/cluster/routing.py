@@ -10,6 +10,7 @@ previous one; the follower keeps it in the catalog).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from adapter.cluster.slot_writers import SlotWriters
@@ -38,6 +39,14 @@ class Moving:
 
 
 Route = Local | Forward | Moving
+
+# For a write another instance forwarded here: (slot, the offset of the owner record it was
+# routed on). Set for the request's task by the HTTP edge; the write is queued only while this
+# instance's catalog still shows that record as the slot's latest (`Catalog.owner_mark`), so
+# only the owner generation it was sent to carries it out. The forwarder relies on that: once
+# the record is superseded, the generation it named is fenced, the log holds whatever it wrote,
+# and the write may go on to the next owner, which must not be this instance again with it.
+ROUTED_UNDER: ContextVar[tuple[int, int] | None] = ContextVar("routed_under", default=None)
 
 
 def decide(slot: int, accepting: bool, owner_url: str | None, own_url: str) -> Route:

@@ -39,12 +39,18 @@ from adapter.cluster.coordinator import (
     Write,
 )
 from adapter.cluster.dead_owners import SILENT_AFTER_S
-from adapter.cluster.routing import Forward, Local, Moving, Route
+from adapter.cluster.routing import ROUTED_UNDER, Forward, Local, Moving, Route
 from adapter.http.bodies import ROUTE_BODIES
 from adapter.http.buckets import MOUNT_READY_S
 from adapter.http.keys import MOUNTED, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
-from adapter.http.peer_headers import FORWARD_ID, FORWARDED, LAST_ACCESS
+from adapter.http.peer_headers import (
+    FORWARD_ID,
+    FORWARDED,
+    LAST_ACCESS,
+    OWNER_MARK,
+    owner_mark_of,
+)
 from adapter.http.peers import PEERS, Hop, copied, described_by, forwarded
 from adapter.http.render import Handler
 from adapter.http.streams import created_response, fork_from, stream_ref
@@ -79,11 +85,26 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         return await _read(request, handler, coordinator)
     write = _write_of(request)
     route = None if write is None else await coordinator.before_write(write)
-    if write is None or route is None or isinstance(route, Local):
+    if write is None or route is None:
         return await handler(request)
+    if isinstance(route, Local):
+        return await _here(request, handler, route)
     if not isinstance(route, Forward) or FORWARDED in request.headers:
         raise _moving(route.slot)
     return await _forwarded(request, handler, write, route)
+
+
+async def _here(request: web.Request, handler: Handler, route: Local) -> web.StreamResponse:
+    """A write carried out here; one forwarded here, only by the owner generation it was
+    routed to (`ROUTED_UNDER`)."""
+    mark = owner_mark_of(request)
+    if mark is None:
+        return await handler(request)
+    token = ROUTED_UNDER.set((route.slot, mark))
+    try:
+        return await handler(request)
+    finally:
+        ROUTED_UNDER.reset(token)
 
 
 async def _forwarded(
@@ -191,6 +212,7 @@ async def _forward(request: web.Request, route: Forward) -> web.Response | None:
     coordinator = request.app[COORDINATOR]
     mark = coordinator.catalog.owner_mark(route.slot)
     headers = forwarded(request, route.url)
+    headers[OWNER_MARK] = str(mark)  # carried out by that generation of the owner only
     sent = _tagged(request, route, headers)
     streamed = request.app[ROUTE_BODIES].streamed(request)
     hop = Hop()

@@ -10,6 +10,9 @@ from aiohttp import web
 
 FORWARDED: Final = "Durable-Kafka-Forwarded"  # never forwarded again
 FORWARD_ID: Final = "Durable-Kafka-Forward-Id"  # an append's id, written on its records
+# On a forwarded write: the offset of the slot's owner record the forwarder routed it on; the
+# owner carries the write out only while that record is its latest (`ROUTED_UNDER`).
+OWNER_MARK: Final = "Durable-Kafka-Owner-Mark"
 # On a sibling worker's synchronising read (`serve --workers`): the owner's last access to the
 # stream (ms since the epoch), which the sibling adopts when later than its own.
 LAST_ACCESS: Final = "Durable-Kafka-Last-Access"
@@ -22,6 +25,18 @@ CERTIFICATE_SUBJECT: Final = "Durable-Kafka-Certificate-Subject"
 # (`adapter/http/server.py`); never passed on, never logged.
 PEER_KEY: Final = "Durable-Kafka-Peer-Key"
 _FORWARD_ID_SHAPE: Final = re.compile("[0-9a-f]{32}")
+
+
+def owner_mark_of(request: web.Request) -> int | None:
+    """The owner mark a forwarded write was routed on (None: not forwarded, or sent by an
+    instance that names none)."""
+    value = request.headers.get(OWNER_MARK)
+    if value is None or FORWARDED not in request.headers:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
 
 
 def forward_id_of(request: web.Request) -> str | None:

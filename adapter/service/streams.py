@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from adapter.cluster.access_relay import AccessRelay, Reader
 from adapter.cluster.catch_up import MetaCatchUp
+from adapter.cluster.routing import ROUTED_UNDER
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import forks
@@ -742,10 +743,23 @@ class StreamService:
             after=chain.last if chain is not None else None,
             on_commit=partial(self._committed_write, key, write, trace=trace),
         )
-        self.writers.enqueue(self.slots.of_stream(meta.data_bucket, partition), batch)
+        slot = self.slots.of_stream(meta.data_bucket, partition)
+        self._routed_here(slot)  # no await between this check and the queue
+        self.writers.enqueue(slot, batch)
         if write.state is not None:
             self._chains.extend(key, write.state, batch, write.producer)
         return batch
+
+    def _routed_here(self, slot: int) -> None:
+        """Refuse (503, nothing written) a forwarded write routed on an owner record of the
+        slot other than the latest this catalog shows: it was sent to another generation of
+        the slot's owner (`ROUTED_UNDER`)."""
+        routed = ROUTED_UNDER.get()
+        if routed is not None and routed != (slot, self.catalog.owner_mark(slot)):
+            raise LogUnavailable(
+                f"write slot {slot} changed owner since this write was forwarded: nothing was "
+                "written; retry"
+            )
 
     def _state_of(
         self, key: StreamKey, write: machine.Write, offsets: list[int]

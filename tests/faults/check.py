@@ -36,9 +36,10 @@ what it moved, so neither alone holds everything.
   publish was acknowledged, is at an offset no publish that could have landed named, or is not
   that publish's blob; or an instance does not refuse (410) a read from -1 of a stream with a
   snapshot;
-- retention: a read began `LAG_S` after a publish at `o` was acknowledged (the lag every
-  instance is allowed to learn a change, as for divergent views), started below `o`, and was
-  served;
+- retention: a read began `LAG_S` after a publish or a trim at `o` was acknowledged (the lag
+  every instance is allowed to learn a change, as for divergent views), started below `o`, and
+  was served; or a stream starts (on the fresh instance) below a trim point acknowledged. Below
+  a trim point, as below a snapshot, the log may have been freed (`freed`, not `lost`);
 - forks: an acknowledged fork does not exist (its inherited range is checked as its reads and
   views are).
 
@@ -64,6 +65,8 @@ from tests.faults.history import (
     History,
     LogRecord,
     Outcome,
+    Publish,
+    Trim,
     View,
     Write,
 )
@@ -94,6 +97,9 @@ class Report:
     operations: int = 0
     acknowledged: int = 0
     longest_unavailable_s: float = 0.0
+    # How long a plain transactional client could not commit to the busiest partition
+    # (kafka_probe.py): Kafka's own share of `longest_unavailable_s`; None when not measured.
+    kafka_unavailable_s: float | None = None
     freed: int = 0  # acknowledged appends of deleted streams whose records retention freed
     ended: int = 0  # attempts on a bucket's incarnation that was deleted since
     cold_records: int = 0  # records of the log read from the cold tier
@@ -119,8 +125,25 @@ class Report:
             f"{counts} freed={self.freed} ended={self.ended} cold_records={self.cold_records} "
             f"cold_reads={self.cold_reads} "
             f"longest_unavailable={self.longest_unavailable_s:.1f}s"
+            f"{self._split()}"
             f"{_by_slot(self.unavailable_by_slot)}"
             + "".join(f" {key}={value}" for key, value in self.notes.items())
+        )
+
+    @property
+    def adapter_unavailable_s(self) -> float | None:
+        """The adapters' own share of the longest outage: what Kafka itself did not explain."""
+        if self.kafka_unavailable_s is None:
+            return None
+        return max(0.0, self.longest_unavailable_s - self.kafka_unavailable_s)
+
+    def _split(self) -> str:
+        """` kafka_unavailable=… adapter_share=…`, or nothing when Kafka was not probed."""
+        if self.kafka_unavailable_s is None or self.adapter_unavailable_s is None:
+            return ""
+        return (
+            f" kafka_unavailable={self.kafka_unavailable_s:.1f}s"
+            f" adapter_share={self.adapter_unavailable_s:.1f}s"
         )
 
     def details(self, limit: int = 5) -> str:
@@ -158,7 +181,7 @@ def check(
     report.acknowledged = sum(w.outcome is Outcome.ACK for w in history.writes)
     report.longest_unavailable_s = longest_unavailable(history.writes)
     reference = views[fresh] if views else {}
-    floors = {s: v.snapshot_offset for s, v in reference.items() if v.snapshot_offset}
+    floors = {s: floor for s, v in reference.items() if (floor := _floor(v))}
     freed = _freed_streams(history, by_stream, log_starts or {})
     _exactly_once(report, history.writes, records, freed, floors)
     _producer_order(report, records)
@@ -177,7 +200,13 @@ def check(
         _snapshots(report, history, views[fresh])
         _refused_below(report, views)
         _forks(report, history.forks, views[fresh])
+        _trims(report, history, views[fresh])
     return report
+
+
+def _floor(view: View) -> int:
+    """Where a stream's retained range starts: its visible snapshot or its trim point."""
+    return max(view.snapshot_offset or 0, view.earliest or 0)
 
 
 def _current(report: Report, history: History) -> History:
@@ -190,6 +219,7 @@ def _current(report: Report, history: History) -> History:
     kept = History(
         lifecycle=history.lifecycle,
         publishes=history.publishes,
+        trims=history.trims,
         forks=history.forks,
         bootstraps=history.bootstraps,
         buckets=history.buckets,
@@ -540,7 +570,7 @@ def _views(
     reference = views[fresh]
     for stream, view in reference.items():
         if view.status == 200:
-            start = view.snapshot_offset or 0
+            start = _floor(view)
             logged = tuple(
                 r.payload
                 for r in histories.of(stream)
@@ -601,7 +631,8 @@ _SAID_NOTHING_WRITTEN = (Outcome.REJECTED, Outcome.FAILED)
 
 def _retention(report: Report, history: History) -> None:
     retained: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    for attempt in history.publishes:
+    moves: list[Publish | Trim] = [*history.publishes, *history.trims]
+    for attempt in moves:
         if attempt.outcome is Outcome.ACK:
             retained[attempt.stream].append((attempt.completed, attempt.offset))
     for read in history.reads:
@@ -623,6 +654,18 @@ def _forks(report: Report, forks: list[Fork], views: Mapping[str, View]) -> None
             and views.get(fork.stream, View(0, None, False, ())).status != 200
         ):
             report.add("forks", f"{fork.stream}: fork of {fork.source} acknowledged, not served")
+
+
+def _trims(report: Report, history: History, views: Mapping[str, View]) -> None:
+    """A stream starts at or past every trim point acknowledged (a trim never moves back)."""
+    acked: dict[str, int] = {}
+    for attempt in history.trims:
+        if attempt.outcome is Outcome.ACK:
+            acked[attempt.stream] = max(acked.get(attempt.stream, 0), attempt.offset)
+    for stream, offset in acked.items():
+        view = views.get(stream)
+        if view is not None and view.status == 200 and _floor(view) < offset:
+            report.add("retention", f"{stream}: starts at {_floor(view)}, a trim at {offset} acked")
 
 
 def longest_unavailable(writes: list[Write]) -> float:

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 from adapter.tier import chunks, manifest
 from adapter.tier.manifest import TierRange
 from tests.faults.history import ColdTier, LogRecord, Producer
-from tests.faults.kafka_log import IDLE_POLLS, POLL_S, payload_of
+from tests.faults.kafka_log import IDLE_POLLS, POLL_S, payload_of, stream_name
 from tests.faults.store import Store
 
 
@@ -76,7 +76,7 @@ def cold_tier(store: Store, s3_bucket: str, ranges: list[TierRange], label: str)
                     raise
                 tier.missing.append(chunk.object_key)
                 continue
-            tier.records.extend(_decoded(label + chunk.stream_id, data))
+            tier.records.extend(_decoded(stream_name(chunk.stream_id, label), data))
     return tier
 
 

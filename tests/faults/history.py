@@ -122,6 +122,18 @@ class Publish:
 
 
 @dataclass(frozen=True)
+class Trim:
+    """One attempt to trim a stream below `offset` (`{"before": <offset>}`)."""
+
+    stream: str
+    offset: int
+    invoked: float
+    completed: float
+    outcome: Outcome
+    status: int = 0
+
+
+@dataclass(frozen=True)
 class Fork:
     """One attempt to create `stream` as a fork of `source` at `offset` (retried alike)."""
 
@@ -156,6 +168,7 @@ class View:
     snapshot_offset: int | None = None
     snapshot: str | None = None  # the visible snapshot's body
     below: int = 0  # the status of a read from -1 when it has a snapshot (410 expected)
+    earliest: int | None = None  # where a trimmed stream starts (a read from -1's 410 says)
 
 
 @dataclass(frozen=True)
@@ -176,6 +189,8 @@ class History:
     forks: list[Fork] = field(default_factory=list)
     bootstraps: list[Bootstrap] = field(default_factory=list)
     buckets: list[BucketEvent] = field(default_factory=list)
+    trims: list[Trim] = field(default_factory=list)
+    fences: list[Outcome] = field(default_factory=list)  # each fence attempt's outcome
 
     @staticmethod
     def now() -> float:
@@ -191,4 +206,6 @@ class History:
             + len(self.forks)
             + len(self.bootstraps)
             + len(self.buckets)
+            + len(self.trims)
+            + len(self.fences)
         )

@@ -9,6 +9,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.faults.history import LogRecord, Producer
+from tests.faults.kafka_probe import PROBE_HEADER
 from topology import wire
 
 POLL_S = 1.0
@@ -44,6 +45,8 @@ def committed_log(bootstrap: str, topic: str, label: str = "") -> list[LogRecord
             if error is not None:
                 at_end.add(message.partition() or 0)
                 continue
+            if wire.header_value(message.headers(), PROBE_HEADER) is not None:
+                continue  # the Kafka probe's own (kafka_probe.py)
             records.append(
                 decode(
                     message.key() or b"",
@@ -63,11 +66,19 @@ def committed_log(bootstrap: str, topic: str, label: str = "") -> list[LogRecord
 def decode(
     key: bytes, offset: int, value: bytes, headers: wire.ReadHeaders, label: str = ""
 ) -> LogRecord:
-    stream = label + key.decode()
+    stream = stream_name(key.decode(), label)
     if wire.is_control(headers):
         event = wire.header_value(headers, wire.CONTROL_HEADER)
         return LogRecord(stream, offset, None, (event or b"").decode())
     return LogRecord(stream, offset, payload_of(value), producer=_producer(headers))
+
+
+def stream_name(record_id: str, label: str) -> str:
+    """The load's name of the stream whose records are keyed `record_id` in a topic whose own
+    streams are named `label + id`: a fork housed there from another bucket is keyed
+    `{bucket}//{id}` (topology/wire.py `housed_key`), named `{bucket}/{id}`."""
+    bucket, stream_id = wire.owner_of_key("", record_id)
+    return f"{bucket}/{stream_id}" if bucket else label + stream_id
 
 
 def payload_of(message: bytes) -> str:

@@ -20,6 +20,7 @@ from tests.faults.history import (
     Producer,
     Publish,
     Read,
+    Trim,
     View,
     Write,
 )
@@ -30,6 +31,10 @@ REQUEST_TIMEOUT_S = 8.0
 PAUSE_S = 0.02  # between a worker's operations: load, not a flood, on 2 shared cores
 ROUND_S = 0.5  # between the rounds of the snapshot and fork workers (few streams to view)
 DEFAULT_BUCKET = "_default"  # the bucket of `/v1/stream/{stream}`
+FORKS_BUCKET = "xforks"  # where `cross_forker` forks streams of the default bucket to
+AGED_BUCKET = "aged"  # a bucket with age retention, written by `aged_writer`
+AGE_MS = 4000  # its `max_age_ms`: everything is trimmed by the time the views are taken
+FENCE_EVERY = 8  # appends of one fencing token before the next writer fences it out
 MAX_PAGES = 200  # of one catch-up read, so a reader that never reaches the tail still ends
 
 
@@ -93,8 +98,11 @@ class Load:
         close: bool = False,
         seq: str | None = None,
         instance: str | None = None,
+        token: str | None = None,
     ) -> Write:
         headers = dict(JSON)
+        if token is not None:
+            headers["Stream-Fencing-Token"] = token
         if producer is not None:
             headers |= {
                 "Producer-Id": producer.producer_id,
@@ -135,13 +143,14 @@ class Load:
                 return
             await asyncio.sleep(0.2)
 
-    async def bucket(self, bucket: str, action: str, instance: str | None = None) -> Answer:
-        """One create or delete of a bucket, recorded."""
+    async def bucket(
+        self, bucket: str, action: str, instance: str | None = None, body: bytes = b""
+    ) -> Answer:
+        """One create or delete of a bucket, recorded (`body`: a create's configuration)."""
         name = instance or self.rng.choice(sorted(self.bases))
         invoked = self.history.now()
-        answer = await self.call(
-            "PUT" if action == "create" else "DELETE", f"{self.bases[name]}/{bucket}", {}
-        )
+        method, headers = ("PUT", JSON if body else {}) if action == "create" else ("DELETE", {})
+        answer = await self.call(method, f"{self.bases[name]}/{bucket}", headers, body)
         self.history.buckets.append(
             BucketEvent(bucket, action, invoked, self.history.now(), answer.outcome, answer.status)
         )
@@ -280,6 +289,89 @@ class Load:
                 await self.read_once(stream, "-1")
             await asyncio.sleep(ROUND_S)
 
+    async def cross_forker(self, source: str = "xsrc") -> None:
+        """As `forker`, with the forks in a bucket of their own: their records are keyed
+        `{bucket}//{id}` in the source's topic, which tiering and retention must not free."""
+        while self.running and FORKS_BUCKET not in self.buckets:
+            await self.bucket(FORKS_BUCKET, "create")
+            await asyncio.sleep(ROUND_S)
+        await self.create(source)
+        while self.running:
+            tail = (await self.write(source, self.fresh(f"{source}."))).next_offset
+            if tail is None:
+                continue
+            stream = f"{FORKS_BUCKET}/{self.fresh('xfork')}"
+            if await self.fork(stream, source, tail):
+                for _ in range(2):
+                    await self.write(stream, self.fresh("xfork."))
+                await self.read_once(stream, "-1")
+            await asyncio.sleep(ROUND_S)
+
+    async def aged_writer(self, stream: str = "old") -> None:
+        """Appends to a stream of a bucket with age retention (`AGE_MS`), and reads of it from
+        -1: once a pass trimmed it, refused (not recorded); served, they must match the log."""
+        config = json.dumps({"retention": {"max_age_ms": AGE_MS}}).encode()
+        while self.running and AGED_BUCKET not in self.buckets:
+            await self.bucket(AGED_BUCKET, "create", body=config)
+            await asyncio.sleep(ROUND_S)
+        name = f"{AGED_BUCKET}/{stream}"
+        await self.create(name)
+        while self.running:
+            for _ in range(4):
+                await self.write(name, self.fresh(f"{stream}."))
+                await asyncio.sleep(PAUSE_S)
+            await self.read_once(name, "-1")
+            await asyncio.sleep(ROUND_S)
+
+    async def trimmer(self, stream: str = "trimmed") -> None:
+        """Appends, then a trim below an acknowledged tail (retried until answered), then a
+        read from -1 (refused once the trim landed, so not recorded) and one from the trim."""
+        await self.create(stream)
+        while self.running:
+            tails = [(await self.write(stream, self.fresh(f"{stream}."))).next_offset]
+            tails.append((await self.write(stream, self.fresh(f"{stream}."))).next_offset)
+            tail = min((t for t in tails if t is not None), default=None)
+            if tail is None:
+                continue
+            while self.running:
+                attempt = await self.trim(stream, tail)
+                if attempt.outcome in (Outcome.ACK, Outcome.REJECTED):
+                    break
+                await asyncio.sleep(0.2)
+            await self.read_once(stream, "-1")
+            await self.read_once(stream, encode_token(tail))
+            await asyncio.sleep(ROUND_S)
+
+    async def trim(self, stream: str, before: int) -> Trim:
+        _, url = self.url(stream)
+        body = json.dumps({"before": encode_token(before)}).encode()
+        invoked = self.history.now()
+        answer = await self.call("POST", f"{url}/trim", JSON, body)
+        attempt = Trim(stream, before, invoked, self.history.now(), answer.outcome, answer.status)
+        self.history.trims.append(attempt)
+        return attempt
+
+    async def fencer(self, stream: str = "fenced") -> None:
+        """Writers taking a stream over one after another: each fences it with a token of its
+        own and appends with it; the writer fenced out tries once more with its old token
+        (412, never in the log)."""
+        await self.create(stream)
+        token: str | None = None
+        while self.running:
+            fresh = self.fresh("writer")
+            _, url = self.url(stream)
+            answer = await self.call("POST", f"{url}/fence", {"Stream-Fencing-Token": fresh})
+            self.history.fences.append(answer.outcome)
+            if answer.outcome is not Outcome.ACK:
+                await asyncio.sleep(0.2)
+                continue
+            if token is not None:
+                await self.write(stream, self.fresh(f"{stream}.stale."), token=token)
+            token = fresh
+            for _ in range(FENCE_EVERY):
+                await self.write(stream, self.fresh(f"{stream}."), token=token)
+                await asyncio.sleep(PAUSE_S)
+
     # --- readers ---------------------------------------------------------------------------
 
     async def read_once(self, stream: str, offset: str, kind: str = "get") -> Answer:
@@ -407,11 +499,16 @@ async def view(load: Load, base: str, stream: str) -> View:
         return View(head.status, None, False, ())
     payloads: list[str] = []
     offset = head.headers.get("Stream-Snapshot-Offset", "-1")
-    snapshot, below = None, 0
+    snapshot, below, earliest = None, 0, None
     if offset != "-1":
         blob = await load.call("GET", f"{url}/snapshot/{offset}", {})
         snapshot = blob.body.decode() if blob.status == 200 else f"status {blob.status}"
         below = (await load.call("GET", f"{url}?offset=-1", {})).status
+    else:
+        first = await load.call("GET", f"{url}?offset=-1", {})
+        if first.status == 410 and "Stream-Earliest-Offset" in first.headers:
+            offset = first.headers["Stream-Earliest-Offset"]
+            below, earliest = 410, decode_token(offset)
     while True:
         answer = await load.call("GET", f"{url}?offset={offset}", {})
         if answer.status != 200:
@@ -423,7 +520,7 @@ async def view(load: Load, base: str, stream: str) -> View:
     closed = head.headers.get("Stream-Closed") == "true"
     tail = decode_token(head.headers["Stream-Next-Offset"])
     at = None if snapshot is None else decode_token(head.headers["Stream-Snapshot-Offset"])
-    return View(200, tail, closed, tuple(payloads), at, snapshot, below)
+    return View(200, tail, closed, tuple(payloads), at, snapshot, below, earliest)
 
 
 def stream_path(stream: str) -> str:

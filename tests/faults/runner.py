@@ -21,12 +21,13 @@ from tests.cluster import cluster_env, partitions, slot_of, until_owned
 from tests.faults import store
 from tests.faults.check import Report, check
 from tests.faults.cold_log import cold_tier, tier_ranges
-from tests.faults.history import ColdTier, LogRecord, Outcome, View, Write
+from tests.faults.history import ColdTier, History, LogRecord, Outcome, View, Write
 from tests.faults.instances import Instance
 from tests.faults.kafka_log import committed_log, log_starts
-from tests.faults.load import DEFAULT_BUCKET, Load, view
+from tests.faults.kafka_probe import KafkaProbe, probe
+from tests.faults.load import AGED_BUCKET, DEFAULT_BUCKET, FORKS_BUCKET, Load, view
 from tests.faults.relay import Relay
-from topology.naming import InternalTopic, bucket_topic, internal_topic
+from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
 from topology.placement import partition_for
 
 BUSY = "busy"  # the stream with the most load: its slot, leader and coordinator are the targets
@@ -34,11 +35,15 @@ WARMUP_S = 3.0
 AFTER_S = 5.0
 # How long an instance's view may lag the log's once the load has stopped (its follower).
 CONVERGE_S = 15.0
+# How long the aged bucket's streams may take to be trimmed whole once the load has stopped:
+# their `max_age_ms`, a few retention passes, and a loaded machine's slowness.
+AGED_OUT_S = 30.0
 # Tiering on, small: a range is cut once 256 bytes of values (a dozen of the load's messages)
 # lie behind a partition's head, a pass every second, so reads, bootstraps and faults cross the
 # hot/cold seam within a scenario; the collectors' grace (and a snapshot's, before Kafka is
 # freed below it) as short as `kafka_timeout_ms` (3 s) allows, so they collect while the load
-# runs too; catch-up reads of 4 KiB pages, so one read through a stream crosses several ranges.
+# runs too; catch-up reads of 4 KiB pages, so one read through a stream crosses several ranges;
+# an age-retention pass every second (the `aged` bucket's streams keep 4 s).
 TIERING = {
     "DURABLE_KAFKA_TIER_AFTER_BYTES": "256",
     "DURABLE_KAFKA_TIER_AFTER_MS": "0",
@@ -46,6 +51,7 @@ TIERING = {
     "DURABLE_KAFKA_SNAPSHOT_GC_GRACE_MS": "30000",
     "DURABLE_KAFKA_SNAPSHOT_GC_INTERVAL_MS": "5000",
     "DURABLE_KAFKA_READ_CHUNK_BYTES": "4096",
+    "DURABLE_KAFKA_AGE_RETENTION_INTERVAL_MS": "1000",
 }
 
 
@@ -199,13 +205,22 @@ async def _run(
         load.sse(BUSY),
         load.publisher(),
         load.forker(),
+        load.cross_forker(),
+        load.trimmer(),
+        load.fencer(),
+        load.aged_writer(),
         load.catchup([BUSY, "plain", "seq", "forksrc"]),
         load.bootstrapper([BUSY, "snap"]),
     ):
         load.spawn(work)
-    await asyncio.sleep(load_s)
-    await fault(ctx)
-    await asyncio.sleep(AFTER_S)
+    kafka = _kafka_probe(ctx)
+    kafka.start()
+    try:
+        await asyncio.sleep(load_s)
+        await fault(ctx)
+        await asyncio.sleep(AFTER_S)
+    finally:
+        await asyncio.to_thread(kafka.stop)
     for instance in ctx.live():  # a process that died is the finding, not what follows it
         ended = instance.exited()
         assert ended is None, ended
@@ -219,8 +234,34 @@ async def _run(
     names = {w.stream for w in history.writes} | {e.stream for e in history.lifecycle}
     report = check(name, history, log, views, "fresh", _starts_of(prefix, names, starts), cold)
     report.unavailable_by_slot = unavailable_by_slot(prefix, history.writes)
-    report.notes = ctx.notes
+    report.kafka_unavailable_s = kafka.longest_unavailable()
+    report.notes = _exercised(history) | ctx.notes
     return report
+
+
+def _exercised(history: History) -> dict[str, str]:
+    """How many trims, fences and forks into another bucket were acknowledged, and appends
+    to the bucket with age retention: the load reached them (a line without them would check
+    nothing of theirs)."""
+    acked = Outcome.ACK
+    trims = sum(t.outcome is acked for t in history.trims)
+    fences = sum(outcome is acked for outcome in history.fences)
+    forks = sum(
+        f.outcome is acked and f.stream.startswith(f"{FORKS_BUCKET}/") for f in history.forks
+    )
+    aged = sum(
+        w.outcome is acked and w.stream.startswith(f"{AGED_BUCKET}/") for w in history.writes
+    )
+    counts = f"trims:{trims},fences:{fences},bucket_forks:{forks},aged_appends:{aged}"
+    return {"exercised": counts}
+
+
+def _kafka_probe(ctx: Context) -> KafkaProbe:
+    """A plain transactional client on the busiest stream's partition and its slot's
+    transaction coordinator, for Kafka's own share of an outage."""
+    topic, partition = ctx.busy_partition()
+    slot_tid = writer_transactional_id(ctx.prefix, slot_of(ctx.prefix, BUSY))
+    return probe(ctx.bootstrap, topic, partition, slot_tid)
 
 
 def unavailable_by_slot(prefix: str, writes: list[Write]) -> dict[int, float]:
@@ -299,8 +340,22 @@ async def _views(ctx: Context, streams: list[str]) -> dict[str, dict[str, View]]
     fresh.start()
     await asyncio.to_thread(fresh.wait_ready)
     reference = {s: await view(ctx.load, fresh.base, s) for s in streams}
+    for stream in (s for s in streams if s.startswith(f"{AGED_BUCKET}/")):
+        reference[stream] = await _aged_out(ctx, fresh.base, stream)
     found = {i.name: await _converged(ctx, i.base, streams, reference) for i in ctx.live()}
     return found | {"fresh": reference}
+
+
+async def _aged_out(ctx: Context, base: str, stream: str) -> View:
+    """A stream of the aged bucket once age retention has trimmed all of it (it moves on as
+    its messages age, after the load too), or as it is after `AGED_OUT_S`."""
+    deadline = asyncio.get_running_loop().time() + AGED_OUT_S
+    while True:
+        seen = await view(ctx.load, base, stream)
+        whole = seen.earliest is not None and seen.earliest == seen.next_offset
+        if whole or seen.status != 200 or asyncio.get_running_loop().time() > deadline:
+            return seen
+        await asyncio.sleep(0.5)
 
 
 async def _converged(

@@ -17,9 +17,12 @@ from tests.faults.history import (
     Producer,
     Publish,
     Read,
+    Trim,
     View,
     Write,
 )
+from tests.faults.kafka_log import stream_name
+from tests.faults.kafka_probe import Commit, KafkaProbe
 from tests.faults.runner import unavailable_by_slot
 
 
@@ -261,3 +264,62 @@ def test_a_slot_is_unavailable_from_a_failed_write_until_the_next_acknowledged_o
         Write("s", "e", 20.0, 21.0, Outcome.ACK, 204),  # idle before it: not unavailable
     ]
     assert unavailable_by_slot("p.", writes) == {slot_of("p.", "s"): 3.0}
+
+
+def test_kafkas_own_share_is_split_from_the_longest_outage() -> None:
+    """The probe's longest gap between commits is Kafka's share; the rest is the adapters'."""
+    commits = [(0.0, 0.1, True), (0.2, 3.2, False), (3.3, 6.3, False), (6.4, 6.5, True)]
+    probe = KafkaProbe("unused:9092", "t", 0, "fault-probe-0")
+    probe.commits = [Commit(*c) for c in commits]
+    assert probe.longest_unavailable() == pytest.approx(6.4)
+    history, log = clean()
+    report = check("split", history, log)
+    assert "kafka_unavailable" not in report.line()  # not probed: nothing claimed
+    report.longest_unavailable_s, report.kafka_unavailable_s = 9.0, probe.longest_unavailable()
+    assert report.adapter_unavailable_s == pytest.approx(2.6)
+    assert "kafka_unavailable=6.4s adapter_share=2.6s" in report.line()
+
+
+def trimmed() -> tuple[History, list[LogRecord], dict[str, dict[str, View]]]:
+    """The clean history with a trim below offset 3 acknowledged at 7.5, Kafka's copy of
+    everything below it freed, and both instances serving the stream from there."""
+    history, log = clean()
+    tails = {"p0": 2, "p1": 3, "p2": 4, "x": 5}  # each acknowledged append's answered tail
+    history.writes = [
+        replace(w, next_offset=tails[w.payload])
+        if w.outcome is Outcome.ACK and w.payload in tails
+        else w
+        for w in history.writes
+    ]
+    history.trims.append(Trim("s", 3, 7.4, 7.5, Outcome.ACK, 204))
+    freed = [r for r in log if r.offset >= 3]
+    fresh = View(200, 7, True, ("p2", "x"), below=410, earliest=3)
+    return history, freed, {"fresh": {"s": fresh}, "a": {"s": fresh}}
+
+
+def test_a_trim_frees_what_lies_below_it() -> None:
+    history, log, seen = trimmed()
+    report = check("trimmed", history, log, seen, "fresh")
+    assert report.ok, report.details()
+    assert report.freed == 2  # p0 and p1, acknowledged below the trim point
+
+
+def test_a_read_below_an_acknowledged_trim_is_reported() -> None:
+    history, log, seen = trimmed()
+    sent = 7.5 + LAG_S + 1
+    history.reads.append(Read("s", 0, 3, ("p0", "p1"), sent + 0.1, "get", invoked=sent))
+    assert reported(history, log, views=seen, fresh="fresh") == {"retention": 1}
+
+
+def test_a_trim_that_moved_back_is_reported() -> None:
+    history, log, seen = trimmed()
+    earlier = replace(seen["fresh"]["s"], payloads=("p1", "p2", "x"), earliest=2)
+    log.insert(0, LogRecord("s", 2, "p1", producer=Producer("p", 0, 1)))
+    moved = {"fresh": {"s": earlier}, "a": {"s": earlier}}
+    assert reported(history, log, views=moved, fresh="fresh") == {"retention": 1}
+
+
+def test_a_fork_housed_in_another_buckets_topic_is_named_as_the_load_names_it() -> None:
+    assert stream_name("xforks//f1", "") == "xforks/f1"
+    assert stream_name("xforks//f1", "other/") == "xforks/f1"
+    assert stream_name("plain", "other/") == "other/plain"
