@@ -76,7 +76,7 @@ if "MODEL_KNOWN_DEFECTS" in os.environ:  # another set for one run (empty: avoid
     KNOWN_DEFECTS = frozenset(os.environ["MODEL_KNOWN_DEFECTS"].split())
 
 EXAMPLES = int(os.environ.get("MODEL_EXAMPLES", "3"))
-STEPS = int(os.environ.get("MODEL_STEPS", "25"))  # with the last check's wait: ~75 s
+STEPS = int(os.environ.get("MODEL_STEPS", "20"))  # with the last check's wait: ~75 s
 SEEDED = bool(os.environ.get("MODEL_SEED"))  # `make model SEED=s`: --hypothesis-seed=s
 MAX_RESTARTS = int(os.environ.get("MODEL_RESTARTS", "1"))  # per example: each costs seconds
 LAG_S = 10.0  # how long an instance may take to show another's write (its follower)
@@ -97,6 +97,10 @@ SUB_RESOURCES = tuple(
 APPENDS = ("plain", "idempotent", "if_match", "stale_if_match", "wrong_token")
 READS = ("all", "offset", "now", "at", "bounded")
 TEXT, JSON = "text/plain", "application/json"
+# The start's first choice is hypothesis's simplest: every bucket with age retention that cuts
+# nothing in a run (600 s), so retention passes meet forks across buckets from the first
+# sequence on; then none, then short.
+START_RETENTIONS: list[Retention] = ["long", "none", "short"]
 ALWAYS_ACT = ("passes", "restart", "finalize")  # rules that act without a request
 
 # The arguments of the rules drawn twice as often as the others (`ProtocolDriver`'s weights).
@@ -264,9 +268,7 @@ class ProtocolDriver(RuleBasedStateMachine):
     # -- the start: every bucket, a text and a JSON stream -----------------------------------
 
     @initialize(
-        retentions=st.lists(
-            st.sampled_from(["none", "short", "long"]), min_size=BUCKETS, max_size=BUCKETS
-        ),
+        retentions=st.lists(st.sampled_from(START_RETENTIONS), min_size=BUCKETS, max_size=BUCKETS),
         home=st.integers(0, BUCKETS - 1),
         appends=st.tuples(st.integers(1, 2), st.integers(0, 2)),
     )
