@@ -185,7 +185,8 @@ def add_routes(app: web.Application, settings: Settings, parts: Parts) -> None:
     app.add_routes(health.routes)
     app.router.add_get(openapi.PATH, openapi.openapi, expect_handler=defer_continue)
     # Before `/{bucket}/{stream}`, which `/ui/x` fits; the seeker asks Kafka for positions.
-    console.add_routes(app, settings.console, Seeker(parts.reader), settings.console_max_last)
+    seeker = Seeker(parts.reader, parts.streams.reads)
+    console.add_routes(app, settings.console, seeker, settings.console_max_last)
     # Routes match in the order they are added. `/{bucket}/config` and `/{bucket}/streams` must
     # come before `/{bucket}/{stream}`, which fits them. A flat stream's snapshot, bootstrap,
     # fence and trim URLs must come before `/v1/stream/{path}` (which would take them as stream

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import functools
 import gzip
+import itertools
 import json
 import tempfile
 import threading
@@ -34,9 +35,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import aiohttp
+import jwt
 from backports import zstd
 
+from adapter.http.credentials import JWKS_REFETCH_MIN_S
 from tests.adapter_process import adapter_pid, running_adapter
+from tests.identity_provider import SCOPES, IdentityProvider
+from tests.tokens import Signer
 
 RSS_GROWTH_BYTES = 64 * 1024 * 1024
 # The answers where a 503 `too_many_connections` is right: connections the limits refuse.
@@ -63,10 +68,15 @@ class Sizes:
     idle_sse: int
     slow_clients: int
     hold_s: float  # how long idle and slow clients are kept
+    requests: int  # seeks past the console's limit, and tokens naming forged kids
 
 
-BOUNDED = Sizes(idle_connections=1_500, idle_sse=300, slow_clients=40, hold_s=3.0)
-FULL = Sizes(idle_connections=8_000, idle_sse=3_000, slow_clients=1_000, hold_s=15.0)
+BOUNDED = Sizes(idle_connections=1_500, idle_sse=300, slow_clients=40, hold_s=3.0, requests=2_000)
+FULL = Sizes(
+    idle_connections=8_000, idle_sse=3_000, slow_clients=1_000, hold_s=15.0, requests=50_000
+)
+# Requests in flight at once for the shapes sent at volume (each on a kept-alive connection).
+IN_FLIGHT = 64
 
 
 @dataclass
@@ -409,6 +419,41 @@ async def deep_json(target: Target, sizes: Sizes, measures: Measures) -> None:
             measures.answers[f"deep json {method} {path} {status}"] += 1
 
 
+# The console's seek to the last N messages past `console_max_last` (10,000 by default),
+# far past it, and not a count at all: each is 400 `invalid_query` before anything is read.
+SEEK_LASTS = ("10001", "1000000", str(10**40), "0", "-1", "1e9", "%EF%BC%91")
+
+
+async def seeks_over_the_limit(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """`/ui/api/seek/{bucket}/{stream}?last=N` with N over the limit, by the thousand."""
+    paths = [
+        f"/ui/api/seek/{target.bucket}/{stream}?last={SEEK_LASTS[n % len(SEEK_LASTS)]}"
+        for n, stream in zip(range(sizes.requests), itertools.cycle(("text", "json")))
+    ]
+    statuses = await at_volume(target, [(path, {}) for path in paths])
+    measures.answers.update(f"seek over the limit {status}" for status in statuses)
+
+
+async def at_volume(target: Target, requests: list[tuple[str, dict[str, str]]]) -> list[str]:
+    """GET each (path, headers), `IN_FLIGHT` at a time; each answer's status, or the error
+    that ended it."""
+    gate = asyncio.Semaphore(IN_FLIGHT)
+    timeout = aiohttp.ClientTimeout(total=ANSWER_TIMEOUT_S)
+    connector = aiohttp.TCPConnector(limit=IN_FLIGHT)
+
+    async def one(session: aiohttp.ClientSession, path: str, headers: dict[str, str]) -> str:
+        async with gate:
+            try:
+                async with session.get(f"{target.url}{path}", headers=headers) as response:
+                    await response.read()
+                    return str(response.status)
+            except (aiohttp.ClientError, TimeoutError) as error:
+                return type(error).__name__
+
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        return await asyncio.gather(*(one(session, path, hs) for path, hs in requests))
+
+
 SHAPES: list[Shape] = [
     idle_connections,
     idle_sse,
@@ -419,6 +464,7 @@ SHAPES: list[Shape] = [
     coded_bombs,
     json_array_bomb,
     deep_json,
+    seeks_over_the_limit,
 ]
 
 
@@ -465,6 +511,61 @@ async def run_shapes(target: Target, sizes: Sizes, shapes: list[Shape] = SHAPES)
                 break
     probe.sample()
     return measures
+
+
+# --- forged kids: an instance checking JWTs against an identity provider's JWKS URL --------
+
+
+def forged_tokens(count: int) -> list[str]:
+    """Tokens signed by a key nobody published, each naming a kid of its own."""
+    forger = Signer("forger")
+    claims = jwt.decode(forger.token(SCOPES), options={"verify_signature": False})
+    return [
+        jwt.encode(claims, forger.key, algorithm="ES256", headers={"kid": f"forged-{n}"})
+        for n in range(count)
+    ]
+
+
+async def forged_kids(
+    target: Target, identity: IdentityProvider, sizes: Sizes
+) -> tuple[Measures, int]:
+    """`sizes.requests` requests whose tokens name forged kids, while the probe runs: each
+    unknown kid may fetch the JWKS, at most once per 10 s (operations, "jwt"). The measures,
+    and how many times the identity provider was asked for its set meanwhile."""
+    tokens = await asyncio.to_thread(forged_tokens, sizes.requests)
+    measures = Measures(baseline_rss=resident(target.pid)[0])
+    before, started = identity.fetches, time.monotonic()
+    with Probe(target, measures).running():
+        requests = [("/ui/api/buckets", {"Authorization": f"Bearer {t}"}) for t in tokens]
+        statuses = await at_volume(target, requests)
+    fetched = identity.fetches - before
+    measures.answers.update(f"forged kid {status}" for status in statuses)
+    measures.notes.append(
+        f"forged kids: {len(tokens)} in {time.monotonic() - started:.1f} s, "
+        f"the identity provider asked for its set {fetched} times"
+    )
+    return measures, fetched
+
+
+def fetches_allowed(took_s: float) -> int:
+    """The most JWKS fetches unknown kids may cause in `took_s` (one per 10 s, the first at
+    once), and one more: the set's own refresh, if its lifetime ended meanwhile."""
+    return 2 + int(took_s // JWKS_REFETCH_MIN_S)
+
+
+async def signed_after(target: Target, identity: IdentityProvider) -> str:
+    """The status of a request with a token of the provider's key, once the forged ones ended
+    (200 when it is let in)."""
+    (status,) = await at_volume(target, [("/ui/api/buckets", identity.headers())])
+    return status
+
+
+@contextlib.contextmanager
+def jwt_instance(bootstrap: str, home: Path, identity: IdentityProvider) -> Iterator[Target]:
+    """One adapter process trusting `identity`'s JWKS URL."""
+    env = adapter_env(bootstrap, home) | identity.settings()
+    with running_adapter(env, home / "adapter-jwt.log") as url:
+        yield Target(url, adapter_pid(urlsplit(url).port or 0))
 
 
 def adapter_env(bootstrap: str, home: Path) -> dict[str, str]:
@@ -536,7 +637,18 @@ def main() -> int:
         verdicts = against_targets(measures, after, alive(target.pid))
         print("\n".join(line for line, _ in verdicts))
         failed = measures.server_errors() or not all(met for _, met in verdicts[1:])
-        print(json.dumps({"max_stall_ms": round(measures.max_stall_s * 1000), "ok": not failed}))
+        identity = stack.enter_context(IdentityProvider().serving())
+        checked = stack.enter_context(jwt_instance(bootstrap, home, identity))
+        started = time.monotonic()
+        forged, fetched = asyncio.run(forged_kids(checked, identity, FULL))
+        took = time.monotonic() - started
+        signed = asyncio.run(signed_after(checked, identity))
+        print(report(forged))
+        print(f"a signed token afterwards: {signed}")
+        failed = failed or bool(forged.server_errors()) or signed != "200"
+        failed = failed or fetched > fetches_allowed(took) or not alive(checked.pid)
+        stall = max(measures.max_stall_s, forged.max_stall_s)
+        print(json.dumps({"max_stall_ms": round(stall * 1000), "ok": not failed}))
         return 1 if failed else 0
 
 

@@ -171,6 +171,20 @@ class LogReader:
 
         return await self.lend(look_up)
 
+    async def log_start(self, topic: str, partition: int) -> int:
+        """The earliest offset Kafka still holds of the partition (below it: the cold tier)."""
+
+        def look_up(consumer: Consumer) -> int:
+            try:
+                low, _high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=self.limits.timeout_s, cached=False
+                )
+            except KafkaException as error:
+                raise LogUnavailable(f"asking where {topic} starts: {error}") from error
+            return int(low)
+
+        return await self.lend(look_up)
+
     async def held_since(self, topic: str, partition: int, timestamp_ms: int) -> TimeFound:
         """The partition's first offset written at or after `timestamp_ms` (None if none is),
         with the earliest offset Kafka still holds, asked in one turn of a pooled consumer."""

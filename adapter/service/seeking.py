@@ -4,6 +4,9 @@ first message at or after a moment, and the Kafka coordinates of a stream's mess
 A stream's history is ranges of its partition (`StreamMeta.segments`), each keyed by the
 stream that wrote it; any offset between two of its records is a valid read position, so a
 seek answers the offset of a record, or the history's start or tail when it runs off an end.
+Counting back from the tail stops at the offset Kafka still holds from; below it the
+messages are in the cold tier's chunks, counted there (a scan of Kafka below its log start
+fails: the seek answered 503 on every stream tiered and freed).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from adapter.log.reader import LogReader, ReadRequest, RecordPosition
+from adapter.service.reads import ReadPath, cold_answer
 from adapter.state.records import Segment, StreamMeta
 from topology.wire import stream_key
 
@@ -27,8 +31,9 @@ class Located:
 
 
 class Seeker:
-    def __init__(self, reader: LogReader) -> None:
+    def __init__(self, reader: LogReader, path: ReadPath) -> None:
         self.reader = reader
+        self.path = path  # the cold tier: its index and chunks
 
     async def last(self, topic: str, meta: StreamMeta, count: int) -> int:
         """The offset `count` messages before the tail (the history's start if it holds fewer).
@@ -37,16 +42,46 @@ class Seeker:
         records of each: its memory grows with `count` (bounded by `console_max_last`), never
         with the stream."""
         wanted = count
+        # Below Kafka's log start the chunks hold the messages; below the earliest offset
+        # nothing is to be counted (a trim's or a snapshot's chunks may be collected).
+        held_from = await self.reader.log_start(topic, meta.partition)
+        floor = meta.earliest_offset
         for segment in reversed(meta.segments()):
+            hot_from = max(segment.start, held_from, floor)
             stop, window = segment.end, max(FIRST_WINDOW, 2 * count)
-            while stop > segment.start and wanted > 0:
-                start = max(segment.start, stop - window)
+            while stop > hot_from and wanted > 0:
+                start = max(hot_from, stop - window)
                 found = await self._last(topic, meta.partition, segment, start, stop, wanted)
                 if len(found) >= wanted:
                     return found[0].offset
                 wanted -= len(found)
                 stop, window = start, window * 4
+            if wanted > 0 and max(segment.start, floor) < held_from:
+                cold = await cold_answer(
+                    self._cold_last(topic, meta, segment, floor, held_from, wanted)
+                )
+                if len(cold) >= wanted:
+                    return cold[0]
+                wanted -= len(cold)
         return meta.history_start
+
+    async def _cold_last(
+        self, topic: str, meta: StreamMeta, segment: Segment, floor: int, below: int, keep: int
+    ) -> deque[int]:
+        """The offsets of the segment's last `keep` tiered messages in [floor, below)."""
+        place = self.path.place(topic, meta)
+        ranges = [] if place is None else self.path.catalog.tier.ranges(place)
+        found: deque[int] = deque()
+        for tier_range in reversed(ranges):
+            start = max(segment.start, tier_range.start, floor)
+            stop = min(segment.end, tier_range.end, below)
+            if start < stop and len(found) < keep:
+                wanted = keep - len(found)
+                offsets = await self.path.cold.offsets(
+                    tier_range, segment.stream_id, start, stop, wanted
+                )
+                found.extendleft(reversed(offsets))
+        return found
 
     async def at_time(self, topic: str, meta: StreamMeta, timestamp_ms: int) -> int:
         """The first position written at or after `timestamp_ms` (the tail if none is)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Generic, TypeVar
 
 from adapter.log.reader import UNBOUNDED, Budget, ReadResult
@@ -85,6 +85,26 @@ class ColdReader:
                 taken.append(message.payload)
                 size += len(message.payload)
         return ReadResult(taken, stop, True)
+
+    async def offsets(
+        self, tier_range: TierRange, stream_id: str, start: int, stop: int, keep: int
+    ) -> deque[int]:
+        """The offsets of the stream's last `keep` messages in the range at [start, stop):
+        memory for `keep` offsets, whatever the chunk holds. A collected chunk raises
+        `ChunkCollected`."""
+        found: deque[int] = deque(maxlen=keep)
+        chunk = tier_range.chunk_of(stream_id)
+        if chunk is None or chunk.last_offset < start or chunk.first_offset >= stop:
+            return found
+        if chunk.collected:
+            raise ChunkCollected(f"{stream_id!r} at {start} of {tier_range.key}")
+        shape = await self._layout(chunk)
+        for number in range(shape.block_at(start), len(shape.blocks)):
+            if shape.blocks[number].first_offset >= stop:
+                break
+            messages = await self._block(chunk.object_key, shape, number, 1, stop)
+            found += (m.offset for m in messages if start <= m.offset < stop)
+        return found
 
     async def first_at(
         self, tier_range: TierRange, stream_id: str, start: int, at_ms: int, floor: int

@@ -566,3 +566,27 @@ async def test_a_large_chunk_goes_up_in_parts_and_a_read_from_its_middle_fetches
     # there still finds the next message's offset, past the commit marker, as Kafka's did).
     assert await catch_up(client, path, middle) == (body[22 * size :], tokens[22:])
     assert fetched.size < chunk.object_bytes * 0.6  # each block once, none below the middle
+
+
+async def test_the_consoles_seek_to_the_last_messages_reaches_into_the_cold_tier(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> None:
+    """`/ui/api/seek?last=N` counts back from the tail across what Kafka freed: the last N
+    messages, some of them only in chunks, start at the offset it answers."""
+    settings = tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    bucket, path = f"seek-{unique}", f"/seek-{unique}/numbers"
+    assert (await client.put(f"/{bucket}")).status == 201
+    assert (await client.put(path, headers={"Content-Type": TEXT})).status == 201
+    bodies = [f"<{n:03d}>".encode() + b"x" * 200 for n in range(60)]  # 12 KB: 3 hot windows
+    await _append(client, path, bodies)
+    await tier_until_done(client)
+    topic = bucket_topic(settings.topic_prefix, bucket)
+    assert log_start(settings.bootstrap_servers, topic)[0] > 0  # Kafka freed the oldest
+
+    for last in (3, 40, 60, 1000):
+        sought = await client.get(f"/ui/api/seek/{bucket}/numbers", params={"last": str(last)})
+        assert sought.status == 200, (last, await sought.text())
+        body, _ = await catch_up(client, path, (await sought.json())["offset"])
+        assert body == b"".join(bodies[-last:]), last

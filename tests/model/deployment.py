@@ -13,7 +13,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ def model_env(bootstrap: str, prefix: str, tmp_path: Path, s3: S3Server) -> dict
         "DURABLE_KAFKA_READ_CHUNK_BYTES": "1024",  # long reads come in several answers
         "DURABLE_KAFKA_LONG_POLL_TIMEOUT_MS": "500",
         "DURABLE_KAFKA_SNAPSHOT_GC_GRACE_MS": "30000",  # its least with a 3 s Kafka timeout
+        "DURABLE_KAFKA_CONSOLE_MAX_LAST": "3",  # the console's seek?last=N past it: 400
     }
 
 
@@ -73,8 +74,15 @@ class ServerError(AssertionError):
 class Instance:
     """One `durable-kafka serve` process on a fixed port, so a restart keeps its URL."""
 
-    def __init__(self, name: str, env: Mapping[str, str], log_dir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        env: Mapping[str, str],
+        log_dir: Path,
+        credentials: Callable[[], dict[str, str]] = dict,
+    ) -> None:
         self.name = name
+        self.credentials = credentials  # the headers that authenticate each request
         self.env = dict(env) | {"DURABLE_KAFKA_CATALOG_DIR": str(log_dir / f"catalog-{name}")}
         self.log = log_dir / f"{name}.log"
         self.port = free_port()
@@ -136,7 +144,8 @@ class Instance:
         if self.conn is None:
             self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            self.conn.request(method, path, body=body or None, headers=dict(headers))
+            sent = self.credentials() | dict(headers)
+            self.conn.request(method, path, body=body or None, headers=sent)
             response = self.conn.getresponse()
             data = response.read()
         except (OSError, http.client.HTTPException):

@@ -113,6 +113,11 @@ class Model:
         another bucket's stream housed in its topic (architecture, "Forks")."""
         return not any(s.bucket == bucket or s.home == bucket for s in self.streams.values())
 
+    def held_in(self, bucket: str) -> int:
+        """How many streams' records the bucket's topic holds (forks of other buckets' streams
+        are held in their source's)."""
+        return sum(1 for s in self.streams.values() if s.home == bucket)
+
     def has_own_streams(self, bucket: str) -> bool:
         return any(s.bucket == bucket and s.home == bucket for s in self.streams.values())
 
