@@ -173,12 +173,17 @@ async def test_a_seek_to_the_last_messages_holds_only_those(
     for n in range(5):
         assert (await client.post(path, data=f"[{-n}]", headers=json_type)).status == 204
 
-    tracemalloc.start()
-    try:
-        seek = await client.get(f"/ui/api/seek/{bucket}/s", params={"last": "10"})
-        _current, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    # The peak counts whatever the app's background tasks allocate meanwhile too: the least of
+    # three seeks is the seek's own (what it holds is the same each time, the noise is not).
+    peaks = []
+    for _ in range(3):
+        tracemalloc.start()
+        try:
+            seek = await client.get(f"/ui/api/seek/{bucket}/s", params={"last": "10"})
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    peak = min(peaks)
 
     assert seek.status == 200, await seek.text()
     assert await _messages(client, path, (await seek.json())["offset"]) == [
