@@ -5,15 +5,21 @@ time); a bucket topic's partition holds many streams, so the answer is the strea
 message at or after that record, found in the hot tail or by a scan of the partition bounded
 like a read's (at most `max_scan_bytes` in all, then the position reached). Records Kafka has
 freed once tiered keep their timestamps in their cold chunks (`schemas/tier_message.avsc`), so
-a moment before what Kafka holds is looked up there.
+a moment before what Kafka holds is looked up there: by bisecting the stream's chunks, then
+one chunk's blocks, by time, so its cost grows with the logarithm of what was tiered. It is
+not cut short by `max_scan_bytes` like the scan: stopped inside the chunks, it could not name
+a position with no message of the stream between it and the answer.
 """
 
 from __future__ import annotations
 
 from adapter.log.reader import Budget, ReadRequest
 from adapter.protocol.snapshots import gone_before
+from adapter.service.cold_spans import ColdSpan, cold_spans
 from adapter.service.reads import ReadPath, cold_answer
 from adapter.state.records import Segment, StreamMeta
+from adapter.tier.chunks import ColdMessage
+from adapter.tier.cold import Wanted
 from adapter.tier.manifest import Place
 from topology.wire import owner_of_key, stream_key
 
@@ -46,22 +52,38 @@ class Moments:
     ) -> tuple[int | None, bool]:
         """The stream's first tiered message written at or after `at_ms` or lying at or after
         `floor`, if one is; and whether a collected chunk of the stream was met before it (its
-        messages' times are unknown)."""
-        blind = False
-        for tier_range in self.path.catalog.tier.ranges(place):
-            if tier_range.end <= floor and tier_range.tiered_at_ms < at_ms - CLOCK_SKEW_MS:
-                continue  # tiered before the moment: every record in it was written earlier
-            for segment in meta.segments():
-                start = max(segment.start, tier_range.start)
-                if start >= min(segment.end, tier_range.end):
-                    continue
-                chunk = tier_range.chunk_of(segment.stream_id)
-                blind = blind or (chunk is not None and chunk.collected)
-                cold = self.path.cold
-                found = await cold.first_at(tier_range, segment.stream_id, start, at_ms, floor)
-                if found is not None and found < segment.end:
-                    return found, blind
-        return None, blind
+        messages' times are unknown). The spans are bisected by their last message, then the
+        one holding the answer by its blocks: a few GETs however much was tiered."""
+        spans = [
+            span
+            for span in cold_spans(self.path.catalog.tier.ranges(place), meta)
+            if span.tier_range.end > floor or span.tier_range.tiered_at_ms >= at_ms - CLOCK_SKEW_MS
+        ]  # the others were tiered before the moment: every record in them was written earlier
+
+        def wanted(message: ColdMessage) -> bool:
+            return message.timestamp_ms >= at_ms or message.offset >= floor
+
+        stored = [span for span in spans if not span.collected]
+        found = await self._first_wanted(stored, wanted)
+        below = meta.next_offset if found is None else found
+        return found, any(span.collected and span.start < below for span in spans)
+
+    async def _first_wanted(self, spans: list[ColdSpan], wanted: Wanted) -> int | None:
+        """The first wanted message of `spans` (in offset order), bisecting them by their
+        last message: wanted ones follow all the others (times grow with offsets)."""
+        cold, low, high = self.path.cold, 0, len(spans)
+        while low < high:  # the first span holding a wanted message is in [low, high]
+            middle = (low + high) // 2
+            span = spans[middle]
+            last = await cold.last_in(span.tier_range, span.stream_id, span.start, span.stop)
+            if last is not None and wanted(last):
+                high = middle
+            else:
+                low = middle + 1
+        if low == len(spans):
+            return None
+        span = spans[low]
+        return await cold.first_at(span.tier_range, span.stream_id, span.start, span.stop, wanted)
 
     async def _first_from(self, topic: str, meta: StreamMeta, start: int) -> int:
         """The offset of the stream's first message at or after `start` (its tail if none),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from adapter.log.reader import UNBOUNDED, Budget, ReadResult
@@ -29,6 +30,8 @@ HEAD_BYTES = 64 * 1024
 # as catch-up does): 4 MiB of payload, so a sequential read is not one round trip per read.
 READ_AHEAD_BLOCKS = 16
 V = TypeVar("V")
+# Whether a lookup by time wants a message (written at or after a moment, or past an offset).
+Wanted = Callable[[ColdMessage], bool]
 
 
 class ChunkCollected(Exception):
@@ -106,27 +109,42 @@ class ColdReader:
             found += (m.offset for m in messages if start <= m.offset < stop)
         return found
 
-    async def first_at(
-        self, tier_range: TierRange, stream_id: str, start: int, at_ms: int, floor: int
-    ) -> int | None:
-        """The offset of the stream's first message in the range at or after `start` that was
-        written at or after `at_ms` or lies at or after `floor`; None if none does. The last
-        block is looked at first: a chunk written wholly before `at_ms` costs one GET."""
+    async def last_in(
+        self, tier_range: TierRange, stream_id: str, start: int, stop: int
+    ) -> ColdMessage | None:
+        """The stream's last message of the range at offsets [start, stop), None if none is
+        there: a probe of the chunk's time that costs its header and one block."""
         chunk = tier_range.chunk_of(stream_id)
         if chunk is None or chunk.collected or chunk.last_offset < start:
             return None
         shape = await self._layout(chunk)
-        last = shape.block_at(chunk.last_offset)
-        tail = await self._block(chunk.object_key, shape, last, 1, tier_range.end)
-        if tail and tail[-1].timestamp_ms < at_ms and tail[-1].offset < floor:
+        number = shape.block_at(min(chunk.last_offset, stop - 1))
+        messages = await self._block(chunk.object_key, shape, number, 1, stop)
+        inside = [message for message in messages if start <= message.offset < stop]
+        return inside[-1] if inside else None
+
+    async def first_at(
+        self, tier_range: TierRange, stream_id: str, start: int, stop: int, wanted: Wanted
+    ) -> int | None:
+        """The offset of the stream's first `wanted` message of the range in [start, stop);
+        None if none is. Messages are taken as wanted from some offset on (times grow with
+        offsets), so the blocks are bisected: a few GETs of one block each, whatever the
+        chunk's size."""
+        chunk = tier_range.chunk_of(stream_id)
+        if chunk is None or chunk.collected or chunk.last_offset < start:
             return None
-        for number in range(shape.block_at(start), len(shape.blocks)):
-            messages = await self._block(chunk.object_key, shape, number, 1, tier_range.end)
-            for message in messages:
-                wanted = message.timestamp_ms >= at_ms or message.offset >= floor
-                if message.offset >= start and wanted:
-                    return message.offset
-        return None
+        shape = await self._layout(chunk)
+        low, high = shape.block_at(start), shape.block_at(min(chunk.last_offset, stop - 1))
+        while low < high:  # the answer lies in block `high` or before it, not before `low`
+            middle = (low + high) // 2
+            messages = await self._block(chunk.object_key, shape, middle, 1, stop)
+            inside = [m for m in messages if start <= m.offset < stop]
+            if inside and wanted(inside[-1]):
+                high = middle
+            else:
+                low = middle + 1
+        messages = await self._block(chunk.object_key, shape, low, 1, stop)
+        return next((m.offset for m in messages if start <= m.offset < stop and wanted(m)), None)
 
     async def _layout(self, chunk: TierChunk) -> Layout:
         key = chunk.object_key

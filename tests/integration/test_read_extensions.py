@@ -6,7 +6,10 @@ cuts a message, and its `Stream-Next-Offset` goes on where it stopped."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import random
+import string
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,9 +18,15 @@ from aiohttp import ClientResponse
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from adapter.app import create_app
+from adapter.app import PARTS, create_app
+from adapter.objects.s3 import S3ObjectStore
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
-from tests.integration.test_tiering import log_start, tier_settings, tier_until_done
+from tests.integration.test_tiering import (
+    log_start,
+    manifest,
+    tier_settings,
+    tier_until_done,
+)
 from tests.services import S3Server
 from topology.naming import bucket_topic
 
@@ -292,6 +301,52 @@ async def test_reads_by_time_and_bounded_reads_of_tiered_data(
     assert b"".join(bodies) == whole
     assert all(body.count(b"<") <= 4 for body in bodies)
     assert len(answers) >= 9  # 36 messages, at most 4 at a time
+
+
+async def test_a_moment_far_into_the_cold_tier_is_found_without_fetching_every_chunk(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> None:
+    """Two streams tiered in many recent ranges (none skipped by its tiering time): `?at=` and
+    a trim by `at` near their end find the exact first message while fetching a few chunks,
+    not every chunk before it."""
+    settings = tier_settings(
+        make_settings, s3, unique, tier_interval_ms=3_600_000, read_scan_bytes=8192
+    )
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    bucket = f"coldat-{unique}"
+    assert (await client.put(f"/{bucket}")).status == 201
+    paths = (f"/{bucket}/read", f"/{bucket}/trim")
+    for each in paths:
+        assert (await client.put(each, headers=TEXT)).status == 201
+    rng = random.Random(5)
+    moment = 0
+    for round_ in range(24):
+        if round_ == 20:
+            moment = await _moment()
+        for n, each in itertools.product(range(4), paths):
+            pad = "".join(rng.choices(string.ascii_letters, k=1000))
+            await _post(client, each, f"<{round_}.{n}:{pad}>".encode())
+        await tier_until_done(client)  # a range per round, each with a chunk of both streams
+    store = client.app[PARTS].store
+    assert isinstance(store, S3ObjectStore)
+    cold = sum(chunk.object_bytes for tiered in manifest(settings) for chunk in tiered.chunks)
+
+    read, fetched = paths[0], store.fetched
+    gets, size = fetched.gets, fetched.size
+    found = await client.get(read, params={"at": str(moment), "max_messages": "1"})
+    assert found.status == 200
+    assert (await found.read()).startswith(b"<20.0:")
+    assert fetched.gets - gets <= 8, fetched.gets - gets  # 20 chunks lie before the answer
+    assert fetched.size - size < cold / 6  # a third of the stream's chunks
+
+    trim, gets = paths[1], fetched.gets
+    trimmed = await client.post(f"{trim}/trim", data=json.dumps({"at": moment}))
+    assert trimmed.status == 204, await trimmed.text()
+    assert fetched.gets - gets <= 8, fetched.gets - gets
+    rest = await client.get(trim, params={"offset": trimmed.headers["Stream-Earliest-Offset"]})
+    assert (await rest.read()).startswith(b"<20.0:")
+    assert (await client.get(trim, params={"offset": "-1"})).status == 410
 
 
 async def test_reads_by_time_and_bounded_reads_of_a_mounted_topic(

@@ -3,6 +3,7 @@ store, counted by the store), and return exactly what a whole-chunk read would."
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -133,3 +134,30 @@ async def test_a_collected_chunk_is_gone_not_empty(tmp_path: Path) -> None:
     assert past == ReadResult([], tier_range.end, True)  # nothing of it at those offsets
     other = await reader.read(collected, "other", tier_range.start, tier_range.end, 1 << 20)
     assert other == ReadResult([], tier_range.end, True)
+
+
+def _written_since(at_ms: int, message: ColdMessage) -> bool:
+    return message.timestamp_ms >= at_ms
+
+
+async def test_a_lookup_by_time_bisects_the_blocks_and_finds_the_exact_first_message(
+    tmp_path: Path,
+) -> None:
+    messages = [replace(m, timestamp_ms=1000 + 10 * i) for i, m in enumerate(_messages(256, 16384))]
+    store, tier_range = await _stored(tmp_path, messages)  # 16 blocks
+    for index in (0, 1, 40, 100, 128, 255):
+        at_ms = messages[index].timestamp_ms - 5  # between two messages' times
+        reader = ColdReader(store, 64 * 1024 * 1024)
+        gets, size = store.fetched.gets, store.fetched.size
+        wanted = functools.partial(_written_since, at_ms)
+        found = await reader.first_at(tier_range, "s", tier_range.start, tier_range.end, wanted)
+        assert found == messages[index].offset
+        assert store.fetched.gets - gets <= 1 + 4 + 1  # the header, log2(16) blocks, the last
+        # Each GET one block: a probe next to a cached block does not read ahead.
+        assert store.fetched.size - size <= HEAD_BYTES + 6 * (BLOCK_BYTES + 1024)
+    late = await ColdReader(store, 0).first_at(
+        tier_range, "s", 0, tier_range.end, lambda m: m.timestamp_ms > 10**6
+    )
+    assert late is None
+    last = await ColdReader(store, 0).last_in(tier_range, "s", 0, messages[100].offset)
+    assert last == messages[99]
