@@ -20,7 +20,7 @@ from adapter.app import PARTS, create_app
 from adapter.log.batches import WriteBatch
 from adapter.log.writer import WriterLimits
 from adapter.service.interfaces import SlotWriting
-from tests.cluster import PARTITIONS, SLOTS, past_moves, two_instances
+from tests.cluster import SLOTS, partitions, past_moves, two_instances
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.integration.test_mounts import _fill_few
 from tests.integration.test_retention import _bootstrap, _pass
@@ -340,7 +340,7 @@ async def test_a_fork_of_another_bucket_is_aged_by_its_records_in_its_sources_to
 def _slot(prefix: str, bucket: str, stream_id: str) -> int:
     """The write slot of the partition `stream_id` takes in `bucket` (or a fork of it does)."""
     return SlotMap(prefix, SLOTS).of_stream(
-        bucket, partition_for(stream_key(stream_id), PARTITIONS)
+        bucket, partition_for(stream_key(stream_id), partitions(prefix))
     )
 
 

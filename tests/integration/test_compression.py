@@ -15,7 +15,7 @@ from backports import zstd
 from adapter.app import create_app
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
-from tests.cluster import PARTITIONS, cluster_env, stream_in, until_owned
+from tests.cluster import cluster_env, partitions, stream_in, until_owned
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.kafka_reads import committed_messages
 from topology.naming import bucket_topic
@@ -201,7 +201,7 @@ async def test_a_coded_append_forwarded_to_the_owner_is_stored_decoded(
                 assert got.headers["Content-Encoding"] == "gzip"
                 assert gzip.decompress(await got.read()) == b"one " + BODY
     topic = bucket_topic(prefix, "_default")
-    values = await asyncio.to_thread(_values, kafka_bootstrap, topic, stream, PARTITIONS)
+    values = await asyncio.to_thread(_values, kafka_bootstrap, topic, stream, partitions(prefix))
     assert values == [b"one ", BODY]
 
 

@@ -15,7 +15,7 @@ from adapter.log.outcomes import Probe
 from adapter.protocol.offsets import encode
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
-from tests.cluster import PARTITIONS, TEXT, cluster_env, stream_in, until_owned
+from tests.cluster import TEXT, cluster_env, partitions, stream_in, until_owned
 from tests.kafka_reads import committed_messages
 from topology.kafka_client import KafkaAccess
 from topology.placement import partition_for
@@ -27,7 +27,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.faults]
 def _stream_records(bootstrap: str, topic: str, stream: str) -> list[tuple[int, bytes, bytes]]:
     """(offset, value, control event or b"") of the stream's records, as a fresh
     read_committed consumer sees them."""
-    partition = partition_for(stream.encode(), PARTITIONS)
+    prefix = topic.partition("bucket.")[0]  # `{prefix}bucket.{bucket}`
+    partition = partition_for(stream.encode(), partitions(prefix))
     found: list[tuple[int, bytes, bytes]] = []
     for message in committed_messages(bootstrap, topic, partition):
         if message.key() == stream.encode():

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from tests.cluster import PARTITIONS, TEXT, slot_of, stream_in, two_instances
+from tests.cluster import TEXT, partitions, slot_of, stream_in, two_instances
 from tests.kafka_reads import committed_messages
 from topology.internal_records import owner_key
 from topology.naming import InternalTopic, internal_topic
@@ -73,7 +73,7 @@ async def test_a_write_routed_to_an_earlier_owner_generation_is_not_carried_out(
         # And through the other instance, which routes on what its catalog shows.
         async with pair.session.post(f"{pair.a}/v1/stream/{stream}", data="!", headers=TEXT) as r:
             assert r.status == 204, await r.text()
-    partition = partition_for(stream.encode(), PARTITIONS)
+    partition = partition_for(stream.encode(), partitions(prefix))
     messages = committed_messages(kafka_bootstrap, f"{prefix}bucket._default", partition)
     stored = [
         m.value() or b""

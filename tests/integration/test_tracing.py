@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 
 from devstack.jaeger import JaegerNode
-from tests.cluster import PARTITIONS, TEXT, Pair, stream_in, two_instances, until_read
+from tests.cluster import TEXT, Pair, partitions, stream_in, two_instances, until_read
 from tests.conftest import Client
 from tests.kafka_reads import committed_messages
 from topology.naming import bucket_topic
@@ -174,7 +174,9 @@ async def traced_append(
 
     # The record, as any Kafka consumer reads it, names the transaction's span.
     topic = bucket_topic(prefix, "_default")
-    record = record_of(bootstrap, topic, partition_for(stream.encode(), PARTITIONS), payload)
+    record = record_of(
+        bootstrap, topic, partition_for(stream.encode(), partitions(prefix)), payload
+    )
     written = traceparent(client_trace, transaction["spanID"]).encode()
     assert header(record, "traceparent") == written
 
