@@ -7,6 +7,7 @@ import json
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 import aiohttp
 
@@ -253,23 +254,30 @@ class Load:
             await asyncio.sleep(0.2)
         return False
 
+    async def _two_appends(self, stream: str) -> list[int]:
+        """Two appends to `stream`: the tails of those acknowledged."""
+        writes = [await self.write(stream, self.fresh(f"{stream}.")) for _ in range(2)]
+        return [w.next_offset for w in writes if w.next_offset is not None]
+
+    async def _until_answered(self, send: Callable[[], Awaitable[Publish | Trim]]) -> None:
+        """Send again until answered, acknowledged or refused: an unknown outcome may not have
+        landed, and the attempt is the same each time (idempotent)."""
+        while self.running:
+            if (await send()).outcome in (Outcome.ACK, Outcome.REJECTED):
+                return
+            await asyncio.sleep(0.2)
+
     async def publisher(self, stream: str = "snap") -> None:
         """Appends to a stream of its own, then a snapshot at the last acknowledged tail
         (retried until answered); then a read from -1 (which must be refused) and one from
         the snapshot's offset, both recorded if served."""
         await self.create(stream)
         while self.running:
-            tails = [(await self.write(stream, self.fresh(f"{stream}."))).next_offset]
-            tails.append((await self.write(stream, self.fresh(f"{stream}."))).next_offset)
-            tail = max((t for t in tails if t is not None), default=None)
-            if tail is None:
+            tails = await self._two_appends(stream)
+            if not tails:
                 continue
-            blob = self.fresh("blob.")
-            while self.running:
-                attempt = await self.publish(stream, tail, blob)
-                if attempt.outcome in (Outcome.ACK, Outcome.REJECTED):
-                    break
-                await asyncio.sleep(0.2)
+            tail, blob = max(tails), self.fresh("blob.")
+            await self._until_answered(partial(self.publish, stream, tail, blob))
             await self.read_once(stream, "-1")
             await self.read_once(stream, encode_token(tail))
             await asyncio.sleep(ROUND_S)
@@ -328,16 +336,11 @@ class Load:
         read from -1 (refused once the trim landed, so not recorded) and one from the trim."""
         await self.create(stream)
         while self.running:
-            tails = [(await self.write(stream, self.fresh(f"{stream}."))).next_offset]
-            tails.append((await self.write(stream, self.fresh(f"{stream}."))).next_offset)
-            tail = min((t for t in tails if t is not None), default=None)
-            if tail is None:
+            tails = await self._two_appends(stream)
+            if not tails:
                 continue
-            while self.running:
-                attempt = await self.trim(stream, tail)
-                if attempt.outcome in (Outcome.ACK, Outcome.REJECTED):
-                    break
-                await asyncio.sleep(0.2)
+            tail = min(tails)
+            await self._until_answered(partial(self.trim, stream, tail))
             await self.read_once(stream, "-1")
             await self.read_once(stream, encode_token(tail))
             await asyncio.sleep(ROUND_S)

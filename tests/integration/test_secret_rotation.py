@@ -11,6 +11,9 @@ import http.client
 import secrets
 import ssl
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -155,6 +158,36 @@ async def test_a_swapped_token_file_lets_the_new_token_in_and_the_removed_one_no
             assert (await status(NEW_TOKEN), await status(OLD_TOKEN)) == (200, 401)
 
 
+@dataclass
+class _Document:
+    """One adapter's text stream in a bucket of its own, and what was appended to it."""
+
+    url: str
+    http: aiohttp.ClientSession
+    stream: str
+    bucket: str
+    sent: list[bytes] = field(default_factory=list)
+
+    async def append(self, n: int) -> None:
+        """`m{n}`, sent again after a 503 (nothing written), as a client does."""
+        value = f"m{n}".encode()
+        status, body = await past_moves(self.http, "POST", self.stream, data=value, headers=TEXT)
+        assert status in (200, 204), (n, body)
+        self.sent.append(value)
+
+
+@asynccontextmanager
+async def _document(env: dict[str, str], log: Path) -> AsyncIterator[_Document]:
+    """An adapter on `env` (logging to `log`), a bucket of its own and a text stream in it."""
+    bucket = f"r{uuid.uuid4().hex[:8]}"
+    with running_adapter(env, log) as url:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+            stream = f"{url}/{bucket}/doc"
+            assert (await past_moves(http, "PUT", f"{url}/{bucket}"))[0] == 201
+            assert (await past_moves(http, "PUT", stream, headers=TEXT))[0] == 201
+            yield _Document(url, http, stream, bucket)
+
+
 def _client_properties(kafka: SecureKafka, user: str, password: str) -> bytes:
     properties = kafka.sasl_properties(user, password) | {
         # Idle connections close after a second, so that the appends after the rotation
@@ -190,35 +223,21 @@ async def test_a_new_scram_password_is_used_without_losing_an_append(
         "DURABLE_KAFKA_TIER_AFTER_BYTES": str(1 << 30),  # every append stays in Kafka
     }
     log = tmp_path / "serve.log"
-    bucket = f"r{uuid.uuid4().hex[:8]}"
-    sent: list[bytes] = []
-    with running_adapter(env, log) as url:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
-            stream = f"{url}/{bucket}/doc"
-            assert (await past_moves(http, "PUT", f"{url}/{bucket}"))[0] == 201
-            assert (await past_moves(http, "PUT", stream, headers=TEXT))[0] == 201
-
-            async def append(n: int) -> None:
-                """Sent again after a 503 (nothing written), as a client does."""
-                value = f"m{n}".encode()
-                status, body = await past_moves(http, "POST", stream, data=value, headers=TEXT)
-                assert status in (200, 204), (n, body)
-                sent.append(value)
-
-            for n in range(3):
-                await append(n)
-            secured_kafka.set_password(user, new)
-            volume.update({"client.properties": _client_properties(secured_kafka, user, new)})
-            for _ in range(300):
-                if "kafka SASL credentials reloaded" in log.read_text():
-                    break
-                await asyncio.sleep(0.1)
-            for n in range(3, 9):  # each after the connections idled out: new ones
-                await asyncio.sleep(1.5)
-                await append(n)
+    async with _document(env, log) as doc:
+        for n in range(3):
+            await doc.append(n)
+        secured_kafka.set_password(user, new)
+        volume.update({"client.properties": _client_properties(secured_kafka, user, new)})
+        for _ in range(300):
+            if "kafka SASL credentials reloaded" in log.read_text():
+                break
+            await asyncio.sleep(0.1)
+        for n in range(3, 9):  # each after the connections idled out: new ones
+            await asyncio.sleep(1.5)
+            await doc.append(n)
     properties = secured_kafka.sasl_properties(user, new)
-    values = read_committed(secured_kafka.sasl_bootstrap, properties, prefix, bucket)
-    assert [value for value in values if value] == sent  # b"": the stream's creation
+    values = read_committed(secured_kafka.sasl_bootstrap, properties, prefix, doc.bucket)
+    assert [value for value in values if value] == doc.sent  # b"": the stream's creation
 
 
 async def _until_logged(log: Path, text: str, wait_s: float = 30) -> bool:
@@ -260,57 +279,46 @@ async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an
         "DURABLE_KAFKA_HOT_CACHE_BYTES": "0",  # every read asks Kafka (the read pool)
     }
     log = tmp_path / "serve.log"
-    bucket = f"r{uuid.uuid4().hex[:8]}"
-    sent: list[bytes] = []
-    with running_adapter(env, log) as url:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
-            stream = f"{url}/{bucket}/doc"
-            assert (await past_moves(http, "PUT", f"{url}/{bucket}"))[0] == 201
-            assert (await past_moves(http, "PUT", stream, headers=TEXT))[0] == 201
+    async with _document(env, log) as doc:
+        url, http, stream, sent, append = doc.url, doc.http, doc.stream, doc.sent, doc.append
 
-            async def append(n: int) -> None:
-                value = f"m{n}".encode()
-                status, body = await past_moves(http, "POST", stream, data=value, headers=TEXT)
-                assert status in (200, 204), (n, body)
-                sent.append(value)
-
-            async def appending(first: int, stop: asyncio.Event) -> int:
-                n = first
-                while not stop.is_set():
-                    await append(n)
-                    n += 1
-                return n
-
-            for n in range(3):
+        async def appending(first: int, stop: asyncio.Event) -> int:
+            n = first
+            while not stop.is_set():
                 await append(n)
+                n += 1
+            return n
 
-            async def read() -> tuple[int, bytes]:
-                """A catch-up read, answered at once: no retry (a pooled Kafka consumer)."""
-                async with http.get(stream, params={"offset": "-1"}) as reply:
-                    return reply.status, await reply.read()
+        for n in range(3):
+            await append(n)
 
-            assert await read() == (200, b"".join(sent))
-            stop = asyncio.Event()
-            flowing = asyncio.create_task(appending(3, stop))
-            volume.update(files(new))
-            renewed = await _until_logged(log, "Kafka clients renewed")
-            stop.set()
-            first = await flowing
-            # From here on the old certificate's principal may do nothing: a client still
-            # holding it fails at its next request (the owners' consumer at its next
-            # heartbeat, and the instance loses its slots).
-            secured_kafka.revoke(old, instance_grants(prefix))
-            for n in range(first, first + 5):  # answered at once: no retry
-                async with http.post(stream, data=f"m{n}".encode(), headers=TEXT) as reply:
-                    assert reply.status in (200, 204), (renewed, n, await reply.text())
-                sent.append(f"m{n}".encode())
-                await asyncio.sleep(2)  # over the session timeout (6 s) in all
-            async with http.get(f"{url}/readyz") as reply:
-                assert reply.status == 200, await reply.text()
-            assert await read() == (200, b"".join(sent))
+        async def read() -> tuple[int, bytes]:
+            """A catch-up read, answered at once: no retry (a pooled Kafka consumer)."""
+            async with http.get(stream, params={"offset": "-1"}) as reply:
+                return reply.status, await reply.read()
+
+        assert await read() == (200, b"".join(sent))
+        stop = asyncio.Event()
+        flowing = asyncio.create_task(appending(3, stop))
+        volume.update(files(new))
+        renewed = await _until_logged(log, "Kafka clients renewed")
+        stop.set()
+        first = await flowing
+        # From here on the old certificate's principal may do nothing: a client still
+        # holding it fails at its next request (the owners' consumer at its next
+        # heartbeat, and the instance loses its slots).
+        secured_kafka.revoke(old, instance_grants(prefix))
+        for n in range(first, first + 5):  # answered at once: no retry
+            async with http.post(stream, data=f"m{n}".encode(), headers=TEXT) as reply:
+                assert reply.status in (200, 204), (renewed, n, await reply.text())
+            sent.append(f"m{n}".encode())
+            await asyncio.sleep(2)  # over the session timeout (6 s) in all
+        async with http.get(f"{url}/readyz") as reply:
+            assert reply.status == 200, await reply.text()
+        assert await read() == (200, b"".join(sent))
     properties = secured_kafka.mtls_properties() | {
         "ssl.certificate.location": str(pairs[new].cert_file),
         "ssl.key.location": str(pairs[new].key_file),
     }
-    values = read_committed(secured_kafka.ssl_bootstrap, properties, prefix, bucket)
-    assert [value for value in values if value] == sent  # b"": the stream's creation
+    values = read_committed(secured_kafka.ssl_bootstrap, properties, prefix, doc.bucket)
+    assert [value for value in values if value] == doc.sent  # b"": the stream's creation
