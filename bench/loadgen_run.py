@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -57,3 +58,16 @@ def run(binary: Path, options: dict[str, object], timeout_s: float) -> Outcome:
         raise LoadgenError(f"loadgen exited {done.returncode}: {done.stderr.strip()[:500]}")
     report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return Outcome(report, time.monotonic() - started)
+
+
+def load_parser(description: str) -> argparse.ArgumentParser:
+    """The options of a closed-loop append load against one broker, shared by the benchmarks
+    that run one (`--streams` writers of `--size`-byte appends, after `--warmup` s, for
+    `--duration` s)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    parser.add_argument("--streams", type=int, default=100)
+    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--duration", type=float, default=10)
+    return parser

@@ -47,12 +47,7 @@ def main() -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
-    parser.add_argument("--streams", type=int, default=100)
-    parser.add_argument("--size", type=int, default=256)
-    parser.add_argument("--warmup", type=float, default=2)
-    parser.add_argument("--duration", type=float, default=10)
+    parser = loadgen_run.load_parser(__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=3)
     return parser
 
