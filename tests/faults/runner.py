@@ -134,11 +134,14 @@ async def run(
     workers: int | None = None,
     three: bool = False,
     relayed: bool = False,
+    wide: bool = True,
 ) -> Report:
     """`faulty`: more settings of the adapters under test (the fresh one never has them),
     such as the test-only `[testing]` ones; `workers`: theirs (`serve --workers`; default
     `TEST_ADAPTER_WORKERS`, else 1). The fresh one is always a single process. `three`: a
-    third instance `c` under test; `relayed`: `b` advertises a relay's address (`ctx.relay`)."""
+    third instance `c` under test; `relayed`: `b` advertises a relay's address (`ctx.relay`);
+    `wide`: the load also forks across buckets, trims, fences and writes a bucket with age
+    retention, and a plain client measures Kafka's own unavailability (`make faults`)."""
     layout = cluster.layout(home / "cluster")
     prefix = f"f{name.replace('_', '')}{uuid.uuid4().hex[:6]}."
     work = home / prefix.rstrip(".")
@@ -155,7 +158,7 @@ async def run(
         await relay.open()
     async with aiohttp.ClientSession() as session:
         try:
-            scenario = Scenario(layout, prefix, instances, relay)
+            scenario = Scenario(layout, prefix, instances, relay, wide)
             return await _run(name, fault, scenario, session, seed, load_s)
         finally:
             for instance in instances.values():
@@ -170,6 +173,7 @@ class Scenario:
     prefix: str
     instances: dict[str, Instance]
     relay: Relay | None
+    wide: bool = True
 
 
 async def _run(
@@ -205,22 +209,23 @@ async def _run(
         load.sse(BUSY),
         load.publisher(),
         load.forker(),
-        load.cross_forker(),
-        load.trimmer(),
-        load.fencer(),
-        load.aged_writer(),
         load.catchup([BUSY, "plain", "seq", "forksrc"]),
         load.bootstrapper([BUSY, "snap"]),
     ):
         load.spawn(work)
-    kafka = _kafka_probe(ctx)
-    kafka.start()
+    kafka = _kafka_probe(ctx) if scenario.wide else None
+    if scenario.wide:
+        for work in (load.cross_forker(), load.trimmer(), load.fencer(), load.aged_writer()):
+            load.spawn(work)
+    if kafka is not None:
+        kafka.start()
     try:
         await asyncio.sleep(load_s)
         await fault(ctx)
         await asyncio.sleep(AFTER_S)
     finally:
-        await asyncio.to_thread(kafka.stop)
+        if kafka is not None:
+            await asyncio.to_thread(kafka.stop)
     for instance in ctx.live():  # a process that died is the finding, not what follows it
         ended = instance.exited()
         assert ended is None, ended
@@ -234,8 +239,10 @@ async def _run(
     names = {w.stream for w in history.writes} | {e.stream for e in history.lifecycle}
     report = check(name, history, log, views, "fresh", _starts_of(prefix, names, starts), cold)
     report.unavailable_by_slot = unavailable_by_slot(prefix, history.writes)
-    report.kafka_unavailable_s = kafka.longest_unavailable()
-    report.notes = _exercised(history) | ctx.notes
+    if kafka is not None:
+        report.kafka_unavailable_s = kafka.longest_unavailable()
+        report.notes = _exercised(history)
+    report.notes |= ctx.notes
     return report
 
 

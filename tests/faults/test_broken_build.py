@@ -35,7 +35,9 @@ TIERING_S = 8.0
 @pytest.mark.timeout(300)
 async def test_the_checker_reports_a_broken_build(cluster_home: Path) -> None:
     env = faults.ENV["endtxn_lost"] | BROKEN
-    report = await runner.run("endtxn_lost", faults.endtxn_lost, cluster_home, 14, faulty=env)
+    report = await runner.run(
+        "endtxn_lost", faults.endtxn_lost, cluster_home, 14, faulty=env, wide=False
+    )
     print(report.line())
     # A commit that happened, answered 503: a plain append is in the log though every attempt
     # was 5xx (phantom), or a producer's retry is written again (duplicated).
@@ -49,7 +51,9 @@ async def test_the_checker_reports_a_broken_build(cluster_home: Path) -> None:
 @pytest.mark.timeout(300)
 async def test_the_same_scenario_on_the_real_build_has_no_anomaly(cluster_home: Path) -> None:
     env = faults.ENV["endtxn_lost"]
-    report = await runner.run("endtxn_lost", faults.endtxn_lost, cluster_home, 14, faulty=env)
+    report = await runner.run(
+        "endtxn_lost", faults.endtxn_lost, cluster_home, 14, faulty=env, wide=False
+    )
     print(report.line())
     assert report.acknowledged > 0
     assert report.ok, f"{report.line()}\n{report.details()}"
@@ -67,7 +71,9 @@ async def _tiering(ctx: runner.Context) -> None:
 
 @pytest.mark.timeout(420)
 async def test_the_checker_reports_a_broken_cold_tier(cluster_home: Path) -> None:
-    report = await runner.run("cold_broken", _tiering, cluster_home, 14, faulty=BROKEN_TIER)
+    report = await runner.run(
+        "cold_broken", _tiering, cluster_home, 14, faulty=BROKEN_TIER, wide=False
+    )
     print(report.line())
     # The manifest lists chunks the store never got; their acknowledged appends are nowhere.
     assert report.count("cold") > 0, report.line()
