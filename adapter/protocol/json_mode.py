@@ -190,10 +190,11 @@ def _walk(
         return _decode(text, position)  # a scalar: at C speed, whatever its length
     walk = _Walk(text, elements, limit)
     position = walk.enter(position)
-    while walk.closers:
+    while True:
         position = _window(walk, position)
-        yield
-    return position
+        if not walk.closers:
+            return position
+        yield  # only between windows: a body parsed in one costs its caller no turn
 
 
 def _window(walk: _Walk, position: int) -> int:
