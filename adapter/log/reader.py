@@ -176,12 +176,9 @@ class LogReader:
 
         def look_up(consumer: Consumer) -> int:
             try:
-                low, _high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=self.limits.timeout_s, cached=False
-                )
+                return _log_start(consumer, topic, partition, self.limits.timeout_s)
             except KafkaException as error:
                 raise LogUnavailable(f"asking where {topic} starts: {error}") from error
-            return int(low)
 
         return await self.lend(look_up)
 
@@ -194,9 +191,7 @@ class LogReader:
             timeout = self.limits.timeout_s
             try:
                 [answer] = consumer.offsets_for_times([asked], timeout=timeout)
-                low, _high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=timeout, cached=False
-                )
+                low = _log_start(consumer, topic, partition, timeout)
             except KafkaException as error:
                 raise LogUnavailable(f"looking up a time in {topic}: {error}") from error
             return TimeFound(answer.offset if answer.offset >= 0 else None, low)
@@ -318,6 +313,14 @@ class LogReader:
                 if scanned >= most and position < request.stop:
                     return ReadResult(messages, position, False, scanned, traces)
         return ReadResult(messages, request.stop, True, scanned, traces)
+
+
+def _log_start(consumer: Consumer, topic: str, partition: int, timeout_s: float) -> int:
+    """The earliest offset Kafka still holds of the partition, asked of the broker now."""
+    low, _high = consumer.get_watermark_offsets(
+        TopicPartition(topic, partition), timeout=timeout_s, cached=False
+    )
+    return int(low)
 
 
 def _add_trace(traces: list[bytes], trace: bytes | None) -> None:
