@@ -13,6 +13,7 @@ with a certificate the brokers may no longer trust.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -41,7 +42,9 @@ def watch_kafka_secrets(
 ) -> None:
     if settings.kafka_client_file:
         files.watch(
-            "kafka_client_file", [settings.kafka_client_file], lambda: _credentials(settings, kafka)
+            "kafka_client_file",
+            [settings.kafka_client_file],
+            lambda: _credentials(files, settings, kafka),
         )
     named = dict(settings.kafka_client)
     certificates = [named[key] for key in CERTIFICATE_FILES if key in named]
@@ -50,7 +53,7 @@ def watch_kafka_secrets(
     )
 
 
-def _credentials(settings: Settings, kafka: KafkaAccess) -> bool:
+def _credentials(files: SecretFiles, settings: Settings, kafka: KafkaAccess) -> bool:
     try:
         found = client_file_properties(settings.kafka_client_file)
     except ConfigError as error:
@@ -60,14 +63,20 @@ def _credentials(settings: Settings, kafka: KafkaAccess) -> bool:
     if username is None or password is None:
         log.warning("kafka_client_file reloaded: no sasl.username and sasl.password in it")
         return False
-    told = kafka.clients.rotate(username, password)
-    log.info("kafka SASL credentials reloaded (user %s): %d live clients told", username, told)
+    files.tasks.spawn(_rotating(kafka, username, password), "rotate-kafka-sasl", Kind.JOB)
     current = dict(settings.kafka_client)
     if changed := sorted(
         k for k, v in found.items() if current.get(k) != v and not k.startswith("sasl.")
     ):
         log.warning("kafka_client_file: %s changed: in effect after a restart", ", ".join(changed))
     return True
+
+
+async def _rotating(kafka: KafkaAccess, username: str, password: str) -> None:
+    """The new pair to every live client, from a thread: a consumer takes it only between two
+    of its polls (topology/live_clients.py), and the loop must go on meanwhile."""
+    told = await asyncio.to_thread(kafka.clients.rotate, username, password)
+    log.info("kafka SASL credentials reloaded (user %s): %d live clients told", username, told)
 
 
 def _certificates(files: SecretFiles, renew: Renew) -> bool:

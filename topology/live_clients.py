@@ -30,7 +30,48 @@ class LiveProducer(Producer):
 
 
 class LiveConsumer(Consumer):
-    pass
+    """A consumer that takes a new SASL pair in the thread that uses it.
+
+    The Python binding lets one thread at a time into a consumer and makes any other wait,
+    spinning, for a gap between two calls; a thread that polls in a loop leaves none, so a
+    `set_sasl_credentials` from elsewhere may wait for ever. `rotate` only leaves the pair
+    here (`offer`), and the next call of the consumer's own thread gives it to librdkafka."""
+
+    _offered: tuple[str, str] | None = None
+    _taken: tuple[str, str] | None = None
+
+    def offer(self, pair: tuple[str, str]) -> None:
+        self._offered = pair
+
+    def _take_offered(self) -> None:
+        offered = self._offered  # read once: `offer` may replace it meanwhile
+        if offered is not None and offered is not self._taken:
+            super().set_sasl_credentials(*offered)
+            self._taken = offered
+
+    def poll(self, *args: Any, **kwargs: Any) -> Any:
+        self._take_offered()
+        return super().poll(*args, **kwargs)
+
+    def consume(self, *args: Any, **kwargs: Any) -> Any:
+        self._take_offered()
+        return super().consume(*args, **kwargs)
+
+    def assign(self, *args: Any, **kwargs: Any) -> Any:
+        self._take_offered()
+        return super().assign(*args, **kwargs)
+
+    def get_watermark_offsets(self, *args: Any, **kwargs: Any) -> Any:
+        self._take_offered()
+        return super().get_watermark_offsets(*args, **kwargs)
+
+    def offsets_for_times(self, *args: Any, **kwargs: Any) -> Any:
+        self._take_offered()
+        return super().offsets_for_times(*args, **kwargs)
+
+    def list_topics(self, *args: Any, **kwargs: Any) -> Any:
+        self._take_offered()
+        return super().list_topics(*args, **kwargs)
 
 
 class LiveAdmin(AdminClient):
@@ -79,14 +120,26 @@ class LiveClients:
         return {**config, "sasl.username": self._pair[0], "sasl.password": self._pair[1]}
 
     def rotate(self, username: str, password: str) -> int:
-        """Give every live client the new pair; how many took it (a closed one cannot)."""
+        """Give every live client the new pair; how many were told (a closed producer or
+        admin client cannot take it; a consumer takes it on its next call, `LiveConsumer`).
+
+        Call it from a thread, not the event loop: librdkafka may wait for a client's lock.
+        The lock here is not held meanwhile: a client created from now on takes the new pair
+        from `_fresh`."""
+        pair = (username, password)
         with self._lock:
-            self._pair = (username, password)
-            told = 0
-            for client in list(self._clients):
-                try:
-                    client.set_sasl_credentials(username, password)
-                    told += 1
-                except RuntimeError:  # closed: it will never connect again
+            self._pair = pair
+            clients = list(self._clients)
+        told = 0
+        for client in clients:
+            if isinstance(client, LiveConsumer):
+                client.offer(pair)
+                told += 1
+                continue
+            try:
+                client.set_sasl_credentials(username, password)
+                told += 1
+            except RuntimeError:  # closed: it will never connect again
+                with self._lock:
                     self._clients.discard(client)
-            return told
+        return told
