@@ -42,10 +42,12 @@ async def test_the_checker_reports_a_broken_build(cluster_home: Path) -> None:
     # A commit that happened, answered 503: a plain append is in the log though every attempt
     # was 5xx (phantom), or a producer's retry is written again (duplicated).
     assert report.count("phantom") + report.count("duplicated") > 0, report.line()
-    # Every instance's read from -1 of the snapshotted stream answers 200 instead of 410
-    # (snapshots); reads from -1 well after a publish are served (retention, if the load ran
-    # long enough after one).
-    assert report.count("snapshots") > 0, report.line()
+    # Reads below a snapshot are served: during the load, reads from -1 well after a publish
+    # (retention), or at the end, every instance's read from -1 of the snapshotted stream
+    # answering 200 instead of 410 (snapshots). Which of the two shows it depends on the pace:
+    # once retention has freed the log below the snapshot, even the broken build answers 410
+    # at the end, and a loaded machine may read from -1 only right after each publish.
+    assert report.count("snapshots") + report.count("retention") > 0, report.line()
 
 
 @pytest.mark.timeout(300)
