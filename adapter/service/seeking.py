@@ -91,17 +91,48 @@ class Seeker:
         return min(max(found, meta.history_start), meta.next_offset)
 
     async def located(self, topic: str, meta: StreamMeta, start: int, limit: int) -> list[Located]:
-        """The records of up to `limit` messages from `start` on, in order."""
+        """The records of up to `limit` messages from `start` on, in order: below the offset
+        Kafka still holds from, as the cold tier's chunks keep them."""
+        held_from = await self.reader.log_start(topic, meta.partition)
         out: list[Located] = []
         for segment in meta.segments():
             if segment.end <= start:
                 continue
             begin = max(start, segment.start)
-            found = await self._positions(topic, meta.partition, segment, begin, segment.end, limit)
-            out += [Located(segment.stream_id, position) for position in found[: limit - len(out)]]
+            wanted = limit - len(out)
+            if begin < held_from:
+                cold = await cold_answer(
+                    self._cold_first(topic, meta, segment, begin, held_from, wanted)
+                )
+                out += [Located(segment.stream_id, position) for position in cold]
+                begin, wanted = max(begin, held_from), limit - len(out)
+            if wanted > 0 and begin < segment.end:
+                found = await self._positions(
+                    topic, meta.partition, segment, begin, segment.end, wanted
+                )
+                out += [Located(segment.stream_id, position) for position in found[:wanted]]
             if len(out) >= limit:
                 break
         return out
+
+    async def _cold_first(
+        self, topic: str, meta: StreamMeta, segment: Segment, start: int, below: int, limit: int
+    ) -> list[RecordPosition]:
+        """Where the segment's first `limit` tiered messages in [start, below) were in Kafka."""
+        place = self.path.place(topic, meta)
+        ranges = [] if place is None else self.path.catalog.tier.ranges(place)
+        found: list[RecordPosition] = []
+        for tier_range in ranges:
+            begin = max(segment.start, tier_range.start, start)
+            stop = min(segment.end, tier_range.end, below)
+            if begin < stop and len(found) < limit:
+                messages = await self.path.cold.first(
+                    tier_range, segment.stream_id, begin, stop, limit - len(found)
+                )
+                found += (
+                    RecordPosition(m.offset, m.timestamp_ms, len(m.payload)) for m in messages
+                )
+        return found
 
     async def _last(
         self, topic: str, partition: int, segment: Segment, start: int, stop: int, keep: int

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Generic, TypeVar
 
 from adapter.log.reader import UNBOUNDED, Budget, ReadResult
@@ -96,9 +96,29 @@ class ColdReader:
         memory for `keep` offsets, whatever the chunk holds. A collected chunk raises
         `ChunkCollected`."""
         found: deque[int] = deque(maxlen=keep)
+        async for messages in self._blocks(tier_range, stream_id, start, stop):
+            found += (m.offset for m in messages)
+        return found
+
+    async def first(
+        self, tier_range: TierRange, stream_id: str, start: int, stop: int, limit: int
+    ) -> list[ColdMessage]:
+        """The stream's first `limit` messages in the range at [start, stop): the blocks
+        that hold them only. A collected chunk raises `ChunkCollected`."""
+        found: list[ColdMessage] = []
+        async for messages in self._blocks(tier_range, stream_id, start, stop):
+            found += messages[: limit - len(found)]
+            if len(found) >= limit:
+                break
+        return found
+
+    async def _blocks(
+        self, tier_range: TierRange, stream_id: str, start: int, stop: int
+    ) -> AsyncIterator[list[ColdMessage]]:
+        """The stream's messages at [start, stop) of the range, one block at a time."""
         chunk = tier_range.chunk_of(stream_id)
         if chunk is None or chunk.last_offset < start or chunk.first_offset >= stop:
-            return found
+            return
         if chunk.collected:
             raise ChunkCollected(f"{stream_id!r} at {start} of {tier_range.key}")
         shape = await self._layout(chunk)
@@ -106,8 +126,7 @@ class ColdReader:
             if shape.blocks[number].first_offset >= stop:
                 break
             messages = await self._block(chunk.object_key, shape, number, 1, stop)
-            found += (m.offset for m in messages if start <= m.offset < stop)
-        return found
+            yield [m for m in messages if start <= m.offset < stop]
 
     async def last_in(
         self, tier_range: TierRange, stream_id: str, start: int, stop: int

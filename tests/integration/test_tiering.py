@@ -590,3 +590,41 @@ async def test_the_consoles_seek_to_the_last_messages_reaches_into_the_cold_tier
         assert sought.status == 200, (last, await sought.text())
         body, _ = await catch_up(client, path, (await sought.json())["offset"])
         assert body == b"".join(bodies[-last:]), last
+
+
+async def test_the_consoles_records_list_what_kafka_freed_from_the_cold_tier(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> None:
+    """`/ui/api/records` from -1 of a stream Kafka freed the start of: every message listed
+    once, in order, with its offset, time and size, the tiered ones read from their chunks."""
+    settings = tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    bucket, path = f"rec-{unique}", f"/rec-{unique}/numbers"
+    assert (await client.put(f"/{bucket}")).status == 201
+    assert (await client.put(path, headers={"Content-Type": TEXT})).status == 201
+    bodies = [f"<{n:03d}>".encode() + b"x" * (200 + n) for n in range(60)]
+    await _append(client, path, bodies)
+    await tier_until_done(client)
+    topic = bucket_topic(settings.topic_prefix, bucket)
+    assert log_start(settings.bootstrap_servers, topic)[0] > 0  # Kafka freed the oldest
+
+    listed: list[dict[str, object]] = []
+    offset = "-1"
+    while len(listed) < 70:
+        answer = await client.get(
+            f"/ui/api/records/{bucket}/numbers", params={"offset": offset, "limit": "25"}
+        )
+        assert answer.status == 200, await answer.text()
+        records = (await answer.json())["records"]
+        if not records:
+            break
+        listed += records
+        offset = str(records[-1]["next_offset"])
+    assert [record["bytes"] for record in listed] == [len(body) for body in bodies]
+    kafka_offsets = [int(str(record["kafka_offset"])) for record in listed]
+    assert kafka_offsets == sorted(set(kafka_offsets))
+    assert all(int(str(record["timestamp_ms"])) > 0 for record in listed)
+    for record, body in zip(listed[::7], bodies[::7], strict=False):  # the offsets read them
+        read = await client.get(path, params={"offset": str(record["offset"])})
+        assert (await read.read()).startswith(body)
