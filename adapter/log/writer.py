@@ -424,7 +424,7 @@ class LogWriter:
             # of flush() as a SystemError whose cause is the KafkaException.
             inner = _kafka_error(error)
             self._recover(producer, inner)
-            reason = _refusal(inner, batches, self.kafka.prefix) or (
+            reason = _refusal(inner, batches, self.kafka.prefix, self.transactional_id) or (
                 inner.str() if inner is not None else str(error)
             )
             raise LogUnavailable(FENCED_MESSAGE if self.fenced else f"kafka: {reason}") from error
@@ -655,14 +655,18 @@ class WriterLimits:
     max_message_bytes: int
 
 
-def _refusal(error: KafkaError | None, batches: list[WriteBatch], prefix: str) -> str | None:
+def _refusal(
+    error: KafkaError | None, batches: list[WriteBatch], prefix: str, transactional_id: str
+) -> str | None:
     """`DENIED: Write on Topic ...` when an ACL refused the transaction's topics (Kafka does not
-    say which: the batches' data topics, or the state topics when it had no data)."""
+    say which: the batches' data topics, or the state topics when it had no data), or on
+    `TransactionalId ...` when it refused the producer's id."""
     if error is None:
         return None
     topics = sorted({record.topic for batch in batches for record in batch.records})
     named = ", ".join(topics) or f"{prefix}internal.* (the state topics)"
-    return denied(error, {"Topic": ("Write", named)})
+    asked = {"Topic": ("Write", named), "TransactionalId": ("Write", transactional_id)}
+    return denied(error, asked)
 
 
 def _produce_state(

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError
 
+from adapter.log.writer import _refusal
 from topology.client_properties import (
     OWNED,
     REDACTED,
@@ -191,3 +192,14 @@ def test_the_refused_keys_are_documented() -> None:
         k for k in OWNED if k.endswith("_cb") or k in ("logger", "on_commit", "on_delivery")
     }
     assert [k for k in sorted(OWNED - callbacks) if f"`{k}`" not in operations] == []
+
+
+def test_a_commit_refused_on_the_transactional_id_names_it() -> None:
+    """A transaction whose id lost its ACL names the id, not "(not named by Kafka)"."""
+    error = KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    assert _refusal(error, [], "acme.dk.", "acme.dk.writer-3") == (
+        "DENIED: Write on TransactionalId acme.dk.writer-3"
+    )
+    assert _refusal(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED), [], "acme.dk.", "x") == (
+        "DENIED: Write on Topic acme.dk.internal.* (the state topics)"
+    )
