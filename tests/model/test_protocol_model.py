@@ -83,6 +83,7 @@ LAG_S = 10.0  # how long an instance may take to show another's write (its follo
 BUCKETS = 4  # more than the start's streams fill: some topics begin empty
 EMPTIEST = -1  # a slot argument naming the bucket whose topic holds the fewest streams
 SLOT = st.one_of(st.just(EMPTIEST), st.integers(0, BUCKETS - 1))  # EMPTIEST half the time
+LISTED = 50  # records the console's list is asked for at once
 CONSOLE_MAX_LAST = 3  # the deployment's `console_max_last` (tests/model/deployment.py)
 REFETCH_S = 10.5  # an unknown kid fetches the JWKS at most once per 10 s on each instance
 # After a pass fails, the next runs up to 32 intervals later (adapter/service/tiering.py
@@ -693,7 +694,9 @@ class ProtocolDriver(RuleBasedStateMachine):
     def console_seek(self, pick: int, last: int, which: int) -> None:
         """The console's seek to the last N messages (operations, `console_max_last`): the
         offset N messages before the tail, never below the earliest; N past the setting is
-        400 `invalid_query`."""
+        400 `invalid_query`. Then its record list from the start: one record per message
+        retained, in order, each of its message's size (from the cold tier where Kafka freed
+        them)."""
         stream, via = self.pick(pick), self.via(which)
         if stream is None:
             return
@@ -702,6 +705,8 @@ class ProtocolDriver(RuleBasedStateMachine):
             expect(via.request("GET", path), {400}, f"GET {path}", "invalid_query")
             return
         eventually(lambda: self.problem_seeking(stream, via, last), f"GET {path} via {via.name}")
+        listing = f"/ui/api/records/{stream.bucket}/{stream.name}?offset=-1&limit={LISTED}"
+        eventually(lambda: self.problem_listing(stream, via), f"GET {listing} via {via.name}")
 
     @rule(pick=st.integers(0, 1000), which=st.integers(0, 1))
     @recorded
@@ -889,6 +894,25 @@ class ProtocolDriver(RuleBasedStateMachine):
         if starts_at(stream, got.value, max(first, lo), max(first, hi)) is None:
             return f"offset {offset}: {got.value!r:.300} is not the last {last} messages"
         return None
+
+    def problem_listing(self, stream: Stream, via: Instance) -> str | None:
+        """The records listed from the earliest offset are the retained messages' (of a text
+        stream: their sizes; of a JSON one: how many)."""
+        path = f"/ui/api/records/{stream.bucket}/{stream.name}?offset=-1&limit={LISTED}"
+        reply = via.request("GET", path)
+        if reply.status == 410 and self.model.may_cut(stream):
+            return None
+        if reply.status != 200:
+            return f"{reply.status} {reply.body[:200]!r}"
+        sizes = [int(record["bytes"]) for record in json.loads(reply.body)["records"]]
+        lo, hi = self.model.earliest_range(stream, _now())
+        for start in range(lo, hi + 1):
+            retained = stream.messages[start : start + LISTED]
+            if stream.is_json and len(sizes) == len(retained):
+                return None
+            if sizes == [len(message.value) for message in retained]:
+                return None
+        return f"sizes {sizes!r:.300} are no run of the messages from [{lo}, {hi}]"
 
     def problem_bootstrapping(self, stream: Stream, via: Instance) -> str | None:
         reply = via.request("GET", f"{self.path(stream)}/bootstrap")
