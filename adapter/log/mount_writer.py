@@ -6,14 +6,17 @@ it and its other consumers see ordinary records: key = the stream's key, value =
 no headers. A background thread polls for delivery reports; an append waits for all of its
 records' reports. Records of one append are not one transaction: if the producer fails
 midway, the ones already delivered stay (the answer is 503, which says the outcome is not
-known).
+known). When the client's certificate files change (`LiveClients.renew`), the next append
+makes a new producer; the old one is polled until its records in flight are delivered, then
+collected: none is lost, and no append is refused for the old certificate.
 
 Appends with idempotent-producer headers go through `Transactions` instead: one of
 `TRANSACTIONAL_SLOTS` transactional producers (`{prefix}mount-writer-{n}`, n chosen by the
 stream) writes the records and the producer's new state (our producers topic) in one Kafka
 transaction, one transaction at a time per slot. A producer that is (re)initialised fences
 whichever instance held its id before and resolves that one's open transaction, so the state
-its caller reads afterwards (once the state topics are followed to their end) is exact.
+its caller reads afterwards (once the state topics are followed to their end) is exact. A slot
+whose producer was made before the certificate files changed gets a new one at its next hold.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class MountWriter:
         self._kafka = kafka
         self._config = kafka.config(owned, "librdkafka.mount-writer")
         self._producer: Producer | None = None
+        self._retired: list[Producer] = []  # replaced, with records still in flight
         self._stop = threading.Event()
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "mount-writer")
 
@@ -79,19 +83,28 @@ class MountWriter:
     def _started(self) -> Producer:
         if self._producer is None:
             self._producer = self._kafka.producer(self._config)
-            self._thread.submit(self._poll, self._producer)
+            self._thread.submit(self._poll)
+        elif self._kafka.clients.stale(self._producer):  # the certificate files changed
+            self._retired.append(self._producer)
+            self._producer = self._kafka.producer(self._config)
         return self._producer
 
-    def _poll(self, producer: Producer) -> None:
+    def _poll(self) -> None:
+        """Delivery reports of the producer and of the retired ones until they are done."""
         while not self._stop.is_set():
-            producer.poll(POLL_S)
+            for retired in list(self._retired):
+                retired.poll(0)
+                if len(retired) == 0:  # every record delivered: its reports are in
+                    self._retired.remove(retired)
+            if self._producer is not None:
+                self._producer.poll(POLL_S)
 
     async def close(self) -> None:
         self._stop.set()
-        if self._producer is not None:
-            producer = self._producer
+        producers = [*self._retired, *([self._producer] if self._producer else [])]
+        for producer in producers:
             await asyncio.get_running_loop().run_in_executor(
-                self._thread, lambda: producer.flush(self.timeout_s)
+                self._thread, producer.flush, self.timeout_s
             )
         self._thread.shutdown(wait=False, cancel_futures=True)
 
@@ -152,6 +165,11 @@ class Transactions:
         one. A refusal (a sequence gap, ...) keeps it."""
         async with self._locks[slot]:
             held = self._held.get(slot)
+            if held is not None and self._kafka.clients.stale(held.producer):
+                # Made before the certificate files changed; between two transactions here,
+                # so its successor's init fences it with nothing open.
+                del self._held[slot]
+                held = None
             if held is None:
                 held = Transaction(await self._run(lambda: self._initialised(slot)))
                 self._held[slot] = held
