@@ -3,7 +3,8 @@
 One idempotent producer per instance (created on first use), `acks=all`, with the Java
 client's partitioner (`murmur2_random`), so a key lands where the topic's other producers put
 it and its other consumers see ordinary records: key = the stream's key, value = the message,
-no headers. A background thread polls for delivery reports; an append waits for all of its
+no headers (with tracing on, a `traceparent` one: the context of the append's span). A
+background thread polls for delivery reports; an append waits for all of its
 records' reports. Records of one append are not one transaction: if the producer fails
 midway, the ones already delivered stay (the answer is 503, which says the outcome is not
 known). When the client's certificate files change (`LiveClients.renew`), the next append
@@ -34,6 +35,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from adapter.log.errors import LogUnavailable
+from adapter.tracing import TRACEPARENT
 from topology.kafka_client import KafkaAccess
 
 log = logging.getLogger(__name__)
@@ -61,14 +63,20 @@ class MountWriter:
         self._stop = threading.Event()
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "mount-writer")
 
-    async def produce(self, topic: str, key: bytes, values: list[bytes]) -> list[tuple[int, int]]:
-        """(partition, offset) of each value once all are written (acks=all)."""
+    async def produce(
+        self, topic: str, key: bytes, values: list[bytes], trace: bytes | None = None
+    ) -> list[tuple[int, int]]:
+        """(partition, offset) of each value once all are written (acks=all); `trace`: the
+        `traceparent` header each record carries (None: no header)."""
         loop = asyncio.get_running_loop()
         producer = self._started()
         futures = [loop.create_future() for _ in values]
+        headers = _headers(trace)
         try:
             for value, future in zip(values, futures, strict=True):
-                producer.produce(topic, value, key, on_delivery=_reporter(loop, future))
+                producer.produce(
+                    topic, value, key, on_delivery=_reporter(loop, future), headers=headers
+                )
         except (BufferError, KafkaException) as error:
             for future in futures:
                 future.cancel()
@@ -107,6 +115,11 @@ class MountWriter:
                 self._thread, producer.flush, self.timeout_s
             )
         self._thread.shutdown(wait=False, cancel_futures=True)
+
+
+def _headers(trace: bytes | None) -> list[tuple[str, str | bytes | None]] | None:
+    """A mounted topic's records carry no header but, when tracing, their request's context."""
+    return None if trace is None else [(TRACEPARENT, trace)]
 
 
 def _reporter(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Message]) -> Any:
@@ -180,10 +193,20 @@ class Transactions:
                 raise
 
     async def write(
-        self, held: Transaction, topic: str, key: bytes, values: list[bytes], state: StateEntry
+        self,
+        held: Transaction,
+        topic: str,
+        key: bytes,
+        values: list[bytes],
+        state: StateEntry,
+        trace: bytes | None = None,
     ) -> list[tuple[int, int]]:
-        """(partition, offset) of each value, committed with `state` in one transaction."""
-        return await self._run(lambda: self._transact(held.producer, topic, key, values, state))
+        """(partition, offset) of each value, committed with `state` in one transaction; each
+        record carries `trace` in its `traceparent` header (None: no header)."""
+        headers = _headers(trace)
+        return await self._run(
+            lambda: self._transact(held.producer, topic, key, values, state, headers)
+        )
 
     def _initialised(self, slot: int) -> Producer:
         config = self._config | {
@@ -194,7 +217,13 @@ class Transactions:
         return producer
 
     def _transact(
-        self, producer: Producer, topic: str, key: bytes, values: list[bytes], state: StateEntry
+        self,
+        producer: Producer,
+        topic: str,
+        key: bytes,
+        values: list[bytes],
+        state: StateEntry,
+        headers: list[tuple[str, str | bytes | None]] | None,
     ) -> list[tuple[int, int]]:
         written: list[tuple[int, int]] = []
         failed: list[KafkaError] = []
@@ -208,7 +237,7 @@ class Transactions:
         producer.begin_transaction()
         try:
             for value in values:
-                producer.produce(topic, value, key, on_delivery=report)
+                producer.produce(topic, value, key, on_delivery=report, headers=headers)
             state_topic, state_key, state_value = state
             producer.produce(state_topic, state_value, state_key.encode(), partition=0)
             producer.commit_transaction(self.timeout_s)  # flushes: every report is in
