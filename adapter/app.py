@@ -150,7 +150,8 @@ def _secret_files(settings: Settings, gate: Gate, parts: Parts) -> SecretFiles:
 async def renew_kafka_clients(parts: Parts) -> str:
     """Make the long-lived Kafka clients again (the client's certificate files changed): no
     append is lost, none is written twice (see `LogWriter.renew_producer`)."""
-    parts.admin.kafka.clients.renew()  # the read pool and the scanner, at their next use
+    # The read pool, the scanner and the mounts' indexers and writers, at their next use.
+    parts.admin.kafka.clients.renew()
     producers = await parts.writers.renew_producers()
     await parts.follower.renew_consumers()
     parts.admin.renew()
@@ -159,7 +160,7 @@ async def renew_kafka_clients(parts: Parts) -> str:
     group = "the owners' group member" if rejoined else "the owners' group member (not yet)"
     return (
         f"{producers} write slots' producers, the state follower's consumers, the admin "
-        f"client, {group}; the read pool and the scanner at their next use"
+        f"client, {group}; the read pool, the scanner and the mounts' clients at their next use"
     )
 
 

@@ -282,7 +282,8 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     app = create_app(settings, listeners.siblings)
     drain_s = settings.drain_timeout_ms / 1000
     runner = ProtocolRunner(app, access_log=None, shutdown_timeout=drain_s)
-    ops = web.AppRunner(create_ops_app(app[PARTS].metrics, app[health.READINESS]), access_log=None)
+    ops_app = create_ops_app(app[PARTS].metrics, app[health.READINESS], listeners.siblings)
+    ops = web.AppRunner(ops_app, access_log=None)
     await runner.setup()
     await ops.setup()
     try:

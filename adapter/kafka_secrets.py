@@ -7,7 +7,8 @@ append waits or is lost. The certificate and key files the properties name are w
 librdkafka reads them only when a client is created, so the clients created from then on use
 the new ones, and the long-lived ones are made again (`renew`: the write slots' producers
 after their transaction in flight, the state follower's consumer between two polls, the
-admin client, the owners' group consumer as the same static member), so that none goes on
+admin client, the owners' group consumer as the same static member; the read pool, the
+scanner and the mounted topics' indexers and writers at their next use), so that none goes on
 with a certificate the brokers may no longer trust.
 """
 

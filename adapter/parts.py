@@ -207,9 +207,10 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     membership.router = router
     reader = LogReader(kafka, read_limits(settings))
     catch_up = MetaCatchUp(writers, follower.seen_written)
-    bucket_service = BucketService(catalog, writers, admin, wall_clock_ms, catch_up)
+    tracing = start_tracing(settings)
+    bucket_service = BucketService(catalog, writers, admin, wall_clock_ms, catch_up, tracing)
     store = object_store(settings)
-    mounted = mounted_streams(settings, kafka, indexes, reader, hub, follower)
+    mounted = mounted_streams(settings, kafka, indexes, reader, hub, follower, tracing)
     peers = PeerClients(
         forward_timeout_s(settings.kafka_timeout_s),
         siblings,
@@ -223,7 +224,6 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
     relay = AccessRelay(
         router, part_tasks(settings), (siblings or {}).keys(), settings.owner_renewal_entries
     )
-    tracing = start_tracing(settings)
     stream_service = StreamService(
         catalog,
         writers,
@@ -456,6 +456,7 @@ def mounted_streams(
     reader: LogReader,
     hub: LiveHub,
     follower: MetaFollower,
+    tracing: Tracing | None = None,
 ) -> MountedStreams:
     """The streams of mounted topics: read through the index of each topic's keys."""
     return MountedStreams(
@@ -468,6 +469,7 @@ def mounted_streams(
         StateTopics.of(settings.topic_prefix).producers,
         state_followed=follower.caught_up,
         max_append_messages=settings.max_append_messages,
+        tracing=tracing,
     )
 
 

@@ -95,6 +95,7 @@ def read_cold_batch(
         "producer_id": F.col("producer_id"),
         "producer_epoch": F.col("producer_epoch"),
         "producer_seq": F.col("producer_seq"),
+        "traceparent": F.lit(None),  # a cold chunk keeps no record headers but the producer's
         "timestamp": F.timestamp_millis(F.col("timestamp_ms")),
         "partition": F.col("partition"),
         "kafka_offset": F.col("offset"),

@@ -26,6 +26,7 @@ from topology.wire import (
     PRODUCER_SEQ_HEADER,
     TOKEN_GROUP_DIGITS,
     TOKEN_SEPARATOR,
+    TRACE_HEADER,
 )
 
 
@@ -105,6 +106,7 @@ def decode_streams(records: DataFrame, topic_prefix: str = DEFAULT_PREFIX) -> Da
         "producer_id": _header(PRODUCER_ID_HEADER),
         "producer_epoch": _header(PRODUCER_EPOCH_HEADER).cast(LongType()),
         "producer_seq": _header(PRODUCER_SEQ_HEADER).cast(LongType()),
+        "traceparent": _header(TRACE_HEADER),  # the append's trace, for a job to continue
         "timestamp": F.col("timestamp"),
         "partition": F.col("partition"),
         "kafka_offset": F.col("offset"),

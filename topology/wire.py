@@ -17,8 +17,9 @@ record of an
 append that another instance forwarded to the slot's owner also carries `dk-forward`, an id
 the forwarding instance made: if the owner dies before answering, the forwarder looks for it
 in the partition to learn whether the append was written (`adapter/log/outcomes.py`).
-With tracing on, every data record of an append also carries `traceparent`: the W3C trace
-context of the Kafka transaction that wrote it, so a consumer continues the append's trace.
+With tracing on, every record a request writes (an append's data, a creation's, closure's,
+fork's, trim's or deletion's control record) also carries `traceparent`: the W3C trace context
+of the Kafka transaction that wrote it, so a consumer continues the request's trace.
 Readers ignore headers they do not know.
 """
 
@@ -39,7 +40,7 @@ PRODUCER_SEQ_HEADER: Final = "producer-seq"
 STREAM_SEQ_HEADER: Final = "stream-seq"
 # On every record of a forwarded append: the forwarding instance's id for that request.
 FORWARD_HEADER: Final = "dk-forward"
-# With tracing on, on every data record of an append: its transaction's W3C trace context.
+# With tracing on, on every record a request writes: its transaction's W3C trace context.
 TRACE_HEADER: Final = "traceparent"
 
 HeaderValue: TypeAlias = str | bytes | None

@@ -3,6 +3,8 @@ every check and its fields: `adapter/readiness.py` says which make an instance u
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from adapter.http.render import error_response, json_response
@@ -25,8 +27,12 @@ async def healthz(_request: web.Request) -> web.Response:
 
 @routes.get("/readyz", expect_handler=defer_continue)
 async def readyz(request: web.Request) -> web.Response:
-    readiness = request.app[READINESS]
-    report = readiness.report()
+    return readiness_answer(request.app[READINESS])
+
+
+def readiness_answer(readiness: Readiness, **extra: Any) -> web.Response:
+    """200 with every check when ready, else 503 `not_ready` naming what it waits for."""
+    report = {**readiness.report(), **extra}
     if readiness.ready:
         return json_response(report, headers=NO_STORE)
     waiting = ProtocolError(ErrorCode.NOT_READY, f"waiting for: {', '.join(readiness.waiting())}")

@@ -10,6 +10,10 @@ still being built would call a key's tail what is only the part indexed so far.
 With a `KeyIndexStore`, the index is loaded from its file at start and each partition read
 from its checkpoint instead of its start; every `SAVE_S`, once caught up and at close, the
 keys changed since are saved with the offsets reached (`key_index_store.py`).
+
+When the client's certificate files change (`LiveClients.renew`), the consumer is made again
+between two polls, the brokers may soon refuse the old certificate, and resumes each partition
+at the offset after what is indexed: nothing is indexed twice or missed.
 """
 
 from __future__ import annotations
@@ -185,6 +189,8 @@ class MountIndexer:
 
     def _poll(self) -> list[Message]:
         try:
+            if self._consumer is not None and self._kafka.clients.stale(self._consumer):
+                self._renew(self._consumer)
             if self._consumer is None:
                 self._consumer = self._kafka.consumer(self._config)
             if time.monotonic() - self._checked_at >= PARTITIONS_CHECK_S:
@@ -194,6 +200,19 @@ class MountIndexer:
             log.warning("indexing mounted topic %s: %s", self.naming.topic, error)
             time.sleep(POLL_S)
             return []
+
+    def _renew(self, old: Consumer) -> None:
+        """A consumer made from the new certificate files, at the offsets the old one reached."""
+        self._consumer = consumer = self._kafka.consumer(self._config)
+        resume = {**self._starts, **self._next}
+        consumer.assign(
+            [
+                TopicPartition(self.naming.topic, p, resume.get(p, OFFSET_BEGINNING))
+                for p in range(self.partitions)
+            ]
+        )
+        old.close()
+        log.info("indexer of %s renewed with the new certificate files", self.naming.topic)
 
     def _assign_new_partitions(self, consumer: Consumer) -> None:
         metadata = consumer.list_topics(self.naming.topic, timeout=self.timeout_s)

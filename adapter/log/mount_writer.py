@@ -3,17 +3,21 @@
 One idempotent producer per instance (created on first use), `acks=all`, with the Java
 client's partitioner (`murmur2_random`), so a key lands where the topic's other producers put
 it and its other consumers see ordinary records: key = the stream's key, value = the message,
-no headers. A background thread polls for delivery reports; an append waits for all of its
+no headers (with tracing on, a `traceparent` one: the context of the append's span). A
+background thread polls for delivery reports; an append waits for all of its
 records' reports. Records of one append are not one transaction: if the producer fails
 midway, the ones already delivered stay (the answer is 503, which says the outcome is not
-known).
+known). When the client's certificate files change (`LiveClients.renew`), the next append
+makes a new producer; the old one is polled until its records in flight are delivered, then
+collected: none is lost, and no append is refused for the old certificate.
 
 Appends with idempotent-producer headers go through `Transactions` instead: one of
 `TRANSACTIONAL_SLOTS` transactional producers (`{prefix}mount-writer-{n}`, n chosen by the
 stream) writes the records and the producer's new state (our producers topic) in one Kafka
 transaction, one transaction at a time per slot. A producer that is (re)initialised fences
 whichever instance held its id before and resolves that one's open transaction, so the state
-its caller reads afterwards (once the state topics are followed to their end) is exact.
+its caller reads afterwards (once the state topics are followed to their end) is exact. A slot
+whose producer was made before the certificate files changed gets a new one at its next hold.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from adapter.log.errors import LogUnavailable
+from adapter.tracing import TRACEPARENT
 from topology.kafka_client import KafkaAccess
 
 log = logging.getLogger(__name__)
@@ -54,17 +59,24 @@ class MountWriter:
         self._kafka = kafka
         self._config = kafka.config(owned, "librdkafka.mount-writer")
         self._producer: Producer | None = None
+        self._retired: list[Producer] = []  # replaced, with records still in flight
         self._stop = threading.Event()
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "mount-writer")
 
-    async def produce(self, topic: str, key: bytes, values: list[bytes]) -> list[tuple[int, int]]:
-        """(partition, offset) of each value once all are written (acks=all)."""
+    async def produce(
+        self, topic: str, key: bytes, values: list[bytes], trace: bytes | None = None
+    ) -> list[tuple[int, int]]:
+        """(partition, offset) of each value once all are written (acks=all); `trace`: the
+        `traceparent` header each record carries (None: no header)."""
         loop = asyncio.get_running_loop()
         producer = self._started()
         futures = [loop.create_future() for _ in values]
+        headers = _headers(trace)
         try:
             for value, future in zip(values, futures, strict=True):
-                producer.produce(topic, value, key, on_delivery=_reporter(loop, future))
+                producer.produce(
+                    topic, value, key, on_delivery=_reporter(loop, future), headers=headers
+                )
         except (BufferError, KafkaException) as error:
             for future in futures:
                 future.cancel()
@@ -79,21 +91,35 @@ class MountWriter:
     def _started(self) -> Producer:
         if self._producer is None:
             self._producer = self._kafka.producer(self._config)
-            self._thread.submit(self._poll, self._producer)
+            self._thread.submit(self._poll)
+        elif self._kafka.clients.stale(self._producer):  # the certificate files changed
+            self._retired.append(self._producer)
+            self._producer = self._kafka.producer(self._config)
         return self._producer
 
-    def _poll(self, producer: Producer) -> None:
+    def _poll(self) -> None:
+        """Delivery reports of the producer and of the retired ones until they are done."""
         while not self._stop.is_set():
-            producer.poll(POLL_S)
+            for retired in list(self._retired):
+                retired.poll(0)
+                if len(retired) == 0:  # every record delivered: its reports are in
+                    self._retired.remove(retired)
+            if self._producer is not None:
+                self._producer.poll(POLL_S)
 
     async def close(self) -> None:
         self._stop.set()
-        if self._producer is not None:
-            producer = self._producer
+        producers = [*self._retired, *([self._producer] if self._producer else [])]
+        for producer in producers:
             await asyncio.get_running_loop().run_in_executor(
-                self._thread, lambda: producer.flush(self.timeout_s)
+                self._thread, producer.flush, self.timeout_s
             )
         self._thread.shutdown(wait=False, cancel_futures=True)
+
+
+def _headers(trace: bytes | None) -> list[tuple[str, str | bytes | None]] | None:
+    """A mounted topic's records carry no header but, when tracing, their request's context."""
+    return None if trace is None else [(TRACEPARENT, trace)]
 
 
 def _reporter(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Message]) -> Any:
@@ -152,6 +178,11 @@ class Transactions:
         one. A refusal (a sequence gap, ...) keeps it."""
         async with self._locks[slot]:
             held = self._held.get(slot)
+            if held is not None and self._kafka.clients.stale(held.producer):
+                # Made before the certificate files changed; between two transactions here,
+                # so its successor's init fences it with nothing open.
+                del self._held[slot]
+                held = None
             if held is None:
                 held = Transaction(await self._run(lambda: self._initialised(slot)))
                 self._held[slot] = held
@@ -162,10 +193,20 @@ class Transactions:
                 raise
 
     async def write(
-        self, held: Transaction, topic: str, key: bytes, values: list[bytes], state: StateEntry
+        self,
+        held: Transaction,
+        topic: str,
+        key: bytes,
+        values: list[bytes],
+        state: StateEntry,
+        trace: bytes | None = None,
     ) -> list[tuple[int, int]]:
-        """(partition, offset) of each value, committed with `state` in one transaction."""
-        return await self._run(lambda: self._transact(held.producer, topic, key, values, state))
+        """(partition, offset) of each value, committed with `state` in one transaction; each
+        record carries `trace` in its `traceparent` header (None: no header)."""
+        headers = _headers(trace)
+        return await self._run(
+            lambda: self._transact(held.producer, topic, key, values, state, headers)
+        )
 
     def _initialised(self, slot: int) -> Producer:
         config = self._config | {
@@ -176,7 +217,13 @@ class Transactions:
         return producer
 
     def _transact(
-        self, producer: Producer, topic: str, key: bytes, values: list[bytes], state: StateEntry
+        self,
+        producer: Producer,
+        topic: str,
+        key: bytes,
+        values: list[bytes],
+        state: StateEntry,
+        headers: list[tuple[str, str | bytes | None]] | None,
     ) -> list[tuple[int, int]]:
         written: list[tuple[int, int]] = []
         failed: list[KafkaError] = []
@@ -190,7 +237,7 @@ class Transactions:
         producer.begin_transaction()
         try:
             for value in values:
-                producer.produce(topic, value, key, on_delivery=report)
+                producer.produce(topic, value, key, on_delivery=report, headers=headers)
             state_topic, state_key, state_value = state
             producer.produce(state_topic, state_value, state_key.encode(), partition=0)
             producer.commit_transaction(self.timeout_s)  # flushes: every report is in

@@ -222,6 +222,10 @@ HELP: dict[str, tuple[str, str]] = {
         "the catalog is not loaded yet; a read of a mount whose key index is still being built",
         "Retry after `Retry-After`: the instance is still loading (or a mount's index is being built).",
     ),
+    "worker_unresponsive": (
+        "`/healthz` or `/readyz` on the ops listener of `serve --workers N`: another worker of the instance did not answer its own probe within a second (its event loop is stalled or the process is stopped)",
+        "Nothing for a client: the orchestrator takes the instance out of service (readiness) and restarts it if it stays so (liveness).",
+    ),
     "unavailable": (
         "Kafka did not take or serve the data in time; a read of a mount whose indexer stopped; a write whose slot is changing owner, whose owner did not answer a forward, or whose writer was fenced; a bucket operation past its deadline (`3 × kafka_timeout_ms`), e.g. a bucket re-created while its old topic is still being deleted",
         "Retry after `Retry-After`: nothing was written. With `Producer-*` headers a retry is always safe.",

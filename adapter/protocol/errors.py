@@ -67,6 +67,7 @@ class ErrorCode(Enum):
     EXPECTATION_FAILED = ("expectation_failed", 417)
     HEADERS_TOO_LARGE = ("headers_too_large", 431)
     NOT_READY = ("not_ready", 503)
+    WORKER_UNRESPONSIVE = ("worker_unresponsive", 503)  # a pod's probe: a sibling is wedged
     UNAVAILABLE = ("unavailable", 503)  # nothing was written, ever
     TOO_MANY_CONNECTIONS = ("too_many_connections", 503)
     OUTCOME_UNKNOWN = ("outcome_unknown", 504)  # a write that may or may not have happened

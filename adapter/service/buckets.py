@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from adapter.cluster.catch_up import MetaCatchUp
 from adapter.cluster.slot_writers import SlotWriters
@@ -21,12 +22,16 @@ from adapter.service.state_entries import stream_tombstones
 from adapter.state.catalog import Catalog
 from adapter.state.records import BucketMeta, StreamMeta
 from adapter.state.records import encode as encode_meta
+from adapter.tracing import transaction_span
 from topology.admin import TopologyAdmin
 from topology.errors import TopicMissing, TopologyError, TopologyMismatch
 from topology.internal_records import bucket_key
 from topology.naming import StateTopics
 from topology.slots import SlotMap
 from topology.specs import TopicLayout, TopicSpec, bucket_topic_spec
+
+if TYPE_CHECKING:
+    from adapter.tracing.otel import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +58,10 @@ class BucketService:
         admin: TopologyAdmin,
         clock: Callable[[], int],
         catch_up: MetaCatchUp | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.catalog = catalog
+        self.tracing = tracing  # None: off
         self.writers = writers
         # Follows the meta topic to now unless every slot is written here.
         self.catch_up = catch_up or MetaCatchUp(writers, None)
@@ -66,6 +73,12 @@ class BucketService:
         self.locks = KeyedLocks()  # per bucket id; mounts (`service/mounts.py`) share them
         self._creating: Counter[str] = Counter()  # stream creations in flight, per bucket
         self._deleting: set[str] = set()
+
+    async def commit_state(self, slot: int, entries: list[StateEntry]) -> None:
+        """Commit metadata records (a bucket's, a mount's) in one transaction of the slot, in
+        the span of that transaction when a traced request writes them."""
+        async with transaction_span(self.tracing, self.topics.meta):
+            await self.writers.submit(slot, [], lambda _offsets: entries)
 
     @contextlib.asynccontextmanager
     async def creating_stream(self, bucket_id: str) -> AsyncIterator[None]:
@@ -176,7 +189,7 @@ class BucketService:
 
     async def _put(self, meta: BucketMeta, slot: int) -> BucketMeta:
         entry = (self.topics.meta, bucket_key(meta.bucket_id), encode_meta(meta))
-        await self.writers.submit(slot, [], lambda _offsets: [entry])
+        await self.commit_state(slot, [entry])
         self.catalog.put_bucket(meta)
         return meta
 
@@ -235,7 +248,7 @@ class BucketService:
         entries: list[StateEntry] = [(self.topics.meta, bucket_key(bucket_id), None)]
         for stream_id in expired:
             entries += stream_tombstones(self.catalog, self.topics, bucket_id, stream_id)
-        await self.writers.submit(self.slots.of_bucket(bucket_id), [], lambda _offsets: entries)
+        await self.commit_state(self.slots.of_bucket(bucket_id), entries)
         for stream_id in expired:
             self.catalog.drop_stream(bucket_id, stream_id)
         self.catalog.drop_bucket(bucket_id)

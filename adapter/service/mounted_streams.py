@@ -15,6 +15,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from adapter.log.key_index import KeyPlaces
 from adapter.log.mount_reader import KeyRead, read_key
@@ -34,8 +35,12 @@ from adapter.service.mount_indexes import Indexed, MountIndexes
 from adapter.service.reads import budget_left
 from adapter.state.records import MountMeta, ProducerRecord, StreamMeta
 from adapter.state.records import encode as encode_state
+from adapter.tracing import transaction_span
 from topology.mount_positions import position, split
 from topology.wire import ProducerStamp
+
+if TYPE_CHECKING:
+    from adapter.tracing.otel import Tracing, TransactionSpan
 
 FETCH_BATCH = 512  # listed records asked for in one fetch
 MAX_STEPS = 16  # fetches or scans per read; the client continues from where it stopped
@@ -82,7 +87,9 @@ class MountedStreams:
         producers_topic: str,
         state_followed: Callable[[], Awaitable[None]],
         max_append_messages: int,
+        tracing: Tracing | None = None,
     ) -> None:
+        self.tracing = tracing  # None: off
         self.max_append_messages = max_append_messages  # of a JSON array, as for our streams
         self.transactions = transactions
         self.producers_topic = producers_topic
@@ -123,7 +130,10 @@ class MountedStreams:
         messages = append_messages(content_type, command, self.max_append_messages)
         if command.producer is not None:
             return await self._append_once(mount, ref, key, messages, command.producer)
-        written = await self.writer.produce(mount.topic, key, messages)
+        async with transaction_span(self.tracing, mount.topic) as span:
+            trace = None if span is None else span.traceparent
+            written = await self.writer.produce(mount.topic, key, messages, trace)
+            _committed(span, written)
         tail = position(*written[-1]) + 1
         return Appended(await self._indexed_up_to(ref, tail), appended=True)
 
@@ -156,7 +166,12 @@ class MountedStreams:
                 int(time.time() * 1000),
             )
             entry = (self.producers_topic, record.key, encode_state(record))
-            written = await self.transactions.write(held, mount.topic, key, messages, entry)
+            async with transaction_span(self.tracing, mount.topic) as span:
+                trace = None if span is None else span.traceparent
+                written = await self.transactions.write(
+                    held, mount.topic, key, messages, entry, trace
+                )
+                _committed(span, written)
             self.catalog.put_producer(record)
         tail = position(*written[-1]) + 1
         meta = await self._indexed_up_to(ref, tail)
@@ -278,3 +293,9 @@ def _meta(mount: MountMeta, stream_id: str, places: KeyPlaces) -> StreamMeta:
         last_write_at_ms=0,
         message_count=0,
     )
+
+
+def _committed(span: TransactionSpan | None, written: list[tuple[int, int]]) -> None:
+    """The span of a mounted append's transaction: where its records went."""
+    if span is not None:
+        span.committed([offset for _partition, offset in written], written[0][0])

@@ -29,14 +29,14 @@ def write_records(
     trace: bytes | None = None,
 ) -> list[Record]:
     """The Kafka records of a decided write, in the order of its entries; each one tagged
-    with `forward_id` when another instance forwarded the request, and each data record with
-    `trace` (a W3C traceparent) when tracing is on (see `topology.wire`)."""
+    with `forward_id` when another instance forwarded the request, and with `trace` (a W3C
+    traceparent) when a traced request wrote it (see `topology.wire`)."""
     key = stream_key(stream_id)
     tag: Headers = [] if forward_id is None else [(FORWARD_HEADER, forward_id.encode())]
+    if trace is not None:
+        tag.append((TRACE_HEADER, trace))
     data = data_headers(content_type, write.stamp, write.seq) + tag
     stamp = stamp_headers(write.stamp, write.seq)
-    if trace is not None:
-        data.append((TRACE_HEADER, trace))
     return [
         Record(topic, partition, key, b"", control_headers(entry) + stamp + tag)
         if isinstance(entry, ControlEvent)

@@ -273,20 +273,13 @@ class StreamService:
                 return _reply(step, Appended)
             assert step.state is not None
             topic = self.buckets.topic(step.state.data_bucket)
-            span = self._transaction_span(topic, step.state.partition)
-            batch = self._queue(key, step.state.partition, step, command.forward_id, span)
+            batch = self._queue(key, step.state.partition, step, command.forward_id)
         offsets = await asyncio.shield(batch.future)
         settled = machine.settle(step, offsets)
         assert settled is not None
         producer = step.producer[1] if step.producer is not None else None
         kafka = KafkaPosition(topic, step.state.partition, offsets[0]) if offsets else None
         return Appended(settled, appended=True, producer=producer, kafka=kafka)
-
-    def _transaction_span(self, topic: str, partition: int) -> TransactionSpan | None:
-        """The span of an append's Kafka transaction (None with tracing off), begun as its
-        records are queued: the group commit they join is the rest of its time, and it ends
-        with the batch's outcome (`_queue`), whether or not its request still waits."""
-        return None if self.tracing is None else self.tracing.transaction(topic, partition)
 
     async def _decide_append(self, key: StreamKey, command: Append) -> machine.Step:
         """Decide against the pending state, or the committed one when the machine says so."""
@@ -700,16 +693,15 @@ class StreamService:
         return machine.settle(write, offsets)
 
     def _queue(
-        self,
-        key: StreamKey,
-        partition: int,
-        write: machine.Write,
-        forward_id: str | None = None,
-        span: TransactionSpan | None = None,
+        self, key: StreamKey, partition: int, write: machine.Write, forward_id: str | None = None
     ) -> WriteBatch:
-        """Queue a decided write on its slot; its future tells the records' offsets. With
-        `span`, each data record carries its trace context, and so does the hot tail; the span
-        ends when the batch commits or fails."""
+        """Queue a decided write (an append, a creation, a fork, a closure, a deletion, a
+        trim, a snapshot's publication) on its slot; its future tells the records' offsets.
+        Within a traced request, the write's Kafka transaction gets a span, begun as its
+        records are queued (the group commit they join is the rest of its time) and ended with
+        the batch's outcome, whether or not its request still waits; each record carries the
+        span's context, and so does the hot tail."""
+        span = self._transaction_span(key, partition, write)
         if span is None:
             return self._queued(key, partition, write, forward_id, None)
         try:
@@ -719,6 +711,15 @@ class StreamService:
             raise
         batch.future.add_done_callback(span.ended)
         return batch
+
+    def _transaction_span(
+        self, key: StreamKey, partition: int, write: machine.Write
+    ) -> TransactionSpan | None:
+        if self.tracing is None:
+            return None
+        meta = write.state or self.catalog.stream(*key)  # a deletion: the stream before it
+        assert meta is not None
+        return self.tracing.transaction(self.buckets.topic(meta.data_bucket), partition)
 
     def _queued(
         self,

@@ -85,19 +85,21 @@ class Tracing:
         if status >= 500:
             span.set_status(Status(StatusCode.ERROR))
 
-    def transaction(self, topic: str, partition: int) -> TransactionSpan:
-        """A span for the Kafka transaction that commits an append's records, a child of the
-        current one (the request's)."""
-        span = self.tracer.start_span(
-            TRANSACTION,
-            kind=SpanKind.PRODUCER,
-            attributes={
-                "messaging.system": "kafka",
-                "messaging.operation.type": "send",
-                "messaging.destination.name": topic,
-                "messaging.destination.partition.id": str(partition),
-            },
-        )
+    def transaction(self, topic: str, partition: int | None) -> TransactionSpan | None:
+        """A span for the Kafka transaction that commits a request's write, a child of the
+        current one (the request's); None outside a request: a background write (an expiry,
+        a retention trim) would start a trace of its own each time. `partition` None: the
+        producer's partitioner picks it (a mounted topic), or the write holds state only."""
+        if not get_current_span().get_span_context().is_valid:
+            return None
+        attributes = {
+            "messaging.system": "kafka",
+            "messaging.operation.type": "send",
+            "messaging.destination.name": topic,
+        }
+        if partition is not None:
+            attributes["messaging.destination.partition.id"] = str(partition)
+        span = self.tracer.start_span(TRANSACTION, kind=SpanKind.PRODUCER, attributes=attributes)
         carrier: dict[str, str] = {}
         self.propagator.inject(carrier, context=set_span_in_context(span))
         return TransactionSpan(span, carrier[TRACEPARENT].encode())
@@ -153,11 +155,12 @@ class Tracing:
 
 
 class TransactionSpan:
-    """The span of one append's Kafka transaction, and the header value naming it."""
+    """The span of one write's Kafka transaction, and the header value naming it."""
 
     def __init__(self, span: Span, traceparent: bytes) -> None:
         self.span = span
         self.traceparent = traceparent
+        self._ended = False  # ended once: by the first outcome told
 
     def ended(self, outcome: asyncio.Future[list[int]]) -> None:
         """The transaction's outcome (a done callback of the batch's future, which waiters
@@ -169,13 +172,22 @@ class TransactionSpan:
         else:
             self.committed(outcome.result())
 
-    def committed(self, offsets: Sequence[int]) -> None:
+    def committed(self, offsets: Sequence[int], partition: int | None = None) -> None:
+        """Committed at `offsets` (of `partition`: where the producer's partitioner put them)."""
+        if self._ended:
+            return
+        self._ended = True
+        if partition is not None:
+            self.span.set_attribute("messaging.destination.partition.id", str(partition))
         if offsets:
             self.span.set_attribute("messaging.kafka.offset", offsets[0])
         self.span.set_attribute("messaging.batch.message_count", len(offsets))
         self.span.end()
 
     def failed(self, error: BaseException) -> None:
+        if self._ended:
+            return
+        self._ended = True
         self.span.record_exception(error)
         self.span.set_status(Status(StatusCode.ERROR, type(error).__name__))
         self.span.end()

@@ -19,6 +19,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import NewTopic
 
 from devstack.process import free_port
 from devstack.secure_kafka import SecureKafka, properties_file
@@ -28,7 +29,7 @@ from tests.cluster import TEXT, cluster_env, past_moves
 from tests.secret_volume import SecretVolume
 from tests.secure_kafka import new_prefix, read_committed
 from tests.tokens import token_file
-from topology.acls import instance_grants
+from topology.acls import Grant, instance_grants, mount_grants
 
 POLL = {"DURABLE_KAFKA_SECRET_POLL_MS": "200"}
 OLD_TOKEN = "old-secret-token-0123456789-rotation"
@@ -322,3 +323,85 @@ async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an
     }
     values = read_committed(secured_kafka.ssl_bootstrap, properties, prefix, doc.bucket)
     assert [value for value in values if value] == doc.sent  # b"": the stream's creation
+
+
+def _mounted_topic(kafka: SecureKafka, topic: str) -> None:
+    admin = kafka.admin()
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
+
+
+@pytest.mark.timeout(240)
+async def test_a_new_client_certificate_is_used_by_a_writable_mount_without_losing_an_append(
+    secured_kafka: SecureKafka, tmp_path: Path
+) -> None:
+    """A mounted topic taking plain and idempotent-producer appends, read after each: once
+    certificate B is swapped in and A's grants taken away, its indexer, writer and
+    transactional writers go on with B; no append is refused and every one is read back."""
+    prefix, tag = new_prefix(), uuid.uuid4().hex[:8]
+    old, new, topic = f"rot-a-{tag}", f"rot-b-{tag}", f"mounted-{tag}"
+    pairs = {name: secured_kafka.client_certificate(tmp_path, name) for name in (old, new)}
+    grants: list[Grant] = instance_grants(prefix) + mount_grants(topic, appends=True)
+    for name in (old, new):
+        secured_kafka.grant(name, grants)
+    _transactions_ready(secured_kafka)
+    _mounted_topic(secured_kafka, topic)
+
+    def files(name: str) -> dict[str, bytes]:
+        return {"tls.crt": pairs[name].cert_pem.encode(), "tls.key": pairs[name].key_pem.encode()}
+
+    volume = SecretVolume(tmp_path / "kafka-tls", files(old))
+    client = secured_kafka.mtls_properties() | {
+        "ssl.certificate.location": str(volume.path("tls.crt")),
+        "ssl.key.location": str(volume.path("tls.key")),
+    }
+    env = cluster_env(secured_kafka.ssl_bootstrap, prefix, tmp_path) | POLL
+    env |= {
+        "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(
+            properties_file(tmp_path / "client.properties", client)
+        ),
+        "DURABLE_KAFKA_MOUNT_TOPICS": topic,
+    }
+    log = tmp_path / "serve.log"
+    sent: dict[str, list[bytes]] = {"plain": [], "once": []}
+    with running_adapter(env, log) as url:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+            mount = {"topic": topic, "content_type": "text/plain", "appends": True}
+            status, body = await past_moves(http, "PUT", f"{url}/{tag}", json={"mount": mount})
+            assert status == 201, body
+
+            async def append(n: int, retry: bool) -> None:
+                """One plain append and one with producer headers; none sent again after the
+                swap: each must be answered at once."""
+                for key, extra in (("plain", {}), ("once", _producer_headers(n))):
+                    value, target = f"{key}{n};".encode(), f"{url}/{tag}/{key}"
+                    headers = TEXT | extra
+                    if retry:  # the mount's index may still be building: 503 until then
+                        status, body = await past_moves(
+                            http, "POST", target, data=value, headers=headers
+                        )
+                    else:
+                        async with http.post(target, data=value, headers=headers) as reply:
+                            status, body = reply.status, await reply.read()
+                    assert status in (200, 204), (key, n, body)
+                    sent[key].append(value)
+
+            async def read(key: str) -> tuple[int, bytes]:
+                async with http.get(f"{url}/{tag}/{key}", params={"offset": "-1"}) as reply:
+                    return reply.status, await reply.read()
+
+            for n in range(3):
+                await append(n, retry=True)
+            assert await read("plain") == (200, b"".join(sent["plain"]))
+            volume.update(files(new))
+            renewed = await _until_logged(log, "Kafka clients renewed")
+            secured_kafka.revoke(old, grants)  # a client still holding A fails from here on
+            for n in range(3, 7):
+                await append(n, retry=False)
+                await asyncio.sleep(0.5)
+            assert renewed
+            for key, values in sent.items():
+                assert await read(key) == (200, b"".join(values)), key
+
+
+def _producer_headers(seq: int) -> dict[str, str]:
+    return {"Producer-Id": "p-1", "Producer-Epoch": "0", "Producer-Seq": str(seq)}

@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
+from adapter.app import create_app
 from devstack.jaeger import JaegerNode
 from tests.cluster import TEXT, Pair, partitions, stream_in, two_instances, until_read
-from tests.conftest import Client
+from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
 from tests.kafka_reads import committed_messages
 from topology.naming import bucket_topic
 from topology.placement import partition_for
@@ -235,3 +238,65 @@ def test_with_tracing_off_the_sdk_is_never_imported(tmp_path: Path) -> None:
         cwd=tmp_path,  # the parts' folders (.data/...) are made there
     )
     assert found.stdout.strip() == "[]", found.stdout
+
+
+async def test_every_write_of_a_request_has_its_kafka_transaction_span(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    jaeger: JaegerNode,
+    unique: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not only appends: a bucket's creation, a stream's creation and deletion, a mount, and
+    both kinds of append to a writable mount each get a `kafka transaction` span under their
+    request's; the records written for the request carry that span's context."""
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")  # the SDK's own: export every 100 ms
+    service, mounted = f"dk-{unique}", f"mounted-{unique}"
+    settings = make_settings(
+        tracing_endpoint=jaeger.otlp_url, tracing_service_name=service, mount_topics=mounted
+    )
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    admin.create_topics([NewTopic(mounted, num_partitions=1, replication_factor=1)])[
+        mounted
+    ].result(30)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    mount = {"mount": {"topic": mounted, "content_type": "text/plain", "appends": True}}
+    producer = {"Producer-Id": "p", "Producer-Epoch": "0", "Producer-Seq": "0"}
+    writes: list[tuple[str, str, dict[str, str], bytes | None, int]] = [
+        ("PUT", "/shop", {}, None, 201),
+        ("PUT", "/shop/doc", TEXT, None, 201),
+        ("DELETE", "/shop/doc", {}, None, 204),
+        ("PUT", "/notes", {"Content-Type": "application/json"}, json.dumps(mount).encode(), 201),
+        ("POST", "/notes/k", TEXT, f"plain {unique}".encode(), 204),
+        ("POST", "/notes/k", TEXT | producer, f"once {unique}".encode(), 200),
+    ]
+    traced: list[bytes] = []  # each write's transaction span, as a record's header names it
+    for method, path, headers, body, status in writes:
+        for _ in range(200):  # a mount answers 503 until its index is built: a trace each
+            trace, parent = secrets.token_hex(16), secrets.token_hex(8)
+            sent = {**headers, "traceparent": traceparent(trace, parent)}
+            response = await client.request(method, path, data=body, headers=sent)
+            if response.status != 503:
+                break
+            await asyncio.sleep(0.1)
+        assert response.status == status, (method, path, await response.text())
+        spans = await spans_until(
+            jaeger,
+            f"/api/traces/{trace}",
+            lambda s: len(s) == 2 and bool(named(s, "kafka transaction")),
+        )
+        (request,) = [s for s in spans if (trace, parent) in refs(s, "CHILD_OF")]
+        (transaction,) = named(spans, "kafka transaction")
+        assert refs(transaction, "CHILD_OF") == {(trace, request["spanID"])}, (method, path)
+        traced.append(traceparent(trace, transaction["spanID"]).encode())
+
+    bootstrap, topic = settings.bootstrap_servers, bucket_topic(settings.topic_prefix, "shop")
+    carried = [
+        header(message, "traceparent")
+        for message in committed_messages(bootstrap, topic, partition_for(b"doc", 3))
+    ]
+    assert {traced[1], traced[2]} <= set(carried)  # the creation's and the deletion's records
+    plain = record_of(bootstrap, mounted, 0, f"plain {unique}".encode())
+    once = record_of(bootstrap, mounted, 0, f"once {unique}".encode())
+    assert (header(plain, "traceparent"), header(once, "traceparent")) == (traced[4], traced[5])

@@ -25,7 +25,7 @@ from tests.conftest import Client
 from tests.spark.conftest import SPARK_TEST
 from topology.naming import bucket_topic
 from topology.placement import partition_for
-from topology.wire import data_headers, stream_key
+from topology.wire import TRACE_HEADER, data_headers, stream_key
 
 pytestmark = SPARK_TEST
 
@@ -130,6 +130,7 @@ def assert_rows_are_the_streams(
         producers = [(r["producer_id"], r["producer_epoch"], r["producer_seq"]) for r in found]
         assert producers == [p or (None, None, None) for p in stream.producers]
         for row in found:
+            assert row["traceparent"] is None  # tracing is off
             assert row["content_type"] == stream.content_type
             assert row["offset"] == encode(row["kafka_offset"])
             assert row["partition"] == partition
@@ -276,3 +277,25 @@ async def test_streaming_reads_the_same_rows_and_resumes_from_its_checkpoint(
             assert row["kafka_offset"] < min(offsets)
         else:
             assert row["kafka_offset"] > max(offsets)
+
+
+async def test_a_records_traceparent_header_is_its_rows_column(
+    spark: SparkSession, client: Client, kafka_bootstrap: str, unique: str
+) -> None:
+    """Records as the adapter writes them with tracing on, and one without the header."""
+    prefix, bucket = client.app[SETTINGS].topic_prefix, f"st-{unique}"
+    assert (await client.put(f"/{bucket}")).status == 201
+    trace = f"00-{unique:0>32}-b7ad6b7169203331-01"
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    key = stream_key("traced")
+    for value, extra in ((b"traced", [(TRACE_HEADER, trace.encode())]), (b"plain", [])):
+        headers = data_headers(TEXT) + extra
+        producer.produce(bucket_topic(prefix, bucket), value, key=key, headers=headers)
+    assert producer.flush(30) == 0
+    frame = read_streams_batch(spark, kafka_bootstrap, buckets=[bucket], topic_prefix=prefix)
+    assert_schema(frame)
+    rows = collect(frame)[(bucket, "traced")]
+    assert [(bytes(row["payload"]), row["traceparent"]) for row in rows] == [
+        (b"traced", trace),
+        (b"plain", None),
+    ]
