@@ -113,6 +113,15 @@ class Instance:
             self.proc.wait()
         self._drop_connection()
 
+    def pause(self) -> None:
+        """SIGSTOP: the process holds its connections and answers nothing."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
     def assert_alive(self) -> None:
         """No process exits on its own."""
         assert self.proc is not None

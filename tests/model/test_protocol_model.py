@@ -1,8 +1,10 @@
 """The protocol's model-based test: random sequences of every operation (buckets with and
 without age retention, text and JSON streams, appends plain, idempotent and retried,
 conditional and fenced, forks within and across buckets, trims, snapshots, fences, deletions,
-tier and retention passes, an instance restarted or killed with `kill -9`, reads of every
-kind, `/bootstrap`) on a real deployment of two instances, each step checked against the
+tier and retention passes, an instance restarted, killed with `kill -9` or paused past its
+session while a write goes through its peer, reads of every kind, `/bootstrap`, the console's
+seek and record list) on a real deployment of two instances (one of them tracing every
+request into a real collector), each step checked against the
 reference model (`tests/model/reference.py`): every acknowledged message reads back
 byte-exact at its offset until a trim, snapshot or retention covers it, then 410 with
 `Stream-Earliest-Offset`; no 5xx but a 503 while a slot changes owner; no process exits.
@@ -18,6 +20,8 @@ import json
 import os
 import subprocess
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,6 +43,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from devstack.jaeger import JaegerNode
 from tests.adapter_process import SCRIPT
 from tests.cluster import SLOTS
 from tests.identity_provider import IdentityProvider
@@ -78,6 +83,7 @@ if "MODEL_KNOWN_DEFECTS" in os.environ:  # another set for one run (empty: avoid
 EXAMPLES = int(os.environ.get("MODEL_EXAMPLES", "3"))
 STEPS = int(os.environ.get("MODEL_STEPS", "20"))  # with the last check's wait: ~75 s
 SEEDED = bool(os.environ.get("MODEL_SEED"))  # `make model SEED=s`: --hypothesis-seed=s
+PAUSE_S = 8.0  # past the owners' session (tests/cluster.py: 6 s)
 MAX_RESTARTS = int(os.environ.get("MODEL_RESTARTS", "1"))  # per example: each costs seconds
 LAG_S = 10.0  # how long an instance may take to show another's write (its follower)
 BUCKETS = 4  # more than the start's streams fill: some topics begin empty
@@ -196,6 +202,8 @@ class Deployment:
     prefix: str
     identity: IdentityProvider
     env: dict[str, str]  # the instances' settings, which the command line tools take too
+    collector: JaegerNode  # where instance `a` sends its spans
+    traced: str  # `a`'s service name there
 
 
 class ProtocolDriver(RuleBasedStateMachine):
@@ -625,6 +633,28 @@ class ProtocolDriver(RuleBasedStateMachine):
         settle(self.instances)
         self.check_all()
 
+    @precondition(lambda self: self.restarts < MAX_RESTARTS)
+    @rule(which=st.integers(0, 1), pick=st.integers(0, 1000), flat=st.booleans())
+    @recorded
+    def pause(self, which: int, pick: int, flat: bool) -> None:
+        """An instance stopped (SIGSTOP) past the owners' session while an append goes
+        through the other, which forwards it to the paused owner if its stream is there: the
+        paused one is removed (its forwards unanswered for `owner_unanswered_ms`, or its
+        session over) and the append goes through the new owner. Then resumed (SIGCONT): the
+        paused one finds itself fenced and writes nothing of what it held."""
+        self.restarts += 1
+        paused, other = self.via(which), self.via(which + 1)
+        paused.pause()
+        try:
+            started = time.monotonic()
+            self.append_once(pick, "plain", 8, which + 1, flat)
+            time.sleep(max(0.0, PAUSE_S - (time.monotonic() - started)))
+        finally:
+            paused.resume()
+        other.assert_alive()
+        settle(self.instances)
+        self.check_all()
+
     @rule(which=st.integers(0, 1))
     @recorded
     def rotate_key(self, which: int) -> None:
@@ -938,6 +968,31 @@ class ProtocolDriver(RuleBasedStateMachine):
 # -- helpers -------------------------------------------------------------------------------
 
 
+def transaction_spans(deployment: Deployment, wait_s: float = 30.0) -> int:
+    """How many `kafka transaction` spans of the traced instance the collector holds (after
+    its batch export, within `wait_s`)."""
+    query = urlencode(
+        {"service": deployment.traced, "operation": "kafka transaction", "limit": "100"}
+    )
+    url = f"{deployment.collector.query_url}/api/traces?{query}"
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                traces = json.loads(response.read())["data"] or []
+        except urllib.error.HTTPError:
+            traces = []  # 404: the service has sent nothing yet
+        found = sum(
+            1
+            for trace in traces
+            for span in trace["spans"]
+            if span["operationName"] == "kafka transaction"
+        )
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
 def upgrade(deployment: Deployment, *args: str) -> subprocess.CompletedProcess[str]:
     """`durable-kafka upgrade ...` with the instances' settings."""
     return subprocess.run(
@@ -994,30 +1049,43 @@ def _now() -> float:
 
 @pytest.fixture(scope="module")
 def deployment(
-    kafka_bootstrap: str, s3: S3Server, tmp_path_factory: pytest.TempPathFactory
+    kafka_bootstrap: str,
+    s3: S3Server,
+    jaeger: JaegerNode,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Deployment]:
     """Two instances on one topic prefix, their slots split, the cold tier on MinIO, every
-    request authenticated by a JWT of an identity provider of the test's own."""
+    request authenticated by a JWT of an identity provider of the test's own; `a` traces
+    every request into a real collector, `b` traces nothing."""
     with contextlib.ExitStack() as stack:
-        yield from _deployment(stack, kafka_bootstrap, s3, tmp_path_factory)
+        yield from _deployment(stack, kafka_bootstrap, s3, jaeger, tmp_path_factory)
 
 
 def _deployment(
     stack: contextlib.ExitStack,
     kafka_bootstrap: str,
     s3: S3Server,
+    jaeger: JaegerNode,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Deployment]:
     tmp_path: Path = tmp_path_factory.mktemp("model")
     prefix = f"m{uuid.uuid4().hex[:10]}."
     identity = stack.enter_context(IdentityProvider().serving())
     env = model_env(kafka_bootstrap, prefix, tmp_path, s3) | identity.settings()
-    instances = [Instance(name, env, tmp_path, identity.headers) for name in ("a", "b")]
+    traced = {
+        "DURABLE_KAFKA_TRACING_ENDPOINT": jaeger.otlp_url,
+        "DURABLE_KAFKA_TRACING_SERVICE_NAME": f"model-{prefix.strip('.')}",
+    }
+    instances = [
+        Instance("a", env | traced, tmp_path, identity.headers),
+        Instance("b", env, tmp_path, identity.headers),
+    ]
     try:
         for instance in instances:
             instance.start()
         settle(instances)
-        yield Deployment(instances, prefix, identity, env)
+        service = traced["DURABLE_KAFKA_TRACING_SERVICE_NAME"]
+        yield Deployment(instances, prefix, identity, env, jaeger, service)
     finally:
         for instance in instances:
             if instance.proc is not None and instance.proc.poll() is None:
@@ -1038,6 +1106,8 @@ def test_the_deployment_behaves_as_the_protocol_model(deployment: Deployment) ->
             report_multiple_bugs=False,
         ),
     )
+    # Tracing was on in `a` all along: its writes' Kafka transactions reached the collector.
+    assert transaction_spans(deployment) > 0
 
 
 # -- shrunk failures, replayed ---------------------------------------------------------------
@@ -1166,3 +1236,19 @@ def test_the_consoles_seek_counts_back_into_the_cold_tier(deployment: Deployment
             ("console_seek", {"pick": 0, "last": CONSOLE_MAX_LAST, "which": 1}),
         ],
     )
+
+
+def test_an_append_through_a_peer_of_a_paused_owner_goes_through_a_new_owner(
+    deployment: Deployment,
+) -> None:
+    for which in (0, 1):  # one of the two owns the stream's slot
+        replay(
+            deployment,
+            [
+                _bucket_step(0, "none"),
+                _text_stream(0, f"p{which}"),
+                _append(0, 20),
+                ("pause", {"which": which, "pick": 0, "flat": False}),
+                _append(0, 20, which),  # through the instance that was paused
+            ],
+        )
