@@ -419,6 +419,93 @@ async def deep_json(target: Target, sizes: Sizes, measures: Measures) -> None:
             measures.answers[f"deep json {method} {path} {status}"] += 1
 
 
+# Control bodies (bucket configurations, mounts, trims, fences) are small by nature: any over
+# `CONTROL_BODY_BYTES` is 413 before more of it is read, whether its length is declared or
+# it comes in chunks. Sent here just under the largest append body, several at once per route.
+CONTROL_BODY_BYTES = 64 * 1024
+BIG_CONTROL_BYTES = 8 * 1024 * 1024 - 32 * 1024
+CONTROL_IN_FLIGHT = 8
+WRITE_PIECE = 256 * 1024
+
+
+def control_routes(target: Target) -> list[tuple[str, str]]:
+    """Every route whose body is a control document: (method, path)."""
+    bucket, stream = target.bucket, target.json
+    return [
+        ("PUT", f"/{bucket}-new"),
+        ("PUT", f"/{bucket}/config"),
+        ("POST", f"{stream}/trim"),
+        ("POST", f"{stream}/fence"),
+        ("POST", f"/v1/stream/{bucket}/json/trim"),
+    ]
+
+
+@functools.cache
+def big_control_body() -> bytes:
+    """A JSON document just under the largest append body: a string of `x`."""
+    return b'{"retention": "' + b"x" * (BIG_CONTROL_BYTES - 17) + b'"}'
+
+
+async def sent_whole(target: Target, request: bytes, body: bytes) -> str:
+    """The status of `request` then `body`, read while the body is still being written: an
+    early answer (413 before the body is read) is seen even if the instance then closes."""
+    try:
+        async with connection(target) as (reader, writer):
+            answer = asyncio.ensure_future(status_of(reader))
+            writer.write(request)
+            with contextlib.suppress(ConnectionError):
+                for start in range(0, len(body), WRITE_PIECE):
+                    if answer.done() or writer.is_closing():
+                        break
+                    writer.write(body[start : start + WRITE_PIECE])
+                    await writer.drain()
+            return await answer
+    except (ConnectionError, TimeoutError):
+        return "not connected"
+
+
+def chunked(body: bytes) -> bytes:
+    """`body` in HTTP/1.1 chunks of `WRITE_PIECE` bytes, and the last chunk."""
+    pieces = (body[n : n + WRITE_PIECE] for n in range(0, len(body), WRITE_PIECE))
+    return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
+
+
+async def control_bodies(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """`CONTROL_IN_FLIGHT` bodies of almost 8 MiB at once to every control route, their length
+    declared, then as many sent in chunks."""
+    body = big_control_body()
+    coded = chunked(body)
+    for method, path in control_routes(target):
+        declared = head(method, path, f"Content-Type: {JSON}", f"Content-Length: {len(body)}")
+        by_chunks = head(method, path, f"Content-Type: {JSON}", "Transfer-Encoding: chunked")
+        for name, request, payload in (("declared", declared, body), ("chunked", by_chunks, coded)):
+            sending = [sent_whole(target, request, payload) for _ in range(CONTROL_IN_FLIGHT)]
+            for status in await asyncio.gather(*sending):
+                measures.answers[f"{name} control body {method} {path} {status}"] += 1
+
+
+# Small control documents that are no JSON a control route takes: nested past any parser's
+# depth, and numbers far past any count, each within `CONTROL_BODY_BYTES`.
+HOSTILE_CONTROL_JSON = {
+    "nested": b"[" * 30_000 + b"]" * 30_000,
+    "nested objects": b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
+    "long integer": b'{"retention": {"max_age_ms": 1' + b"0" * 4_000 + b"}}",
+    "integer past the digit limit": b'{"retention": {"max_age_ms": 1' + b"0" * 5_000 + b"}}",
+    "huge exponent": b'{"retention": {"max_age_ms": 1e999999999}}',
+    "long fraction": b'{"retention": {"max_age_ms": 0.' + b"1" * 60_000 + b"}}",
+}
+
+
+async def control_json(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """Each hostile control document to every control route that reads one."""
+    for method, path in control_routes(target):
+        if path.endswith("/fence"):
+            continue  # a fence reads no body
+        for name, body in HOSTILE_CONTROL_JSON.items():
+            status = await send(target, method, path, body, JSON)
+            measures.answers[f"control json {name} {method} {path} {status}"] += 1
+
+
 # The console's seek to the last N messages past `console_max_last` (10,000 by default),
 # far past it, and not a count at all: each is 400 `invalid_query` before anything is read.
 SEEK_LASTS = ("10001", "1000000", str(10**40), "0", "-1", "1e9", "%EF%BC%91")
@@ -465,6 +552,8 @@ SHAPES: list[Shape] = [
     json_array_bomb,
     deep_json,
     seeks_over_the_limit,
+    control_bodies,
+    control_json,
 ]
 
 

@@ -102,3 +102,25 @@ async def test_forged_kids_by_the_thousand_fetch_the_key_set_a_few_times(
     assert probes == {"probe 200"}, measures.answers  # /healthz answered all along
     assert measures.rss_growth <= RSS_GROWTH_BYTES
     assert await hostile.signed_after(checking_jwts, identity) == "200"
+
+
+async def test_control_bodies_past_their_limit_are_413_many_at_once(target: Target) -> None:
+    measures = await hostile.run_shapes(target, BOUNDED, [hostile.control_bodies])
+    print(hostile.report(measures))
+    assert hostile.alive(target.pid), measures.notes
+    sent = {key: n for key, n in measures.answers.items() if "control body" in key}
+    statuses = {key.rsplit(" ", 1)[1] for key in sent}
+    assert statuses == {"413"}, sent
+    assert sum(sent.values()) == 2 * hostile.CONTROL_IN_FLIGHT * len(hostile.control_routes(target))
+    probes = {key for key in measures.answers if key.startswith("probe")}
+    assert probes == {"probe 200"}, measures.answers  # /healthz answered all along
+    assert measures.rss_growth <= RSS_GROWTH_BYTES
+    assert await hostile.write_after(target) == "204"
+
+
+async def test_deep_and_huge_number_control_json_is_400(target: Target) -> None:
+    measures = await hostile.run_shapes(target, BOUNDED, [hostile.control_json])
+    print(hostile.report(measures))
+    sent = {key: n for key, n in measures.answers.items() if key.startswith("control json")}
+    assert {key.rsplit(" ", 1)[1] for key in sent} == {"400"}, sent
+    assert await hostile.write_after(target) == "204"
