@@ -501,6 +501,10 @@ HOSTILE_CONTROL_JSON = {
     "integer past the digit limit": b'{"retention": {"max_age_ms": 1' + b"0" * 5_000 + b"}}",
     "huge exponent": b'{"retention": {"max_age_ms": 1e999999999}}',
     "long fraction": b'{"retention": {"max_age_ms": 0.' + b"1" * 60_000 + b"}}",
+    "long integer time": b'{"at": 1' + b"0" * 4_000 + b"}",
+    "huge exponent time": b'{"at": -1e999999999}',
+    "long time string": b'{"at": "' + b"9" * 60_000 + b'"}',
+    "long offset": b'{"before": "' + b"0" * 60_000 + b'"}',
 }
 
 
