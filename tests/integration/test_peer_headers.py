@@ -3,7 +3,8 @@ client to two instances sharing a `peer_key_file`: refused 403 before anything i
 a client can neither mark its write forwarded (never forwarded again, no catch-up first), nor
 route it on a forged owner record (refused 503 for ever), nor tag its records with a forward
 id of its choosing. The same headers sent with the deployment's key are believed, as from a
-peer, and writes forwarded between the two go on as before."""
+peer, and writes forwarded between the two go on as before. Without a key they are believed
+from anyone, and still skip none of a producer's exactly-once checks."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster import TEXT, partitions, past_moves, stream_in, two_instances
+from tests.conftest import Client
 from tests.kafka_reads import committed_messages
 from topology.placement import partition_for
 from topology.wire import CONTROL_HEADER, FORWARD_HEADER, header_value
@@ -69,3 +71,20 @@ async def test_peer_headers_from_an_outside_client_are_refused_and_nothing_writt
     assert [m.value() for m in data] == [b"!", b"!"]
     tags = [header_value(m.headers(), FORWARD_HEADER) for m in data]
     assert FORGED_ID.encode() not in tags, tags
+
+
+async def test_without_a_peer_key_forged_peer_headers_skip_no_exactly_once_check(
+    client: Client, unique: str
+) -> None:
+    """Believed from anyone without a key (operations, "Peer headers"): a retried producer
+    append marked forwarded, with a forward id and a last access of its own, is still applied
+    once."""
+    path = f"/v1/stream/forged-{unique}"
+    assert (await client.put(path, headers=TEXT)).status == 201
+    forged = FORGED["forward id"] | FORGED["last access"]
+    producer = {"Producer-Id": "p", "Producer-Epoch": "0", "Producer-Seq": "0"}
+    first = await client.post(path, data="once", headers=TEXT | producer | forged)
+    again = await client.post(path, data="once", headers=TEXT | producer | forged)
+    assert (first.status, again.status) == (200, 204), await first.text()
+    read = await client.get(path, params={"offset": "-1"})
+    assert await read.text() == "once"
