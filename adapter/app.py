@@ -45,6 +45,7 @@ from adapter.http.keys import BUCKETS, FANOUT, LIVE_LIMITS, MOUNTED, MOUNTS, SNA
 from adapter.http.live import LiveLimits
 from adapter.http.malformed import PARSER_LIMITS
 from adapter.http.observe import METRICS, echo_request_id, observe_middleware
+from adapter.http.peer_headers import peer_headers_middleware
 from adapter.http.peers import PEERS
 from adapter.http.rate_limits import RateLimits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
@@ -93,6 +94,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     parts = build_parts(settings, siblings)
     gate = build_gate(settings)
     cors = CorsPolicy(frozenset(comma_list(settings.cors_origins)))
+    limits = ConnectionLimits.of(settings)
     app = web.Application(
         middlewares=[
             observe_middleware(parts.metrics),
@@ -101,6 +103,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
             compression_middleware,
             errors_middleware,
             host_middleware(allowed_hosts(settings)),
+            peer_headers_middleware(limits.peer_key),  # before auth reads a certificate's
             auth_middleware(gate),
             content_encoding_middleware,
             rate_limit_middleware(RateLimits.of(settings)),
@@ -118,7 +121,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app[ROUTE_BODIES] = bodies
     app[GATE] = gate
     app[CORS] = cors
-    app[CONNECTION_LIMITS] = ConnectionLimits.of(settings)
+    app[CONNECTION_LIMITS] = limits
     app[LIVE_LIMITS] = live_limits(settings)
     app.on_response_prepare.append(echo_request_id)
     _hand_parts(app, parts)

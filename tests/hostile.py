@@ -3,7 +3,9 @@
 The shapes: idle connections by the thousand (past the descriptor limit), idle SSE sessions,
 heads and bodies sent a byte at a time, a megabyte URL, thousands of headers, compressed bombs
 on every route that takes a body, a JSON array of millions of messages, JSON nested 100,000
-deep on every route that reads JSON. Meanwhile a probe asks `/healthz` every 20 ms on a
+deep on every route that reads JSON, control bodies of almost 8 MiB many at once (declared and
+chunked) and control JSON nested deep or with huge numbers, malformed W3C trace contexts on
+appends. Meanwhile a probe asks `/healthz` every 20 ms on a
 connection of its own, timing each answer (the longest is the worst stall of the event loop,
 plus a round trip), and samples the process's resident memory.
 
@@ -24,6 +26,7 @@ import functools
 import gzip
 import itertools
 import json
+import re
 import tempfile
 import threading
 import time
@@ -39,9 +42,13 @@ import jwt
 from backports import zstd
 
 from adapter.http.credentials import JWKS_REFETCH_MIN_S
+from adapter.tracing import TRACEPARENT
 from tests.adapter_process import adapter_pid, running_adapter
 from tests.identity_provider import SCOPES, IdentityProvider
+from tests.kafka_reads import committed_messages
 from tests.tokens import Signer
+from topology.naming import bucket_topic
+from topology.wire import CONTROL_HEADER, header_value
 
 RSS_GROWTH_BYTES = 64 * 1024 * 1024
 # The answers where a 503 `too_many_connections` is right: connections the limits refuse.
@@ -86,6 +93,7 @@ class Target:
     url: str
     pid: int
     bucket: str = field(default_factory=lambda: f"hostile-{uuid.uuid4().hex[:8]}")
+    prefix: str = ""  # the instance's topic prefix
 
     @property
     def host(self) -> str:
@@ -419,6 +427,157 @@ async def deep_json(target: Target, sizes: Sizes, measures: Measures) -> None:
             measures.answers[f"deep json {method} {path} {status}"] += 1
 
 
+# Control bodies (bucket configurations, mounts, trims, fences) are small by nature: any over
+# `CONTROL_BODY_BYTES` is 413 before more of it is read, whether its length is declared or
+# it comes in chunks. Sent here just under the largest append body, several at once per route.
+CONTROL_BODY_BYTES = 64 * 1024
+BIG_CONTROL_BYTES = 8 * 1024 * 1024 - 32 * 1024
+CONTROL_IN_FLIGHT = 8
+WRITE_PIECE = 256 * 1024
+
+
+def control_routes(target: Target) -> list[tuple[str, str]]:
+    """Every route whose body is a control document: (method, path)."""
+    bucket, stream = target.bucket, target.json
+    return [
+        ("PUT", f"/{bucket}-new"),
+        ("PUT", f"/{bucket}/config"),
+        ("POST", f"{stream}/trim"),
+        ("POST", f"{stream}/fence"),
+        ("POST", f"/v1/stream/{bucket}/json/trim"),
+    ]
+
+
+@functools.cache
+def big_control_body() -> bytes:
+    """A JSON document just under the largest append body: a string of `x`."""
+    return b'{"retention": "' + b"x" * (BIG_CONTROL_BYTES - 17) + b'"}'
+
+
+async def sent_whole(target: Target, request: bytes, body: bytes) -> str:
+    """The status of `request` then `body`, read while the body is still being written: an
+    early answer (413 before the body is read) is seen even if the instance then closes."""
+    try:
+        async with connection(target) as (reader, writer):
+            answer = asyncio.ensure_future(status_of(reader))
+            writer.write(request)
+            with contextlib.suppress(ConnectionError):
+                for start in range(0, len(body), WRITE_PIECE):
+                    if answer.done() or writer.is_closing():
+                        break
+                    writer.write(body[start : start + WRITE_PIECE])
+                    await writer.drain()
+            return await answer
+    except (ConnectionError, TimeoutError):
+        return "not connected"
+
+
+def chunked(body: bytes) -> bytes:
+    """`body` in HTTP/1.1 chunks of `WRITE_PIECE` bytes, and the last chunk."""
+    pieces = (body[n : n + WRITE_PIECE] for n in range(0, len(body), WRITE_PIECE))
+    return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
+
+
+async def control_bodies(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """`CONTROL_IN_FLIGHT` bodies of almost 8 MiB at once to every control route, their length
+    declared, then as many sent in chunks."""
+    body = big_control_body()
+    coded = chunked(body)
+    for method, path in control_routes(target):
+        declared = head(method, path, f"Content-Type: {JSON}", f"Content-Length: {len(body)}")
+        by_chunks = head(method, path, f"Content-Type: {JSON}", "Transfer-Encoding: chunked")
+        for name, request, payload in (("declared", declared, body), ("chunked", by_chunks, coded)):
+            sending = [sent_whole(target, request, payload) for _ in range(CONTROL_IN_FLIGHT)]
+            for status in await asyncio.gather(*sending):
+                measures.answers[f"{name} control body {method} {path} {status}"] += 1
+
+
+# Small control documents that are no JSON a control route takes: nested past any parser's
+# depth, and numbers far past any count, each within `CONTROL_BODY_BYTES`.
+HOSTILE_CONTROL_JSON = {
+    "nested": b"[" * 30_000 + b"]" * 30_000,
+    "nested objects": b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
+    "long integer": b'{"retention": {"max_age_ms": 1' + b"0" * 4_000 + b"}}",
+    "integer past the digit limit": b'{"retention": {"max_age_ms": 1' + b"0" * 5_000 + b"}}",
+    "huge exponent": b'{"retention": {"max_age_ms": 1e999999999}}',
+    "long fraction": b'{"retention": {"max_age_ms": 0.' + b"1" * 60_000 + b"}}",
+    "long integer time": b'{"at": 1' + b"0" * 4_000 + b"}",
+    "huge exponent time": b'{"at": -1e999999999}',
+    "long time string": b'{"at": "' + b"9" * 60_000 + b'"}',
+    "long offset": b'{"before": "' + b"0" * 60_000 + b'"}',
+}
+
+
+async def control_json(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """Each hostile control document to every control route that reads one."""
+    for method, path in control_routes(target):
+        if path.endswith("/fence"):
+            continue  # a fence reads no body
+        for name, body in HOSTILE_CONTROL_JSON.items():
+            status = await send(target, method, path, body, JSON)
+            measures.answers[f"control json {name} {method} {path} {status}"] += 1
+
+
+# `traceparent` values no W3C parser takes, each sent on an append alone, and a `tracestate` past
+# any sane size beside a valid one. A record's `traceparent` is then absent (tracing off) or
+# one the instance made (on): never one of these.
+VALID_TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+HOSTILE_TRACEPARENTS: dict[str, bytes] = {
+    "version ff": b"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    "version 01 with a tail": b"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-xyz",
+    "bad hex": b"00-4bf92f3577b34da6a3ce929d0e0e47zz-00f067aa0ba902b7-01",
+    "upper-case hex": b"00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01",
+    "all-zero trace id": b"00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+    "all-zero span id": b"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+    "too short": b"00-4bf92f35-00f067aa-01",
+    "empty": b"",
+    "latin-1": b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-\xe9\xff",
+    "utf-8": "00-\u00e9\u00e9-\u2603-01".encode(),
+    "control bytes": b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0\x01",
+    "8 KiB": b"00-" + b"a" * 8_000,
+}
+TRACEPARENT_REPEATS = 100  # one request with this many `traceparent` fields
+TRACEPARENT_HUGE_BYTES = 100 * 1024  # past any field's limit: 431, as for any header
+
+
+def trace_requests(target: Target) -> dict[str, bytes]:
+    """Each hostile trace context as an append's whole request, by name."""
+    start = f"POST {target.text} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {TEXT}\r\n".encode()
+
+    def append(name: str, *fields: bytes) -> bytes:
+        body = f"trace {name}".encode()
+        lines = b"".join(field + b"\r\n" for field in fields)
+        return start + lines + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    requests = {
+        name: append(name, b"traceparent: " + value) for name, value in HOSTILE_TRACEPARENTS.items()
+    }
+    garbage = HOSTILE_TRACEPARENTS["bad hex"]
+    requests["repeated"] = append("repeated", *[b"traceparent: " + garbage] * TRACEPARENT_REPEATS)
+    requests["valid then garbage"] = append(
+        "valid then garbage",
+        b"traceparent: " + VALID_TRACEPARENT.encode(),
+        b"traceparent: " + garbage,
+    )
+    state = b"tracestate: " + b",".join(b"k%d=%s" % (n, b"v" * 200) for n in range(30))
+    requests["huge tracestate"] = append(
+        "huge tracestate", b"traceparent: " + VALID_TRACEPARENT.encode(), state
+    )
+    requests["latin-1 tracestate"] = append(
+        "latin-1 tracestate",
+        b"traceparent: " + VALID_TRACEPARENT.encode(),
+        b"tracestate: a=\xe9\xff",
+    )
+    requests["100 KiB"] = append("100 KiB", b"traceparent: 00-" + b"a" * TRACEPARENT_HUGE_BYTES)
+    return requests
+
+
+async def trace_contexts(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """Each hostile trace context on an append of its own, one after another."""
+    for name, request in trace_requests(target).items():
+        measures.answers[f"trace context {name} {await ask(target, request)}"] += 1
+
+
 # The console's seek to the last N messages past `console_max_last` (10,000 by default),
 # far past it, and not a count at all: each is 400 `invalid_query` before anything is read.
 SEEK_LASTS = ("10001", "1000000", str(10**40), "0", "-1", "1e9", "%EF%BC%91")
@@ -465,6 +624,9 @@ SHAPES: list[Shape] = [
     json_array_bomb,
     deep_json,
     seeks_over_the_limit,
+    control_bodies,
+    control_json,
+    trace_contexts,
 ]
 
 
@@ -568,10 +730,10 @@ def jwt_instance(bootstrap: str, home: Path, identity: IdentityProvider) -> Iter
         yield Target(url, adapter_pid(urlsplit(url).port or 0))
 
 
-def adapter_env(bootstrap: str, home: Path) -> dict[str, str]:
+def adapter_env(bootstrap: str, home: Path, prefix: str = "") -> dict[str, str]:
     return {
         "DURABLE_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-        "DURABLE_KAFKA_TOPIC_PREFIX": f"h{uuid.uuid4().hex[:10]}.",
+        "DURABLE_KAFKA_TOPIC_PREFIX": prefix or f"h{uuid.uuid4().hex[:10]}.",
         "DURABLE_KAFKA_COLD_DIR": str(home / "cold"),
         "DURABLE_KAFKA_PARTITIONS": "1",
         "DURABLE_KAFKA_HEADER_TIMEOUT_MS": str(HEADER_TIMEOUT_MS),
@@ -579,10 +741,48 @@ def adapter_env(bootstrap: str, home: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def hostile_instance(bootstrap: str, home: Path, nofile: int = NOFILE) -> Iterator[Target]:
-    """One adapter process, its descriptors limited to `nofile`."""
-    with running_adapter(adapter_env(bootstrap, home), home / "adapter.log", nofile=nofile) as url:
-        yield Target(url, adapter_pid(urlsplit(url).port or 0))
+def hostile_instance(
+    bootstrap: str, home: Path, nofile: int = NOFILE, tracing_endpoint: str = ""
+) -> Iterator[Target]:
+    """One adapter process, its descriptors limited to `nofile`; tracing to `tracing_endpoint`
+    if one is given."""
+    prefix = f"h{uuid.uuid4().hex[:10]}."
+    env = adapter_env(bootstrap, home, prefix)
+    if tracing_endpoint:
+        env["DURABLE_KAFKA_TRACING_ENDPOINT"] = tracing_endpoint
+    name = "adapter-traced.log" if tracing_endpoint else "adapter.log"
+    with running_adapter(env, home / name, nofile=nofile) as url:
+        yield Target(url, adapter_pid(urlsplit(url).port or 0), prefix=prefix)
+
+
+# Tracing on, to an OTLP endpoint nobody listens on: spans are exported off the requests' path,
+# so no answer waits for it.
+SILENT_COLLECTOR = "http://127.0.0.1:9"
+W3C_TRACEPARENT = re.compile(r"00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def copied_traceparents(bootstrap: str, target: Target) -> list[bytes]:
+    """The records of a tracing instance whose `traceparent` is missing, not W3C, or one a
+    client sent."""
+    sent = set(HOSTILE_TRACEPARENTS.values())
+    return [
+        value
+        for value, traceparent in record_traceparents(bootstrap, target).items()
+        if traceparent is None
+        or traceparent in sent
+        or not W3C_TRACEPARENT.fullmatch(traceparent.decode("latin-1"))
+    ]
+
+
+def record_traceparents(bootstrap: str, target: Target) -> dict[bytes, bytes | None]:
+    """Each data record of the target's text stream: its value, and its `traceparent` header
+    (None: none), as a fresh consumer reads them."""
+    topic = bucket_topic(target.prefix, target.bucket)
+    return {
+        message.value() or b"": header_value(message.headers(), TRACEPARENT)
+        for message in committed_messages(bootstrap, topic)
+        if message.key() == b"text" and header_value(message.headers(), CONTROL_HEADER) is None
+    }
 
 
 def report(measures: Measures) -> str:
@@ -647,7 +847,15 @@ def main() -> int:
         print(f"a signed token afterwards: {signed}")
         failed = failed or bool(forged.server_errors()) or signed != "200"
         failed = failed or fetched > fetches_allowed(took) or not alive(checked.pid)
-        stall = max(measures.max_stall_s, forged.max_stall_s)
+        traced = stack.enter_context(
+            hostile_instance(bootstrap, home, args.nofile, tracing_endpoint=SILENT_COLLECTOR)
+        )
+        traces = asyncio.run(run_shapes(traced, FULL, [trace_contexts]))
+        print(report(traces))
+        copied = copied_traceparents(bootstrap, traced)
+        print(f"tracing on: records whose traceparent is not one the instance made: {copied}")
+        failed = failed or bool(traces.server_errors()) or bool(copied) or not alive(traced.pid)
+        stall = max(measures.max_stall_s, forged.max_stall_s, traces.max_stall_s)
         print(json.dumps({"max_stall_ms": round(stall * 1000), "ok": not failed}))
         return 1 if failed else 0
 

@@ -10,7 +10,9 @@ refused before any of it is decoded, and one that needs a window over 8 MiB (RFC
 ceiling for the zstd coding) is malformed: zstd's own default of 128 MiB let one small body
 make the decoder allocate that much. Everything after (handlers, forwarding, the append-bytes
 rate limit) sees the decoded bytes from `request.read()`. A streamed body (a snapshot
-publish) is passed on as it arrives and is refused coded, with 415.
+publish) is passed on as it arrives and is refused coded, with 415. An uncoded control body
+(`adapter/http/bodies.py`) is read here too, bounded the same way: sent in chunks, it declares
+no length that the early 413 could refuse.
 """
 
 from __future__ import annotations
@@ -131,6 +133,9 @@ def decoding_middleware(bodies: RouteBodies) -> Middleware:
     async def decoding(request: web.Request, handler: Handler) -> web.StreamResponse:
         coding = request.get(BODY_CODING)
         if coding is None:
+            if bodies.control(request) and request.body_exists:
+                # Bounded as it arrives: a chunked body declares no length to refuse early.
+                request._read_bytes = await bounded_body(request, bodies.limit(request))
             return await handler(request)
         if bodies.streamed(request):
             raise ProtocolError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, "a snapshot is published uncoded")
@@ -158,6 +163,15 @@ async def decoded_body(request: web.Request, coded: Decoder, limit: int) -> byte
     return bytes(body)
 
 
+async def bounded_body(request: web.Request, limit: int) -> bytes:
+    """The uncoded body; 413 once it passes `limit`, before more of it is read."""
+    body = bytearray()
+    async for chunk in request.content.iter_chunked(READ_SIZE):
+        body += chunk
+        _within(len(body), limit, "")
+    return bytes(body)
+
+
 def _pieces(coded: Decoder, chunk: bytes) -> Iterator[bytes]:
     try:
         yield from coded.feed(chunk)
@@ -167,8 +181,8 @@ def _pieces(coded: Decoder, chunk: bytes) -> Iterator[bytes]:
         ) from None
 
 
-def _within(size: int, limit: int) -> None:
+def _within(size: int, limit: int, how: str = ", decoded") -> None:
     if size > limit:
         raise ProtocolError(
-            ErrorCode.PAYLOAD_TOO_LARGE, f"a request body is at most {limit} bytes, decoded"
+            ErrorCode.PAYLOAD_TOO_LARGE, f"a request body is at most {limit} bytes{how}"
         )

@@ -1,12 +1,29 @@
 """The headers instances add to the requests they send each other (forwarded writes, reads asked
-of an owner), and the forward id of an append another instance forwarded here."""
+of an owner), who may send them, and the forward id of an append another instance forwarded
+here.
+
+They are believed only from a peer: a sibling worker (over its Unix socket, which only this
+process's workers reach) or, with `peer_key_file` set, a request carrying the deployment's
+key. From anyone else a request naming one is refused 403 before anything is done
+(`peer_headers_middleware`): a client could otherwise mark its write forwarded (never
+forwarded again, no catch-up first), route it on a forged owner record (refused 503 for
+ever) or tag its records with a forward id of its choosing. Without `peer_key_file` nothing
+tells a peer's TCP connection from a client's, so they are believed from anyone; what a
+client gains by them then is listed in docs/operations.md ("Peer headers").
+"""
 
 from __future__ import annotations
 
+import hmac
 import re
+import socket
 from typing import Final
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from adapter.http.render import Handler
+from adapter.protocol.errors import ErrorCode, ProtocolError
 
 FORWARDED: Final = "Durable-Kafka-Forwarded"  # never forwarded again
 FORWARD_ID: Final = "Durable-Kafka-Forward-Id"  # an append's id, written on its records
@@ -25,6 +42,46 @@ CERTIFICATE_SUBJECT: Final = "Durable-Kafka-Certificate-Subject"
 # (`adapter/http/server.py`); never passed on, never logged.
 PEER_KEY: Final = "Durable-Kafka-Peer-Key"
 _FORWARD_ID_SHAPE: Final = re.compile("[0-9a-f]{32}")
+PEER_ONLY: Final = (FORWARDED, FORWARD_ID, OWNER_MARK, LAST_ACCESS, CERTIFICATE_SUBJECT, PEER_KEY)
+
+
+def peer_headers_middleware(peer_key: str) -> Middleware:
+    """403 for a request naming a peer-only header unless it comes from a peer; nothing to
+    check without a key (see the module's docstring)."""
+
+    @web.middleware
+    async def peer_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if peer_key:
+            named = next((name for name in PEER_ONLY if name in request.headers), None)
+            if named is not None and not from_a_peer(request, peer_key):
+                raise ProtocolError(
+                    ErrorCode.FORBIDDEN,
+                    f"{named} is sent only by this deployment's instances to each other",
+                )
+        return await handler(request)
+
+    return peer_headers
+
+
+def from_a_peer(request: web.BaseRequest, peer_key: str) -> bool:
+    """Whether the request came from a sibling worker's Unix socket or carries `peer_key`."""
+    sock = request.transport.get_extra_info("socket") if request.transport else None
+    if sock is not None and sock.family == socket.AF_UNIX:
+        return True
+    return carries_key(request, peer_key)
+
+
+def carries_key(request: web.BaseRequest, peer_key: str) -> bool:
+    """Whether the request's `PEER_KEY` is `peer_key` (never, when that is empty), compared in
+    constant time (it is a secret). A value that is no UTF-8 (aiohttp keeps such bytes as
+    surrogates) is not the key."""
+    sent = request.headers.get(PEER_KEY)
+    if not peer_key or sent is None:
+        return False
+    try:
+        return hmac.compare_digest(sent.encode(), peer_key.encode())
+    except UnicodeEncodeError:
+        return False
 
 
 def owner_mark_of(request: web.Request) -> int | None:

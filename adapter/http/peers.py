@@ -22,12 +22,19 @@ from multidict import CIMultiDict
 from adapter.cluster.access_relay import Reader
 from adapter.cluster.coordinator import Described
 from adapter.http.auth import GATE, QUERY_TOKEN, SUBJECT
-from adapter.http.peer_headers import CERTIFICATE_SUBJECT, FORWARDED, LAST_ACCESS, PEER_KEY
+from adapter.http.peer_headers import (
+    CERTIFICATE_SUBJECT,
+    FORWARDED,
+    LAST_ACCESS,
+    PEER_KEY,
+    PEER_ONLY,
+)
 from adapter.protocol.offsets import parse_offset
 
 log = logging.getLogger(__name__)
 
-# Hop-by-hop headers, and those aiohttp recomputes for the body it sends.
+# Hop-by-hop headers, those aiohttp recomputes for the body it sends, and the peer-only ones:
+# an instance sets its own (`forwarded`), never passing on a client's.
 _NOT_COPIED = frozenset(
     h.lower()
     for h in (
@@ -41,8 +48,7 @@ _NOT_COPIED = frozenset(
         "Upgrade",
         "Proxy-Authorization",
         "Proxy-Authenticate",
-        CERTIFICATE_SUBJECT,
-        PEER_KEY,
+        *PEER_ONLY,
     )
 )
 

@@ -15,7 +15,6 @@ an app with it.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 from typing import Any, cast
 
@@ -40,7 +39,7 @@ from adapter.http.observe import (
     method_label,
     request_id,
 )
-from adapter.http.peer_headers import PEER_KEY
+from adapter.http.peer_headers import carries_key
 from adapter.http.render import Handler, error_bytes, error_response
 from adapter.http.security import CORS, SECURITY_HEADERS, CorsPolicy
 from adapter.metrics import Metrics
@@ -185,9 +184,7 @@ class ProtocolHandler(RequestHandler):
             deadline.cancel()
 
     def _from_a_peer(self, request: web.BaseRequest) -> bool:
-        key = self.counts.limits.peer_key
-        sent = request.headers.get(PEER_KEY)
-        return bool(key) and sent is not None and hmac.compare_digest(sent.encode(), key.encode())
+        return carries_key(request, self.counts.limits.peer_key)
 
     def _admit_peer(self, request: web.BaseRequest) -> None:
         """Another instance's connection (its request carries the deployment's key): off its

@@ -9,6 +9,7 @@ import time
 from aiohttp import web
 
 from adapter.http.auth import GATE, principal_of
+from adapter.http.bodies import ROUTE_BODIES, Body
 from adapter.http.json_split import split_body
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
@@ -51,6 +52,8 @@ DEFAULT_CONTENT_TYPE = "application/octet-stream"
 # A stream's URL on each surface; its snapshot and bootstrap routes extend these.
 FLAT_ROUTE = "/v1/stream/{path:.+}"
 BUCKETED_ROUTE = "/{bucket}/{stream}"
+# The methods whose body is a stream's data (a create's first messages, an append).
+DATA_METHODS = frozenset({"PUT", "POST"})
 SUB_OFFSET = re.compile(r"0|[1-9][0-9]{0,17}")
 
 routes = web.RouteTableDef()
@@ -362,4 +365,6 @@ def add_routes(app: web.Application) -> None:
     for path in (FLAT_ROUTE, BUCKETED_ROUTE):
         resource = app.router.add_resource(path)
         for method, handler in handlers.items():
-            resource.add_route(method, handler, expect_handler=defer_continue)
+            route = resource.add_route(method, handler, expect_handler=defer_continue)
+            if method in DATA_METHODS:
+                app[ROUTE_BODIES].declare(route, Body.HELD)  # a stream's data, not a control

@@ -1,6 +1,6 @@
 """Every route that reads a JSON body answers 400 `invalid_json` to JSON nested past what
-a parser can follow (100,000 arrays deep), as to any other malformed JSON, and stores
-nothing of it."""
+a parser can follow (100,000 arrays deep; a control route's, within its 64 KiB limit, 30,000),
+as to any other malformed JSON, and stores nothing of it."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ JSON = {"Content-Type": "application/json"}
 DEPTH = 100_000
 DEEP = b"[" * DEPTH + b"]" * DEPTH
 DEEP_OBJECT = b'{"a":' * DEPTH + b"1" + b"}" * DEPTH
+# As deep as a control body (a bucket's configuration, a trim) may be within its limit.
+CONTROL_DEEP = b"[" * 30_000 + b"]" * 30_000
+CONTROL_DEEP_OBJECT = b'{"a":' * 10_000 + b"1" + b"}" * 10_000
 
 
 @pytest.fixture
@@ -40,21 +43,25 @@ async def _json_stream(client: Client, path: str) -> None:
     assert (await client.put(path, headers=JSON)).status == 201
 
 
-@pytest.mark.parametrize("body", [DEEP, DEEP_OBJECT], ids=["arrays", "objects"])
+@pytest.mark.parametrize(
+    ("body", "control"),
+    [(DEEP, CONTROL_DEEP), (DEEP_OBJECT, CONTROL_DEEP_OBJECT)],
+    ids=["arrays", "objects"],
+)
 async def test_deep_json_is_400_on_every_json_route(
-    client: Client, unique: str, body: bytes
+    client: Client, unique: str, body: bytes, control: bytes
 ) -> None:
     bucket = f"deep-{unique}"
-    await _refused(await client.put(f"/{bucket}", data=body, headers=JSON))
+    await _refused(await client.put(f"/{bucket}", data=control, headers=JSON))
     assert (await client.put(f"/{bucket}")).status == 201
-    await _refused(await client.put(f"/{bucket}/config", data=body, headers=JSON))
+    await _refused(await client.put(f"/{bucket}/config", data=control, headers=JSON))
     await _refused(await client.put(f"/{bucket}/created", data=body, headers=JSON))
     assert (await client.head(f"/{bucket}/created")).status == 404
     path = f"/{bucket}/s"
     await _json_stream(client, path)
     await _refused(await client.post(path, data=body, headers=JSON))
-    await _refused(await client.post(f"{path}/trim", data=body, headers=JSON))
-    await _refused(await client.post(f"/v1/stream/{bucket}/s/trim", data=body, headers=JSON))
+    await _refused(await client.post(f"{path}/trim", data=control, headers=JSON))
+    await _refused(await client.post(f"/v1/stream/{bucket}/s/trim", data=control, headers=JSON))
     read = await client.get(path, params={"offset": "-1"})
     assert (read.status, await read.read()) == (200, b"[]")
 

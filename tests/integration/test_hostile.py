@@ -28,7 +28,17 @@ def instance(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture
 def target(instance: Target) -> Target:
     """The instance, with a bucket of this test's own."""
-    return Target(instance.url, instance.pid)
+    return Target(instance.url, instance.pid, prefix=instance.prefix)
+
+
+@pytest.fixture(scope="module")
+def traced(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """An instance tracing to a collector nobody runs."""
+    home = tmp_path_factory.mktemp("hostile-traced")
+    with hostile.hostile_instance(
+        kafka_bootstrap, home, tracing_endpoint=hostile.SILENT_COLLECTOR
+    ) as where:
+        yield where
 
 
 async def test_idle_connections_past_the_descriptor_limit_are_refused_at_once(
@@ -102,3 +112,64 @@ async def test_forged_kids_by_the_thousand_fetch_the_key_set_a_few_times(
     assert probes == {"probe 200"}, measures.answers  # /healthz answered all along
     assert measures.rss_growth <= RSS_GROWTH_BYTES
     assert await hostile.signed_after(checking_jwts, identity) == "200"
+
+
+async def test_control_bodies_past_their_limit_are_413_many_at_once(target: Target) -> None:
+    measures = await hostile.run_shapes(target, BOUNDED, [hostile.control_bodies])
+    print(hostile.report(measures))
+    assert hostile.alive(target.pid), measures.notes
+    sent = {key: n for key, n in measures.answers.items() if "control body" in key}
+    statuses = {key.rsplit(" ", 1)[1] for key in sent}
+    assert statuses == {"413"}, sent
+    assert sum(sent.values()) == 2 * hostile.CONTROL_IN_FLIGHT * len(hostile.control_routes(target))
+    probes = {key for key in measures.answers if key.startswith("probe")}
+    assert probes == {"probe 200"}, measures.answers  # /healthz answered all along
+    assert measures.rss_growth <= RSS_GROWTH_BYTES
+    assert await hostile.write_after(target) == "204"
+
+
+async def test_deep_and_huge_number_control_json_is_400(target: Target) -> None:
+    measures = await hostile.run_shapes(target, BOUNDED, [hostile.control_json])
+    print(hostile.report(measures))
+    sent = {key: n for key, n in measures.answers.items() if key.startswith("control json")}
+    assert {key.rsplit(" ", 1)[1] for key in sent} == {"400"}, sent
+    assert await hostile.write_after(target) == "204"
+
+
+# Requests whose first `traceparent` is valid: with tracing on, their records continue its trace.
+CONTINUED = ("valid then garbage", "huge tracestate", "latin-1 tracestate")
+
+
+@pytest.mark.parametrize("tracing", ["off", "on"])
+async def test_hostile_trace_contexts_are_answered_and_never_copied_onto_records(
+    request: pytest.FixtureRequest, kafka_bootstrap: str, tracing: str
+) -> None:
+    instance: Target = request.getfixturevalue("instance" if tracing == "off" else "traced")
+    target = Target(instance.url, instance.pid, prefix=instance.prefix)
+    measures = await hostile.run_shapes(target, BOUNDED, [hostile.trace_contexts])
+    print(hostile.report(measures))
+    sent = {key.removeprefix("trace context "): n for key, n in measures.answers.items()}
+    sent = {key: n for key, n in sent.items() if not key.startswith("probe ")}
+    names = hostile.trace_requests(target)
+    # Refused by the HTTP parser as any such header field is: past 8,190 bytes (431), with a
+    # control byte, which no field value may hold (400). The others as if they carried none.
+    parser = {"100 KiB": "431", "control bytes": "400"}
+    assert sent == {f"{name} {parser.get(name, '204')}": 1 for name in names}
+    probes = {key for key in measures.answers if key.startswith("probe")}
+    assert probes == {"probe 200"}, measures.answers  # /healthz answered all along
+    stamped = hostile.record_traceparents(kafka_bootstrap, target)
+    written = {f"trace {name}".encode() for name in names if name not in parser}
+    assert written <= set(stamped), stamped
+    garbage = set(hostile.HOSTILE_TRACEPARENTS.values())
+    for value, traceparent in stamped.items():
+        if tracing == "off":
+            assert traceparent is None, (value, traceparent)
+            continue
+        assert traceparent is not None, value
+        assert hostile.W3C_TRACEPARENT.fullmatch(traceparent.decode()), (value, traceparent)
+        assert traceparent not in garbage, (value, traceparent)
+    if tracing == "on":
+        trace_id = hostile.VALID_TRACEPARENT.split("-")[1].encode()
+        continued = [stamped[f"trace {name}".encode()] or b"" for name in CONTINUED]
+        assert [tp.split(b"-")[1] for tp in continued] == [trace_id] * len(CONTINUED)
+    assert await hostile.write_after(target) == "204"
