@@ -17,6 +17,7 @@ from pathlib import Path
 import aiohttp
 
 from devstack import cluster
+from devstack.process import free_port
 from tests.cluster import cluster_env, partitions, slot_of, until_owned
 from tests.faults import store
 from tests.faults.check import Report, check
@@ -344,6 +345,9 @@ async def _views(ctx: Context, streams: list[str]) -> dict[str, dict[str, View]]
     """
     await until_owned(ctx.session, dict.fromkeys(ctx.worker_urls()))
     fresh = ctx.instances["fresh"]
+    # Its port picked now, not at the scenario's start a minute or more ago: on a machine
+    # other test runs share, one of theirs may have taken that port meanwhile.
+    fresh.port = free_port()
     fresh.start()
     await asyncio.to_thread(fresh.wait_ready)
     reference = {s: await view(ctx.load, fresh.base, s) for s in streams}
