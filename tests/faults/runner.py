@@ -142,7 +142,7 @@ async def run(
     `TEST_ADAPTER_WORKERS`, else 1). The fresh one is always a single process. `three`: a
     third instance `c` under test; `relayed`: `b` advertises a relay's address (`ctx.relay`);
     `wide`: the load also forks across buckets, trims, fences and writes a bucket with age
-    retention, and a plain client measures Kafka's own unavailability (`make faults`)."""
+    retention, and a plain client measures Kafka's own unavailability."""
     layout = cluster.layout(home / "cluster")
     prefix = f"f{name.replace('_', '')}{uuid.uuid4().hex[:6]}."
     work = home / prefix.rstrip(".")
