@@ -44,7 +44,7 @@ AUTH_FAILURES = ("missing", "malformed", "expired", "invalid", "insufficient_sco
 # What made a peer suspect an owner gone or paused, and how its check ended
 # (`adapter/cluster/dead_owners.py`: its `Signal` and `Outcome`).
 EVICTION_SIGNALS = ("refused", "unanswered")
-EVICTION_OUTCOMES = ("evicted", "alive", "failed")
+EVICTION_OUTCOMES = ("evicted", "alive", "failed", "already")
 
 
 class Metrics:
@@ -158,8 +158,9 @@ class Metrics:
         self.owner_eviction_checks = Counter(
             "durable_kafka_owner_eviction_checks",
             "Checks of an owner suspected gone or paused, by signal and outcome: `evicted`, "
-            "`alive` (it answered: no eviction) or `failed` (taken for gone, but its removal "
-            "failed or found no member at its address: its session decides).",
+            "`alive` (it answered: no eviction), `failed` (taken for gone, but its removal "
+            "failed: its session decides) or `already` (taken for gone, and no member was left "
+            "at its address to remove: another peer removed it first, or its session ended).",
             ["signal", "outcome"],
             registry=registry,
         )

@@ -8,7 +8,7 @@ import itertools
 import os
 import re
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,16 +196,19 @@ async def three_instances(
     tmp_path: Path,
     total_s: float = 60,
     env: Mapping[str, str] | None = None,
+    each: Sequence[Mapping[str, str]] = (),
 ) -> AsyncIterator[Trio]:
     """Three instances (logs `0.log`, `1.log`, `2.log` in `tmp_path`) once each owns slots;
-    `env` adds to (or overrides) their settings."""
+    `env` adds to (or overrides) their settings, `each[i]` to those of the `i`-th alone (the
+    order of `Trio.logs`)."""
     env = cluster_env(bootstrap, prefix, tmp_path) | dict(env or {})
+    envs = [env | dict(each[i] if i < len(each) else {}) for i in range(3)]
     logs = [tmp_path / f"{i}.log" for i in range(3)]
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=total_s)) as session:
         with (
-            running_adapter(env, logs[0], free_port()) as first,
-            running_adapter(env, logs[1], free_port()) as second,
-            running_adapter(env, logs[2], free_port()) as third,
+            running_adapter(envs[0], logs[0], free_port()) as first,
+            running_adapter(envs[1], logs[1], free_port()) as second,
+            running_adapter(envs[2], logs[2], free_port()) as third,
         ):
             bases = (first, second, third)
             owners = await until_owned(session, dict.fromkeys(bases))

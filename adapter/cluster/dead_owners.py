@@ -68,7 +68,10 @@ class Outcome(StrEnum):
 
     EVICTED = "evicted"  # removed from the owners' group
     ALIVE = "alive"  # it answered (or accepted a connection): left to its session
-    FAILED = "failed"  # taken for gone, but the removal failed or found no member
+    FAILED = "failed"  # taken for gone, but the removal failed: its session decides
+    # Taken for gone, and already out of the group: no member at its address was left to
+    # remove (a peer's check removed it first, or its session ended meanwhile).
+    ALREADY = "already"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,8 +185,10 @@ class DeadOwners:
         evicted = await self.evict(url)
         self.evictions += len(evicted)
         if not evicted:
-            log.warning("%s is no member of the owners' group: nothing removed", url)
-            self.counted(signal, Outcome.FAILED, 0)
+            # Not a failure: several peers whose forwards went unanswered check the same
+            # owner, and the first to be sure removes it; the owner is out either way.
+            log.info("%s is no member of the owners' group any more: nothing to remove", url)
+            self.counted(signal, Outcome.ALREADY, 0)
             return
         log.warning("removed %s (%s) from the owners' group", url, ", ".join(evicted))
         self.counted(signal, Outcome.EVICTED, len(evicted))

@@ -98,6 +98,7 @@ class LogWriter:
         }
         self._config = kafka.config(owned, "librdkafka.writer")
         self._producer: Producer | None = None
+        self._unbuilt: str | None = None  # why librdkafka last refused to build a producer
         self._tails = PartitionTails()  # touched only on the writer's thread
         self.guesses = GuessCounts()
         self.fenced = False
@@ -349,12 +350,12 @@ class LogWriter:
             return  # the slot may be another's now: the change of ownership retires this writer
         try:
             self._init_producer()
+        except _Unbuilt as error:  # librdkafka refused the new files: the old one stays
+            log.error("%s: producer not renewed: %s", self.transactional_id, error)
         except LogUnavailable as error:
             # Its init may have fenced the old producer: the next transaction makes another.
             self._producer = None
             log.warning("%s: producer not renewed yet: %s", self.transactional_id, error)
-        except KafkaException as error:  # librdkafka refused the new files: the old one stays
-            log.error("%s: producer not renewed: %s", self.transactional_id, error)
 
     def fail_pending(self, reason: str) -> None:
         """Answer every batch still queued with LogUnavailable (the writer is going away)."""
@@ -370,7 +371,7 @@ class LogWriter:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
 
     def _init_producer(self) -> Producer:
-        producer = self.kafka.producer(self._config)
+        producer = self._new_producer()
         try:
             producer.init_transactions(self.limits.timeout_s)
         except KafkaException as error:
@@ -378,6 +379,26 @@ class LogWriter:
             raise LogUnavailable(self._init_failure(error)) from error
         self._tails.forget()  # whatever was left open before is aborted now, taking offsets
         self._producer = producer
+        return producer
+
+    def _new_producer(self) -> Producer:
+        """A producer of the writer's config. One librdkafka refuses to build (certificate
+        files made unusable by a rotation gone wrong, say) is a LogUnavailable (`_Unbuilt`):
+        the transaction's writes are answered 503 and the writer goes on, trying again at its
+        next transaction, so files put right serve again without a restart."""
+        try:
+            producer = self.kafka.producer(self._config)
+        except KafkaException as error:
+            inner = _kafka_error(error)
+            detail = inner.str() if inner is not None else str(error)
+            reason = f"kafka: no producer could be built: {detail}"
+            if reason != self._unbuilt:  # once per reason, not at every transaction
+                log.error("%s: %s", self.transactional_id, reason)
+            self._unbuilt = reason
+            raise _Unbuilt(reason) from error
+        if self._unbuilt is not None:
+            log.warning("%s: a producer could be built again", self.transactional_id)
+            self._unbuilt = None
         return producer
 
     def _init_failure(self, error: KafkaException) -> str:
@@ -585,6 +606,10 @@ class Committed:
 
     offsets: list[list[int]]
     state: list[StateWritten]
+
+
+class _Unbuilt(LogUnavailable):
+    """librdkafka refused to build a producer of the writer's config (its files unusable)."""
 
 
 class _NotApplied(LogUnavailable):

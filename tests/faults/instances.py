@@ -31,14 +31,25 @@ class Instance:
     proc: subprocess.Popen[bytes] | None = None
     workers: int = int(WORKERS[1])
     script: str = SCRIPT  # another build's `durable-kafka` (a rolling upgrade's older release)
+    started_at: int = 0  # where the log stood when the latest start began
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def serving(self) -> bool:
+        """Whether the latest start logged that it listens on `base`. Until then what answers
+        there may be another program: a port handed out at the scenario's start that some
+        other test run of a shared machine took before this instance bound it (it then fails
+        to bind, and exits)."""
+        with self.log.open("rb") as log:
+            log.seek(self.started_at)
+            return f"serving on {self.base} (".encode() in log.read()
+
     def start(self) -> None:
         argv = [self.script, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT]
         argv += ["--workers", str(self.workers)]
+        self.started_at = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as sink:
             # Checkpoints every 2 s: a killed instance restarts from its catalog file (the
             # resume path under faults), not from a rebuild as before its first 30-s one.
@@ -55,8 +66,11 @@ class Instance:
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
                 raise AssertionError(f"{self.name} exited:\n{self.log.read_text()[-3000:]}")
-            if http_status(f"{self.base}/readyz") == 200 and all(
-                http_status(f"{url}/readyz") == 200 for url in self.worker_urls()
+            if (
+                self.serving()
+                and http_status(f"{self.base}/readyz") == 200
+                and all(http_status(f"{url}/readyz") == 200 for url in self.worker_urls())
+                and self.proc.poll() is None
             ):
                 return  # every worker (the shared port answers from any one of them)
             time.sleep(0.2)

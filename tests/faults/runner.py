@@ -17,6 +17,7 @@ from pathlib import Path
 import aiohttp
 
 from devstack import cluster
+from devstack.process import free_port
 from tests.cluster import cluster_env, partitions, slot_of, until_owned
 from tests.faults import store
 from tests.faults.check import Report, check
@@ -141,7 +142,7 @@ async def run(
     `TEST_ADAPTER_WORKERS`, else 1). The fresh one is always a single process. `three`: a
     third instance `c` under test; `relayed`: `b` advertises a relay's address (`ctx.relay`);
     `wide`: the load also forks across buckets, trims, fences and writes a bucket with age
-    retention, and a plain client measures Kafka's own unavailability (`make faults`)."""
+    retention, and a plain client measures Kafka's own unavailability."""
     layout = cluster.layout(home / "cluster")
     prefix = f"f{name.replace('_', '')}{uuid.uuid4().hex[:6]}."
     work = home / prefix.rstrip(".")
@@ -344,6 +345,9 @@ async def _views(ctx: Context, streams: list[str]) -> dict[str, dict[str, View]]
     """
     await until_owned(ctx.session, dict.fromkeys(ctx.worker_urls()))
     fresh = ctx.instances["fresh"]
+    # Its port picked now, not at the scenario's start a minute or more ago: on a machine
+    # other test runs share, one of theirs may have taken that port meanwhile.
+    fresh.port = free_port()
     fresh.start()
     await asyncio.to_thread(fresh.wait_ready)
     reference = {s: await view(ctx.load, fresh.base, s) for s in streams}

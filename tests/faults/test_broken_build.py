@@ -35,9 +35,7 @@ TIERING_S = 8.0
 @pytest.mark.timeout(300)
 async def test_the_checker_reports_a_broken_build(cluster_home: Path) -> None:
     env = faults.ENV["endtxn_lost"] | BROKEN
-    report = await runner.run(
-        "endtxn_lost", faults.endtxn_lost, cluster_home, 14, faulty=env, wide=False
-    )
+    report = await runner.run("endtxn_lost", faults.endtxn_lost, cluster_home, 14, faulty=env)
     print(report.line())
     # A commit that happened, answered 503: a plain append is in the log though every attempt
     # was 5xx (phantom), or a producer's retry is written again (duplicated).
@@ -53,9 +51,7 @@ async def test_the_checker_reports_a_broken_build(cluster_home: Path) -> None:
 @pytest.mark.timeout(300)
 async def test_the_same_scenario_on_the_real_build_has_no_anomaly(cluster_home: Path) -> None:
     env = faults.ENV["endtxn_lost"]
-    report = await runner.run(
-        "endtxn_lost", faults.endtxn_lost, cluster_home, 14, faulty=env, wide=False
-    )
+    report = await runner.run("endtxn_lost", faults.endtxn_lost, cluster_home, 14, faulty=env)
     print(report.line())
     assert report.acknowledged > 0
     assert report.ok, f"{report.line()}\n{report.details()}"
@@ -73,6 +69,8 @@ async def _tiering(ctx: runner.Context) -> None:
 
 @pytest.mark.timeout(420)
 async def test_the_checker_reports_a_broken_cold_tier(cluster_home: Path) -> None:
+    # The load without forks into another bucket, trims, fences and age retention: what it
+    # shows of a broken cold tier needs none of them, which cost this run about 40 s more.
     report = await runner.run(
         "cold_broken", _tiering, cluster_home, 14, faulty=BROKEN_TIER, wide=False
     )

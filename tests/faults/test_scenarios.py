@@ -14,9 +14,8 @@ pytestmark = pytest.mark.faults
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("name", faults.BOUNDED)
 async def test_no_anomaly_under_fault(cluster_home: Path, name: str) -> None:
-    # The load `make test` has run for long; the wider one (`wide`) is `make faults`'.
     report = await runner.run(
-        name, faults.ALL[name], cluster_home, seed=14, faulty=faults.ENV.get(name), wide=False
+        name, faults.ALL[name], cluster_home, seed=14, faulty=faults.ENV.get(name)
     )
     print(report.line())
     assert report.acknowledged > 0

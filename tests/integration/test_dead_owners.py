@@ -44,6 +44,12 @@ PAUSED_S = 3.0  # within the owners' session (6 s in tests/cluster.py)
 ATTEMPT_S = 3.0  # a client's patience for one try of a write
 PATIENT_S = 40.0  # a client that waits for the answer, whatever the owner does meanwhile
 STREAM = "s"  # written through another instance than its slot's owner
+# Two peers checking one paused owner: the later one's bound ends long after the first's
+# removal is through (a child process joining and leaving the group: seconds on a loaded
+# machine), and the owner's session after both.
+LATER_UNANSWERED_MS = 15_000
+LATER_SESSION_MS = 60_000
+CHECKED_S = 60.0  # how long the later check may take to end, at most
 
 
 def _port(base: str) -> int:
@@ -75,6 +81,25 @@ async def _until_written(session: aiohttp.ClientSession, url: str, within_s: flo
 async def _evictions(trio: Trio, base: str, signal_name: str) -> float:
     """Owners' group members the instance at `base` removed on `signal_name`."""
     return await sample(trio.session, trio.logs[base], EVICTIONS, {"signal": signal_name})
+
+
+async def _checks(trio: Trio, base: str, signal_name: str, outcome: str) -> float:
+    """Checks of a suspected owner the instance at `base` ended with `outcome`."""
+    labels = {"signal": signal_name, "outcome": outcome}
+    return await sample(trio.session, trio.logs[base], CHECKS, labels)
+
+
+async def _until_checked(trio: Trio, base: str, signal_name: str) -> float:
+    """Until the instance at `base` has ended a check on `signal_name`, whatever its outcome
+    (at most `CHECKED_S`); how many it ended."""
+    deadline = time.monotonic() + CHECKED_S
+    while True:
+        ended = 0.0
+        for outcome in ("evicted", "alive", "failed", "already"):
+            ended += await _checks(trio, base, signal_name, outcome)
+        if ended or time.monotonic() > deadline:
+            return ended
+        await asyncio.sleep(0.5)
 
 
 def _appended(bootstrap: str, prefix: str, stream_id: str) -> list[str]:
@@ -185,3 +210,45 @@ async def test_an_owner_paused_less_than_the_bound_is_not_evicted(
         checked = {"signal": "unanswered", "outcome": "alive"}
         assert await sample(session, logs[b], CHECKS, checked) >= 1  # checked, and declined
         assert statuses == [204] * 5  # answered by the owner once it resumed
+
+
+@pytest.mark.timeout(240)
+async def test_a_paused_owner_two_peers_check_is_evicted_once_and_the_later_check_says_so(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """Both peers forward to the paused owner; the one with the shorter bound removes it, the
+    other, checking on, finds no member left at its address: the owner is out of the group,
+    so its check is counted `already`, not `failed`."""
+    prefix = f"twice{unique}."
+    # The owner is the first instance; the second evicts it, the third's bound ends well after.
+    each = [{}, {"DURABLE_KAFKA_OWNER_UNANSWERED_MS": str(UNANSWERED_MS)}]
+    each += [{"DURABLE_KAFKA_OWNER_UNANSWERED_MS": str(LATER_UNANSWERED_MS)}]
+    env = {"DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS": str(LATER_SESSION_MS)}
+    async with three_instances(kafka_bootstrap, prefix, tmp_path, env=env, each=each) as trio:
+        session = trio.session
+        a, b, c = trio.logs
+        stream = next(
+            s for s in (f"s{i}" for i in range(1000)) if slot_of(prefix, s) in trio.owners[a]
+        )
+        assert await past_moves(session, "PUT", f"{b}/v1/stream/{stream}", headers=TEXT) == (
+            201,
+            b"",
+        )
+        signal_adapter(_port(a), signal.SIGSTOP)
+        try:
+            # A forward through each peer, both left unanswered by the paused owner.
+            forwards = [
+                asyncio.create_task(_try(session, f"{peer}/v1/stream/{stream}", f"{n},", PATIENT_S))
+                for n, peer in enumerate((b, c))
+            ]
+            ended = await _until_checked(trio, c, "unanswered")
+        finally:
+            signal_adapter(_port(a), signal.SIGCONT)
+        await asyncio.gather(*forwards)
+        outcomes = {o: await _checks(trio, c, "unanswered", o) for o in ("evicted", "failed")}
+        outcomes["already"] = await _checks(trio, c, "unanswered", "already")
+        print(f"\nthe later peer's checks: {outcomes}")
+        assert ended >= 1
+        assert await _evictions(trio, b, "unanswered") == 1  # removed once, by `b`
+        assert await _evictions(trio, c, "unanswered") == 0
+        assert outcomes == {"evicted": 0, "failed": 0, "already": 1}

@@ -11,6 +11,7 @@ import pytest
 from adapter.cluster import dead_owners
 from adapter.cluster.dead_owners import Bounds, DeadOwners, Outcome, Probes, Signal
 from adapter.metrics import EVICTION_OUTCOMES, EVICTION_SIGNALS
+from topology.errors import BrokerUnavailable
 
 URL = "http://10.0.0.2:4437"
 BOUNDS = Bounds(refused_s=0.5, unanswered_s=0.05)
@@ -25,6 +26,7 @@ class _Peer:
         self.probed = 0
         self.evicted: list[str] = []
         self.members = ["member"]
+        self.failure: Exception | None = None  # what the removal raises, if anything
         self.counted: list[tuple[Signal, Outcome, int]] = []
 
     async def accepts(self, _url: str) -> bool | None:
@@ -40,6 +42,8 @@ class _Peer:
 
     async def evict(self, url: str) -> list[str]:
         self.evicted.append(url)
+        if self.failure is not None:
+            raise self.failure
         return self.members
 
     def count(self, signal: Signal, outcome: Outcome, members: int) -> None:
@@ -145,9 +149,20 @@ async def test_no_bound_for_silence_leaves_a_paused_owner_to_its_session() -> No
 
 
 @pytest.mark.usefixtures("_short")
-async def test_a_removal_that_finds_no_member_is_counted_as_failed() -> None:
+async def test_a_removal_that_finds_no_member_left_is_counted_as_already_done() -> None:
     peer = _Peer([])
-    peer.members = []
+    peer.members = []  # another peer removed it first
+    owners = _owners(peer, bounds=Bounds(refused_s=0.01))
+    owners.suspect(URL)
+    await _settle(owners)
+    assert (peer.evicted, owners.evictions) == ([URL], 0)
+    assert peer.counted == [(Signal.REFUSED, Outcome.ALREADY, 0)]
+
+
+@pytest.mark.usefixtures("_short")
+async def test_a_removal_that_fails_is_counted_as_failed() -> None:
+    peer = _Peer([])
+    peer.failure = BrokerUnavailable("the coordinator did not answer")
     owners = _owners(peer, bounds=Bounds(refused_s=0.01))
     owners.suspect(URL)
     await _settle(owners)
