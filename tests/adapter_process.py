@@ -55,6 +55,7 @@ def running_adapter(
     base_url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT]
     argv += WORKERS if workers is None else ["--workers", str(workers)]
+    started_at = log.stat().st_size if log.exists() else 0
     with (
         log.open("ab") as sink,
         subprocess.Popen(
@@ -65,7 +66,7 @@ def running_adapter(
         ) as proc,
     ):
         try:
-            _wait_ready(base_url, proc, log, int(argv[-1]), tls)
+            _wait_ready(base_url, proc, log, int(argv[-1]), tls, started_at)
             yield base_url
         finally:
             proc.terminate()
@@ -86,20 +87,32 @@ def _wait_ready(
     log: Path,
     workers: int,
     tls: ssl.SSLContext | None = None,
+    started_at: int = 0,
 ) -> None:
-    """Until `/readyz` says 200; with several workers, until each worker says so, their slots
-    are split and each knows every slot's owner (the shared port answers from whichever worker
-    is ready first, and the next one's joining moves slots: writes in between get 503)."""
+    """Until its log (from `started_at` on) says it serves on `base_url` and `/readyz` says
+    200; with several workers, until each worker says so, their slots are split and each
+    knows every slot's owner (the shared port answers from whichever worker is ready first,
+    and the next one's joining moves slots: writes in between get 503). The log comes first:
+    another test's server that took the port meanwhile answers `/readyz` too."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"the adapter exited during start-up:\n{log.read_text()}")
-        if http_status(f"{base_url}/readyz", tls) == 200 and (
-            workers == 1 or _slots_split(worker_urls(log), workers, tls)
+        if (
+            _logged_serving(log, base_url, started_at)
+            and http_status(f"{base_url}/readyz", tls) == 200
+            and (workers == 1 or _slots_split(worker_urls(log), workers, tls))
         ):
             return
         time.sleep(0.1)
     raise AssertionError(f"the adapter was not ready within 60s:\n{log.read_text()}")
+
+
+def _logged_serving(log: Path, base_url: str, started_at: int) -> bool:
+    """Whether the log, since `started_at`, says the process serves on `base_url`."""
+    with log.open("rb") as lines:
+        lines.seek(started_at)
+        return f"serving on {base_url} ".encode() in lines.read()
 
 
 def worker_urls(log: Path) -> list[str]:

@@ -14,7 +14,10 @@ from adapter.tier import chunks, manifest
 from adapter.tier.manifest import TierRange
 from tests.faults.history import ColdTier, LogRecord, Producer
 from tests.faults.kafka_log import IDLE_POLLS, POLL_S, payload_of, stream_name
+from tests.faults.kafka_probe import PROBE_KEY
 from tests.faults.store import Store
+
+PROBE_ID = PROBE_KEY.decode()  # the key the probe's records are tiered under
 
 
 def tier_ranges(bootstrap: str, tier_topic: str) -> list[TierRange]:
@@ -68,7 +71,10 @@ def cold_tier(store: Store, s3_bucket: str, ranges: list[TierRange], label: str)
     tier = ColdTier()
     for tier_range in ranges:
         # A collected chunk (no stream needs it any more) is listed without an object.
-        for chunk in (c for c in tier_range.chunks if not c.collected):
+        # The Kafka probe's records (kafka_probe.py) are tiered under their own key like any
+        # stream's, though no stream has it: they are no stream's, as in the Kafka log.
+        chunks = (c for c in tier_range.chunks if not c.collected and c.stream_id != PROBE_ID)
+        for chunk in chunks:
             try:
                 data = client.get_object(Bucket=s3_bucket, Key=chunk.object_key)["Body"].read()
             except ClientError as error:
