@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
+from devstack.certificates import Issued
 from devstack.process import free_port
 from devstack.secure_kafka import SecureKafka, properties_file
 from tests.adapter_process import running_adapter
@@ -249,6 +250,31 @@ async def _until_logged(log: Path, text: str, wait_s: float = 30) -> bool:
     return False
 
 
+def _certificates(
+    kafka: SecureKafka, tmp_path: Path, prefix: str, names: tuple[str, str], grants: list[Grant]
+) -> tuple[SecretVolume, dict[str, Issued], dict[str, str]]:
+    """Client certificates of two principals, each granted `grants`, the first in a Secret
+    volume the adapter's client properties name: the volume, each principal's pair, and the
+    adapter's settings."""
+    pairs = {name: kafka.client_certificate(tmp_path, name) for name in names}
+    for name in names:
+        kafka.grant(name, grants)
+    _transactions_ready(kafka)
+    volume = SecretVolume(tmp_path / "kafka-tls", _tls_files(pairs[names[0]]))
+    client = kafka.mtls_properties() | {
+        "ssl.certificate.location": str(volume.path("tls.crt")),
+        "ssl.key.location": str(volume.path("tls.key")),
+    }
+    env = cluster_env(kafka.ssl_bootstrap, prefix, tmp_path) | POLL
+    properties = properties_file(tmp_path / "client.properties", client)
+    return volume, pairs, env | {"DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(properties)}
+
+
+def _tls_files(pair: Issued) -> dict[str, bytes]:
+    """A `kubernetes.io/tls` Secret's files of `pair`."""
+    return {"tls.crt": pair.cert_pem.encode(), "tls.key": pair.key_pem.encode()}
+
+
 @pytest.mark.timeout(240)
 async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an_append(
     secured_kafka: SecureKafka, tmp_path: Path
@@ -257,24 +283,10 @@ async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an
     are taken away: every append after that goes through, none lost or doubled."""
     prefix, tag = new_prefix(), uuid.uuid4().hex[:8]
     old, new = f"rot-a-{tag}", f"rot-b-{tag}"
-    pairs = {name: secured_kafka.client_certificate(tmp_path, name) for name in (old, new)}
-    for name in (old, new):
-        secured_kafka.grant(name, instance_grants(prefix))
-    _transactions_ready(secured_kafka)
-
-    def files(name: str) -> dict[str, bytes]:
-        return {"tls.crt": pairs[name].cert_pem.encode(), "tls.key": pairs[name].key_pem.encode()}
-
-    volume = SecretVolume(tmp_path / "kafka-tls", files(old))
-    client = secured_kafka.mtls_properties() | {
-        "ssl.certificate.location": str(volume.path("tls.crt")),
-        "ssl.key.location": str(volume.path("tls.key")),
-    }
-    env = cluster_env(secured_kafka.ssl_bootstrap, prefix, tmp_path) | POLL
+    volume, pairs, env = _certificates(
+        secured_kafka, tmp_path, prefix, (old, new), instance_grants(prefix)
+    )
     env |= {
-        "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(
-            properties_file(tmp_path / "client.properties", client)
-        ),
         "DURABLE_KAFKA_PARTITIONS": "1",
         "DURABLE_KAFKA_TIER_AFTER_BYTES": str(1 << 30),  # every append stays in Kafka
         "DURABLE_KAFKA_HOT_CACHE_BYTES": "0",  # every read asks Kafka (the read pool)
@@ -301,7 +313,7 @@ async def test_a_new_client_certificate_is_used_by_the_writers_without_losing_an
         assert await read() == (200, b"".join(sent))
         stop = asyncio.Event()
         flowing = asyncio.create_task(appending(3, stop))
-        volume.update(files(new))
+        volume.update(_tls_files(pairs[new]))
         renewed = await _until_logged(log, "Kafka clients renewed")
         stop.set()
         first = await flowing
@@ -339,28 +351,10 @@ async def test_a_new_client_certificate_is_used_by_a_writable_mount_without_losi
     transactional writers go on with B; no append is refused and every one is read back."""
     prefix, tag = new_prefix(), uuid.uuid4().hex[:8]
     old, new, topic = f"rot-a-{tag}", f"rot-b-{tag}", f"mounted-{tag}"
-    pairs = {name: secured_kafka.client_certificate(tmp_path, name) for name in (old, new)}
     grants: list[Grant] = instance_grants(prefix) + mount_grants(topic, appends=True)
-    for name in (old, new):
-        secured_kafka.grant(name, grants)
-    _transactions_ready(secured_kafka)
+    volume, pairs, env = _certificates(secured_kafka, tmp_path, prefix, (old, new), grants)
     _mounted_topic(secured_kafka, topic)
-
-    def files(name: str) -> dict[str, bytes]:
-        return {"tls.crt": pairs[name].cert_pem.encode(), "tls.key": pairs[name].key_pem.encode()}
-
-    volume = SecretVolume(tmp_path / "kafka-tls", files(old))
-    client = secured_kafka.mtls_properties() | {
-        "ssl.certificate.location": str(volume.path("tls.crt")),
-        "ssl.key.location": str(volume.path("tls.key")),
-    }
-    env = cluster_env(secured_kafka.ssl_bootstrap, prefix, tmp_path) | POLL
-    env |= {
-        "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(
-            properties_file(tmp_path / "client.properties", client)
-        ),
-        "DURABLE_KAFKA_MOUNT_TOPICS": topic,
-    }
+    env["DURABLE_KAFKA_MOUNT_TOPICS"] = topic
     log = tmp_path / "serve.log"
     sent: dict[str, list[bytes]] = {"plain": [], "once": []}
     with running_adapter(env, log) as url:
@@ -392,7 +386,7 @@ async def test_a_new_client_certificate_is_used_by_a_writable_mount_without_losi
             for n in range(3):
                 await append(n, retry=True)
             assert await read("plain") == (200, b"".join(sent["plain"]))
-            volume.update(files(new))
+            volume.update(_tls_files(pairs[new]))
             renewed = await _until_logged(log, "Kafka clients renewed")
             secured_kafka.revoke(old, grants)  # a client still holding A fails from here on
             for n in range(3, 7):

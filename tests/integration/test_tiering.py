@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from adapter.app import PARTS, create_app
+from adapter.app import PARTS, SETTINGS, create_app
 from adapter.cli import print_tier_stats
 from adapter.config import Settings
 from adapter.objects.s3 import S3ObjectStore
@@ -573,18 +573,14 @@ async def test_the_consoles_seek_to_the_last_messages_reaches_into_the_cold_tier
 ) -> None:
     """`/ui/api/seek?last=N` counts back from the tail across what Kafka freed: the last N
     messages, some of them only in chunks, start at the offset it answers."""
-    settings = tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000)
-    client = await aiohttp_client(create_app(settings))
-    await wait_ready(client)
-    bucket, path = f"seek-{unique}", f"/seek-{unique}/numbers"
-    assert (await client.put(f"/{bucket}")).status == 201
-    assert (await client.put(path, headers={"Content-Type": TEXT})).status == 201
     bodies = [f"<{n:03d}>".encode() + b"x" * 200 for n in range(60)]  # 12 KB: 3 hot windows
-    await _append(client, path, bodies)
-    await tier_until_done(client)
-    topic = bucket_topic(settings.topic_prefix, bucket)
-    assert log_start(settings.bootstrap_servers, topic)[0] > 0  # Kafka freed the oldest
-
+    client, bucket, path = await _freed_stream(
+        await aiohttp_client(
+            create_app(tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000))
+        ),
+        f"seek-{unique}",
+        bodies,
+    )
     for last in (3, 40, 60, 1000):
         sought = await client.get(f"/ui/api/seek/{bucket}/numbers", params={"last": str(last)})
         assert sought.status == 200, (last, await sought.text())
@@ -597,18 +593,14 @@ async def test_the_consoles_records_list_what_kafka_freed_from_the_cold_tier(
 ) -> None:
     """`/ui/api/records` from -1 of a stream Kafka freed the start of: every message listed
     once, in order, with its offset, time and size, the tiered ones read from their chunks."""
-    settings = tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000)
-    client = await aiohttp_client(create_app(settings))
-    await wait_ready(client)
-    bucket, path = f"rec-{unique}", f"/rec-{unique}/numbers"
-    assert (await client.put(f"/{bucket}")).status == 201
-    assert (await client.put(path, headers={"Content-Type": TEXT})).status == 201
     bodies = [f"<{n:03d}>".encode() + b"x" * (200 + n) for n in range(60)]
-    await _append(client, path, bodies)
-    await tier_until_done(client)
-    topic = bucket_topic(settings.topic_prefix, bucket)
-    assert log_start(settings.bootstrap_servers, topic)[0] > 0  # Kafka freed the oldest
-
+    client, bucket, path = await _freed_stream(
+        await aiohttp_client(
+            create_app(tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000))
+        ),
+        f"rec-{unique}",
+        bodies,
+    )
     listed: list[dict[str, object]] = []
     offset = "-1"
     while len(listed) < 70:
@@ -628,3 +620,20 @@ async def test_the_consoles_records_list_what_kafka_freed_from_the_cold_tier(
     for record, body in zip(listed[::7], bodies[::7], strict=False):  # the offsets read them
         read = await client.get(path, params={"offset": str(record["offset"])})
         assert (await read.read()).startswith(body)
+
+
+async def _freed_stream(
+    client: Client, bucket: str, bodies: list[bytes]
+) -> tuple[Client, str, str]:
+    """A text stream `numbers` of `bodies` in a new bucket, tiered, and freed by Kafka below:
+    the client, the bucket and the stream's path."""
+    await wait_ready(client)
+    path = f"/{bucket}/numbers"
+    assert (await client.put(f"/{bucket}")).status == 201
+    assert (await client.put(path, headers={"Content-Type": TEXT})).status == 201
+    await _append(client, path, bodies)
+    await tier_until_done(client)
+    settings = client.app[SETTINGS]
+    topic = bucket_topic(settings.topic_prefix, bucket)
+    assert log_start(settings.bootstrap_servers, topic)[0] > 0  # Kafka freed the oldest
+    return client, bucket, path
