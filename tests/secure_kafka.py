@@ -65,6 +65,13 @@ def secure_settings(
     return make_settings(**(chosen | more))
 
 
+def transactions_ready(kafka: SecureKafka) -> None:
+    """A transaction begun once as the super user: a fresh broker creates its transaction
+    state topic then, rather than while an adapter starts (slow on a loaded machine)."""
+    config = {"bootstrap.servers": kafka.sasl_bootstrap, **kafka.sasl_properties("admin")}
+    Producer({**config, "transactional.id": "warm-up"}).init_transactions(120)
+
+
 def new_prefix() -> str:
     return f"sec{uuid.uuid4().hex[:8]}."
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 from devstack.certificates import Issued
@@ -28,7 +27,7 @@ from tests.adapter_process import running_adapter
 from tests.certificates import Pair, TestCA, presented_serial, until_presented
 from tests.cluster import TEXT, cluster_env, past_moves
 from tests.secret_volume import SecretVolume
-from tests.secure_kafka import new_prefix, read_committed
+from tests.secure_kafka import new_prefix, read_committed, transactions_ready
 from tests.tokens import token_file
 from topology.acls import Grant, instance_grants, mount_grants
 
@@ -199,13 +198,6 @@ def _client_properties(kafka: SecureKafka, user: str, password: str) -> bytes:
     return "".join(f"{key}={value}\n" for key, value in properties.items()).encode()
 
 
-def _transactions_ready(kafka: SecureKafka) -> None:
-    """A transaction begun once as the super user: a fresh broker creates its transaction
-    state topic then, rather than while the adapter starts (slow on a loaded machine)."""
-    config = {"bootstrap.servers": kafka.sasl_bootstrap, **kafka.sasl_properties("admin")}
-    Producer({**config, "transactional.id": "warm-up"}).init_transactions(120)
-
-
 @pytest.mark.timeout(240)
 async def test_a_new_scram_password_is_used_without_losing_an_append(
     secured_kafka: SecureKafka, tmp_path: Path
@@ -214,7 +206,7 @@ async def test_a_new_scram_password_is_used_without_losing_an_append(
     old, new = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
     secured_kafka.set_password(user, old)
     secured_kafka.grant(user, instance_grants(prefix))
-    _transactions_ready(secured_kafka)
+    transactions_ready(secured_kafka)
     volume = SecretVolume(
         tmp_path / "kafka", {"client.properties": _client_properties(secured_kafka, user, old)}
     )
@@ -259,7 +251,7 @@ def _certificates(
     pairs = {name: kafka.client_certificate(tmp_path, name) for name in names}
     for name in names:
         kafka.grant(name, grants)
-    _transactions_ready(kafka)
+    transactions_ready(kafka)
     volume = SecretVolume(tmp_path / "kafka-tls", _tls_files(pairs[names[0]]))
     client = kafka.mtls_properties() | {
         "ssl.certificate.location": str(volume.path("tls.crt")),

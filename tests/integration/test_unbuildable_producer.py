@@ -9,13 +9,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LogWriter, Record, WriterLimits
 from devstack.secure_kafka import SecureKafka
-from tests.secure_kafka import new_prefix, read_committed
+from tests.secure_kafka import new_prefix, read_committed, transactions_ready
 from topology.acls import instance_grants
 from topology.kafka_client import KafkaAccess
 from topology.naming import bucket_topic, writer_transactional_id
@@ -36,8 +35,7 @@ def _prepared(kafka: SecureKafka, topic: str) -> None:
     transaction state topic made before the writer needs it (slow on a fresh broker)."""
     admin = kafka.admin()
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
-    config = {"bootstrap.servers": kafka.sasl_bootstrap, **kafka.sasl_properties("admin")}
-    Producer({**config, "transactional.id": "warm-up"}).init_transactions(120)
+    transactions_ready(kafka)
 
 
 @pytest.mark.timeout(180)
