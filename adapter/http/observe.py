@@ -28,7 +28,10 @@ REQUEST_ID = web.RequestKey("request_id", str)
 METRICS = web.AppKey("metrics", Metrics)
 _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+=-]{0,127}")
 # W3C trace context: version-traceid-parentid-flags.
-_TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+# W3C trace context: version ff is invalid, and so are an all-zero trace id or parent id.
+_TRACEPARENT = re.compile(
+    r"(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}"
+)
 UNMATCHED = "unmatched"
 # Methods are labels too: any other token a client sends is counted as "other".
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"})

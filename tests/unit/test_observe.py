@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from adapter.http.observe import request_id
+from adapter.http.observe import _TRACEPARENT, request_id
 
 
 def test_new_ids_are_32_hex_digits_and_never_repeat() -> None:
@@ -16,3 +16,15 @@ def test_new_ids_are_32_hex_digits_and_never_repeat() -> None:
 def test_a_sane_client_id_is_kept_and_an_unsafe_one_replaced() -> None:
     assert request_id("trace-42") == "trace-42"
     assert request_id("has space") != "has space"
+
+
+def test_only_a_valid_w3c_traceparent_is_logged() -> None:
+    valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    assert _TRACEPARENT.fullmatch(valid)
+    for invalid in (
+        "ff" + valid[2:],  # the version W3C reserves as invalid
+        f"00-{'0' * 32}-00f067aa0ba902b7-01",  # no trace
+        f"00-4bf92f3577b34da6a3ce929d0e0e4736-{'0' * 16}-01",  # no parent
+        valid.upper(),
+    ):
+        assert not _TRACEPARENT.fullmatch(invalid), invalid
