@@ -48,9 +48,16 @@ def _consumer(kafka: KafkaAccess, extra: dict[str, Any] | None = None) -> Consum
 
 def committed(kafka: KafkaAccess, probe: Probe, timeout_s: float) -> bool | None:
     """True if the probe's record is committed, False if aborted, None if not known yet
-    (the transaction is still open, or the broker did not answer in time)."""
+    (the transaction is still open, or the broker did not answer in time) or never to be
+    known from Kafka (freed meanwhile by tiering, a trim or age retention: a consumer there
+    would skip to what is held and take the record for aborted)."""
     consumer = _consumer(kafka)
     try:
+        part = TopicPartition(probe.topic, probe.partition)
+        low, _high = consumer.get_watermark_offsets(part, timeout_s, cached=False)
+        if probe.offset < low:
+            log.warning("the outcome at %s cannot be learned: Kafka freed it", probe)
+            return None
         consumer.assign([TopicPartition(probe.topic, probe.partition, probe.offset)])
         return _first_answer(consumer, probe, time.monotonic() + timeout_s)
     except KafkaException as error:
@@ -113,18 +120,23 @@ def forwarded_all(
     key: bytes,
     since: Mapping[str, int],
     timeout_s: float,
-) -> dict[str, Forwarded] | None:
+) -> dict[str, Forwarded | None] | None:
     """`forwarded` for several appends of one stream at once (`since`: each one's forward id
     and the tail before it), in one read of the partition: an owner that went silent with many
-    appends in flight is learned with one consumer, not one each."""
-    # A tail below the log start (freed since): the append is above it.
+    appends in flight is learned with one consumer, not one each.
+
+    Kafka may have freed the partition below some offset meanwhile (tiering, a trim, age
+    retention: the owner's successor goes on with them while the forwarder waits for it). An
+    append found above that offset is written; one not found whose tail before it is below
+    it may have been freed with the rest, and the chunks keep no forward id: its outcome is
+    unknown (None), never "not written", which would have it written again."""
     consumer = _consumer(kafka, {"auto.offset.reset": "earliest"})
     start = min(since.values())
     try:
         part = TopicPartition(topic, partition)
-        _, high = consumer.get_watermark_offsets(part, timeout_s, cached=False)
-        consumer.assign([TopicPartition(topic, partition, start)])
-        return _search(consumer, key, since, high, timeout_s)
+        low, high = consumer.get_watermark_offsets(part, timeout_s, cached=False)
+        consumer.assign([TopicPartition(topic, partition, max(start, low))])
+        found = _search(consumer, key, since, high, timeout_s)
     except KafkaException as error:
         log.warning(
             "looking for %d forwarded appends in %s/%d: %s", len(since), topic, partition, error
@@ -132,6 +144,12 @@ def forwarded_all(
         return None
     finally:
         consumer.close()
+    if found is None:
+        return None
+    return {
+        tag: answer if answer.written or since[tag] >= low else None
+        for tag, answer in found.items()
+    }
 
 
 @dataclass(slots=True)

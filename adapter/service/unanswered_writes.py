@@ -37,7 +37,7 @@ class _Batch:
     """The appends of one stream whose outcome one read of its partition looks for."""
 
     since: dict[str, int] = field(default_factory=dict)  # forward id: the tail before it
-    search: asyncio.Future[dict[str, Forwarded] | None] | None = None
+    search: asyncio.Future[dict[str, Forwarded | None] | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class UnansweredWrites:
 
     async def _search(
         self, where: Probe, key: bytes, batch: _Batch
-    ) -> dict[str, outcomes.Forwarded] | None:
+    ) -> dict[str, outcomes.Forwarded | None] | None:
         """One read of the partition for every append of the stream asked about meanwhile."""
         await asyncio.sleep(BATCH_S)  # the others that lost their owner with this one join
         del self._batches[(where.topic, where.partition, key)]

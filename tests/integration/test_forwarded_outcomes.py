@@ -7,7 +7,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from adapter.log import outcomes
@@ -102,6 +102,36 @@ def test_a_forward_id_not_in_the_partition_is_answered_not_written(
         "0" * 32: outcomes.Forwarded(written=True, last_data=0, closed=False, tail=1),
         "1" * 32: found,
         "f" * 32: absent,
+    }
+
+
+def test_a_forward_id_that_may_be_in_a_freed_range_is_not_answered_not_written(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """Kafka freed the partition below offset 2 (tiering, a trim or age retention) while the
+    owner went silent: an append whose tail before it was below that may have been freed
+    with it, so its outcome is unknown; one found above is written; one whose tail before it
+    is held and that is not found was not written."""
+    topic = f"fwdfreed{unique}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for value, tag in [(b"a", b"0" * 32), (b"b", b"1" * 32), (b"c", b"2" * 32)]:
+        producer.produce(topic, value, key=b"s", partition=0, headers=[(FORWARD_HEADER, tag)])
+    assert producer.flush(10) == 0
+    freed = admin.delete_records([TopicPartition(topic, 0, 2)])
+    assert freed[TopicPartition(topic, 0, 2)].result(10).low_watermark == 2
+    since = {"0" * 32: 0, "2" * 32: 1, "f" * 32: 1, "e" * 32: 3}
+    kafka = KafkaAccess(kafka_bootstrap, "t.")
+    found = outcomes.forwarded_all(kafka, topic, 0, b"s", since, 10)
+    # An own commit's outcome, learned at one of its records: freed, it is not known either.
+    assert outcomes.committed(kafka, Probe(topic, 0, 0), 10) is None
+    assert outcomes.committed(kafka, Probe(topic, 0, 2), 10) is True
+    assert found == {
+        "0" * 32: None,  # at 0, freed: it may have been written
+        "2" * 32: outcomes.Forwarded(written=True, last_data=2, closed=False, tail=3),
+        "f" * 32: None,  # not found above 2, but [1, 2) is gone
+        "e" * 32: outcomes.Forwarded(written=False, last_data=None, closed=False, tail=3),
     }
 
 
