@@ -72,15 +72,22 @@ async def test_an_append_committed_by_an_owner_that_then_died_is_answered_writte
     assert headers["Stream-Next-Offset"] == encode(records[-1][0] + 1)
 
 
+def _three_forwarded(bootstrap: str, topic: str) -> tuple[AdminClient, Producer]:
+    """A one-partition topic and three records of stream `s` produced to it (not yet flushed),
+    tagged with forward ids 0…, 1… and 2…."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value, tag in [(b"a", b"0" * 32), (b"b", b"1" * 32), (b"c", b"2" * 32)]:
+        producer.produce(topic, value, key=b"s", partition=0, headers=[(FORWARD_HEADER, tag)])
+    return admin, producer
+
+
 def test_a_forward_id_not_in_the_partition_is_answered_not_written(
     kafka_bootstrap: str, unique: str
 ) -> None:
     topic = f"fwdlog{unique}"
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
-    producer = Producer({"bootstrap.servers": kafka_bootstrap})
-    for value, tag in [(b"a", b"0" * 32), (b"b", b"1" * 32), (b"c", b"2" * 32)]:
-        producer.produce(topic, value, key=b"s", partition=0, headers=[(FORWARD_HEADER, tag)])
+    _, producer = _three_forwarded(kafka_bootstrap, topic)
     producer.produce(topic, b"other", key=b"t", partition=0, headers=[(FORWARD_HEADER, b"9" * 32)])
     assert producer.flush(10) == 0
     where = Probe(topic, 0, 0)
@@ -113,11 +120,7 @@ def test_a_forward_id_that_may_be_in_a_freed_range_is_not_answered_not_written(
     with it, so its outcome is unknown; one found above is written; one whose tail before it
     is held and that is not found was not written."""
     topic = f"fwdfreed{unique}"
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
-    producer = Producer({"bootstrap.servers": kafka_bootstrap})
-    for value, tag in [(b"a", b"0" * 32), (b"b", b"1" * 32), (b"c", b"2" * 32)]:
-        producer.produce(topic, value, key=b"s", partition=0, headers=[(FORWARD_HEADER, tag)])
+    admin, producer = _three_forwarded(kafka_bootstrap, topic)
     assert producer.flush(10) == 0
     freed = admin.delete_records([TopicPartition(topic, 0, 2)])
     assert freed[TopicPartition(topic, 0, 2)].result(10).low_watermark == 2
