@@ -164,5 +164,7 @@ def append_messages(content_type: str, command: Append, limit: int) -> list[byte
             f"the stream is {content_type}, the append {command.content_type}",
         )
     if is_json(content_type):
+        if command.split is not None:  # split in steps at the edge: not parsed whole again
+            return command.split.result()
         return json_mode.split_append(command.body, limit)
     return [command.body]

@@ -8,6 +8,7 @@ import pytest
 
 from adapter.protocol.commands import Append, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.json_mode import SplitBody
 from adapter.protocol.mounts import (
     MountSpec,
     append_messages,
@@ -64,6 +65,20 @@ def test_a_json_append_to_a_mount_is_held_to_the_message_limit() -> None:
     with pytest.raises(ProtocolError) as raised:
         append_messages("application/json", _append(b"[1, 2, 3]", "application/json"), 2)
     assert raised.value.code is ErrorCode.PAYLOAD_TOO_LARGE
+
+
+def test_a_json_append_to_a_mount_takes_the_messages_split_at_the_edge() -> None:
+    """The HTTP edge splits a JSON body in steps, the event loop turning between them; a
+    mounted append must not parse the whole body again in one call (a stall of seconds for a
+    compressed bomb), so the edge's messages, or its refusal, are what it writes."""
+    split = SplitBody((b"7",))
+    json_append = _append(b"[1, 2]", "application/json", split=split)
+    assert append_messages("application/json", json_append, LIMIT) == [b"7"]
+    refusal = ProtocolError(ErrorCode.PAYLOAD_TOO_LARGE, "more than 2 messages")
+    refused = _append(b"[1, 2, 3]", "application/json", split=SplitBody(refusal=refusal))
+    with pytest.raises(ProtocolError) as raised:
+        append_messages("application/json", refused, LIMIT)
+    assert raised.value is refusal
 
 
 def _append(body: bytes, content_type: str | None = "text/plain", **changes: Any) -> Append:
