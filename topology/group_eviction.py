@@ -14,6 +14,11 @@ borrowed membership must never share a client with the server. The child reads t
 properties as JSON on its standard input and writes one JSON object: `{"evicted": [ids]}` or
 `{"error": "..."}`.
 
+Two peers removing the same owner at once both find it in the group's description; the one
+that joins second fences the first (whose poll then meets a fatal error), and only the second
+reports the member removed. A peer whose description was taken just before another's join
+and leave ended (a window of the join's round trip) still reports it removed too.
+
 The caller must be sure the member's process is gone: a live member so replaced is fenced
 and rejoins (see adapter/cluster/ownership.py), which moves its partitions twice.
 """
@@ -27,7 +32,7 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from topology.child_answers import child_answer
@@ -76,8 +81,10 @@ def _take_and_leave(
     url: str,
     session_ms: int,
     timeout_s: float,
-) -> None:
-    """Join as `member` (replacing the dead one), then leave the group in its name.
+) -> bool:
+    """Join as `member` (replacing the dead one), then leave the group in its name; False when
+    another consumer took the instance id from this one first (a peer removing the same owner
+    at the same moment: it is removed, by the other).
 
     Closing a static member sends no LeaveGroup: it must be served by polls after
     `unsubscribe()`, once every partition assigned (in either round of a cooperative
@@ -107,15 +114,30 @@ def _take_and_leave(
         consumer.subscribe([topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
         deadline = time.monotonic() + timeout_s
         while not joined.is_set() and time.monotonic() < deadline:
-            consumer.poll(POLL_S)
-        consumer.unsubscribe()
+            if _fenced(consumer.poll(POLL_S)):
+                return False
+        try:
+            consumer.unsubscribe()
+        except KafkaException as error:
+            if error.args[0].code() == KafkaError._FATAL:  # fenced since the last poll
+                return False
+            raise
         for _ in range(LEAVE_POLLS):
-            consumer.poll(POLL_S)
+            if _fenced(consumer.poll(POLL_S)):
+                return False
             if not held:
                 break
-        consumer.poll(POLL_S)  # sends the LeaveGroup
+        return not _fenced(consumer.poll(POLL_S))  # sends the LeaveGroup
     finally:
         consumer.close()
+
+
+def _fenced(polled: Message | None) -> bool:
+    """Whether a poll met a fatal error (`_FATAL`: a poll's error does not say `fatal()`): for
+    a consumer of the classic group protocol, the only one there is, its `group.instance.id`
+    taken by another consumer (the coordinator fenced it)."""
+    error = None if polled is None else polled.error()
+    return error is not None and error.code() == KafkaError._FATAL
 
 
 def _evicted(
@@ -123,11 +145,14 @@ def _evicted(
 ) -> dict[str, object]:
     try:
         members = _members_at(properties, group, url, timeout_s)
-        for member in members:
-            _take_and_leave(properties, group, topic, member, url, session_ms, timeout_s)
+        removed = [
+            member
+            for member in members
+            if _take_and_leave(properties, group, topic, member, url, session_ms, timeout_s)
+        ]
     except (KafkaException, TimeoutError) as error:
         return {"error": str(error)}
-    return {"evicted": members}
+    return {"evicted": removed}
 
 
 def main() -> None:
