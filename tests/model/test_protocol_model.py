@@ -67,6 +67,7 @@ from tests.model.reference import (
     starts_at,
     time_range,
 )
+from tests.model.token_file import TokenFile
 from tests.services import S3Server
 from topology.slots import SlotMap
 
@@ -183,6 +184,12 @@ class Read:
         return None if self.reply is None else self.reply.header("Stream-Earliest-Offset")
 
 
+def _answers(instance: Instance, headers: dict[str, str], status: int) -> str | None:
+    """None if `GET /ui/api/buckets` with `headers` answers `status`, else what it answered."""
+    reply = instance.request("GET", "/ui/api/buckets", headers)
+    return None if reply.status == status else f"{reply.status}, not {status}"
+
+
 def eventually(check: Callable[[], str | None], what: str) -> None:
     """`check()` again until it finds nothing wrong: an instance that does not own a stream
     shows another's writes once its follower has applied them."""
@@ -200,7 +207,7 @@ def eventually(check: Callable[[], str | None], what: str) -> None:
 class Deployment:
     instances: list[Instance]
     prefix: str
-    identity: IdentityProvider
+    identity: IdentityProvider | TokenFile  # what the clients' credentials come from
     env: dict[str, str]  # the instances' settings, which the command line tools take too
     collector: JaegerNode  # where instance `a` sends its spans
     traced: str  # `a`'s service name there
@@ -658,18 +665,40 @@ class ProtocolDriver(RuleBasedStateMachine):
     @rule(which=st.integers(0, 1))
     @recorded
     def rotate_key(self, which: int) -> None:
-        """The identity provider signs with a new key, published beside the previous one: a
-        token naming the new `kid` is let in at once by each instance, which fetches the set
-        for a kid it lacks (operations, "jwt": at most once per 10 s, so rotations are at
-        least that far apart here: a rotation sooner does nothing, rather than a precondition
-        on the clock, which hypothesis could not replay). `/ui/api/buckets` takes any valid
+        """The clients' credentials rotate. With an identity provider, it signs with a new key,
+        published beside the previous one: a token naming the new `kid` is let in at once by
+        each instance, which fetches the set for a kid it lacks (operations, "jwt": at most
+        once per 10 s, so rotations are at least that far apart here: a rotation sooner does
+        nothing, rather than a precondition on the clock, which hypothesis could not replay).
+        With a static token file, a new token is listed beside the old one: each instance lets
+        it in once it has read the file again (`secret_poll_ms`), and once the old one is
+        removed from the file, refuses that one with 401. `/ui/api/buckets` takes any valid
         token with `read:*`."""
-        if time.monotonic() - self.deployment.identity.rotated_at < REFETCH_S:
+        credentials = self.deployment.identity
+        if isinstance(credentials, TokenFile):
+            self._rotate_token(credentials, which)
             return
-        self.deployment.identity.rotate()
+        if time.monotonic() - credentials.rotated_at < REFETCH_S:
+            return
+        credentials.rotate()
         for instance in (self.via(which), self.via(which + 1)):
             reply = instance.request("GET", "/ui/api/buckets")
             expect(reply, {200}, f"GET /ui/api/buckets via {instance.name}, a new key's token")
+
+    def _rotate_token(self, tokens: TokenFile, which: int) -> None:
+        previous = tokens.rotate()
+        both = (self.via(which), self.via(which + 1))
+        for instance in both:
+            eventually(
+                functools.partial(_answers, instance, {}, 200),
+                f"GET /ui/api/buckets via {instance.name}, a token just listed",
+            )
+        tokens.retire()
+        for instance in both:
+            eventually(
+                functools.partial(_answers, instance, previous, 401),
+                f"GET /ui/api/buckets via {instance.name}, a token just removed",
+            )
 
     @precondition(lambda self: not self.finalized)
     @rule()
@@ -1058,19 +1087,26 @@ def deployment(
     request authenticated by a JWT of an identity provider of the test's own; `a` traces
     every request into a real collector, `b` traces nothing."""
     with contextlib.ExitStack() as stack:
-        yield from _deployment(stack, kafka_bootstrap, s3, jaeger, tmp_path_factory)
+        yield from start_deployment(stack, kafka_bootstrap, s3, jaeger, tmp_path_factory)
 
 
-def _deployment(
+def start_deployment(
     stack: contextlib.ExitStack,
     kafka_bootstrap: str,
     s3: S3Server,
     jaeger: JaegerNode,
     tmp_path_factory: pytest.TempPathFactory,
+    static_tokens: bool = False,
 ) -> Iterator[Deployment]:
+    """With `static_tokens`, the clients hold tokens of a file both instances read
+    (`auth_mode = "static"`), else JWTs of an identity provider of the test's own."""
     tmp_path: Path = tmp_path_factory.mktemp("model")
     prefix = f"m{uuid.uuid4().hex[:10]}."
-    identity = stack.enter_context(IdentityProvider().serving())
+    identity: IdentityProvider | TokenFile
+    if static_tokens:
+        identity = TokenFile(tmp_path / "tokens.toml")
+    else:
+        identity = stack.enter_context(IdentityProvider().serving())
     env = model_env(kafka_bootstrap, prefix, tmp_path, s3) | identity.settings()
     traced = {
         "DURABLE_KAFKA_TRACING_ENDPOINT": jaeger.otlp_url,
@@ -1094,10 +1130,15 @@ def _deployment(
 
 @pytest.mark.timeout(int(os.environ.get("MODEL_TIMEOUT_S", "600")))
 def test_the_deployment_behaves_as_the_protocol_model(deployment: Deployment) -> None:
+    drive(deployment, EXAMPLES)
+
+
+def drive(deployment: Deployment, examples: int) -> None:
+    """`examples` random sequences of `STEPS` steps, each compared with the model."""
     run_state_machine_as_test(  # type: ignore[no-untyped-call]
         lambda: ProtocolDriver(deployment),
         settings=settings(
-            max_examples=EXAMPLES,
+            max_examples=examples,
             stateful_step_count=STEPS,
             deadline=None,
             derandomize=not SEEDED,

@@ -1,0 +1,67 @@
+"""The protocol's model on a deployment whose clients hold static tokens (`auth_mode =
+"static"`, one token file both instances read): the same rules as
+`test_protocol_model.py`, where rotating the credentials lists a new token beside the old one,
+waits for each instance to let it in, then removes the old one and waits for each to refuse it,
+among every other step (restarts, pauses and `kill -9` included). `make test` runs one
+derandomized sequence; `make model` as many as the JWT deployment."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from devstack.jaeger import JaegerNode
+from tests.model.test_protocol_model import Deployment, drive, replay, start_deployment
+from tests.services import S3Server
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = int(os.environ.get("MODEL_EXAMPLES", "1"))
+
+
+@pytest.fixture(scope="module")
+def deployment(
+    kafka_bootstrap: str,
+    s3: S3Server,
+    jaeger: JaegerNode,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Deployment]:
+    with contextlib.ExitStack() as stack:
+        yield from start_deployment(
+            stack, kafka_bootstrap, s3, jaeger, tmp_path_factory, static_tokens=True
+        )
+
+
+@pytest.mark.timeout(int(os.environ.get("MODEL_TIMEOUT_S", "600")))
+def test_a_deployment_on_static_tokens_behaves_as_the_protocol_model(
+    deployment: Deployment,
+) -> None:
+    drive(deployment, EXAMPLES)
+
+
+def test_a_token_rotated_between_idempotent_appends_and_a_restart(deployment: Deployment) -> None:
+    """Idempotent appends through both instances, the token rotated between them, the owner
+    killed with `kill -9` and started again (it reads the file at start, then follows it),
+    and rotated once more: the producer's principal is the same throughout, so its appends
+    go on as one producer's, and every message reads back."""
+    idempotent = {"kind": "idempotent", "size": 16, "flat": False}
+    replay(
+        deployment,
+        [
+            ("create_bucket", {"slot": 0, "retention": "none", "which": 0}),
+            (
+                "create_stream",
+                {"slot": 0, "name": "t", "is_json": False, "which": 0, "flat": False},
+            ),
+            ("append", {"pick": 0, "which": 0} | idempotent),
+            ("rotate_key", {"which": 0}),
+            ("append", {"pick": 0, "which": 1} | idempotent),
+            ("restart", {"which": 0, "hard": True}),
+            ("rotate_key", {"which": 1}),
+            ("append", {"pick": 0, "which": 0} | idempotent),
+            ("read", {"pick": 0, "kind": "all", "index": 0, "which": 1, "flat": True}),
+        ],
+    )
