@@ -49,6 +49,7 @@ RENEW_TIMEOUTS = 4
 class _Slot:
     writer: LogWriter
     task: asyncio.Task[None]
+    mark: int  # the offset of the owner record this writer committed: its generation
 
 
 class SlotWriters:
@@ -127,6 +128,14 @@ class SlotWriters:
     def enqueue(self, slot: int, batch: WriteBatch) -> WriteBatch:
         """Queue a batch without waiting for it (its future tells the outcome)."""
         return self._writer(slot).enqueue(batch)
+
+    def mark(self, slot: int) -> int:
+        """The generation of the slot's writer here: the offset of the owner record it
+        committed (-1: none). A write forwarded under another owner record was meant for
+        another generation, which may be fenced with it still unwritten, and its forwarder may
+        learn so and send it again: it must not be written by this one too."""
+        entry = self._slots.get(slot)
+        return -1 if entry is None else entry.mark
 
     def _writer(self, slot: int) -> LogWriter:
         if slot not in self._ready:
@@ -210,9 +219,12 @@ class SlotWriters:
         try:
             await asyncio.wait_for(writer.start(), self.limits.timeout_s + 1)
             task = self.tasks.spawn(writer.run(), f"writer-{slot}")  # retiring cancels it
-            entry = self._announce(slot)  # where to forward this slot's writes, fenced too
-            await asyncio.wait_for(
-                writer.submit([], lambda _offsets: [entry]), self.limits.timeout_s * 2
+            # Where to forward this slot's writes, committed by the new producer (so after
+            # every earlier holder is fenced): its offset is the writer's generation.
+            topic, key, value = self._announce(slot)
+            announced = [Record(topic, 0, key.encode(), value or b"")]
+            offsets = await asyncio.wait_for(
+                writer.submit(announced, lambda _offsets: []), self.limits.timeout_s * 2
             )
         except (Retriable, TimeoutError) as error:
             log.warning("write slot %d not initialised, retrying: %s", slot, error)
@@ -224,7 +236,7 @@ class SlotWriters:
             await writer.close()
             asyncio.get_running_loop().call_later(RETRY_GAIN_S, self._retry, slot)
             return False
-        self._slots[slot] = _Slot(writer, task)
+        self._slots[slot] = _Slot(writer, task, offsets[0])
         self.last_failure = None
         return True
 

@@ -31,6 +31,10 @@ class SlotWriting(Protocol):
         """Whether the slot's writer is learning the outcome of a commit it answered 504."""
         ...
 
+    def mark(self, slot: int) -> int:
+        """The generation of the slot's writer here: its owner record's offset (-1: none)."""
+        ...
+
     def enqueue(self, slot: int, batch: WriteBatch) -> WriteBatch:
         """Queue a batch without waiting for it; its future tells the outcome, its `on_commit`
         runs in commit order. Raises LogUnavailable when the slot takes nothing now."""

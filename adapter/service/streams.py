@@ -753,10 +753,12 @@ class StreamService:
 
     def _routed_here(self, slot: int) -> None:
         """Refuse (503, nothing written) a forwarded write routed on an owner record of the
-        slot other than the latest this catalog shows: it was sent to another generation of
-        the slot's owner (`ROUTED_UNDER`)."""
+        slot other than the one its writer here committed: it was sent to another generation
+        of the slot's owner (`ROUTED_UNDER`), maybe this instance's own before its writer was
+        renewed. Not the latest this catalog shows: the owners topic is followed, and may not
+        show this instance's newest record yet while its new writer already takes writes."""
         routed = ROUTED_UNDER.get()
-        if routed is not None and routed != (slot, self.catalog.owner_mark(slot)):
+        if routed is not None and routed != (slot, self.writers.mark(slot)):
             raise LogUnavailable(
                 f"write slot {slot} changed owner since this write was forwarded: nothing was "
                 "written; retry"

@@ -463,6 +463,9 @@ class _NotedBeforeTheMove:
     def learning(self, slot: int) -> bool:
         return self.writers.learning(slot)
 
+    def mark(self, slot: int) -> int:
+        return self.writers.mark(slot)
+
     def enqueue(self, slot: int, batch: WriteBatch) -> WriteBatch:
         return self.writers.enqueue(slot, batch)
 

@@ -12,7 +12,7 @@ from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import LogWriter, Record, WriterLimits
 from adapter.tasks import Tasks
-from tests.kafka_reads import committed_values
+from tests.kafka_reads import committed_records, committed_values
 from topology.internal_records import owner_key
 from topology.kafka_client import KafkaAccess
 from topology.naming import writer_transactional_id
@@ -90,14 +90,17 @@ async def test_a_slot_fenced_while_still_ours_gets_a_new_writer(
     intruder = LogWriter(
         KafkaAccess(kafka_bootstrap, prefix), writer_transactional_id(prefix, 0), LIMITS
     )
+    generations = []
     try:
         await writers.gain([0])
+        generations.append(writers.mark(0))
         await _until_written(writers, topic, b"before")
         await intruder.start()  # fences slot 0's writer while the slot is still assigned
         with pytest.raises(LogUnavailable):  # this transaction finds the writer fenced
             await writers.submit(0, [Record(topic, 0, b"k", b"fenced")], lambda _offsets: [])
         if still_ours:
             assert await _until_written(writers, topic, b"after") > 0
+            generations.append(writers.mark(0))
         else:
             with pytest.raises(AssertionError, match="never took a write"):
                 await _until_written(writers, topic, b"never")
@@ -106,3 +109,7 @@ async def test_a_slot_fenced_while_still_ours_gets_a_new_writer(
         await intruder.close()
     values = await asyncio.to_thread(committed_values, kafka_bootstrap, topic)
     assert values == [b"owner", b"before"] + ([b"owner", b"after"] if still_ours else [])
+    # Each writer's generation is the offset of the owner record it committed: a write
+    # forwarded under the first is refused by the second (`SlotWriters.mark`).
+    records = await asyncio.to_thread(committed_records, kafka_bootstrap, topic)
+    assert generations == [offset for offset, value in records if value == b"owner"]

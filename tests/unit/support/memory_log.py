@@ -102,6 +102,9 @@ class MemoryWriters:
     def learning(self, slot: int) -> bool:
         return self.open is not None
 
+    def mark(self, slot: int) -> int:
+        return -1
+
     def enqueue(self, slot: int, batch: WriteBatch) -> WriteBatch:
         batch.future = asyncio.get_running_loop().create_future()
         if self.open is not None:
