@@ -321,6 +321,20 @@ class SlotOwnership:
             self._consumer = None
             self._confirmations.abandon()
             consumer.close()  # revokes every slot still held through _revoked
+            self._release_unrevoked()
+
+    def _release_unrevoked(self) -> None:
+        """Lose what is still held once the consumer is closed, unless renewing (its writers are
+        kept for the next consumer). A consumer fenced by another with our instance id (a peer
+        removed us as gone while we were merely cut off) closes without any callback: its
+        writers would otherwise stay ready for slots the group gave to others, and `confirm`
+        would take a slot back for them once we rejoin, from its rightful owner."""
+        if self._kept is not None:
+            return
+        with self._holding:
+            left = sorted(self._held)
+        if left:
+            self._lost(None, [TopicPartition(self.topic, slot) for slot in left])
 
     def _refuse_an_impostor(self) -> None:
         """Refuse to start when our instance id is a member serving under another URL."""
@@ -384,7 +398,7 @@ class SlotOwnership:
         # their clients a 503; waiting here holds the rebalance back for that long at most.
         self._on_loop(self.writers.lose(slots, self.timeout_s), wait_s=self.timeout_s * 2)
 
-    def _lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _lost(self, _consumer: Consumer | None, partitions: list[TopicPartition]) -> None:
         slots = sorted(tp.partition for tp in partitions)
         self._hold(slots, held=False)
         log.warning("lost write slots %s (left the group); their writers are fenced", slots)

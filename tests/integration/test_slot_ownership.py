@@ -1,0 +1,100 @@
+"""An owner whose membership of the owners' group is taken while it is alive (a peer removed it
+as gone while it was merely cut off from its peers) loses its slots at once: its consumer is
+fenced and closes without any rebalance callback, and its writers must not stay ready for
+slots the group has given to others."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from adapter.cluster.ownership import SlotOwnership
+from adapter.cluster.slot_writers import SlotWriters
+from adapter.log.writer import WriterLimits
+from adapter.tasks import Tasks
+from topology import group_eviction
+from topology.internal_records import owner_key
+from topology.kafka_client import KafkaAccess
+from topology.naming import owners_group, slots_topic
+
+pytestmark = pytest.mark.integration
+
+LIMITS = WriterLimits(timeout_s=5, max_message_bytes=1 << 20)
+URL = "http://127.0.0.1:9/"  # the owner's advertised address (nothing is forwarded here)
+SLOTS = 2
+SESSION_MS = 6000
+WITHIN_S = 30.0
+
+
+class _Recorded(SlotWriters):
+    """The slot writers, each gain and loss of slots noted in order."""
+
+    changes: list[tuple[str, list[int]]]
+
+    async def gain(self, slots: list[int]) -> None:
+        self.changes.append(("gain", sorted(slots)))
+        await super().gain(slots)
+
+    async def lose(self, slots: list[int], drain_s: float) -> None:
+        self.changes.append(("lose", sorted(slots)))
+        await super().lose(slots, drain_s)
+
+
+async def _caught_up() -> None:
+    return None
+
+
+async def _until(check: object, what: str) -> None:
+    deadline = time.monotonic() + WITHIN_S
+    while not callable(check) or not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never {what}")
+        await asyncio.sleep(0.1)
+
+
+async def test_an_owner_whose_membership_is_taken_loses_its_slots(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    prefix = f"taken{unique}."
+    owners = f"{prefix}owners-records"  # where the writers announce themselves
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    made = admin.create_topics([NewTopic(slots_topic(prefix), SLOTS, 1), NewTopic(owners, 1, 1)])
+    for future in made.values():
+        await asyncio.to_thread(future.result, 10)
+    kafka = KafkaAccess(kafka_bootstrap, prefix)
+    ownership: SlotOwnership | None = None
+    writers = _Recorded(
+        kafka,
+        SLOTS,
+        LIMITS,
+        _caught_up,
+        may_reinit=lambda slot: ownership is not None and ownership.confirm(slot),
+        announce=lambda slot: (owners, owner_key(slot), b"owner"),
+        tasks=Tasks(),
+    )
+    writers.changes = []
+    ownership = SlotOwnership(kafka, URL, "taken-1", SESSION_MS, writers, LIMITS.timeout_s)
+    try:
+        await ownership.start()
+        await _until(writers.accepting_all, "accepted every slot")
+        before = len(writers.changes)
+        removed = await asyncio.to_thread(
+            group_eviction.evict,
+            kafka,
+            owners_group(prefix),
+            slots_topic(prefix),
+            URL,
+            SESSION_MS,
+            10.0,
+        )
+        assert removed == ["taken-1"]
+        # Its consumer fenced: every slot it held is lost at once, before it joins again (then
+        # it gains them back, as the group's only member).
+        await _until(lambda: len(writers.changes) > before, "changed its slots once fenced")
+        assert writers.changes[before] == ("lose", [0, 1]), writers.changes
+    finally:
+        await ownership.close()
+        await writers.close()
