@@ -17,7 +17,7 @@ from confluent_kafka import KafkaException
 from adapter.auth.static_tokens import TokenFile
 from adapter.cluster.shared_folder import FolderGuard
 from adapter.config import Settings, comma_list
-from adapter.http import console, health, routes
+from adapter.http import console, health, openapi, routes
 from adapter.http.auth import GATE, Gate, KeySource, auth_middleware
 from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
@@ -35,7 +35,7 @@ from adapter.http.keys import BUCKETS, FANOUT, LIVE_LIMITS, MOUNTED, MOUNTS, SNA
 from adapter.http.live import LiveLimits
 from adapter.http.malformed import PARSER_LIMITS
 from adapter.http.observe import METRICS, echo_request_id, observe_middleware
-from adapter.http.peer_headers import peer_headers_middleware
+from adapter.http.peer_headers import peer_headers_middleware, refused_from_outside
 from adapter.http.peers import PEERS
 from adapter.http.rate_limits import RateLimits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
@@ -187,6 +187,7 @@ def add_routes(
     seeker = Seeker(parts.reader, parts.streams.reads)
     console.install(app, settings.console, seeker, settings.console_max_last)
     install(app, routes.table(settings.console) if table is None else table)
+    app[openapi.REFUSED] = refused_from_outside(app[CONNECTION_LIMITS].peer_key)
     fanout = app[FANOUT]
 
     async def end_sse(_app: web.Application) -> None:

@@ -1,11 +1,14 @@
 """`GET /openapi.json`: the API described as OpenAPI 3.1, built from the app's route table.
 
 Each operation comes from its route's `Doc` (`adapter/http/routes.py`), its path parameters
-from the route's template, and its statuses from the `Doc` plus 503, which every route may
-answer.
+from the route's template, and its statuses from the `Doc` plus those every route may answer:
+503, and the refusals of middlewares that apply to every route (`refused`, e.g. 403 for a
+peer-only header when `peer_key_file` is set).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from aiohttp import web
 
@@ -16,10 +19,13 @@ from adapter.http.route_table import ROUTES, Doc, Op, Route, Table
 from adapter.protocol.errors import ErrorCode
 
 PATH = "/openapi.json"  # a '.' is never in a bucket id, so this can never name a bucket
+# The error codes middlewares in front of every route may answer (set by the app factory).
+REFUSED = web.AppKey("refused", frozenset[ErrorCode])
 
 
-def describe(table: Table) -> Json:
+def describe(table: Table, refused: Iterable[ErrorCode] = ()) -> Json:
     """The whole OpenAPI 3.1 document of the routes in `table`."""
+    statuses = frozenset(code.status for code in refused)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -27,7 +33,7 @@ def describe(table: Table) -> Json:
             "version": "1",
             "description": "The Durable Streams HTTP protocol, with every byte kept in Kafka.",
         },
-        "paths": {route.template: _path_item(route) for route in table if _any(route)},
+        "paths": {route.template: _path_item(route, statuses) for route in table if _any(route)},
         "components": {
             "schemas": {"Error": _error_schema()},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -41,9 +47,9 @@ def _any(route: Route) -> bool:
     return any(op.doc is not None for op in route.ops)
 
 
-def _path_item(route: Route) -> Json:
+def _path_item(route: Route, refused: frozenset[int]) -> Json:
     item: Json = {
-        op.method.lower(): _operation(op, op.doc) for op in route.ops if op.doc is not None
+        op.method.lower(): _operation(op, op.doc, refused) for op in route.ops if op.doc is not None
     }
     names = [part[1:-1] for part in route.template.split("/") if part.startswith("{")]
     if names:
@@ -51,12 +57,12 @@ def _path_item(route: Route) -> Json:
     return item
 
 
-def _operation(op: Op, doc: Doc) -> Json:
+def _operation(op: Op, doc: Doc, refused: frozenset[int]) -> Json:
     responses: Json = {
         str(status): {"description": text, "headers": _response_headers()}
         for status, text in doc.ok.items()
     }
-    for status in sorted({*doc.errors, 503}):
+    for status in sorted({*doc.errors, *refused, 503}):
         responses[str(status)] = {
             "description": ", ".join(sorted(_codes(status))),
             "content": {"application/json": {"schema": schemas.ERROR}},
@@ -142,5 +148,6 @@ def _error_schema() -> Json:
 
 
 async def openapi(request: web.Request) -> web.Response:
-    document = describe(request.app[ROUTES])
+    refused: frozenset[ErrorCode] = request.app[REFUSED]
+    document = describe(request.app[ROUTES], refused)
     return json_response(document, headers={"Cache-Control": "no-cache"})

@@ -1,9 +1,10 @@
-"""The OpenAPI document: the read extensions' query parameters and error code, and which
-routes need no token."""
+"""The OpenAPI document: the read extensions' query parameters and error code, which routes
+need no token, and the 403 a peer-only header gets from outside when `peer_key_file` is set."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -70,6 +71,33 @@ def _operations(document: Json) -> list[tuple[str, str, Json]]:
         for method, operation in item.items()
         if method in METHODS
     ]
+
+
+async def test_with_a_peer_key_every_operation_lists_the_peer_header_403(tmp_path: Path) -> None:
+    key = tmp_path / "peer.key"
+    key.write_text("k" * 32)
+    document = await _document(create_app(Settings(peer_key_file=str(key))))
+    missing = [
+        f"{method.upper()} {path}"
+        for method, path, operation in _operations(document)
+        if "forbidden" not in operation["responses"].get("403", {}).get("description", "")
+    ]
+    assert missing == []
+
+
+async def test_without_a_peer_key_the_403_is_listed_only_where_a_route_refuses() -> None:
+    document = await _document(create_app(Settings()))
+    listed = {
+        f"{method.upper()} {path}"
+        for method, path, operation in _operations(document)
+        if "403" in operation["responses"]
+    }
+    assert listed == {
+        "POST /{bucket}/{stream}",
+        "POST /v1/stream/{path}",
+        "POST /{bucket}/{stream}/trim",
+        "POST /v1/stream/{path}/trim",
+    }
 
 
 async def test_an_operation_asks_no_token_exactly_when_its_route_is_public() -> None:
