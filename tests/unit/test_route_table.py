@@ -33,7 +33,11 @@ from adapter.http.route_table import (
     sub_resources,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
-from adapter.protocol.identifiers import check_compat_creatable
+from adapter.protocol.identifiers import (
+    BUCKET_ID_PATTERN,
+    RESERVED_BUCKET_IDS,
+    check_compat_creatable,
+)
 
 Json = dict[str, Any]
 
@@ -140,3 +144,12 @@ def test_a_console_that_is_off_is_not_described() -> None:
     assert not any(
         op.doc for route in routes.table("off") if route.path.startswith("/ui") for op in route.ops
     )
+
+
+def test_every_single_segment_route_that_could_be_a_bucket_id_is_reserved() -> None:
+    """The protocol layer keeps its own list (it imports no HTTP): the table keeps it true."""
+    for mode in ("rw", "ro", "off"):
+        for route in routes.table(mode):
+            segment = route.path.removeprefix("/")
+            if "/" not in segment and "{" not in segment and BUCKET_ID_PATTERN.fullmatch(segment):
+                assert segment in RESERVED_BUCKET_IDS, route.path
