@@ -17,17 +17,7 @@ from confluent_kafka import KafkaException
 from adapter.auth.static_tokens import TokenFile
 from adapter.cluster.shared_folder import FolderGuard
 from adapter.config import Settings, comma_list
-from adapter.http import (
-    bootstrap,
-    buckets,
-    console,
-    fences,
-    health,
-    openapi,
-    snapshots,
-    streams,
-    trims,
-)
+from adapter.http import console, health, openapi, routes
 from adapter.http.auth import GATE, Gate, KeySource, auth_middleware
 from adapter.http.bodies import ROUTE_BODIES, RouteBodies
 from adapter.http.body_budget import BODY_BUDGET, BodyBudget, body_budget_middleware
@@ -45,11 +35,12 @@ from adapter.http.keys import BUCKETS, FANOUT, LIVE_LIMITS, MOUNTED, MOUNTS, SNA
 from adapter.http.live import LiveLimits
 from adapter.http.malformed import PARSER_LIMITS
 from adapter.http.observe import METRICS, echo_request_id, observe_middleware
-from adapter.http.peer_headers import peer_headers_middleware
+from adapter.http.peer_headers import peer_headers_middleware, refused_from_outside
 from adapter.http.peers import PEERS
 from adapter.http.rate_limits import RateLimits, rate_limit_middleware
 from adapter.http.render import Handler, errors_middleware
-from adapter.http.request_checks import defer_continue, request_checks_middleware
+from adapter.http.request_checks import request_checks_middleware
+from adapter.http.route_table import Table, install
 from adapter.http.security import CORS, CorsPolicy, cors_middleware
 from adapter.kafka_secrets import watch_kafka_secrets
 from adapter.parts import Parts, build_parts, report_tier
@@ -86,9 +77,12 @@ def live_limits(settings: Settings) -> LiveLimits:
     )
 
 
-def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) -> web.Application:
+def create_app(
+    settings: Settings, siblings: Mapping[str, str] | None = None, table: Table | None = None
+) -> web.Application:
     """The app of one instance (or worker: `siblings` maps its sibling workers' advertised URLs
-    to their Unix sockets, see adapter/workers.py)."""
+    to their Unix sockets, see adapter/workers.py); `table`: its routes, if not every route
+    the settings serve."""
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
     bodies = RouteBodies(settings.max_body_bytes, settings.max_snapshot_bytes)
     parts = build_parts(settings, siblings)
@@ -125,7 +119,7 @@ def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) ->
     app[LIVE_LIMITS] = live_limits(settings)
     app.on_response_prepare.append(echo_request_id)
     _hand_parts(app, parts)
-    add_routes(app, settings, parts)
+    add_routes(app, settings, parts, table)
     app[SECRET_FILES] = _secret_files(settings, gate, parts)
     app.cleanup_ctx.append(partial(_lifecycle, jwks=gate.keys))
     return app
@@ -185,27 +179,21 @@ def _hand_parts(app: web.Application, parts: Parts) -> None:
     parts.readiness.set(health.SERVING, True, "accepting requests")
 
 
-def add_routes(app: web.Application, settings: Settings, parts: Parts) -> None:
-    app.add_routes(health.routes)
-    app.router.add_get(openapi.PATH, openapi.openapi, expect_handler=defer_continue)
-    # Before `/{bucket}/{stream}`, which `/ui/x` fits; the seeker asks Kafka for positions.
+def add_routes(
+    app: web.Application, settings: Settings, parts: Parts, table: Table | None = None
+) -> None:
+    """The routes of `table` (by default every route the settings serve, `http/routes.py`)."""
+    # The console's seeker asks Kafka for positions.
     seeker = Seeker(parts.reader, parts.streams.reads)
-    console.add_routes(app, settings.console, seeker, settings.console_max_last)
-    # Routes match in the order they are added. `/{bucket}/config` and `/{bucket}/streams` must
-    # come before `/{bucket}/{stream}`, which fits them. A flat stream's snapshot, bootstrap,
-    # fence and trim URLs must come before `/v1/stream/{path}` (which would take them as stream
-    # paths), and the bucketed ones after it (`/{bucket}/{stream}/snapshot` would take
-    # `/v1/stream/snapshot`).
-    app.add_routes(buckets.sub_routes)
-    for sub_resources in (snapshots, bootstrap, fences, trims):
-        sub_resources.add_routes(app, streams.FLAT_ROUTE)
-    streams.add_routes(app)
-    for sub_resources in (snapshots, bootstrap, fences, trims):
-        sub_resources.add_routes(app, streams.BUCKETED_ROUTE)
-    # `/{bucket}` last: no other route fits a single segment, and every path of two or more
-    # segments tried it first (aiohttp tries the routes of one leading segment in turn, and
-    # appends, by far the most frequent request, would pay for each).
-    app.add_routes(buckets.routes)
+    console.install(app, settings.console, seeker, settings.console_max_last)
+    install(app, routes.table(settings.console) if table is None else table)
+    app[openapi.REFUSED] = refused_from_outside(app[CONNECTION_LIMITS].peer_key)
+    fanout = app[FANOUT]
+
+    async def end_sse(_app: web.Application) -> None:
+        fanout.end_sessions()  # the SSE sessions parked on streams end first at a stop
+
+    app.on_shutdown.append(end_sse)
 
 
 async def checkpoint_forever(follower: MetaFollower, every_s: float) -> None:

@@ -18,7 +18,8 @@ from typing import Any
 from prometheus_client.metrics_core import Metric
 
 from adapter.config import TEST_ONLY, TOML_KEYS, Settings, env_name, flag_name
-from adapter.http.openapi import document
+from adapter.http.openapi import describe
+from adapter.http.routes import table
 from adapter.kafka_stats import ClientStatistics
 from adapter.metrics import Metrics
 from adapter.protocol.error_help import HELP as ERROR_HELP
@@ -84,7 +85,7 @@ def settings_page() -> str:
 
 def routes_page() -> str:
     rows = []
-    for path, item in document()["paths"].items():
+    for path, item in describe(table())["paths"].items():
         for method in HTTP_METHODS:
             operation = item.get(method)
             if isinstance(operation, dict):

@@ -2,8 +2,9 @@
 
 Runs after the errors middleware (so refusals are JSON) and before anything reads a body or
 forwards a write. `/healthz` and `/readyz` stay open; a preflight is answered before it.
-Every other route is mapped to an operation class by its method (`route_needs.needs_of`; a
-fork of another bucket's stream also needs to read that bucket).
+Every other route needs what its route table entry says (`route_needs.needs_of`: by default
+the method's operation class; a fork of another bucket's stream also needs to read that
+bucket).
 A token comes from `Authorization: Bearer`, or from `?access_token=` only when
 `auth_query_token` is on; it is never put in a message or a log line. Without a token, a
 client certificate listed in `[auth.certificates]` is the principal (verified by the TLS

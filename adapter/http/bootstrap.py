@@ -16,7 +16,6 @@ from aiohttp import web
 
 from adapter.http.compression import code_stream
 from adapter.http.keys import SNAPSHOTS
-from adapter.http.request_checks import defer_continue
 from adapter.http.security import decorate
 from adapter.http.streams import stream_ref
 from adapter.protocol.caching import NO_STORE
@@ -90,9 +89,3 @@ async def _write_parts(
         if messages:
             await response.write(b"".join(head + message for message in messages))
     await response.write(closing(boundary))
-
-
-def add_routes(app: web.Application, stream: str) -> None:
-    """`GET {stream}/bootstrap`, `stream` being a route of either surface."""
-    resource = app.router.add_resource(stream + "/bootstrap")
-    resource.add_route("GET", bootstrap, expect_handler=defer_continue)

@@ -9,7 +9,6 @@ from aiohttp import web
 
 from adapter.http.keys import BUCKETS, MOUNTED, MOUNTS
 from adapter.http.render import json_response
-from adapter.http.request_checks import defer_continue
 from adapter.protocol.bucket_config import (
     BucketConfig,
     bucket_etag,
@@ -31,16 +30,11 @@ MAX_LIMIT = 1000
 # topic) before answering 202 instead of 201: a small topic is indexed well within it.
 MOUNT_READY_S = 5.0
 
-routes = web.RouteTableDef()
-# `/{bucket}/config` and `/{bucket}/streams`: `/{bucket}/{stream}` fits them, so they come first.
-sub_routes = web.RouteTableDef()
-
 
 def _bucket_id(request: web.Request) -> str:
     return validate_bucket_id(request.match_info["bucket"])
 
 
-@routes.put("/{bucket}", expect_handler=defer_continue)
 async def create_bucket(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     location = {"Location": str(request.url.with_query(None))}
@@ -54,7 +48,6 @@ async def create_bucket(request: web.Request) -> web.Response:
     return json_response(body, status=201, headers=location | _etag(meta))
 
 
-@sub_routes.put("/{bucket}/config", expect_handler=defer_continue)
 async def configure_bucket(request: web.Request) -> web.Response:
     """Replace the bucket's configuration (the whole of it); `If-Match` makes it conditional."""
     bucket_id = _bucket_id(request)
@@ -99,7 +92,6 @@ async def _bucket_request(request: web.Request) -> MountSpec | BucketConfig | No
     return parse_config(document)
 
 
-@routes.get("/{bucket}", expect_handler=defer_continue)
 async def get_bucket(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     mount = request.app[MOUNTS].get(bucket_id)
@@ -142,7 +134,6 @@ def _mount_body(request: web.Request, mount: MountMeta) -> dict[str, Any]:
     return body
 
 
-@routes.delete("/{bucket}", expect_handler=defer_continue)
 async def delete_bucket(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     if request.app[MOUNTS].get(bucket_id) is not None:
@@ -152,7 +143,6 @@ async def delete_bucket(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-@sub_routes.get("/{bucket}/streams", expect_handler=defer_continue)
 async def list_streams(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
     prefix = request.query.get("prefix", "")

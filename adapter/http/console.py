@@ -20,8 +20,7 @@ from aiohttp import web
 
 from adapter.config import ConsoleMode
 from adapter.http.keys import BUCKETS, MOUNTED, STREAMS
-from adapter.http.render import Handler, json_response
-from adapter.http.route_needs import NeedOf, mark, read_bucket, read_every_bucket, token_only
+from adapter.http.render import json_response
 from adapter.protocol.bucket_config import config_of, rendered
 from adapter.protocol.commands import Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -60,6 +59,9 @@ class StaticFile:
     content_type: str
 
 
+STATIC_FILES = web.AppKey("console_files", dict[str, StaticFile])
+
+
 def load_static(directory: Path = STATIC_DIR) -> dict[str, StaticFile]:
     """Every regular file below `directory` by its relative path; symlinks are never opened."""
     found: dict[str, StaticFile] = {}
@@ -83,61 +85,40 @@ def _read(path: Path) -> bytes:
         return handle.read()
 
 
-def add_routes(app: web.Application, mode: ConsoleMode, seeker: Seeker, max_last: int) -> None:
-    """The console's routes, each with what a caller needs under auth: the files and the mode
-    are public (they hold no data), the API reads. Registered before the bucket and stream
-    routes they shadow."""
+def install(app: web.Application, mode: ConsoleMode, seeker: Seeker, max_last: int) -> None:
+    """What the console's handlers use (its routes are in `adapter/http/routes.py`)."""
     app[MODE] = mode
-    if mode == "off":
-        for path in ("/ui", "/ui/{rest:.*}"):
-            mark(app, app.router.add_route("*", path, _off), None)
-        return
-    served = load_static()
-    api: list[tuple[str, Handler, NeedOf | None]] = [
-        ("/ui", _to_index, None),
-        ("/ui/api/config", _config, None),
-        ("/ui/api/buckets", _buckets, read_every_bucket),
-        ("/ui/api/stream/{b}/{s}", _stream, read_bucket),
-        ("/ui/api/seek/{b}/{s}", _seek, read_bucket),
-        ("/ui/api/records/{b}/{s}", _records, read_bucket),
-    ]
-    for path, handler, need in api:
-        mark(app, app.router.add_get(path, handler), need)
     app[SEEKER] = seeker
     app[MAX_LAST] = max_last
-    mark(app, app.router.add_route("*", "/ui/api/{rest:.*}", _no_api), token_only)
-    mark(app, app.router.add_get("/ui/{name:.*}", _static_handler(served)), None)
+    app[STATIC_FILES] = {} if mode == "off" else load_static()
 
 
-async def _off(_: web.Request) -> web.Response:
+async def off(_: web.Request) -> web.Response:
     raise ProtocolError(ErrorCode.NOT_FOUND, "the console is off (console = off)")
 
 
-async def _to_index(_: web.Request) -> web.Response:
+async def to_index(_: web.Request) -> web.Response:
     raise web.HTTPPermanentRedirect("/ui/")
 
 
-async def _no_api(request: web.Request) -> web.Response:
+async def no_api(request: web.Request) -> web.Response:
     raise ProtocolError(ErrorCode.NOT_FOUND, f"no console API at {request.path}")
 
 
-def _static_handler(served: dict[str, StaticFile]) -> Handler:
-    async def static(request: web.Request) -> web.Response:
-        name = request.match_info["name"] or "index.html"
-        found = served.get(name)
-        if found is None:
-            raise ProtocolError(ErrorCode.NOT_FOUND, f"no console file {name!r}")
-        headers = CONSOLE_HEADERS | {"Content-Type": found.content_type}
-        return web.Response(body=found.body, headers=headers)
-
-    return static
+async def static(request: web.Request) -> web.Response:
+    name = request.match_info["name"] or "index.html"
+    found = request.app[STATIC_FILES].get(name)
+    if found is None:
+        raise ProtocolError(ErrorCode.NOT_FOUND, f"no console file {name!r}")
+    headers = CONSOLE_HEADERS | {"Content-Type": found.content_type}
+    return web.Response(body=found.body, headers=headers)
 
 
-async def _config(request: web.Request) -> web.Response:
+async def config(request: web.Request) -> web.Response:
     return _api({"mode": request.app[MODE]})
 
 
-async def _buckets(request: web.Request) -> web.Response:
+async def buckets(request: web.Request) -> web.Response:
     """Every bucket and mounted topic, by id; a bucket with its configuration (age retention),
     a mount with its topic and key encoding (its retention is the topic's own: null)."""
     buckets = request.app[BUCKETS]
@@ -195,7 +176,7 @@ def _count(request: web.Request, name: str, most: int, setting: str = "") -> int
     return int(raw)
 
 
-async def _seek(request: web.Request) -> web.Response:
+async def seek(request: web.Request) -> web.Response:
     """`?last=N`: the offset N messages before the tail; `?time=MS`: the first offset written
     at or after that moment (milliseconds since the epoch). Never below the earliest offset."""
     meta = _meta(request)
@@ -213,7 +194,7 @@ async def _seek(request: web.Request) -> web.Response:
     return _api({"offset": encode(max(offset, meta.earliest_offset))})
 
 
-async def _records(request: web.Request) -> web.Response:
+async def records(request: web.Request) -> web.Response:
     """The Kafka coordinates (topic, partition, offset, timestamp) of up to `limit` messages
     from `offset` on: one record per message; `next_offset` follows the last one listed.
     A mounted topic's stream gives only the sizes of the messages one read returns."""
@@ -246,7 +227,7 @@ def _record(located: Located) -> dict[str, object]:
     }
 
 
-async def _stream(request: web.Request) -> web.Response:
+async def stream(request: web.Request) -> web.Response:
     """Where the stream lives in Kafka, where it was forked from (nearest source first, up
     to the root) and its own forks."""
     meta = _meta(request)

@@ -6,8 +6,6 @@ from __future__ import annotations
 from aiohttp import web
 
 from adapter.http.keys import STREAMS
-from adapter.http.request_checks import defer_continue
-from adapter.http.route_needs import append_or_admin, mark
 from adapter.http.streams import stream_ref
 from adapter.protocol.commands import Fence
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -23,11 +21,3 @@ async def fence(request: web.Request) -> web.Response:
     meta = await request.app[STREAMS].fence(Fence(stream_ref(request), token))
     headers = {"Stream-Next-Offset": encode(meta.next_offset), "ETag": stream_etag(meta)}
     return web.Response(status=204, headers=headers)
-
-
-def add_routes(app: web.Application, stream: str) -> None:
-    """The fence route under `stream`, `streams.FLAT_ROUTE` or `streams.BUCKETED_ROUTE`
-    (placed in the routing order as the snapshot routes are, `app.py`)."""
-    resource = app.router.add_resource(stream + "/fence")
-    route = resource.add_route("POST", fence, expect_handler=defer_continue)
-    mark(app, route, append_or_admin)

@@ -53,6 +53,7 @@ from adapter.http.peer_headers import (
 )
 from adapter.http.peers import PEERS, Hop, copied, described_by, forwarded
 from adapter.http.render import Handler
+from adapter.http.route_table import Owner, op_of
 from adapter.http.streams import created_response, fork_from, stream_ref
 from adapter.log.errors import OutcomeUnknown
 from adapter.protocol.commands import StreamRef
@@ -64,10 +65,7 @@ from adapter.service.unanswered_writes import Sent, UnansweredWrites
 
 log = logging.getLogger(__name__)
 
-WRITES = frozenset({"PUT", "POST", "DELETE"})
 READS = frozenset({"GET", "HEAD"})
-# The routes a sibling worker's read is synchronised on (`Coordinator.before_read`).
-_STREAM_ROUTES = frozenset({"/v1/stream/{path}", "/{bucket}/{stream}"})
 # A write whose slot moves while forwarded goes to the slot's next owners this many times more.
 REROUTES = 2
 REROUTE_WAIT_S = 5.0  # how long a moved slot's new owner may take to accept writes
@@ -83,7 +81,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     coordinator = request.app[COORDINATOR]
     if request.method in READS:
         return await _read(request, handler, coordinator)
-    write = _write_of(request)
+    write = write_of(request)
     route = None if write is None else await coordinator.before_write(write)
     if write is None or route is None:
         return await handler(request)
@@ -164,10 +162,9 @@ async def _read(
 
 
 def _stream_route_ref(request: web.Request) -> StreamRef | None:
-    """The stream a request on a stream's own route names; None on any other route, or for a
+    """The stream a read on a stream's own route names; None on any other route, or for a
     name the handler will refuse as it would anyway."""
-    resource = request.match_info.route.resource
-    if resource is None or resource.canonical not in _STREAM_ROUTES:
+    if _owner(request) is not Owner.STREAM_READ:
         return None
     try:
         return stream_ref(request)
@@ -175,28 +172,33 @@ def _stream_route_ref(request: web.Request) -> StreamRef | None:
         return None
 
 
-def _write_of(request: web.Request) -> Write | None:
-    """What a write request changes, for the coordinator; None for requests that write
-    nothing (deleting a snapshot is always refused) and routes outside streams and buckets."""
-    info = request.match_info
-    snapshot = "offset" in info
-    if request.method not in WRITES or (request.method == "DELETE" and snapshot):
+def _owner(request: web.Request) -> Owner:
+    """How the request's route involves its write slot's owner (`routes.py` says, per route)."""
+    op = op_of(request)
+    return Owner.NONE if op is None else op.owner
+
+
+def write_of(request: web.Request) -> Write | None:
+    """What a write request changes, for the coordinator; None for requests whose route
+    forwards nothing (deleting a snapshot is always refused; routes outside streams and
+    buckets)."""
+    owner = _owner(request)
+    if not owner.forwarded:
         return None
     forwarded = FORWARDED in request.headers
-    if "path" in info or "stream" in info:
-        ref = stream_ref(request)
-        fork = fork_from(request, ref) if request.method == "PUT" else None
-        return Write(
-            ref.bucket_id,
-            ref.stream_id,
-            fork_source=None if fork is None else fork.source_of(ref),
-            creates=request.method == "PUT" and not snapshot,
-            snapshot=snapshot,
-            forwarded=forwarded,
-        )
-    if "bucket" in info:
-        return Write(validate_bucket_id(info["bucket"]), forwarded=forwarded)
-    return None
+    if owner is Owner.BUCKET:
+        return Write(validate_bucket_id(request.match_info["bucket"]), forwarded=forwarded)
+    ref = stream_ref(request)
+    creates = owner is Owner.STREAM_WRITE and request.method == "PUT"
+    fork = fork_from(request, ref) if request.method == "PUT" else None
+    return Write(
+        ref.bucket_id,
+        ref.stream_id,
+        fork_source=None if fork is None else fork.source_of(ref),
+        creates=creates,
+        snapshot=owner is Owner.SNAPSHOT,
+        forwarded=forwarded,
+    )
 
 
 async def _forward(request: web.Request, route: Forward) -> web.Response | None:
@@ -315,14 +317,9 @@ async def _send(
 
 def _tagged(request: web.Request, route: Forward, headers: CIMultiDict[str]) -> Sent | None:
     """For a stream's append, creation or deletion: what to look for if the owner goes silent
-    (its id goes in `headers`). Snapshot publishes, fences, trims and bucket writes are not
-    tagged."""
-    info = request.match_info
-    if (
-        _is_publish(request)
-        or _state_only(request)
-        or ("path" not in info and "stream" not in info)
-    ):
+    (its id goes in `headers`). Snapshot publishes, fences, trims (no record to learn their
+    outcome by: a silent owner's answer is 503/504) and bucket writes are not tagged."""
+    if _owner(request) is not Owner.STREAM_WRITE:
         return None
     sent = request.app[UNANSWERED].sent(stream_ref(request), route.slot)
     headers[FORWARD_ID] = sent.forward_id
@@ -368,17 +365,6 @@ async def _created(request: web.Request, sent: Sent) -> web.Response:
     return created_response(request, meta, created=True)
 
 
-def _is_publish(request: web.Request) -> bool:
-    return request.method == "PUT" and "offset" in request.match_info
-
-
-def _state_only(request: web.Request) -> bool:
-    """A fence or a trim writes no record to learn its outcome by: a silent owner's answer is
-    503/504."""
-    resource = request.match_info.route.resource
-    return resource is not None and resource.canonical.endswith(("/fence", "/trim"))
-
-
 async def _read_your_writes(request: web.Request, response: web.Response) -> None:
     """Hold the answer until this instance's catalog reflects the forwarded write."""
     change = _change_of(request, response)
@@ -391,11 +377,12 @@ async def _read_your_writes(request: web.Request, response: web.Response) -> Non
 
 def _change_of(request: web.Request, response: web.Response) -> Change | None:
     """What the owner's success answer says it changed; None when it says nothing to wait for."""
-    if "path" not in request.match_info and "stream" not in request.match_info:
+    owner = _owner(request)
+    if owner is Owner.BUCKET:
         etag = response.headers.get("ETag") if response.status < 300 else None
         return BucketChanged(request.match_info["bucket"], request.method == "PUT", etag)
     ref = stream_ref(request)
-    if _is_publish(request):  # a publish moves no tail: wait for its pointer
+    if owner is Owner.SNAPSHOT:  # a publish moves no tail: wait for its pointer
         offset = parse_offset(request.match_info["offset"])
         return SnapshotPublished(ref, offset) if isinstance(offset, int) else None
     if (earliest := response.headers.get(EARLIEST_HEADER)) is not None:  # a trim's answer

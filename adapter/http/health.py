@@ -8,7 +8,6 @@ from typing import Any
 from aiohttp import web
 
 from adapter.http.render import error_response, json_response
-from adapter.http.request_checks import defer_continue
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.readiness import Readiness
 
@@ -17,15 +16,11 @@ READINESS = web.AppKey("readiness", Readiness)
 SERVING = "serving"
 NO_STORE = {"Cache-Control": "no-store"}
 
-routes = web.RouteTableDef()
 
-
-@routes.get("/healthz", expect_handler=defer_continue)
 async def healthz(_request: web.Request) -> web.Response:
     return json_response({"status": "ok"}, headers=NO_STORE)
 
 
-@routes.get("/readyz", expect_handler=defer_continue)
 async def readyz(request: web.Request) -> web.Response:
     return readiness_answer(request.app[READINESS])
 

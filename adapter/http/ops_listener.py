@@ -29,6 +29,7 @@ def create_ops_app(
     if siblings:
         add_pod_routes(app, siblings)
     else:
-        app.add_routes(health.routes)
+        app.router.add_get("/healthz", health.healthz)
+        app.router.add_get("/readyz", health.readyz)
     app.router.add_get("/metrics", make_aiohttp_handler(metrics.registry))
     return app

@@ -63,6 +63,11 @@ def peer_headers_middleware(peer_key: str) -> Middleware:
     return peer_headers
 
 
+def refused_from_outside(peer_key: str) -> frozenset[ErrorCode]:
+    """What `peer_headers_middleware` may answer on every route (`/openapi.json` lists it)."""
+    return frozenset({ErrorCode.FORBIDDEN}) if peer_key else frozenset()
+
+
 def from_a_peer(request: web.BaseRequest, peer_key: str) -> bool:
     """Whether the request came from a sibling worker's Unix socket or carries `peer_key`."""
     sock = request.transport.get_extra_info("socket") if request.transport else None

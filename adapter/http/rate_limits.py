@@ -20,7 +20,7 @@ from adapter.config import Settings
 from adapter.http.auth import principal_of
 from adapter.http.encoding import BODY_CODING
 from adapter.http.render import Handler
-from adapter.http.route_needs import PUBLIC_PATHS, need_of
+from adapter.http.route_needs import is_public, need_of
 from adapter.protocol.errors import ErrorCode, ProtocolError
 
 LIVE_MODES = ("long-poll", "sse")
@@ -54,7 +54,7 @@ class RateLimits:
 def rate_limit_middleware(limits: RateLimits) -> Middleware:
     @web.middleware
     async def rate_limit(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not limits.any or request.path in PUBLIC_PATHS:
+        if not limits.any or is_public(request):
             return await handler(request)
         bucket_id = need_of(request).bucket_id
         if bucket_id is None:

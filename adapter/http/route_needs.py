@@ -1,25 +1,21 @@
-"""Which operation class each route is, and on which bucket: what a request needs to be let in.
+"""What a request needs to be let in: an operation class on a bucket, from its route's `Op`.
 
-One rule covers the protocol's routes: GET and HEAD read, POST appends, PUT and DELETE
-administer (bucket and stream create/delete, fork, snapshot publish/delete). A module whose
-routes need something else says so where it registers them (`mark`): the web console's files
-are public, its API reads. `tests/unit/test_route_needs` checks it all against a table of every
-route the app serves, so a new route is a decision.
+The protocol's routes follow one rule (`by_method`): GET and HEAD read, POST appends, PUT
+and DELETE administer (bucket and stream create/delete, fork, snapshot publish/delete). A
+route that needs something else says so in its table entry (`adapter/http/routes.py`): the
+web console's files are public, its API reads; a fence needs append or admin, a trim admin.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from aiohttp import web
 
 from adapter.auth.policy import Need
 from adapter.auth.scopes import Operation
+from adapter.http.route_table import ROUTES, Owner, op_of, public_paths
 from adapter.protocol.errors import ProtocolError
 from adapter.protocol.identifiers import fork_source, split_compat_path, validate_bucket_id
 
-STREAM_ROUTES = frozenset({"/v1/stream/{path}", "/{bucket}/{stream}"})
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
 _BY_METHOD = {
     "GET": Operation.READ,
     "HEAD": Operation.READ,
@@ -28,41 +24,26 @@ _BY_METHOD = {
     "DELETE": Operation.ADMIN,
 }
 
-NeedOf = Callable[[web.Request], Need]
-# Routes registered with their own need; None: public (no token asked, none checked).
-MARKED = web.AppKey("route_needs", dict[web.AbstractResource, NeedOf | None])
-
-
-def mark(app: web.Application, route: web.AbstractRoute, need: NeedOf | None) -> None:
-    """Record what `route`'s resource needs (every method on it), instead of the method rule."""
-    assert route.resource is not None
-    app.setdefault(MARKED, {})[route.resource] = need
-
-
-def _marked(request: web.Request) -> tuple[bool, NeedOf | None]:
-    resource = request.match_info.route.resource
-    marked = request.app.get(MARKED, {})
-    if resource is None or resource not in marked:
-        return False, None
-    return True, marked[resource]
-
 
 def is_public(request: web.Request) -> bool:
-    """Health checks, the API description, and routes marked public."""
-    found, need = _marked(request)
-    return request.path in PUBLIC_PATHS or (found and need is None)
+    """A public route's request; or a method a public path does not serve (405, no token)."""
+    op = op_of(request)
+    if op is not None:
+        return op.need is None
+    table = request.app.get(ROUTES)
+    return table is not None and request.path in public_paths(table)
 
 
 def need_of(request: web.Request) -> Need:
     """What the request does; a path no route serves needs only a valid token (then 404)."""
-    info = request.match_info
-    if info.http_exception is not None:
-        return Need(None)
-    found, need = _marked(request)
-    if need is not None:
-        return need(request)
-    if found:
+    op = op_of(request)
+    if request.match_info.http_exception is not None or op is None or op.need is None:
         return Need(None)  # public: asked only by a caller that checks anyway
+    return op.need(request)
+
+
+def by_method(request: web.Request) -> Need:
+    """The protocol's rule: the method's operation on the route's bucket."""
     operation = _BY_METHOD.get(request.method, Operation.ADMIN)  # an unknown method: fail closed
     return Need(operation, _stream_bucket(request))
 
@@ -81,9 +62,9 @@ def _fork_source_bucket(request: web.Request) -> str | None:
     """The bucket a stream creation forks from; None when it is no fork, or the header is
     malformed (the handler refuses that as it would)."""
     value = request.headers.get("Stream-Forked-From")
-    resource = request.match_info.route.resource
-    on_stream = resource is not None and resource.canonical in STREAM_ROUTES
-    if request.method != "PUT" or value is None or not on_stream:
+    op = op_of(request)
+    creates = op is not None and op.owner is Owner.STREAM_WRITE and request.method == "PUT"
+    if value is None or not creates:
         return None
     try:
         return fork_source(value)[0]

@@ -7,9 +7,8 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from adapter.http.bodies import ROUTE_BODIES, Body
+from adapter.http.bodies import ROUTE_BODIES
 from adapter.http.keys import SNAPSHOTS
-from adapter.http.request_checks import defer_continue
 from adapter.http.security import decorate
 from adapter.http.streams import DEFAULT_CONTENT_TYPE, stream_ref
 from adapter.protocol.caching import NO_STORE
@@ -94,16 +93,3 @@ def snapshot_headers(meta: StreamMeta, pointer: SnapshotPointer) -> dict[str, st
         "Stream-Next-Offset": encode(pointer.offset),
         "Stream-Up-To-Date": "true" if pointer.offset >= meta.next_offset else "false",
     }
-
-
-def add_routes(app: web.Application, stream: str) -> None:
-    """The snapshot routes under `stream`, `streams.FLAT_ROUTE` or `streams.BUCKETED_ROUTE`
-    (`app.py` says why each goes where it does in the routing order)."""
-    latest_resource = app.router.add_resource(stream + "/snapshot")
-    latest_resource.add_route("GET", latest, expect_handler=defer_continue)
-    resource = app.router.add_resource(stream + "/snapshot/{offset}")
-    # A publish streams its body to the object store: bounded by `max_snapshot_bytes`.
-    put = resource.add_route("PUT", publish, expect_handler=defer_continue)
-    app[ROUTE_BODIES].declare(put, Body.STREAMED)
-    for method, handler in (("GET", read), ("DELETE", delete)):
-        resource.add_route(method, handler, expect_handler=defer_continue)

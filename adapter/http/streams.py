@@ -9,14 +9,13 @@ import time
 from aiohttp import web
 
 from adapter.http.auth import GATE, principal_of
-from adapter.http.bodies import ROUTE_BODIES, Body
 from adapter.http.json_split import split_body
 from adapter.http.keys import FANOUT, LIVE_LIMITS, STREAMS
 from adapter.http.live import empty_poll_response, long_poll, sse
 from adapter.http.observe import METRICS, add_log_fields
 from adapter.http.peer_headers import forward_id_of
 from adapter.http.peers import reader_of
-from adapter.http.request_checks import defer_continue
+from adapter.http.route_table import ROUTES, sub_resources
 from adapter.protocol import json_mode
 from adapter.protocol.caching import (
     NO_STORE,
@@ -49,26 +48,7 @@ from adapter.state.records import StreamMeta, refuse_before_newest
 from topology.wire import ProducerStamp
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
-# A stream's URL on each surface; its snapshot and bootstrap routes extend these.
-FLAT_ROUTE = "/v1/stream/{path:.+}"
-BUCKETED_ROUTE = "/{bucket}/{stream}"
-# The methods whose body is a stream's data (a create's first messages, an append).
-DATA_METHODS = frozenset({"PUT", "POST"})
 SUB_OFFSET = re.compile(r"0|[1-9][0-9]{0,17}")
-
-routes = web.RouteTableDef()
-FLAT_SUB_PREFIX = "/v1/stream/{path}/"  # how a flat stream's sub-resources' routes begin
-
-
-def flat_sub_resources(router: web.UrlDispatcher) -> list[str]:
-    """The URL templates the router serves below a flat stream's path (`trim`,
-    `snapshot/{offset}`, ...): read from the route table, so a stream can never be created
-    at the URL of another's sub-resource, whichever sub-resources are added later."""
-    return [
-        resource.canonical.removeprefix(FLAT_SUB_PREFIX)
-        for resource in router.resources()
-        if resource.canonical.startswith(FLAT_SUB_PREFIX)
-    ]
 
 
 def stream_ref(request: web.Request) -> StreamRef:
@@ -87,7 +67,8 @@ async def create_stream(request: web.Request) -> web.Response:
     content_type = normalize_content_type(request.headers.get("Content-Type"))
     ref = stream_ref(request)
     if "path" in request.match_info:
-        check_compat_creatable(request.match_info["path"], flat_sub_resources(request.app.router))
+        # Never at the URL of another stream's sub-resource, whichever the route table has.
+        check_compat_creatable(request.match_info["path"], sub_resources(request.app[ROUTES]))
     fork = fork_from(request, ref)
     body = await request.read()
     limit = request.app[STREAMS].limits.max_append_messages
@@ -345,26 +326,3 @@ def _state_headers(meta: StreamMeta, now_ms: int) -> dict[str, str]:
     if meta.expires_at_ms is not None:
         headers["Stream-Expires-At"] = format_expires_at(meta.expires_at_ms)
     return headers
-
-
-def add_routes(app: web.Application) -> None:
-    """The stream routes; the SSE sessions they parked end first when the server stops."""
-    fanout = app[FANOUT]
-
-    async def end_sse(_app: web.Application) -> None:
-        fanout.end_sessions()
-
-    app.on_shutdown.append(end_sse)
-    handlers = {
-        "PUT": create_stream,
-        "POST": append,
-        "GET": read,
-        "HEAD": head,
-        "DELETE": delete_stream,
-    }
-    for path in (FLAT_ROUTE, BUCKETED_ROUTE):
-        resource = app.router.add_resource(path)
-        for method, handler in handlers.items():
-            route = resource.add_route(method, handler, expect_handler=defer_continue)
-            if method in DATA_METHODS:
-                app[ROUTE_BODIES].declare(route, Body.HELD)  # a stream's data, not a control

@@ -8,8 +8,6 @@ from __future__ import annotations
 from aiohttp import web
 
 from adapter.http.keys import STREAMS
-from adapter.http.request_checks import defer_continue
-from adapter.http.route_needs import admin_of_stream, mark
 from adapter.http.streams import stream_ref
 from adapter.protocol.commands import StreamRef, Trim
 from adapter.protocol.errors import ErrorCode, ProtocolError
@@ -41,11 +39,3 @@ async def _offset_of(streams: StreamService, ref: StreamRef, asked: TrimAt) -> R
         if error.code is not ErrorCode.OFFSET_GONE:
             raise
         return BEGINNING
-
-
-def add_routes(app: web.Application, stream: str) -> None:
-    """The trim route under `stream`, `streams.FLAT_ROUTE` or `streams.BUCKETED_ROUTE`
-    (placed in the routing order as the snapshot routes are, `app.py`)."""
-    resource = app.router.add_resource(stream + "/trim")
-    route = resource.add_route("POST", trim, expect_handler=defer_continue)
-    mark(app, route, admin_of_stream)

@@ -24,7 +24,8 @@ from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from adapter.http.openapi import document
+from adapter.http.openapi import describe
+from adapter.http.routes import table
 from tests.adapter_process import running_adapter
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10"))
@@ -34,7 +35,7 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10"))
 EXCLUDED = [ignored_auth, positive_data_acceptance]
 OPERATIONS = [
     pytest.param(method.upper(), path, mode, id=f"{method.upper()} {path} {mode.value}")
-    for path, item in document()["paths"].items()
+    for path, item in describe(table())["paths"].items()
     for method, operation in item.items()
     if method != "parameters"
     # Negative data needs something to make invalid: a parameter or a body.

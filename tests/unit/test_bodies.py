@@ -1,4 +1,4 @@
-"""Each route's body, as declared with the route: a control document (the default), a
+"""Each route's body, as declared in its table entry: a control document (the default), a
 stream's data held whole, or streamed."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
-from adapter.http import snapshots
+from adapter.http import routes
 from adapter.http.bodies import CONTROL_BODY_BYTES, ROUTE_BODIES, Body, RouteBodies
-from adapter.http.streams import BUCKETED_ROUTE
+from adapter.http.route_table import BUCKETED_STREAM, below, install
 
 
 async def _matched(app: web.Application, method: str, path: str) -> web.Request:
@@ -21,7 +21,7 @@ async def _matched(app: web.Application, method: str, path: str) -> web.Request:
 async def test_only_a_snapshot_publish_streams_its_body_and_takes_the_snapshot_limit() -> None:
     app = web.Application()
     app[ROUTE_BODIES] = bodies = RouteBodies(held_bytes=10, streamed_bytes=1000)
-    snapshots.add_routes(app, BUCKETED_ROUTE)
+    install(app, (below(BUCKETED_STREAM, routes.SNAPSHOT),))
     publish = await _matched(app, "PUT", "/b/s/snapshot/0000000000000000_0000000000000001")
     assert (bodies.body(publish), bodies.limit(publish), bodies.streamed(publish)) == (
         Body.STREAMED,

@@ -13,8 +13,8 @@ from adapter.app import create_app
 from adapter.auth.policy import Need
 from adapter.auth.scopes import Operation
 from adapter.config import Settings
-from adapter.http.route_needs import PUBLIC_PATHS, is_public, need_of, needs_of
-from adapter.http.streams import flat_sub_resources
+from adapter.http.route_needs import is_public, need_of, needs_of
+from adapter.http.route_table import ROUTES, public_paths, sub_resources
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import check_compat_creatable
 
@@ -122,7 +122,8 @@ async def test_each_route_needs_its_operation(
     assert match.route.resource is not None
     assert match.route.resource.canonical == template
     if operation is PUBLIC:
-        assert path in PUBLIC_PATHS
+        assert path in public_paths(app[ROUTES])
+        assert is_public(resolved(request, match))
         return
     assert need_of(resolved(request, match)) == Need(operation, "logs")
 
@@ -191,9 +192,9 @@ async def test_a_fork_of_another_buckets_stream_also_needs_to_read_that_bucket(
 
 def test_every_flat_sub_resource_url_is_refused_as_a_stream_path(app: web.Application) -> None:
     """A stream created at `/v1/stream/{path}/trim` (or any other sub-resource's URL) could
-    never be written: that URL is another stream's sub-resource. Every one the router serves
-    is refused, so a new sub-resource is reserved as it is registered."""
-    suffixes = flat_sub_resources(app.router)
+    never be written: that URL is another stream's sub-resource. Every one the route table
+    has is refused, so a new sub-resource is reserved as it is declared."""
+    suffixes = sub_resources(app[ROUTES])
     assert {"snapshot", "snapshot/{offset}", "bootstrap", "fence", "trim"} <= set(suffixes)
     for suffix in suffixes:
         path = "logs/s/" + re.sub(r"\{[^}]+\}", "0", suffix)
