@@ -47,7 +47,7 @@ hostile: deps  ## hostile inputs at full size against one instance (ulimit -n 40
 model: deps  ## the protocol's model-based test on two instances, longer (SEED=s EXAMPLES=n STEPS=n RESTARTS=n)
 	MODEL_SEED=$(or $(SEED),1) MODEL_EXAMPLES=$(or $(EXAMPLES),50) MODEL_STEPS=$(or $(STEPS),50) \
 	MODEL_RESTARTS=$(or $(RESTARTS),2) MODEL_TIMEOUT_S=0 \
-	$(PY) -m pytest tests/model/test_protocol_model.py tests/model/test_static_tokens_model.py \
+	$(PY) -m pytest tests/model/test_protocol_model.py tests/model/test_secret_files_model.py \
 	-p no:randomly -k as_the_protocol_model \
 	--hypothesis-seed=$(or $(SEED),1)
 

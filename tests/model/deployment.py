@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import signal
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -80,13 +81,15 @@ class Instance:
         env: Mapping[str, str],
         log_dir: Path,
         credentials: Callable[[], dict[str, str]] = dict,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.name = name
+        self.tls = tls  # HTTPS, the server's certificate checked with this context
         self.credentials = credentials  # the headers that authenticate each request
         self.env = dict(env) | {"DURABLE_KAFKA_CATALOG_DIR": str(log_dir / f"catalog-{name}")}
         self.log = log_dir / f"{name}.log"
         self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: http.client.HTTPConnection | None = None
         self.sent = 0  # requests sent through this instance
@@ -96,7 +99,7 @@ class Instance:
         with self.log.open("ab") as sink:
             self.proc = subprocess.Popen(argv, env=os.environ | self.env, stderr=sink)
         deadline = time.monotonic() + SETTLE_S
-        while http_status(f"{self.base}/readyz") != 200:
+        while http_status(f"{self.base}/readyz", self.tls) != 200:
             self.assert_alive()
             if time.monotonic() > deadline:
                 raise AssertionError(f"{self.name} never became ready:\n{self.log.read_text()}")
@@ -151,7 +154,11 @@ class Instance:
         self, method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> Reply | None:
         if self.conn is None:
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            self.conn = (
+                http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30, context=self.tls)
+                if self.tls is not None
+                else http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            )
         try:
             sent = self.credentials() | dict(headers)
             self.conn.request(method, path, body=body or None, headers=sent)
@@ -197,7 +204,8 @@ def settle(instances: list[Instance]) -> None:
 
 def ownership(instance: Instance) -> dict[str, Any] | None:
     try:
-        with urllib.request.urlopen(f"{instance.base}/readyz", timeout=2) as response:
+        url = f"{instance.base}/readyz"
+        with urllib.request.urlopen(url, timeout=2, context=instance.tls) as response:
             checks: dict[str, Any] = json.load(response)["checks"]
     except (OSError, ValueError, KeyError, urllib.error.URLError):
         return None

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import json
 import os
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -45,6 +46,7 @@ from hypothesis.stateful import (
 
 from devstack.jaeger import JaegerNode
 from tests.adapter_process import SCRIPT
+from tests.certificates import presented_serial
 from tests.cluster import SLOTS
 from tests.identity_provider import IdentityProvider
 from tests.model.deployment import (
@@ -67,7 +69,7 @@ from tests.model.reference import (
     starts_at,
     time_range,
 )
-from tests.model.token_file import TokenFile
+from tests.model.secret_files import SecretFiles
 from tests.services import S3Server
 from topology.slots import SlotMap
 
@@ -190,6 +192,13 @@ def _answers(instance: Instance, headers: dict[str, str], status: int) -> str | 
     return None if reply.status == status else f"{reply.status}, not {status}"
 
 
+def _serves(instance: Instance, serial: int) -> str | None:
+    """None if a new TLS connection to `instance` is shown the certificate `serial`."""
+    assert instance.tls is not None
+    shown = presented_serial(instance.port, instance.tls)
+    return None if shown == serial else f"serial {shown:x}, not {serial:x}"
+
+
 def eventually(check: Callable[[], str | None], what: str) -> None:
     """`check()` again until it finds nothing wrong: an instance that does not own a stream
     shows another's writes once its follower has applied them."""
@@ -207,7 +216,7 @@ def eventually(check: Callable[[], str | None], what: str) -> None:
 class Deployment:
     instances: list[Instance]
     prefix: str
-    identity: IdentityProvider | TokenFile  # what the clients' credentials come from
+    identity: IdentityProvider | SecretFiles  # what the clients' credentials come from
     env: dict[str, str]  # the instances' settings, which the command line tools take too
     collector: JaegerNode  # where instance `a` sends its spans
     traced: str  # `a`'s service name there
@@ -670,13 +679,15 @@ class ProtocolDriver(RuleBasedStateMachine):
         each instance, which fetches the set for a kid it lacks (operations, "jwt": at most
         once per 10 s, so rotations are at least that far apart here: a rotation sooner does
         nothing, rather than a precondition on the clock, which hypothesis could not replay).
-        With a static token file, a new token is listed beside the old one: each instance lets
-        it in once it has read the file again (`secret_poll_ms`), and once the old one is
-        removed from the file, refuses that one with 401. `/ui/api/buckets` takes any valid
+        With secrets from files, a new token is listed beside the old one and a new HTTPS
+        certificate written over the served one: each instance lets the token in, and shows
+        the certificate to a new connection, once it has read the files again
+        (`secret_poll_ms`); once the old token is removed from the file, it refuses that one
+        with 401. `/ui/api/buckets` takes any valid
         token with `read:*`."""
         credentials = self.deployment.identity
-        if isinstance(credentials, TokenFile):
-            self._rotate_token(credentials, which)
+        if isinstance(credentials, SecretFiles):
+            self._rotate_secrets(credentials, which)
             return
         if time.monotonic() - credentials.rotated_at < REFETCH_S:
             return
@@ -685,15 +696,19 @@ class ProtocolDriver(RuleBasedStateMachine):
             reply = instance.request("GET", "/ui/api/buckets")
             expect(reply, {200}, f"GET /ui/api/buckets via {instance.name}, a new key's token")
 
-    def _rotate_token(self, tokens: TokenFile, which: int) -> None:
-        previous = tokens.rotate()
+    def _rotate_secrets(self, files: SecretFiles, which: int) -> None:
+        previous = files.rotate()
         both = (self.via(which), self.via(which + 1))
         for instance in both:
             eventually(
                 functools.partial(_answers, instance, {}, 200),
                 f"GET /ui/api/buckets via {instance.name}, a token just listed",
             )
-        tokens.retire()
+            eventually(
+                functools.partial(_serves, instance, files.serial),
+                f"a new connection to {instance.name}, a certificate just issued",
+            )
+        files.retire()
         for instance in both:
             eventually(
                 functools.partial(_answers, instance, previous, 401),
@@ -1102,9 +1117,11 @@ def start_deployment(
     (`auth_mode = "static"`), else JWTs of an identity provider of the test's own."""
     tmp_path: Path = tmp_path_factory.mktemp("model")
     prefix = f"m{uuid.uuid4().hex[:10]}."
-    identity: IdentityProvider | TokenFile
+    identity: IdentityProvider | SecretFiles
+    tls: ssl.SSLContext | None = None
     if static_tokens:
-        identity = TokenFile(tmp_path / "tokens.toml")
+        identity = SecretFiles(tmp_path / "secrets")
+        tls = identity.trusting()
     else:
         identity = stack.enter_context(IdentityProvider().serving())
     env = model_env(kafka_bootstrap, prefix, tmp_path, s3) | identity.settings()
@@ -1113,8 +1130,8 @@ def start_deployment(
         "DURABLE_KAFKA_TRACING_SERVICE_NAME": f"model-{prefix.strip('.')}",
     }
     instances = [
-        Instance("a", env | traced, tmp_path, identity.headers),
-        Instance("b", env, tmp_path, identity.headers),
+        Instance("a", env | traced, tmp_path, identity.headers, tls),
+        Instance("b", env, tmp_path, identity.headers, tls),
     ]
     try:
         for instance in instances:

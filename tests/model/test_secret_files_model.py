@@ -1,9 +1,11 @@
-"""The protocol's model on a deployment whose clients hold static tokens (`auth_mode =
-"static"`, one token file both instances read): the same rules as
-`test_protocol_model.py`, where rotating the credentials lists a new token beside the old one,
-waits for each instance to let it in, then removes the old one and waits for each to refuse it,
-among every other step (restarts, pauses and `kill -9` included). `make test` runs one
-derandomized sequence; `make model` as many as the JWT deployment."""
+"""The protocol's model on a deployment that takes its secrets from files an operator rotates:
+its clients hold static tokens (`auth_mode = "static"`, one token file both instances read)
+and both serve HTTPS (and forward to each other over it) with a certificate of a CA of the
+test's own. The same rules as `test_protocol_model.py`, where rotating the credentials lists a
+new token beside the old one and writes a new certificate over the served one, waits for each
+instance to let the token in and show the certificate, then removes the old token and waits
+for each to refuse it, among every other step (restarts, pauses and `kill -9` included).
+`make test` runs one derandomized sequence; `make model` as many as the JWT deployment."""
 
 from __future__ import annotations
 
@@ -36,14 +38,14 @@ def deployment(
 
 
 @pytest.mark.timeout(int(os.environ.get("MODEL_TIMEOUT_S", "600")))
-def test_a_deployment_on_static_tokens_behaves_as_the_protocol_model(
+def test_a_deployment_on_rotated_secret_files_behaves_as_the_protocol_model(
     deployment: Deployment,
 ) -> None:
     drive(deployment, EXAMPLES)
 
 
-def test_a_token_rotated_between_idempotent_appends_and_a_restart(deployment: Deployment) -> None:
-    """Idempotent appends through both instances, the token rotated between them, the owner
+def test_secrets_rotated_between_idempotent_appends_and_a_restart(deployment: Deployment) -> None:
+    """Idempotent appends through both instances, the secrets rotated between them, the owner
     killed with `kill -9` and started again (it reads the file at start, then follows it),
     and rotated once more: the producer's principal is the same throughout, so its appends
     go on as one producer's, and every message reads back."""

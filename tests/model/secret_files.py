@@ -1,0 +1,98 @@
+"""The secrets a model deployment may take from files an operator rotates instead of an identity
+provider: static tokens (`auth_mode = "static"`, one token file both instances read) and the
+HTTPS certificate both serve, from a CA of the test's own that clients and peers trust.
+
+Both are rotated as an operator does it (operations, "Rotating secrets"): the new token is
+listed beside the old one, clients move to it once every instance lets it in, then the old one
+is removed and refused everywhere; a new certificate and key replace the files, and every new
+connection to either instance is shown the new certificate."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import ssl
+import time
+from pathlib import Path
+
+from adapter.auth.static_tokens import digest
+from tests.certificates import TestCA
+from tests.identity_provider import SCOPES
+
+PRINCIPAL = "alice"  # as the identity provider's tokens: producer ids are scoped by it
+POLL_MS = 200  # how often the instances read the files again (`secret_poll_ms`)
+
+
+class SecretFiles:
+    def __init__(self, folder: Path) -> None:
+        self.tokens_path = folder / "tokens.toml"
+        self.cert_path, self.key_path = folder / "tls.crt", folder / "tls.key"
+        (folder / "ca").mkdir(parents=True, exist_ok=True)
+        self.ca = TestCA(folder / "ca")
+        self.tokens = [secrets.token_urlsafe(24)]  # the listed ones; clients use the last
+        self.rotations = 0
+        self.rotated_at = time.monotonic()
+        self.serial = self._issue()
+        self._write_tokens()
+
+    def settings(self) -> dict[str, str]:
+        """What an instance reading these files is given (`SSL_CERT_FILE`: its peers'
+        certificates are checked against the test's CA when it forwards to them)."""
+        return {
+            "DURABLE_KAFKA_AUTH_MODE": "static",
+            "DURABLE_KAFKA_AUTH_TOKEN_FILE": str(self.tokens_path),
+            "DURABLE_KAFKA_TLS_CERT_FILE": str(self.cert_path),
+            "DURABLE_KAFKA_TLS_KEY_FILE": str(self.key_path),
+            "DURABLE_KAFKA_SECRET_POLL_MS": str(POLL_MS),
+            "SSL_CERT_FILE": str(self.ca.path),
+        }
+
+    def trusting(self) -> ssl.SSLContext:
+        """A client's TLS context trusting the test's CA."""
+        return ssl.create_default_context(cafile=str(self.ca.path))
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens[-1]}"}
+
+    def rotate(self) -> dict[str, str]:
+        """A new token listed beside the current one, and used from now on, and a new
+        certificate served; the headers of the token it replaces, which stays listed until
+        `retire`."""
+        previous = self.headers()
+        self.tokens = [self.tokens[-1], secrets.token_urlsafe(24)]
+        self.rotations += 1
+        self.rotated_at = time.monotonic()
+        self._write_tokens()
+        self.serial = self._issue()
+        return previous
+
+    def retire(self) -> None:
+        """Only the newest token stays listed."""
+        self.tokens = self.tokens[-1:]
+        self._write_tokens()
+
+    def _issue(self) -> int:
+        """A new certificate for 127.0.0.1, written over the served files (the key first: a
+        poll between the two sees a pair that does not match, which is refused and tried
+        again at the next change); its serial."""
+        pair = self.ca.server(f"server-{self.rotations}")
+        _replace(self.key_path, pair.key.read_bytes())
+        _replace(self.cert_path, pair.cert.read_bytes())
+        return pair.serial
+
+    def _write_tokens(self) -> None:
+        # One entry per token, all naming the same principal.
+        entries = [
+            f'[[token]]\nname = "{PRINCIPAL}"\nsha256 = "{digest(token)}"\n'
+            f"scopes = {json.dumps(SCOPES)}\n"
+            for token in self.tokens
+        ]
+        _replace(self.tokens_path, "\n".join(entries).encode())
+
+
+def _replace(path: Path, content: bytes) -> None:
+    """Written whole, then renamed over `path`: a reader never sees half a file."""
+    draft = path.with_suffix(".draft")
+    draft.write_bytes(content)
+    shutil.move(draft, path)
