@@ -17,6 +17,7 @@ from confluent_kafka import KafkaException
 from adapter.auth.static_tokens import TokenFile
 from adapter.cluster.shared_folder import FolderGuard
 from adapter.config import Settings, comma_list
+from adapter.faults_for_tests import NO_FAULTS, PlantedFaults
 from adapter.http import (
     bootstrap,
     buckets,
@@ -86,12 +87,16 @@ def live_limits(settings: Settings) -> LiveLimits:
     )
 
 
-def create_app(settings: Settings, siblings: Mapping[str, str] | None = None) -> web.Application:
+def create_app(
+    settings: Settings,
+    siblings: Mapping[str, str] | None = None,
+    faults: PlantedFaults = NO_FAULTS,
+) -> web.Application:
     """The app of one instance (or worker: `siblings` maps its sibling workers' advertised URLs
     to their Unix sockets, see adapter/workers.py)."""
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
     bodies = RouteBodies(settings.max_body_bytes, settings.max_snapshot_bytes)
-    parts = build_parts(settings, siblings)
+    parts = build_parts(settings, siblings, faults)
     gate = build_gate(settings)
     cors = CorsPolicy(frozenset(comma_list(settings.cors_origins)))
     limits = ConnectionLimits.of(settings)
