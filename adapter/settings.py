@@ -37,7 +37,7 @@ JWT_ALGORITHMS = frozenset(
 )
 
 
-def valid_listen(listen: str) -> bool:
+def _valid_listen(listen: str) -> bool:
     host, sep, port = listen.rpartition(":")
     return bool(sep and host and port.isdigit() and 0 <= int(port) <= 65535)
 
@@ -51,9 +51,9 @@ def _algorithms(value: str) -> bool:
     return bool(chosen) and set(chosen) <= JWT_ALGORITHMS
 
 
-LISTEN = Rule(valid_listen, "{name} {value} is not HOST:PORT")
+LISTEN = Rule(_valid_listen, "{name} {value} is not HOST:PORT")
 OPS_LISTEN = Rule(
-    lambda value: value == "" or valid_listen(value),
+    lambda value: value == "" or _valid_listen(value),
     "{name} {value} is not HOST:PORT (or empty: no ops listener)",
 )
 NOT_BLANK = Rule(lambda value: bool(value.strip()), "{name} is empty")
