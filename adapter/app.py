@@ -17,6 +17,7 @@ from confluent_kafka import KafkaException
 from adapter.auth.static_tokens import TokenFile
 from adapter.cluster.shared_folder import FolderGuard
 from adapter.config import Settings, comma_list
+from adapter.faults_for_tests import NO_FAULTS, PlantedFaults
 from adapter.http import console, health, openapi, routes
 from adapter.http.auth import GATE, Gate, KeySource, auth_middleware
 from adapter.http.bodies import ROUTE_BODIES, RouteBodies
@@ -78,14 +79,17 @@ def live_limits(settings: Settings) -> LiveLimits:
 
 
 def create_app(
-    settings: Settings, siblings: Mapping[str, str] | None = None, table: Table | None = None
+    settings: Settings,
+    siblings: Mapping[str, str] | None = None,
+    table: Table | None = None,
+    faults: PlantedFaults = NO_FAULTS,
 ) -> web.Application:
     """The app of one instance (or worker: `siblings` maps its sibling workers' advertised URLs
     to their Unix sockets, see adapter/workers.py); `table`: its routes, if not every route
     the settings serve."""
     budget = BodyBudget(settings.max_inflight_body_bytes, settings.max_body_bytes)
     bodies = RouteBodies(settings.max_body_bytes, settings.max_snapshot_bytes)
-    parts = build_parts(settings, siblings)
+    parts = build_parts(settings, siblings, faults)
     gate = build_gate(settings)
     cors = CorsPolicy(frozenset(comma_list(settings.cors_origins)))
     limits = ConnectionLimits.of(settings)

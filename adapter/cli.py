@@ -25,18 +25,10 @@ from adapter import logs, request_lines, upgrade
 from adapter.acl_plan import ACL_FORMATS, DEFAULT_NAMESPACE, DEFAULT_USER, print_acls
 from adapter.app import FATAL, PARTS, SECRET_FILES, create_app, hand_over
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
-from adapter.config import (
-    AUTO_VALUES,
-    CONFIG_ENV,
-    TEST_ONLY,
-    ConfigError,
-    EventLoop,
-    Settings,
-    env_name,
-    flag_name,
-    load,
-)
+from adapter.config import CONFIG_ENV, ConfigError, EventLoop, Settings, load
 from adapter.config import setting_names as names
+from adapter.declared import declarations
+from adapter.faults_for_tests import NO_FAULTS, PlantedFaults
 from adapter.http import health
 from adapter.http.accepting import AcceptingSite
 from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
@@ -59,7 +51,7 @@ from topology.naming import StateTopics
 log = logging.getLogger("durable-kafka")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(settings_type: type[Settings] = Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="durable-kafka",
         description="The Durable Streams HTTP protocol, with every byte kept in Apache Kafka.",
@@ -113,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     finalize.set_defaults(json=False)
     for command in (serve, stats, plan, acls, status, finalize):
-        _settings_arguments(command)
+        _settings_arguments(command, settings_type)
     hash_token = commands.add_parser(
         "hash-token",
         help="print the sha256 of a bearer token for an auth_token_file",
@@ -149,22 +141,22 @@ def _acls_parser(commands: Any) -> argparse.ArgumentParser:
     return plan
 
 
-def _settings_arguments(command: argparse.ArgumentParser) -> None:
+def _settings_arguments(command: argparse.ArgumentParser, settings_type: type[Settings]) -> None:
+    """A flag per declared setting, with its default and environment variable."""
     command.add_argument("--config", metavar="FILE", help=f"TOML settings file (or ${CONFIG_ENV})")
-    defaults = Settings()
-    for name in names():
-        value = getattr(defaults, name)
-        default = "auto" if name in AUTO_VALUES and value == AUTO_VALUES[name] else repr(value)
-        shown = f"default {default}; env {env_name(name)}"
+    for setting in declarations(settings_type):
+        auto = setting.declared.auto
+        default = "auto" if auto is not None and setting.default == auto else repr(setting.default)
         command.add_argument(
-            flag_name(name),
-            dest=name,
-            metavar=name.split("_")[-1].upper(),
-            help=argparse.SUPPRESS if name in TEST_ONLY else shown,
+            setting.flag,
+            dest=setting.name,
+            metavar=setting.name.split("_")[-1].upper(),
+            help=f"default {default}; env {setting.env}",
         )
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, faults: PlantedFaults = NO_FAULTS) -> int:
+    """The console script; `faults`: planted by the test suites only (tests/faulty_adapter.py)."""
     args = build_parser().parse_args(argv)
     if args.command == "hash-token":
         return _hash_token(args.new)
@@ -196,11 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "upgrade":
         return asyncio.run(upgrade.run(settings, args.upgrade_command, args.json))
     if settings.worker_count > 1:
-        return WorkerPool(settings, run_server).run()
-    return run_server(settings, Listeners())
+        return WorkerPool(settings, partial(run_server, faults=faults)).run()
+    return run_server(settings, Listeners(), faults)
 
 
-def run_server(settings: Settings, listeners: Listeners) -> int:
+def run_server(settings: Settings, listeners: Listeners, faults: PlantedFaults = NO_FAULTS) -> int:
     """Serve in this process (the only one, or one of `--workers`) until told to stop."""
     # A crash inside a native library (librdkafka asserts) ends in SIGABRT: write every
     # thread's Python stack to stderr first, which names the call that was under way.
@@ -208,7 +200,7 @@ def run_server(settings: Settings, listeners: Listeners) -> int:
     tune_gc()
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
-            return runner.run(serve(settings, listeners))
+            return runner.run(serve(settings, listeners, faults))
     except ConfigError as error:  # a token or key file named by the settings is unusable
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return CONFIG_ERROR
@@ -270,7 +262,7 @@ async def print_tier_stats(settings: Settings) -> int:
     return 0
 
 
-async def serve(settings: Settings, listeners: Listeners) -> int:
+async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults = NO_FAULTS) -> int:
     """Serve until SIGINT/SIGTERM (exit 0) or until a fault an operator must fix (exit 1).
 
     On SIGTERM readiness drops first (`serving`), then live reads end and the write slots are
@@ -279,7 +271,7 @@ async def serve(settings: Settings, listeners: Listeners) -> int:
     With HTTPS, SIGHUP reloads the certificate (`adapter/http/tls.py`).
     """
     tls = server_context(settings)
-    app = create_app(settings, listeners.siblings)
+    app = create_app(settings, listeners.siblings, faults=faults)
     drain_s = settings.drain_timeout_ms / 1000
     runner = ProtocolRunner(app, access_log=None, shutdown_timeout=drain_s)
     ops_app = create_ops_app(app[PARTS].metrics, app[health.READINESS], listeners.siblings)

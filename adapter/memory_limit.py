@@ -12,7 +12,7 @@ log = logging.getLogger(__name__)
 # The limit of the cgroup (v2) this process runs in: a container's `resources.limits.memory`.
 # Absent outside a container (the root cgroup has none) and on cgroup v1 hosts.
 CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
-# `max_memory_bytes`'s stored value for `auto` (adapter/config.py's AUTO_VALUES).
+# `max_memory_bytes`'s stored value for `auto` (its declaration in adapter/settings.py).
 AUTO = -1
 # Of the container's limit: the rest is headroom for what is allocated between two looks at
 # the resident size (every 50 ms) and for memory Python does not give back at once.

@@ -4,7 +4,6 @@ construction what it calls: no part is patched after it is built."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,12 +26,12 @@ from adapter.config import (
     comma_list,
     load_peer_key,
 )
+from adapter.faults_for_tests import NO_FAULTS, PlantedFaults
 from adapter.http import health
 from adapter.http.peers import PeerClients
 from adapter.http.tls import peer_context
 from adapter.kafka_stats import ClientStatistics
 from adapter.live.fanout import Fanout
-from adapter.log.faults import WriterFaults
 from adapter.log.hot_cache import HotCache
 from adapter.log.mount_reader import SPARSE_FETCH_BYTES
 from adapter.log.mount_writer import MountWriter, Transactions
@@ -159,11 +158,16 @@ def configured_mounts(settings: Settings) -> tuple[ConfiguredMount, ...]:
         raise ConfigError(f"[[mounts]]: {error.message}") from error
 
 
-def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -> Parts:
+def build_parts(
+    settings: Settings,
+    siblings: Mapping[str, str] | None = None,
+    faults: PlantedFaults = NO_FAULTS,
+) -> Parts:
     """Every part of one instance (`siblings`: the sibling workers' advertised URLs and Unix
     sockets, see adapter/workers.py), each built after the parts it calls, and each that runs
-    tasks given a task group of its own."""
-    _warn_of_test_faults(settings)
+    tasks given a task group of its own; `faults`: what the test suites break, never set in
+    production."""
+    faults.warn()
     # A part's close may wait out in-flight commits (one Kafka timeout) and then its own calls.
     running = Running(close_budget_s=3 * settings.kafka_timeout_s)
     readiness = Readiness([*CHECKS, health.SERVING], GATES | {health.SERVING})
@@ -189,7 +193,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         on_owner=membership.report,
     )
     metrics.watch_consumer_lag(follower.lag)
-    writers = _slot_writers(settings, kafka, follower, membership, metrics, running)
+    writers = _slot_writers(settings, kafka, follower, membership, metrics, running, faults)
     metrics.watch_write_slots(
         settings.write_slots, lambda: len(writers.assigned), lambda: len(writers.ready)
     )
@@ -228,7 +232,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         catalog,
         writers,
         bucket_service,
-        _read_path(settings, reader, hot_tail, store, catalog),
+        _read_path(settings, reader, hot_tail, store, catalog, faults),
         hub,
         ViewAge(settings.max_view_age_ms / 1000),
         limits=stream_machine.Limits(settings.max_append_messages, settings.max_snapshot_bytes),
@@ -239,7 +243,7 @@ def build_parts(settings: Settings, siblings: Mapping[str, str] | None = None) -
         catch_up=catch_up,
     )
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
-    tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness)
+    tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness, faults)
     metrics.watch_tier(tiering.lag_bytes, tiering.hot_bytes)
     return Parts(
         running=running,
@@ -331,6 +335,7 @@ def _slot_writers(
     membership: _Membership,
     metrics: Metrics,
     running: Running,
+    faults: PlantedFaults,
 ) -> SlotWriters:
     topics = StateTopics.of(settings.topic_prefix)
     return SlotWriters(
@@ -343,7 +348,7 @@ def _slot_writers(
         tasks=part_tasks(settings, on_failure=running.fail),  # a dead writer stops the process
         on_state_written=follower.wrote,
         on_state_settled=follower.settled,
-        faults=writer_faults(settings),
+        faults=faults.writer_faults(),
         on_timing=metrics.kafka_timing,
         on_change=membership.report,
         turns=Turns(settings.concurrent_transactions),
@@ -351,13 +356,18 @@ def _slot_writers(
 
 
 def _read_path(
-    settings: Settings, reader: LogReader, hot_tail: HotCache, store: ObjectStore, catalog: Catalog
+    settings: Settings,
+    reader: LogReader,
+    hot_tail: HotCache,
+    store: ObjectStore,
+    catalog: Catalog,
+    faults: PlantedFaults,
 ) -> ReadPath:
-    cold = (EmptyColdReader if settings.cold_reads_empty else ColdReader)(
+    cold = (EmptyColdReader if faults.cold_reads_empty else ColdReader)(
         store, settings.tier_cache_bytes
     )
     return ReadPath(
-        reader, hot_tail, cold, catalog, check_retention=not settings.serve_below_retention
+        reader, hot_tail, cold, catalog, check_retention=not faults.serve_below_retention
     )
 
 
@@ -369,6 +379,7 @@ def _tier_worker(
     admin: TopologyAdmin,
     store: ObjectStore,
     readiness: Readiness,
+    faults: PlantedFaults,
 ) -> TierWorker:
     return TierWorker(
         catalog,
@@ -376,7 +387,7 @@ def _tier_worker(
         SlotMap(settings.topic_prefix, settings.write_slots),
         scanner,
         admin,
-        UnwrittenStore(store) if settings.tier_skip_puts else store,
+        UnwrittenStore(store) if faults.tier_skip_puts else store,
         StateTopics.of(settings.topic_prefix).tier,
         tier_policy(settings),
         wall_clock_ms,
@@ -415,29 +426,6 @@ def _snapshot_collector(
         settings.snapshot_gc_grace_ms,
         settings.snapshot_gc_interval_ms / 1000,
     )
-
-
-def writer_faults(settings: Settings) -> WriterFaults:
-    """The slot writers' test-only faults (the `[testing]` table); none in production."""
-    return WriterFaults(
-        every=settings.lose_commit_every,
-        trust_unknown_outcomes=settings.trust_unknown_outcomes,
-        crash_after_forwarded_commit=settings.crash_after_forwarded_commit,
-    )
-
-
-def _warn_of_test_faults(settings: Settings) -> None:
-    faults = writer_faults(settings)
-    broken_tier = settings.cold_reads_empty or settings.tier_skip_puts
-    if faults.any or settings.serve_below_retention or broken_tier:
-        logging.getLogger(__name__).warning(
-            "test-only faults on: %s serve_below_retention=%s cold_reads_empty=%s "
-            "tier_skip_puts=%s",
-            faults,
-            settings.serve_below_retention,
-            settings.cold_reads_empty,
-            settings.tier_skip_puts,
-        )
 
 
 def read_limits(settings: Settings) -> ReadLimits:

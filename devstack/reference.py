@@ -1,31 +1,27 @@
 """The docs' reference pages (`docs/reference/`), generated from the code so they cannot drift.
 
-Settings come from `adapter.config` (names, TOML keys, defaults) and `adapter.settings_help`
-(meanings); routes from the OpenAPI document; error codes from `adapter.protocol.errors` and
-`adapter.protocol.error_help`; metrics from a fresh `Metrics` registry. `python -m
-devstack.reference` writes the pages; `tests/unit/test_reference.py` fails when a committed page
-differs from what the code says.
+Settings come from their declarations (`adapter.settings`, `adapter.declared`); routes from the
+OpenAPI document; error codes from `adapter.protocol.errors` and `adapter.protocol.error_help`;
+metrics from a fresh `Metrics` registry. `python -m devstack.reference` writes the pages;
+`tests/unit/test_reference.py` fails when a committed page differs from what the code says.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
-from adapter.config import TEST_ONLY, TOML_KEYS, Settings, env_name, flag_name
+from adapter.declared import Declaration, declarations
 from adapter.http.openapi import describe
 from adapter.http.routes import table
 from adapter.kafka_stats import ClientStatistics
 from adapter.metrics import Metrics
 from adapter.protocol.error_help import HELP as ERROR_HELP
 from adapter.protocol.errors import ErrorCode
-from adapter.settings_help import DEFAULTS_SHOWN
-from adapter.settings_help import HELP as SETTING_HELP
+from adapter.settings import Settings
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "docs" / "reference"
 GENERATED = (
@@ -50,9 +46,10 @@ def _page(title: str, intro: str, body: str) -> str:
     return f"# {title}\n\n{GENERATED}\n\n{intro}\n\n{body}\n"
 
 
-def _default(name: str, value: Any) -> str:
-    if name in DEFAULTS_SHOWN:
-        return DEFAULTS_SHOWN[name]
+def _default(setting: Declaration) -> str:
+    value = setting.default
+    if setting.declared.shown:
+        return setting.declared.shown
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     if value in ("", ()):
@@ -60,18 +57,22 @@ def _default(name: str, value: Any) -> str:
     return f"`{value}`"
 
 
-def settings_page() -> str:
-    defaults = Settings()
-    rows = []
-    for field in fields(Settings):
-        name = field.name
-        if name in TEST_ONLY:
-            continue
-        table, key = TOML_KEYS.get(name, (name, ""))
-        toml = f"`[{table}] {key}`" if key else f"`[[{table}]]`"
-        where = f"`{env_name(name)}` / `{flag_name(name)}`"
-        meaning = SETTING_HELP[name]
-        rows.append([f"`{name}`", toml, where, _default(name, getattr(defaults, name)), meaning])
+def _toml(setting: Declaration) -> str:
+    table, key = setting.declared.table, setting.declared.key
+    return f"`[{table}] {key}`" if key else f"`[[{table}]]`"
+
+
+def settings_page(settings_type: type[Settings] = Settings) -> str:
+    rows = [
+        [
+            f"`{setting.name}`",
+            _toml(setting),
+            f"`{setting.env}` / `{setting.flag}`",
+            _default(setting),
+            setting.declared.help,
+        ]
+        for setting in declarations(settings_type)
+    ]
     intro = (
         "Every setting an operator can set, with its TOML key, environment variable and flag. "
         "Precedence: defaults < TOML file (`--config FILE` or `DURABLE_KAFKA_CONFIG`) < "

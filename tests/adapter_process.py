@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from devstack.process import free_port
+from tests import faulty_adapter
 
 SCRIPT = str(Path(sys.executable).with_name("durable-kafka"))
 # Tests run several adapters at once: each gets its ops listener on a port of its own.
@@ -26,6 +27,12 @@ OPS_ANY_PORT = ["--ops-listen", "127.0.0.1:0"]
 # a tier against `serve --workers N`: docs/operations.md, "Workers").
 WORKERS = ["--workers", os.environ.get("TEST_ADAPTER_WORKERS", "1")]
 _URLS = re.compile(rb"https?://127\.0\.0\.1:\d+")
+
+
+def program(env: Mapping[str, str], script: str = SCRIPT) -> list[str]:
+    """What serves with `env`: the console script, or the same with the test-only faults `env`
+    plants (tests/faulty_adapter.py)."""
+    return faulty_adapter.COMMAND if faulty_adapter.plants(env) else [script]
 
 
 def http_status(url: str, tls: ssl.SSLContext | None = None) -> int:
@@ -53,7 +60,7 @@ def running_adapter(
     many descriptors (its `RLIMIT_NOFILE`, as `ulimit -n` sets it)."""
     port = port or free_port()
     base_url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
-    argv = [SCRIPT, "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT]
+    argv = [*program(env), "serve", "--listen", f"127.0.0.1:{port}", *OPS_ANY_PORT]
     argv += WORKERS if workers is None else ["--workers", str(workers)]
     started_at = log.stat().st_size if log.exists() else 0
     with (

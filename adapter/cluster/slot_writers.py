@@ -96,7 +96,7 @@ class SlotWriters:
         self.tasks = tasks
         self._renewing: set[int] = set()  # slots whose fenced writer is being replaced
         self.on_change = on_change  # what is assigned, initialised or ready changed
-        # Test-only fault injection (settings of the `[testing]` table), shared by every writer.
+        # Test-only fault injection (adapter/faults_for_tests.py), shared by every writer.
         self.faults = faults or WriterFaults()
 
     # -- the write path --------------------------------------------------------------------

@@ -2,9 +2,9 @@
 process that dies right after committing a forwarded append (before answering), and a switch
 that breaks the build (an unknown outcome answered 503 without learning it).
 
-Never for production: `lose_commit_every`, `crash_after_forwarded_commit` and
-`trust_unknown_outcomes` exist so the tests can lose commits and owners in a real process and
-show the fault suite's checker fails on a broken build.
+Never for production: planted only by the test suites (`adapter/faults_for_tests.py`), so they
+can lose commits and owners in a real process and show the fault suite's checker fails on a
+broken build.
 """
 
 from __future__ import annotations

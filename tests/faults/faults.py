@@ -23,6 +23,7 @@ from devstack.process import port_open
 from tests.cluster import slot_of, stream_in, until_owned
 from tests.faults.load import Answer
 from tests.faults.runner import BUSY, Context, Fault, s3_bucket
+from tests.faulty_adapter import fault_env
 from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
 
 DOWN_S = 8.0
@@ -384,7 +385,7 @@ THREE = ("owner_pause_forwarding",)
 RELAYED = ("peer_partition",)
 # Settings of the two adapters under test that a fault needs from their start.
 ENV: dict[str, dict[str, str]] = {
-    "endtxn_lost": {"DURABLE_KAFKA_LOSE_COMMIT_EVERY": str(LOSE_COMMIT_EVERY)},
+    "endtxn_lost": fault_env(lose_commit_every=LOSE_COMMIT_EVERY),
 }
 # Faults that only an instance of several workers can have: left out of a full run without.
 NEEDS_WORKERS = ("worker_kill",)

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack.process import free_port
-from tests.adapter_process import OPS_ANY_PORT, SCRIPT, WORKERS, http_status, worker_urls
+from tests.adapter_process import (
+    OPS_ANY_PORT,
+    SCRIPT,
+    WORKERS,
+    http_status,
+    program,
+    worker_urls,
+)
 
 READY_TIMEOUT_S = 90.0
 _STARTED = re.compile(rb"worker (\d+) started \(pid (\d+)\)")
@@ -47,7 +54,8 @@ class Instance:
             return f"serving on {self.base} (".encode() in log.read()
 
     def start(self) -> None:
-        argv = [self.script, "serve", "--listen", f"127.0.0.1:{self.port}", *OPS_ANY_PORT]
+        argv = [*program(self.env, self.script), "serve", "--listen", f"127.0.0.1:{self.port}"]
+        argv += OPS_ANY_PORT
         argv += ["--workers", str(self.workers)]
         self.started_at = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as sink:

@@ -137,12 +137,12 @@ async def run(
     relayed: bool = False,
     wide: bool = True,
 ) -> Report:
-    """`faulty`: more settings of the adapters under test (the fresh one never has them),
-    such as the test-only `[testing]` ones; `workers`: theirs (`serve --workers`; default
-    `TEST_ADAPTER_WORKERS`, else 1). The fresh one is always a single process. `three`: a
-    third instance `c` under test; `relayed`: `b` advertises a relay's address (`ctx.relay`);
-    `wide`: the load also forks across buckets, trims, fences and writes a bucket with age
-    retention, and a plain client measures Kafka's own unavailability."""
+    """`faulty`: more environment of the adapters under test (the fresh one never has it),
+    such as test-only faults (`tests.faulty_adapter.fault_env`); `workers`: theirs (`serve
+    --workers`; default `TEST_ADAPTER_WORKERS`, else 1). The fresh one is always a single
+    process. `three`: a third instance `c` under test; `relayed`: `b` advertises a relay's
+    address (`ctx.relay`); `wide`: the load also forks across buckets, trims, fences and writes
+    a bucket with age retention, and a plain client measures Kafka's own unavailability."""
     layout = cluster.layout(home / "cluster")
     prefix = f"f{name.replace('_', '')}{uuid.uuid4().hex[:6]}."
     work = home / prefix.rstrip(".")

@@ -14,17 +14,12 @@ import pytest
 
 from tests.faults import faults, runner
 from tests.faults.kafka_log import log_starts
+from tests.faulty_adapter import fault_env
 
 pytestmark = pytest.mark.faults
 
-BROKEN = {
-    "DURABLE_KAFKA_TRUST_UNKNOWN_OUTCOMES": "true",
-    "DURABLE_KAFKA_SERVE_BELOW_RETENTION": "true",
-}
-BROKEN_TIER = {
-    "DURABLE_KAFKA_COLD_READS_EMPTY": "true",
-    "DURABLE_KAFKA_TIER_SKIP_PUTS": "true",
-}
+BROKEN = fault_env(trust_unknown_outcomes=True, serve_below_retention=True)
+BROKEN_TIER = fault_env(cold_reads_empty=True, tier_skip_puts=True)
 # Load with no fault until a partition's log has been freed below a tiered range (at
 # most FREED_WITHIN_S: on a busy machine it takes longer), then TIERING_S more of reads from -1
 # and bootstraps across the ranges the broken tier lost.

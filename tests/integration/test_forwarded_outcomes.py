@@ -16,6 +16,7 @@ from adapter.protocol.offsets import encode
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
 from tests.cluster import TEXT, cluster_env, partitions, stream_in, until_owned
+from tests.faulty_adapter import fault_env
 from tests.kafka_reads import committed_messages
 from topology.kafka_client import KafkaAccess
 from topology.placement import partition_for
@@ -48,7 +49,7 @@ async def test_an_append_committed_by_an_owner_that_then_died_is_answered_writte
 ) -> None:
     prefix = f"fwd{unique}."
     env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    dying = env | {"DURABLE_KAFKA_CRASH_AFTER_FORWARDED_COMMIT": "true"}
+    dying = env | fault_env(crash_after_forwarded_commit=True)
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(timeout=timeout) as session:
         with (
@@ -145,7 +146,7 @@ async def test_a_creation_or_deletion_committed_by_an_owner_that_then_died_is_an
 ) -> None:
     prefix = f"fwc{unique}."
     env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    dying = env | {"DURABLE_KAFKA_CRASH_AFTER_FORWARDED_COMMIT": "true"}
+    dying = env | fault_env(crash_after_forwarded_commit=True)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
         with (
             running_adapter(env, tmp_path / "a.log", free_port()) as a,

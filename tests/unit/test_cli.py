@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import io
 import re
+from dataclasses import fields
 
 import pytest
 import uvloop
 
 from adapter.cli import loop_factory, main
-from adapter.config import TOML_KEYS, flag_name
+from adapter.declared import flag_name
+from adapter.faults_for_tests import PlantedFaults
 
 
 def test_uvloop_is_the_loop_asked_for() -> None:
@@ -45,8 +47,8 @@ def test_serve_help_gives_each_default_as_it_is() -> None:
     assert re.search(r"--replication-factor FACTOR default auto;", text), text
 
 
-def test_serve_help_leaves_the_test_only_settings_out() -> None:
+def test_serve_help_has_no_flag_of_a_test_fault() -> None:
     text = _serve_help()
-    test_only = [name for name, (table, _key) in TOML_KEYS.items() if table == "testing"]
-    assert test_only
-    assert [name for name in test_only if flag_name(name) in text] == []
+    faults = [field.name for field in fields(PlantedFaults)]
+    assert faults
+    assert [name for name in faults if flag_name(name) in text] == []

@@ -28,6 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "cli",
             "app",
             "parts",
+            "faults_for_tests",
             "running",
             "supervisor",
             "workers",
@@ -46,14 +47,17 @@ LAYERS: tuple[frozenset[str], ...] = (
         {"protocol", "auth"}
     ),  # pure protocol rules and their model; tokens, scopes, access decision
     frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
-    # leaves (console: its files; tallies: the metrics' lock-free families; settings_help:
-    # what each setting means, for the reference docs; request_lines: the request log's writer;
-    # tasks: the task groups of the parts and of the instance; memory_limit: the container's
-    # memory limit and the cap it gives; tracing: the spans, with the SDK imported only when on)
+    # leaves (config: the settings, each declared once in `settings`, loaded by `config`;
+    # console: its files; tallies: the metrics' lock-free families; request_lines: the request
+    # log's writer; tasks: the task groups of the parts and of the instance; memory_limit: the
+    # container's memory limit and the cap it gives; tracing: the spans, with the SDK imported
+    # only when on)
     frozenset(
         {
             "config",
-            "settings_help",
+            "settings",
+            "declared",
+            "structured_settings",
             "readiness",
             "console",
             "metrics",
