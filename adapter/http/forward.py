@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from functools import partial
 
 import aiohttp
@@ -54,8 +55,9 @@ from adapter.http.peer_headers import (
 from adapter.http.peers import PEERS, Hop, copied, described_by, forwarded
 from adapter.http.render import Handler
 from adapter.http.route_table import Owner, op_of
-from adapter.http.streams import created_response, fork_from, stream_ref
+from adapter.http.streams import appended_headers, created_response, fork_from, stream_ref
 from adapter.log.errors import OutcomeUnknown
+from adapter.log.outcomes import Forwarded
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id
@@ -343,15 +345,26 @@ async def _learned(request: web.Request, sent: Sent) -> web.Response | None:
         return web.Response(status=204)
     if request.method == "PUT":
         return await _created(request, sent)
-    headers = {"Stream-Next-Offset": encode(found.tail)}
-    if found.closed:
-        headers["Stream-Closed"] = "true"
+    headers = await _appended(request, sent, found)
     status = 204
     epoch, seq = request.headers.get("Producer-Epoch"), request.headers.get("Producer-Seq")
     if "Producer-Id" in request.headers and epoch is not None and seq is not None:
         headers |= {"Producer-Epoch": epoch, "Producer-Seq": seq}
         status = 200 if found.last_data is not None else 204
     return web.Response(status=status, headers=headers)
+
+
+async def _appended(request: web.Request, sent: Sent, found: Forwarded) -> dict[str, str]:
+    """The headers the owner would have answered the append with, the stream as the append left
+    it: this instance's catalog once it shows the append (the follower brings it), at the tail
+    and closure the log says the append left; without its ETag if it never does in time."""
+    service = request.app[STREAMS]
+    await service.applied(sent.ref, found.tail, SHOWN_WAIT_S)
+    meta = service.catalog.stream(sent.ref.bucket_id, sent.ref.stream_id)
+    if meta is None:
+        headers = {"Stream-Next-Offset": encode(found.tail)}
+        return headers | ({"Stream-Closed": "true"} if found.closed else {})
+    return appended_headers(replace(meta, next_offset=found.tail, closed=found.closed))
 
 
 async def _created(request: web.Request, sent: Sent) -> web.Response:

@@ -169,8 +169,7 @@ async def append(request: web.Request) -> web.Response:
     metrics.append_seconds.observe(time.monotonic() - received)  # body in to Kafka commit
     if result.appended:  # not a duplicate of an append already written
         metrics.appended_bytes.inc(len(body))
-    # The stream's ETag after this append: the next conditional append's `If-Match`.
-    headers = _tail_headers(result.meta) | {"ETag": stream_etag(result.meta)}
+    headers = appended_headers(result.meta)
     if result.producer is not None:
         headers["Producer-Epoch"] = str(result.producer.epoch)
         headers["Producer-Seq"] = str(result.producer.last_seq)
@@ -308,6 +307,13 @@ def _read_headers(chunk: Chunk) -> dict[str, str]:
         if chunk.meta.closed:
             headers["Stream-Closed"] = "true"
     return headers
+
+
+def appended_headers(meta: StreamMeta) -> dict[str, str]:
+    """An append's answer, from the stream as the append left it: its tail, closure and ETag
+    (the next conditional append's `If-Match`); also what a forwarder answers when it learned
+    from the log that its silent owner wrote the append."""
+    return _tail_headers(meta) | {"ETag": stream_etag(meta)}
 
 
 def _tail_headers(meta: StreamMeta) -> dict[str, str]:

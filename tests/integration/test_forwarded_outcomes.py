@@ -69,6 +69,13 @@ async def test_an_append_committed_by_an_owner_that_then_died_is_answered_writte
             records = _stream_values(kafka_bootstrap, f"{prefix}bucket._default", stream)
             async with session.get(f"{a}/v1/stream/{stream}?offset=-1") as reply:
                 assert await reply.read() == b"xy"
+            # Answered as the owner would have: with the stream's ETag after the append, which
+            # a conditional append may name.
+            async with session.head(f"{a}/v1/stream/{stream}") as reply:
+                assert reply.headers["ETag"] == headers.get("ETag")
+            conditional = TEXT | {"If-Match": headers["ETag"]}
+            async with session.post(f"{a}/v1/stream/{stream}", data="z", headers=conditional) as r:
+                assert r.status == 204, await r.text()
     assert [value for _offset, value in records] == [b"x", b"y"]  # once, in order
     assert headers["Stream-Next-Offset"] == encode(records[-1][0] + 1)
 
