@@ -1,11 +1,15 @@
 """The secrets a model deployment may take from files an operator rotates instead of an identity
-provider: static tokens (`auth_mode = "static"`, one token file both instances read) and the
-HTTPS certificate both serve, from a CA of the test's own that clients and peers trust.
+provider: static tokens (`auth_mode = "static"`, one token file both instances read), the
+HTTPS certificate both serve (from a CA of the test's own that clients and peers trust), and
+the SCRAM password of their Kafka user on a SASL_SSL broker (`kafka_client_file`).
 
-Both are rotated as an operator does it (operations, "Rotating secrets"): the new token is
+Each is rotated as an operator does it (operations, "Rotating secrets"): the new token is
 listed beside the old one, clients move to it once every instance lets it in, then the old one
 is removed and refused everywhere; a new certificate and key replace the files, and every new
-connection to either instance is shown the new certificate."""
+connection to either instance is shown the new certificate; the user's password is changed on
+the broker, then in the file, which every instance reads again. Kafka connections idle for a
+second are closed, so the instances' clients authenticate again, with the file's password,
+all along."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import time
 from pathlib import Path
 
 from adapter.auth.static_tokens import digest
+from devstack.secure_kafka import SecureKafka
 from tests.certificates import TestCA
 from tests.identity_provider import SCOPES
 
@@ -25,7 +30,9 @@ POLL_MS = 200  # how often the instances read the files again (`secret_poll_ms`)
 
 
 class SecretFiles:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, kafka: SecureKafka, user: str) -> None:
+        self.kafka, self.user = kafka, user  # the instances' SCRAM user there
+        self.client_path = folder / "client.properties"
         self.tokens_path = folder / "tokens.toml"
         self.cert_path, self.key_path = folder / "tls.crt", folder / "tls.key"
         (folder / "ca").mkdir(parents=True, exist_ok=True)
@@ -35,6 +42,7 @@ class SecretFiles:
         self.rotated_at = time.monotonic()
         self.serial = self._issue()
         self._write_tokens()
+        self._new_password()
 
     def settings(self) -> dict[str, str]:
         """What an instance reading these files is given (`SSL_CERT_FILE`: its peers'
@@ -45,6 +53,8 @@ class SecretFiles:
             "DURABLE_KAFKA_TLS_CERT_FILE": str(self.cert_path),
             "DURABLE_KAFKA_TLS_KEY_FILE": str(self.key_path),
             "DURABLE_KAFKA_SECRET_POLL_MS": str(POLL_MS),
+            "DURABLE_KAFKA_BOOTSTRAP_SERVERS": self.kafka.sasl_bootstrap,
+            "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(self.client_path),
             "SSL_CERT_FILE": str(self.ca.path),
         }
 
@@ -65,12 +75,24 @@ class SecretFiles:
         self.rotated_at = time.monotonic()
         self._write_tokens()
         self.serial = self._issue()
+        self._new_password()
         return previous
 
     def retire(self) -> None:
         """Only the newest token stays listed."""
         self.tokens = self.tokens[-1:]
         self._write_tokens()
+
+    def _new_password(self) -> None:
+        """A new SCRAM password for the user: on the broker first (SCRAM keeps one), then in the
+        client file the instances read (until they do, a new connection of theirs fails to
+        authenticate, and is tried again)."""
+        password = secrets.token_urlsafe(16)
+        self.kafka.set_password(self.user, password)
+        properties = self.kafka.sasl_properties(self.user, password) | {
+            "connections.max.idle.ms": "1000",
+        }
+        _replace(self.client_path, "".join(f"{k}={v}\n" for k, v in properties.items()).encode())
 
     def _issue(self) -> int:
         """A new certificate for 127.0.0.1, written over the served files (the key first: a

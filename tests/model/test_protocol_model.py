@@ -45,6 +45,7 @@ from hypothesis.stateful import (
 )
 
 from devstack.jaeger import JaegerNode
+from devstack.secure_kafka import SecureKafka
 from tests.adapter_process import SCRIPT
 from tests.certificates import presented_serial
 from tests.cluster import SLOTS
@@ -71,6 +72,7 @@ from tests.model.reference import (
 )
 from tests.model.secret_files import SecretFiles
 from tests.services import S3Server
+from topology.acls import instance_grants
 from topology.slots import SlotMap
 
 pytestmark = pytest.mark.integration
@@ -94,6 +96,7 @@ EMPTIEST = -1  # a slot argument naming the bucket whose topic holds the fewest 
 SLOT = st.one_of(st.just(EMPTIEST), st.integers(0, BUCKETS - 1))  # EMPTIEST half the time
 LISTED = 50  # records the console's list is asked for at once
 CONSOLE_MAX_LAST = 3  # the deployment's `console_max_last` (tests/model/deployment.py)
+SASL_RELOADED = "kafka SASL credentials reloaded"  # what an instance logs on reading a new one
 REFETCH_S = 10.5  # an unknown kid fetches the JWKS at most once per 10 s on each instance
 # After a pass fails, the next runs up to 32 intervals later (adapter/service/tiering.py
 # MAX_BACKOFF): the last check waits that long, so what a late pass does is seen.
@@ -190,6 +193,16 @@ def _answers(instance: Instance, headers: dict[str, str], status: int) -> str | 
     """None if `GET /ui/api/buckets` with `headers` answers `status`, else what it answered."""
     reply = instance.request("GET", "/ui/api/buckets", headers)
     return None if reply.status == status else f"{reply.status}, not {status}"
+
+
+def _sasl_reloads(instance: Instance) -> int:
+    """How many times `instance` has logged a reload of its Kafka SASL credentials."""
+    return instance.log.read_text().count(SASL_RELOADED)
+
+
+def _reloaded(instance: Instance, before: int) -> str | None:
+    reloads = _sasl_reloads(instance)
+    return None if reloads > before else f"{reloads} reloads logged, as before"
 
 
 def _serves(instance: Instance, serial: int) -> str | None:
@@ -679,9 +692,10 @@ class ProtocolDriver(RuleBasedStateMachine):
         each instance, which fetches the set for a kid it lacks (operations, "jwt": at most
         once per 10 s, so rotations are at least that far apart here: a rotation sooner does
         nothing, rather than a precondition on the clock, which hypothesis could not replay).
-        With secrets from files, a new token is listed beside the old one and a new HTTPS
-        certificate written over the served one: each instance lets the token in, and shows
-        the certificate to a new connection, once it has read the files again
+        With secrets from files, a new token is listed beside the old one, a new HTTPS
+        certificate written over the served one and a new Kafka password set (on the broker,
+        then in the client file): each instance lets the token in, shows the certificate to a
+        new connection and reloads the password once it has read the files again
         (`secret_poll_ms`); once the old token is removed from the file, it refuses that one
         with 401. `/ui/api/buckets` takes any valid
         token with `read:*`."""
@@ -697,8 +711,9 @@ class ProtocolDriver(RuleBasedStateMachine):
             expect(reply, {200}, f"GET /ui/api/buckets via {instance.name}, a new key's token")
 
     def _rotate_secrets(self, files: SecretFiles, which: int) -> None:
-        previous = files.rotate()
         both = (self.via(which), self.via(which + 1))
+        reloads = [_sasl_reloads(instance) for instance in both]
+        previous = files.rotate()
         for instance in both:
             eventually(
                 functools.partial(_answers, instance, {}, 200),
@@ -707,6 +722,11 @@ class ProtocolDriver(RuleBasedStateMachine):
             eventually(
                 functools.partial(_serves, instance, files.serial),
                 f"a new connection to {instance.name}, a certificate just issued",
+            )
+        for instance, before in zip(both, reloads, strict=True):
+            eventually(
+                functools.partial(_reloaded, instance, before),
+                f"{instance.name} reading a new Kafka password",
             )
         files.retire()
         for instance in both:
@@ -1111,16 +1131,19 @@ def start_deployment(
     s3: S3Server,
     jaeger: JaegerNode,
     tmp_path_factory: pytest.TempPathFactory,
-    static_tokens: bool = False,
+    secured: SecureKafka | None = None,
 ) -> Iterator[Deployment]:
-    """With `static_tokens`, the clients hold tokens of a file both instances read
-    (`auth_mode = "static"`), else JWTs of an identity provider of the test's own."""
+    """With `secured` (a SASL_SSL broker), the secrets come from files: the clients hold
+    static tokens, the instances serve HTTPS and reach Kafka as a SCRAM user of their own
+    (`SecretFiles`); else the clients hold JWTs of an identity provider of the test's own."""
     tmp_path: Path = tmp_path_factory.mktemp("model")
     prefix = f"m{uuid.uuid4().hex[:10]}."
     identity: IdentityProvider | SecretFiles
     tls: ssl.SSLContext | None = None
-    if static_tokens:
-        identity = SecretFiles(tmp_path / "secrets")
+    if secured is not None:
+        user = f"model-{prefix.strip('.')}"
+        identity = SecretFiles(tmp_path / "secrets", secured, user)
+        secured.grant(user, instance_grants(prefix))
         tls = identity.trusting()
     else:
         identity = stack.enter_context(IdentityProvider().serving())

@@ -1,11 +1,14 @@
 """The protocol's model on a deployment that takes its secrets from files an operator rotates:
-its clients hold static tokens (`auth_mode = "static"`, one token file both instances read)
-and both serve HTTPS (and forward to each other over it) with a certificate of a CA of the
-test's own. The same rules as `test_protocol_model.py`, where rotating the credentials lists a
-new token beside the old one and writes a new certificate over the served one, waits for each
-instance to let the token in and show the certificate, then removes the old token and waits
-for each to refuse it, among every other step (restarts, pauses and `kill -9` included).
-`make test` runs one derandomized sequence; `make model` as many as the JWT deployment."""
+its clients hold static tokens (`auth_mode = "static"`, one token file both instances read),
+both serve HTTPS (and forward to each other over it) with a certificate of a CA of the test's
+own, and both reach a SASL_SSL broker as a SCRAM user with only the documented ACLs, its
+password in a client file (`kafka_client_file`). The same rules as `test_protocol_model.py`,
+where rotating the credentials lists a new token beside the old one, writes a new certificate
+over the served one and sets a new Kafka password (on the broker, then in the file), waits for
+each instance to let the token in, show the certificate and reload the password, then removes
+the old token and waits for each to refuse it, among every other step (restarts, pauses and
+`kill -9` included). `make test` runs one derandomized sequence; `make model` as many as the
+JWT deployment."""
 
 from __future__ import annotations
 
@@ -16,7 +19,9 @@ from collections.abc import Iterator
 import pytest
 
 from devstack.jaeger import JaegerNode
+from devstack.secure_kafka import SecureKafka
 from tests.model.test_protocol_model import Deployment, drive, replay, start_deployment
+from tests.secure_kafka import transactions_ready
 from tests.services import S3Server
 
 pytestmark = pytest.mark.integration
@@ -26,14 +31,15 @@ EXAMPLES = int(os.environ.get("MODEL_EXAMPLES", "1"))
 
 @pytest.fixture(scope="module")
 def deployment(
-    kafka_bootstrap: str,
+    secured_kafka: SecureKafka,
     s3: S3Server,
     jaeger: JaegerNode,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Deployment]:
+    transactions_ready(secured_kafka)
     with contextlib.ExitStack() as stack:
         yield from start_deployment(
-            stack, kafka_bootstrap, s3, jaeger, tmp_path_factory, static_tokens=True
+            stack, secured_kafka.sasl_bootstrap, s3, jaeger, tmp_path_factory, secured_kafka
         )
 
 
