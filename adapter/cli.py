@@ -21,7 +21,7 @@ from typing import Any
 import uvloop
 from aiohttp import web
 
-from adapter import logs, request_lines, upgrade
+from adapter import log_output, request_lines, upgrade
 from adapter.acl_plan import ACL_FORMATS, DEFAULT_NAMESPACE, DEFAULT_USER, print_acls
 from adapter.app import FATAL, PARTS, SECRET_FILES, create_app, hand_over
 from adapter.auth.static_tokens import MIN_TOKEN_CHARS, digest, new_token
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None, faults: PlantedFaults = NO_FAULTS) -> in
     except ConfigError as error:
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return 2
-    logs.setup(settings.log_level, settings.log_format)
+    log_output.setup(settings.log_level, settings.log_format)
     if args.command == "tier-stats":
         return asyncio.run(print_tier_stats(settings))
     if args.command == "acls":

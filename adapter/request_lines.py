@@ -5,7 +5,7 @@ One line a request, through `logging`, cost a busy server 14-24 % of its appends
 `LogRecord`, python-json-logger's formatting and a write per request, all on the event loop.
 Here the loop only appends the line's time and fields to a bounded queue; a thread wakes every
 `FLUSH_EVERY_S`, formats the lines with the standard library's C JSON encoder (the very line
-`adapter/logs.py`'s formatter makes, time, level, logger and message first) and writes them
+`adapter/log_output.py`'s formatter makes, time, level, logger and message first) and writes them
 at once, holding the log handler's lock so no other line is cut in two. Formatting still
 takes the process's interpreter lock; what is saved is the per-request record, the
 general-purpose formatter and the per-line write.
@@ -40,8 +40,8 @@ _encode = json.JSONEncoder(default=str).encode
 
 
 class LineFormat:
-    """A request line as `adapter/logs.py`'s formatter writes it (JSON, or text), with the time
-    as `logging` renders `asctime`; the local time of one second is formatted once."""
+    """A request line as `adapter/log_output.py`'s formatter writes it (JSON, or text), with the
+    time as `logging` renders `asctime`; the local time of one second is formatted once."""
 
     def __init__(self, json_lines: bool) -> None:
         self.json_lines = json_lines

@@ -10,13 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-from adapter import logs
+from adapter import log_output
 from adapter.config import Settings
 from adapter.workers import Listeners, WorkerPool
 
 
 def main(folder: Path, exit_status: int) -> int:
-    logs.setup("info", "text")
+    log_output.setup("info", "text")
 
     def serve(settings: Settings, listeners: Listeners) -> int:
         index = settings.instance_id.rpartition(".w")[2]

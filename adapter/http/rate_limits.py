@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from adapter.auth.rate_limits import RateLimiter, ReaderCap
+from adapter.auth.token_buckets import RateLimiter, ReaderCap
 from adapter.config import Settings
 from adapter.http.auth import principal_of
 from adapter.http.encoding import BODY_CODING

@@ -1,7 +1,7 @@
 """The body of `POST {stream}/trim`: `{"before": "<offset token>"}`, where the stream's
 messages below that offset are removed (`stream_machine.trim` decides what it does), or
 `{"at": <ms since the epoch or RFC 3339 time>}`: below the first message appended at or after
-that moment (found as a read by time finds it, `service/moments.py`).
+that moment (found as a read by time finds it, `service/time_lookups.py`).
 
 `before` is a `Stream-Next-Offset` token, `now` (the tail: every message so far) or `-1` (the
 beginning: nothing). Any other body is refused with a precise code: not JSON at all is

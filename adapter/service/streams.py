@@ -48,11 +48,11 @@ from adapter.service.chains import Chain, Chains, StreamKey
 from adapter.service.hub import LiveHub
 from adapter.service.interfaces import SlotWriting, StreamBuckets
 from adapter.service.locks import KeyedLocks
-from adapter.service.moments import Moments
 from adapter.service.mounted_streams import MountedStreams
 from adapter.service.reads import ReadPath
 from adapter.service.records import write_records
 from adapter.service.state_entries import producer_record, write_entries
+from adapter.service.time_lookups import TimeLookups
 from adapter.state.catalog import Catalog
 from adapter.state.currency import ViewAge
 from adapter.state.records import BucketMeta, ProducerRecord, SnapshotPointer, StreamMeta
@@ -98,7 +98,7 @@ class StreamService:
         self.buckets = buckets
         self.slots = buckets.slots
         self.reads = reads
-        self.moments = Moments(reads)
+        self.time_lookups = TimeLookups(reads)
         self.hub = hub
         self.view = view  # how recently every acknowledged change was known to be followed
         self.clock = clock
@@ -471,7 +471,7 @@ class StreamService:
         if self.mounted is not None and self.mounted.covers(ref.bucket_id):
             return await self.mounted.offset_at(ref, at_ms)
         meta = self.existing(ref)
-        return await self.moments.offset_at(self.buckets.topic(meta.data_bucket), meta, at_ms)
+        return await self.time_lookups.offset_at(self.buckets.topic(meta.data_bucket), meta, at_ms)
 
     def vouched(self, chunk: Chunk) -> Chunk:
         """The chunk, up to date only if this instance's view is known to be current

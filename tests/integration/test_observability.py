@@ -18,7 +18,7 @@ import pytest_asyncio
 from aiohttp import ClientSession, web
 from prometheus_client.parser import text_string_to_metric_families
 
-from adapter import logs
+from adapter import log_output
 from adapter.app import PARTS
 from adapter.http import health
 from adapter.http.ops_listener import create_ops_app
@@ -253,7 +253,7 @@ async def test_one_json_line_per_request_and_no_credentials(
         query = {"offset": "-1", "access_token": query_token}
         async with session.get(path, params=query, headers=headers) as response:
             assert response.status == 200
-    formatter = logs.formatter("json")
+    formatter = log_output.formatter("json")
     lines = [formatter.format(record) for record in caplog.records]
     assert not [line for line in lines if token in line or query_token in line]
     requests = [json.loads(line) for line in lines if '"durable_kafka.requests"' in line]

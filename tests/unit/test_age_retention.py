@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from adapter.log.reader import TimeFound
 from adapter.service.age_retention import Noted, age_cut, trim_point
-from adapter.service.moments import CLOCK_SKEW_MS
+from adapter.service.time_lookups import CLOCK_SKEW_MS
 from adapter.tier.manifest import TierRange
 
 MOMENT = 10_000_000

@@ -63,7 +63,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "metrics",
             "kafka_stats",
             "tallies",
-            "logs",
+            "log_output",
             "request_lines",
             "tasks",
             "memory_limit",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapter.auth.rate_limits import RateLimiter, ReaderCap
+from adapter.auth.token_buckets import RateLimiter, ReaderCap
 
 
 def test_a_burst_then_the_rate() -> None:

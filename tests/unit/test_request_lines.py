@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from adapter import logs
+from adapter import log_output
 from adapter.request_lines import ERROR_LIMIT_FACTOR, LOGGER, LineFormat, RequestLines
 
 FIELDS: dict[str, object] = {
@@ -38,7 +38,7 @@ def _logged(log_format: str, fields: dict[str, object]) -> tuple[float, str]:
         None,
         extra=fields,
     )
-    return record.created, logs.formatter(log_format).format(record)
+    return record.created, log_output.formatter(log_format).format(record)
 
 
 @pytest.mark.parametrize("log_format", ["json", "text"])

@@ -1,10 +1,10 @@
-"""The repeat limit on warnings and errors (`adapter/logs.py`)."""
+"""The repeat limit on warnings and errors (`adapter/log_output.py`)."""
 
 from __future__ import annotations
 
 import logging
 
-from adapter.logs import RepeatLimit
+from adapter.log_output import RepeatLimit
 
 
 class Clock:

@@ -28,7 +28,7 @@ from topology.wire import owner_of_key, stream_key
 CLOCK_SKEW_MS = 60_000
 
 
-class Moments:
+class TimeLookups:
     def __init__(self, path: ReadPath) -> None:
         self.path = path
 
