@@ -1,15 +1,19 @@
 """The secrets a model deployment may take from files an operator rotates instead of an identity
 provider: static tokens (`auth_mode = "static"`, one token file both instances read), the
-HTTPS certificate both serve (from a CA of the test's own that clients and peers trust), and
-the SCRAM password of their Kafka user on a SASL_SSL broker (`kafka_client_file`).
+HTTPS certificate both serve (from a CA of the test's own that clients and peers trust), the
+CAs of the client certificates they take as a principal (`tls_client_ca_file`, optional
+client certificates, `auth_certificates`), and the SCRAM password of their Kafka user on a
+SASL_SSL broker (`kafka_client_file`).
 
 Each is rotated as an operator does it (operations, "Rotating secrets"): the new token is
 listed beside the old one, clients move to it once every instance lets it in, then the old one
 is removed and refused everywhere; a new certificate and key replace the files, and every new
-connection to either instance is shown the new certificate; the user's password is changed on
-the broker, then in the file, which every instance reads again. Kafka connections idle for a
-second are closed, so the instances' clients authenticate again, with the file's password,
-all along."""
+connection to either instance is shown the new certificate; a new client CA is listed beside
+the old one, a client moves to a certificate of the new one once every instance lets it in,
+then the old CA is removed and a certificate of it refused in the handshake; the user's
+password is changed on the broker, then in the file, which every instance reads again. Kafka
+connections idle for a second are closed, so the instances' clients authenticate again, with
+the file's password, all along."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from tests.certificates import TestCA
 from tests.identity_provider import SCOPES
 
 PRINCIPAL = "alice"  # as the identity provider's tokens: producer ids are scoped by it
+CERTIFIED = "model-reader"  # the principal of the client certificates (`read:*`)
 POLL_MS = 200  # how often the instances read the files again (`secret_poll_ms`)
 
 
@@ -37,9 +42,14 @@ class SecretFiles:
         self.cert_path, self.key_path = folder / "tls.crt", folder / "tls.key"
         (folder / "ca").mkdir(parents=True, exist_ok=True)
         self.ca = TestCA(folder / "ca")
-        self.tokens = [secrets.token_urlsafe(24)]  # the listed ones; clients use the last
+        self.folder = folder
         self.rotations = 0
         self.rotated_at = time.monotonic()
+        self.client_ca_path = folder / "client-ca.crt"
+        self.client_cas = [self._client_ca([])]  # listed in the file; clients use the last one's
+        self.client = self._client_context()  # presents a certificate of the newest client CA
+        self.former_client = self.client
+        self.tokens = [secrets.token_urlsafe(24)]  # the listed ones; clients use the last
         self.serial = self._issue()
         self._write_tokens()
         self._new_password()
@@ -52,6 +62,9 @@ class SecretFiles:
             "DURABLE_KAFKA_AUTH_TOKEN_FILE": str(self.tokens_path),
             "DURABLE_KAFKA_TLS_CERT_FILE": str(self.cert_path),
             "DURABLE_KAFKA_TLS_KEY_FILE": str(self.key_path),
+            "DURABLE_KAFKA_TLS_CLIENT_CA_FILE": str(self.client_ca_path),
+            "DURABLE_KAFKA_TLS_CLIENT_AUTH": "optional",
+            "DURABLE_KAFKA_AUTH_CERTIFICATES": json.dumps({f"CN={CERTIFIED}": ["read:*"]}),
             "DURABLE_KAFKA_SECRET_POLL_MS": str(POLL_MS),
             "DURABLE_KAFKA_BOOTSTRAP_SERVERS": self.kafka.sasl_bootstrap,
             "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(self.client_path),
@@ -66,22 +79,42 @@ class SecretFiles:
         return {"Authorization": f"Bearer {self.tokens[-1]}"}
 
     def rotate(self) -> dict[str, str]:
-        """A new token listed beside the current one, and used from now on, and a new
-        certificate served; the headers of the token it replaces, which stays listed until
-        `retire`."""
+        """A new token listed beside the current one, a new client CA beside the current one
+        (with a client of it, `client`, the former one kept as `former_client`), a new
+        certificate served and a new Kafka password; the headers of the token it replaces,
+        which stays listed, as the former client CA does, until `retire`."""
         previous = self.headers()
-        self.tokens = [self.tokens[-1], secrets.token_urlsafe(24)]
         self.rotations += 1
         self.rotated_at = time.monotonic()
+        self.tokens = [self.tokens[-1], secrets.token_urlsafe(24)]
         self._write_tokens()
+        self.client_cas = [self.client_cas[-1], self._client_ca(self.client_cas[-1:])]
+        self.former_client, self.client = self.client, self._client_context()
         self.serial = self._issue()
         self._new_password()
         return previous
 
     def retire(self) -> None:
-        """Only the newest token stays listed."""
+        """Only the newest token and client CA stay listed."""
         self.tokens = self.tokens[-1:]
         self._write_tokens()
+        self.client_cas = self.client_cas[-1:]
+        _replace(self.client_ca_path, b"".join(ca.path.read_bytes() for ca in self.client_cas))
+
+    def _client_ca(self, listed: list[TestCA]) -> TestCA:
+        """A new CA of client certificates, written to the client CA file after `listed`."""
+        folder = self.folder / f"client-ca-{self.rotations}"
+        folder.mkdir(parents=True, exist_ok=True)
+        ca = TestCA(folder, f"client CA {self.rotations}")
+        _replace(self.client_ca_path, b"".join(c.path.read_bytes() for c in [*listed, ca]))
+        return ca
+
+    def _client_context(self) -> ssl.SSLContext:
+        """A client presenting a certificate of the newest client CA (`CN=` `CERTIFIED`)."""
+        pair = self.client_cas[-1].client(f"client-{self.rotations}", CERTIFIED)
+        context = self.trusting()
+        context.load_cert_chain(pair.cert, pair.key)
+        return context
 
     def _new_password(self) -> None:
         """A new SCRAM password for the user: on the broker first (SCRAM keeps one), then in the

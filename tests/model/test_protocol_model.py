@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import http.client
 import json
 import os
 import ssl
@@ -193,6 +194,20 @@ def _answers(instance: Instance, headers: dict[str, str], status: int) -> str | 
     """None if `GET /ui/api/buckets` with `headers` answers `status`, else what it answered."""
     reply = instance.request("GET", "/ui/api/buckets", headers)
     return None if reply.status == status else f"{reply.status}, not {status}"
+
+
+def _certified(instance: Instance, client: ssl.SSLContext, status: int) -> str | None:
+    """None if `GET /ui/api/buckets` with no token, on a new connection presenting `client`'s
+    certificate, answers `status` (0: the handshake refused it)."""
+    connection = http.client.HTTPSConnection("127.0.0.1", instance.port, timeout=5, context=client)
+    try:
+        connection.request("GET", "/ui/api/buckets")
+        shown = connection.getresponse().status
+    except (OSError, http.client.HTTPException):
+        shown = 0
+    finally:
+        connection.close()
+    return None if shown == status else f"{shown}, not {status}"
 
 
 def _sasl_reloads(instance: Instance) -> int:
@@ -692,12 +707,13 @@ class ProtocolDriver(RuleBasedStateMachine):
         each instance, which fetches the set for a kid it lacks (operations, "jwt": at most
         once per 10 s, so rotations are at least that far apart here: a rotation sooner does
         nothing, rather than a precondition on the clock, which hypothesis could not replay).
-        With secrets from files, a new token is listed beside the old one, a new HTTPS
-        certificate written over the served one and a new Kafka password set (on the broker,
-        then in the client file): each instance lets the token in, shows the certificate to a
-        new connection and reloads the password once it has read the files again
-        (`secret_poll_ms`); once the old token is removed from the file, it refuses that one
-        with 401. `/ui/api/buckets` takes any valid
+        With secrets from files, a new token and a new client CA are listed beside the old
+        ones, a new HTTPS certificate written over the served one and a new Kafka password set
+        (on the broker, then in the client file): each instance lets the token and a client
+        certificate of the new CA in, shows the certificate to a new connection and reloads the
+        password once it has read the files again (`secret_poll_ms`); once the old token and CA
+        are removed from the files, it refuses the token with 401 and a certificate of the old
+        CA in the handshake. `/ui/api/buckets` takes any valid
         token with `read:*`."""
         credentials = self.deployment.identity
         if isinstance(credentials, SecretFiles):
@@ -723,6 +739,10 @@ class ProtocolDriver(RuleBasedStateMachine):
                 functools.partial(_serves, instance, files.serial),
                 f"a new connection to {instance.name}, a certificate just issued",
             )
+            eventually(
+                functools.partial(_certified, instance, files.client, 200),
+                f"GET /ui/api/buckets via {instance.name}, a client CA just listed",
+            )
         for instance, before in zip(both, reloads, strict=True):
             eventually(
                 functools.partial(_reloaded, instance, before),
@@ -733,6 +753,10 @@ class ProtocolDriver(RuleBasedStateMachine):
             eventually(
                 functools.partial(_answers, instance, previous, 401),
                 f"GET /ui/api/buckets via {instance.name}, a token just removed",
+            )
+            eventually(
+                functools.partial(_certified, instance, files.former_client, 0),
+                f"GET /ui/api/buckets via {instance.name}, a client CA just removed",
             )
 
     @precondition(lambda self: not self.finalized)

@@ -1,14 +1,15 @@
 """The protocol's model on a deployment that takes its secrets from files an operator rotates:
 its clients hold static tokens (`auth_mode = "static"`, one token file both instances read),
 both serve HTTPS (and forward to each other over it) with a certificate of a CA of the test's
-own, and both reach a SASL_SSL broker as a SCRAM user with only the documented ACLs, its
-password in a client file (`kafka_client_file`). The same rules as `test_protocol_model.py`,
-where rotating the credentials lists a new token beside the old one, writes a new certificate
-over the served one and sets a new Kafka password (on the broker, then in the file), waits for
-each instance to let the token in, show the certificate and reload the password, then removes
-the old token and waits for each to refuse it, among every other step (restarts, pauses and
-`kill -9` included). `make test` runs one derandomized sequence; `make model` as many as the
-JWT deployment."""
+own and take client certificates of a client CA as principals, and both reach a SASL_SSL
+broker as a SCRAM user with only the documented ACLs, its password in a client file
+(`kafka_client_file`). The same rules as `test_protocol_model.py`, where rotating the
+credentials lists a new token and client CA beside the old ones, writes a new certificate over
+the served one and sets a new Kafka password (on the broker, then in the file), waits for each
+instance to let the token and a certificate of the new CA in, show the certificate and reload
+the password, then removes the old token and CA and waits for each to refuse them, among every
+other step (restarts, pauses and `kill -9` included). `make test` runs one derandomized
+sequence; `make model` as many as the JWT deployment."""
 
 from __future__ import annotations
 
