@@ -16,8 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar, cast
 
-from prometheus_client import CollectorRegistry
-from prometheus_client import metrics as prometheus_metrics
+from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import INF, floatToGoString
@@ -30,8 +29,13 @@ _le_label = cast(Callable[[float], str], floatToGoString)
 
 def _export_created() -> bool:
     """Whether `_created` series are exported: the library's own switch
-    (`PROMETHEUS_DISABLE_CREATED_SERIES`, `disable_created_metrics()`), read as it reads it."""
-    return bool(prometheus_metrics._use_created)
+    (`PROMETHEUS_DISABLE_CREATED_SERIES`, `disable_created_metrics()`). prometheus_client has
+    no public getter for it, so an unregistered counter is asked: it has a `_created` sample
+    exactly when the switch is on. Once a scrape, a few µs."""
+    probe = Counter("probe", "whether counters export _created", registry=None)
+    return any(
+        sample.name == "probe_created" for family in probe.collect() for sample in family.samples
+    )
 
 
 class Count:

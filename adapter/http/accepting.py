@@ -30,6 +30,7 @@ from typing import Any
 
 from aiohttp import web
 
+from adapter.http.aiohttp_internals import set_site_server
 from adapter.http.connections import ConnectionCounts
 from adapter.http.server import ProtocolServer
 
@@ -144,24 +145,26 @@ class AcceptingSite(web.BaseSite):
         super().__init__(runner, ssl_context=tls, backlog=backlog)
         if (address is None) == (sock is None):
             raise ValueError("an AcceptingSite takes an address or a socket")
+        self.runner, self.tls, self.backlog = runner, tls, backlog
+        self.acceptor: Acceptor | None = None
         self.address, self.given, self.reuse_port = address, sock, reuse_port
         self.handshake_timeout_s = handshake_timeout_s
 
     @property
     def name(self) -> str:
-        scheme = "https" if self._ssl_context else "http"
-        sockets: tuple[socket.socket, ...] = getattr(self._server, "sockets", ())
+        scheme = "https" if self.tls else "http"
+        sockets = self.acceptor.sockets if self.acceptor is not None else ()
         host, port = sockets[0].getsockname()[:2] if sockets else (self.address or ("", 0))
         return f"{scheme}://{host}:{port}"
 
     async def start(self) -> None:
         await super().start()  # registers the site with its runner
-        assert self._runner.server is not None
+        server = self.runner.server
+        assert server is not None
         socks = [self.given] if self.given is not None else self._listen()
-        server = self._runner.server
         counts = server.counts if isinstance(server, ProtocolServer) else None
-        acceptor = Acceptor(socks, server, self._ssl_context, self.handshake_timeout_s, counts)
-        self._server = acceptor  # type: ignore[assignment]
+        self.acceptor = Acceptor(socks, server, self.tls, self.handshake_timeout_s, counts)
+        set_site_server(self, self.acceptor)  # closed by stop()
 
     def _listen(self) -> list[socket.socket]:
         """A listening socket per address `host` names (every interface for "" or None), as
@@ -182,7 +185,7 @@ class AcceptingSite(web.BaseSite):
                 if family == socket.AF_INET6:
                     sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
                 sock.bind(sockaddr)
-                sock.listen(self._backlog)
+                sock.listen(self.backlog)
         except OSError:
             for sock in socks:
                 sock.close()

@@ -25,6 +25,7 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Middleware
 from backports import zstd
 
+from adapter.http.aiohttp_internals import set_read_body
 from adapter.http.bodies import RouteBodies
 from adapter.http.render import Handler
 from adapter.protocol.codings import GZIP, request_coding
@@ -135,14 +136,14 @@ def decoding_middleware(bodies: RouteBodies) -> Middleware:
         if coding is None:
             if bodies.control(request) and request.body_exists:
                 # Bounded as it arrives: a chunked body declares no length to refuse early.
-                request._read_bytes = await bounded_body(request, bodies.limit(request))
+                set_read_body(request, await bounded_body(request, bodies.limit(request)))
             return await handler(request)
         if bodies.streamed(request):
             raise ProtocolError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, "a snapshot is published uncoded")
         limit = bodies.limit(request)
         decoded = await decoded_body(request, decoder(coding, limit), limit)
         # What `request.read()` answers from now on: the body as it is stored.
-        request._read_bytes = decoded
+        set_read_body(request, decoded)
         return await handler(request)
 
     return decoding

@@ -10,6 +10,9 @@ no traceback, since they are the client's mistake. It also enforces `ConnectionL
 connection closed; a connection over a limit is answered 503 as soon as it is made, before
 any request, and closed at once, so that it never holds a descriptor. `ProtocolRunner` serves
 an app with it.
+
+The handler's private state this needs (its queued requests, its idle waiter, its current
+request, its lingering) is reached only through `adapter/http/aiohttp_internals.py`.
 """
 
 from __future__ import annotations
@@ -20,9 +23,18 @@ from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.streams import EMPTY_PAYLOAD
-from aiohttp.web_protocol import RequestHandler, _ErrInfo
+from aiohttp.web_protocol import RequestHandler
 
+from adapter.http.aiohttp_internals import (
+    WrappingRunner,
+    current_request,
+    handler_settings,
+    has_queued,
+    queued_parse_error,
+    refuse_head,
+    stop_lingering,
+    waiting_for_head,
+)
 from adapter.http.connections import (
     CONNECTION_LIMITS,
     ConnectionCounts,
@@ -71,11 +83,13 @@ class ProtocolHandler(RequestHandler):
         cors: CorsPolicy,
         counts: ConnectionCounts,
         memory: ResidentMemory,
+        loop: asyncio.AbstractEventLoop,
         **kwargs: Any,
     ) -> None:
         limits = counts.limits
         kwargs["keepalive_timeout"] = limits.keepalive_timeout_s  # idle, and to a first request
-        super().__init__(manager, **kwargs)
+        super().__init__(manager, loop=loop, **kwargs)
+        self.loop = loop
         self.metrics = metrics
         self.cors = cors  # the app's CORS policy: a refused request has no app to ask
         self.counts = counts
@@ -128,21 +142,16 @@ class ProtocolHandler(RequestHandler):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if data and self._waiting_for_head():
+        if data and waiting_for_head(self):
             self._start_head_deadline()
         super().data_received(data)
-        if self._messages:
+        if has_queued(self):
             self._stop_head_deadline()
         self._fail_body_being_read()
 
-    def _waiting_for_head(self) -> bool:
-        """Idle between requests (not lingering over an unread body, not pipelining)."""
-        waiter = self._waiter
-        return waiter is not None and not waiter.done() and not self._messages
-
     def _start_head_deadline(self) -> None:
         if self._head_deadline is None:
-            self._head_deadline = self._loop.call_later(
+            self._head_deadline = self.loop.call_later(
                 self.counts.limits.header_timeout_s, self._head_late
             )
 
@@ -155,13 +164,10 @@ class ProtocolHandler(RequestHandler):
         """A head begun but unfinished at its deadline: answered 408 as if the parser had
         refused it, then closed."""
         self._head_deadline = None
-        waiter = self._waiter
-        if not self._waiting_for_head() or waiter is None:
+        if not waiting_for_head(self):
             return
         seconds = self.counts.limits.header_timeout_s
-        error = RequestTimedOut(message=f"the request's head took over {seconds:g} s")
-        self._messages.append((_ErrInfo(error.code, error, error.message), EMPTY_PAYLOAD))
-        waiter.set_result(None)
+        refuse_head(self, RequestTimedOut(message=f"the request's head took over {seconds:g} s"))
 
     async def within_limits(self, request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
         """Run `handler` unless the connection is over a limit; fail its body's read once the
@@ -175,9 +181,7 @@ class ProtocolHandler(RequestHandler):
         body = request.content
         if body.is_eof():
             return await handler(request)  # type: ignore[arg-type]
-        deadline = self._loop.call_later(
-            self.counts.limits.body_timeout_s, self._body_late, request
-        )
+        deadline = self.loop.call_later(self.counts.limits.body_timeout_s, self._body_late, request)
         try:
             return await handler(request)  # type: ignore[arg-type]
         finally:
@@ -202,19 +206,19 @@ class ProtocolHandler(RequestHandler):
         request.content.set_exception(
             RequestTimedOut(message=f"the request's body took over {seconds:g} s")
         )
-        self._lingering_time = 0.0  # the rest of that body is not worth waiting for
+        stop_lingering(self)  # the rest of that body is not worth waiting for
 
     def _fail_body_being_read(self) -> None:
         """A malformed body (a bad chunk size) arriving while its handler reads it: aiohttp
         queues the parse error as a next request and leaves the read waiting for ever. The
         error goes to the read instead, which the errors middleware answers 400."""
-        request = self._current_request
-        if request is None or not self._messages or request.content.is_eof():
+        request = current_request(self)
+        if request is None or request.content.is_eof():
             return
-        message, _ = self._messages[-1]
-        if isinstance(message, _ErrInfo) and isinstance(message.exc, HttpProcessingError):
-            request.content.set_exception(message.exc)
-            self._lingering_time = 0.0  # the rest of that body is not worth reading: close
+        error = queued_parse_error(self)
+        if error is not None:
+            request.content.set_exception(error)
+            stop_lingering(self)  # the rest of that body is not worth reading: close
 
     def handle_error(
         self,
@@ -263,9 +267,13 @@ class ProtocolServer(web.Server):
         metrics: Metrics | None,
         cors: CorsPolicy,
         limits: ConnectionLimits,
+        loop: asyncio.AbstractEventLoop,
+        handler_kwargs: dict[str, Any],
         **kwargs: Any,
     ) -> None:
-        super().__init__(self._within_limits, **kwargs)
+        super().__init__(self._within_limits, loop=loop, **kwargs, **handler_kwargs)
+        self.loop = loop
+        self.handler_kwargs = handler_kwargs  # what each connection's handler is made with
         self.app_handler = handler
         self.metrics = metrics
         self.cors = cors
@@ -284,16 +292,15 @@ class ProtocolServer(web.Server):
             cors=self.cors,
             counts=self.counts,
             memory=self.memory,
-            loop=self._loop,
-            **self._kwargs,
+            loop=self.loop,
+            **self.handler_kwargs,
         )
 
 
-class ProtocolRunner(web.AppRunner):
+class ProtocolRunner(WrappingRunner):
     """`web.AppRunner` whose connections are handled by `ProtocolHandler`."""
 
-    async def _make_server(self) -> web.Server:
-        made = await super()._make_server()
+    def wrap(self, made: web.Server) -> web.Server:
         return ProtocolServer(
             made.request_handler,
             metrics=self.app.get(METRICS),
@@ -301,8 +308,8 @@ class ProtocolRunner(web.AppRunner):
             limits=self.app.get(CONNECTION_LIMITS, DEFAULT_LIMITS),
             request_factory=made.request_factory,
             handler_cancellation=made.handler_cancellation,
-            loop=made._loop,
-            **made._kwargs,
+            loop=asyncio.get_running_loop(),  # the one the app's server was made on
+            handler_kwargs=handler_settings(made),
         )
 
 
