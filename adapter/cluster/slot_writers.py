@@ -204,13 +204,23 @@ class SlotWriters:
         await self.tasks.close()
 
     async def _start(self, slot: int) -> bool:
+        # Where to forward this slot's writes, committed by the new producer (so after every
+        # earlier holder is fenced) as a state record: the offset it lands at, noted on the
+        # writer's thread just before its commit, is the writer's generation (`mark`).
+        entry = self._announce(slot)
+        landed: list[int] = []
+
+        def written(state: list[StateWritten]) -> None:
+            landed.extend(w.offset for w in state if (w.topic, w.key) == entry[:2])
+            self._on_state_written(state)
+
         writer = LogWriter(
             self.kafka,
             writer_transactional_id(self.prefix, slot),
             self.limits,
             may_reinit=lambda: self._may_reinit(slot),
             faults=self.faults,
-            on_state_written=self._on_state_written,
+            on_state_written=written,
             on_state_settled=self._on_state_settled,
             on_timing=self._on_timing,
             turns=self._turns,
@@ -219,12 +229,8 @@ class SlotWriters:
         try:
             await asyncio.wait_for(writer.start(), self.limits.timeout_s + 1)
             task = self.tasks.spawn(writer.run(), f"writer-{slot}")  # retiring cancels it
-            # Where to forward this slot's writes, committed by the new producer (so after
-            # every earlier holder is fenced): its offset is the writer's generation.
-            topic, key, value = self._announce(slot)
-            announced = [Record(topic, 0, key.encode(), value or b"")]
-            offsets = await asyncio.wait_for(
-                writer.submit(announced, lambda _offsets: []), self.limits.timeout_s * 2
+            await asyncio.wait_for(
+                writer.submit([], lambda _offsets: [entry]), self.limits.timeout_s * 2
             )
         except (Retriable, TimeoutError) as error:
             log.warning("write slot %d not initialised, retrying: %s", slot, error)
@@ -236,7 +242,8 @@ class SlotWriters:
             await writer.close()
             asyncio.get_running_loop().call_later(RETRY_GAIN_S, self._retry, slot)
             return False
-        self._slots[slot] = _Slot(writer, task, offsets[0])
+        # The last noted: a transaction written again (its offsets guessed wrong) notes anew.
+        self._slots[slot] = _Slot(writer, task, landed[-1])
         self.last_failure = None
         return True
 
