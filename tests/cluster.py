@@ -27,6 +27,7 @@ T = TypeVar("T")
 
 SLOTS = 8
 PARTITIONS = 12  # each bucket's at least (`_default`'s is created on demand by /v1/stream)
+OWNER_SESSION_MS = 6000  # the owners' group session: a dead instance's slots move after it
 TEXT = {"Content-Type": "text/plain"}
 
 
@@ -36,7 +37,7 @@ def cluster_env(bootstrap: str, prefix: str, tmp_path: Path) -> dict[str, str]:
         "DURABLE_KAFKA_TOPIC_PREFIX": prefix,
         "DURABLE_KAFKA_COLD_DIR": str(tmp_path / "cold"),
         "DURABLE_KAFKA_KAFKA_TIMEOUT_MS": "3000",
-        "DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS": "6000",
+        "DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS": str(OWNER_SESSION_MS),
         "DURABLE_KAFKA_WRITE_SLOTS": str(SLOTS),
         "DURABLE_KAFKA_PARTITIONS": str(partitions(prefix)),
     }

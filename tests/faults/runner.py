@@ -18,17 +18,24 @@ import aiohttp
 
 from devstack import cluster
 from devstack.process import free_port
-from tests.cluster import cluster_env, partitions, slot_of, until_owned
+from tests.cluster import OWNER_SESSION_MS, cluster_env, partitions, slot_of, until_owned
 from tests.faults import store
 from tests.faults.check import Report, check
 from tests.faults.cold_log import cold_tier, tier_ranges
 from tests.faults.history import ColdTier, History, LogRecord, Outcome, View, Write
 from tests.faults.instances import Instance
 from tests.faults.kafka_log import committed_log, log_starts
-from tests.faults.kafka_probe import KafkaProbe, probe
+from tests.faults.kafka_probe import GroupProbe, KafkaProbe, group_probe, longest_joint, probe
 from tests.faults.load import AGED_BUCKET, DEFAULT_BUCKET, FORKS_BUCKET, Load, view
 from tests.faults.relay import Relay
-from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
+from topology.naming import (
+    InternalTopic,
+    bucket_topic,
+    internal_topic,
+    owners_group,
+    slots_topic,
+    writer_transactional_id,
+)
 from topology.placement import partition_for
 
 BUSY = "busy"  # the stream with the most load: its slot, leader and coordinator are the targets
@@ -215,18 +222,21 @@ async def _run(
     ):
         load.spawn(work)
     kafka = _kafka_probe(ctx) if scenario.wide else None
+    group = _group_probe(ctx) if scenario.wide else None
     if scenario.wide:
         for work in (load.cross_forker(), load.trimmer(), load.fencer(), load.aged_writer()):
             load.spawn(work)
-    if kafka is not None:
-        kafka.start()
+    for started in (kafka, group):
+        if started is not None:
+            started.start()
     try:
         await asyncio.sleep(load_s)
         await fault(ctx)
         await asyncio.sleep(AFTER_S)
     finally:
-        if kafka is not None:
-            await asyncio.to_thread(kafka.stop)
+        for started in (kafka, group):
+            if started is not None:
+                await asyncio.to_thread(started.stop)
     for instance in ctx.live():  # a process that died is the finding, not what follows it
         ended = instance.exited()
         assert ended is None, ended
@@ -240,9 +250,12 @@ async def _run(
     names = {w.stream for w in history.writes} | {e.stream for e in history.lifecycle}
     report = check(name, history, log, views, "fresh", _starts_of(prefix, names, starts), cold)
     report.unavailable_by_slot = unavailable_by_slot(prefix, history.writes)
-    if kafka is not None:
-        report.kafka_unavailable_s = kafka.longest_unavailable()
-        report.notes = _exercised(history)
+    if kafka is not None and group is not None:
+        report.kafka_unavailable_s = longest_joint(kafka.commits, group.commits)
+        report.notes = _exercised(history) | {
+            "kafka_transactions": f"{kafka.longest_unavailable():.1f}s",
+            "kafka_group": f"{group.longest_unavailable():.1f}s",
+        }
     report.notes |= ctx.notes
     return report
 
@@ -270,6 +283,13 @@ def _kafka_probe(ctx: Context) -> KafkaProbe:
     topic, partition = ctx.busy_partition()
     slot_tid = writer_transactional_id(ctx.prefix, slot_of(ctx.prefix, BUSY))
     return probe(ctx.bootstrap, topic, partition, slot_tid)
+
+
+def _group_probe(ctx: Context) -> GroupProbe:
+    """A group of its own that the owners' group's coordinator keeps, with their session."""
+    return group_probe(
+        ctx.bootstrap, slots_topic(ctx.prefix), owners_group(ctx.prefix), OWNER_SESSION_MS
+    )
 
 
 def unavailable_by_slot(prefix: str, writes: list[Write]) -> dict[int, float]:

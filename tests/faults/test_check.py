@@ -22,7 +22,7 @@ from tests.faults.history import (
     Write,
 )
 from tests.faults.kafka_log import stream_name
-from tests.faults.kafka_probe import Commit, KafkaProbe
+from tests.faults.kafka_probe import Commit, KafkaProbe, longest_joint
 from tests.faults.runner import unavailable_by_slot
 
 
@@ -278,6 +278,21 @@ def test_kafkas_own_share_is_split_from_the_longest_outage() -> None:
     report.longest_unavailable_s, report.kafka_unavailable_s = 9.0, probe.longest_unavailable()
     assert report.adapter_unavailable_s == pytest.approx(2.6)
     assert "kafka_unavailable=6.4s adapter_share=2.6s" in report.line()
+
+
+def test_kafkas_own_share_joins_the_transaction_and_group_outages() -> None:
+    """A coordinator out for transactions from 2 to 5 and for the group from 4 to 9: an
+    adapter needs both, so Kafka was out from 2 to 9; short gaps are not outages."""
+
+    def commits(*spans: tuple[float, float]) -> list[Commit]:
+        """Successful commits every 0.5 s from 0 to 12, none within the spans."""
+        times = [t / 2 for t in range(25) if not any(a < t / 2 < b for a, b in spans)]
+        return [Commit(t, t, True) for t in times]
+
+    transactions, group = commits((2.0, 5.0)), commits((4.0, 9.0))
+    assert longest_joint(transactions, group) == pytest.approx(7.0)
+    assert longest_joint(transactions, commits((6.0, 7.0))) == pytest.approx(3.0)  # apart
+    assert longest_joint(commits(), commits()) == pytest.approx(0.5)  # only the spacing
 
 
 def trimmed() -> tuple[History, list[LogRecord], dict[str, dict[str, View]]]:
