@@ -55,13 +55,21 @@ from adapter.http.peer_headers import (
 from adapter.http.peers import PEERS, Hop, copied, described_by, forwarded
 from adapter.http.render import Handler
 from adapter.http.route_table import Owner, op_of
-from adapter.http.streams import appended_headers, created_response, fork_from, stream_ref
+from adapter.http.streams import (
+    appended_headers,
+    appended_response,
+    created_response,
+    fork_from,
+    stream_ref,
+)
 from adapter.log.errors import OutcomeUnknown
 from adapter.log.outcomes import Forwarded
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.headers import parse_producer
 from adapter.protocol.identifiers import validate_bucket_id
 from adapter.protocol.offsets import encode, parse_offset
+from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.snapshots import EARLIEST_HEADER
 from adapter.service.unanswered_writes import Sent, UnansweredWrites
 
@@ -345,26 +353,30 @@ async def _learned(request: web.Request, sent: Sent) -> web.Response | None:
         return web.Response(status=204)
     if request.method == "PUT":
         return await _created(request, sent)
-    headers = await _appended(request, sent, found)
-    status = 204
-    epoch, seq = request.headers.get("Producer-Epoch"), request.headers.get("Producer-Seq")
-    if "Producer-Id" in request.headers and epoch is not None and seq is not None:
-        headers |= {"Producer-Epoch": epoch, "Producer-Seq": seq}
-        status = 200 if found.last_data is not None else 204
-    return web.Response(status=status, headers=headers)
+    return await _appended(request, sent, found)
 
 
-async def _appended(request: web.Request, sent: Sent, found: Forwarded) -> dict[str, str]:
-    """The headers the owner would have answered the append with, the stream as the append left
-    it: this instance's catalog once it shows the append (the follower brings it), at the tail
-    and closure the log says the append left; without its ETag if it never does in time."""
+async def _appended(request: web.Request, sent: Sent, found: Forwarded) -> web.Response:
+    """The owner's answer to the append, built as the owner builds it: the stream as the
+    append left it (this instance's catalog once it shows the append, the follower brings it,
+    at the tail and closure the log says), the producer where the append put it (its own
+    epoch and seq: it was written), 200 for a producer's new data. Without its ETag if the
+    catalog never shows the stream in time."""
     service = request.app[STREAMS]
     await service.applied(sent.ref, found.tail, SHOWN_WAIT_S)
     meta = service.catalog.stream(sent.ref.bucket_id, sent.ref.stream_id)
+    stamp = parse_producer(
+        request.headers.get("Producer-Id"),
+        request.headers.get("Producer-Epoch"),
+        request.headers.get("Producer-Seq"),
+    )
+    producer = None if stamp is None else ProducerPosition(stamp.epoch, stamp.seq)
     if meta is None:
         headers = {"Stream-Next-Offset": encode(found.tail)}
-        return headers | ({"Stream-Closed": "true"} if found.closed else {})
-    return appended_headers(replace(meta, next_offset=found.tail, closed=found.closed))
+        headers |= {"Stream-Closed": "true"} if found.closed else {}
+    else:
+        headers = appended_headers(replace(meta, next_offset=found.tail, closed=found.closed))
+    return appended_response(headers, producer, found.last_data is not None)
 
 
 async def _created(request: web.Request, sent: Sent) -> web.Response:

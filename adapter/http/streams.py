@@ -42,6 +42,7 @@ from adapter.protocol.identifiers import (
     validate_stream_id,
 )
 from adapter.protocol.offsets import BEGINNING, NOW, ReadFrom, Start, encode, parse_offset
+from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.read_options import parse_at, parse_bounds
 from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.state.records import StreamMeta, refuse_before_newest
@@ -169,13 +170,9 @@ async def append(request: web.Request) -> web.Response:
     metrics.append_seconds.observe(time.monotonic() - received)  # body in to Kafka commit
     if result.appended:  # not a duplicate of an append already written
         metrics.appended_bytes.inc(len(body))
-    headers = appended_headers(result.meta)
-    if result.producer is not None:
-        headers["Producer-Epoch"] = str(result.producer.epoch)
-        headers["Producer-Seq"] = str(result.producer.last_seq)
-    # With producer headers, new data is 200 and a duplicate 204 (§5.2.1).
-    status = 200 if command.producer and result.appended and command.body else 204
-    return web.Response(status=status, headers=headers)
+    producer = result.producer if command.producer else None
+    new_data = result.appended and bool(command.body)
+    return appended_response(appended_headers(result.meta), producer, new_data)
 
 
 def _scoped(request: web.Request, producer: ProducerStamp | None) -> ProducerStamp | None:
@@ -309,10 +306,23 @@ def _read_headers(chunk: Chunk) -> dict[str, str]:
     return headers
 
 
+def appended_response(
+    headers: dict[str, str], producer: ProducerPosition | None, new_data: bool
+) -> web.Response:
+    """An append's answer, from the stream as the append left it (`appended_headers`), the
+    producer's position when it sent producer headers, and whether it wrote data (not a
+    duplicate, not a bare close): also what a forwarder answers when it learned from the log
+    that its silent owner wrote the append."""
+    if producer is not None:
+        headers["Producer-Epoch"] = str(producer.epoch)
+        headers["Producer-Seq"] = str(producer.last_seq)
+    # With producer headers, new data is 200 and a duplicate 204 (§5.2.1).
+    return web.Response(status=200 if producer and new_data else 204, headers=headers)
+
+
 def appended_headers(meta: StreamMeta) -> dict[str, str]:
-    """An append's answer, from the stream as the append left it: its tail, closure and ETag
-    (the next conditional append's `If-Match`); also what a forwarder answers when it learned
-    from the log that its silent owner wrote the append."""
+    """An append's answer's headers, from the stream as the append left it: its tail, closure
+    and ETag (the next conditional append's `If-Match`)."""
     return _tail_headers(meta) | {"ETag": stream_etag(meta)}
 
 
