@@ -236,7 +236,8 @@ async def owner_pause_forwarding(ctx: Context) -> None:
     split = await until_owned(ctx.session, dict.fromkeys(ctx.worker_urls()))
     paused = await ctx.owner_of_busy_slot()
     owner, through = (i for i in ctx.live() if i.name != paused)
-    stream = stream_in(ctx.prefix, split[owner.base], "fwd")
+    held = set().union(*(split[url] for url in owner.worker_urls()))  # any of its workers'
+    stream = stream_in(ctx.prefix, held, "fwd")
     await ctx.load.create(stream, owner.name)
     before = await _forwarded(ctx, stream, through.name, FORWARD_SAMPLE_S)
     ctx.instances[paused].pause()
