@@ -33,7 +33,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from adapter.kafka_stats import ClientStatistics
-from adapter.tallies import Count, CounterTally, HistogramTally, Spread
+from adapter.loop_metrics import Count, CounterTally, HistogramTally, Spread
 
 # Seconds, from a hot-tail read (~1 ms) to a write waiting out its deadline (~30 s).
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -57,7 +57,7 @@ class Metrics:
         if GC_COLLECTOR is not None:  # None where the interpreter has no gc.get_stats
             GCCollector(registry=registry)
         self._answered: dict[tuple[str, str, int], tuple[Count, Spread]] = {}
-        # The request path's instruments count without a lock (`adapter/tallies.py`).
+        # The request path's instruments count without a lock (`adapter/loop_metrics.py`).
         self.requests = CounterTally(
             "durable_kafka_http_requests",
             "HTTP requests answered, by method, route template and status.",

@@ -37,7 +37,7 @@ from adapter.log.mount_reader import SPARSE_FETCH_BYTES
 from adapter.log.mount_writer import MountWriter, Transactions
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.scanner import PartitionScanner
-from adapter.log.turns import Turns
+from adapter.log.transaction_turns import Turns
 from adapter.log.writer import WriterLimits
 from adapter.metrics import Metrics
 from adapter.objects.base import ObjectStore
@@ -62,9 +62,9 @@ from adapter.service.tier_gc import TierCollector
 from adapter.service.tiering import TierPolicy, TierWorker
 from adapter.service.unanswered_writes import UnansweredWrites
 from adapter.state.catalog import Catalog
-from adapter.state.currency import ViewAge
 from adapter.state.follower import MetaFollower
 from adapter.state.store import FileStore, catalog_file_name
+from adapter.state.view_age import ViewAge
 from adapter.supervisor import CHECKS, GATES, OWNERSHIP, TIER
 from adapter.tasks import Tasks
 from adapter.tier.cold import ColdReader

@@ -1,10 +1,11 @@
 """The format of what we write to the bucket topics: keys, headers, control records, offset tokens.
 
-This module is its one home. The adapter builds records with it (`adapter/service/records.py`),
-skips control records by it when reading (`adapter/log/reader.py`) and spells positions with its
-tokens (`adapter/protocol/offsets.py`); `spark_streaming` decodes the same records in Spark SQL
-from these names and this width. It imports the standard library only, so a Spark job (or any
-other reader of the topics) gets the format without confluent-kafka or aiohttp.
+This module is its one home. The adapter builds records with it
+(`adapter/service/record_encoding.py`), skips control records by it when reading
+(`adapter/log/reader.py`) and spells positions with its tokens (`adapter/protocol/offsets.py`);
+`spark_streaming` decodes the same records in Spark SQL from these names and this width. It
+imports the standard library only, so a Spark job (or any other reader of the topics) gets the
+format without confluent-kafka or aiohttp.
 
 A record's key is its stream id in UTF-8 (a fork housed in another bucket's topic: its bucket
 and id joined by `//`, see `housed_key`). A data record's value is exactly the bytes appended,

@@ -15,7 +15,7 @@ T is `kafka_timeout_ms`, the deadline of each broker call. A write on the owner:
    then the answer is 504 `outcome_unknown`.
 
 So the owner answers within 4T + 8T + 8T + 6T + 1 s = 26T + 1 s, provided the queue holds at
-most one transaction's worth of batches (`adapter/log/batching.py` bounds what it takes).
+most one transaction's worth of batches (`adapter/log/batch_queue.py` bounds what it takes).
 The forwarder waits that long plus a margin for the hop, so a slow owner is never cut off while
 it can still answer, and the client then gets the owner's real answer.
 """

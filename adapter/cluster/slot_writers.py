@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from adapter.log.errors import LogUnavailable, Retriable
 from adapter.log.faults import WriterFaults
-from adapter.log.turns import Turns
+from adapter.log.transaction_turns import Turns
 from adapter.log.writer import (
     GuessCounts,
     LogWriter,

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from adapter.log.batches import Record
+from adapter.log.write_batches import Record
 from topology.wire import FORWARD_HEADER
 
 log = logging.getLogger(__name__)

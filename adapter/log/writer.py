@@ -8,8 +8,8 @@ tails, so data and metadata go in one round trip (`adapter/log/tails.py`); other
 tells them before the metadata is written. A transaction costs about the same whatever it
 holds, so throughput comes from batching; a request waits for exactly the commit that holds
 its records. What a transaction takes, how long a batch may wait and how much may wait are
-bounded (`adapter/log/batching.py`), so no request or flood overflows librdkafka's queue. The
-writers of one instance take turns (`adapter/log/turns.py`): a slot waiting for its turn
+bounded (`adapter/log/batch_queue.py`), so no request or flood overflows librdkafka's queue. The
+writers of one instance take turns (`adapter/log/transaction_turns.py`): a slot waiting for its turn
 gathers more batches into its next transaction.
 """
 
@@ -25,16 +25,16 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from adapter.log import batching, outcomes
-from adapter.log.batches import Record as Record  # re-exported: importers predate batches.py
-from adapter.log.batches import StateEntry as StateEntry
-from adapter.log.batches import WriteBatch as WriteBatch
-from adapter.log.batches import committed, expired, unbroken
+from adapter.log import batch_queue, outcomes
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.log.faults import WriterFaults as WriterFaults  # re-exported for its importers
 from adapter.log.outcomes import Probe
 from adapter.log.tails import PartitionTails
-from adapter.log.turns import Turns
+from adapter.log.transaction_turns import Turns
+from adapter.log.write_batches import Record as Record  # re-exported: importers predate batches.py
+from adapter.log.write_batches import StateEntry as StateEntry
+from adapter.log.write_batches import WriteBatch as WriteBatch
+from adapter.log.write_batches import committed, expired, unbroken
 from topology.kafka_client import KafkaAccess, denied, serve_callbacks
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class LogWriter:
         self.limits = settings
         # Shared by the instance's writers: how many write a transaction at once.
         self._turns = turns or Turns(0)
-        self.bounds = batching.policy(settings.max_message_bytes, settings.timeout_s)
+        self.bounds = batch_queue.policy(settings.max_message_bytes, settings.timeout_s)
         self.transactional_id = transactional_id
         self._may_reinit = may_reinit
         self._idle = asyncio.Event()  # nothing queued, no commit running
@@ -91,7 +91,7 @@ class LogWriter:
             "acks": "all",
             "enable.idempotence": True,
             "linger.ms": 0,
-            "queue.buffering.max.messages": batching.QUEUE_MESSAGES,
+            "queue.buffering.max.messages": batch_queue.QUEUE_MESSAGES,
             "queue.buffering.max.kbytes": self.bounds.queue_kbytes,
             "message.max.bytes": settings.max_message_bytes + 64 * 1024,
             "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
@@ -104,7 +104,7 @@ class LogWriter:
         self.fenced = False
         self.faults = faults or WriterFaults()
         # Told, on the writer's thread, where a transaction's state records are, just before
-        # it commits (see adapter/state/echoes.py).
+        # it commits (see adapter/state/own_records.py).
         self._on_state_written = on_state_written
         # Told, on the event loop, whether those records' commit was applied to the catalog
         # (True) or answered without it (False: its outcome unknown, or aborted).
@@ -118,7 +118,7 @@ class LogWriter:
         # slot's state may lack it, so the slot takes no batch (see `_learn_on`).
         self._open: _Open | None = None
         self.lost = False  # not learned within a second budget either: the slot is renewed
-        self._queue = batching.SlotQueue[WriteBatch](self.bounds)
+        self._queue = batch_queue.SlotQueue[WriteBatch](self.bounds)
         self._arrived = asyncio.Event()  # set when the queue may hold a batch
         self._expiry: asyncio.TimerHandle | None = None  # armed while the queue holds a batch
         # Every producer call runs on this one thread: librdkafka transactions are not
@@ -138,7 +138,7 @@ class LogWriter:
     def enqueue(self, batch: WriteBatch) -> WriteBatch:
         """Queue a batch for the next transaction; its future tells the outcome.
 
-        Raises LogUnavailable at once when the queue is full (`adapter/log/batching.py`); a
+        Raises LogUnavailable at once when the queue is full (`adapter/log/batch_queue.py`); a
         queued batch not taken into a transaction within the deadline fails unwritten.
         """
         loop = asyncio.get_running_loop()

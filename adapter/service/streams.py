@@ -1,11 +1,11 @@
 """Streams: the async driver of the stream state machine (`adapter/protocol/stream_machine.py`).
 
-The machine decides; this module holds the stream's lock while it does, hands the records to
-the stream's write slot, and once they commit moves the catalog, the hot tail and the live
-hub. Every change to a stream is decided under that stream's lock, so each decision sees the
-state left by the one before it. An accepted append lets the lock go once its batch is queued:
-the next one is decided against the pending state (`adapter/service/chains.py`), and fails if
-the batch it was decided against fails. The catalog moves in commit order, on the event loop.
+The machine decides; this module holds the stream's lock while it does, hands the records to the
+stream's write slot, and once they commit moves the catalog, the hot tail and the live hub.
+Every change to a stream is decided under that stream's lock, so each decision sees the state
+left by the one before it. An accepted append lets the lock go once its batch is queued: the
+next one is decided against the pending state (`adapter/service/pending_appends.py`), and fails
+if the batch it was decided against fails. The catalog moves in commit order, on the event loop.
 """
 
 from __future__ import annotations
@@ -44,18 +44,18 @@ from adapter.protocol.commands import (
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.producers import ProducerPosition
-from adapter.service.chains import Chain, Chains, StreamKey
 from adapter.service.hub import LiveHub
 from adapter.service.interfaces import SlotWriting, StreamBuckets
 from adapter.service.locks import KeyedLocks
 from adapter.service.mounted_streams import MountedStreams
+from adapter.service.pending_appends import Chain, Chains, StreamKey
 from adapter.service.reads import ReadPath
-from adapter.service.records import write_records
+from adapter.service.record_encoding import write_records
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.service.time_lookups import TimeLookups
 from adapter.state.catalog import Catalog
-from adapter.state.currency import ViewAge
 from adapter.state.records import BucketMeta, ProducerRecord, SnapshotPointer, StreamMeta
+from adapter.state.view_age import ViewAge
 from topology.internal_records import producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
@@ -475,7 +475,7 @@ class StreamService:
 
     def vouched(self, chunk: Chunk) -> Chunk:
         """The chunk, up to date only if this instance's view is known to be current
-        (`adapter/state/currency.py`): a tail it cannot vouch for may have been passed by an
+        (`adapter/state/view_age.py`): a tail it cannot vouch for may have been passed by an
         acknowledged append it has not followed. Messages are still served (without
         `Stream-Up-To-Date`, the client reads on); nothing at all is 503, retry later."""
         if not chunk.up_to_date or self.view.current():

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from types import MappingProxyType
 
-from adapter.state.echoes import Echoes
 from adapter.state.format_gate import GATE, level_of_record, level_record
+from adapter.state.own_records import Echoes
 from adapter.state.records import (
     BucketMeta,
     MountMeta,

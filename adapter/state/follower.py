@@ -6,7 +6,7 @@ rewrites the meta record of each stream it touched, so this small topic says exa
 stream got new data or was closed, without reading the data topics. Every followed record is
 applied in log order, like the replay, except the echo of one this instance wrote: its commit
 updated the catalog already, and the writer said where that record landed before committing it,
-so the echo is known by its offset (`adapter/state/echoes.py`). A record written by anyone else
+so the echo is known by its offset (`adapter/state/own_records.py`). A record written by anyone else
 is applied, whoever owns the stream's slot now: a resumed zombie sees the new owner's
 creations, deletions and producer states. Owner records are applied as they come.
 
@@ -61,8 +61,8 @@ from adapter.log.errors import LogUnavailable
 from adapter.log.reader import bounded_prefetch, poll_batch
 from adapter.log.writer import StateWritten
 from adapter.state.catalog import Catalog
-from adapter.state.currency import ViewAge
-from adapter.state.fresh import Fresh
+from adapter.state.single_flight import Fresh
+from adapter.state.view_age import ViewAge
 from topology.kafka_client import KafkaAccess, refusal_of
 from topology.naming import StateTopics
 
@@ -193,7 +193,7 @@ class MetaFollower:
 
     async def measure(self, view: ViewAge) -> bool:
         """Note in `view` that every change acknowledged before now is followed, once it is
-        (`adapter/state/currency.py`); False if that could not be told within its bound."""
+        (`adapter/state/view_age.py`); False if that could not be told within its bound."""
         asked_at = view.clock()  # before the question: the ends are taken after it
         try:
             # Asked at once rather than shared through `seen_written`: a shared query may have

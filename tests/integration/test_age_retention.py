@@ -17,7 +17,7 @@ import pytest
 from aiohttp import ClientResponse
 
 from adapter.app import PARTS, create_app
-from adapter.log.batches import WriteBatch
+from adapter.log.write_batches import WriteBatch
 from adapter.log.writer import WriterLimits
 from adapter.service.interfaces import SlotWriting
 from tests.cluster import SLOTS, partitions, past_moves, two_instances

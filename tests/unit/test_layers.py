@@ -48,7 +48,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     ),  # pure protocol rules and their model; tokens, scopes, access decision
     frozenset({"log", "objects", "tier"}),  # Kafka, the object store and the cold tier
     # leaves (config: the settings, each declared once in `settings`, loaded by `config`;
-    # console: its files; tallies: the metrics' lock-free families; request_lines: the request
+    # console: its files; loop_metrics: the metrics' lock-free families; request_lines: the request
     # log's writer; tasks: the task groups of the parts and of the instance; memory_limit: the
     # container's memory limit and the cap it gives; tracing: the spans, with the SDK imported
     # only when on)
@@ -62,7 +62,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "console",
             "metrics",
             "kafka_stats",
-            "tallies",
+            "loop_metrics",
             "log_output",
             "request_lines",
             "tasks",

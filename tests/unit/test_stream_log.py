@@ -19,7 +19,7 @@ from adapter.protocol.stream_log import (
     logged_record,
     recover,
 )
-from adapter.service.records import write_records
+from adapter.service.record_encoding import write_records
 from tests.unit.support.histories import APPENDS, create
 from topology.wire import ControlEvent, ProducerStamp, control_headers, data_headers
 

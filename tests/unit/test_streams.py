@@ -33,12 +33,12 @@ from adapter.protocol.offsets import BEGINNING, ReadFrom
 from adapter.protocol.producers import ProducerPosition
 from adapter.service.hub import LiveHub
 from adapter.service.reads import ReadPath
-from adapter.service.records import write_records
+from adapter.service.record_encoding import write_records
 from adapter.service.state_entries import write_entries
 from adapter.service.streams import StreamService
 from adapter.state.catalog import Catalog
-from adapter.state.currency import ViewAge
 from adapter.state.records import ProducerRecord, StreamMeta, decode, decode_as
+from adapter.state.view_age import ViewAge
 from adapter.tier.cold import ColdReader
 from tests.unit.support.histories import LONG_COMMANDS, REF, Command, create
 from tests.unit.support.memory_log import (

@@ -4,7 +4,7 @@
 batches it can expire; a read_committed reader of that log; and the buckets, registered only.
 
 The writer keeps the promises `LogWriter` makes, with the same helpers
-(`adapter/log/batches.py`): batches are taken in queue order, a batch whose predecessor failed
+(`adapter/log/write_batches.py`): batches are taken in queue order, a batch whose predecessor failed
 fails with it (`unbroken`), each transaction's records take consecutive offsets and its marker
 the next one (so offsets only grow and aborted ones are never reused), `on_commit` runs in
 commit order, and while an unknown outcome is learned the slot takes nothing (`learning`).
@@ -19,9 +19,9 @@ import enum
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from adapter.log.batches import committed, expired, unbroken
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.log.reader import ReadLimits, ReadRequest, ReadResult, RecordPosition, TimeFound
+from adapter.log.write_batches import committed, expired, unbroken
 from adapter.log.writer import LEARNING_MESSAGE, Record, StateEntry, WriteBatch, WriterLimits
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.state.catalog import Catalog

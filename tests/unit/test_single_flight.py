@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from adapter.state.fresh import Fresh
+from adapter.state.single_flight import Fresh
 
 
 class Calls:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from adapter.log import batching
-from adapter.log.batching import Caps, Policy, Size, SlotQueue
+from adapter.log import batch_queue
+from adapter.log.batch_queue import Caps, Policy, Size, SlotQueue
 
 SMALL = Policy(
     transaction=Caps(batches=3, records=10, bytes=1000),
@@ -97,11 +97,11 @@ def test_the_next_deadline_is_the_oldest_waiting_batchs() -> None:
 
 
 def test_a_batch_counts_its_records_with_room_for_its_state_records() -> None:
-    size = batching.size_of([(b"key", b"value", 10), (b"k", b"", 0)])
-    overhead = batching.RECORD_OVERHEAD
+    size = batch_queue.size_of([(b"key", b"value", 10), (b"k", b"", 0)])
+    overhead = batch_queue.RECORD_OVERHEAD
     assert size == Size(
-        2 + batching.STATE_RECORDS_PER_BATCH,
-        3 + 5 + 10 + 1 + 2 * overhead + batching.STATE_BYTES_PER_BATCH,
+        2 + batch_queue.STATE_RECORDS_PER_BATCH,
+        3 + 5 + 10 + 1 + 2 * overhead + batch_queue.STATE_BYTES_PER_BATCH,
     )
 
 
@@ -109,10 +109,10 @@ def test_no_transaction_overflows_librdkafkas_queue() -> None:
     """A transaction holds at most its caps, or one batch over them: the largest a request
     makes (max_append_messages at most 50000, each a record with key, headers, overhead)."""
     max_message_bytes = 8 << 20
-    bounds = batching.policy(max_message_bytes, timeout_s=10)
-    largest_records = 50_000 + 2 + batching.STATE_RECORDS_PER_BATCH
-    largest_bytes = max_message_bytes + largest_records * (122 + 256 + batching.RECORD_OVERHEAD)
-    assert max(bounds.transaction.records, largest_records) < batching.QUEUE_MESSAGES
+    bounds = batch_queue.policy(max_message_bytes, timeout_s=10)
+    largest_records = 50_000 + 2 + batch_queue.STATE_RECORDS_PER_BATCH
+    largest_bytes = max_message_bytes + largest_records * (122 + 256 + batch_queue.RECORD_OVERHEAD)
+    assert max(bounds.transaction.records, largest_records) < batch_queue.QUEUE_MESSAGES
     assert max(bounds.transaction.bytes, largest_bytes) < bounds.queue_kbytes * 1024
-    assert bounds.transaction.records * 2 == batching.QUEUE_MESSAGES  # half: room to spare
+    assert bounds.transaction.records * 2 == batch_queue.QUEUE_MESSAGES  # half: room to spare
     assert bounds.deadline_s == 10

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapter.state.echoes import Echoes
+from adapter.state.own_records import Echoes
 
 KEY = "stream:b/s"
 

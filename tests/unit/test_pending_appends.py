@@ -9,7 +9,7 @@ import pytest
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import Record, WriteBatch
 from adapter.protocol.producers import ProducerPosition
-from adapter.service.chains import Chains
+from adapter.service.pending_appends import Chains
 from adapter.state.records import StreamMeta
 
 KEY = ("b", "s")

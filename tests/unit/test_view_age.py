@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapter.state.currency import ViewAge
+from adapter.state.view_age import ViewAge
 
 
 class Clock:

@@ -16,7 +16,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from adapter.tallies import CounterTally, HistogramTally
+from adapter.loop_metrics import CounterTally, HistogramTally
 
 # prometheus_client's switch for `_created` series (untyped there).
 _disable_created = cast(Callable[[], None], disable_created_metrics)

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from adapter.log.turns import Turns
+from adapter.log.transaction_turns import Turns
 
 
 async def _hold(turns: Turns, name: str, log: list[str], release: asyncio.Event) -> None:

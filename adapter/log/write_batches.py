@@ -3,7 +3,7 @@
 A `WriteBatch` is one request's records and the function that turns their offsets into the
 state records committed with them. Its future is resolved once: with the offsets when its
 transaction commits, or with `LogUnavailable` when it fails, waited too long (see
-`adapter/log/batching.py`), or was decided against a batch that failed.
+`adapter/log/batch_queue.py`), or was decided against a batch that failed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from adapter.log import batching
+from adapter.log import batch_queue
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 
 EXPIRED_MESSAGE = "write slot busy: this write waited too long and was not written; retry"
@@ -51,8 +51,8 @@ class WriteBatch:
     future: asyncio.Future[list[int]] = field(init=False)
 
     @property
-    def size(self) -> batching.Size:
-        return batching.size_of(
+    def size(self) -> batch_queue.Size:
+        return batch_queue.size_of(
             [(record.key, record.value, _header_bytes(record.headers)) for record in self.records]
         )
 

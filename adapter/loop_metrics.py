@@ -5,7 +5,7 @@ its sum, its bucket and the check that it may be observed): on the request path 
 few µs of the event loop's one core per request. The families here are counted only on the
 event loop's thread, with no lock, and render at scrape time the samples, labels, order and
 `_created` series that a `Counter` or `Histogram` of the same name would
-(`tests/unit/test_tallies.py` compares the two). An instrument fed from another thread (the
+(`tests/unit/test_loop_metrics.py` compares the two). An instrument fed from another thread (the
 Kafka writer's) stays a prometheus_client one.
 """
 
