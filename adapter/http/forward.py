@@ -8,8 +8,9 @@ coded body decoded, as the owner stores it) with `Durable-Kafka-Forwarded: 1`, a
 answer is returned unchanged. A forwarded request is never forwarded again: an instance that
 gets one for a slot it does not own answers 503 (ownership is moving), as it does while nobody
 owns the slot. After a successful forwarded write, the answer waits (bounded) until the local
-catalog shows what the owner answered it changed (`Coordinator.after_forward`), so a client
-reading through this instance next sees its own write.
+catalog shows what the owner says it changed (`Durable-Kafka-Effect`, `adapter/cluster/
+effects.py`; `Coordinator.after_forward`), so a client reading through this instance next sees
+its own write.
 
 An append is forwarded with a forward id (`Durable-Kafka-Forward-Id`) that the owner writes on
 its records. If the owner goes silent after it may have committed (killed, stopped, its
@@ -29,6 +30,7 @@ import aiohttp
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
+from adapter.cluster import effects
 from adapter.cluster.coordinator import (
     SHOWN_WAIT_S,
     BucketChanged,
@@ -46,6 +48,7 @@ from adapter.http.buckets import MOUNT_READY_S
 from adapter.http.keys import MOUNTED, STREAMS
 from adapter.http.observe import REQUEST_ID, REQUEST_ID_HEADER
 from adapter.http.peer_headers import (
+    EFFECT,
     FORWARD_ID,
     FORWARDED,
     LAST_ACCESS,
@@ -104,15 +107,20 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
 
 async def _here(request: web.Request, handler: Handler, route: Local) -> web.StreamResponse:
     """A write carried out here; one forwarded here, only by the owner generation it was
-    routed to (`ROUTED_UNDER`)."""
+    routed to (`ROUTED_UNDER`), and answered with what it changed (`EFFECT`)."""
     mark = owner_mark_of(request)
-    if mark is None:
-        return await handler(request)
-    token = ROUTED_UNDER.set((route.slot, mark))
+    token = None if mark is None else ROUTED_UNDER.set((route.slot, mark))
     try:
-        return await handler(request)
+        response = await handler(request)
     finally:
-        ROUTED_UNDER.reset(token)
+        if token is not None:
+            ROUTED_UNDER.reset(token)
+    forwarded = FORWARDED in request.headers
+    if forwarded and isinstance(response, web.Response) and response.status < 300:
+        change = _change_of(request, response)
+        if change is not None:
+            response.headers[EFFECT] = effects.encode(change)  # for the forwarder to wait on
+    return response
 
 
 async def _forwarded(
@@ -123,8 +131,9 @@ async def _forwarded(
     for _ in range(REROUTES + 1):
         response = await _forward(request, route)
         if response is not None:
+            effect = response.headers.popall(EFFECT, [])  # the owner's word to us, not the client's
             if response.status < 300:
-                await _read_your_writes(request, response)
+                await _read_your_writes(request, response, effect[0] if effect else None)
             return response
         next_route = await _rerouted(request.app[COORDINATOR], write, route.slot)
         if next_route is None or isinstance(next_route, Local):
@@ -390,9 +399,18 @@ async def _created(request: web.Request, sent: Sent) -> web.Response:
     return created_response(request, meta, created=True)
 
 
-async def _read_your_writes(request: web.Request, response: web.Response) -> None:
-    """Hold the answer until this instance's catalog reflects the forwarded write."""
-    change = _change_of(request, response)
+async def _read_your_writes(
+    request: web.Request, response: web.Response, effect: str | None
+) -> None:
+    """Hold the answer until this instance's catalog reflects the forwarded write: what the
+    owner's `effect` says it changed (an owner of the release before this one says nothing:
+    what its answer shows)."""
+    if effect is None:
+        change = _change_of(request, response)
+    else:
+        stream = _owner(request).on_stream
+        bucket_id = request.match_info.get("bucket")
+        change = effects.decode(effect, stream_ref(request) if stream else None, bucket_id)
     if change is None:
         return
     await request.app[COORDINATOR].after_forward(change)
@@ -401,7 +419,8 @@ async def _read_your_writes(request: web.Request, response: web.Response) -> Non
 
 
 def _change_of(request: web.Request, response: web.Response) -> Change | None:
-    """What the owner's success answer says it changed; None when it says nothing to wait for."""
+    """What a write's success answer shows it changed (the owner's `EFFECT`); None when there
+    is nothing to wait for."""
     owner = _owner(request)
     if owner is Owner.BUCKET:
         etag = response.headers.get("ETag") if response.status < 300 else None

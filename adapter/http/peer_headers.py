@@ -41,8 +41,20 @@ CERTIFICATE_SUBJECT: Final = "Durable-Kafka-Certificate-Subject"
 # key. A connection whose request carries it is a peer's, not counted per client address
 # (`adapter/http/server.py`); never passed on, never logged.
 PEER_KEY: Final = "Durable-Kafka-Peer-Key"
+# On an owner's success answer to a forwarded write: what the write changed, which the
+# forwarder waits to see before it relays the answer (`adapter/cluster/effects.py`). Taken off
+# the answer before the client gets it.
+EFFECT: Final = "Durable-Kafka-Effect"
 _FORWARD_ID_SHAPE: Final = re.compile("[0-9a-f]{32}")
-PEER_ONLY: Final = (FORWARDED, FORWARD_ID, OWNER_MARK, LAST_ACCESS, CERTIFICATE_SUBJECT, PEER_KEY)
+PEER_ONLY: Final = (
+    FORWARDED,
+    FORWARD_ID,
+    OWNER_MARK,
+    LAST_ACCESS,
+    CERTIFICATE_SUBJECT,
+    PEER_KEY,
+    EFFECT,
+)
 
 
 def peer_headers_middleware(peer_key: str) -> Middleware:

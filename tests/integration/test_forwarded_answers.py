@@ -14,6 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from adapter.protocol.offsets import parse_offset
 from devstack.process import free_port
 from tests.adapter_process import running_adapter
 from tests.cluster import SLOTS, TEXT, cluster_env, stream_in, until_owned
@@ -121,6 +122,16 @@ async def test_each_write_is_answered_alike_through_its_owner_and_another_instan
                 mine = await _answer(session, b, f"/v1/stream/{direct}", step, {direct: "{s}"})
                 theirs = await _answer(session, a, f"/v1/stream/{relayed}", step, {relayed: "{s}"})
                 assert theirs == mine, step
+            # What the owner tells a forwarder the write changed; never shown to a client.
+            forwarded = TEXT | {"Durable-Kafka-Forwarded": "1"}
+            stream = stream_in(prefix, owners[b], "e")
+            assert (await session.put(f"{b}/v1/stream/{stream}", headers=TEXT)).status == 201
+            async with session.post(f"{b}/v1/stream/{stream}", data="x", headers=forwarded) as r:
+                after = parse_offset(r.headers["Stream-Next-Offset"])
+                assert json.loads(r.headers["Durable-Kafka-Effect"]) == {"tail": after}
+            async with session.post(f"{a}/v1/stream/{stream}", data="y", headers=TEXT) as r:
+                assert r.status == 204
+                assert "Durable-Kafka-Effect" not in r.headers
             # A fork; a bucket's creation, configuration, snapshot publish and deletion.
             source = stream_in(prefix, owners[b], "src")
             assert (await session.put(f"{b}/v1/stream/{source}", headers=TEXT)).status == 201
