@@ -158,14 +158,15 @@ async def two_instances(
     tmp_path: Path,
     total_s: float = 30,
     env: Mapping[str, str] | None = None,
+    env_b: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Pair]:
     """Instances `a` and `b` (logs `a.log`, `b.log` in `tmp_path`) once each owns slots;
-    `env` adds to (or overrides) their settings."""
+    `env` adds to (or overrides) their settings, `env_b` to `b`'s alone."""
     env = cluster_env(bootstrap, prefix, tmp_path) | dict(env or {})
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=total_s)) as session:
         with (
             running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(env, tmp_path / "b.log", free_port()) as b,
+            running_adapter(env | dict(env_b or {}), tmp_path / "b.log", free_port()) as b,
         ):
             yield Pair(session, a, b, await until_owned(session, {a: None, b: None}))
 

@@ -15,9 +15,7 @@ import aiohttp
 import pytest
 
 from adapter.protocol.offsets import parse_offset
-from devstack.process import free_port
-from tests.adapter_process import running_adapter
-from tests.cluster import SLOTS, TEXT, cluster_env, stream_in, until_owned
+from tests.cluster import SLOTS, TEXT, stream_in, two_instances
 from tests.faulty_adapter import fault_env
 from topology.slots import slot_of_bucket
 
@@ -110,71 +108,66 @@ async def test_each_write_is_answered_alike_through_its_owner_and_another_instan
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"fwa{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(env, tmp_path / "b.log", free_port()) as b,
-        ):
-            owners = await until_owned(session, {a: None, b: None})
-            direct, relayed = stream_in(prefix, owners[b], "d"), stream_in(prefix, owners[b], "r")
-            for step in STEPS:
-                mine = await _answer(session, b, f"/v1/stream/{direct}", step, {direct: "{s}"})
-                theirs = await _answer(session, a, f"/v1/stream/{relayed}", step, {relayed: "{s}"})
-                assert theirs == mine, step
-            # What the owner tells a forwarder the write changed; never shown to a client.
-            forwarded = TEXT | {"Durable-Kafka-Forwarded": "1"}
-            stream = stream_in(prefix, owners[b], "e")
-            assert (await session.put(f"{b}/v1/stream/{stream}", headers=TEXT)).status == 201
-            async with session.post(f"{b}/v1/stream/{stream}", data="x", headers=forwarded) as r:
-                after = parse_offset(r.headers["Stream-Next-Offset"])
-                assert json.loads(r.headers["Durable-Kafka-Effect"]) == {"tail": after}
-            async with session.post(f"{a}/v1/stream/{stream}", data="y", headers=TEXT) as r:
-                assert r.status == 204
-                assert "Durable-Kafka-Effect" not in r.headers
-            # A fork; a bucket's creation, configuration, snapshot publish and deletion.
-            source = stream_in(prefix, owners[b], "src")
-            assert (await session.put(f"{b}/v1/stream/{source}", headers=TEXT)).status == 201
-            assert (await session.post(f"{b}/v1/stream/{source}", data="s")).status == 204
-            fork = Step("PUT", headers=TEXT | {"Stream-Forked-From": source})
-            forks = []
-            for base, stem in ((b, "fd"), (a, "fr")):
-                stream = stream_in(prefix, owners[b], stem)
-                forks.append(
-                    await _answer(session, base, f"/v1/stream/{stream}", fork, {stream: "{s}"})
-                )
-            assert forks[1] == forks[0]
-            config = json.dumps({"max_age_ms": 600_000}).encode()
-            answers = []
-            for base, stem in ((b, "bd"), (a, "br")):
-                bucket = next(
-                    f"{stem}-{i:03}"
-                    for i in range(1000)
-                    if slot_of_bucket(f"{stem}-{i:03}", SLOTS) in owners[b]
-                )
-                names = {bucket: "{b}"}
-                steps = [
-                    Step("PUT", headers=JSON, body=b"{}"),
-                    Step("PUT", headers=JSON, body=b"{}"),
-                    Step("PUT", "/config", JSON, config),
-                    Step("PUT", headers=JSON, body=b"{}"),
-                ]
-                answered = [await _answer(session, base, f"/{bucket}", s, names) for s in steps]
-                stream = f"/{bucket}/snap"
-                async with session.put(f"{b}{stream}", headers=TEXT) as made:
-                    assert made.status == 201, (answered, await made.text())
-                assert (await session.post(f"{b}{stream}", data="abc")).status == 204
-                async with session.head(f"{b}{stream}") as state:
-                    tail = state.headers["Stream-Next-Offset"]
-                for publish in (
-                    Step("PUT", f"/snapshot/{tail}", {"Content-Type": "text/plain"}, b"S"),
-                    Step("PUT", "/snapshot/zzz", {"Content-Type": "text/plain"}, b"S"),
-                ):
-                    answered.append(await _answer(session, base, stream, publish, names))
-                answered.append(await _answer(session, base, f"/{bucket}", Step("DELETE"), names))
-                answered.append(await _answer(session, base, f"/{bucket}", Step("DELETE"), names))
-                answers.append(answered)
-            assert answers[1] == answers[0]
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, 60) as pair:
+        session, a, b, owners = pair.session, pair.a, pair.b, pair.owners
+        direct, relayed = stream_in(prefix, owners[b], "d"), stream_in(prefix, owners[b], "r")
+        for step in STEPS:
+            mine = await _answer(session, b, f"/v1/stream/{direct}", step, {direct: "{s}"})
+            theirs = await _answer(session, a, f"/v1/stream/{relayed}", step, {relayed: "{s}"})
+            assert theirs == mine, step
+        # What the owner tells a forwarder the write changed; never shown to a client.
+        forwarded = TEXT | {"Durable-Kafka-Forwarded": "1"}
+        stream = stream_in(prefix, owners[b], "e")
+        assert (await session.put(f"{b}/v1/stream/{stream}", headers=TEXT)).status == 201
+        async with session.post(f"{b}/v1/stream/{stream}", data="x", headers=forwarded) as r:
+            after = parse_offset(r.headers["Stream-Next-Offset"])
+            assert json.loads(r.headers["Durable-Kafka-Effect"]) == {"tail": after}
+        async with session.post(f"{a}/v1/stream/{stream}", data="y", headers=TEXT) as r:
+            assert r.status == 204
+            assert "Durable-Kafka-Effect" not in r.headers
+        # A fork; a bucket's creation, configuration, snapshot publish and deletion.
+        source = stream_in(prefix, owners[b], "src")
+        assert (await session.put(f"{b}/v1/stream/{source}", headers=TEXT)).status == 201
+        assert (await session.post(f"{b}/v1/stream/{source}", data="s")).status == 204
+        fork = Step("PUT", headers=TEXT | {"Stream-Forked-From": source})
+        forks = []
+        for base, stem in ((b, "fd"), (a, "fr")):
+            stream = stream_in(prefix, owners[b], stem)
+            forks.append(
+                await _answer(session, base, f"/v1/stream/{stream}", fork, {stream: "{s}"})
+            )
+        assert forks[1] == forks[0]
+        config = json.dumps({"max_age_ms": 600_000}).encode()
+        answers = []
+        for base, stem in ((b, "bd"), (a, "br")):
+            bucket = next(
+                f"{stem}-{i:03}"
+                for i in range(1000)
+                if slot_of_bucket(f"{stem}-{i:03}", SLOTS) in owners[b]
+            )
+            names = {bucket: "{b}"}
+            steps = [
+                Step("PUT", headers=JSON, body=b"{}"),
+                Step("PUT", headers=JSON, body=b"{}"),
+                Step("PUT", "/config", JSON, config),
+                Step("PUT", headers=JSON, body=b"{}"),
+            ]
+            answered = [await _answer(session, base, f"/{bucket}", s, names) for s in steps]
+            stream = f"/{bucket}/snap"
+            async with session.put(f"{b}{stream}", headers=TEXT) as made:
+                assert made.status == 201, (answered, await made.text())
+            assert (await session.post(f"{b}{stream}", data="abc")).status == 204
+            async with session.head(f"{b}{stream}") as state:
+                tail = state.headers["Stream-Next-Offset"]
+            for publish in (
+                Step("PUT", f"/snapshot/{tail}", {"Content-Type": "text/plain"}, b"S"),
+                Step("PUT", "/snapshot/zzz", {"Content-Type": "text/plain"}, b"S"),
+            ):
+                answered.append(await _answer(session, base, stream, publish, names))
+            answered.append(await _answer(session, base, f"/{bucket}", Step("DELETE"), names))
+            answered.append(await _answer(session, base, f"/{bucket}", Step("DELETE"), names))
+            answers.append(answered)
+        assert answers[1] == answers[0]
 
 
 # The writes a silent owner's answer is learned for: each sent to an owner that exits right
@@ -193,21 +186,15 @@ LEARNED = {
 async def test_a_write_whose_owner_went_silent_is_answered_as_the_owner_would(
     kafka_bootstrap: str, unique: str, tmp_path: Path, name: str
 ) -> None:
-    prefix = f"fwl{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    dying = env | fault_env(crash_after_forwarded_commit=True)
+    prefix, dying = f"fwl{unique}.", fault_env(crash_after_forwarded_commit=True)
     *before, last = LEARNED[name]
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
-        with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(dying, tmp_path / "b.log", free_port()) as b,
-        ):
-            owners = await until_owned(session, {a: None, b: None})
-            direct, learned = stream_in(prefix, owners[b], "d"), stream_in(prefix, owners[b], "l")
-            for step in before:  # through the owner itself: nothing dies
-                for stream in (direct, learned):
-                    await _answer(session, b, f"/v1/stream/{stream}", step, {})
-            mine = await _answer(session, b, f"/v1/stream/{direct}", last, {direct: "{s}"})
-            # Through `a`: forwarded to `b`, which commits it and exits before answering.
-            theirs = await _answer(session, a, f"/v1/stream/{learned}", last, {learned: "{s}"})
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, 120, env_b=dying) as pair:
+        session, a, b, owners = pair.session, pair.a, pair.b, pair.owners
+        direct, learned = stream_in(prefix, owners[b], "d"), stream_in(prefix, owners[b], "l")
+        for step in before:  # through the owner itself: nothing dies
+            for stream in (direct, learned):
+                await _answer(session, b, f"/v1/stream/{stream}", step, {})
+        mine = await _answer(session, b, f"/v1/stream/{direct}", last, {direct: "{s}"})
+        # Through `a`: forwarded to `b`, which commits it and exits before answering.
+        theirs = await _answer(session, a, f"/v1/stream/{learned}", last, {learned: "{s}"})
     assert theirs == mine

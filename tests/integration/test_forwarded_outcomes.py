@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import aiohttp
 import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -13,9 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from adapter.log import outcomes
 from adapter.log.outcomes import Probe
 from adapter.protocol.offsets import encode
-from devstack.process import free_port
-from tests.adapter_process import running_adapter
-from tests.cluster import TEXT, cluster_env, partitions, stream_in, until_owned
+from tests.cluster import TEXT, partitions, stream_in, two_instances
 from tests.faulty_adapter import fault_env
 from tests.kafka_reads import committed_messages
 from topology.kafka_client import KafkaAccess
@@ -47,35 +44,28 @@ def _stream_values(bootstrap: str, topic: str, stream: str) -> list[tuple[int, b
 async def test_an_append_committed_by_an_owner_that_then_died_is_answered_written(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
-    prefix = f"fwd{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    dying = env | fault_env(crash_after_forwarded_commit=True)
-    timeout = aiohttp.ClientTimeout(total=120)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
-        with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(dying, tmp_path / "b.log", free_port()) as b,
-        ):
-            owners = await until_owned(session, {a: None, b: None})
-            stream = stream_in(prefix, owners[b], "f")
-            url = f"{b}/v1/stream/{stream}"
-            assert (await session.put(url, headers=TEXT)).status == 201
-            async with session.post(url, data="x", headers=TEXT) as reply:
-                assert reply.status == 204  # written by the owner itself: nothing dies
-            # Through `a`: forwarded to `b`, which commits it and exits before answering.
-            async with session.post(f"{a}/v1/stream/{stream}", data="y", headers=TEXT) as reply:
-                status, headers = reply.status, reply.headers
-                assert status == 204, await reply.text()
-            records = _stream_values(kafka_bootstrap, f"{prefix}bucket._default", stream)
-            async with session.get(f"{a}/v1/stream/{stream}?offset=-1") as reply:
-                assert await reply.read() == b"xy"
-            # Answered as the owner would have: with the stream's ETag after the append, which
-            # a conditional append may name.
-            async with session.head(f"{a}/v1/stream/{stream}") as reply:
-                assert reply.headers["ETag"] == headers.get("ETag")
-            conditional = TEXT | {"If-Match": headers["ETag"]}
-            async with session.post(f"{a}/v1/stream/{stream}", data="z", headers=conditional) as r:
-                assert r.status == 204, await r.text()
+    prefix, dying = f"fwd{unique}.", fault_env(crash_after_forwarded_commit=True)
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, 120, env_b=dying) as pair:
+        session, a, b, owners = pair.session, pair.a, pair.b, pair.owners
+        stream = stream_in(prefix, owners[b], "f")
+        url = f"{b}/v1/stream/{stream}"
+        assert (await session.put(url, headers=TEXT)).status == 201
+        async with session.post(url, data="x", headers=TEXT) as reply:
+            assert reply.status == 204  # written by the owner itself: nothing dies
+        # Through `a`: forwarded to `b`, which commits it and exits before answering.
+        async with session.post(f"{a}/v1/stream/{stream}", data="y", headers=TEXT) as reply:
+            status, headers = reply.status, reply.headers
+            assert status == 204, await reply.text()
+        records = _stream_values(kafka_bootstrap, f"{prefix}bucket._default", stream)
+        async with session.get(f"{a}/v1/stream/{stream}?offset=-1") as reply:
+            assert await reply.read() == b"xy"
+        # Answered as the owner would have: with the stream's ETag after the append, which
+        # a conditional append may name.
+        async with session.head(f"{a}/v1/stream/{stream}") as reply:
+            assert reply.headers["ETag"] == headers.get("ETag")
+        conditional = TEXT | {"If-Match": headers["ETag"]}
+        async with session.post(f"{a}/v1/stream/{stream}", data="z", headers=conditional) as r:
+            assert r.status == 204, await r.text()
     assert [value for _offset, value in records] == [b"x", b"y"]  # once, in order
     assert headers["Stream-Next-Offset"] == encode(records[-1][0] + 1)
 
@@ -151,23 +141,17 @@ def test_a_forward_id_that_may_be_in_a_freed_range_is_not_answered_not_written(
 async def test_a_creation_or_deletion_committed_by_an_owner_that_then_died_is_answered_done(
     kafka_bootstrap: str, unique: str, tmp_path: Path, method: str
 ) -> None:
-    prefix = f"fwc{unique}."
-    env = cluster_env(kafka_bootstrap, prefix, tmp_path)
-    dying = env | fault_env(crash_after_forwarded_commit=True)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
-        with (
-            running_adapter(env, tmp_path / "a.log", free_port()) as a,
-            running_adapter(dying, tmp_path / "b.log", free_port()) as b,
-        ):
-            owners = await until_owned(session, {a: None, b: None})
-            stream = stream_in(prefix, owners[b], "c")
-            if method == "DELETE":  # created by the owner itself: nothing dies yet
-                assert (await session.put(f"{b}/v1/stream/{stream}", headers=TEXT)).status == 201
-            # Through `a`: forwarded to `b`, which commits it and exits before answering.
-            async with session.request(method, f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
-                assert reply.status == (201 if method == "PUT" else 204), await reply.text()
-            async with session.head(f"{a}/v1/stream/{stream}") as reply:
-                assert reply.status == (200 if method == "PUT" else 404)
+    prefix, dying = f"fwc{unique}.", fault_env(crash_after_forwarded_commit=True)
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, 120, env_b=dying) as pair:
+        session, a, b, owners = pair.session, pair.a, pair.b, pair.owners
+        stream = stream_in(prefix, owners[b], "c")
+        if method == "DELETE":  # created by the owner itself: nothing dies yet
+            assert (await session.put(f"{b}/v1/stream/{stream}", headers=TEXT)).status == 201
+        # Through `a`: forwarded to `b`, which commits it and exits before answering.
+        async with session.request(method, f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
+            assert reply.status == (201 if method == "PUT" else 204), await reply.text()
+        async with session.head(f"{a}/v1/stream/{stream}") as reply:
+            assert reply.status == (200 if method == "PUT" else 404)
     events = _control_events(kafka_bootstrap, f"{prefix}bucket._default", stream)
     assert events == (["create"] if method == "PUT" else ["create", "delete"])  # once each
 
