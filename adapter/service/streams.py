@@ -43,6 +43,7 @@ from adapter.protocol.commands import (
     Trim,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.offsets import resolve_start
 from adapter.protocol.producers import ProducerPosition
 from adapter.service.hub import LiveHub
 from adapter.service.interfaces import SlotWriting, StreamBuckets
@@ -416,9 +417,29 @@ class StreamService:
         """Move the stream's earliest offset up to `command.before`: appends queued before it
         commit first, so they can be trimmed too."""
         settle_ms = self.trim_settle_ms
+        command = await self._within_snapshot(command)
         return await self._change_state(
             command.ref, lambda v, now: machine.trim(v, command, now, settle_ms)
         )
+
+    async def _within_snapshot(self, command: Trim) -> Trim:
+        """The trim, as one to its snapshot's offset (which changes nothing) when it removes
+        none of the stream's messages after its visible snapshot. The stream shares its
+        partition: every offset from the snapshot's to its next message's names the same
+        position (a trim by time names that message's own offset), and a trim past the
+        snapshot's offset hides the snapshot (`StreamMeta.snapshot_offset`), which must
+        follow only a trim that removed a message it does not fold. Looked up before the
+        decision, and true for good: no message is ever added below the tail it was seen
+        under, and the earliest offset never moves back."""
+        meta = self._committed(command.ref)
+        if meta is None or meta.snapshot_offset is None:
+            return command
+        snapshot, before = meta.snapshot_offset, resolve_start(meta, command.before)
+        if not snapshot < before <= meta.next_offset:
+            return command
+        topic = self.buckets.topic(meta.data_bucket)
+        first = await self.time_lookups.first_at_or_after(topic, meta, snapshot)
+        return command if first < before else replace(command, before=snapshot)
 
     async def _change_state(
         self, ref: StreamRef, decide: Callable[[machine.View, int], machine.Step]

@@ -8,18 +8,21 @@ freed once tiered keep their timestamps in their cold chunks (`schemas/tier_mess
 a moment before what Kafka holds is looked up there: by bisecting the stream's chunks, then
 one chunk's blocks, by time, so its cost grows with the logarithm of what was tiered. It is
 not cut short by `max_scan_bytes` like the scan: stopped inside the chunks, it could not name
-a position with no message of the stream between it and the answer.
+a position with no message of the stream between it and the answer. The same search by offset
+alone (`first_at_or_after`) tells a trim past a snapshot whether it removes any message.
 """
 
 from __future__ import annotations
 
+from adapter.log.errors import BelowLogStart
 from adapter.log.reader import Budget, ReadRequest
+from adapter.objects.base import ObjectStoreError
 from adapter.protocol.snapshots import gone_before
 from adapter.service.cold_spans import ColdSpan, cold_spans
 from adapter.service.reads import ReadPath, cold_answer
 from adapter.state.records import Segment, StreamMeta
 from adapter.tier.chunks import ColdMessage
-from adapter.tier.cold import Wanted
+from adapter.tier.cold import ChunkCollected, Wanted
 from adapter.tier.manifest import Place
 from topology.wire import owner_of_key, stream_key
 
@@ -46,6 +49,32 @@ class TimeLookups:
             found = await self._first_from(topic, meta, max(floor, tiered_to or 0))
         _check_retained(meta, found, blind)
         return min(max(found, meta.history_start), meta.next_offset)
+
+    async def first_at_or_after(self, topic: str, meta: StreamMeta, start: int) -> int:
+        """The offset of the stream's first message at or after `start` (its tail if none
+        is), from the cold tier where it is tiered; or a position with no message of the
+        stream between `start` and it: the scan's bound spent, or at worst `start` itself when
+        what lies there cannot be looked at now (a collected chunk met, the store or Kafka's
+        freed records out of reach)."""
+        place = self.path.place(topic, meta)
+        tiered_to = None if place is None else self.path.catalog.tier.tiered_to(place)
+        try:
+            if place is not None and tiered_to is not None and start <= tiered_to:
+                spans = [
+                    span
+                    for span in cold_spans(self.path.catalog.tier.ranges(place), meta)
+                    if span.stop > start
+                ]
+                stored = [span for span in spans if not span.collected]
+                found = await self._first_wanted(stored, lambda message: message.offset >= start)
+                below = meta.next_offset if found is None else found
+                if any(span.collected and span.start < below for span in spans):
+                    return start
+                if found is not None:
+                    return found
+            return await self._first_from(topic, meta, max(start, tiered_to or 0))
+        except (ObjectStoreError, ChunkCollected, BelowLogStart):
+            return start
 
     async def _in_cold(
         self, place: Place, meta: StreamMeta, at_ms: int, floor: int

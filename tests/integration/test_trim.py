@@ -5,6 +5,7 @@ snapshot's retention, a fork made before it keeping its own range."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from aiohttp import ClientResponse
 
 from adapter.app import PARTS, create_app
+from adapter.config import Settings
 from adapter.service.tier_gc import TierCollector
 from adapter.tier import chunks
 from tests.cluster import SLOTS, signal_adapter, stream_in, two_instances, until_owned
@@ -97,6 +99,63 @@ async def test_a_trim_makes_older_messages_gone_at_once_and_never_moves_back(
     assert await _append(client, path, b"a5") > tail  # appends go on after a trim
     after = await client.get(path, params={"offset": tail})
     assert (after.status, await after.read()) == (200, b"a5")
+
+
+async def test_a_trim_that_removes_no_message_past_a_snapshot_keeps_it(
+    client: Client, unique: str
+) -> None:
+    await _trims_past_a_snapshot(client, f"tr-{unique}")
+
+
+async def test_a_trim_past_a_tiered_snapshot_looks_for_messages_in_the_chunks(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> None:
+    settings = tier_settings(make_settings, s3, unique, tier_interval_ms=3_600_000)
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    await _trims_past_a_snapshot(client, f"tt-{unique}", tiered=settings)
+
+
+async def _trims_past_a_snapshot(
+    client: Client, bucket: str, tiered: Settings | None = None
+) -> None:
+    """The stream shares its partition: offsets past its snapshot with none of its messages
+    between name the snapshot's position. A trim there (by offset or by time) removes nothing,
+    so `/bootstrap` still starts with the snapshot; one past a later message hides it.
+    `tiered` (its settings): what lies past the snapshot is read from the cold tier's chunks."""
+    path, other = await _stream(client, bucket), await _stream(client, bucket, "other")
+    await _append(client, path, b"a1")
+    at_snapshot = await _append(client, path, b"a2")
+    publish = {"Content-Type": "application/octet-stream"}
+    published = await client.put(f"{path}/snapshot/{at_snapshot}", data=b"state", headers=publish)
+    assert published.status == 204
+    for round_ in range(3):  # another stream's records past the snapshot's offset
+        past = await _append(client, other, f"o{round_} ".encode() * 40)
+    await asyncio.sleep(0.05)  # a3's record is written after this moment, the others before
+    moment = int(time.time() * 1000)
+    await asyncio.sleep(0.05)
+    after = await _append(client, path, b"a3")
+    if tiered is not None:
+        await _rounds(client, bucket, ("other",), range(24))  # a3 past the hot window
+        assert await tier_until_done(client) > 0
+        holding_a3 = [
+            chunk
+            for tier_range in manifest(tiered)
+            for chunk in tier_range.chunks
+            if chunk.stream_id == "log" and chunk.last_offset >= decode_token(past)
+        ]
+        assert holding_a3
+    for body in ({"before": past}, {"at": moment}):
+        trimmed = await client.post(f"{path}/trim", json=body)
+        assert trimmed.status == 204, body
+        assert await _bootstrap(client, path) == [b"state", b"a3"], body
+        assert trimmed.headers[EARLIEST] == at_snapshot, body  # where it stood: a no-op
+        booted = await client.get(f"{path}/bootstrap")
+        assert booted.headers["Stream-Snapshot-Offset"] == at_snapshot
+    await _append(client, path, b"a4")
+    hidden = await _trim(client, path, after)  # a3 is removed: the snapshot rebuilds nothing
+    assert (hidden.status, hidden.headers[EARLIEST]) == (204, after)
+    assert await _bootstrap(client, path) == [b"", b"a4"]
 
 
 @pytest.mark.parametrize(

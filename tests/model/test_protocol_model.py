@@ -1357,3 +1357,23 @@ def test_an_append_through_a_peer_of_a_paused_owner_goes_through_a_new_owner(
                 _append(0, 20, which),  # through the instance that was paused
             ],
         )
+
+
+def test_a_trim_by_time_to_the_message_after_a_snapshot_keeps_it(
+    deployment: Deployment,
+) -> None:
+    for which in (0, 1):  # through either instance: one of them owns the stream's slot
+        replay(
+            deployment,
+            [
+                _bucket_step(0, "none"),
+                _text_stream(0, f"s{which}"),
+                _append(0, 10),
+                _append(0, 10),
+                ("snapshot", {"pick": 0, "index": 2, "which": which}),
+                _append(0, 10),  # after the snapshot's offset: its transaction's marker between
+                ("trim", {"pick": 0, "index": 2, "by_time": True, "which": which}),
+                ("bootstrap", {"pick": 0, "which": 0}),
+                ("bootstrap", {"pick": 0, "which": 1}),
+            ],
+        )
