@@ -51,11 +51,12 @@ def longest_gap(commits: list[Commit]) -> float:
 
 def longest_joint(*probes: list[Commit], floor_s: float = OUTAGE_FLOOR_S) -> float:
     """The longest outage of any probe, or of several whose outages (gaps of at least
-    `floor_s`) overlap or touch: a client needing all of them was out that long."""
+    `floor_s`) overlap: a client needing all of them was out that long. Two gaps of one probe
+    only meet at a commit that got through, so they stay apart."""
     outages = sorted(g for commits in probes for g in _gaps(commits) if g[1] - g[0] >= floor_s)
     joined: list[tuple[float, float]] = []
     for start, end in outages:
-        if joined and start <= joined[-1][1]:
+        if joined and start < joined[-1][1]:
             joined[-1] = (joined[-1][0], max(end, joined[-1][1]))
         else:
             joined.append((start, end))

@@ -293,6 +293,8 @@ def test_kafkas_own_share_joins_the_transaction_and_group_outages() -> None:
     assert longest_joint(transactions, group) == pytest.approx(7.0)
     assert longest_joint(transactions, commits((6.0, 7.0))) == pytest.approx(3.0)  # apart
     assert longest_joint(commits(), commits()) == pytest.approx(0.5)  # only the spacing
+    slow = [Commit(t * 1.5, t * 1.5, True) for t in range(9)]  # each 1.5 s after the last
+    assert longest_joint(slow, commits()) == pytest.approx(1.5)  # slow, never out
 
 
 def trimmed() -> tuple[History, list[LogRecord], dict[str, dict[str, View]]]:
