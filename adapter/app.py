@@ -322,6 +322,7 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
     # Its close hands every slot over (in-flight commits finish first), before the writers'.
     await running.start("slot ownership", parts.ownership)
     running.spawn(parts.reach.run(), "advertised-reach")  # may step aside from the group
+    running.spawn(parts.orphaned_slots.run(), "orphaned-slots")  # may rejoin the group
     return count
 
 

@@ -15,6 +15,7 @@ from adapter.cluster.catch_up import MetaCatchUp
 from adapter.cluster.coordinator import Coordinator
 from adapter.cluster.dead_owners import Bounds, DeadOwners, Probes
 from adapter.cluster.deadlines import forward_timeout_s
+from adapter.cluster.orphaned_slots import SESSIONS, OrphanedSlots
 from adapter.cluster.ownership import SlotOwnership, accepts
 from adapter.cluster.reach import AdvertisedReach
 from adapter.cluster.routing import Moving, Router
@@ -111,6 +112,7 @@ class Parts:
     age_retention: AgeRetention
     peers: PeerClients
     reach: AdvertisedReach
+    orphaned_slots: OrphanedSlots
     dead_owners: DeadOwners
     relay: AccessRelay
     coordinator: Coordinator
@@ -283,6 +285,15 @@ def build_parts(
         ),
         peers=peers,
         reach=reach,
+        orphaned_slots=OrphanedSlots(
+            settings.advertised_url,
+            settings.write_slots,
+            catalog.owner,
+            lambda: writers.assigned,
+            ownership.rejoin,
+            SESSIONS * settings.owner_session_timeout_ms / 1000,
+            lambda: ownership.aside,
+        ),
         dead_owners=dead_owners,
         relay=relay,
         coordinator=Coordinator(

@@ -140,6 +140,7 @@ class SlotOwnership:
         # format level decision): the impostor check uses it instead of asking again.
         self.described: list[Member] | None = None
         self._renew = threading.Event()  # asked: make the consumer again (`renew`)
+        self._rejoin = threading.Event()  # asked: leave the group and join again (`rejoin`)
         # While renewing: the slots held when the old consumer closed (their writers kept),
         # until the new consumer's first assignment; and who waits for that assignment.
         self._kept: set[int] | None = None
@@ -172,6 +173,12 @@ class SlotOwnership:
             log.warning("the owners' consumer not yet assigned its slots after its renewal")
             return False
         return True
+
+    def rejoin(self) -> None:
+        """Leave the owners' group and join it again, so that it rebalances: a slot it handed
+        to no member is handed out (`adapter/cluster/orphaned_slots.py`). Carried out by the
+        polling thread."""
+        self._rejoin.set()
 
     def step_aside(self, aside: bool) -> None:
         """Leave the owners' group (this instance's slots move to the others at once) or join
@@ -255,6 +262,11 @@ class SlotOwnership:
             while not self._stop.is_set():
                 if subscribed == self._aside.is_set():
                     subscribed = self._subscribe(consumer, not subscribed)
+                if self._rejoin.is_set():
+                    self._rejoin.clear()
+                    if subscribed:  # joined again at the next turn
+                        self._leave(consumer)
+                        subscribed = False
                 message = consumer.poll(POLL_S)
                 self._note_refusal(message)
                 _check(message)  # a rebalance callback's exception too
@@ -308,13 +320,7 @@ class SlotOwnership:
         """Close the consumer; on a clean stop, leave the group first (see the module doc)."""
         try:
             if leave:
-                consumer.unsubscribe()  # the revocation and the LeaveGroup are served in poll()
-                for _ in range(LEAVE_POLLS):
-                    consumer.poll(POLL_S)
-                    with self._holding:
-                        if not self._held:
-                            break
-                consumer.poll(POLL_S)  # sends the LeaveGroup, which close() alone would not
+                self._leave(consumer)
         except KafkaException:
             log.warning("leaving the owners' group failed", exc_info=True)
         finally:
@@ -322,6 +328,16 @@ class SlotOwnership:
             self._confirmations.abandon()
             consumer.close()  # revokes every slot still held through _revoked
             self._release_unrevoked()
+
+    def _leave(self, consumer: Consumer) -> None:
+        """Leave the group: unsubscribe, then poll for the revocation and the LeaveGroup."""
+        consumer.unsubscribe()  # the revocation and the LeaveGroup are served in poll()
+        for _ in range(LEAVE_POLLS):
+            consumer.poll(POLL_S)
+            with self._holding:
+                if not self._held:
+                    break
+        consumer.poll(POLL_S)  # sends the LeaveGroup, which close() alone would not
 
     def _release_unrevoked(self) -> None:
         """Lose what is still held once the consumer is closed, unless renewing (its writers are
