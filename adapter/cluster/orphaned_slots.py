@@ -4,7 +4,9 @@ The owners' group uses the cooperative protocol with static members. A member th
 under its instance id is given the assignment the coordinator kept for it, without a
 rebalance (KIP-345); when that kept assignment was the first round of a cooperative
 rebalance (slots taken from members, none given yet), the second round, which would have
-given the withheld slots to someone, never comes. Kafka sees nothing wrong. It was measured
+given the withheld slots to someone, never comes (so the members' logs read: a member fenced
+and rejoined was assigned nothing, and no member was assigned the slots). Kafka sees nothing
+wrong. It was measured
 in `make faults` (`broker_pause`, two workers per instance): after the paused broker's
 return two slots were held by no member for 72 s, every write to them answered 503, until
 another member happened to leave.
