@@ -17,6 +17,7 @@ no length that the early 413 could refuse.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import zlib
 from collections.abc import Awaitable, Iterator
@@ -181,6 +182,9 @@ async def decoded_body(request: web.Request, coded: Decoder, limit: int) -> byte
         for piece in _pieces(coded, chunk):
             body.write(piece)
             _within(body.tell(), limit)
+            # A body already received is read without a pause, and a few KiB may decode to
+            # megabytes: the rest of the loop runs between two pieces (one is PIECE at most).
+            await asyncio.sleep(0)
     if not coded.finished():
         raise ProtocolError(ErrorCode.BAD_REQUEST, "the coded body ends before its end")
     return body.getvalue()

@@ -135,3 +135,26 @@ async def test_a_plain_body_is_held_once_not_copied() -> None:
     body, above = await _peak_of(lambda: bounded_body(request, 2 * size))
     assert body == bytes(size)
     assert above <= size * ABOVE_THE_BODY
+
+
+async def test_decoding_a_body_lets_the_loop_run_between_pieces() -> None:
+    """A body already received decodes a piece a step: a bomb of 8 KiB is 128 pieces of
+    decoding before its 413, which once ran as one callback while every other request
+    waited."""
+    size = 4 * 2**20
+    request = _request_with(gzip.compress(bytes(size)))
+    turns = 0
+
+    async def other_requests() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    beside = asyncio.create_task(other_requests())
+    await asyncio.sleep(0)
+    try:
+        await decoded_body(request, decoder("gzip", size), size)
+    finally:
+        beside.cancel()
+    assert turns >= size // PIECE
