@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
@@ -225,10 +225,11 @@ class _Checkpoint:
 
 
 @web.middleware
-async def readiness_gate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Streams are served only once the catalog has been rebuilt from Kafka."""
+def readiness_gate(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+    """Streams are served only once the catalog has been rebuilt from Kafka. Not a
+    coroutine: no frame of it stays beside a long-lived request (a parked SSE session)."""
     if request.app[health.READINESS].is_ok(CATALOG) or request.path in ("/healthz", "/readyz"):
-        return await handler(request)
+        return handler(request)
     raise ProtocolError(ErrorCode.NOT_READY, "the catalog is still being loaded from Kafka")
 
 

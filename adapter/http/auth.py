@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -82,19 +82,51 @@ def seconds_left(request: web.Request) -> float | None:
 
 
 def auth_middleware(gate: Gate) -> Middleware:
+    # Not a coroutine: it checks, then hands back the handler's awaitable, so no frame of it
+    # stays suspended beside a long-lived request (a parked SSE session or long-poll). Only a
+    # token of a key not yet known waits (for the key set's refetch), in a coroutine.
     @web.middleware
-    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if gate.verifier is None or is_public(request):
-            return await handler(request)
-        principal = await _principal(request, gate, gate.verifier)
-        for need in needs_of(request):
-            _judge(request, gate, principal, need)
-        if principal is not None:
-            request[PRINCIPAL] = principal
-            add_log_fields(request, principal=principal.name)
-        return await handler(request)
+    def authenticate(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+        verifier = gate.verifier
+        if verifier is None or is_public(request):
+            return handler(request)
+        try:
+            principal = _principal(request, gate, verifier)
+        except UnknownKey as error:
+            if gate.keys is None:
+                raise _invalid(request, error) from None
+            return _after_refetch(request, handler, gate, verifier, error)
+        _let_in(request, gate, principal)
+        return handler(request)
 
     return authenticate
+
+
+async def _after_refetch(
+    request: web.Request, handler: Handler, gate: Gate, verifier: Verifier, unknown: UnknownKey
+) -> web.StreamResponse:
+    """A token of a key the verifier does not know: the key set is fetched again (at most
+    so often, `KeySource.refetch`), then the token checked once more."""
+    assert gate.keys is not None
+    token = _token(request, gate)
+    assert token is not None  # only a token names a key
+    if not await gate.keys.refetch():
+        raise _invalid(request, unknown)
+    try:
+        principal = verifier.verify(token, gate.clock())
+    except InvalidToken as error:
+        raise _invalid(request, error) from None
+    _let_in(request, gate, principal)
+    return await handler(request)
+
+
+def _let_in(request: web.Request, gate: Gate, principal: Principal | None) -> None:
+    """Judge every need of the request (401 or 403 if one is not met), then note who asked."""
+    for need in needs_of(request):
+        _judge(request, gate, principal, need)
+    if principal is not None:
+        request[PRINCIPAL] = principal
+        add_log_fields(request, principal=principal.name)
 
 
 def _judge(request: web.Request, gate: Gate, principal: Principal | None, need: Need) -> None:
@@ -118,24 +150,27 @@ def _needs(gate: Gate) -> str:
     return "this request needs a bearer token"
 
 
-async def _principal(request: web.Request, gate: Gate, verifier: Verifier) -> Principal | None:
+def _principal(request: web.Request, gate: Gate, verifier: Verifier) -> Principal | None:
+    """Who the request's token or certificate names; 401 for an invalid token. `UnknownKey`
+    passes up: a token of a key the verifier may learn by fetching the key set again."""
     token = _token(request, gate)
     if token is None:
         return _certificate_principal(request, gate.certificates)
     try:
-        try:
-            return verifier.verify(token, gate.clock())
-        except UnknownKey:
-            if gate.keys is None or not await gate.keys.refetch():
-                raise
-            return verifier.verify(token, gate.clock())
+        return verifier.verify(token, gate.clock())
+    except UnknownKey:
+        raise
     except InvalidToken as error:
-        _count_failure(request, error.reason)
-        raise ProtocolError(
-            ErrorCode.UNAUTHORIZED,
-            f"invalid bearer token: {error}",
-            headers={"WWW-Authenticate": f'{REALM}, error="invalid_token"'},
-        ) from None
+        raise _invalid(request, error) from None
+
+
+def _invalid(request: web.Request, error: InvalidToken) -> ProtocolError:
+    _count_failure(request, error.reason)
+    return ProtocolError(
+        ErrorCode.UNAUTHORIZED,
+        f"invalid bearer token: {error}",
+        headers={"WWW-Authenticate": f'{REALM}, error="invalid_token"'},
+    )
 
 
 def _certificate_principal(

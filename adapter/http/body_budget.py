@@ -10,6 +10,8 @@ is answered 503 `unavailable` with `Retry-After` at once, its body unread.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
@@ -50,18 +52,28 @@ BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
 
 
 def body_budget_middleware(budget: BodyBudget, bodies: RouteBodies) -> Middleware:
+    # Not a coroutine: a request without a body gets the handler's awaitable back, so no
+    # frame of it stays suspended beside a long-lived request (a parked SSE session or
+    # long-poll).
     @web.middleware
-    async def body_budget(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def body_budget(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
         if not request.body_exists:
-            return await handler(request)
+            return handler(request)
         # A coded body may decode to anything up to its route's limit: that is its cost.
         length = None if BODY_CODING in request else request.content_length
         cost = budget.cost(length, bodies.limit(request))
         if not budget.reserve(cost):
             raise ProtocolError(ErrorCode.UNAVAILABLE, OVER_BUDGET_MESSAGE)
-        try:
-            return await handler(request)
-        finally:
-            budget.release(cost)
+        return _reserved(budget, cost, request, handler)
 
     return body_budget
+
+
+async def _reserved(
+    budget: BodyBudget, cost: int, request: web.Request, handler: Handler
+) -> web.StreamResponse:
+    """The request served with `cost` reserved, released however it ends."""
+    try:
+        return await handler(request)
+    finally:
+        budget.release(cost)

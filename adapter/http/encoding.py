@@ -17,8 +17,10 @@ no length that the early 413 could refuse.
 
 from __future__ import annotations
 
+import asyncio
+import io
 import zlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from typing import Protocol
 
 from aiohttp import hdrs, web
@@ -120,57 +122,81 @@ def decoder(coding: str, most: int = 0) -> Decoder:
 
 
 @web.middleware
-async def content_encoding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+def content_encoding_middleware(
+    request: web.Request, handler: Handler
+) -> Awaitable[web.StreamResponse]:
     """415 for a Content-Encoding we do not decode, before the body is read or `100 Continue`
-    sent, whatever the method."""
+    sent, whatever the method. Not a coroutine: no frame of it stays beside a long-lived
+    request (a parked SSE session or long-poll)."""
     coding = request_coding(request.headers.getall(hdrs.CONTENT_ENCODING, ()))
     if coding is not None and request.body_exists:
         request[BODY_CODING] = coding
-    return await handler(request)
+    return handler(request)
 
 
 def decoding_middleware(bodies: RouteBodies) -> Middleware:
+    # Not a coroutine: a request with no body to read first gets the handler's awaitable
+    # back, so no frame of it stays suspended beside a long-lived request (a parked SSE
+    # session or long-poll).
     @web.middleware
-    async def decoding(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def decoding(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
         coding = request.get(BODY_CODING)
         if coding is None:
             if bodies.control(request) and request.body_exists:
-                # Bounded as it arrives: a chunked body declares no length to refuse early.
-                set_read_body(request, await bounded_body(request, bodies.limit(request)))
-            return await handler(request)
+                return _bounded_first(bodies, request, handler)
+            return handler(request)
         if bodies.streamed(request):
             raise ProtocolError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, "a snapshot is published uncoded")
-        limit = bodies.limit(request)
-        decoded = await decoded_body(request, decoder(coding, limit), limit)
-        # What `request.read()` answers from now on: the body as it is stored.
-        set_read_body(request, decoded)
-        return await handler(request)
+        return _decoded_first(bodies, coding, request, handler)
 
     return decoding
 
 
+async def _bounded_first(
+    bodies: RouteBodies, request: web.Request, handler: Handler
+) -> web.StreamResponse:
+    # Bounded as it arrives: a chunked body declares no length to refuse early.
+    set_read_body(request, await bounded_body(request, bodies.limit(request)))
+    return await handler(request)
+
+
+async def _decoded_first(
+    bodies: RouteBodies, coding: str, request: web.Request, handler: Handler
+) -> web.StreamResponse:
+    limit = bodies.limit(request)
+    decoded = await decoded_body(request, decoder(coding, limit), limit)
+    # What `request.read()` answers from now on: the body as it is stored.
+    set_read_body(request, decoded)
+    return await handler(request)
+
+
 async def decoded_body(request: web.Request, coded: Decoder, limit: int) -> bytes:
     """The body decoded; 413 once it (or its coded form) passes `limit`, 400 if malformed."""
-    body = bytearray()
+    # A `BytesIO`, not a `bytearray`: its `getvalue()` hands over the bytes it grew instead of
+    # copying them, so a body of 8 MiB is never held twice (16 MiB at once, for 8 KiB of gzip).
+    body = io.BytesIO()
     received = 0
     async for chunk in request.content.iter_chunked(READ_SIZE):
         received += len(chunk)
         _within(received, limit)
         for piece in _pieces(coded, chunk):
-            body += piece
-            _within(len(body), limit)
+            body.write(piece)
+            _within(body.tell(), limit)
+            # A body already received is read without a pause, and a few KiB may decode to
+            # megabytes: the rest of the loop runs between two pieces (one is PIECE at most).
+            await asyncio.sleep(0)
     if not coded.finished():
         raise ProtocolError(ErrorCode.BAD_REQUEST, "the coded body ends before its end")
-    return bytes(body)
+    return body.getvalue()
 
 
 async def bounded_body(request: web.Request, limit: int) -> bytes:
     """The uncoded body; 413 once it passes `limit`, before more of it is read."""
-    body = bytearray()
+    body = io.BytesIO()  # handed over, not copied (see `decoded_body`)
     async for chunk in request.content.iter_chunked(READ_SIZE):
-        body += chunk
-        _within(len(body), limit, "")
-    return bytes(body)
+        body.write(chunk)
+        _within(body.tell(), limit, "")
+    return body.getvalue()
 
 
 def _pieces(coded: Decoder, chunk: bytes) -> Iterator[bytes]:

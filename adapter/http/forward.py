@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from dataclasses import replace
 from functools import partial
 
@@ -88,15 +89,25 @@ UNANSWERED = web.AppKey("unanswered_writes", UnansweredWrites)
 
 
 @web.middleware
-async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+def forwarding_middleware(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
     """Asks the coordinator once before a read and once before a write, and carries out its
-    answer: serve here, forward to the slot's owner, or refuse while the slot moves."""
+    answer: serve here, forward to the slot's owner, or refuse while the slot moves. Not a
+    coroutine: a read no sibling worker synchronises, and a request that writes nothing, get
+    the handler's awaitable back, so no frame of it stays beside a long-lived request (a
+    parked SSE session or long-poll)."""
     coordinator = request.app[COORDINATOR]
     if request.method in READS:
-        return await _read(request, handler, coordinator)
+        ref = _stream_route_ref(request) if coordinator.siblings else None
+        return handler(request) if ref is None else _read(request, handler, coordinator, ref)
     write = write_of(request)
-    route = None if write is None else await coordinator.before_write(write)
-    if write is None or route is None:
+    return handler(request) if write is None else _write(request, handler, coordinator, write)
+
+
+async def _write(
+    request: web.Request, handler: Handler, coordinator: Coordinator, write: Write
+) -> web.StreamResponse:
+    route = await coordinator.before_write(write)
+    if route is None:
         return await handler(request)
     if isinstance(route, Local):
         return await _here(request, handler, route)
@@ -163,13 +174,10 @@ async def _rerouted(coordinator: Coordinator, write: Write, slot: int) -> Route 
 
 
 async def _read(
-    request: web.Request, handler: Handler, coordinator: Coordinator
+    request: web.Request, handler: Handler, coordinator: Coordinator, ref: StreamRef
 ) -> web.StreamResponse:
     """A read, synchronised with the sibling worker that owns its stream, if one does; a
     sibling's own synchronising read is answered with this worker's last access."""
-    ref = _stream_route_ref(request) if coordinator.siblings else None
-    if ref is None:
-        return await handler(request)
     if FORWARDED not in request.headers:
         ask = partial(described_by, request)
         await coordinator.before_read(ref, request.method == "GET", ask)

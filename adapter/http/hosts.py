@@ -10,6 +10,7 @@ Ports are not compared: the name is what a rebinding page cannot forge.
 from __future__ import annotations
 
 import socket
+from collections.abc import Awaitable
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -58,14 +59,16 @@ def host_middleware(allowed: frozenset[str] | None) -> Middleware:
                 verdicts[host] = verdict
         return verdict
 
+    # Not a coroutine: it checks, then hands back the handler's awaitable, so no frame of it
+    # stays suspended beside a long-lived request (a parked SSE session or long-poll).
     @web.middleware
-    async def check_host(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def check_host(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
         host = request.headers.get("Host")
         if allowed is not None and host is not None and not allows(host):
             raise ProtocolError(
                 ErrorCode.HOST_NOT_ALLOWED,
                 "this server does not answer for that Host (see allowed_hosts)",
             )
-        return await handler(request)
+        return handler(request)
 
     return check_host

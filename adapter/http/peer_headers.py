@@ -17,6 +17,7 @@ from __future__ import annotations
 import hmac
 import re
 import socket
+from collections.abc import Awaitable
 from typing import Final
 
 from aiohttp import web
@@ -61,8 +62,10 @@ def peer_headers_middleware(peer_key: str) -> Middleware:
     """403 for a request naming a peer-only header unless it comes from a peer; nothing to
     check without a key (see the module's docstring)."""
 
+    # Not a coroutine: it checks, then hands back the handler's awaitable, so no frame of it
+    # stays suspended beside a long-lived request (a parked SSE session or long-poll).
     @web.middleware
-    async def peer_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def peer_headers(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
         if peer_key:
             named = next((name for name in PEER_ONLY if name in request.headers), None)
             if named is not None and not from_a_peer(request, peer_key):
@@ -70,7 +73,7 @@ def peer_headers_middleware(peer_key: str) -> Middleware:
                     ErrorCode.FORBIDDEN,
                     f"{named} is sent only by this deployment's instances to each other",
                 )
-        return await handler(request)
+        return handler(request)
 
     return peer_headers
 

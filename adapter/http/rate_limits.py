@@ -9,7 +9,7 @@ entered and again on the owner.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -52,13 +52,16 @@ class RateLimits:
 
 
 def rate_limit_middleware(limits: RateLimits) -> Middleware:
+    # Not a coroutine: it hands back the handler's awaitable when nothing is left to do once
+    # the handler answers, so no frame of it stays suspended beside a long-lived request (a
+    # parked SSE session or long-poll) that no live readers' cap counts.
     @web.middleware
-    async def rate_limit(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def rate_limit(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
         if not limits.any or is_public(request):
-            return await handler(request)
+            return handler(request)
         bucket_id = need_of(request).bucket_id
         if bucket_id is None:
-            return await handler(request)
+            return handler(request)
         principal = principal_of(request)
         key = (principal.name if principal else "", bucket_id)
         _take(limits.requests, key, 1, limits.clock(), "requests")
@@ -67,15 +70,27 @@ def rate_limit_middleware(limits: RateLimits) -> Middleware:
         length = None if BODY_CODING in request else request.content_length
         if appending and length is not None:
             _take(limits.append_bytes, key, length, limits.clock(), "bytes")
-        if limits.readers is None or request.query.get("live") not in LIVE_MODES:
-            response = await handler(request)
-        else:
-            response = await _as_reader(limits.readers, bucket_id, request, handler)
-        if appending and length is None and limits.append_bytes is not None:
-            limits.append_bytes.charge(key, len(await request.read()), limits.clock())
-        return response
+        reading = limits.readers is not None and request.query.get("live") in LIVE_MODES
+        if not reading and not (appending and length is None):
+            return handler(request)
+        return _around(limits, key, request, handler)
 
     return rate_limit
+
+
+async def _around(
+    limits: RateLimits, key: tuple[str, str], request: web.Request, handler: Handler
+) -> web.StreamResponse:
+    """A live read counted among its bucket's readers while it lasts, or an append of no
+    declared length charged what its body was once it is read."""
+    if limits.readers is None or request.query.get("live") not in LIVE_MODES:
+        response = await handler(request)
+    else:
+        response = await _as_reader(limits.readers, key[1], request, handler)
+    charged = BODY_CODING in request or request.content_length is None
+    if request.method == "POST" and limits.append_bytes is not None and charged:
+        limits.append_bytes.charge(key, len(await request.read()), limits.clock())
+    return response
 
 
 def _take(limiter: RateLimiter | None, key: object, cost: int, now: float, what: str) -> None:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from urllib.parse import unquote_to_bytes
 
 from aiohttp import hdrs, web
@@ -49,8 +50,10 @@ def require_utf8_path(raw_path: str) -> None:
 def request_checks_middleware(bodies: RouteBodies) -> Middleware:
     """Each route's own body limit applies (a streamed snapshot's is `max_snapshot_bytes`)."""
 
+    # Not a coroutine: it hands back the handler's awaitable (or its refusal), so no frame of
+    # it stays suspended beside a long-lived request (a parked SSE session or long-poll).
     @web.middleware
-    async def request_checks(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def request_checks(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
         require_utf8_path(request.raw_path)
         length = request.content_length
         largest = bodies.limit(request)
@@ -61,12 +64,21 @@ def request_checks_middleware(bodies: RouteBodies) -> Middleware:
                 )
             )
             response.force_close()  # its body, if sent anyway, is not read
-            return response
+            return _answered(response)
         if hdrs.EXPECT in request.headers:
-            await _answer_expect(request)
-        return await handler(request)
+            return _expecting(request, handler)
+        return handler(request)
 
     return request_checks
+
+
+async def _answered(response: web.StreamResponse) -> web.StreamResponse:
+    return response
+
+
+async def _expecting(request: web.Request, handler: Handler) -> web.StreamResponse:
+    await _answer_expect(request)
+    return await handler(request)
 
 
 async def _answer_expect(request: web.Request) -> None:
