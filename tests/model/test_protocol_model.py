@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import http.client
 import json
 import os
 import ssl
@@ -48,7 +47,7 @@ from hypothesis.stateful import (
 from devstack.jaeger import JaegerNode
 from devstack.secure_kafka import SecureKafka
 from tests.adapter_process import SCRIPT
-from tests.certificates import presented_serial
+from tests.certificates import fresh_status, presented_serial
 from tests.cluster import SLOTS
 from tests.identity_provider import IdentityProvider
 from tests.model.deployment import (
@@ -199,14 +198,7 @@ def _answers(instance: Instance, headers: dict[str, str], status: int) -> str | 
 def _certified(instance: Instance, client: ssl.SSLContext, status: int) -> str | None:
     """None if `GET /ui/api/buckets` with no token, on a new connection presenting `client`'s
     certificate, answers `status` (0: the handshake refused it)."""
-    connection = http.client.HTTPSConnection("127.0.0.1", instance.port, timeout=5, context=client)
-    try:
-        connection.request("GET", "/ui/api/buckets")
-        shown = connection.getresponse().status
-    except (OSError, http.client.HTTPException):
-        shown = 0
-    finally:
-        connection.close()
+    shown = fresh_status(instance.port, client, "/ui/api/buckets")
     return None if shown == status else f"{shown}, not {status}"
 
 
