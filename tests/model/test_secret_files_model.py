@@ -68,6 +68,8 @@ def test_a_deployment_on_rotated_secret_files_behaves_as_the_protocol_model(
     drive(deployment, EXAMPLES)
 
 
+# Its time includes the start of its deployment when it is the first test on it (the mTLS one).
+@pytest.mark.timeout(int(os.environ.get("MODEL_TIMEOUT_S", "600")))
 def test_secrets_rotated_between_idempotent_appends_and_a_restart(deployment: Deployment) -> None:
     """Idempotent appends through both instances, the secrets rotated between them, the owner
     killed with `kill -9` and started again (it reads the files at start, then follows them),
