@@ -9,7 +9,8 @@ other than `admin` may do only what an ACL grants it. Certificates come from a C
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
     ResourcePatternType,
     ResourceType,
     ScramCredentialInfo,
@@ -44,6 +48,10 @@ from topology.acls import CLUSTER, GROUP, TOPIC, TRANSACTIONAL_ID, Grant
 ADMIN = "admin"
 APP = "app"
 MTLS_CLIENT = "mtls-app"  # the client certificate's CN, and so its principal's name
+NODE_ID = "1"  # the one node's id (devstack/kafka.py)
+# The mTLS listener's truststore, a dynamic config of the broker: set, the listener reads the
+# file it names from the next handshake on (no restart); deleted, the static one is back.
+SSL_TRUSTSTORE = "listener.name.ssl.ssl.truststore.location"
 _RESOURCE = {
     TOPIC: ResourceType.TOPIC,
     GROUP: ResourceType.GROUP,
@@ -118,6 +126,22 @@ class SecureKafka:
         )
         admin = self.admin()
         for future in admin.alter_user_scram_credentials([credential]).values():
+            future.result(timeout=30)
+
+    def trust_clients_of(self, cas: Sequence[Path]) -> None:
+        """From the next handshake on, the mTLS listener takes client certificates of its own
+        CA and of `cas` (none: of its own CA alone, as at start). A new file each time: the
+        broker reloads a truststore whose location or file changed."""
+        entry = ConfigEntry(SSL_TRUSTSTORE, None, incremental_operation=AlterConfigOpType.DELETE)
+        if cas:
+            trusted = self.home / "tls" / f"ssl-trust-{uuid.uuid4().hex[:8]}.pem"
+            trusted.write_bytes(b"".join(ca.read_bytes() for ca in [self.ca_file, *cas]))
+            entry = ConfigEntry(
+                SSL_TRUSTSTORE, str(trusted), incremental_operation=AlterConfigOpType.SET
+            )
+        resource = ConfigResource(ResourceType.BROKER, NODE_ID, incremental_configs=[entry])
+        admin = self.admin()
+        for future in admin.incremental_alter_configs([resource]).values():
             future.result(timeout=30)
 
     def revoke(self, principal: str, grants: list[Grant]) -> None:

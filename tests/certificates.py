@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import http.client
 import socket
 import ssl
 from dataclasses import dataclass
@@ -72,6 +73,20 @@ def presented_serial(port: int, context: ssl.SSLContext) -> int:
         context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
     ):
         return serial_of(tls.getpeercert(binary_form=True) or b"")
+
+
+def fresh_status(port: int, context: ssl.SSLContext, path: str = "/healthz") -> int:
+    """The status of `GET path` over a new HTTPS connection to 127.0.0.1:`port` made with
+    `context` (presenting its client certificate, if it holds one); 0 when the server refused
+    the connection (TLS 1.3 says so after the handshake: at the first read)."""
+    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().status
+    except (OSError, http.client.HTTPException):
+        return 0
+    finally:
+        connection.close()
 
 
 async def until_presented(port: int, context: ssl.SSLContext, serial: int) -> None:

@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from adapter.config import Settings
 from devstack import secure_kafka
@@ -265,3 +272,17 @@ def read_committed(
 
 def logged(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
+
+
+def takes_certificate(kafka: SecureKafka, cert: Path, key: Path) -> bool:
+    """Whether the mTLS listener lets a client presenting `cert` in: a metadata request
+    answered within 5 s (a refused handshake is retried until then, and fails)."""
+    properties = kafka.mtls_properties() | {
+        "ssl.certificate.location": str(cert),
+        "ssl.key.location": str(key),
+    }
+    admin = AdminClient({"bootstrap.servers": kafka.ssl_bootstrap, "log_level": 0, **properties})
+    try:
+        return bool(admin.list_topics(timeout=5).brokers)
+    except KafkaException:
+        return False

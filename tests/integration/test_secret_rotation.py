@@ -24,7 +24,7 @@ from devstack.certificates import Issued
 from devstack.process import free_port
 from devstack.secure_kafka import SecureKafka, properties_file
 from tests.adapter_process import running_adapter
-from tests.certificates import Pair, TestCA, presented_serial, until_presented
+from tests.certificates import Pair, TestCA, fresh_status, presented_serial, until_presented
 from tests.cluster import TEXT, cluster_env, past_moves
 from tests.secret_volume import SecretVolume
 from tests.secure_kafka import new_prefix, read_committed, transactions_ready
@@ -74,19 +74,6 @@ def _client_context(ca: TestCA, pair: Pair) -> ssl.SSLContext:
     return context
 
 
-def _fresh_status(port: int, context: ssl.SSLContext) -> int:
-    """`/healthz` over a new connection presenting the context's client certificate; 0 when
-    the server refused it (TLS 1.3 says so after the handshake: at the first read)."""
-    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
-    try:
-        connection.request("GET", "/healthz")
-        return connection.getresponse().status
-    except (OSError, http.client.HTTPException):
-        return 0
-    finally:
-        connection.close()
-
-
 def _kept_status(connection: http.client.HTTPSConnection) -> int:
     connection.request("GET", "/healthz")
     response = connection.getresponse()
@@ -115,17 +102,17 @@ async def test_a_ca_removed_from_the_client_ca_file_is_refused_without_a_restart
     }
     port = free_port()
     with running_adapter(env, tmp_path / "serve.log", port, tls=staying):
-        assert await asyncio.to_thread(_fresh_status, port, leaving) == 200
+        assert await asyncio.to_thread(fresh_status, port, leaving) == 200
         open_ = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=staying)
         assert await asyncio.to_thread(_kept_status, open_) == 200
         socket_before = open_.sock
         volume.update({"ca.crt": kept.path.read_bytes()})
         for _ in range(150):
-            if await asyncio.to_thread(_fresh_status, port, leaving) == 0:
+            if await asyncio.to_thread(fresh_status, port, leaving) == 0:
                 break
             await asyncio.sleep(0.2)
-        assert await asyncio.to_thread(_fresh_status, port, leaving) == 0
-        assert await asyncio.to_thread(_fresh_status, port, staying) == 200
+        assert await asyncio.to_thread(fresh_status, port, leaving) == 0
+        assert await asyncio.to_thread(fresh_status, port, staying) == 200
         assert await asyncio.to_thread(_kept_status, open_) == 200
         assert open_.sock is socket_before  # the connection opened before the swap served on
         open_.close()

@@ -2,32 +2,29 @@
 provider: static tokens (`auth_mode = "static"`, one token file both instances read), the
 HTTPS certificate both serve (from a CA of the test's own that clients and peers trust), the
 CAs of the client certificates they take as a principal (`tls_client_ca_file`, optional
-client certificates, `auth_certificates`), and the SCRAM password of their Kafka user on a
-SASL_SSL broker (`kafka_client_file`).
+client certificates, `auth_certificates`), and their credential on a secured broker
+(`kafka_client_file`: a SCRAM user's password or a client certificate, `KafkaCredential`).
 
 Each is rotated as an operator does it (operations, "Rotating secrets"): the new token is
 listed beside the old one, clients move to it once every instance lets it in, then the old one
 is removed and refused everywhere; a new certificate and key replace the files, and every new
 connection to either instance is shown the new certificate; a new client CA is listed beside
 the old one, a client moves to a certificate of the new one once every instance lets it in,
-then the old CA is removed and a certificate of it refused in the handshake; the user's
-password is changed on the broker, then in the file, which every instance reads again. Kafka
-connections idle for a second are closed, so the instances' clients authenticate again, with
-the file's password, all along."""
+then the old CA is removed and a certificate of it refused in the handshake; the Kafka
+credential is rotated as `KafkaCredential` says, and every instance takes it up."""
 
 from __future__ import annotations
 
 import json
 import secrets
-import shutil
 import ssl
 import time
 from pathlib import Path
 
 from adapter.auth.static_tokens import digest
-from devstack.secure_kafka import SecureKafka
 from tests.certificates import TestCA
 from tests.identity_provider import SCOPES
+from tests.model.kafka_access import KafkaCredential, replace
 
 PRINCIPAL = "alice"  # as the identity provider's tokens: producer ids are scoped by it
 CERTIFIED = "model-reader"  # the principal of the client certificates (`read:*`)
@@ -35,9 +32,8 @@ POLL_MS = 200  # how often the instances read the files again (`secret_poll_ms`)
 
 
 class SecretFiles:
-    def __init__(self, folder: Path, kafka: SecureKafka, user: str) -> None:
-        self.kafka, self.user = kafka, user  # the instances' SCRAM user there
-        self.client_path = folder / "client.properties"
+    def __init__(self, folder: Path, kafka: KafkaCredential) -> None:
+        self.kafka = kafka  # how the instances reach the broker
         self.tokens_path = folder / "tokens.toml"
         self.cert_path, self.key_path = folder / "tls.crt", folder / "tls.key"
         (folder / "ca").mkdir(parents=True, exist_ok=True)
@@ -52,7 +48,6 @@ class SecretFiles:
         self.tokens = [secrets.token_urlsafe(24)]  # the listed ones; clients use the last
         self.serial = self._issue()
         self._write_tokens()
-        self._new_password()
 
     def settings(self) -> dict[str, str]:
         """What an instance reading these files is given (`SSL_CERT_FILE`: its peers'
@@ -66,8 +61,8 @@ class SecretFiles:
             "DURABLE_KAFKA_TLS_CLIENT_AUTH": "optional",
             "DURABLE_KAFKA_AUTH_CERTIFICATES": json.dumps({f"CN={CERTIFIED}": ["read:*"]}),
             "DURABLE_KAFKA_SECRET_POLL_MS": str(POLL_MS),
-            "DURABLE_KAFKA_BOOTSTRAP_SERVERS": self.kafka.sasl_bootstrap,
-            "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(self.client_path),
+            "DURABLE_KAFKA_BOOTSTRAP_SERVERS": self.kafka.bootstrap,
+            "DURABLE_KAFKA_KAFKA_CLIENT_FILE": str(self.kafka.client_path),
             "SSL_CERT_FILE": str(self.ca.path),
         }
 
@@ -81,7 +76,7 @@ class SecretFiles:
     def rotate(self) -> dict[str, str]:
         """A new token listed beside the current one, a new client CA beside the current one
         (with a client of it, `client`, the former one kept as `former_client`), a new
-        certificate served and a new Kafka password; the headers of the token it replaces,
+        certificate served and the Kafka credential rotated; the headers of the token it replaces,
         which stays listed, as the former client CA does, until `retire`."""
         previous = self.headers()
         self.rotations += 1
@@ -91,22 +86,24 @@ class SecretFiles:
         self.client_cas = [self.client_cas[-1], self._client_ca(self.client_cas[-1:])]
         self.former_client, self.client = self.client, self._client_context()
         self.serial = self._issue()
-        self._new_password()
+        self.kafka.rotate()
         return previous
 
     def retire(self) -> None:
-        """Only the newest token and client CA stay listed."""
+        """Only the newest token and client CA stay listed, and the Kafka credential's former
+        one is refused."""
         self.tokens = self.tokens[-1:]
         self._write_tokens()
         self.client_cas = self.client_cas[-1:]
-        _replace(self.client_ca_path, b"".join(ca.path.read_bytes() for ca in self.client_cas))
+        replace(self.client_ca_path, b"".join(ca.path.read_bytes() for ca in self.client_cas))
+        self.kafka.retire()
 
     def _client_ca(self, listed: list[TestCA]) -> TestCA:
         """A new CA of client certificates, written to the client CA file after `listed`."""
         folder = self.folder / f"client-ca-{self.rotations}"
         folder.mkdir(parents=True, exist_ok=True)
         ca = TestCA(folder, f"client CA {self.rotations}")
-        _replace(self.client_ca_path, b"".join(c.path.read_bytes() for c in [*listed, ca]))
+        replace(self.client_ca_path, b"".join(c.path.read_bytes() for c in [*listed, ca]))
         return ca
 
     def _client_context(self) -> ssl.SSLContext:
@@ -116,24 +113,13 @@ class SecretFiles:
         context.load_cert_chain(pair.cert, pair.key)
         return context
 
-    def _new_password(self) -> None:
-        """A new SCRAM password for the user: on the broker first (SCRAM keeps one), then in the
-        client file the instances read (until they do, a new connection of theirs fails to
-        authenticate, and is tried again)."""
-        password = secrets.token_urlsafe(16)
-        self.kafka.set_password(self.user, password)
-        properties = self.kafka.sasl_properties(self.user, password) | {
-            "connections.max.idle.ms": "1000",
-        }
-        _replace(self.client_path, "".join(f"{k}={v}\n" for k, v in properties.items()).encode())
-
     def _issue(self) -> int:
         """A new certificate for 127.0.0.1, written over the served files (the key first: a
         poll between the two sees a pair that does not match, which is refused and tried
         again at the next change); its serial."""
         pair = self.ca.server(f"server-{self.rotations}")
-        _replace(self.key_path, pair.key.read_bytes())
-        _replace(self.cert_path, pair.cert.read_bytes())
+        replace(self.key_path, pair.key.read_bytes())
+        replace(self.cert_path, pair.cert.read_bytes())
         return pair.serial
 
     def _write_tokens(self) -> None:
@@ -143,11 +129,4 @@ class SecretFiles:
             f"scopes = {json.dumps(SCOPES)}\n"
             for token in self.tokens
         ]
-        _replace(self.tokens_path, "\n".join(entries).encode())
-
-
-def _replace(path: Path, content: bytes) -> None:
-    """Written whole, then renamed over `path`: a reader never sees half a file."""
-    draft = path.with_suffix(".draft")
-    draft.write_bytes(content)
-    shutil.move(draft, path)
+        replace(self.tokens_path, "\n".join(entries).encode())

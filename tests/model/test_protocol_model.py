@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import http.client
 import json
 import os
 import ssl
@@ -48,7 +47,7 @@ from hypothesis.stateful import (
 from devstack.jaeger import JaegerNode
 from devstack.secure_kafka import SecureKafka
 from tests.adapter_process import SCRIPT
-from tests.certificates import presented_serial
+from tests.certificates import fresh_status, presented_serial
 from tests.cluster import SLOTS
 from tests.identity_provider import IdentityProvider
 from tests.model.deployment import (
@@ -59,6 +58,7 @@ from tests.model.deployment import (
     ownership,
     settle,
 )
+from tests.model.kafka_access import Access, kafka_credential
 from tests.model.reference import (
     AGES,
     Bucket,
@@ -97,7 +97,6 @@ EMPTIEST = -1  # a slot argument naming the bucket whose topic holds the fewest 
 SLOT = st.one_of(st.just(EMPTIEST), st.integers(0, BUCKETS - 1))  # EMPTIEST half the time
 LISTED = 50  # records the console's list is asked for at once
 CONSOLE_MAX_LAST = 3  # the deployment's `console_max_last` (tests/model/deployment.py)
-SASL_RELOADED = "kafka SASL credentials reloaded"  # what an instance logs on reading a new one
 REFETCH_S = 10.5  # an unknown kid fetches the JWKS at most once per 10 s on each instance
 # After a pass fails, the next runs up to 32 intervals later (adapter/service/tiering.py
 # MAX_BACKOFF): the last check waits that long, so what a late pass does is seen.
@@ -199,25 +198,18 @@ def _answers(instance: Instance, headers: dict[str, str], status: int) -> str | 
 def _certified(instance: Instance, client: ssl.SSLContext, status: int) -> str | None:
     """None if `GET /ui/api/buckets` with no token, on a new connection presenting `client`'s
     certificate, answers `status` (0: the handshake refused it)."""
-    connection = http.client.HTTPSConnection("127.0.0.1", instance.port, timeout=5, context=client)
-    try:
-        connection.request("GET", "/ui/api/buckets")
-        shown = connection.getresponse().status
-    except (OSError, http.client.HTTPException):
-        shown = 0
-    finally:
-        connection.close()
+    shown = fresh_status(instance.port, client, "/ui/api/buckets")
     return None if shown == status else f"{shown}, not {status}"
 
 
-def _sasl_reloads(instance: Instance) -> int:
-    """How many times `instance` has logged a reload of its Kafka SASL credentials."""
-    return instance.log.read_text().count(SASL_RELOADED)
+def _logged(instance: Instance, line: str) -> int:
+    """How many times `instance` has logged `line` (a credential it took up)."""
+    return instance.log.read_text().count(line)
 
 
-def _reloaded(instance: Instance, before: int) -> str | None:
-    reloads = _sasl_reloads(instance)
-    return None if reloads > before else f"{reloads} reloads logged, as before"
+def _logged_more(instance: Instance, line: str, before: int) -> str | None:
+    logged = _logged(instance, line)
+    return None if logged > before else f"{logged} times {line!r}, as before"
 
 
 def _serves(instance: Instance, serial: int) -> str | None:
@@ -708,13 +700,16 @@ class ProtocolDriver(RuleBasedStateMachine):
         once per 10 s, so rotations are at least that far apart here: a rotation sooner does
         nothing, rather than a precondition on the clock, which hypothesis could not replay).
         With secrets from files, a new token and a new client CA are listed beside the old
-        ones, a new HTTPS certificate written over the served one and a new Kafka password set
-        (on the broker, then in the client file): each instance lets the token and a client
-        certificate of the new CA in, shows the certificate to a new connection and reloads the
-        password once it has read the files again (`secret_poll_ms`); once the old token and CA
-        are removed from the files, it refuses the token with 401 and a certificate of the old
-        CA in the handshake. `/ui/api/buckets` takes any valid
-        token with `read:*`."""
+        ones, a new HTTPS certificate written over the served one and the Kafka credential
+        rotated (a new password, on the broker then in the client file; or a client
+        certificate of a new CA the broker trusts beside the old one): each instance lets the
+        token and a client certificate of the new CA in, shows the certificate to a new
+        connection and takes the Kafka credential up (it logs the new password's reload, or
+        the Kafka clients' renewal with the new certificate) once it has read the files again
+        (`secret_poll_ms`); once the old token and CA are removed from the files (and the
+        broker trusts the new Kafka client CA alone), it refuses the token with 401 and a
+        certificate of the old CA in the handshake, and appends through both instances and
+        reads through both go on. `/ui/api/buckets` takes any valid token with `read:*`."""
         credentials = self.deployment.identity
         if isinstance(credentials, SecretFiles):
             self._rotate_secrets(credentials, which)
@@ -728,7 +723,8 @@ class ProtocolDriver(RuleBasedStateMachine):
 
     def _rotate_secrets(self, files: SecretFiles, which: int) -> None:
         both = (self.via(which), self.via(which + 1))
-        reloads = [_sasl_reloads(instance) for instance in both]
+        reloaded = files.kafka.reloaded
+        reloads = [_logged(instance, reloaded) for instance in both]
         previous = files.rotate()
         for instance in both:
             eventually(
@@ -745,8 +741,8 @@ class ProtocolDriver(RuleBasedStateMachine):
             )
         for instance, before in zip(both, reloads, strict=True):
             eventually(
-                functools.partial(_reloaded, instance, before),
-                f"{instance.name} reading a new Kafka password",
+                functools.partial(_logged_more, instance, reloaded, before),
+                f"{instance.name} taking up a new Kafka credential",
             )
         files.retire()
         for instance in both:
@@ -758,6 +754,19 @@ class ProtocolDriver(RuleBasedStateMachine):
                 functools.partial(_certified, instance, files.former_client, 0),
                 f"GET /ui/api/buckets via {instance.name}, a client CA just removed",
             )
+        self.write_through_both(which)
+
+    def write_through_both(self, which: int) -> None:
+        """An append through each instance to a live stream (its owner's, or forwarded to it),
+        then the stream read through each: once the broker refuses the former Kafka
+        credential, every client an instance writes or reads with must hold the new one."""
+        stream = self.pick(which)
+        if stream is None:
+            return
+        for through in (which, which + 1):
+            self.append_to(stream, "plain", 8, through, False)
+        for instance in self.instances:
+            self.check_stream(stream, instance)
 
     @precondition(lambda self: not self.finalized)
     @rule()
@@ -1156,17 +1165,22 @@ def start_deployment(
     jaeger: JaegerNode,
     tmp_path_factory: pytest.TempPathFactory,
     secured: SecureKafka | None = None,
+    access: Access = "scram",
 ) -> Iterator[Deployment]:
-    """With `secured` (a SASL_SSL broker), the secrets come from files: the clients hold
-    static tokens, the instances serve HTTPS and reach Kafka as a SCRAM user of their own
-    (`SecretFiles`); else the clients hold JWTs of an identity provider of the test's own."""
+    """With `secured` (a secured broker), the secrets come from files: the clients hold
+    static tokens, the instances serve HTTPS and reach Kafka as a principal of their own,
+    a SCRAM user or the subject of a client certificate as `access` says (`SecretFiles`);
+    else the clients hold JWTs of an identity provider of the test's own."""
     tmp_path: Path = tmp_path_factory.mktemp("model")
     prefix = f"m{uuid.uuid4().hex[:10]}."
     identity: IdentityProvider | SecretFiles
     tls: ssl.SSLContext | None = None
     if secured is not None:
-        user = f"model-{prefix.strip('.')}"
-        identity = SecretFiles(tmp_path / "secrets", secured, user)
+        user, folder = f"model-{prefix.strip('.')}", tmp_path / "secrets"
+        folder.mkdir()
+        kafka = kafka_credential(access, secured, user, folder)
+        stack.callback(kafka.close)
+        identity = SecretFiles(folder, kafka)
         secured.grant(user, instance_grants(prefix))
         tls = identity.trusting()
     else:
