@@ -158,7 +158,7 @@ class Settings:
         "",
         "tls",
         "client_ca_file",
-        "CA certificates (PEM) that client certificates are verified against; needs `tls_cert_file`. Read at start; certificates added to it are trusted once it changes (`secret_poll_ms`), one removed only after a restart",
+        "CA certificates (PEM) that client certificates are verified against; needs `tls_cert_file`. Read at start and again once it changes (`secret_poll_ms`): a certificate added is trusted, and one removed refused, from the next handshake",
     )
     tls_client_auth: ClientAuth = setting(
         "optional",
