@@ -29,7 +29,6 @@ from adapter.config import CONFIG_ENV, ConfigError, EventLoop, Settings, load
 from adapter.config import setting_names as names
 from adapter.declared import declarations
 from adapter.faults_for_tests import NO_FAULTS, PlantedFaults
-from adapter.heap import fix_mmap_threshold
 from adapter.http import health
 from adapter.http.accepting import AcceptingSite
 from adapter.http.connections import CONNECTION_LIMITS, listen_backlog
@@ -271,7 +270,6 @@ async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults 
     requests get `drain_timeout_ms` to finish before the process exits.
     With HTTPS, SIGHUP reloads the certificate (`adapter/http/tls.py`).
     """
-    fix_mmap_threshold()  # large buffers given back when freed (adapter/heap.py)
     tls = server_context(settings)
     app = create_app(settings, listeners.siblings, faults=faults)
     drain_s = settings.drain_timeout_ms / 1000
