@@ -20,6 +20,8 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from adapter import request_lines
+from adapter.heap_trim import HeapTrim, malloc_trim
+from adapter.http.encoding import BODY_CODING
 from adapter.http.render import CLIENT_CLOSED, ERROR_CODE, STARTED, Handler
 from adapter.metrics import Metrics
 
@@ -89,7 +91,9 @@ def route_of(request: web.BaseRequest) -> str:
     return resource.canonical if resource is not None else UNMATCHED
 
 
-def observe_middleware(metrics: Metrics) -> Middleware:
+def observe_middleware(metrics: Metrics, heap: HeapTrim | None = None) -> Middleware:
+    heap = heap or HeapTrim(malloc_trim())
+
     @web.middleware
     async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
         started = time.monotonic()
@@ -108,6 +112,8 @@ def observe_middleware(metrics: Metrics) -> Middleware:
             if sse:
                 metrics.sse_connections.dec()
             _record(metrics, request, response, time.monotonic() - started)
+            if request.body_exists:  # a large body's memory given back (adapter/heap_trim.py)
+                heap.after(request.content_length, BODY_CODING in request)
 
     return observe
 

@@ -50,8 +50,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     # leaves (config: the settings, each declared once in `settings`, loaded by `config`;
     # console: its files; loop_metrics: the metrics' lock-free families; request_lines: the request
     # log's writer; tasks: the task groups of the parts and of the instance; memory_limit: the
-    # container's memory limit and the cap it gives; tracing: the spans, with the SDK imported
-    # only when on)
+    # container's memory limit and the cap it gives; heap_trim: freed memory given back after
+    # large requests; tracing: the spans, with the SDK imported only when on)
     frozenset(
         {
             "config",
@@ -67,6 +67,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "request_lines",
             "tasks",
             "memory_limit",
+            "heap_trim",
             "tracing",
         }
     ),
