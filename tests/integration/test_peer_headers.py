@@ -30,6 +30,7 @@ FORGED = {
     "last access": {"Durable-Kafka-Last-Access": "99999999999999"},
     "certificate": {"Durable-Kafka-Forwarded": "1", "Durable-Kafka-Certificate-Subject": "CN=x"},
     "wrong key": {"Durable-Kafka-Peer-Key": "not the deployment's key at all"},
+    "effect": {"Durable-Kafka-Effect": '{"tail": 99999}'},
 }
 
 
