@@ -41,11 +41,12 @@ from adapter.protocol.identifiers import (
     validate_bucket_id,
     validate_stream_id,
 )
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import BEGINNING, NOW, ReadFrom, Start, encode, parse_offset
 from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.read_options import parse_at, parse_bounds
 from adapter.protocol.stream_etags import range_etag, stream_etag
-from adapter.state.records import StreamMeta, refuse_before_newest
+from adapter.state.records import refuse_before_newest
 from topology.wire import ProducerStamp
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"

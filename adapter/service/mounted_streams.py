@@ -24,6 +24,7 @@ from adapter.log.reader import LogReader
 from adapter.protocol.appends import check_producer
 from adapter.protocol.commands import Append, Appended, Chunk, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import MountMeta, ProducerRecord, StreamMeta
 from adapter.protocol.mount_keys import key_of
 from adapter.protocol.mounts import append_messages
 from adapter.protocol.offsets import ReadFrom, resolve_start
@@ -33,7 +34,6 @@ from adapter.protocol.stream_machine import not_found
 from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import Indexed, MountIndexes
 from adapter.service.reads import budget_left
-from adapter.state.records import MountMeta, ProducerRecord, StreamMeta
 from adapter.state.records import encode as encode_state
 from adapter.tracing import transaction_span
 from topology.mount_positions import position, split

@@ -43,6 +43,7 @@ from adapter.protocol.commands import (
     Trim,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import BucketMeta, ProducerRecord, SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import resolve_start
 from adapter.protocol.producers import ProducerPosition
 from adapter.service.hub import LiveHub
@@ -55,7 +56,6 @@ from adapter.service.record_encoding import write_records
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.service.time_lookups import TimeLookups
 from adapter.state.catalog import Catalog
-from adapter.state.records import BucketMeta, ProducerRecord, SnapshotPointer, StreamMeta
 from adapter.state.view_age import ViewAge
 from topology.internal_records import producer_key, snapshot_key
 from topology.placement import partition_for

@@ -12,6 +12,7 @@ import pytest
 
 import schemas
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import BucketMeta, Segment, StreamMeta
 from adapter.state.catalog import Catalog
 from adapter.state.format_gate import (
     GATE,
@@ -21,14 +22,7 @@ from adapter.state.format_gate import (
     level_record,
     member_reads,
 )
-from adapter.state.records import (
-    BucketMeta,
-    Segment,
-    StreamMeta,
-    decode,
-    encode,
-    refuse_before_newest,
-)
+from adapter.state.records import decode, encode, refuse_before_newest
 from adapter.state.store import FileStore
 from topology.group_members import member_url
 from topology.internal_records import (

@@ -24,12 +24,12 @@ from adapter.protocol.commands import (
     Trim,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import Segment, SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import BEGINNING, encode
 from adapter.protocol.offsets import NOW as AT_TAIL
 from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.snapshots import check_readable, needed_from, retention_floors
 from adapter.protocol.stream_etags import range_etag, stream_etag
-from adapter.state.records import Segment, SnapshotPointer, StreamMeta
 from tests.unit.support.histories import COMMANDS
 from topology.wire import ControlEvent, ProducerStamp
 

@@ -29,6 +29,7 @@ from adapter.objects.local import LocalObjectStore
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import Appended, Created, CreateStream, Read
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import ProducerRecord, StreamMeta
 from adapter.protocol.offsets import BEGINNING, ReadFrom
 from adapter.protocol.producers import ProducerPosition
 from adapter.service.hub import LiveHub
@@ -37,7 +38,7 @@ from adapter.service.record_encoding import write_records
 from adapter.service.state_entries import write_entries
 from adapter.service.streams import StreamService
 from adapter.state.catalog import Catalog
-from adapter.state.records import ProducerRecord, StreamMeta, decode, decode_as
+from adapter.state.records import decode, decode_as
 from adapter.state.view_age import ViewAge
 from adapter.tier.cold import ColdReader
 from tests.unit.support.histories import LONG_COMMANDS, REF, Command, create
