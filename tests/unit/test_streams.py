@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapter.http.statuses import status_of
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import ReadLimits
@@ -308,7 +309,7 @@ class _Run:
             elif isinstance(error, OutcomeUnknown):
                 assert outcome is not None, f"{command}: answered 504 for a batch never written"
             elif isinstance(error, ProtocolError):
-                assert error.code.status < 500, f"{command}: {error}"
+                assert status_of(error.code) < 500, f"{command}: {error}"
                 assert batch is None, f"{command}: refused, yet written"
             elif error is not None:
                 raise error
