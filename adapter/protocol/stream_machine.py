@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from adapter.protocol import forks, snapshots
-from adapter.protocol.appends import decide_append, initial_messages, within
+from adapter.protocol.appends import beyond_limit, decide_append, initial_messages
 from adapter.protocol.caching import if_match_matches, if_none_match_matches
 from adapter.protocol.commands import (
     Access,
@@ -123,10 +123,9 @@ def create(
     if command.fork is not None:
         return _fork(view, command, command.fork, now_ms, limits)
     content_type = command.content_type or DEFAULT_CONTENT_TYPE
-    try:
-        messages = initial_messages(command, content_type, limits)
-    except ProtocolError as error:
-        return Refused(error)
+    messages = initial_messages(command, content_type, limits)
+    if isinstance(messages, ProtocolError):
+        return Refused(messages)
     expiry = (command.ttl_seconds, command.expires_at_ms)
     return _creation(view, command, now_ms, partition, content_type, messages, expiry)
 
@@ -168,13 +167,19 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
                 f"source has Content-Type {source.content_type!r}, not {content_type!r}",
             )
         )
-    try:
+    try:  # the fork rules refuse by raising
         at = forks.cut(source, fork.offset)
         inherited_snapshot = forks.retained(source, view.source_snapshot, at)
         copied = forks.taken(source.content_type, view.following, fork.sub_offset)
-        messages = within([*copied, *initial_messages(command, content_type, limits)], limits)
     except ProtocolError as error:
         return Refused(error)
+    initial = initial_messages(command, content_type, limits)
+    if isinstance(initial, ProtocolError):
+        return Refused(initial)
+    messages = [*copied, *initial]
+    too_many = beyond_limit(messages, limits)
+    if too_many is not None:
+        return Refused(too_many)
     own_expiry = command.ttl_seconds is not None or command.expires_at_ms is not None
     ttl, expires_at = (
         (command.ttl_seconds, command.expires_at_ms)
@@ -250,11 +255,8 @@ def append(view: View, command: Append, now_ms: int, limits: Limits = DEFAULT_LI
     """Append (and perhaps close): write, repeat, or refuse."""
     if view.pending and (view.broken or command.if_match is not None):
         return SETTLE
-    try:
-        step = decide_append(view, command, now_ms, limits)
-    except ProtocolError as error:
-        return SETTLE if view.pending else Refused(error)
-    if view.pending and not isinstance(step, Write):
+    step = decide_append(view, command, now_ms, limits)
+    if view.pending and not isinstance(step, Write):  # a refusal, or a repeat
         return SETTLE
     if view.pending and isinstance(step, Write) and not step.messages:
         return SETTLE  # no record of its own tells where its tail is: the committed one does
