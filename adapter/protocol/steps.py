@@ -1,6 +1,6 @@
 """The steps of the stream state machine: what a command is decided against and what it yields.
 
-Given a `View`, a command and the time, a function of `adapter/protocol/stream_machine.py`
+Given a `View`, a command and the time, `Machine.apply` (`adapter/protocol/stream_machine.py`)
 returns one `Step`:
 
 - `Write`: the records to append (Kafka-free: messages and lifecycle events), the stream's
@@ -11,6 +11,8 @@ returns one `Step`:
 - `Refused`: the error the request gets;
 - `Renewed` (an access's step only): the stream's sliding TTL starts again; nothing is
   written (see `Renewed`);
+- `NOTHING`: the command does nothing here (an access to a stream without a sliding TTL, a
+  sweep's collection or expiry of a stream that is not due);
 - `SETTLE`: the view was a pending one (appends queued, not yet committed) and this command
   must be decided against committed state: refusals and repeats answer with what is
   committed, If-Match compares the committed tail, and an append without data has no
@@ -47,7 +49,8 @@ class View:
     stream's queued, uncommitted appends will leave (its `next_offset` is then stale), and
     `broken` that one of them failed, so that state is not to be trusted.
 
-    For a fork's creation, `source` is the source as committed, `source_snapshot` its visible
+    For a creation, `partition` is where a plain stream goes (a fork goes where its source
+    is). For a fork's creation, `source` is the source as committed, `source_snapshot` its visible
     snapshot and `following` its messages from the fork offset on (read only for a
     sub-offset). For a deletion, `forks` counts the
     stream's live forks, and `ancestors` are the streams it was forked from, nearest first,
@@ -63,6 +66,7 @@ class View:
     following: Sequence[bytes] = ()
     forks: int = 0
     ancestors: Sequence[tuple[StreamMeta, int]] = ()
+    partition: int = 0
 
 
 @dataclass(frozen=True)
@@ -129,12 +133,14 @@ class Renewed:
     state: StreamMeta
 
 
-class _Settle(Enum):
+class _Marker(Enum):
     SETTLE = "settle"
+    NOTHING = "nothing"
 
 
-SETTLE: Final = _Settle.SETTLE
-Step = Write | Done | Refused | Literal[_Settle.SETTLE]
+SETTLE: Final = _Marker.SETTLE
+NOTHING: Final = _Marker.NOTHING
+Step = Write | Done | Refused | Renewed | Literal[_Marker.SETTLE, _Marker.NOTHING]
 
 
 def settle(write: Write, offsets: Sequence[int]) -> StreamMeta | None:

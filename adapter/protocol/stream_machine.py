@@ -5,18 +5,20 @@ Every protocol rule decided when a stream changes lives here: content-type match
 seq), TTL and expiry (a read is an `Access`, which renews a sliding TTL), JSON flattening and
 its limits, forks (what they inherit, `adapter/protocol/forks.py`), the soft deletion of a
 stream its forks still read, snapshot publication with the retention it moves
-(`adapter/protocol/snapshots.py`), and trims. Given
-what a command is decided against (a `View`), the command and the time, a function returns
-one `Step` (`adapter/protocol/steps.py`: a write, a known reply, a refusal, or: decide again
-on committed state). The append rules are in `adapter/protocol/appends.py`.
+(`adapter/protocol/snapshots.py`), and trims. It has one door: `Machine.apply` takes what a
+command is decided against (a `View`), any `Command` and the time, and returns one `Step`
+(`adapter/protocol/steps.py`: a write, a known reply, a refusal, a renewal, nothing to do, or:
+decide again on committed state). A refusal is always returned, never raised; its HTTP status
+is the edge's (`adapter/http/statuses.py`). The append rules are in
+`adapter/protocol/appends.py`.
 
 No asyncio, no Kafka, no HTTP, no clock: the caller passes the time and carries steps out.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, assert_never
 
 from adapter.protocol import forks, snapshots
 from adapter.protocol.appends import beyond_limit, decide_append, initial_messages
@@ -25,8 +27,11 @@ from adapter.protocol.commands import (
     Access,
     Append,
     Appended,
+    Collect,
     Created,
     CreateStream,
+    DeleteStream,
+    Expire,
     Fence,
     ForkFrom,
     PublishSnapshot,
@@ -40,6 +45,7 @@ from adapter.protocol.steps import (
     DEFAULT_CONTENT_TYPE,
     DEFAULT_LIMITS,
     DEFAULT_MAX_APPEND_MESSAGES,
+    NOTHING,
     SETTLE,
     Done,
     Entry,
@@ -64,40 +70,80 @@ __all__ = [
     "DEFAULT_CONTENT_TYPE",
     "DEFAULT_LIMITS",
     "DEFAULT_MAX_APPEND_MESSAGES",
+    "NOTHING",
     "SETTLE",
+    "Command",
     "Done",
     "Entry",
     "Limits",
+    "Machine",
     "Message",
     "Refused",
     "Renewed",
     "Step",
     "View",
     "Write",
-    "access",
-    "append",
-    "collect",
-    "create",
-    "delete",
-    "fence",
     "gone",
     "message_offsets",
     "not_found",
-    "publish",
     "same_config",
     "settle",
-    "trim",
 ]
+
+# Everything the machine decides: what the HTTP edge asks, and what the sweeps and reads do.
+Command = (
+    CreateStream
+    | Append
+    | DeleteStream
+    | Collect
+    | Expire
+    | PublishSnapshot
+    | Access
+    | Fence
+    | Trim
+)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The stream rules with their configuration: `limits` on what one request may write, and
+    `trim_settle_ms`, the grace period storage waits out after a trim (`trims.trimmed`)."""
+
+    limits: Limits = DEFAULT_LIMITS
+    trim_settle_ms: int = 0
+
+    def apply(self, view: View, command: Command, now_ms: int) -> Step:
+        """The one door: `command` decided against `view` at `now_ms`. Never raises a refusal."""
+        match command:
+            case CreateStream():
+                return _create(view, command, now_ms, self.limits)
+            case Append():
+                return _append(view, command, now_ms, self.limits)
+            case DeleteStream():
+                return _delete(view, command.ref.stream_id, now_ms)
+            case Collect():
+                return _collect(view, now_ms)
+            case Expire():
+                return _expire(view, command.before_ms, now_ms)
+            case PublishSnapshot():
+                return _publish(view, command, now_ms, self.limits)
+            case Access():
+                return _access(view, command)
+            case Fence():
+                return _fence(view, command, now_ms)
+            case Trim():
+                return _trim(view, command, now_ms, self.trim_settle_ms)
+            case _:
+                assert_never(command)
+
 
 # -- commands -------------------------------------------------------------------------------
 
 
-def create(
-    view: View, command: CreateStream, now_ms: int, partition: int, limits: Limits = DEFAULT_LIMITS
-) -> Step:
+def _create(view: View, command: CreateStream, now_ms: int, limits: Limits) -> Step:
     """Create a stream (or fork one); an existing one with the same configuration is a success.
 
-    A fork lives in its source's partition, so `partition` applies to plain streams only.
+    A plain stream goes to `view.partition`; a fork lives in its source's partition.
     """
     existing = view.stream
     if existing is not None and existing.soft_deleted:
@@ -127,7 +173,7 @@ def create(
     if isinstance(messages, ProtocolError):
         return Refused(messages)
     expiry = (command.ttl_seconds, command.expires_at_ms)
-    return _creation(view, command, now_ms, partition, content_type, messages, expiry)
+    return _creation(view, command, now_ms, view.partition, content_type, messages, expiry)
 
 
 def _unmet_condition(live: StreamMeta | None, command: CreateStream) -> ProtocolError | None:
@@ -251,7 +297,7 @@ def _creation(
     return Write(entries, state, now_ms, forget=tuple(view.producers), creates=True)
 
 
-def append(view: View, command: Append, now_ms: int, limits: Limits = DEFAULT_LIMITS) -> Step:
+def _append(view: View, command: Append, now_ms: int, limits: Limits) -> Step:
     """Append (and perhaps close): write, repeat, or refuse."""
     if view.pending and (view.broken or command.if_match is not None):
         return SETTLE
@@ -263,7 +309,7 @@ def append(view: View, command: Append, now_ms: int, limits: Limits = DEFAULT_LI
     return step
 
 
-def delete(view: View, stream_id: str, now_ms: int) -> Step:
+def _delete(view: View, stream_id: str, now_ms: int) -> Step:
     """Delete a stream: a control record, and its state and producers forgotten.
 
     A stream with live forks is only soft-deleted: its forks still read its records. Deleting
@@ -281,33 +327,31 @@ def delete(view: View, stream_id: str, now_ms: int) -> Step:
     return Write((ControlEvent.DELETE,), None, now_ms, forget=forget, collects=_collected(view))
 
 
-def collect(view: View, now_ms: int) -> Write | None:
+def _collect(view: View, now_ms: int) -> Step:
     """Forget a soft-deleted stream none of whose forks is live any more (they expired), and
-    the soft-deleted ancestors that were waiting only for it; None when it is not such a
+    the soft-deleted ancestors that were waiting only for it; NOTHING when it is not such a
     stream. Its delete record was written when it was soft-deleted."""
     meta = view.stream
     if meta is None or not meta.soft_deleted or view.forks:
-        return None
+        return NOTHING
     return Write((), None, now_ms, collects=_collected(view))
 
 
-def expire(view: View, before_ms: int, now_ms: int) -> Write | None:
+def _expire(view: View, before_ms: int, now_ms: int) -> Step:
     """Forget a stream that expired before `before_ms` (its state, snapshot pointer and
-    producer states: tombstones), or None when it is not such a stream. One that live forks
+    producer states: tombstones), or NOTHING when it is not such a stream. One that live forks
     still read stays (it answers 404 like any expired stream; its records stay theirs), and
     so do the soft-deleted ancestors of one that goes: the soft-delete sweep decides them."""
     meta = view.stream
     if meta is None or meta.soft_deleted or view.forks:
-        return None
+        return NOTHING
     deadline = meta.deadline_ms()
     if deadline is None or deadline >= before_ms:
-        return None
+        return NOTHING
     return Write((), None, now_ms, forget=tuple(view.producers))
 
 
-def publish(
-    view: View, command: PublishSnapshot, now_ms: int, limits: Limits = DEFAULT_LIMITS
-) -> Step:
+def _publish(view: View, command: PublishSnapshot, now_ms: int, limits: Limits) -> Step:
     """Publish a snapshot: its pointer, and the earliest retained offset moved to it, commit
     together, with no record in the stream's partition. Decided on committed state."""
     meta = _settled_stream(view, command.ref.stream_id, now_ms)
@@ -321,9 +365,9 @@ def publish(
     return Write((), state, now_ms, snapshot=snapshots.pointer(meta, command, now_ms))
 
 
-def access(view: View, command: Access) -> Renewed | None:
+def _access(view: View, command: Access) -> Step:
     """A read (or write) of the stream at `command.at_ms`: a sliding TTL starts again from it;
-    None when there is nothing to do (no stream, no sliding TTL: an absolute `Expires-At` does
+    NOTHING when there is nothing to do (no stream, no sliding TTL: an absolute `Expires-At` does
     not move, or an access at least as recent is known already, so accesses told late or out of
     order never shorten a stream's life).
 
@@ -333,11 +377,11 @@ def access(view: View, command: Access) -> Renewed | None:
     """
     meta = view.stream
     if meta is None or meta.ttl_seconds is None or command.at_ms <= meta.last_access_ms:
-        return None
+        return NOTHING
     return Renewed(meta.evolve(last_access_ms=command.at_ms))
 
 
-def fence(view: View, command: Fence, now_ms: int) -> Step:
+def _fence(view: View, command: Fence, now_ms: int) -> Step:
     """Set the token later appends must carry (`adapter/protocol/appends.py` checks it). Only
     the stream's state changes, in the same transaction as any other change to it and with no
     record in its partition; decided on committed state, so appends queued before it commit
@@ -350,7 +394,7 @@ def fence(view: View, command: Fence, now_ms: int) -> Step:
     return Write((), meta.evolve(fencing_token=command.token), now_ms)
 
 
-def trim(view: View, command: Trim, now_ms: int, settle_ms: int = 0) -> Step:
+def _trim(view: View, command: Trim, now_ms: int, settle_ms: int) -> Step:
     """Make the stream's messages below `command.before` unreadable: its earliest offset moves
     there, in its state alone (no record in its partition), and reads below answer 410 with
     `Stream-Earliest-Offset`; storage follows (`snapshots.needed_from`). A trim never moves

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sized
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,7 @@ from adapter.log.reader import ReadLimits
 from adapter.log.writer import StateEntry, WriteBatch
 from adapter.objects.local import LocalObjectStore
 from adapter.protocol import stream_machine as machine
-from adapter.protocol.commands import Appended, Created, CreateStream, Read
+from adapter.protocol.commands import Appended, Created, CreateStream, DeleteStream, Read
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.offsets import BEGINNING, ReadFrom
 from adapter.protocol.producers import ProducerPosition
@@ -54,6 +54,7 @@ from topology.placement import partition_for
 from topology.wire import stream_key
 
 NOW = 1_000_000
+MACHINE = machine.Machine()
 KEY = (REF.bucket_id, REF.stream_id)
 PARTITIONS = 3
 # Small reads: a stream's history comes in many chunks, each continued from the offset the
@@ -154,10 +155,10 @@ class _Model:
     def decide(self, command: Command) -> machine.Step:
         view = machine.View(self.meta, dict(self.producers))
         if command is None:
-            return machine.delete(view, REF.stream_id, NOW)
+            return MACHINE.apply(view, DeleteStream(REF), NOW)
         if isinstance(command, CreateStream):
-            return machine.create(view, command, NOW, self.partition)
-        return machine.append(view, command, NOW)
+            return MACHINE.apply(replace(view, partition=self.partition), command, NOW)
+        return MACHINE.apply(view, command, NOW)
 
     def commit(
         self, command: Command, batch: WriteBatch, offsets: list[int], state: list[StateEntry]
