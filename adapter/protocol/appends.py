@@ -20,7 +20,17 @@ from adapter.protocol.producers import (
     StaleEpoch,
     decide,
 )
-from adapter.protocol.steps import Done, Limits, Message, Refused, View, Write, gone, not_found
+from adapter.protocol.steps import (
+    Done,
+    Limits,
+    Message,
+    Refused,
+    View,
+    Write,
+    accessed,
+    gone,
+    not_found,
+)
 from adapter.protocol.stream_etags import stream_etag
 from topology.wire import ControlEvent
 
@@ -72,7 +82,6 @@ def _write(
         closed=command.close,
         last_seq=command.seq or meta.last_seq,
         last_write_at_ms=now_ms,
-        last_access_ms=now_ms if meta.ttl_seconds is not None else meta.last_access_ms,
         message_count=meta.message_count + len(messages),
     )
     closing = (ControlEvent.CLOSE,) if command.close else ()
@@ -80,7 +89,14 @@ def _write(
     if isinstance(decision, Accepted) and command.producer is not None:
         producer = (command.producer.producer_id, decision.position)
     entries = (*(Message(m) for m in messages), *closing)
-    return Write(entries, state, now_ms, producer=producer, stamp=command.producer, seq=command.seq)
+    return Write(
+        entries,
+        accessed(state, now_ms),  # a write is an access
+        now_ms,
+        producer=producer,
+        stamp=command.producer,
+        seq=command.seq,
+    )
 
 
 def fencing_refusal(meta: StreamMeta, command: Append) -> ProtocolError | None:

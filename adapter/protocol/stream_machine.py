@@ -56,9 +56,11 @@ from adapter.protocol.steps import (
     Step,
     View,
     Write,
+    accessed,
     gone,
     message_offsets,
     not_found,
+    renewal,
     settle,
 )
 from adapter.protocol.stream_etags import stream_etag
@@ -86,6 +88,7 @@ __all__ = [
     "gone",
     "message_offsets",
     "not_found",
+    "renewal",
     "same_config",
     "settle",
 ]
@@ -298,13 +301,28 @@ def _creation(
 
 
 def _append(view: View, command: Append, now_ms: int, limits: Limits) -> Step:
-    """Append (and perhaps close): write, repeat, or refuse."""
-    if view.pending and (view.broken or command.if_match is not None):
+    """Append (and perhaps close): write, repeat, or refuse. Decided on committed state, the
+    append is first an access of a live stream, whatever its answer: its sliding TTL starts
+    again (the step's `renewed`), and the append is decided on the stream so renewed."""
+    if view.pending:
+        return _pending_append(view, command, now_ms, limits)
+    meta = view.stream
+    renewed = None if meta is None or meta.expired(now_ms) else accessed(meta, now_ms)
+    if renewed is None or renewed is meta:
+        return decide_append(view, command, now_ms, limits)
+    step = decide_append(replace(view, stream=renewed), command, now_ms, limits)
+    return replace(step, renewed=renewed)
+
+
+def _pending_append(view: View, command: Append, now_ms: int, limits: Limits) -> Step:
+    """An append decided on the state queued appends will leave: only an acceptance with data
+    is; anything else is decided again on committed state (SETTLE)."""
+    if view.broken or command.if_match is not None:
         return SETTLE
     step = decide_append(view, command, now_ms, limits)
-    if view.pending and not isinstance(step, Write):  # a refusal, or a repeat
+    if not isinstance(step, Write):  # a refusal, or a repeat
         return SETTLE
-    if view.pending and isinstance(step, Write) and not step.messages:
+    if not step.messages:
         return SETTLE  # no record of its own tells where its tail is: the committed one does
     return step
 
@@ -376,9 +394,8 @@ def _access(view: View, command: Access) -> Step:
     owner decides expiry).
     """
     meta = view.stream
-    if meta is None or meta.ttl_seconds is None or command.at_ms <= meta.last_access_ms:
-        return NOTHING
-    return Renewed(meta.evolve(last_access_ms=command.at_ms))
+    renewed = None if meta is None else accessed(meta, command.at_ms)
+    return NOTHING if renewed is None or renewed is meta else Renewed(renewed)
 
 
 def _fence(view: View, command: Fence, now_ms: int) -> Step:

@@ -155,9 +155,15 @@ class StreamService:
             self._renewed(meta, at_ms)
 
     def _renewed(self, meta: StreamMeta, at_ms: int) -> StreamMeta:
-        """The stream after an access: held in the catalog, written with its next write."""
-        renewed = _accessed(meta, at_ms)
-        if renewed is not meta:
+        """The stream after an access at `at_ms`, as the machine decides it."""
+        step = self.machine.apply(machine.View(meta), Access(at_ms), at_ms)
+        return self._held(step) or meta
+
+    def _held(self, step: machine.Step) -> StreamMeta | None:
+        """Carry out the renewal a step says, if any: held in the catalog, written with the
+        stream's next write."""
+        renewed = machine.renewal(step)
+        if renewed is not None:
             self.catalog.put_stream(renewed)
         return renewed
 
@@ -299,10 +305,9 @@ class StreamService:
             self._decidable(meta.data_bucket, meta.partition)
         else:
             self._decidable(command.ref.bucket_id, None, command.ref.stream_id)
-        now = self.clock()
-        if meta is not None and not meta.expired(now):
-            meta = self._renewed(meta, now)
-        return self.machine.apply(self._view(key, meta), command, now)
+        step = self.machine.apply(self._view(key, meta), command, self.clock())
+        self._held(step)  # an append is an access, answered or refused
+        return step
 
     async def delete(self, ref: StreamRef, forward_id: str | None = None) -> None:
         key = (ref.bucket_id, ref.stream_id)
@@ -797,7 +802,7 @@ class StreamService:
         trace: bytes | None = None,
     ) -> None:
         """Apply a committed write to the catalog, the hot tail and the live hub (commit order)."""
-        settled = machine.settle(write, offsets)
+        settled = machine.settle(write, offsets, answered_ms=self.clock())
         for producer_id in write.forget:
             self.catalog.apply_producer(producer_key(*key, producer_id), None)
         if settled is None:
@@ -807,9 +812,7 @@ class StreamService:
             since = offsets[0] if write.creates or before is None else before.next_offset
             data = machine.message_offsets(write, offsets)
             self.reads.cache.record(key, since, settled.next_offset, data, write.messages, trace)
-            # A sliding TTL counts from when the write is answered, not from when it was decided:
-            # a commit that took long must not leave the client less than the TTL it asked for.
-            self.catalog.put_stream(_accessed(settled, self.clock()))
+            self.catalog.put_stream(settled)
         record = producer_record(key, write)
         if record is not None:
             self.catalog.put_producer(record)
@@ -825,15 +828,6 @@ class StreamService:
         self.catalog.drop_stream(*key)
         self.catalog.apply_snapshot(snapshot_key(*key), None)
         self.reads.cache.forget(key)
-
-
-def _accessed(meta: StreamMeta, at_ms: int) -> StreamMeta:
-    """The stream after an access at `at_ms` (itself when nothing slides: no sliding TTL, or a
-    later access known already); asked on every append, so a stream without a TTL asks no more."""
-    if meta.ttl_seconds is None:
-        return meta
-    step = machine.Machine().apply(machine.View(meta), Access(at_ms), at_ms)
-    return step.state if isinstance(step, machine.Renewed) else meta
 
 
 def _reply(step: machine.Step, kind: type[R]) -> R:

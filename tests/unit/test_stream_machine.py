@@ -368,6 +368,45 @@ def test_a_write_renews_a_sliding_ttl_only() -> None:
     assert write.state.last_access_ms == 5
 
 
+def test_an_append_on_committed_state_is_an_access_whatever_its_answer() -> None:
+    """Refused, repeated or written, it renews a live stream's sliding TTL (`renewed`, for the
+    caller to hold at once); the TTL of an expired stream, or a fixed one, does not move."""
+    sliding = _meta(ttl_seconds=60, last_access_ms=NOW - 10)
+    renewed = sliding.evolve(last_access_ms=NOW)
+    refused = MACHINE.apply(machine.View(sliding), _append(b"x", JSON), NOW)
+    assert _refusal(refused) is ErrorCode.CONTENT_TYPE_MISMATCH
+    assert machine.renewal(refused) == renewed
+    closed = machine.View(sliding.evolve(closed=True))
+    repeat = MACHINE.apply(closed, _append(b"", None, close=True), NOW)
+    assert _done(repeat).meta.last_access_ms == NOW
+    assert machine.renewal(repeat) == renewed.evolve(closed=True)
+    assert machine.renewal(MACHINE.apply(machine.View(sliding), _append(), NOW)) == renewed
+    expired = _meta(ttl_seconds=60, last_access_ms=NOW - 60_000)
+    assert machine.renewal(MACHINE.apply(machine.View(expired), _append(), NOW)) is None
+    fixed = _meta(expires_at_ms=NOW * 2, last_access_ms=5)
+    assert machine.renewal(MACHINE.apply(machine.View(fixed), _append(b"x", JSON), NOW)) is None
+
+
+def test_an_append_on_pending_state_renews_only_in_what_it_writes() -> None:
+    pending = machine.View(_meta(ttl_seconds=60, last_access_ms=NOW - 10), pending=True)
+    write = _write(MACHINE.apply(pending, _append(), NOW))
+    assert machine.renewal(write) is None
+    assert write.state is not None
+    assert write.state.last_access_ms == NOW
+
+
+def test_a_write_settled_when_answered_renews_a_sliding_ttl_from_then() -> None:
+    """A commit that took long must not leave the client less than the TTL it asked for."""
+    sliding = _meta(ttl_seconds=60, last_access_ms=NOW - 10)
+    write = _write(MACHINE.apply(machine.View(sliding, pending=True), _append(), NOW))
+    decided = machine.settle(write, [20])
+    answered = machine.settle(write, [20], answered_ms=NOW + 500)
+    assert decided is not None
+    assert decided.last_access_ms == NOW
+    assert answered == decided.evolve(last_access_ms=NOW + 500)
+    assert machine.settle(write, [20], answered_ms=NOW - 1) == decided  # never moved back
+
+
 # -- access (sliding TTL) ---------------------------------------------------------------------
 
 

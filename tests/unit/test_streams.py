@@ -41,7 +41,7 @@ from adapter.state.catalog import Catalog
 from adapter.state.records import ProducerRecord, StreamMeta, decode, decode_as
 from adapter.state.view_age import ViewAge
 from adapter.tier.cold import ColdReader
-from tests.unit.support.histories import LONG_COMMANDS, REF, Command, create
+from tests.unit.support.histories import LONG_COMMANDS, REF, Command, append, create
 from tests.unit.support.memory_log import (
     TOPICS,
     Fate,
@@ -419,4 +419,30 @@ async def _sliding_ttl_from_the_commit() -> None:
     with pytest.raises(ProtocolError) as raised:
         run.service.existing(REF)
     assert raised.value.code is ErrorCode.STREAM_NOT_FOUND
+    run.close()
+
+
+def test_a_refused_append_still_renews_a_sliding_ttl() -> None:
+    """An append is an access whatever its answer: the machine's step says so, the service
+    holds the renewal."""
+    asyncio.run(_refused_append_renews())
+
+
+async def _refused_append_renews() -> None:
+    run = _Run()
+    now = [NOW]
+    run.service.clock = lambda: now[0]
+    run.issue(create(ttl_seconds=2))
+    await _idle()
+    run.writers.take(1)
+    run.writers.end(Fate.COMMIT)
+    await _idle()
+    now[0] = NOW + 1_500
+    run.issue(append(b"x", "application/json"))  # another content type: 409
+    await _idle()
+    refused = list(run.tasks)[-1].exception()
+    assert isinstance(refused, ProtocolError)
+    assert refused.code is ErrorCode.CONTENT_TYPE_MISMATCH
+    now[0] = NOW + 1_500 + 1_999
+    assert run.service.existing(REF).last_access_ms == NOW + 1_500
     run.close()
