@@ -39,7 +39,7 @@ from adapter.protocol.commands import (
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import content_types_match
-from adapter.protocol.model import StreamMeta
+from adapter.protocol.model import SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import encode, resolve_start
 from adapter.protocol.steps import (
     DEFAULT_CONTENT_TYPE,
@@ -216,19 +216,10 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
                 f"source has Content-Type {source.content_type!r}, not {content_type!r}",
             )
         )
-    try:  # the fork rules refuse by raising
-        at = forks.cut(source, fork.offset)
-        inherited_snapshot = forks.retained(source, view.source_snapshot, at)
-        copied = forks.taken(source.content_type, view.following, fork.sub_offset)
-    except ProtocolError as error:
-        return Refused(error)
-    initial = initial_messages(command, content_type, limits)
-    if isinstance(initial, ProtocolError):
-        return Refused(initial)
-    messages = [*copied, *initial]
-    too_many = beyond_limit(messages, limits)
-    if too_many is not None:
-        return Refused(too_many)
+    start = _fork_start(view, command, fork, content_type, limits)
+    if isinstance(start, ProtocolError):
+        return Refused(start)
+    at, inherited_snapshot, messages = start
     own_expiry = command.ttl_seconds is not None or command.expires_at_ms is not None
     ttl, expires_at = (
         (command.ttl_seconds, command.expires_at_ms)
@@ -264,6 +255,29 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
         stream_created_at_ms=now_ms,
     )
     return replace(write, snapshot=snapshot)
+
+
+def _fork_start(
+    view: View, command: CreateStream, fork: ForkFrom, content_type: str, limits: Limits
+) -> tuple[int, SnapshotPointer | None, list[bytes]] | ProtocolError:
+    """Where a fork's inheritance ends, the snapshot it inherits, and its first messages (those
+    it copies, then its own); or the refusal of any of them."""
+    source = view.source
+    assert source is not None
+    at = forks.cut(source, fork.offset)
+    if isinstance(at, ProtocolError):
+        return at
+    snapshot = forks.retained(source, view.source_snapshot, at)
+    if isinstance(snapshot, ProtocolError):
+        return snapshot
+    copied = forks.taken(source.content_type, view.following, fork.sub_offset)
+    if isinstance(copied, ProtocolError):
+        return copied
+    initial = initial_messages(command, content_type, limits)
+    if isinstance(initial, ProtocolError):
+        return initial
+    messages = [*copied, *initial]
+    return beyond_limit(messages, limits) or (at, snapshot, messages)
 
 
 def _creation(
@@ -375,10 +389,9 @@ def _publish(view: View, command: PublishSnapshot, now_ms: int, limits: Limits) 
     meta = _settled_stream(view, command.ref.stream_id, now_ms)
     if not isinstance(meta, StreamMeta):
         return meta
-    try:
-        snapshots.check_publish(meta, command, limits.max_snapshot_bytes, now_ms)
-    except ProtocolError as error:
-        return Refused(error)
+    refusal = snapshots.publish_refusal(meta, command, limits.max_snapshot_bytes, now_ms)
+    if refusal is not None:
+        return Refused(refusal)
     state = meta.evolve(retained_from=command.offset)
     return Write((), state, now_ms, snapshot=snapshots.pointer(meta, command, now_ms))
 

@@ -238,9 +238,8 @@ class StreamService:
         """The source's messages from the fork offset on, when a sub-offset needs them."""
         if fork.sub_offset == 0 or source is None or source.soft_deleted:
             return []
-        try:
-            at = forks.cut(source, fork.offset)
-        except ProtocolError:
+        at = forks.cut(source, fork.offset)
+        if isinstance(at, ProtocolError):
             return []  # the machine refuses it
         chunk = await self.reads.read(self.buckets.topic(source.data_bucket), source, at)
         return chunk.messages
