@@ -21,7 +21,7 @@ from adapter.log.key_index import KeyPlaces
 from adapter.log.mount_reader import KeyRead, read_key
 from adapter.log.mount_writer import MountWriter, Transactions, transactional_slot
 from adapter.log.reader import LogReader
-from adapter.protocol.appends import check_producer
+from adapter.protocol.appends import producer_refusal
 from adapter.protocol.commands import Append, Appended, Chunk, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.model import MountMeta, ProducerRecord, StreamMeta
@@ -155,7 +155,9 @@ class MountedStreams:
             decision = decide(states.get(headers.producer_id), headers)
             if isinstance(decision, Duplicate):
                 return Appended(self.existing(ref), appended=False, producer=decision.position)
-            check_producer(decision)
+            refusal = producer_refusal(decision)
+            if refusal is not None:
+                raise refusal
             assert isinstance(decision, Accepted)
             record = ProducerRecord(
                 ref.bucket_id,

@@ -32,8 +32,11 @@ from adapter.protocol.commands import (
     Append,
     Appended,
     Chunk,
+    Collect,
     Created,
     CreateStream,
+    DeleteStream,
+    Expire,
     Fence,
     ForkFrom,
     KafkaPosition,
@@ -104,12 +107,12 @@ class StreamService:
         self.view = view  # how recently every acknowledged change was known to be followed
         self.clock = clock
         self.limits = limits
+        self.machine = machine.Machine(limits, trim_settle_ms)  # the rules, and their limits
         self.topics = buckets.topics
         self._locks = KeyedLocks()
         self._chains = Chains()
         self.mounted = mounted  # buckets that are mounted topics: read-only, one stream per key
         self.relay = relay  # tells other instances' streams' owners of reads served here
-        self.trim_settle_ms = trim_settle_ms  # the grace period storage waits out after a trim
         self.tracing = tracing  # None: off, and an append pays nothing for it
         # Follows the meta topic to now unless a stream's slot is written here; None: a
         # process on its own log, nothing to follow.
@@ -132,7 +135,7 @@ class StreamService:
 
     def accessed(self, ref: StreamRef, reader: Reader | None = None) -> StreamMeta:
         """A read of the stream served here, the door every read path goes through: the stream
-        (404 or 410 as `existing`) with its sliding TTL started again (`machine.access`).
+        (404 or 410 as `existing`) with its sliding TTL started again (the machine's `Access`).
 
         Given the `reader` (once per request, by the edge), the read is also told to the
         stream's owner when that is another instance (`AccessRelay`), judged on the stream as
@@ -152,9 +155,15 @@ class StreamService:
             self._renewed(meta, at_ms)
 
     def _renewed(self, meta: StreamMeta, at_ms: int) -> StreamMeta:
-        """The stream after an access: held in the catalog, written with its next write."""
-        renewed = _accessed(meta, at_ms)
-        if renewed is not meta:
+        """The stream after an access at `at_ms`, as the machine decides it."""
+        step = self.machine.apply(machine.View(meta), Access(at_ms), at_ms)
+        return self._held(step) or meta
+
+    def _held(self, step: machine.Step) -> StreamMeta | None:
+        """Carry out the renewal a step says, if any: held in the catalog, written with the
+        stream's next write."""
+        renewed = machine.renewal(step)
+        if renewed is not None:
             self.catalog.put_stream(renewed)
         return renewed
 
@@ -185,8 +194,8 @@ class StreamService:
         async with self.buckets.creating_stream(ref.bucket_id), self._locks.hold(key):
             await self._settle(key)
             self._decidable(ref.bucket_id, partition)
-            view = self._view(key, self.catalog.stream(*key))
-            step = machine.create(view, command, self.clock(), partition, self.limits)
+            view = replace(self._view(key, self.catalog.stream(*key)), partition=partition)
+            step = self.machine.apply(view, command, self.clock())
             if isinstance(step, machine.Write):
                 settled = await self._carry_out(key, partition, step, command.forward_id)
                 assert settled is not None
@@ -217,7 +226,7 @@ class StreamService:
                 source_snapshot=None if source is None else self.catalog.snapshot(source),
                 following=await self._following(source, fork),
             )
-            step = machine.create(view, command, self.clock(), 0, self.limits)
+            step = self.machine.apply(view, command, self.clock())
             if isinstance(step, machine.Write):
                 assert step.state is not None
                 settled = await self._carry_out(key, step.state.partition, step, command.forward_id)
@@ -229,9 +238,8 @@ class StreamService:
         """The source's messages from the fork offset on, when a sub-offset needs them."""
         if fork.sub_offset == 0 or source is None or source.soft_deleted:
             return []
-        try:
-            at = forks.cut(source, fork.offset)
-        except ProtocolError:
+        at = forks.cut(source, fork.offset)
+        if isinstance(at, ProtocolError):
             return []  # the machine refuses it
         chunk = await self.reads.read(self.buckets.topic(source.data_bucket), source, at)
         return chunk.messages
@@ -287,7 +295,7 @@ class StreamService:
         chain = self._chains.get(key)
         if chain is not None:
             view = self._pending_view(key, chain, command)
-            step = machine.append(view, command, self.clock(), self.limits)
+            step = self.machine.apply(view, command, self.clock())
             if step is not machine.SETTLE:
                 return step
             await self._settle(key)
@@ -296,10 +304,9 @@ class StreamService:
             self._decidable(meta.data_bucket, meta.partition)
         else:
             self._decidable(command.ref.bucket_id, None, command.ref.stream_id)
-        now = self.clock()
-        if meta is not None and not meta.expired(now):
-            meta = self._renewed(meta, now)
-        return machine.append(self._view(key, meta), command, now, self.limits)
+        step = self.machine.apply(self._view(key, meta), command, self.clock())
+        self._held(step)  # an append is an access, answered or refused
+        return step
 
     async def delete(self, ref: StreamRef, forward_id: str | None = None) -> None:
         key = (ref.bucket_id, ref.stream_id)
@@ -314,7 +321,7 @@ class StreamService:
                 forks=self._live_forks(*key),
                 ancestors=self._ancestors(meta),
             )
-            step = machine.delete(view, ref.stream_id, self.clock())
+            step = self.machine.apply(view, DeleteStream(ref), self.clock())
             if isinstance(step, machine.Refused):
                 raise step.error
             assert isinstance(step, machine.Write)
@@ -340,10 +347,10 @@ class StreamService:
             view = replace(
                 self._view(key, meta), forks=self._live_forks(*key), ancestors=self._ancestors(meta)
             )
-            write = machine.collect(view, self.clock())
-            if write is None or meta is None:
+            step = self.machine.apply(view, Collect(), self.clock())
+            if not isinstance(step, machine.Write) or meta is None:
                 return False
-            await self._carry_out(key, meta.partition, write)
+            await self._carry_out(key, meta.partition, step)
         return True
 
     async def sweep(self) -> list[StreamKey]:
@@ -366,10 +373,10 @@ class StreamService:
             if meta_now is not None:
                 self._decidable(meta_now.data_bucket, meta_now.partition)
             view = replace(self._view(key, meta_now), forks=self._live_forks(*key))
-            write = machine.expire(view, before_ms, self.clock())
-            if write is None or meta_now is None:
+            step = self.machine.apply(view, Expire(before_ms), self.clock())
+            if not isinstance(step, machine.Write) or meta_now is None:
                 return False
-            await self._carry_out(key, meta_now.partition, write)
+            await self._carry_out(key, meta_now.partition, step)
         return True
 
     async def sweep_expired(self, grace_ms: int) -> list[StreamKey]:
@@ -387,8 +394,8 @@ class StreamService:
         would refuse now. Appends queued before it commit first; later ones wait for it."""
         key = (command.ref.bucket_id, command.ref.stream_id)
         if check_only:
-            step = machine.publish(
-                self._view(key, self._committed(command.ref)), command, self.clock(), self.limits
+            step = self.machine.apply(
+                self._view(key, self._committed(command.ref)), command, self.clock()
             )
             if isinstance(step, machine.Refused):
                 raise step.error
@@ -399,7 +406,7 @@ class StreamService:
             if meta is not None:
                 self._decidable(meta.data_bucket, meta.partition)
             view = self._view(key, meta)
-            step = machine.publish(view, command, self.clock(), self.limits)
+            step = self.machine.apply(view, command, self.clock())
             if isinstance(step, machine.Refused):
                 raise step.error
             assert isinstance(step, machine.Write)
@@ -411,16 +418,13 @@ class StreamService:
     async def fence(self, command: Fence) -> StreamMeta:
         """Set the stream's fencing token: appends queued before it commit under the old one,
         later ones wait for it and are decided against it."""
-        return await self._change_state(command.ref, lambda v, now: machine.fence(v, command, now))
+        return await self._change_state(command.ref, command)
 
     async def trim(self, command: Trim) -> StreamMeta:
         """Move the stream's earliest offset up to `command.before`: appends queued before it
         commit first, so they can be trimmed too."""
-        settle_ms = self.trim_settle_ms
         command = await self._within_snapshot(command)
-        return await self._change_state(
-            command.ref, lambda v, now: machine.trim(v, command, now, settle_ms)
-        )
+        return await self._change_state(command.ref, command)
 
     async def _within_snapshot(self, command: Trim) -> Trim:
         """The trim, as one to its snapshot's offset (which changes nothing) when it removes
@@ -441,9 +445,7 @@ class StreamService:
         first = await self.time_lookups.first_at_or_after(topic, meta, snapshot)
         return command if first < before else replace(command, before=snapshot)
 
-    async def _change_state(
-        self, ref: StreamRef, decide: Callable[[machine.View, int], machine.Step]
-    ) -> StreamMeta:
+    async def _change_state(self, ref: StreamRef, command: Fence | Trim) -> StreamMeta:
         """A change of the stream's state alone (no record in its partition), decided on its
         committed state and written in one transaction, as every other change of it."""
         key = (ref.bucket_id, ref.stream_id)
@@ -452,7 +454,7 @@ class StreamService:
             meta = self._committed(ref)
             if meta is not None:
                 self._decidable(meta.data_bucket, meta.partition)
-            step = decide(self._view(key, meta), self.clock())
+            step = self.machine.apply(self._view(key, meta), command, self.clock())
             if not isinstance(step, machine.Write):
                 return _reply(step, Appended).meta
             assert step.state is not None
@@ -799,7 +801,7 @@ class StreamService:
         trace: bytes | None = None,
     ) -> None:
         """Apply a committed write to the catalog, the hot tail and the live hub (commit order)."""
-        settled = machine.settle(write, offsets)
+        settled = machine.settle(write, offsets, answered_ms=self.clock())
         for producer_id in write.forget:
             self.catalog.apply_producer(producer_key(*key, producer_id), None)
         if settled is None:
@@ -809,9 +811,7 @@ class StreamService:
             since = offsets[0] if write.creates or before is None else before.next_offset
             data = machine.message_offsets(write, offsets)
             self.reads.cache.record(key, since, settled.next_offset, data, write.messages, trace)
-            # A sliding TTL counts from when the write is answered, not from when it was decided:
-            # a commit that took long must not leave the client less than the TTL it asked for.
-            self.catalog.put_stream(_accessed(settled, self.clock()))
+            self.catalog.put_stream(settled)
         record = producer_record(key, write)
         if record is not None:
             self.catalog.put_producer(record)
@@ -827,15 +827,6 @@ class StreamService:
         self.catalog.drop_stream(*key)
         self.catalog.apply_snapshot(snapshot_key(*key), None)
         self.reads.cache.forget(key)
-
-
-def _accessed(meta: StreamMeta, at_ms: int) -> StreamMeta:
-    """The stream after an access at `at_ms` (itself when nothing slides: no sliding TTL, or a
-    later access known already); asked on every append, so a stream without a TTL asks no more."""
-    if meta.ttl_seconds is None:
-        return meta
-    step = machine.access(machine.View(meta), Access(at_ms))
-    return meta if step is None else step.state
 
 
 def _reply(step: machine.Step, kind: type[R]) -> R:
