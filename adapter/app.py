@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -305,11 +306,18 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
     running = parts.running
     if guard is not None:  # before joining the owners' group: see shared_folder.py
         await guard.refuse_strangers()
+    began = time.monotonic()
     count = await parts.follower.replay()
+    replayed = time.monotonic()
     await settle_format_level(parts)  # before any write: see state/format_gate.py
     parts.mounts.load_configured()  # and index every mount
     running.spawn(parts.follower.follow(), "follower")
     await parts.follower.measure(parts.streams.view)  # ready as current as can be told
+    logging.getLogger(__name__).info(
+        "state replayed in %.1f s, then followed in %.1f s",
+        replayed - began,
+        time.monotonic() - replayed,
+    )
     running.spawn(parts.follower.keep_current(parts.streams.view), "view-currency")
     running.spawn(parts.collector.run(), "snapshot-collector")
     grace_ms = settings.expired_gc_grace_ms

@@ -14,6 +14,7 @@ import signal
 import socket
 import ssl
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -200,7 +201,10 @@ def run_server(settings: Settings, listeners: Listeners, faults: PlantedFaults =
     tune_gc()
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
-            return runner.run(serve(settings, listeners, faults))
+            code = runner.run(serve(settings, listeners, faults))
+            served = time.monotonic()
+        log.info("event loop closed in %.1f s", time.monotonic() - served)
+        return code
     except ConfigError as error:  # a token or key file named by the settings is unusable
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return CONFIG_ERROR
@@ -270,6 +274,7 @@ async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults 
     requests get `drain_timeout_ms` to finish before the process exits.
     With HTTPS, SIGHUP reloads the certificate (`adapter/http/tls.py`).
     """
+    started, stopping = time.monotonic(), None
     tls = server_context(settings)
     app = create_app(settings, listeners.siblings, faults=faults)
     drain_s = settings.drain_timeout_ms / 1000
@@ -302,6 +307,7 @@ async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults 
             # after a crash) the kernel gives new connections to its ready siblings rather
             # than to a worker that could only answer 503 `not_ready`.
             await _until_ready(app[health.READINESS], waiters)
+            log.info("ready %.1f s after start", time.monotonic() - started)
         if not any(waiter.done() for waiter in waiters):
             reuse_port = listeners.reuse_port or None
             site = _shared_site(runner, settings, tls, reuse_port)
@@ -320,12 +326,20 @@ async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults 
             return 1
         app[health.READINESS].set(health.SERVING, False, "stopping: draining requests")
         log.info("stopping: handing the write slots over")
+        stopping = time.monotonic()
         await hand_over(app)
-        log.info("stopping: draining requests for up to %.1f s", drain_s)
+        took = time.monotonic() - stopping
+        log.info(
+            "stopping: slots handed over in %.1f s; draining requests for up to %.1f s",
+            took,
+            drain_s,
+        )
         return 0
     finally:
         await runner.cleanup()
         await ops.cleanup()
+        if stopping is not None:
+            log.info("stopped %.1f s after the signal", time.monotonic() - stopping)
 
 
 def _watch_tls(files: SecretFiles, tls: ssl.SSLContext, settings: Settings) -> None:
