@@ -265,10 +265,14 @@ async def hand_over(app: web.Application) -> None:
     (a long-poll answers its 204, an SSE session ends: their clients come back through another
     instance), and this instance leaves the owners' group, so its slots move to the others
     at once (in-flight commits finish first) rather than after the drain, and none is given
-    to it while it drains. Requests still arriving are served, their writes forwarded."""
+    to it while it drains. Requests still arriving are served, their writes forwarded. It
+    removes no other owner from the group any more (`DeadOwners.close`): when a whole
+    deployment stops, the owners its forwards find gone are stopping too, and an eviction
+    under way would hold its exit back."""
     parts = app[PARTS]
     parts.hub.stop()
     parts.fanout.end_sessions()
+    await parts.dead_owners.close()
     await parts.ownership.close()
 
 
