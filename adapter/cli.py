@@ -275,6 +275,7 @@ async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults 
     With HTTPS, SIGHUP reloads the certificate (`adapter/http/tls.py`).
     """
     started, stopping = time.monotonic(), None
+    held: asyncio.TimerHandle | None = None
     tls = server_context(settings)
     app = create_app(settings, listeners.siblings, faults=faults)
     drain_s = settings.drain_timeout_ms / 1000
@@ -334,12 +335,35 @@ async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults 
             took,
             drain_s,
         )
+        # Just before the drain cuts them off: what the requests still in flight wait on.
+        held = asyncio.get_running_loop().call_later(max(0.0, drain_s - 0.1), log_held_requests)
         return 0
     finally:
         await runner.cleanup()
+        if held is not None:
+            held.cancel()
         await ops.cleanup()
         if stopping is not None:
             log.info("stopped %.1f s after the signal", time.monotonic() - stopping)
+
+
+def log_held_requests() -> None:
+    """Log, for each request handler still running, the chain of awaits it is suspended in
+    (outermost first): what holds a drain to its end."""
+    for task in asyncio.all_tasks():
+        chain = awaits(task.get_coro())
+        if any(where.startswith("_handle_request ") for where in chain):
+            log.warning("a request held to the drain's end waits in: %s", " > ".join(chain))
+
+
+def awaits(coro: object) -> list[str]:
+    """`function file:line` of each coroutine in the chain `coro` awaits, outermost first."""
+    chain: list[str] = []
+    while coro is not None and (frame := getattr(coro, "cr_frame", None)) is not None:
+        code = frame.f_code
+        chain.append(f"{code.co_name} {code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None)
+    return chain
 
 
 def _watch_tls(files: SecretFiles, tls: ssl.SSLContext, settings: Settings) -> None:
