@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -264,10 +265,14 @@ async def hand_over(app: web.Application) -> None:
     (a long-poll answers its 204, an SSE session ends: their clients come back through another
     instance), and this instance leaves the owners' group, so its slots move to the others
     at once (in-flight commits finish first) rather than after the drain, and none is given
-    to it while it drains. Requests still arriving are served, their writes forwarded."""
+    to it while it drains. Requests still arriving are served, their writes forwarded. It
+    removes no other owner from the group any more (`DeadOwners.close`): when a whole
+    deployment stops, the owners its forwards find gone are stopping too, and an eviction
+    under way would hold its exit back."""
     parts = app[PARTS]
     parts.hub.stop()
     parts.fanout.end_sessions()
+    await parts.dead_owners.close()
     await parts.ownership.close()
 
 
@@ -305,11 +310,18 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
     running = parts.running
     if guard is not None:  # before joining the owners' group: see shared_folder.py
         await guard.refuse_strangers()
+    began = time.monotonic()
     count = await parts.follower.replay()
+    replayed = time.monotonic()
     await settle_format_level(parts)  # before any write: see state/format_gate.py
     parts.mounts.load_configured()  # and index every mount
     running.spawn(parts.follower.follow(), "follower")
     await parts.follower.measure(parts.streams.view)  # ready as current as can be told
+    logging.getLogger(__name__).info(
+        "state replayed in %.1f s, then followed in %.1f s",
+        replayed - began,
+        time.monotonic() - replayed,
+    )
     running.spawn(parts.follower.keep_current(parts.streams.view), "view-currency")
     running.spawn(parts.collector.run(), "snapshot-collector")
     grace_ms = settings.expired_gc_grace_ms

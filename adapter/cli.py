@@ -14,6 +14,7 @@ import signal
 import socket
 import ssl
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -200,7 +201,10 @@ def run_server(settings: Settings, listeners: Listeners, faults: PlantedFaults =
     tune_gc()
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
-            return runner.run(serve(settings, listeners, faults))
+            code = runner.run(serve(settings, listeners, faults))
+            served = time.monotonic()
+        log.info("event loop closed in %.1f s", time.monotonic() - served)
+        return code
     except ConfigError as error:  # a token or key file named by the settings is unusable
         print(f"durable-kafka: configuration error: {error}", file=sys.stderr)
         return CONFIG_ERROR
@@ -270,6 +274,8 @@ async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults 
     requests get `drain_timeout_ms` to finish before the process exits.
     With HTTPS, SIGHUP reloads the certificate (`adapter/http/tls.py`).
     """
+    started, stopping = time.monotonic(), None
+    held: asyncio.TimerHandle | None = None
     tls = server_context(settings)
     app = create_app(settings, listeners.siblings, faults=faults)
     drain_s = settings.drain_timeout_ms / 1000
@@ -302,6 +308,7 @@ async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults 
             # after a crash) the kernel gives new connections to its ready siblings rather
             # than to a worker that could only answer 503 `not_ready`.
             await _until_ready(app[health.READINESS], waiters)
+            log.info("ready %.1f s after start", time.monotonic() - started)
         if not any(waiter.done() for waiter in waiters):
             reuse_port = listeners.reuse_port or None
             site = _shared_site(runner, settings, tls, reuse_port)
@@ -320,12 +327,43 @@ async def serve(settings: Settings, listeners: Listeners, faults: PlantedFaults 
             return 1
         app[health.READINESS].set(health.SERVING, False, "stopping: draining requests")
         log.info("stopping: handing the write slots over")
+        stopping = time.monotonic()
         await hand_over(app)
-        log.info("stopping: draining requests for up to %.1f s", drain_s)
+        took = time.monotonic() - stopping
+        log.info(
+            "stopping: slots handed over in %.1f s; draining requests for up to %.1f s",
+            took,
+            drain_s,
+        )
+        # Just before the drain cuts them off: what the requests still in flight wait on.
+        held = asyncio.get_running_loop().call_later(max(0.0, drain_s - 0.1), log_held_requests)
         return 0
     finally:
         await runner.cleanup()
+        if held is not None:
+            held.cancel()
         await ops.cleanup()
+        if stopping is not None:
+            log.info("stopped %.1f s after the signal", time.monotonic() - stopping)
+
+
+def log_held_requests() -> None:
+    """Log, for each request handler still running, the chain of awaits it is suspended in
+    (outermost first): what holds a drain to its end."""
+    for task in asyncio.all_tasks():
+        chain = awaits(task.get_coro())
+        if any(where.startswith("_handle_request ") for where in chain):
+            log.warning("a request held to the drain's end waits in: %s", " > ".join(chain))
+
+
+def awaits(coro: object) -> list[str]:
+    """`function file:line` of each coroutine in the chain `coro` awaits, outermost first."""
+    chain: list[str] = []
+    while coro is not None and (frame := getattr(coro, "cr_frame", None)) is not None:
+        code = frame.f_code
+        chain.append(f"{code.co_name} {code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None)
+    return chain
 
 
 def _watch_tls(files: SecretFiles, tls: ssl.SSLContext, settings: Settings) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable
 from typing import Protocol
 
@@ -77,10 +78,23 @@ class Running:
         return self.tasks.spawn(work, name)
 
     async def close(self) -> None:
-        """Close every part started, the last started first."""
+        """Close every part started, the last started first; how long each took is logged
+        (the slowest first), so that a slow stop names the part it waited for."""
+        took: list[tuple[float, str]] = []
+        began = time.monotonic()
         while self._started:
             name, part = self._started.pop()
+            closing = time.monotonic()
             await _closed(name, part, self.close_budget_s)
+            took.append((time.monotonic() - closing, name))
+        if took:
+            slowest = ", ".join(f"{name} {s:.1f} s" for s, name in sorted(took, reverse=True)[:4])
+            log.info(
+                "closed %d parts in %.1f s (slowest: %s)",
+                len(took),
+                time.monotonic() - began,
+                slowest,
+            )
 
 
 async def _closed(name: str, part: Part, budget_s: float) -> None:

@@ -230,19 +230,31 @@ class WorkerPool:
         entry.restart_at = now + RESTART_DELAY_S
 
     def _stop_all(self) -> None:
-        """SIGTERM every worker; each drains; SIGKILL whoever outlives its drain by far."""
+        """SIGTERM every worker; each drains; SIGKILL whoever outlives its drain by far.
+
+        No worker is restarted any more, so the parent lets go of the workers' own listeners at
+        once: each closes with its worker's (after its hand-over), and a sibling or another
+        instance forwarding there from then on is refused and answered 503 at once, instead of
+        waiting in a backlog nobody accepts from until its own drain runs out."""
         processes = [e.process for e in self.running if e.process is not None]
         for process in processes:
             if process.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGTERM)
+        _close_all([entry.worker for entry in self.running])
         deadline = (
             time.monotonic()
             + self.settings.drain_timeout_ms / 1000
             + 3 * (self.settings.kafka_timeout_s)
         )
+        signalled = time.monotonic()
         for process in processes:
             process.join(max(0.0, deadline - time.monotonic()))
+            log.info(
+                "worker pid %s ended %.1f s after SIGTERM",
+                process.pid,
+                time.monotonic() - signalled,
+            )
             if process.is_alive():
                 log.error("worker pid %s did not stop in time: killed", process.pid)
                 process.kill()

@@ -115,6 +115,7 @@ class DeadOwners:
         self._checking: dict[str, asyncio.Task[None]] = {}
         self._quiet_until: dict[str, float] = {}
         self.evictions = 0
+        self._closed = False
 
     def suspect(self, url: str) -> None:
         """A forward to `url` failed: check, and evict the owner there if it is gone."""
@@ -127,7 +128,7 @@ class DeadOwners:
             self._start(url, Signal.UNANSWERED)
 
     def _start(self, url: str, signal: Signal) -> None:
-        if url in self.siblings or url in self._checking:
+        if self._closed or url in self.siblings or url in self._checking:
             return
         if time.monotonic() < self._quiet_until.get(url, 0.0):
             return
@@ -194,6 +195,10 @@ class DeadOwners:
         self.counted(signal, Outcome.EVICTED, len(evicted))
 
     async def close(self) -> None:
+        """Check and evict nobody from now on (a stopping instance closes this first: its
+        peers may be stopping with it, and those that stay see to a dead owner themselves);
+        the checks under way end."""
+        self._closed = True
         for task in list(self._checking.values()):
             task.cancel()
         await asyncio.gather(*self._checking.values(), return_exceptions=True)

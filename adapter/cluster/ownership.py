@@ -157,7 +157,9 @@ class SlotOwnership:
         self._stop.set()
         thread = self._thread
         if thread is not None:
+            began = time.monotonic()
             await asyncio.to_thread(thread.join, self.timeout_s * 2 + LEAVE_POLLS * POLL_S)
+            log.info("left the owners' group in %.1f s", time.monotonic() - began)
 
     async def renew(self) -> bool:
         """Make the group's consumer again from the client's files (a rotated certificate),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -226,11 +227,19 @@ class SlotWriters:
             turns=self._turns,
         )
         task: asyncio.Task[None] | None = None
+        began = time.monotonic()
         try:
             await asyncio.wait_for(writer.start(), self.limits.timeout_s + 1)
+            inited = time.monotonic()
             task = self.tasks.spawn(writer.run(), f"writer-{slot}")  # retiring cancels it
             await asyncio.wait_for(
                 writer.submit([], lambda _offsets: [entry]), self.limits.timeout_s * 2
+            )
+            log.info(
+                "write slot %d: producer initialised in %.1f s, owner record committed in %.1f s",
+                slot,
+                inited - began,
+                time.monotonic() - inited,
             )
         except (Retriable, TimeoutError) as error:
             log.warning("write slot %d not initialised, retrying: %s", slot, error)
@@ -276,6 +285,7 @@ class SlotWriters:
 
     async def _caught_up(self, slots: list[int]) -> None:
         """Accept writes once the catalog holds every change committed before our init."""
+        began = time.monotonic()
         try:
             await self._catch_up()
         except (Retriable, TimeoutError) as error:
@@ -285,7 +295,11 @@ class SlotWriters:
                 asyncio.get_running_loop().call_later(RETRY_GAIN_S, self._retry, slot)
             return
         self._ready.update(k for k in slots if k in self._assigned)
-        log.info("accepting writes for slots %s", sorted(slots))
+        log.info(
+            "accepting writes for slots %s (caught up in %.1f s)",
+            sorted(slots),
+            time.monotonic() - began,
+        )
 
     async def _retire(self, slot: int, drain_s: float) -> None:
         entry = self._slots.pop(slot, None)

@@ -29,6 +29,14 @@ READY_TIMEOUT_S = 90.0
 _STARTED = re.compile(rb"worker (\d+) started \(pid (\d+)\)")
 
 
+def compiled(home: Path) -> dict[str, str]:
+    """Run from compiled bytecode, as the image does (`UV_COMPILE_BYTECODE`): the sources are
+    compiled once, into `home`'s own cache. Where `PYTHONDONTWRITEBYTECODE` is set (this
+    suite's machines) every start compiled them all again, seconds of CPU that an instance
+    started beside three starting brokers waited for: no part of the product's own start."""
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(home / "bytecode")}
+
+
 @dataclass
 class Instance:
     name: str
@@ -65,9 +73,8 @@ class Instance:
                 "DURABLE_KAFKA_CATALOG_DIR": str(self.log.parent / "catalog"),
                 "DURABLE_KAFKA_CATALOG_CHECKPOINT_MS": "2000",
             }
-            self.proc = subprocess.Popen(
-                argv, env=os.environ | catalog | self.env, stderr=sink, process_group=0
-            )
+            env = os.environ | catalog | compiled(self.log.parent.parent) | self.env
+            self.proc = subprocess.Popen(argv, env=env, stderr=sink, process_group=0)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S

@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -178,8 +179,77 @@ async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(
     assert "worker 0 exited" in log or "worker 1 exited" in log
 
 
-def _pool(folder: Path, exit_status: int) -> subprocess.Popen[bytes]:
+DRAIN_S = 30.0  # `drain_timeout_ms` of the clean stop below: a bound, not the stop's length
+
+
+@pytest.mark.timeout(300)
+async def test_a_clean_stop_under_appends_ends_well_within_its_drain_and_loses_nothing(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """`serve --workers 2` stopped (SIGTERM to its parent) while appends go on through its
+    port, some forwarded between the workers: it exits well within `drain_timeout_ms`, since a
+    drain ends once the requests in flight are answered and nothing waits on a worker that
+    has already stopped, and a fresh instance reads back every append it acknowledged, once
+    and in order."""
+    env = cluster_env(kafka_bootstrap, f"ws{unique}.", tmp_path)
+    env["DURABLE_KAFKA_DRAIN_TIMEOUT_MS"] = str(int(DRAIN_S * 1000))
+    port = free_port()
+    acked: dict[str, list[str]] = {stream: [] for stream in STREAMS}
+    refused: set[str] = set()  # answered 503: must not have been written
+    with running_adapter(env, tmp_path / "workers.log", port, workers=2) as base:
+        await _until_every_slot_owned(base)
+        await _create(base)
+        done = asyncio.Event()
+        appends = [
+            asyncio.create_task(_append_until(base, s, acked[s], refused, done)) for s in STREAMS
+        ]
+        await asyncio.sleep(2.0)
+        parent = adapter_pid(port)
+        signalled = time.monotonic()
+        os.kill(parent, signal.SIGTERM)
+        while not _gone(parent):
+            assert time.monotonic() - signalled < DRAIN_S + 30, "the instance did not stop"
+            await asyncio.sleep(0.05)
+        took = time.monotonic() - signalled
+        done.set()
+        await asyncio.gather(*appends)
+    assert took < DRAIN_S / 2, f"the stop took {took:.1f}s: a drain waited for its bound"
+    assert sum(map(len, acked.values())) > 0, "no append was acknowledged before the stop"
+    with running_adapter(env, tmp_path / "reader.log", workers=1) as reader:
+        bodies = await _bodies(reader)
+    for stream, written in acked.items():
+        found = bodies[stream]
+        assert len(found) == len(set(found)), (stream, found)  # none written twice
+        assert [body for body in found if body in set(written)] == written, (stream, found)
+        assert not refused & set(found), (stream, sorted(refused & set(found)))
+
+
+async def _append_until(
+    base: str, stream: str, acked: list[str], refused: set[str], done: asyncio.Event
+) -> None:
+    """Append `stream`'s next body again and again, on fresh connections (spread over the
+    workers), until `done`; note each one acknowledged, and each one answered 503 (nothing
+    written). Any other failure (a connection cut) may or may not have been written."""
+    count = 0
+    async with _fresh() as session:
+        while not done.is_set():
+            body, count = f"{stream}.{count}", count + 1
+            try:
+                url = f"{base}/v1/stream/{stream}"
+                async with session.post(url, data=f"{body}\n", headers=TEXT) as reply:
+                    if reply.status in (200, 204):
+                        acked.append(body)
+                        continue
+                    if reply.status == 503:
+                        refused.add(body)
+            except (aiohttp.ClientError, TimeoutError):  # cut, or held past the client's 30 s
+                pass
+            await asyncio.sleep(0.05)
+
+
+def _pool(folder: Path, exit_status: int, linger_s: float = 0.0) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "tests.pool_process", str(folder), str(exit_status)]
+    argv += [str(linger_s)]
     return subprocess.Popen(argv, cwd=Path(__file__).resolve().parents[2])
 
 
@@ -218,6 +288,29 @@ def test_the_parent_restarts_a_killed_worker_and_stops_every_worker_on_sigterm(
         parent.send_signal(signal.SIGTERM)
         assert parent.wait(30) == 0
     assert all(_gone(pid) for pids in again.values() for pid in pids)
+
+
+@pytest.mark.timeout(60)
+def test_a_stopped_worker_s_own_port_refuses_while_its_sibling_still_drains(
+    tmp_path: Path,
+) -> None:
+    """Once stopping, the parent restarts no worker, so it keeps none of their listeners open:
+    a write forwarded to a worker that has stopped is refused at once (its forwarder answers
+    503), not left in a backlog that nobody accepts from until the forwarder's own drain runs
+    out (a whole deployment stopped at once waited so, 10 s)."""
+    with _pool(tmp_path, 0, linger_s=20) as parent:
+        first = _started(tmp_path, 2)
+        port = int(next(tmp_path.glob(f"0.{first['0'][0]}")).read_text())
+        parent.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while not _gone(first["0"][0]):
+            assert time.monotonic() < deadline, "worker 0 did not stop"
+            time.sleep(0.05)
+        assert parent.poll() is None, "the parent no longer waits for worker 1's drain"
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        os.kill(first["1"][0], signal.SIGKILL)  # its drain is not what this test is about
+        parent.wait(30)
 
 
 @pytest.mark.timeout(60)

@@ -11,7 +11,7 @@ from dataclasses import fields
 import pytest
 import uvloop
 
-from adapter.cli import loop_factory, main
+from adapter.cli import awaits, loop_factory, main
 from adapter.declared import flag_name
 from adapter.faults_for_tests import PlantedFaults
 
@@ -52,3 +52,22 @@ def test_serve_help_has_no_flag_of_a_test_fault() -> None:
     faults = [field.name for field in fields(PlantedFaults)]
     assert faults
     assert [name for name in faults if flag_name(name) in text] == []
+
+
+async def test_the_awaits_of_a_suspended_task_are_named_outermost_first() -> None:
+    """What a request held to the drain's end waits on (`log_held_requests`)."""
+    event = asyncio.Event()
+
+    async def inner() -> None:
+        await event.wait()
+
+    async def outer() -> None:
+        await inner()
+
+    task = asyncio.create_task(outer())
+    await asyncio.sleep(0)
+    names = [where.split()[0] for where in awaits(task.get_coro())]
+    assert names[:3] == ["outer", "inner", "wait"]
+    event.set()
+    await task
+    assert awaits(task.get_coro()) == []

@@ -62,11 +62,16 @@ def _short(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def _settle(owners: DeadOwners) -> None:
+    """Let the checks under way end (those that have not after 0.5 s are cancelled); the
+    owners stay open, so that a later suspicion is checked again."""
     for _ in range(50):
         await asyncio.sleep(0.01)
         if not owners._checking:
             break
-    await owners.close()
+    checks = list(owners._checking.values())
+    for check in checks:
+        check.cancel()
+    await asyncio.gather(*checks, return_exceptions=True)
 
 
 @pytest.mark.parametrize(("refused_ms", "connections"), [(100, 1), (250, 1), (500, 2), (1000, 4)])
@@ -178,6 +183,19 @@ async def test_a_sibling_worker_is_never_suspected() -> None:
     owners.unanswered(URL)
     await _settle(owners)
     assert (peer.asked, peer.evicted) == (0, [])
+
+
+@pytest.mark.usefixtures("_short")
+async def test_once_closed_nobody_is_suspected_any_more() -> None:
+    """A stopping instance closes this first: the owners it finds gone may be stopping with it
+    (a whole deployment stopped), and an eviction under way would hold its exit back."""
+    peer = _Peer([])
+    owners = _owners(peer, bounds=Bounds(refused_s=0.01))
+    await owners.close()
+    owners.suspect(URL)
+    owners.unanswered(URL)
+    await _settle(owners)
+    assert (peer.asked, peer.probed, peer.evicted) == (0, 0, [])
 
 
 def test_every_signal_and_outcome_is_a_metric_label() -> None:
