@@ -17,6 +17,7 @@ from prometheus_client.metrics_core import Metric
 from adapter.declared import Declaration, declarations
 from adapter.http.openapi import describe
 from adapter.http.routes import table
+from adapter.http.statuses import status_of
 from adapter.kafka_stats import ClientStatistics
 from adapter.metrics import Metrics
 from adapter.protocol.error_help import HELP as ERROR_HELP
@@ -104,7 +105,7 @@ def errors_page() -> str:
     rows = []
     for code in ErrorCode:
         when, advice = ERROR_HELP[code.code]
-        rows.append([f"`{code.code}`", str(code.status), when, advice])
+        rows.append([f"`{code.code}`", str(status_of(code)), when, advice])
     intro = (
         'Every error is answered with its status and a JSON body `{"error": {"code": ..., '
         '"message": ...}}`. A 503 carries `Retry-After` and means nothing was written, ever; '

@@ -27,6 +27,8 @@ import gzip
 import itertools
 import json
 import re
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -35,6 +37,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -170,9 +173,11 @@ def alive(pid: int) -> bool:
 
 class Probe:
     """`/healthz` every `PROBE_EVERY_S` on a kept-alive connection, each answer timed, and the
-    process's resident memory every `SAMPLE_EVERY_S`: on a thread and event loop of their own,
-    so that the shapes' work in this process (thousands of clients) neither delays them nor
-    passes for the instance's stalls."""
+    process's resident memory every `SAMPLE_EVERY_S`. The answers are asked and timed by a
+    process of their own (`probe_answers`): a thread of this one waited for the interpreter
+    lock behind the shapes' thousands of clients (a wave of 1,000 slow clients held it 100 ms
+    at a time), and counted that wait as the instance's stall. A thread here reads what that
+    process reports, and samples memory (a peak between two samples shows in VmHWM anyway)."""
 
     def __init__(self, target: Target, measures: Measures) -> None:
         self.target, self.measures = target, measures
@@ -181,40 +186,37 @@ class Probe:
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
-        thread = threading.Thread(target=asyncio.run, args=(self._both(),), daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            self.stopped.set()
-            thread.join(ANSWER_TIMEOUT_S * 2)
+        asking = f"from tests.hostile import probe_answers; probe_answers({self.target.url!r})"
+        command = [sys.executable, "-c", asking]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as answers:
+            assert answers.stdout is not None
+            assert answers.stdout.readline().strip() == "probing"
+            reading = threading.Thread(target=self._reading, args=(answers.stdout,), daemon=True)
+            sampling = threading.Thread(target=self._sampling, daemon=True)
+            reading.start()
+            sampling.start()
+            try:
+                yield
+            finally:
+                self.stopped.set()
+                answers.terminate()
+                reading.join(ANSWER_TIMEOUT_S)
+                sampling.join(ANSWER_TIMEOUT_S)
 
-    async def _both(self) -> None:
-        await asyncio.gather(self._probing(), self._sampling())
-
-    async def _sampling(self) -> None:
+    def _sampling(self) -> None:
         """Resident memory every few milliseconds, the instance stalled or not."""
         while not self.stopped.is_set():
             self.sample()
-            await asyncio.sleep(SAMPLE_EVERY_S)
+            time.sleep(SAMPLE_EVERY_S)
 
-    async def _probing(self) -> None:
-        connector = aiohttp.TCPConnector(limit=1)
-        timeout = aiohttp.ClientTimeout(total=ANSWER_TIMEOUT_S)
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-            while not self.stopped.is_set():
-                await self._once(session)
-                await asyncio.sleep(PROBE_EVERY_S)
+    def _reading(self, lines: IO[str]) -> None:
+        for line in lines:
+            took, _, answer = line.strip().partition(" ")
+            self.record(float(took), answer)
 
-    async def _once(self, session: aiohttp.ClientSession) -> None:
-        started = time.monotonic()
-        try:
-            async with session.get(f"{self.target.url}/healthz") as response:
-                await response.read()
-                self.measures.answers[f"probe {response.status}"] += 1
-        except (aiohttp.ClientError, TimeoutError) as error:
-            self.measures.answers[f"probe {type(error).__name__}"] += 1
-        took = time.monotonic() - started
+    def record(self, took: float, answer: str) -> None:
+        """One probe answered (`answer`: its status, or how it failed) after `took` seconds."""
+        self.measures.answers[f"probe {answer}"] += 1
         self.measures.probes += 1
         self.measures.stalls += took > STALL_S
         self.measures.max_stall_s = max(self.measures.max_stall_s, took)
@@ -228,6 +230,29 @@ class Probe:
             # A peak between two samples shows in VmHWM, once it passes the one before.
             reached = peak if peak > self.baseline_peak else 0
             self.measures.peak_rss = max(self.measures.peak_rss, now, reached)
+
+
+def probe_answers(url: str) -> None:
+    """The probe's process: `/healthz` at `url` every `PROBE_EVERY_S`, one line per answer
+    (`seconds status`) on stdout, until terminated."""
+    asyncio.run(_probing(url))
+
+
+async def _probing(url: str) -> None:
+    connector = aiohttp.TCPConnector(limit=1)
+    timeout = aiohttp.ClientTimeout(total=ANSWER_TIMEOUT_S)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        print("probing", flush=True)
+        while True:
+            started = time.monotonic()
+            try:
+                async with session.get(f"{url}/healthz") as response:
+                    await response.read()
+                    answer = str(response.status)
+            except (aiohttp.ClientError, TimeoutError) as error:
+                answer = type(error).__name__
+            print(f"{time.monotonic() - started:.6f} {answer}", flush=True)
+            await asyncio.sleep(PROBE_EVERY_S)
 
 
 # --- raw HTTP: the shapes speak it by hand, as a hostile client would ---------------------

@@ -21,9 +21,9 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import is_json, normalize_content_type
 from adapter.protocol.identifiers import validate_bucket_id
 from adapter.protocol.json_bodies import read_json
+from adapter.protocol.model import BucketMeta, MountMeta, StreamMeta
 from adapter.protocol.mounts import MountSpec, invalid, parse_mount
 from adapter.protocol.offsets import encode
-from adapter.state.records import BucketMeta, MountMeta, StreamMeta
 
 MAX_LIMIT = 1000
 # How long a mount's PUT waits for the mount to serve reads (its index caught up with the

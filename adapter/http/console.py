@@ -25,10 +25,10 @@ from adapter.protocol.bucket_config import config_of, rendered
 from adapter.protocol.commands import Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.identifiers import validate_bucket_id, validate_stream_id
+from adapter.protocol.model import MountMeta, StreamMeta
 from adapter.protocol.offsets import encode, parse_offset, resolve_start
 from adapter.protocol.snapshots import check_readable
 from adapter.service.seeking import Located, Seeker
-from adapter.state.records import MountMeta, StreamMeta
 
 STATIC_DIR = Path(str(files("adapter.console") / "static"))
 CSP = (

@@ -65,6 +65,7 @@ from adapter.http.streams import (
     created_response,
     fork_from,
     stream_ref,
+    tail_headers,
 )
 from adapter.log.errors import OutcomeUnknown
 from adapter.log.outcomes import Forwarded
@@ -72,7 +73,7 @@ from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import parse_producer
 from adapter.protocol.identifiers import validate_bucket_id
-from adapter.protocol.offsets import encode, parse_offset
+from adapter.protocol.offsets import parse_offset
 from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.snapshots import EARLIEST_HEADER
 from adapter.service.unanswered_writes import Sent, UnansweredWrites
@@ -389,8 +390,7 @@ async def _appended(request: web.Request, sent: Sent, found: Forwarded) -> web.R
     )
     producer = None if stamp is None else ProducerPosition(stamp.epoch, stamp.seq)
     if meta is None:
-        headers = {"Stream-Next-Offset": encode(found.tail)}
-        headers |= {"Stream-Closed": "true"} if found.closed else {}
+        headers = tail_headers(found.tail, found.closed)
     else:
         headers = appended_headers(replace(meta, next_offset=found.tail, closed=found.closed))
     return appended_response(headers, producer, found.last_data is not None)

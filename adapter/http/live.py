@@ -20,6 +20,7 @@ from adapter.protocol.caching import NO_CACHE, NO_STORE
 from adapter.protocol.commands import Chunk, Read, StreamRef
 from adapter.protocol.cursors import next_cursor, parse_cursor
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import ReadFrom, encode, resolve_start
 from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.snapshots import check_readable
@@ -33,7 +34,6 @@ from adapter.protocol.sse import (
 )
 from adapter.service.stream_source import StreamSource
 from adapter.service.streams import StreamService
-from adapter.state.records import StreamMeta
 from topology.errors import BrokerUnavailable
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ from adapter.http import api_schemas as schemas
 from adapter.http.api_schemas import Json
 from adapter.http.render import json_response
 from adapter.http.route_table import ROUTES, Doc, Op, Route, Table
+from adapter.http.statuses import status_of
 from adapter.protocol.errors import ErrorCode
 
 PATH = "/openapi.json"  # a '.' is never in a bucket id, so this can never name a bucket
@@ -25,7 +26,7 @@ REFUSED = web.AppKey("refused", frozenset[ErrorCode])
 
 def describe(table: Table, refused: Iterable[ErrorCode] = ()) -> Json:
     """The whole OpenAPI 3.1 document of the routes in `table`."""
-    statuses = frozenset(code.status for code in refused)
+    statuses = frozenset(status_of(code) for code in refused)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -103,7 +104,7 @@ def _linked(operation: Json, doc: Doc) -> Json:
 
 
 def _codes(status: int) -> set[str]:
-    return {code.code for code in ErrorCode if code.status == status}
+    return {code.code for code in ErrorCode if status_of(code) == status}
 
 
 def _response_headers() -> Json:

@@ -1,8 +1,8 @@
 """Errors into HTTP responses, in one middleware; and the JSON body every JSON answer uses.
 
 Every failure a handler raises becomes `{"error": {"code", "message"}}` with its code's status
-here, and nowhere else builds an error body. Successful results are rendered by their own
-handlers (`streams.py`, `buckets.py`, `live.py`, `health.py`).
+(`statuses.py`) here, and nowhere else builds an error body. Successful results are rendered by
+their own handlers (`streams.py`, `buckets.py`, `live.py`, `health.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from adapter.http.malformed import refused
+from adapter.http.statuses import status_of
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from topology.errors import BrokerUnavailable
@@ -60,7 +61,7 @@ def error_response(
     if error.retriable:
         headers.setdefault("Retry-After", RETRY_AFTER_S)
     body = {"error": {"code": error.code.code, "message": error.message}} | extra
-    response = json_response(body, status=error.code.status, headers=headers)
+    response = json_response(body, status=status_of(error.code), headers=headers)
     response[ERROR_CODE] = error.code.code  # for the request log
     return response
 
@@ -75,7 +76,7 @@ def error_bytes(error: ProtocolError, headers: Mapping[str, str]) -> bytes:
     fields |= {"Connection": "close", **headers, **error.headers}
     if error.retriable:
         fields.setdefault("Retry-After", RETRY_AFTER_S)
-    status = error.code.status
+    status = status_of(error.code)
     lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"]
     lines += [f"{name}: {value}" for name, value in fields.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body

@@ -14,8 +14,8 @@ from adapter.http.streams import DEFAULT_CONTENT_TYPE, stream_ref
 from adapter.protocol.caching import NO_STORE
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import normalize_content_type
+from adapter.protocol.model import SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import encode, parse_offset
-from adapter.state.records import SnapshotPointer, StreamMeta
 
 READ_SIZE = 256 * 1024
 

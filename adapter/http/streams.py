@@ -41,12 +41,13 @@ from adapter.protocol.identifiers import (
     validate_bucket_id,
     validate_stream_id,
 )
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.offsets import BEGINNING, NOW, ReadFrom, Start, encode, parse_offset
 from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.read_options import parse_at, parse_bounds
 from adapter.protocol.stream_etags import range_etag, stream_etag
 from adapter.service.stream_source import StreamSource
-from adapter.state.records import StreamMeta, refuse_before_newest
+from adapter.state.records import refuse_before_newest
 from topology.wire import ProducerStamp
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
@@ -331,19 +332,20 @@ def appended_response(
 def appended_headers(meta: StreamMeta) -> dict[str, str]:
     """An append's answer's headers, from the stream as the append left it: its tail, closure
     and ETag (the next conditional append's `If-Match`)."""
-    return _tail_headers(meta) | {"ETag": stream_etag(meta)}
+    return tail_headers(meta.next_offset, meta.closed) | {"ETag": stream_etag(meta)}
 
 
-def _tail_headers(meta: StreamMeta) -> dict[str, str]:
-    headers = {"Stream-Next-Offset": encode(meta.next_offset)}
-    if meta.closed:
+def tail_headers(next_offset: int, closed: bool) -> dict[str, str]:
+    """A stream's tail and closure as headers: every answer that says where a stream ends."""
+    headers = {"Stream-Next-Offset": encode(next_offset)}
+    if closed:
         headers["Stream-Closed"] = "true"
     return headers
 
 
 def _state_headers(meta: StreamMeta, now_ms: int) -> dict[str, str]:
     """Content type, tail, closure and expiry of a stream (create and HEAD)."""
-    headers = _tail_headers(meta) | {"Content-Type": meta.content_type}
+    headers = tail_headers(meta.next_offset, meta.closed) | {"Content-Type": meta.content_type}
     if meta.ttl_seconds is not None:
         remaining_ms = (meta.deadline_ms() or now_ms) - now_ms
         headers["Stream-TTL"] = str(max(0, math.ceil(remaining_ms / 1000)))

@@ -1,6 +1,6 @@
 """The trim route: `POST {stream}/trim` with `{"before": "<offset token>"}` (or `{"at":
 <time>}`) removes the stream's messages below that offset (`adapter/protocol/trims.py` reads
-the body, `stream_machine.trim` decides). Administrators only: it removes data for every
+the body, the stream machine's `Trim` decides). Administrators only: it removes data for every
 reader."""
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ import dataclasses
 from collections import OrderedDict
 
 from adapter.protocol.commands import Chunk, Read, StreamRef
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.service.stream_source import StreamSource
 from adapter.service.streams import StreamService
-from adapter.state.records import StreamMeta
 
 MAX_CHUNKS = 256
 MAX_BYTES = 16 * 1024 * 1024

@@ -1,4 +1,5 @@
-"""Typed commands and results: what the HTTP edge hands to the stream logic and gets back."""
+"""Typed commands and results: what the HTTP edge (and the background sweeps) hand to the
+stream logic and get back."""
 
 from __future__ import annotations
 
@@ -92,6 +93,25 @@ class PublishSnapshot:
     object_key: str
     sha256: str
     commit_by_ms: int  # past it the blob may be collected as an orphan: refuse, never commit
+
+
+@dataclass(frozen=True)
+class DeleteStream:
+    """Delete the stream (`DELETE {stream}`): soft-deleted while forks of it still read it."""
+
+    ref: StreamRef
+
+
+@dataclass(frozen=True)
+class Collect:
+    """Forget a soft-deleted stream whose forks are all gone (a sweep's command)."""
+
+
+@dataclass(frozen=True)
+class Expire:
+    """Forget a stream that expired before `before_ms` (a sweep's command)."""
+
+    before_ms: int
 
 
 @dataclass(frozen=True)

@@ -1,81 +1,102 @@
-"""The one error vocabulary: every code the adapter answers with, and its HTTP status."""
+"""The one error vocabulary: every code the adapter answers with, and which are retriable.
+
+HTTP knows nothing here: each code's status is in one table at the edge
+(`adapter/http/statuses.py`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import Enum
+from typing import Final
 
 
 class ErrorCode(Enum):
-    """A stable machine-readable code, with the HTTP status it is rendered as."""
+    """A stable machine-readable code (its value, sent as the error body's `code`)."""
 
-    BAD_REQUEST = ("bad_request", 400)
-    INVALID_BUCKET_ID = ("invalid_bucket_id", 400)
-    INVALID_STREAM_ID = ("invalid_stream_id", 400)
-    INVALID_OFFSET = ("invalid_offset", 400)
-    INVALID_HEADER = ("invalid_header", 400)
-    INVALID_QUERY = ("invalid_query", 400)
-    INVALID_TIME = ("invalid_time", 400)
-    INVALID_JSON = ("invalid_json", 400)
-    INVALID_MOUNT = ("invalid_mount", 400)
-    INVALID_TRIM = ("invalid_trim", 400)
-    TRIM_BEYOND_TAIL = ("trim_beyond_tail", 400)
-    INVALID_RETENTION = ("invalid_retention", 400)
-    EMPTY_BODY = ("empty_body", 400)
-    EMPTY_JSON_ARRAY = ("empty_json_array", 400)
-    INVALID_PRODUCER_EPOCH = ("invalid_producer_epoch", 400)
-    UNAUTHORIZED = ("unauthorized", 401)
-    FORBIDDEN = ("forbidden", 403)
-    TOPIC_NOT_ALLOWED = ("topic_not_allowed", 403)
-    INSUFFICIENT_SCOPE = ("insufficient_scope", 403)
-    ORIGIN_NOT_ALLOWED = ("origin_not_allowed", 403)
-    STALE_PRODUCER_EPOCH = ("stale_producer_epoch", 403)
-    NOT_FOUND = ("not_found", 404)
-    BUCKET_NOT_FOUND = ("bucket_not_found", 404)
-    STREAM_NOT_FOUND = ("stream_not_found", 404)
-    SNAPSHOT_NOT_FOUND = ("snapshot_not_found", 404)
-    TOPIC_NOT_FOUND = ("topic_not_found", 404)
-    METHOD_NOT_ALLOWED = ("method_not_allowed", 405)
-    MOUNT_READ_ONLY = ("mount_read_only", 405)
-    BUCKET_EXISTS = ("bucket_exists", 409)
-    BUCKET_NOT_EMPTY = ("bucket_not_empty", 409)
-    STREAM_EXISTS = ("stream_exists", 409)
+    BAD_REQUEST = "bad_request"
+    INVALID_BUCKET_ID = "invalid_bucket_id"
+    INVALID_STREAM_ID = "invalid_stream_id"
+    INVALID_OFFSET = "invalid_offset"
+    INVALID_HEADER = "invalid_header"
+    INVALID_QUERY = "invalid_query"
+    INVALID_TIME = "invalid_time"
+    INVALID_JSON = "invalid_json"
+    INVALID_MOUNT = "invalid_mount"
+    INVALID_TRIM = "invalid_trim"
+    TRIM_BEYOND_TAIL = "trim_beyond_tail"
+    INVALID_RETENTION = "invalid_retention"
+    EMPTY_BODY = "empty_body"
+    EMPTY_JSON_ARRAY = "empty_json_array"
+    INVALID_PRODUCER_EPOCH = "invalid_producer_epoch"
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    TOPIC_NOT_ALLOWED = "topic_not_allowed"
+    INSUFFICIENT_SCOPE = "insufficient_scope"
+    ORIGIN_NOT_ALLOWED = "origin_not_allowed"
+    STALE_PRODUCER_EPOCH = "stale_producer_epoch"
+    NOT_FOUND = "not_found"
+    BUCKET_NOT_FOUND = "bucket_not_found"
+    STREAM_NOT_FOUND = "stream_not_found"
+    SNAPSHOT_NOT_FOUND = "snapshot_not_found"
+    TOPIC_NOT_FOUND = "topic_not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    MOUNT_READ_ONLY = "mount_read_only"
+    BUCKET_EXISTS = "bucket_exists"
+    BUCKET_NOT_EMPTY = "bucket_not_empty"
+    STREAM_EXISTS = "stream_exists"
     # A record only the newest format level holds, before `upgrade finalize` switched it on.
-    FORMAT_NOT_FINALIZED = ("format_not_finalized", 409)
-    SOURCE_DELETED = ("source_deleted", 409)
-    TOPIC_CONFLICT = ("topic_conflict", 409)
-    TOPIC_MISSING = ("topic_missing", 409)  # managed externally: the platform must create it
-    STREAM_CLOSED = ("stream_closed", 409)
-    CONTENT_TYPE_MISMATCH = ("content_type_mismatch", 409)
-    SEQUENCE_CONFLICT = ("sequence_conflict", 409)
-    PRODUCER_SEQUENCE_GAP = ("producer_sequence_gap", 409)
-    OFFSET_BEYOND_TAIL = ("offset_beyond_tail", 409)
-    SNAPSHOT_IN_USE = ("snapshot_in_use", 409)
-    MOUNT_CONFIGURED = ("mount_configured", 409)
-    MOUNT_NOT_CONFIGURABLE = ("mount_not_configurable", 409)
-    GONE = ("gone", 410)
-    OFFSET_GONE = ("offset_gone", 410)
-    PRECONDITION_FAILED = ("precondition_failed", 412)
-    FENCING_TOKEN_MISMATCH = ("fencing_token_mismatch", 412)
-    REQUEST_TIMEOUT = ("request_timeout", 408)
-    PAYLOAD_TOO_LARGE = ("payload_too_large", 413)
-    URI_TOO_LONG = ("uri_too_long", 414)
-    UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", 415)
-    HOST_NOT_ALLOWED = ("host_not_allowed", 421)
-    RATE_LIMITED = ("rate_limited", 429)
-    TOO_MANY_READERS = ("too_many_readers", 429)
-    EXPECTATION_FAILED = ("expectation_failed", 417)
-    HEADERS_TOO_LARGE = ("headers_too_large", 431)
-    NOT_READY = ("not_ready", 503)
-    WORKER_UNRESPONSIVE = ("worker_unresponsive", 503)  # a pod's probe: a sibling is wedged
-    UNAVAILABLE = ("unavailable", 503)  # nothing was written, ever
-    TOO_MANY_CONNECTIONS = ("too_many_connections", 503)
-    OUTCOME_UNKNOWN = ("outcome_unknown", 504)  # a write that may or may not have happened
-    INTERNAL = ("internal_error", 500)
+    FORMAT_NOT_FINALIZED = "format_not_finalized"
+    SOURCE_DELETED = "source_deleted"
+    TOPIC_CONFLICT = "topic_conflict"
+    TOPIC_MISSING = "topic_missing"  # managed externally: the platform must create it
+    STREAM_CLOSED = "stream_closed"
+    CONTENT_TYPE_MISMATCH = "content_type_mismatch"
+    SEQUENCE_CONFLICT = "sequence_conflict"
+    PRODUCER_SEQUENCE_GAP = "producer_sequence_gap"
+    OFFSET_BEYOND_TAIL = "offset_beyond_tail"
+    SNAPSHOT_IN_USE = "snapshot_in_use"
+    MOUNT_CONFIGURED = "mount_configured"
+    MOUNT_NOT_CONFIGURABLE = "mount_not_configurable"
+    GONE = "gone"
+    OFFSET_GONE = "offset_gone"
+    PRECONDITION_FAILED = "precondition_failed"
+    FENCING_TOKEN_MISMATCH = "fencing_token_mismatch"
+    REQUEST_TIMEOUT = "request_timeout"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    URI_TOO_LONG = "uri_too_long"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    HOST_NOT_ALLOWED = "host_not_allowed"
+    RATE_LIMITED = "rate_limited"
+    TOO_MANY_READERS = "too_many_readers"
+    EXPECTATION_FAILED = "expectation_failed"
+    HEADERS_TOO_LARGE = "headers_too_large"
+    NOT_READY = "not_ready"
+    WORKER_UNRESPONSIVE = "worker_unresponsive"  # a pod's probe: a sibling is wedged
+    UNAVAILABLE = "unavailable"  # nothing was written, ever
+    TOO_MANY_CONNECTIONS = "too_many_connections"
+    OUTCOME_UNKNOWN = "outcome_unknown"  # a write that may or may not have happened
+    INTERNAL = "internal_error"
 
-    def __init__(self, code: str, status: int) -> None:
-        self.code = code
-        self.status = status
+    @property
+    def code(self) -> str:
+        return self.value
+
+    @property
+    def retriable(self) -> bool:
+        """Nothing was done and trying again may succeed (the edge adds `Retry-After`)."""
+        return self in RETRIABLE
+
+
+# Refusals that say nothing was done, for now: the service, or one of its parts, cannot
+# answer yet. `outcome_unknown` is not one: the write may have happened.
+RETRIABLE: Final = frozenset(
+    {
+        ErrorCode.NOT_READY,
+        ErrorCode.WORKER_UNRESPONSIVE,
+        ErrorCode.UNAVAILABLE,
+        ErrorCode.TOO_MANY_CONNECTIONS,
+    }
+)
 
 
 class ProtocolError(Exception):
@@ -91,4 +112,4 @@ class ProtocolError(Exception):
 
     @property
     def retriable(self) -> bool:
-        return self.code.status == 503
+        return self.code.retriable

@@ -18,13 +18,14 @@ from adapter.protocol.offsets import encode
 from adapter.protocol.snapshots import gone_before
 
 
-def cut(source: StreamMeta, offset: int | None) -> int:
+def cut(source: StreamMeta, offset: int | None) -> int | ProtocolError:
     """The offset the fork's inheritance ends at: the source's tail when not given, and
-    positions before the source's history begins mean its beginning."""
+    positions before the source's history begins mean its beginning; or the refusal of one
+    past the tail."""
     if offset is None:
         return source.next_offset
     if offset > source.next_offset:
-        raise ProtocolError(
+        return ProtocolError(
             ErrorCode.INVALID_OFFSET,
             f"Stream-Fork-Offset {encode(offset)} is past the source's tail "
             f"{encode(source.next_offset)}",
@@ -34,19 +35,19 @@ def cut(source: StreamMeta, offset: int | None) -> int:
 
 def retained(
     source: StreamMeta, snapshot: SnapshotPointer | None, at: int
-) -> SnapshotPointer | None:
+) -> SnapshotPointer | ProtocolError | None:
     """The snapshot a fork inherits with its source's retention, if the source has one.
 
     The source's records below its earliest retained offset are replaced by its snapshot or
     trimmed (and Kafka may have dropped them), so a fork from there on starts retained at the
     same offset with the same snapshot, if one is visible, and a fork below it is 410 like a
-    read there."""
+    read there (the refusal returned)."""
     if at < source.earliest_offset:
-        raise gone_before(source)
+        return gone_before(source)
     if source.snapshot_offset is None:
         return None
     if snapshot is None:  # pointer and retention commit together: only a lagging catalog
-        raise ProtocolError(ErrorCode.UNAVAILABLE, "the source's snapshot is not known yet")
+        return ProtocolError(ErrorCode.UNAVAILABLE, "the source's snapshot is not known yet")
     return snapshot
 
 
@@ -56,18 +57,20 @@ def inherited(source: StreamMeta, at: int) -> tuple[Segment, ...]:
     return tuple(s for s in clipped if s.start < s.end)
 
 
-def taken(content_type: str, following: Sequence[bytes], sub_offset: int) -> list[bytes]:
+def taken(
+    content_type: str, following: Sequence[bytes], sub_offset: int
+) -> list[bytes] | ProtocolError:
     """The sub-offset prefix a fork copies: the first `sub_offset` bytes of the source's next
-    message, or in JSON mode its next `sub_offset` messages."""
+    message, or in JSON mode its next `sub_offset` messages; or the refusal of one past them."""
     if sub_offset == 0:
         return []
     if is_json(content_type):
         if sub_offset > len(following):
-            raise _overshoot(f"{sub_offset} messages", f"{len(following)} follow")
+            return _overshoot(f"{sub_offset} messages", f"{len(following)} follow")
         return list(following[:sub_offset])
     if not following or sub_offset > len(following[0]):
         size = len(following[0]) if following else 0
-        raise _overshoot(f"{sub_offset} bytes", f"the next message has {size}")
+        return _overshoot(f"{sub_offset} bytes", f"the next message has {size}")
     return [following[0][:sub_offset]]
 
 

@@ -25,27 +25,32 @@ OBJECT_PREFIX: Final = "snapshots/"
 EARLIEST_HEADER: Final = "Stream-Earliest-Offset"
 
 
-def check_publish(meta: StreamMeta, command: PublishSnapshot, max_bytes: int, now_ms: int) -> None:
-    """Raise the refusal of a publish at `command.offset`, if any (the stream exists)."""
+def publish_refusal(
+    meta: StreamMeta, command: PublishSnapshot, max_bytes: int, now_ms: int
+) -> ProtocolError | None:
+    """The refusal of a publish at `command.offset`, if any (the stream exists)."""
     offset = command.offset
     if now_ms > command.commit_by_ms:
-        raise ProtocolError(
+        return ProtocolError(
             ErrorCode.UNAVAILABLE, "the snapshot took too long to publish; publish it again"
         )
     if command.size > max_bytes:
-        raise ProtocolError(ErrorCode.PAYLOAD_TOO_LARGE, f"a snapshot is at most {max_bytes} bytes")
+        return ProtocolError(
+            ErrorCode.PAYLOAD_TOO_LARGE, f"a snapshot is at most {max_bytes} bytes"
+        )
     if offset > meta.next_offset:
-        raise ProtocolError(
+        return ProtocolError(
             ErrorCode.OFFSET_BEYOND_TAIL,
             f"snapshot offset {encode(offset)} is past the tail {encode(meta.next_offset)}",
         )
     if meta.retains and offset < meta.earliest_offset:
-        raise gone_before(meta)
+        return gone_before(meta)
     if offset < meta.history_start:
-        raise ProtocolError(
+        return ProtocolError(
             ErrorCode.INVALID_OFFSET,
             f"offset {encode(offset)} is before the stream begins ({encode(meta.history_start)})",
         )
+    return None
 
 
 def pointer(meta: StreamMeta, command: PublishSnapshot, now_ms: int) -> SnapshotPointer:

@@ -1,6 +1,6 @@
 """The steps of the stream state machine: what a command is decided against and what it yields.
 
-Given a `View`, a command and the time, a function of `adapter/protocol/stream_machine.py`
+Given a `View`, a command and the time, `Machine.apply` (`adapter/protocol/stream_machine.py`)
 returns one `Step`:
 
 - `Write`: the records to append (Kafka-free: messages and lifecycle events), the stream's
@@ -10,7 +10,11 @@ returns one `Step`:
   existing stream created again with the same configuration);
 - `Refused`: the error the request gets;
 - `Renewed` (an access's step only): the stream's sliding TTL starts again; nothing is
-  written (see `Renewed`);
+  written (see `Renewed`). An append decided on committed state is an access too, answered or
+  refused: its step's `renewed` is the stream with its TTL started again, to hold at once
+  (`renewal`). The one rule of a sliding TTL is `accessed`;
+- `NOTHING`: the command does nothing here (an access to a stream without a sliding TTL, a
+  sweep's collection or expiry of a stream that is not due);
 - `SETTLE`: the view was a pending one (appends queued, not yet committed) and this command
   must be decided against committed state: refusals and repeats answer with what is
   committed, If-Match compares the committed tail, and an append without data has no
@@ -47,7 +51,8 @@ class View:
     stream's queued, uncommitted appends will leave (its `next_offset` is then stale), and
     `broken` that one of them failed, so that state is not to be trusted.
 
-    For a fork's creation, `source` is the source as committed, `source_snapshot` its visible
+    For a creation, `partition` is where a plain stream goes (a fork goes where its source
+    is). For a fork's creation, `source` is the source as committed, `source_snapshot` its visible
     snapshot and `following` its messages from the fork offset on (read only for a
     sub-offset). For a deletion, `forks` counts the
     stream's live forks, and `ancestors` are the streams it was forked from, nearest first,
@@ -63,6 +68,7 @@ class View:
     following: Sequence[bytes] = ()
     forks: int = 0
     ancestors: Sequence[tuple[StreamMeta, int]] = ()
+    partition: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ class Write:
     # Soft-deleted ancestors (bucket, stream), of its partition, forgotten with it.
     collects: tuple[tuple[str, str], ...] = ()
     snapshot: SnapshotPointer | None = None  # the stream's new latest snapshot
+    renewed: StreamMeta | None = None  # the access the command was (see `renewal`)
 
     @property
     def messages(self) -> list[bytes]:
@@ -110,11 +117,13 @@ class Write:
 @dataclass(frozen=True)
 class Done:
     reply: Appended | Created
+    renewed: StreamMeta | None = None  # the access the command was (see `renewal`)
 
 
 @dataclass(frozen=True)
 class Refused:
     error: ProtocolError
+    renewed: StreamMeta | None = None  # the access the command was (see `renewal`)
 
 
 @dataclass(frozen=True)
@@ -129,20 +138,47 @@ class Renewed:
     state: StreamMeta
 
 
-class _Settle(Enum):
+class _Marker(Enum):
     SETTLE = "settle"
+    NOTHING = "nothing"
 
 
-SETTLE: Final = _Settle.SETTLE
-Step = Write | Done | Refused | Literal[_Settle.SETTLE]
+SETTLE: Final = _Marker.SETTLE
+NOTHING: Final = _Marker.NOTHING
+Step = Write | Done | Refused | Renewed | Literal[_Marker.SETTLE, _Marker.NOTHING]
 
 
-def settle(write: Write, offsets: Sequence[int]) -> StreamMeta | None:
+def accessed(meta: StreamMeta, at_ms: int) -> StreamMeta:
+    """The one rule of a sliding TTL: the stream after an access (a read or a write) at
+    `at_ms`. Its TTL starts again from it; an absolute `Expires-At` does not move, nor does a
+    stream without expiry, and an access at least as recent known already stays, so accesses
+    told late or out of order never shorten a stream's life. `meta` itself when nothing moves.
+    """
+    if meta.ttl_seconds is None or at_ms <= meta.last_access_ms:
+        return meta
+    return meta.evolve(last_access_ms=at_ms)
+
+
+def renewal(step: Step) -> StreamMeta | None:
+    """The stream as the access a step stands for left it, for the caller to hold at once (in
+    memory: it is written with the stream's next write); None when the step renews nothing."""
+    if isinstance(step, Renewed):
+        return step.state
+    if isinstance(step, Write | Done | Refused):
+        return step.renewed
+    return None
+
+
+def settle(
+    write: Write, offsets: Sequence[int], answered_ms: int | None = None
+) -> StreamMeta | None:
     """The stream's state once `write` committed at `offsets` (one per entry, in order).
 
     Its tail follows its last message; a write without messages leaves the tail it was
     decided against (`append` never decides one against a pending state), and a creation
-    starts the stream at its `create` record.
+    starts the stream at its `create` record. Given `answered_ms`, when the write is answered,
+    a sliding TTL starts again from then: a commit that took long must not leave the client
+    less than the TTL it asked for.
     """
     if write.state is None:
         return None
@@ -154,7 +190,8 @@ def settle(write: Write, offsets: Sequence[int]) -> StreamMeta | None:
     last = _last_message_index(write.entries)
     if last is not None:
         tail = offsets[last] + 1
-    return state.evolve(next_offset=tail)
+    state = state.evolve(next_offset=tail)
+    return state if answered_ms is None else accessed(state, answered_ms)
 
 
 def message_offsets(write: Write, offsets: Sequence[int]) -> list[int]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from adapter.protocol.model import ProducerRecord, StreamMeta
+from adapter.protocol.steps import accessed
 from topology.wire import (
     CONTROL_HEADER,
     PRODUCER_EPOCH_HEADER,
@@ -145,14 +146,13 @@ def _applied(meta: StreamMeta, record: LoggedRecord) -> StreamMeta:
     changes: dict[str, object] = {
         "last_seq": record.stream_seq or meta.last_seq,
         "last_write_at_ms": at_ms,
-        "last_access_ms": at_ms if meta.ttl_seconds is not None else meta.last_access_ms,
     }
     if record.event is ControlEvent.CLOSE:
         changes["closed"] = True
     else:
         changes["next_offset"] = record.offset + 1
         changes["message_count"] = meta.message_count + 1
-    return meta.evolve(**changes)
+    return accessed(meta.evolve(**changes), at_ms)  # a write is an access
 
 
 def _producer(meta: StreamMeta, stamp: ProducerStamp, at_ms: int) -> ProducerRecord:

@@ -5,28 +5,33 @@ Every protocol rule decided when a stream changes lives here: content-type match
 seq), TTL and expiry (a read is an `Access`, which renews a sliding TTL), JSON flattening and
 its limits, forks (what they inherit, `adapter/protocol/forks.py`), the soft deletion of a
 stream its forks still read, snapshot publication with the retention it moves
-(`adapter/protocol/snapshots.py`), and trims. Given
-what a command is decided against (a `View`), the command and the time, a function returns
-one `Step` (`adapter/protocol/steps.py`: a write, a known reply, a refusal, or: decide again
-on committed state). The append rules are in `adapter/protocol/appends.py`.
+(`adapter/protocol/snapshots.py`), and trims. It has one door: `Machine.apply` takes what a
+command is decided against (a `View`), any `Command` and the time, and returns one `Step`
+(`adapter/protocol/steps.py`: a write, a known reply, a refusal, a renewal, nothing to do, or:
+decide again on committed state). A refusal is always returned, never raised; its HTTP status
+is the edge's (`adapter/http/statuses.py`). The append rules are in
+`adapter/protocol/appends.py`.
 
 No asyncio, no Kafka, no HTTP, no clock: the caller passes the time and carries steps out.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, assert_never
 
 from adapter.protocol import forks, snapshots
-from adapter.protocol.appends import decide_append, initial_messages, within
+from adapter.protocol.appends import beyond_limit, decide_append, initial_messages
 from adapter.protocol.caching import if_match_matches, if_none_match_matches
 from adapter.protocol.commands import (
     Access,
     Append,
     Appended,
+    Collect,
     Created,
     CreateStream,
+    DeleteStream,
+    Expire,
     Fence,
     ForkFrom,
     PublishSnapshot,
@@ -34,12 +39,13 @@ from adapter.protocol.commands import (
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import content_types_match
-from adapter.protocol.model import StreamMeta
+from adapter.protocol.model import SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import encode, resolve_start
 from adapter.protocol.steps import (
     DEFAULT_CONTENT_TYPE,
     DEFAULT_LIMITS,
     DEFAULT_MAX_APPEND_MESSAGES,
+    NOTHING,
     SETTLE,
     Done,
     Entry,
@@ -50,9 +56,11 @@ from adapter.protocol.steps import (
     Step,
     View,
     Write,
+    accessed,
     gone,
     message_offsets,
     not_found,
+    renewal,
     settle,
 )
 from adapter.protocol.stream_etags import stream_etag
@@ -64,40 +72,81 @@ __all__ = [
     "DEFAULT_CONTENT_TYPE",
     "DEFAULT_LIMITS",
     "DEFAULT_MAX_APPEND_MESSAGES",
+    "NOTHING",
     "SETTLE",
+    "Command",
     "Done",
     "Entry",
     "Limits",
+    "Machine",
     "Message",
     "Refused",
     "Renewed",
     "Step",
     "View",
     "Write",
-    "access",
-    "append",
-    "collect",
-    "create",
-    "delete",
-    "fence",
     "gone",
     "message_offsets",
     "not_found",
-    "publish",
+    "renewal",
     "same_config",
     "settle",
-    "trim",
 ]
+
+# Everything the machine decides: what the HTTP edge asks, and what the sweeps and reads do.
+Command = (
+    CreateStream
+    | Append
+    | DeleteStream
+    | Collect
+    | Expire
+    | PublishSnapshot
+    | Access
+    | Fence
+    | Trim
+)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The stream rules with their configuration: `limits` on what one request may write, and
+    `trim_settle_ms`, the grace period storage waits out after a trim (`trims.trimmed`)."""
+
+    limits: Limits = DEFAULT_LIMITS
+    trim_settle_ms: int = 0
+
+    def apply(self, view: View, command: Command, now_ms: int) -> Step:
+        """The one door: `command` decided against `view` at `now_ms`. Never raises a refusal."""
+        match command:
+            case CreateStream():
+                return _create(view, command, now_ms, self.limits)
+            case Append():
+                return _append(view, command, now_ms, self.limits)
+            case DeleteStream():
+                return _delete(view, command.ref.stream_id, now_ms)
+            case Collect():
+                return _collect(view, now_ms)
+            case Expire():
+                return _expire(view, command.before_ms, now_ms)
+            case PublishSnapshot():
+                return _publish(view, command, now_ms, self.limits)
+            case Access():
+                return _access(view, command)
+            case Fence():
+                return _fence(view, command, now_ms)
+            case Trim():
+                return _trim(view, command, now_ms, self.trim_settle_ms)
+            case _:
+                assert_never(command)
+
 
 # -- commands -------------------------------------------------------------------------------
 
 
-def create(
-    view: View, command: CreateStream, now_ms: int, partition: int, limits: Limits = DEFAULT_LIMITS
-) -> Step:
+def _create(view: View, command: CreateStream, now_ms: int, limits: Limits) -> Step:
     """Create a stream (or fork one); an existing one with the same configuration is a success.
 
-    A fork lives in its source's partition, so `partition` applies to plain streams only.
+    A plain stream goes to `view.partition`; a fork lives in its source's partition.
     """
     existing = view.stream
     if existing is not None and existing.soft_deleted:
@@ -123,12 +172,11 @@ def create(
     if command.fork is not None:
         return _fork(view, command, command.fork, now_ms, limits)
     content_type = command.content_type or DEFAULT_CONTENT_TYPE
-    try:
-        messages = initial_messages(command, content_type, limits)
-    except ProtocolError as error:
-        return Refused(error)
+    messages = initial_messages(command, content_type, limits)
+    if isinstance(messages, ProtocolError):
+        return Refused(messages)
     expiry = (command.ttl_seconds, command.expires_at_ms)
-    return _creation(view, command, now_ms, partition, content_type, messages, expiry)
+    return _creation(view, command, now_ms, view.partition, content_type, messages, expiry)
 
 
 def _unmet_condition(live: StreamMeta | None, command: CreateStream) -> ProtocolError | None:
@@ -168,13 +216,10 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
                 f"source has Content-Type {source.content_type!r}, not {content_type!r}",
             )
         )
-    try:
-        at = forks.cut(source, fork.offset)
-        inherited_snapshot = forks.retained(source, view.source_snapshot, at)
-        copied = forks.taken(source.content_type, view.following, fork.sub_offset)
-        messages = within([*copied, *initial_messages(command, content_type, limits)], limits)
-    except ProtocolError as error:
-        return Refused(error)
+    start = _fork_start(view, command, fork, content_type, limits)
+    if isinstance(start, ProtocolError):
+        return Refused(start)
+    at, inherited_snapshot, messages = start
     own_expiry = command.ttl_seconds is not None or command.expires_at_ms is not None
     ttl, expires_at = (
         (command.ttl_seconds, command.expires_at_ms)
@@ -212,6 +257,29 @@ def _fork(view: View, command: CreateStream, fork: ForkFrom, now_ms: int, limits
     return replace(write, snapshot=snapshot)
 
 
+def _fork_start(
+    view: View, command: CreateStream, fork: ForkFrom, content_type: str, limits: Limits
+) -> tuple[int, SnapshotPointer | None, list[bytes]] | ProtocolError:
+    """Where a fork's inheritance ends, the snapshot it inherits, and its first messages (those
+    it copies, then its own); or the refusal of any of them."""
+    source = view.source
+    assert source is not None
+    at = forks.cut(source, fork.offset)
+    if isinstance(at, ProtocolError):
+        return at
+    snapshot = forks.retained(source, view.source_snapshot, at)
+    if isinstance(snapshot, ProtocolError):
+        return snapshot
+    copied = forks.taken(source.content_type, view.following, fork.sub_offset)
+    if isinstance(copied, ProtocolError):
+        return copied
+    initial = initial_messages(command, content_type, limits)
+    if isinstance(initial, ProtocolError):
+        return initial
+    messages = [*copied, *initial]
+    return beyond_limit(messages, limits) or (at, snapshot, messages)
+
+
 def _creation(
     view: View,
     command: CreateStream,
@@ -246,22 +314,34 @@ def _creation(
     return Write(entries, state, now_ms, forget=tuple(view.producers), creates=True)
 
 
-def append(view: View, command: Append, now_ms: int, limits: Limits = DEFAULT_LIMITS) -> Step:
-    """Append (and perhaps close): write, repeat, or refuse."""
-    if view.pending and (view.broken or command.if_match is not None):
+def _append(view: View, command: Append, now_ms: int, limits: Limits) -> Step:
+    """Append (and perhaps close): write, repeat, or refuse. Decided on committed state, the
+    append is first an access of a live stream, whatever its answer: its sliding TTL starts
+    again (the step's `renewed`), and the append is decided on the stream so renewed."""
+    if view.pending:
+        return _pending_append(view, command, now_ms, limits)
+    meta = view.stream
+    renewed = None if meta is None or meta.expired(now_ms) else accessed(meta, now_ms)
+    if renewed is None or renewed is meta:
+        return decide_append(view, command, now_ms, limits)
+    step = decide_append(replace(view, stream=renewed), command, now_ms, limits)
+    return replace(step, renewed=renewed)
+
+
+def _pending_append(view: View, command: Append, now_ms: int, limits: Limits) -> Step:
+    """An append decided on the state queued appends will leave: only an acceptance with data
+    is; anything else is decided again on committed state (SETTLE)."""
+    if view.broken or command.if_match is not None:
         return SETTLE
-    try:
-        step = decide_append(view, command, now_ms, limits)
-    except ProtocolError as error:
-        return SETTLE if view.pending else Refused(error)
-    if view.pending and not isinstance(step, Write):
+    step = decide_append(view, command, now_ms, limits)
+    if not isinstance(step, Write):  # a refusal, or a repeat
         return SETTLE
-    if view.pending and isinstance(step, Write) and not step.messages:
+    if not step.messages:
         return SETTLE  # no record of its own tells where its tail is: the committed one does
     return step
 
 
-def delete(view: View, stream_id: str, now_ms: int) -> Step:
+def _delete(view: View, stream_id: str, now_ms: int) -> Step:
     """Delete a stream: a control record, and its state and producers forgotten.
 
     A stream with live forks is only soft-deleted: its forks still read its records. Deleting
@@ -279,49 +359,46 @@ def delete(view: View, stream_id: str, now_ms: int) -> Step:
     return Write((ControlEvent.DELETE,), None, now_ms, forget=forget, collects=_collected(view))
 
 
-def collect(view: View, now_ms: int) -> Write | None:
+def _collect(view: View, now_ms: int) -> Step:
     """Forget a soft-deleted stream none of whose forks is live any more (they expired), and
-    the soft-deleted ancestors that were waiting only for it; None when it is not such a
+    the soft-deleted ancestors that were waiting only for it; NOTHING when it is not such a
     stream. Its delete record was written when it was soft-deleted."""
     meta = view.stream
     if meta is None or not meta.soft_deleted or view.forks:
-        return None
+        return NOTHING
     return Write((), None, now_ms, collects=_collected(view))
 
 
-def expire(view: View, before_ms: int, now_ms: int) -> Write | None:
+def _expire(view: View, before_ms: int, now_ms: int) -> Step:
     """Forget a stream that expired before `before_ms` (its state, snapshot pointer and
-    producer states: tombstones), or None when it is not such a stream. One that live forks
+    producer states: tombstones), or NOTHING when it is not such a stream. One that live forks
     still read stays (it answers 404 like any expired stream; its records stay theirs), and
     so do the soft-deleted ancestors of one that goes: the soft-delete sweep decides them."""
     meta = view.stream
     if meta is None or meta.soft_deleted or view.forks:
-        return None
+        return NOTHING
     deadline = meta.deadline_ms()
     if deadline is None or deadline >= before_ms:
-        return None
+        return NOTHING
     return Write((), None, now_ms, forget=tuple(view.producers))
 
 
-def publish(
-    view: View, command: PublishSnapshot, now_ms: int, limits: Limits = DEFAULT_LIMITS
-) -> Step:
+def _publish(view: View, command: PublishSnapshot, now_ms: int, limits: Limits) -> Step:
     """Publish a snapshot: its pointer, and the earliest retained offset moved to it, commit
     together, with no record in the stream's partition. Decided on committed state."""
     meta = _settled_stream(view, command.ref.stream_id, now_ms)
     if not isinstance(meta, StreamMeta):
         return meta
-    try:
-        snapshots.check_publish(meta, command, limits.max_snapshot_bytes, now_ms)
-    except ProtocolError as error:
-        return Refused(error)
+    refusal = snapshots.publish_refusal(meta, command, limits.max_snapshot_bytes, now_ms)
+    if refusal is not None:
+        return Refused(refusal)
     state = meta.evolve(retained_from=command.offset)
     return Write((), state, now_ms, snapshot=snapshots.pointer(meta, command, now_ms))
 
 
-def access(view: View, command: Access) -> Renewed | None:
+def _access(view: View, command: Access) -> Step:
     """A read (or write) of the stream at `command.at_ms`: a sliding TTL starts again from it;
-    None when there is nothing to do (no stream, no sliding TTL: an absolute `Expires-At` does
+    NOTHING when there is nothing to do (no stream, no sliding TTL: an absolute `Expires-At` does
     not move, or an access at least as recent is known already, so accesses told late or out of
     order never shorten a stream's life).
 
@@ -330,12 +407,11 @@ def access(view: View, command: Access) -> Renewed | None:
     owner decides expiry).
     """
     meta = view.stream
-    if meta is None or meta.ttl_seconds is None or command.at_ms <= meta.last_access_ms:
-        return None
-    return Renewed(meta.evolve(last_access_ms=command.at_ms))
+    renewed = None if meta is None else accessed(meta, command.at_ms)
+    return NOTHING if renewed is None or renewed is meta else Renewed(renewed)
 
 
-def fence(view: View, command: Fence, now_ms: int) -> Step:
+def _fence(view: View, command: Fence, now_ms: int) -> Step:
     """Set the token later appends must carry (`adapter/protocol/appends.py` checks it). Only
     the stream's state changes, in the same transaction as any other change to it and with no
     record in its partition; decided on committed state, so appends queued before it commit
@@ -348,7 +424,7 @@ def fence(view: View, command: Fence, now_ms: int) -> Step:
     return Write((), meta.evolve(fencing_token=command.token), now_ms)
 
 
-def trim(view: View, command: Trim, now_ms: int, settle_ms: int = 0) -> Step:
+def _trim(view: View, command: Trim, now_ms: int, settle_ms: int) -> Step:
     """Make the stream's messages below `command.before` unreadable: its earliest offset moves
     there, in its state alone (no record in its partition), and reads below answer 410 with
     `Stream-Earliest-Offset`; storage follows (`snapshots.needed_from`). A trim never moves

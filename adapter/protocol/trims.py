@@ -1,5 +1,5 @@
 """The body of `POST {stream}/trim`: `{"before": "<offset token>"}`, where the stream's
-messages below that offset are removed (`stream_machine.trim` decides what it does), or
+messages below that offset are removed (the stream machine's `Trim` decides what it does), or
 `{"at": <ms since the epoch or RFC 3339 time>}`: below the first message appended at or after
 that moment (found as a read by time finds it, `service/time_lookups.py`).
 

@@ -31,12 +31,12 @@ from typing import TypeGuard
 from adapter.log.reader import TimeFound
 from adapter.protocol.commands import StreamRef, Trim
 from adapter.protocol.errors import ProtocolError
+from adapter.protocol.model import BucketMeta, StreamMeta
 from adapter.service.background import RIDDEN_OUT
 from adapter.service.interfaces import SlotWriting
 from adapter.service.streams import StreamService
 from adapter.service.time_lookups import CLOCK_SKEW_MS
 from adapter.state.catalog import Catalog
-from adapter.state.records import BucketMeta, StreamMeta
 from adapter.tier.manifest import Place, TierRange
 from topology.slots import SlotMap
 

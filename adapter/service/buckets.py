@@ -17,10 +17,10 @@ from adapter.log.errors import LogUnavailable
 from adapter.log.writer import StateEntry
 from adapter.protocol.bucket_config import BucketConfig, check_if_match, reconfigured
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import BucketMeta, StreamMeta
 from adapter.service.locks import KeyedLocks
 from adapter.service.state_entries import stream_tombstones
 from adapter.state.catalog import Catalog
-from adapter.state.records import BucketMeta, StreamMeta
 from adapter.state.records import encode as encode_meta
 from adapter.tracing import transaction_span
 from topology.admin import TopologyAdmin

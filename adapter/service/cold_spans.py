@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapter.state.records import StreamMeta
+from adapter.protocol.model import StreamMeta
 from adapter.tier.manifest import TierRange
 
 

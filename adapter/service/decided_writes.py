@@ -20,14 +20,14 @@ from adapter.log.hot_cache import HotCache
 from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import StreamRef
+from adapter.protocol.model import StreamMeta
 from adapter.service.hub import LiveHub
 from adapter.service.interfaces import SlotWriting, StreamBuckets
-from adapter.service.native_streams import Clock, accessed_at
+from adapter.service.native_streams import Clock
 from adapter.service.pending_appends import Chains, StreamKey
 from adapter.service.record_encoding import write_records
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
-from adapter.state.records import StreamMeta
 from topology.internal_records import producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
@@ -176,7 +176,7 @@ class DecidedWrites:
         trace: bytes | None = None,
     ) -> None:
         """Apply a committed write to the catalog, the hot tail and the live hub (commit order)."""
-        settled = machine.settle(write, offsets)
+        settled = machine.settle(write, offsets, answered_ms=self.clock())
         for producer_id in write.forget:
             self.catalog.apply_producer(producer_key(*key, producer_id), None)
         if settled is None:
@@ -186,9 +186,7 @@ class DecidedWrites:
             since = offsets[0] if write.creates or before is None else before.next_offset
             data = machine.message_offsets(write, offsets)
             self.cache.record(key, since, settled.next_offset, data, write.messages, trace)
-            # A sliding TTL counts from when the write is answered, not from when it was decided:
-            # a commit that took long must not leave the client less than the TTL it asked for.
-            self.catalog.put_stream(accessed_at(settled, self.clock()))
+            self.catalog.put_stream(settled)
         record = producer_record(key, write)
         if record is not None:
             self.catalog.put_producer(record)

@@ -1,9 +1,9 @@
 """The sweep that collects soft-deleted streams whose forks all expired, and expired streams.
 
 Deleting a stream that still has live forks only soft-deletes it (its forks read its
-records). Deleting its last fork collects it at once (`stream_machine.delete`); a fork that
-expires instead writes nothing, so every instance sweeps now and then for soft-deleted
-streams of its own write slots that no live fork needs any more, and collects them
+records). Deleting its last fork collects it at once (the stream machine's `DeleteStream`); a
+fork that expires instead writes nothing, so every instance sweeps now and then for
+soft-deleted streams of its own write slots that no live fork needs any more, and collects them
 (`StreamService.collect`): their names answer 404 and can be created again.
 
 An expired stream writes nothing either, and would stay in the catalog (and its records in

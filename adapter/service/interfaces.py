@@ -12,7 +12,7 @@ from typing import Protocol
 
 from adapter.log.reader import ReadLimits, ReadRequest, ReadResult, RecordPosition, TimeFound
 from adapter.log.writer import WriteBatch, WriterLimits
-from adapter.state.records import BucketMeta
+from adapter.protocol.model import BucketMeta
 from topology.naming import StateTopics
 from topology.slots import SlotMap
 

@@ -20,9 +20,9 @@ from pathlib import Path
 from adapter.log.key_index import KeyIndex
 from adapter.log.key_index_store import KeyIndexStore, remove
 from adapter.log.mount_indexer import MountIndexer, Naming
+from adapter.protocol.model import MountMeta
 from adapter.protocol.mount_keys import media_type, stream_id_of
 from adapter.state.catalog import Catalog
-from adapter.state.records import MountMeta
 from adapter.tasks import Kind, Tasks
 from topology.kafka_client import KafkaAccess
 

@@ -23,9 +23,10 @@ from adapter.log.key_index import KeyPlaces
 from adapter.log.mount_reader import KeyRead, read_key
 from adapter.log.mount_writer import MountWriter, Transactions, transactional_slot
 from adapter.log.reader import LogReader
-from adapter.protocol.appends import check_producer
+from adapter.protocol.appends import producer_refusal
 from adapter.protocol.commands import Append, Appended, Chunk, Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import MountMeta, ProducerRecord, StreamMeta
 from adapter.protocol.mount_keys import key_of
 from adapter.protocol.mounts import append_messages
 from adapter.protocol.offsets import resolve_start
@@ -34,7 +35,6 @@ from adapter.protocol.stream_machine import not_found
 from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import Indexed, MountIndexes
 from adapter.service.reads import budget_left
-from adapter.state.records import MountMeta, ProducerRecord, StreamMeta
 from adapter.state.records import encode as encode_state
 from adapter.tracing import transaction_span
 from topology.mount_positions import position, split
@@ -161,7 +161,9 @@ class MountedStreams:
             decision = decide(states.get(headers.producer_id), headers)
             if isinstance(decision, Duplicate):
                 return Appended(self.existing(ref), appended=False, producer=decision.position)
-            check_producer(decision)
+            refusal = producer_refusal(decision)
+            if refusal is not None:
+                raise refusal
             assert isinstance(decision, Accepted)
             record = ProducerRecord(
                 ref.bucket_id,

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable
 
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import MountMeta
 from adapter.protocol.mounts import ConfiguredMount, MountSpec, check_mountable
 from adapter.service.buckets import BucketService
-from adapter.state.records import MountMeta
 from adapter.state.records import encode as encode_meta
 from topology.internal_records import mount_key
 

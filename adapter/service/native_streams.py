@@ -18,11 +18,11 @@ from adapter.log.errors import LogUnavailable
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import Access, Append, Appended, Chunk, Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import StreamMeta
 from adapter.service.interfaces import StreamBuckets
 from adapter.service.reads import ReadPath
 from adapter.service.time_lookups import TimeLookups
 from adapter.state.catalog import Catalog
-from adapter.state.records import StreamMeta
 from adapter.state.view_age import ViewAge
 
 Clock = Callable[[], int]
@@ -37,6 +37,7 @@ class NativeStreams:
         reads: ReadPath,
         view: ViewAge,
         clock: Clock,
+        rules: machine.Machine,
         append: Appender,
         relay: AccessRelay | None = None,
         catch_up: MetaCatchUp | None = None,
@@ -47,6 +48,7 @@ class NativeStreams:
         self.time_lookups = TimeLookups(reads)
         self.view = view  # how recently every acknowledged change was known to be followed
         self.clock = clock
+        self.machine = rules  # the driver's: it alone decides whether and how a TTL slides
         self._append = append  # the stream driver's: decided by the machine, under its lock
         self.relay = relay  # tells other instances' streams' owners of reads served here
         # Follows the meta topic to now unless a stream's slot is written here; None: a
@@ -77,7 +79,7 @@ class NativeStreams:
 
     def accessed(self, ref: StreamRef, reader: Reader | None = None) -> StreamMeta:
         """A read of the stream served here, the door every read path goes through: the stream
-        (404 or 410 as `existing`) with its sliding TTL started again (`machine.access`).
+        (404 or 410 as `existing`) with its sliding TTL started again (the machine's `Access`).
 
         Given the `reader` (once per request, by the edge), the read is also told to the
         stream's owner when that is another instance (`AccessRelay`), judged on the stream as
@@ -97,9 +99,15 @@ class NativeStreams:
             self.renewed(meta, at_ms)
 
     def renewed(self, meta: StreamMeta, at_ms: int) -> StreamMeta:
-        """The stream after an access: held in the catalog, written with its next write."""
-        renewed = accessed_at(meta, at_ms)
-        if renewed is not meta:
+        """The stream after an access at `at_ms`, as the machine decides it."""
+        step = self.machine.apply(machine.View(meta), Access(at_ms), at_ms)
+        return self.held(step) or meta
+
+    def held(self, step: machine.Step) -> StreamMeta | None:
+        """Carry out the renewal a step says, if any: held in the catalog, written with the
+        stream's next write."""
+        renewed = machine.renewal(step)
+        if renewed is not None:
             self.catalog.put_stream(renewed)
         return renewed
 
@@ -168,12 +176,3 @@ class NativeStreams:
     def _slot(self, meta: StreamMeta) -> int:
         """The write slot of the partition holding the stream's records."""
         return self.buckets.slots.of_stream(meta.data_bucket, meta.partition)
-
-
-def accessed_at(meta: StreamMeta, at_ms: int) -> StreamMeta:
-    """The stream after an access at `at_ms` (itself when nothing slides: no sliding TTL, or a
-    later access known already); asked on every append, so a stream without a TTL asks no more."""
-    if meta.ttl_seconds is None:
-        return meta
-    step = machine.access(machine.View(meta), Access(at_ms))
-    return meta if step is None else step.state

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import WriteBatch
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.producers import ProducerPosition
-from adapter.state.records import StreamMeta
 
 StreamKey = tuple[str, str]
 

@@ -19,12 +19,12 @@ from adapter.log.reader import Budget, ReadRequest, ReadResult
 from adapter.objects.base import ObjectStoreError
 from adapter.protocol.commands import Chunk
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import Segment, StreamMeta
 from adapter.protocol.offsets import ReadFrom, resolve_start
 from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.snapshots import check_readable, gone_before
 from adapter.service.interfaces import RangeReader
 from adapter.state.catalog import Catalog
-from adapter.state.records import Segment, StreamMeta
 from adapter.tier.cold import ChunkCollected, ColdReader
 from adapter.tier.manifest import Place, TierRange
 from topology.wire import owner_of_key, stream_key

@@ -15,8 +15,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from adapter.log.reader import LogReader, ReadRequest, RecordPosition
+from adapter.protocol.model import Segment, StreamMeta
 from adapter.service.reads import ReadPath, cold_answer
-from adapter.state.records import Segment, StreamMeta
 from topology.wire import stream_key
 
 FIRST_WINDOW = 1024  # offsets scanned back from the tail first; each miss scans 4x further

@@ -3,9 +3,10 @@ streams, and those of publishes that never committed.
 
 The invariant: a blob is deleted only after this collector has seen it unreferenced for a
 whole grace period, with its catalog caught up on the state topics. A publish commits its
-pointer within half the grace period of its upload or not at all (`stream_machine.publish`
-refuses it past `commit_by_ms`), and its upload came before the collector first saw the blob,
-so a committed pointer is always in the catalog before its blob could be judged an orphan.
+pointer within half the grace period of its upload or not at all (the stream machine's
+`PublishSnapshot` refuses it past `commit_by_ms`), and its upload came before the collector
+first saw the blob, so a committed pointer is always in the catalog before its blob could be
+judged an orphan.
 The uploader's window is its own instance's setting, so it is written into the object's key
 (`windowed`): a collector waits at least twice the window a key names, whatever its own grace
 period, unless it has seen the object referenced (so committed) before. An instance set with

@@ -21,10 +21,10 @@ from adapter.objects.base import ObjectStore, ObjectStoreError
 from adapter.protocol import snapshots
 from adapter.protocol.commands import PublishSnapshot, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import BEGINNING, ReadFrom
 from adapter.service.snapshot_gc import windowed
 from adapter.service.streams import StreamService
-from adapter.state.records import SnapshotPointer, StreamMeta
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

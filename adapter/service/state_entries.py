@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 from adapter.log.writer import StateEntry
+from adapter.protocol.model import ProducerRecord, SlotOwner, StreamMeta
 from adapter.protocol.stream_machine import Write
 from adapter.state.catalog import Catalog
-from adapter.state.records import ProducerRecord, SlotOwner, StreamMeta
 from adapter.state.records import encode as encode_state
 from topology.internal_records import producer_key, snapshot_key, stream_meta_key
 from topology.naming import StateTopics

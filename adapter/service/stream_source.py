@@ -16,7 +16,7 @@ from typing import Protocol
 
 from adapter.cluster.access_relay import Reader
 from adapter.protocol.commands import Append, Appended, Chunk, Read, StreamRef
-from adapter.state.records import StreamMeta
+from adapter.protocol.model import StreamMeta
 
 
 class StreamSource(Protocol):

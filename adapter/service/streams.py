@@ -32,8 +32,11 @@ from adapter.protocol.bucket_config import bucket_etag
 from adapter.protocol.commands import (
     Append,
     Appended,
+    Collect,
     Created,
     CreateStream,
+    DeleteStream,
+    Expire,
     Fence,
     ForkFrom,
     KafkaPosition,
@@ -42,6 +45,7 @@ from adapter.protocol.commands import (
     Trim,
 )
 from adapter.protocol.errors import ProtocolError
+from adapter.protocol.model import BucketMeta, ProducerRecord, SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import resolve_start
 from adapter.protocol.producers import ProducerPosition
 from adapter.service.decided_writes import DecidedWrites
@@ -54,7 +58,6 @@ from adapter.service.pending_appends import Chain, StreamKey
 from adapter.service.reads import ReadPath
 from adapter.service.stream_source import StreamSource
 from adapter.state.catalog import Catalog
-from adapter.state.records import BucketMeta, ProducerRecord, SnapshotPointer, StreamMeta
 from adapter.state.view_age import ViewAge
 from topology.placement import partition_for
 from topology.wire import stream_key
@@ -98,13 +101,21 @@ class StreamService:
         self.hub = hub
         self.clock = clock
         self.limits = limits
+        self.machine = machine.Machine(limits, trim_settle_ms)  # the rules, and their limits
         self._locks = KeyedLocks()
         self.writes = DecidedWrites(catalog, writers, buckets, reads.cache, hub, clock, tracing)
         self.native = NativeStreams(
-            catalog, buckets, reads, view, clock, self._append, relay=relay, catch_up=catch_up
+            catalog,
+            buckets,
+            reads,
+            view,
+            clock,
+            self.machine,
+            self._append,
+            relay=relay,
+            catch_up=catch_up,
         )
         self.mounted = mounted  # buckets that are mounted topics: one stream per key
-        self.trim_settle_ms = trim_settle_ms  # the grace period storage waits out after a trim
         self.tracing = tracing  # None: off, and an append pays nothing for it
 
     # -- sources -------------------------------------------------------------------------
@@ -142,8 +153,8 @@ class StreamService:
         async with self.buckets.creating_stream(ref.bucket_id), self._locks.hold(key):
             await self.writes.settle(key)
             self.writes.decidable(ref.bucket_id, partition)
-            view = self._view(key, self.catalog.stream(*key))
-            step = machine.create(view, command, self.clock(), partition, self.limits)
+            view = replace(self._view(key, self.catalog.stream(*key)), partition=partition)
+            step = self.machine.apply(view, command, self.clock())
             if isinstance(step, machine.Write):
                 settled = await self.writes.carry_out(key, partition, step, command.forward_id)
                 assert settled is not None
@@ -174,7 +185,7 @@ class StreamService:
                 source_snapshot=None if source is None else self.catalog.snapshot(source),
                 following=await self._following(source, fork),
             )
-            step = machine.create(view, command, self.clock(), 0, self.limits)
+            step = self.machine.apply(view, command, self.clock())
             if isinstance(step, machine.Write):
                 assert step.state is not None
                 settled = await self.writes.carry_out(
@@ -188,9 +199,8 @@ class StreamService:
         """The source's messages from the fork offset on, when a sub-offset needs them."""
         if fork.sub_offset == 0 or source is None or source.soft_deleted:
             return []
-        try:
-            at = forks.cut(source, fork.offset)
-        except ProtocolError:
+        at = forks.cut(source, fork.offset)
+        if isinstance(at, ProtocolError):
             return []  # the machine refuses it
         chunk = await self.reads.read(self.buckets.topic(source.data_bucket), source, at)
         return chunk.messages
@@ -246,7 +256,7 @@ class StreamService:
         chain = self.writes.chains.get(key)
         if chain is not None:
             view = self._pending_view(key, chain, command)
-            step = machine.append(view, command, self.clock(), self.limits)
+            step = self.machine.apply(view, command, self.clock())
             if step is not machine.SETTLE:
                 return step
             await self.writes.settle(key)
@@ -255,10 +265,9 @@ class StreamService:
             self.writes.decidable(meta.data_bucket, meta.partition)
         else:
             self.writes.decidable(command.ref.bucket_id, None, command.ref.stream_id)
-        now = self.clock()
-        if meta is not None and not meta.expired(now):
-            meta = self.native.renewed(meta, now)
-        return machine.append(self._view(key, meta), command, now, self.limits)
+        step = self.machine.apply(self._view(key, meta), command, self.clock())
+        self.native.held(step)  # an append is an access, answered or refused
+        return step
 
     async def delete(self, ref: StreamRef, forward_id: str | None = None) -> None:
         key = (ref.bucket_id, ref.stream_id)
@@ -273,7 +282,7 @@ class StreamService:
                 forks=self._live_forks(*key),
                 ancestors=self._ancestors(meta),
             )
-            step = machine.delete(view, ref.stream_id, self.clock())
+            step = self.machine.apply(view, DeleteStream(ref), self.clock())
             if isinstance(step, machine.Refused):
                 raise step.error
             assert isinstance(step, machine.Write)
@@ -299,10 +308,10 @@ class StreamService:
             view = replace(
                 self._view(key, meta), forks=self._live_forks(*key), ancestors=self._ancestors(meta)
             )
-            write = machine.collect(view, self.clock())
-            if write is None or meta is None:
+            step = self.machine.apply(view, Collect(), self.clock())
+            if not isinstance(step, machine.Write) or meta is None:
                 return False
-            await self.writes.carry_out(key, meta.partition, write)
+            await self.writes.carry_out(key, meta.partition, step)
         return True
 
     async def sweep(self) -> list[StreamKey]:
@@ -325,10 +334,10 @@ class StreamService:
             if meta_now is not None:
                 self.writes.decidable(meta_now.data_bucket, meta_now.partition)
             view = replace(self._view(key, meta_now), forks=self._live_forks(*key))
-            write = machine.expire(view, before_ms, self.clock())
-            if write is None or meta_now is None:
+            step = self.machine.apply(view, Expire(before_ms), self.clock())
+            if not isinstance(step, machine.Write) or meta_now is None:
                 return False
-            await self.writes.carry_out(key, meta_now.partition, write)
+            await self.writes.carry_out(key, meta_now.partition, step)
         return True
 
     async def sweep_expired(self, grace_ms: int) -> list[StreamKey]:
@@ -346,8 +355,8 @@ class StreamService:
         would refuse now. Appends queued before it commit first; later ones wait for it."""
         key = (command.ref.bucket_id, command.ref.stream_id)
         if check_only:
-            step = machine.publish(
-                self._view(key, self._committed(command.ref)), command, self.clock(), self.limits
+            step = self.machine.apply(
+                self._view(key, self._committed(command.ref)), command, self.clock()
             )
             if isinstance(step, machine.Refused):
                 raise step.error
@@ -358,7 +367,7 @@ class StreamService:
             if meta is not None:
                 self.writes.decidable(meta.data_bucket, meta.partition)
             view = self._view(key, meta)
-            step = machine.publish(view, command, self.clock(), self.limits)
+            step = self.machine.apply(view, command, self.clock())
             if isinstance(step, machine.Refused):
                 raise step.error
             assert isinstance(step, machine.Write)
@@ -370,16 +379,13 @@ class StreamService:
     async def fence(self, command: Fence) -> StreamMeta:
         """Set the stream's fencing token: appends queued before it commit under the old one,
         later ones wait for it and are decided against it."""
-        return await self._change_state(command.ref, lambda v, now: machine.fence(v, command, now))
+        return await self._change_state(command.ref, command)
 
     async def trim(self, command: Trim) -> StreamMeta:
         """Move the stream's earliest offset up to `command.before`: appends queued before it
         commit first, so they can be trimmed too."""
-        settle_ms = self.trim_settle_ms
         command = await self._within_snapshot(command)
-        return await self._change_state(
-            command.ref, lambda v, now: machine.trim(v, command, now, settle_ms)
-        )
+        return await self._change_state(command.ref, command)
 
     async def _within_snapshot(self, command: Trim) -> Trim:
         """The trim, as one to its snapshot's offset (which changes nothing) when it removes
@@ -400,9 +406,7 @@ class StreamService:
         first = await self.native.time_lookups.first_at_or_after(topic, meta, snapshot)
         return command if first < before else replace(command, before=snapshot)
 
-    async def _change_state(
-        self, ref: StreamRef, decide: Callable[[machine.View, int], machine.Step]
-    ) -> StreamMeta:
+    async def _change_state(self, ref: StreamRef, command: Fence | Trim) -> StreamMeta:
         """A change of the stream's state alone (no record in its partition), decided on its
         committed state and written in one transaction, as every other change of it."""
         key = (ref.bucket_id, ref.stream_id)
@@ -411,7 +415,7 @@ class StreamService:
             meta = self._committed(ref)
             if meta is not None:
                 self.writes.decidable(meta.data_bucket, meta.partition)
-            step = decide(self._view(key, meta), self.clock())
+            step = self.machine.apply(self._view(key, meta), command, self.clock())
             if not isinstance(step, machine.Write):
                 return _reply(step, Appended).meta
             assert step.state is not None

@@ -28,10 +28,10 @@ from dataclasses import replace
 
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.objects.base import ObjectStore
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.snapshots import needed_from
 from adapter.service.snapshot_gc import OrphanSweep, collect_forever
 from adapter.state.catalog import Catalog
-from adapter.state.records import StreamMeta
 from adapter.tier import chunks, manifest
 from adapter.tier.manifest import TierChunk, TierRange
 from topology.naming import bucket_of_topic

@@ -43,11 +43,11 @@ from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner, Scanned
 from adapter.objects.base import ObjectStore
+from adapter.protocol.model import BucketMeta, SnapshotPointer, StreamMeta
 from adapter.protocol.snapshots import retention_floors
 from adapter.service.background import RIDDEN_OUT
 from adapter.service.snapshot_gc import windowed
 from adapter.state.catalog import Catalog
-from adapter.state.records import BucketMeta, SnapshotPointer, StreamMeta
 from adapter.tier import chunks, manifest
 from adapter.tier.chunks import ColdMessage
 from adapter.tier.freeing import free_to, to_free

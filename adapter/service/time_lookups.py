@@ -17,10 +17,10 @@ from __future__ import annotations
 from adapter.log.errors import BelowLogStart
 from adapter.log.reader import Budget, ReadRequest
 from adapter.objects.base import ObjectStoreError
+from adapter.protocol.model import Segment, StreamMeta
 from adapter.protocol.snapshots import gone_before
 from adapter.service.cold_spans import ColdSpan, cold_spans
 from adapter.service.reads import ReadPath, cold_answer
-from adapter.state.records import Segment, StreamMeta
 from adapter.tier.chunks import ColdMessage
 from adapter.tier.cold import ChunkCollected, Wanted
 from adapter.tier.manifest import Place

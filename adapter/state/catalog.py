@@ -8,19 +8,17 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from types import MappingProxyType
 
-from adapter.state.format_gate import GATE, level_of_record, level_record
-from adapter.state.own_records import Echoes
-from adapter.state.records import (
+from adapter.protocol.model import (
     BucketMeta,
     MountMeta,
     ProducerRecord,
     SlotOwner,
     SnapshotPointer,
     StreamMeta,
-    decode,
-    decode_as,
-    encode,
 )
+from adapter.state.format_gate import GATE, level_of_record, level_record
+from adapter.state.own_records import Echoes
+from adapter.state.records import decode, decode_as, encode
 from adapter.state.store import (
     DEFAULT_CACHE_ENTRIES,
     MISS,

@@ -27,19 +27,7 @@ from topology.internal_records import (
     meta_kind,
 )
 
-__all__ = [
-    "BucketMeta",
-    "MountMeta",
-    "ProducerRecord",
-    "Segment",
-    "SlotOwner",
-    "SnapshotPointer",
-    "StateRecord",
-    "StreamMeta",
-    "decode",
-    "decode_as",
-    "encode",
-]
+__all__ = ["StateRecord", "decode", "decode_as", "encode"]
 
 StateRecord = BucketMeta | StreamMeta | ProducerRecord | SlotOwner | SnapshotPointer | MountMeta
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from adapter.state.records import ProducerRecord, Segment, SnapshotPointer, StreamMeta
+from adapter.protocol.model import ProducerRecord, Segment, SnapshotPointer, StreamMeta
 
 K = TypeVar("K")
 V = TypeVar("V")

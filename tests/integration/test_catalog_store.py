@@ -16,8 +16,8 @@ import pytest
 from adapter.app import PARTS, SETTINGS, create_app
 from adapter.config import Settings
 from adapter.parts import kafka_access, topic_layout
+from adapter.protocol.model import ProducerRecord, StreamMeta
 from adapter.state.catalog import Catalog
-from adapter.state.records import ProducerRecord, StreamMeta
 from adapter.state.store import catalog_file_name
 from tests.conftest import Client, ClientFactory, SettingsFactory
 from tests.kafka_reads import committed_records, compacted_entries

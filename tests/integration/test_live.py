@@ -13,9 +13,10 @@ from confluent_kafka import Producer
 from adapter.app import PARTS, SETTINGS
 from adapter.log.errors import LogUnavailable
 from adapter.parts import kafka_access
+from adapter.protocol.model import StreamMeta
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
-from adapter.state.records import StreamMeta, encode
+from adapter.state.records import encode
 from tests.conftest import Client
 from topology.internal_records import stream_meta_key
 from topology.naming import StateTopics

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql.types import BinaryType, LongType, StringType, TimestampType
 
-from adapter.state.records import Segment, StreamMeta, encode
+from adapter.protocol.model import Segment, StreamMeta
+from adapter.state.records import encode
 from devstack import spark as devstack_spark
 from devstack.process import ServiceError
 from schemas import load

@@ -8,17 +8,16 @@ from dataclasses import replace
 import fastavro
 
 import schemas
-from adapter.state.catalog import Catalog, newer
-from adapter.state.records import (
+from adapter.protocol.model import (
     BucketMeta,
     ProducerRecord,
     Segment,
     SlotOwner,
     SnapshotPointer,
     StreamMeta,
-    decode,
-    encode,
 )
+from adapter.state.catalog import Catalog, newer
+from adapter.state.records import decode, encode
 from topology.internal_records import (
     FORMAT_V1,
     FORMAT_V2,

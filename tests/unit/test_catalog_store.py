@@ -9,15 +9,9 @@ import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
+from adapter.protocol.model import BucketMeta, ProducerRecord, Segment, SnapshotPointer, StreamMeta
 from adapter.state.catalog import Catalog
-from adapter.state.records import (
-    BucketMeta,
-    ProducerRecord,
-    Segment,
-    SnapshotPointer,
-    StreamMeta,
-    encode,
-)
+from adapter.state.records import encode
 from adapter.state.store import FLUSH_ROWS, MISS, PAGE, Checkpoint, FileStore, Lru
 from topology.internal_records import producer_key, snapshot_key
 

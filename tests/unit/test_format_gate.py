@@ -11,7 +11,9 @@ import fastavro
 import pytest
 
 import schemas
+from adapter.http.statuses import status_of
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import BucketMeta, Segment, StreamMeta
 from adapter.state.catalog import Catalog
 from adapter.state.format_gate import (
     GATE,
@@ -21,14 +23,7 @@ from adapter.state.format_gate import (
     level_record,
     member_reads,
 )
-from adapter.state.records import (
-    BucketMeta,
-    Segment,
-    StreamMeta,
-    decode,
-    encode,
-    refuse_before_newest,
-)
+from adapter.state.records import decode, encode, refuse_before_newest
 from adapter.state.store import FileStore
 from topology.group_members import member_url
 from topology.internal_records import (
@@ -175,6 +170,6 @@ def test_a_fork_across_buckets_is_refused_before_it_reaches_a_writer(
     with pytest.raises(ProtocolError) as refused:
         refuse_before_newest("a fork across buckets")
     assert refused.value.code is ErrorCode.FORMAT_NOT_FINALIZED
-    assert refused.value.code.status == 409
+    assert status_of(refused.value.code) == 409
     monkeypatch.setattr(GATE, "level", NEWEST_LEVEL)
     refuse_before_newest("a fork across buckets")  # in force: nothing to refuse

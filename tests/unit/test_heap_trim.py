@@ -66,6 +66,8 @@ async def test_a_trim_follows_large_coded_or_unbounded_bodies_at_most_once_a_sec
     await _until(lambda: len(trims) == 1)
     heap.after(10, coded=True)  # coded: may have decoded to anything; waits out the gap
     await _until(lambda: len(trims) == 2)
-    assert trims[1] - trims[0] >= MIN_GAP_S * 0.99  # never two within a second
+    # Never two within a second: the gap is kept between the trims' starts on the loop; each
+    # is timed here on its thread, which may start a little late (hence the margin).
+    assert trims[1] - trims[0] >= MIN_GAP_S - 0.1
     await asyncio.sleep(0.1)
     assert len(trims) == 2  # the second `after` while due added none

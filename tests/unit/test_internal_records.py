@@ -13,19 +13,16 @@ from typing import Any
 
 import pytest
 
-from adapter.state.records import (
+from adapter.protocol.model import (
     BucketMeta,
     MountMeta,
     ProducerRecord,
     Segment,
     SlotOwner,
     SnapshotPointer,
-    StateRecord,
     StreamMeta,
-    decode,
-    decode_as,
-    encode,
 )
+from adapter.state.records import StateRecord, decode, decode_as, encode
 from adapter.tier import manifest
 from adapter.tier.manifest import TierChunk, TierRange
 from topology.internal_records import (

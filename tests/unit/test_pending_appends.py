@@ -8,9 +8,9 @@ import pytest
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import Record, WriteBatch
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.producers import ProducerPosition
 from adapter.service.pending_appends import Chains
-from adapter.state.records import StreamMeta
 
 KEY = ("b", "s")
 META = StreamMeta("b", "s", 0, "text/plain", 0, 0, 5, 0, 0)

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from adapter.state.records import Segment, StreamMeta
+from adapter.protocol.model import Segment, StreamMeta
 
 META = StreamMeta(
     bucket_id="b",

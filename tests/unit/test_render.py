@@ -34,12 +34,6 @@ def test_unavailable_errors_say_when_to_retry() -> None:
     assert response.headers["Retry-After"] == "1"
 
 
-def test_every_code_is_unique_with_an_error_status() -> None:
-    codes = [code.code for code in ErrorCode]
-    assert len(codes) == len(set(codes))
-    assert all(400 <= code.status < 600 for code in ErrorCode)
-
-
 def test_extra_fields_sit_beside_the_error() -> None:
     error = ProtocolError(ErrorCode.NOT_READY, "waiting for: kafka")
     response = error_response(error, {"Cache-Control": "no-store"}, ready=False)

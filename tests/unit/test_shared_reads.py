@@ -6,7 +6,7 @@ import dataclasses
 
 from adapter.live.shared_reads import RecentChunks
 from adapter.protocol.commands import Chunk
-from adapter.state.records import StreamMeta
+from adapter.protocol.model import StreamMeta
 
 META = StreamMeta(
     bucket_id="bkt1",

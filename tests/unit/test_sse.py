@@ -10,6 +10,7 @@ import pytest
 
 from adapter.protocol.commands import Chunk
 from adapter.protocol.cursors import EPOCH_MS
+from adapter.protocol.model import StreamMeta
 from adapter.protocol.sse import (
     chunk_events,
     control_event,
@@ -18,7 +19,6 @@ from adapter.protocol.sse import (
     tail_events,
     uses_base64,
 )
-from adapter.state.records import StreamMeta
 
 NOW = EPOCH_MS + 100 * 20_000 + 7_000  # cursor interval 100
 TAIL = b'event: control\ndata:{"streamNextOffset":"0000000000000000_0000000000000004",'

@@ -24,6 +24,7 @@ from tests.unit.support.histories import APPENDS, create
 from topology.wire import ControlEvent, ProducerStamp, control_headers, data_headers
 
 NOW = 1_000_000
+MACHINE = machine.Machine()
 TEXT = "text/plain"
 
 
@@ -54,7 +55,7 @@ class _Stream:
 
     def run(self, command: Append, gap: int, now_ms: int) -> None:
         state = self.states[-1]
-        step = machine.append(machine.View(state.meta, state.producers), command, now_ms)
+        step = MACHINE.apply(machine.View(state.meta, state.producers), command, now_ms)
         if isinstance(step, machine.Write):
             self.commit(step, gap)
 
@@ -66,7 +67,7 @@ class _Stream:
 def _history(commands: list[tuple[Append, int]], ttl: bool) -> _Stream:
     stream = _Stream()
     first = create(ttl_seconds=60 if ttl else None)
-    created = machine.create(machine.View(None), first, NOW, 0)
+    created = MACHINE.apply(machine.View(None), first, NOW)
     assert isinstance(created, machine.Write)
     stream.commit(created, 0)
     for index, (command, gap) in enumerate(commands, start=1):

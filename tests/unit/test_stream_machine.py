@@ -15,8 +15,10 @@ from adapter.protocol.commands import (
     Access,
     Append,
     Appended,
+    Collect,
     Created,
     CreateStream,
+    DeleteStream,
     Fence,
     ForkFrom,
     PublishSnapshot,
@@ -24,17 +26,18 @@ from adapter.protocol.commands import (
     Trim,
 )
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import Segment, SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import BEGINNING, encode
 from adapter.protocol.offsets import NOW as AT_TAIL
 from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.snapshots import check_readable, needed_from, retention_floors
 from adapter.protocol.stream_etags import range_etag, stream_etag
-from adapter.state.records import Segment, SnapshotPointer, StreamMeta
 from tests.unit.support.histories import COMMANDS
 from topology.wire import ControlEvent, ProducerStamp
 
 REF = StreamRef("bucket", "s")
 NOW = 1_000_000
+MACHINE = machine.Machine()
 TEXT = "text/plain"
 JSON = "application/json"
 
@@ -75,7 +78,7 @@ def _done(step: machine.Step) -> Appended | Created:
 
 
 def test_create_writes_its_control_record_then_the_initial_messages() -> None:
-    write = _write(machine.create(machine.View(None), _create(JSON, b"[1, 2]"), NOW, 4))
+    write = _write(MACHINE.apply(machine.View(None, partition=4), _create(JSON, b"[1, 2]"), NOW))
     assert write.entries == (ControlEvent.CREATE, machine.Message(b"1"), machine.Message(b"2"))
     assert write.creates
     assert write.state is not None
@@ -86,7 +89,7 @@ def test_create_writes_its_control_record_then_the_initial_messages() -> None:
 
 
 def test_create_closed_empty_stream_ends_at_its_create_record() -> None:
-    write = _write(machine.create(machine.View(None), _create(closed=True), NOW, 0))
+    write = _write(MACHINE.apply(machine.View(None), _create(closed=True), NOW))
     assert write.entries == (ControlEvent.CREATE, ControlEvent.CLOSE)
     settled = machine.settle(write, [3, 4])
     assert settled is not None
@@ -96,7 +99,9 @@ def test_create_closed_empty_stream_ends_at_its_create_record() -> None:
 def test_create_again_with_the_same_configuration_is_a_success_that_writes_nothing() -> None:
     existing = _meta()
     reply = _done(
-        machine.create(machine.View(existing), _create("text/plain; charset=utf-8"), NOW, 2)
+        MACHINE.apply(
+            machine.View(existing, partition=2), _create("text/plain; charset=utf-8"), NOW
+        )
     )
     assert reply == Created(existing, created=False)
 
@@ -106,25 +111,25 @@ def test_create_again_with_the_same_configuration_is_a_success_that_writes_nothi
     [{"content_type": JSON}, {"ttl_seconds": 60}, {"expires_at_ms": NOW * 2}, {"closed": True}],
 )
 def test_create_again_with_another_configuration_conflicts(changes: dict[str, Any]) -> None:
-    step = machine.create(machine.View(_meta()), _create(**changes), NOW, 2)
+    step = MACHINE.apply(machine.View(_meta(), partition=2), _create(**changes), NOW)
     assert _refusal(step) is ErrorCode.STREAM_EXISTS
 
 
 def test_create_over_an_expired_stream_starts_afresh_and_forgets_its_producers() -> None:
     expired = _meta(expires_at_ms=NOW - 1)
     view = machine.View(expired, {"p": ProducerPosition(0, 3), "q": ProducerPosition(1, 0)})
-    write = _write(machine.create(view, _create(), NOW, 2))
+    write = _write(MACHINE.apply(replace(view, partition=2), _create(), NOW))
     assert write.forget == ("p", "q")
     assert write.state is not None
     assert write.state.created_at_ms == NOW
 
 
 def test_create_refuses_invalid_json_and_too_many_messages() -> None:
-    assert _refusal(machine.create(machine.View(None), _create(JSON, b"[1,"), NOW, 0)) is (
+    assert _refusal(MACHINE.apply(machine.View(None), _create(JSON, b"[1,"), NOW)) is (
         ErrorCode.INVALID_JSON
     )
     small = machine.Limits(max_append_messages=2)
-    step = machine.create(machine.View(None), _create(JSON, b"[1,2,3]"), NOW, 0, small)
+    step = machine.Machine(small).apply(machine.View(None), _create(JSON, b"[1,2,3]"), NOW)
     assert _refusal(step) is ErrorCode.PAYLOAD_TOO_LARGE
 
 
@@ -132,15 +137,13 @@ def test_create_refuses_invalid_json_and_too_many_messages() -> None:
 
 
 def test_append_to_a_missing_or_expired_stream_is_not_found() -> None:
-    assert (
-        _refusal(machine.append(machine.View(None), _append(), NOW)) is ErrorCode.STREAM_NOT_FOUND
-    )
+    assert _refusal(MACHINE.apply(machine.View(None), _append(), NOW)) is ErrorCode.STREAM_NOT_FOUND
     expired = machine.View(_meta(ttl_seconds=1, last_access_ms=NOW - 1000))
-    assert _refusal(machine.append(expired, _append(), NOW)) is ErrorCode.STREAM_NOT_FOUND
+    assert _refusal(MACHINE.apply(expired, _append(), NOW)) is ErrorCode.STREAM_NOT_FOUND
 
 
 def test_append_writes_one_record_and_its_tail_follows_it() -> None:
-    write = _write(machine.append(machine.View(_meta()), _append(b"hello"), NOW))
+    write = _write(MACHINE.apply(machine.View(_meta()), _append(b"hello"), NOW))
     assert write.entries == (machine.Message(b"hello"),)
     assert write.state is not None
     assert (write.state.message_count, write.state.last_write_at_ms) == (1, NOW)
@@ -151,16 +154,18 @@ def test_append_writes_one_record_and_its_tail_follows_it() -> None:
 
 def test_json_arrays_are_flattened_into_one_record_per_element() -> None:
     view = machine.View(_meta(content_type=JSON))
-    write = _write(machine.append(view, _append(b'[{"a":1}, 2]', JSON), NOW))
+    write = _write(MACHINE.apply(view, _append(b'[{"a":1}, 2]', JSON), NOW))
     assert write.messages == [b'{"a":1}', b"2"]
-    assert _refusal(machine.append(view, _append(b"[]", JSON), NOW)) is ErrorCode.EMPTY_JSON_ARRAY
-    assert _refusal(machine.append(view, _append(b"{", JSON), NOW)) is ErrorCode.INVALID_JSON
+    assert _refusal(MACHINE.apply(view, _append(b"[]", JSON), NOW)) is ErrorCode.EMPTY_JSON_ARRAY
+    assert _refusal(MACHINE.apply(view, _append(b"{", JSON), NOW)) is ErrorCode.INVALID_JSON
 
 
 def test_an_array_over_the_message_limit_is_too_large_and_writes_nothing() -> None:
     view = machine.View(_meta(content_type=JSON))
     body = b"[" + b",".join([b"0"] * 11) + b"]"
-    step = machine.append(view, _append(body, JSON), NOW, machine.Limits(max_append_messages=10))
+    step = machine.Machine(machine.Limits(max_append_messages=10)).apply(
+        view, _append(body, JSON), NOW
+    )
     assert _refusal(step) is ErrorCode.PAYLOAD_TOO_LARGE
 
 
@@ -173,11 +178,11 @@ def test_an_array_over_the_message_limit_is_too_large_and_writes_nothing() -> No
     ],
 )
 def test_bodies_that_cannot_be_appended(command: Append, code: ErrorCode) -> None:
-    assert _refusal(machine.append(machine.View(_meta()), command, NOW)) is code
+    assert _refusal(MACHINE.apply(machine.View(_meta()), command, NOW)) is code
 
 
 def test_closing_writes_a_close_record_after_the_data() -> None:
-    write = _write(machine.append(machine.View(_meta()), _append(b"last", close=True), NOW))
+    write = _write(MACHINE.apply(machine.View(_meta()), _append(b"last", close=True), NOW))
     assert write.entries == (machine.Message(b"last"), ControlEvent.CLOSE)
     settled = machine.settle(write, [30, 31])
     assert settled is not None
@@ -185,7 +190,7 @@ def test_closing_writes_a_close_record_after_the_data() -> None:
 
 
 def test_a_close_without_data_keeps_the_tail() -> None:
-    write = _write(machine.append(machine.View(_meta()), _append(b"", None, close=True), NOW))
+    write = _write(MACHINE.apply(machine.View(_meta()), _append(b"", None, close=True), NOW))
     settled = machine.settle(write, [40])
     assert settled is not None
     assert (settled.next_offset, settled.closed) == (20, True)
@@ -193,39 +198,39 @@ def test_a_close_without_data_keeps_the_tail() -> None:
 
 def test_a_closed_stream_takes_only_repeats() -> None:
     closed = machine.View(_meta(closed=True), {"p": ProducerPosition(0, 4)})
-    again = _done(machine.append(closed, _append(b"", None, close=True), NOW))
+    again = _done(MACHINE.apply(closed, _append(b"", None, close=True), NOW))
     assert again == Appended(closed.stream, appended=False)  # type: ignore[arg-type]
-    step = machine.append(closed, _append(b"more"), NOW)
+    step = MACHINE.apply(closed, _append(b"more"), NOW)
     assert _refusal(step) is ErrorCode.STREAM_CLOSED
     assert isinstance(step, machine.Refused)
     assert step.error.headers == {"Stream-Closed": "true", "Stream-Next-Offset": encode(20)}
-    retry = _done(machine.append(closed, _append(b"x", producer=_producer(0, 4)), NOW))
+    retry = _done(MACHINE.apply(closed, _append(b"x", producer=_producer(0, 4)), NOW))
     assert isinstance(retry, Appended)
     assert retry.producer == ProducerPosition(0, 4)
-    zombie = machine.append(closed, _append(b"x", producer=_producer(0, 5)), NOW)
+    zombie = MACHINE.apply(closed, _append(b"x", producer=_producer(0, 5)), NOW)
     assert _refusal(zombie) is ErrorCode.STREAM_CLOSED
 
 
 def test_a_stale_epoch_on_a_closed_stream_is_forbidden() -> None:
     closed = machine.View(_meta(closed=True), {"p": ProducerPosition(3, 4)})
-    step = machine.append(closed, _append(b"x", producer=_producer(2, 0)), NOW)
+    step = MACHINE.apply(closed, _append(b"x", producer=_producer(2, 0)), NOW)
     assert _refusal(step) is ErrorCode.STALE_PRODUCER_EPOCH
 
 
 def test_stream_seq_must_grow() -> None:
     view = machine.View(_meta(last_seq="0005"))
-    write = _write(machine.append(view, _append(seq="0006"), NOW))
+    write = _write(MACHINE.apply(view, _append(seq="0006"), NOW))
     assert write.state is not None
     assert write.state.last_seq == "0006"
-    assert _refusal(machine.append(view, _append(seq="0005"), NOW)) is ErrorCode.SEQUENCE_CONFLICT
-    assert _refusal(machine.append(view, _append(seq="0004"), NOW)) is ErrorCode.SEQUENCE_CONFLICT
+    assert _refusal(MACHINE.apply(view, _append(seq="0005"), NOW)) is ErrorCode.SEQUENCE_CONFLICT
+    assert _refusal(MACHINE.apply(view, _append(seq="0004"), NOW)) is ErrorCode.SEQUENCE_CONFLICT
 
 
 def test_if_match_compares_the_streams_etag() -> None:
     meta = _meta()
     view = machine.View(meta)
-    _write(machine.append(view, _append(if_match=stream_etag(meta)), NOW))
-    wrong = machine.append(view, _append(if_match='"nope"'), NOW)
+    _write(MACHINE.apply(view, _append(if_match=stream_etag(meta)), NOW))
+    wrong = MACHINE.apply(view, _append(if_match='"nope"'), NOW)
     assert _refusal(wrong) is ErrorCode.PRECONDITION_FAILED
 
 
@@ -244,8 +249,8 @@ def test_a_conditional_create_holds_or_fails(
     condition: dict[str, str], exists: bool, refused: bool
 ) -> None:
     meta = _meta()
-    step = machine.create(
-        machine.View(meta if exists else None), _create(TEXT, b"", **condition), NOW, 2
+    step = MACHINE.apply(
+        machine.View(meta if exists else None, partition=2), _create(TEXT, b"", **condition), NOW
     )
     if refused:
         assert _refusal(step) is ErrorCode.PRECONDITION_FAILED
@@ -256,25 +261,29 @@ def test_a_conditional_create_holds_or_fails(
 def test_if_match_on_create_takes_the_streams_etag_and_an_expired_stream_has_none() -> None:
     meta = _meta()
     same = _create(if_match=stream_etag(meta))
-    assert _done(machine.create(machine.View(meta), same, NOW, 2)) == Created(meta, created=False)
+    assert _done(MACHINE.apply(machine.View(meta, partition=2), same, NOW)) == Created(
+        meta, created=False
+    )
     expired = _meta(expires_at_ms=NOW - 1)
     created = _create(if_match=stream_etag(expired))
-    assert _refusal(machine.create(machine.View(expired), created, NOW, 2)) is (
+    assert _refusal(MACHINE.apply(machine.View(expired, partition=2), created, NOW)) is (
         ErrorCode.PRECONDITION_FAILED
     )
-    assert _write(machine.create(machine.View(expired), _create(if_none_match="*"), NOW, 2))
+    assert _write(
+        MACHINE.apply(machine.View(expired, partition=2), _create(if_none_match="*"), NOW)
+    )
 
 
 def test_a_fence_sets_the_token_with_no_record_and_again_writes_nothing() -> None:
     meta = _meta()
-    write = _write(machine.fence(machine.View(meta), Fence(REF, "t1"), NOW))
+    write = _write(MACHINE.apply(machine.View(meta), Fence(REF, "t1"), NOW))
     assert write.entries == ()
     assert write.state == meta.evolve(fencing_token="t1")
     assert machine.settle(write, []) == meta.evolve(fencing_token="t1")
     fenced = meta.evolve(fencing_token="t1")
-    assert _done(machine.fence(machine.View(fenced), Fence(REF, "t1"), NOW)).meta == fenced
-    assert machine.fence(machine.View(meta, pending=True), Fence(REF, "t"), NOW) is machine.SETTLE
-    missing = machine.fence(machine.View(None), Fence(REF, "t"), NOW)
+    assert _done(MACHINE.apply(machine.View(fenced), Fence(REF, "t1"), NOW)).meta == fenced
+    assert MACHINE.apply(machine.View(meta, pending=True), Fence(REF, "t"), NOW) is machine.SETTLE
+    missing = MACHINE.apply(machine.View(None), Fence(REF, "t"), NOW)
     assert _refusal(missing) is ErrorCode.STREAM_NOT_FOUND
 
 
@@ -292,7 +301,7 @@ def test_an_append_carries_the_streams_fencing_token(
     stream_token: str | None, sent: str | None, accepted: bool, says: str
 ) -> None:
     view = machine.View(_meta(fencing_token=stream_token))
-    step = machine.append(view, _append(fencing_token=sent), NOW)
+    step = MACHINE.apply(view, _append(fencing_token=sent), NOW)
     if accepted:
         assert _write(step).state is not None
         return
@@ -311,54 +320,91 @@ def test_a_fenced_stream_answers_a_stale_writers_retry_and_refuses_its_new_appen
     meta = _meta(fencing_token="new", closed=closed)
     fenced = machine.View(meta, {"p": ProducerPosition(0, 3)})
     retry = _append(producer=_producer(0, 3), fencing_token="old")
-    assert _done(machine.append(fenced, retry, NOW)) == Appended(
-        meta, False, ProducerPosition(0, 3)
-    )
+    assert _done(MACHINE.apply(fenced, retry, NOW)) == Appended(meta, False, ProducerPosition(0, 3))
     new = _append(producer=_producer(0, 4), fencing_token="old")
-    assert _refusal(machine.append(fenced, new, NOW)) is ErrorCode.FENCING_TOKEN_MISMATCH
+    assert _refusal(MACHINE.apply(fenced, new, NOW)) is ErrorCode.FENCING_TOKEN_MISMATCH
 
 
 def test_producers_are_accepted_in_sequence_and_repeats_are_answered_without_writing() -> None:
     view = machine.View(_meta(), {"p": ProducerPosition(1, 4)})
-    write = _write(machine.append(view, _append(producer=_producer(1, 5)), NOW))
+    write = _write(MACHINE.apply(view, _append(producer=_producer(1, 5)), NOW))
     assert write.producer == ("p", ProducerPosition(1, 5))
     assert write.stamp == _producer(1, 5)
-    duplicate = _done(machine.append(view, _append(producer=_producer(1, 3)), NOW))
+    duplicate = _done(MACHINE.apply(view, _append(producer=_producer(1, 3)), NOW))
     assert duplicate == Appended(_meta(), False, ProducerPosition(1, 4))
-    gap = machine.append(view, _append(producer=_producer(1, 7)), NOW)
+    gap = MACHINE.apply(view, _append(producer=_producer(1, 7)), NOW)
     assert _refusal(gap) is ErrorCode.PRODUCER_SEQUENCE_GAP
     assert isinstance(gap, machine.Refused)
     assert gap.error.headers == {"Producer-Expected-Seq": "5", "Producer-Received-Seq": "7"}
-    stale = machine.append(view, _append(producer=_producer(0, 5)), NOW)
+    stale = MACHINE.apply(view, _append(producer=_producer(0, 5)), NOW)
     assert _refusal(stale) is ErrorCode.STALE_PRODUCER_EPOCH
-    bumped = machine.append(view, _append(producer=_producer(2, 1)), NOW)
+    bumped = MACHINE.apply(view, _append(producer=_producer(2, 1)), NOW)
     assert _refusal(bumped) is ErrorCode.INVALID_PRODUCER_EPOCH
-    fresh = _write(machine.append(view, _append(producer=_producer(2, 0)), NOW))
+    fresh = _write(MACHINE.apply(view, _append(producer=_producer(2, 0)), NOW))
     assert fresh.producer == ("p", ProducerPosition(2, 0))
 
 
 def test_a_new_producer_starts_at_seq_zero() -> None:
     view = machine.View(_meta())
-    _write(machine.append(view, _append(producer=_producer(0, 0, "new")), NOW))
-    step = machine.append(view, _append(producer=_producer(0, 1, "new")), NOW)
+    _write(MACHINE.apply(view, _append(producer=_producer(0, 0, "new")), NOW))
+    step = MACHINE.apply(view, _append(producer=_producer(0, 1, "new")), NOW)
     assert _refusal(step) is ErrorCode.PRODUCER_SEQUENCE_GAP
 
 
 def test_a_duplicate_is_recognised_before_stream_seq() -> None:
     view = machine.View(_meta(last_seq="9"), {"p": ProducerPosition(0, 0)})
-    retry = machine.append(view, _append(seq="9", producer=_producer(0, 0)), NOW)
+    retry = MACHINE.apply(view, _append(seq="9", producer=_producer(0, 0)), NOW)
     assert isinstance(_done(retry), Appended)
 
 
 def test_a_write_renews_a_sliding_ttl_only() -> None:
     sliding = _meta(ttl_seconds=60, last_access_ms=NOW - 10)
-    write = _write(machine.append(machine.View(sliding), _append(), NOW))
+    write = _write(MACHINE.apply(machine.View(sliding), _append(), NOW))
     assert write.state is not None
     assert write.state.last_access_ms == NOW
     fixed = _meta(expires_at_ms=NOW * 2, last_access_ms=5)
-    write = _write(machine.append(machine.View(fixed), _append(), NOW))
+    write = _write(MACHINE.apply(machine.View(fixed), _append(), NOW))
     assert write.state is not None
     assert write.state.last_access_ms == 5
+
+
+def test_an_append_on_committed_state_is_an_access_whatever_its_answer() -> None:
+    """Refused, repeated or written, it renews a live stream's sliding TTL (`renewed`, for the
+    caller to hold at once); the TTL of an expired stream, or a fixed one, does not move."""
+    sliding = _meta(ttl_seconds=60, last_access_ms=NOW - 10)
+    renewed = sliding.evolve(last_access_ms=NOW)
+    refused = MACHINE.apply(machine.View(sliding), _append(b"x", JSON), NOW)
+    assert _refusal(refused) is ErrorCode.CONTENT_TYPE_MISMATCH
+    assert machine.renewal(refused) == renewed
+    closed = machine.View(sliding.evolve(closed=True))
+    repeat = MACHINE.apply(closed, _append(b"", None, close=True), NOW)
+    assert _done(repeat).meta.last_access_ms == NOW
+    assert machine.renewal(repeat) == renewed.evolve(closed=True)
+    assert machine.renewal(MACHINE.apply(machine.View(sliding), _append(), NOW)) == renewed
+    expired = _meta(ttl_seconds=60, last_access_ms=NOW - 60_000)
+    assert machine.renewal(MACHINE.apply(machine.View(expired), _append(), NOW)) is None
+    fixed = _meta(expires_at_ms=NOW * 2, last_access_ms=5)
+    assert machine.renewal(MACHINE.apply(machine.View(fixed), _append(b"x", JSON), NOW)) is None
+
+
+def test_an_append_on_pending_state_renews_only_in_what_it_writes() -> None:
+    pending = machine.View(_meta(ttl_seconds=60, last_access_ms=NOW - 10), pending=True)
+    write = _write(MACHINE.apply(pending, _append(), NOW))
+    assert machine.renewal(write) is None
+    assert write.state is not None
+    assert write.state.last_access_ms == NOW
+
+
+def test_a_write_settled_when_answered_renews_a_sliding_ttl_from_then() -> None:
+    """A commit that took long must not leave the client less than the TTL it asked for."""
+    sliding = _meta(ttl_seconds=60, last_access_ms=NOW - 10)
+    write = _write(MACHINE.apply(machine.View(sliding, pending=True), _append(), NOW))
+    decided = machine.settle(write, [20])
+    answered = machine.settle(write, [20], answered_ms=NOW + 500)
+    assert decided is not None
+    assert decided.last_access_ms == NOW
+    assert answered == decided.evolve(last_access_ms=NOW + 500)
+    assert machine.settle(write, [20], answered_ms=NOW - 1) == decided  # never moved back
 
 
 # -- access (sliding TTL) ---------------------------------------------------------------------
@@ -366,8 +412,11 @@ def test_a_write_renews_a_sliding_ttl_only() -> None:
 
 def _renewed(meta: StreamMeta | None, at_ms: int) -> StreamMeta | None:
     """The stream after an access at `at_ms`, or None when the machine says nothing to do."""
-    step = machine.access(machine.View(meta), Access(at_ms))
-    return None if step is None else step.state
+    step = MACHINE.apply(machine.View(meta), Access(at_ms), NOW)
+    if step is machine.NOTHING:
+        return None
+    assert isinstance(step, machine.Renewed), step
+    return step.state
 
 
 def test_an_access_renews_a_sliding_ttl_only() -> None:
@@ -424,13 +473,13 @@ def test_accesses_in_any_order_leave_the_latest_and_never_shorten_a_life(
 
 def test_against_a_pending_state_only_writes_with_data_are_decided() -> None:
     pending = machine.View(_meta(), {"p": ProducerPosition(0, 1)}, pending=True)
-    _write(machine.append(pending, _append(), NOW))
-    assert machine.append(pending, _append(b""), NOW) is machine.SETTLE  # a refusal
-    assert machine.append(pending, _append(producer=_producer(0, 1)), NOW) is machine.SETTLE
-    assert machine.append(pending, _append(if_match='"x"'), NOW) is machine.SETTLE
-    assert machine.append(pending, _append(b"", None, close=True), NOW) is machine.SETTLE
+    _write(MACHINE.apply(pending, _append(), NOW))
+    assert MACHINE.apply(pending, _append(b""), NOW) is machine.SETTLE  # a refusal
+    assert MACHINE.apply(pending, _append(producer=_producer(0, 1)), NOW) is machine.SETTLE
+    assert MACHINE.apply(pending, _append(if_match='"x"'), NOW) is machine.SETTLE
+    assert MACHINE.apply(pending, _append(b"", None, close=True), NOW) is machine.SETTLE
     broken = machine.View(_meta(), pending=True, broken=True)
-    assert machine.append(broken, _append(), NOW) is machine.SETTLE
+    assert MACHINE.apply(broken, _append(), NOW) is machine.SETTLE
 
 
 # -- delete -----------------------------------------------------------------------------------
@@ -438,11 +487,14 @@ def test_against_a_pending_state_only_writes_with_data_are_decided() -> None:
 
 def test_delete_writes_a_control_record_and_forgets_the_stream_and_its_producers() -> None:
     view = machine.View(_meta(), {"p": ProducerPosition(0, 0)})
-    write = _write(machine.delete(view, "s", NOW))
+    write = _write(MACHINE.apply(view, DeleteStream(REF), NOW))
     assert write.entries == (ControlEvent.DELETE,)
     assert write.forget == ("p",)
     assert machine.settle(write, [50]) is None
-    assert _refusal(machine.delete(machine.View(None), "s", NOW)) is ErrorCode.STREAM_NOT_FOUND
+    assert (
+        _refusal(MACHINE.apply(machine.View(None), DeleteStream(REF), NOW))
+        is ErrorCode.STREAM_NOT_FOUND
+    )
 
 
 # -- forks ----------------------------------------------------------------------------------
@@ -459,7 +511,9 @@ def _fork(
 def _forked(
     command: CreateStream, source: StreamMeta = SOURCE, following: tuple[bytes, ...] = ()
 ) -> machine.Step:
-    return machine.create(machine.View(None, source=source, following=following), command, NOW, 9)
+    return MACHINE.apply(
+        machine.View(None, source=source, following=following, partition=9), command, NOW
+    )
 
 
 def test_a_fork_lives_in_its_sources_partition_and_inherits_its_history_up_to_the_cut() -> None:
@@ -504,7 +558,7 @@ def test_a_fork_of_a_fork_clips_the_chain() -> None:
 )
 def test_forks_refused(command: CreateStream, source: StreamMeta | None, code: ErrorCode) -> None:
     view = machine.View(None, source=source)
-    assert _refusal(machine.create(view, command, NOW, 0)) is code
+    assert _refusal(MACHINE.apply(view, command, NOW)) is code
 
 
 def test_a_sub_offset_copies_a_prefix_before_the_initial_body() -> None:
@@ -521,10 +575,10 @@ def test_a_fork_created_again_is_the_same_only_with_the_same_fork_point() -> Non
     existing = _write(_forked(_fork(12, 2), following=(b"hello",))).state
     assert existing is not None
     view = machine.View(existing, source=SOURCE)
-    assert isinstance(machine.create(view, _fork(12, 2), NOW, 0), machine.Done)
-    assert isinstance(machine.create(view, _fork(None, 2), NOW, 0), machine.Done)
+    assert isinstance(MACHINE.apply(view, _fork(12, 2), NOW), machine.Done)
+    assert isinstance(MACHINE.apply(view, _fork(None, 2), NOW), machine.Done)
     for other in (_fork(12, 3), _fork(11, 2), _create()):
-        assert _refusal(machine.create(view, other, NOW, 0)) is ErrorCode.STREAM_EXISTS
+        assert _refusal(MACHINE.apply(view, other, NOW)) is ErrorCode.STREAM_EXISTS
 
 
 def test_a_fork_of_another_buckets_stream_lives_in_that_buckets_partition() -> None:
@@ -554,42 +608,55 @@ def test_a_fork_across_buckets_created_again_names_the_same_source_bucket() -> N
     source = SOURCE.evolve(bucket_id="other")
     command = _create(None, fork=ForkFrom("src", 12, source_bucket="other"))
     view = machine.View(_write(_forked(command, source)).state, source=source)
-    assert isinstance(machine.create(view, command, NOW, 0), machine.Done)
-    assert _refusal(machine.create(view, _fork(12), NOW, 0)) is ErrorCode.STREAM_EXISTS
+    assert isinstance(MACHINE.apply(view, command, NOW), machine.Done)
+    assert _refusal(MACHINE.apply(view, _fork(12), NOW)) is ErrorCode.STREAM_EXISTS
 
 
 def test_a_stream_with_live_forks_is_soft_deleted_and_then_gone() -> None:
     view = machine.View(_meta(), {"p": ProducerPosition(0, 0)}, forks=1)
-    write = _write(machine.delete(view, "s", NOW))
+    write = _write(MACHINE.apply(view, DeleteStream(REF), NOW))
     assert write.state is not None
     assert write.state.soft_deleted
     assert write.forget == ("p",)
     gone = machine.View(write.state)
-    assert _refusal(machine.delete(gone, "s", NOW)) is ErrorCode.GONE
-    assert _refusal(machine.append(gone, _append(), NOW)) is ErrorCode.GONE
-    assert _refusal(machine.create(gone, _create(), NOW, 0)) is ErrorCode.STREAM_EXISTS
+    assert _refusal(MACHINE.apply(gone, DeleteStream(REF), NOW)) is ErrorCode.GONE
+    assert _refusal(MACHINE.apply(gone, _append(), NOW)) is ErrorCode.GONE
+    assert _refusal(MACHINE.apply(gone, _create(), NOW)) is ErrorCode.STREAM_EXISTS
 
 
 def test_deleting_the_last_fork_collects_soft_deleted_sources_up_the_chain() -> None:
     root, middle = _meta(stream_id="root", soft_deleted=True), _meta(stream_id="mid")
     chain = ((middle.evolve(soft_deleted=True), 1), (root, 1))
-    write = _write(machine.delete(machine.View(_meta(), ancestors=chain), "s", NOW))
+    write = _write(MACHINE.apply(machine.View(_meta(), ancestors=chain), DeleteStream(REF), NOW))
     assert write.state is None
     assert write.collects == (("bucket", "mid"), ("bucket", "root"))
     shared = ((middle.evolve(soft_deleted=True), 2), (root, 1))
-    assert _write(machine.delete(machine.View(_meta(), ancestors=shared), "s", NOW)).collects == ()
+    assert (
+        _write(
+            MACHINE.apply(machine.View(_meta(), ancestors=shared), DeleteStream(REF), NOW)
+        ).collects
+        == ()
+    )
     alive = ((middle, 1), (root, 1))
-    assert _write(machine.delete(machine.View(_meta(), ancestors=alive), "s", NOW)).collects == ()
+    assert (
+        _write(
+            MACHINE.apply(machine.View(_meta(), ancestors=alive), DeleteStream(REF), NOW)
+        ).collects
+        == ()
+    )
 
 
 def test_a_soft_deleted_stream_without_live_forks_is_collected_with_the_sources_it_kept() -> None:
     gone, root = _meta(soft_deleted=True), _meta(stream_id="root", soft_deleted=True)
-    write = machine.collect(machine.View(gone, ancestors=((root, 1),)), NOW)
-    assert write is not None
+    write = _write(MACHINE.apply(machine.View(gone, ancestors=((root, 1),)), Collect(), NOW))
     assert (write.entries, write.state, write.collects) == ((), None, (("bucket", "root"),))
-    assert machine.collect(machine.View(gone, forks=1), NOW) is None  # a fork still reads it
-    assert machine.collect(machine.View(_meta()), NOW) is None  # not soft-deleted
-    assert machine.collect(machine.View(None), NOW) is None
+    assert (
+        MACHINE.apply(machine.View(gone, forks=1), Collect(), NOW) is machine.NOTHING
+    )  # a fork still reads it
+    assert (
+        MACHINE.apply(machine.View(_meta()), Collect(), NOW) is machine.NOTHING
+    )  # not soft-deleted
+    assert MACHINE.apply(machine.View(None), Collect(), NOW) is machine.NOTHING
 
 
 @settings(max_examples=200, deadline=None)
@@ -608,7 +675,7 @@ def test_a_forks_history_is_its_sources_below_the_cut_then_its_own(
         offset = max(source.history_start, source.next_offset - cut_back)
         name = f"s{len(metas)}"
         fork = _create(None, ref=StreamRef("bucket", name), fork=ForkFrom(source.stream_id, offset))
-        write = _write(machine.create(machine.View(None, source=source), fork, NOW, 0))
+        write = _write(MACHINE.apply(machine.View(None, source=source), fork, NOW))
         settled = machine.settle(write, [len(log)])
         assert settled is not None
         log.append((name, b""))
@@ -680,7 +747,7 @@ class _Log:
     def run(self, command: Append | CreateStream | None, gap: int) -> None:
         if command is None:
             self.commit(gap)
-            step = machine.delete(self.view(), "s", NOW)
+            step = MACHINE.apply(self.view(), DeleteStream(REF), NOW)
             if isinstance(step, machine.Write):
                 self.accepted = [a for a in self.accepted if a[0] not in step.forget]
                 self.pending.append(step)
@@ -693,11 +760,11 @@ class _Log:
     def _decide(self, command: Append | CreateStream, gap: int) -> machine.Step:
         if isinstance(command, CreateStream):
             self.commit(gap)
-            return machine.create(self.view(), command, NOW, 0)
-        step = machine.append(self.view(), command, NOW)
+            return MACHINE.apply(self.view(), command, NOW)
+        step = MACHINE.apply(self.view(), command, NOW)
         if step is machine.SETTLE:
             self.commit(gap)
-            step = machine.append(self.view(), command, NOW)
+            step = MACHINE.apply(self.view(), command, NOW)
             assert step is not machine.SETTLE
         return step
 
@@ -744,7 +811,7 @@ def _publish(offset: int, size: int = 3) -> PublishSnapshot:
 def test_a_snapshot_anywhere_in_the_history_moves_retention_and_writes_no_record(
     offset: int,
 ) -> None:
-    write = _write(machine.publish(machine.View(_meta()), _publish(offset), NOW))
+    write = _write(MACHINE.apply(machine.View(_meta()), _publish(offset), NOW))
     assert write.entries == ()
     assert write.state is not None
     assert write.state.retained_from == offset
@@ -768,28 +835,28 @@ def test_a_snapshot_anywhere_in_the_history_moves_retention_and_writes_no_record
     ],
 )
 def test_publish_refusals(meta: StreamMeta | None, offset: int, code: ErrorCode) -> None:
-    assert _refusal(machine.publish(machine.View(meta), _publish(offset), NOW)) == code
+    assert _refusal(MACHINE.apply(machine.View(meta), _publish(offset), NOW)) == code
 
 
 def test_a_snapshot_over_the_limit_is_refused() -> None:
     limits = machine.Limits(max_snapshot_bytes=2)
-    step = machine.publish(machine.View(_meta()), _publish(15, size=3), NOW, limits)
+    step = machine.Machine(limits).apply(machine.View(_meta()), _publish(15, size=3), NOW)
     assert _refusal(step) == ErrorCode.PAYLOAD_TOO_LARGE
 
 
 def test_a_snapshot_at_the_retained_offset_again_replaces_it() -> None:
     view = machine.View(_meta(retained_from=15))
-    assert _write(machine.publish(view, _publish(15), NOW)).state is not None
+    assert _write(MACHINE.apply(view, _publish(15), NOW)).state is not None
 
 
 def test_a_publish_past_its_commit_deadline_is_refused() -> None:
-    step = machine.publish(machine.View(_meta()), _publish(15), NOW + 1)
+    step = MACHINE.apply(machine.View(_meta()), _publish(15), NOW + 1)
     assert _refusal(step) == ErrorCode.UNAVAILABLE
 
 
 def test_publish_is_decided_on_committed_state() -> None:
     view = machine.View(_meta(), pending=True)
-    assert machine.publish(view, _publish(15), NOW) is machine.SETTLE
+    assert MACHINE.apply(view, _publish(15), NOW) is machine.SETTLE
 
 
 def test_reads_below_the_retained_offset_are_gone() -> None:
@@ -818,7 +885,7 @@ def _pointer(meta: StreamMeta, offset: int = 15, published_at_ms: int = NOW) -> 
 
 def test_a_fork_of_a_retained_source_inherits_its_retention_and_snapshot() -> None:
     view = machine.View(None, source=RETAINED, source_snapshot=_pointer(RETAINED))
-    write = _write(machine.create(view, _fork(17), NOW, 9))
+    write = _write(MACHINE.apply(replace(view, partition=9), _fork(17), NOW))
     assert write.state is not None
     assert write.state.retained_from == 15  # reads below answer 410, as the source's do
     assert write.state.inherited == (Segment("src", 10, 17),)
@@ -835,8 +902,11 @@ def test_a_fork_of_a_retained_source_inherits_its_retention_and_snapshot() -> No
 def test_a_fork_below_its_sources_retention_is_gone() -> None:
     view = machine.View(None, source=RETAINED, source_snapshot=_pointer(RETAINED))
     for offset in (10, 14):
-        assert _refusal(machine.create(view, _fork(offset), NOW, 9)) == ErrorCode.OFFSET_GONE
-    assert _write(machine.create(view, _fork(15), NOW, 9)).snapshot is not None
+        assert (
+            _refusal(MACHINE.apply(replace(view, partition=9), _fork(offset), NOW))
+            == ErrorCode.OFFSET_GONE
+        )
+    assert _write(MACHINE.apply(replace(view, partition=9), _fork(15), NOW)).snapshot is not None
 
 
 def test_a_fork_of_a_source_without_retention_copies_no_snapshot() -> None:
@@ -879,7 +949,7 @@ def test_a_fork_holds_its_sources_range_back_and_soft_deleted_streams_count() ->
 
 def test_a_trim_moves_the_earliest_offset_with_no_record_and_reads_below_are_gone() -> None:
     meta = _meta()  # history [10, 20)
-    write = _write(machine.trim(machine.View(meta), Trim(REF, 15), NOW))
+    write = _write(MACHINE.apply(machine.View(meta), Trim(REF, 15), NOW))
     assert write.entries == ()
     trimmed = machine.settle(write, [])
     assert trimmed == meta.evolve(trimmed_to=15, trimmed_at_ms=NOW)
@@ -896,7 +966,7 @@ def test_a_trim_moves_the_earliest_offset_with_no_record_and_reads_below_are_gon
 
 def test_a_trim_changes_the_streams_etag_and_an_untrimmed_stream_keeps_its_own() -> None:
     meta = _meta()
-    trimmed = machine.settle(_write(machine.trim(machine.View(meta), Trim(REF, 15), NOW)), [])
+    trimmed = machine.settle(_write(MACHINE.apply(machine.View(meta), Trim(REF, 15), NOW)), [])
     assert trimmed is not None
     further = meta.evolve(trimmed_to=17, trimmed_at_ms=NOW)
     assert len({stream_etag(meta), stream_etag(trimmed), stream_etag(further)}) == 3
@@ -906,12 +976,12 @@ def test_a_trim_changes_the_streams_etag_and_an_untrimmed_stream_keeps_its_own()
 @pytest.mark.parametrize("before", [BEGINNING, 5, 10, 14, 15])
 def test_a_trim_never_moves_back_and_answers_the_earliest_offset(before: int) -> None:
     trimmed = _meta(trimmed_to=15, trimmed_at_ms=1)
-    reply = _done(machine.trim(machine.View(trimmed), Trim(REF, before), NOW))
+    reply = _done(MACHINE.apply(machine.View(trimmed), Trim(REF, before), NOW))
     assert reply.meta == trimmed
 
 
 def test_a_trim_to_now_removes_everything_so_far() -> None:
-    write = _write(machine.trim(machine.View(_meta()), Trim(REF, AT_TAIL), NOW))
+    write = _write(MACHINE.apply(machine.View(_meta()), Trim(REF, AT_TAIL), NOW))
     assert write.state is not None
     assert write.state.earliest_offset == 20
 
@@ -926,25 +996,25 @@ def test_a_trim_to_now_removes_everything_so_far() -> None:
     ],
 )
 def test_trim_refusals(meta: StreamMeta | None, before: int, code: ErrorCode) -> None:
-    assert _refusal(machine.trim(machine.View(meta), Trim(REF, before), NOW)) == code
+    assert _refusal(MACHINE.apply(machine.View(meta), Trim(REF, before), NOW)) == code
 
 
 def test_a_trim_is_decided_on_committed_state() -> None:
     view = machine.View(_meta(), pending=True)
-    assert machine.trim(view, Trim(REF, 15), NOW) is machine.SETTLE
+    assert MACHINE.apply(view, Trim(REF, 15), NOW) is machine.SETTLE
 
 
 def test_a_trim_past_the_snapshot_hides_it_and_one_below_keeps_it() -> None:
     retained = _meta(retained_from=15)
     pointer = _pointer(retained)
     assert pointer.belongs_to(retained)
-    assert _done(machine.trim(machine.View(retained), Trim(REF, 12), NOW)).meta == retained
-    past = machine.settle(_write(machine.trim(machine.View(retained), Trim(REF, 18), NOW)), [])
+    assert _done(MACHINE.apply(machine.View(retained), Trim(REF, 12), NOW)).meta == retained
+    past = machine.settle(_write(MACHINE.apply(machine.View(retained), Trim(REF, 18), NOW)), [])
     assert past is not None
     assert (past.earliest_offset, past.snapshot_offset) == (18, None)
     assert not pointer.belongs_to(past)
-    assert _refusal(machine.publish(machine.View(past), _publish(16), NOW)) == ErrorCode.OFFSET_GONE
-    newer = _write(machine.publish(machine.View(past), _publish(19), NOW)).state
+    assert _refusal(MACHINE.apply(machine.View(past), _publish(16), NOW)) == ErrorCode.OFFSET_GONE
+    newer = _write(MACHINE.apply(machine.View(past), _publish(19), NOW)).state
     assert newer is not None
     assert (newer.earliest_offset, newer.snapshot_offset) == (19, 19)
 
@@ -952,8 +1022,10 @@ def test_a_trim_past_the_snapshot_hides_it_and_one_below_keeps_it() -> None:
 def test_a_fork_of_a_trimmed_source_is_trimmed_alike_and_below_it_is_gone() -> None:
     trimmed = replace(SOURCE, trimmed_to=15, trimmed_at_ms=NOW - 5)
     view = machine.View(None, source=trimmed)
-    assert _refusal(machine.create(view, _fork(14), NOW, 9)) == ErrorCode.OFFSET_GONE
-    write = _write(machine.create(view, _fork(17), NOW, 9))
+    assert (
+        _refusal(MACHINE.apply(replace(view, partition=9), _fork(14), NOW)) == ErrorCode.OFFSET_GONE
+    )
+    write = _write(MACHINE.apply(replace(view, partition=9), _fork(17), NOW))
     assert write.snapshot is None
     assert write.state is not None
     assert (write.state.trimmed_to, write.state.trimmed_at_ms) == (15, NOW - 5)
@@ -973,8 +1045,8 @@ def test_a_trim_frees_storage_once_settled_and_a_fork_made_before_holds_its_rang
 def _trimmed_every(meta: StreamMeta, step_ms: int, steps: int, settle_ms: int) -> StreamMeta:
     """The stream trimmed one offset further every `step_ms`, `steps` times from NOW."""
     for index in range(1, steps + 1):
-        step = machine.trim(
-            machine.View(meta), Trim(REF, 10 + index), NOW + index * step_ms, settle_ms
+        step = machine.Machine(trim_settle_ms=settle_ms).apply(
+            machine.View(meta), Trim(REF, 10 + index), NOW + index * step_ms
         )
         state = _write(step).state
         assert state is not None

@@ -14,21 +14,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sized
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapter.http.statuses import status_of
 from adapter.log.errors import LogUnavailable, OutcomeUnknown
 from adapter.log.hot_cache import HotCache
 from adapter.log.reader import ReadLimits
 from adapter.log.writer import StateEntry, WriteBatch
 from adapter.objects.local import LocalObjectStore
 from adapter.protocol import stream_machine as machine
-from adapter.protocol.commands import Appended, Created, CreateStream, Read
+from adapter.protocol.commands import Appended, Created, CreateStream, DeleteStream, Read
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import ProducerRecord, StreamMeta
 from adapter.protocol.offsets import BEGINNING, ReadFrom
 from adapter.protocol.producers import ProducerPosition
 from adapter.service.hub import LiveHub
@@ -37,10 +39,10 @@ from adapter.service.record_encoding import write_records
 from adapter.service.state_entries import write_entries
 from adapter.service.streams import StreamService
 from adapter.state.catalog import Catalog
-from adapter.state.records import ProducerRecord, StreamMeta, decode, decode_as
+from adapter.state.records import decode, decode_as
 from adapter.state.view_age import ViewAge
 from adapter.tier.cold import ColdReader
-from tests.unit.support.histories import LONG_COMMANDS, REF, Command, create
+from tests.unit.support.histories import LONG_COMMANDS, REF, Command, append, create
 from tests.unit.support.memory_log import (
     TOPICS,
     Fate,
@@ -53,6 +55,7 @@ from topology.placement import partition_for
 from topology.wire import stream_key
 
 NOW = 1_000_000
+MACHINE = machine.Machine()
 KEY = (REF.bucket_id, REF.stream_id)
 PARTITIONS = 3
 # Small reads: a stream's history comes in many chunks, each continued from the offset the
@@ -153,10 +156,10 @@ class _Model:
     def decide(self, command: Command) -> machine.Step:
         view = machine.View(self.meta, dict(self.producers))
         if command is None:
-            return machine.delete(view, REF.stream_id, NOW)
+            return MACHINE.apply(view, DeleteStream(REF), NOW)
         if isinstance(command, CreateStream):
-            return machine.create(view, command, NOW, self.partition)
-        return machine.append(view, command, NOW)
+            return MACHINE.apply(replace(view, partition=self.partition), command, NOW)
+        return MACHINE.apply(view, command, NOW)
 
     def commit(
         self, command: Command, batch: WriteBatch, offsets: list[int], state: list[StateEntry]
@@ -312,7 +315,7 @@ class _Run:
             elif isinstance(error, OutcomeUnknown):
                 assert outcome is not None, f"{command}: answered 504 for a batch never written"
             elif isinstance(error, ProtocolError):
-                assert error.code.status < 500, f"{command}: {error}"
+                assert status_of(error.code) < 500, f"{command}: {error}"
                 assert batch is None, f"{command}: refused, yet written"
             elif error is not None:
                 raise error
@@ -419,4 +422,28 @@ async def _sliding_ttl_from_the_commit() -> None:
     with pytest.raises(ProtocolError) as raised:
         run.service.native.existing(REF)
     assert raised.value.code is ErrorCode.STREAM_NOT_FOUND
+    run.close()
+
+
+def test_a_refused_append_still_renews_a_sliding_ttl() -> None:
+    """An append is an access whatever its answer: the machine's step says so, the service
+    holds the renewal."""
+    asyncio.run(_refused_append_renews())
+
+
+async def _refused_append_renews() -> None:
+    run = _Run()
+    run.issue(create(ttl_seconds=2))
+    await _idle()
+    run.writers.take(1)
+    run.writers.end(Fate.COMMIT)
+    await _idle()
+    run.now = NOW + 1_500
+    run.issue(append(b"x", "application/json"))  # another content type: 409
+    await _idle()
+    refused = list(run.tasks)[-1].exception()
+    assert isinstance(refused, ProtocolError)
+    assert refused.code is ErrorCode.CONTENT_TYPE_MISMATCH
+    run.now = NOW + 1_500 + 1_999
+    assert run.service.native.existing(REF).last_access_ms == NOW + 1_500
     run.close()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from adapter.protocol.model import SnapshotPointer, StreamMeta
 from adapter.protocol.snapshots import retention_floors
 from adapter.service.tiering import FLOOR_STEP, floors_gently
-from adapter.state.records import SnapshotPointer, StreamMeta
 from tests.unit.test_stream_machine import NOW, _meta, _pointer
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from adapter.protocol.model import Segment, SnapshotPointer, StreamMeta
 from adapter.service.tier_gc import needed as needed_by
 from adapter.state.catalog import Catalog
-from adapter.state.records import Segment, SnapshotPointer, StreamMeta
 from adapter.tier.manifest import TierChunk
 
 SOURCE = StreamMeta("b", "s", 0, "text/plain", 100, 10, 50, 1_000, 1_000)

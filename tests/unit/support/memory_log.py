@@ -24,8 +24,8 @@ from adapter.log.reader import ReadLimits, ReadRequest, ReadResult, RecordPositi
 from adapter.log.write_batches import committed, expired, unbroken
 from adapter.log.writer import LEARNING_MESSAGE, Record, StateEntry, WriteBatch, WriterLimits
 from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import BucketMeta
 from adapter.state.catalog import Catalog
-from adapter.state.records import BucketMeta
 from topology.naming import StateTopics, bucket_topic
 from topology.slots import SlotMap
 from topology.wire import is_control, stream_key
