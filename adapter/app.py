@@ -316,13 +316,13 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
     await settle_format_level(parts)  # before any write: see state/format_gate.py
     parts.mounts.load_configured()  # and index every mount
     running.spawn(parts.follower.follow(), "follower")
-    await parts.follower.measure(parts.streams.view)  # ready as current as can be told
+    await parts.follower.measure(parts.streams.native.view)  # ready as current as can be told
     logging.getLogger(__name__).info(
         "state replayed in %.1f s, then followed in %.1f s",
         replayed - began,
         time.monotonic() - replayed,
     )
-    running.spawn(parts.follower.keep_current(parts.streams.view), "view-currency")
+    running.spawn(parts.follower.keep_current(parts.streams.native.view), "view-currency")
     running.spawn(parts.collector.run(), "snapshot-collector")
     grace_ms = settings.expired_gc_grace_ms
     running.spawn(sweep_forever(parts.streams, grace_ms), "soft-delete-collector")

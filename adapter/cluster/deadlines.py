@@ -3,7 +3,7 @@
 T is `kafka_timeout_ms`, the deadline of each broker call. A write on the owner:
 
 1. waits for the stream's earlier appends in flight to settle: at most 4T
-   (`StreamService._settle`);
+   (`DecidedWrites.settle`);
 2. waits in the slot's queue for the transaction in progress: at most one transaction;
 3. is committed in a transaction of its own, which on the writer's thread takes at most
    8T: replacing a failed producer (the ownership question, T, then init_transactions, T),

@@ -161,7 +161,7 @@ def _no_seek_in_mounts(request: web.Request, meta: StreamMeta) -> None:
 def _meta(request: web.Request) -> StreamMeta:
     bucket_id = validate_bucket_id(request.match_info["b"])
     ref = StreamRef(bucket_id, validate_stream_id(bucket_id, request.match_info["s"]))
-    return request.app[STREAMS].existing(ref)
+    return request.app[STREAMS].source_for(bucket_id).existing(ref)
 
 
 def _count(request: web.Request, name: str, most: int, setting: str = "") -> int | None:
@@ -204,7 +204,7 @@ async def records(request: web.Request) -> web.Response:
     body: dict[str, object] = {"topic": _topic(request, meta), "partition": meta.partition}
     if request.app[MOUNTED].covers(meta.bucket_id):
         ref = StreamRef(meta.bucket_id, meta.stream_id)
-        chunk = await request.app[STREAMS].read(Read(ref, start))
+        chunk = await request.app[STREAMS].source_for(ref.bucket_id).read(Read(ref, start))
         sizes = [{"bytes": len(message)} for message in chunk.messages]
         return _api(body | {"records": sizes, "next_offset": encode(chunk.next_offset)})
     check_readable(meta, start)

@@ -32,6 +32,7 @@ from adapter.protocol.sse import (
     tail_events,
     uses_base64,
 )
+from adapter.service.stream_source import StreamSource
 from adapter.service.streams import StreamService
 from topology.errors import BrokerUnavailable
 
@@ -66,6 +67,7 @@ def poll_timeout(request: web.Request, limits: LiveLimits) -> float:
 async def long_poll(
     request: web.Request,
     service: StreamService,
+    source: StreamSource,
     reads: SharedReads,
     ref: StreamRef,
     start: ReadFrom,
@@ -77,16 +79,16 @@ async def long_poll(
     left = seconds_left(request)
     if left is not None:  # answer (204) by the time the token expires: the client renews it
         timeout_s = max(0.0, min(timeout_s, left))
-    meta = service.accessed(ref, reader_of(request))
+    meta = source.accessed(ref, reader_of(request))
     position = resolve_start(meta, start)
     if position >= meta.next_offset and not meta.closed:
-        meta = await service.wait_for_data(ref, position, timeout_s)
+        meta = await service.wait_for_data(source, ref, position, timeout_s)
     cursor = {"Stream-Cursor": next_cursor(service.clock(), request.query.get("cursor"))}
     if position >= meta.next_offset:
-        meta = await service.at_tail(ref)  # a 204 says up to date: of every acknowledged append
+        meta = await source.at_tail(ref)  # a 204 says up to date: of every acknowledged append
     if position >= meta.next_offset:
         return None, meta, cursor
-    chunk = await reads.read(ref, position, bounds)  # one read for all woken here
+    chunk = await reads.read(source, ref, position, bounds)  # one read for all woken here
     traced(service, "long-poll", chunk)
     return chunk, meta, cursor
 
@@ -116,12 +118,13 @@ def empty_poll_response(meta: StreamMeta, cursor: dict[str, str]) -> web.Respons
 async def sse(
     request: web.Request,
     service: StreamService,
+    source: StreamSource,
     fanout: Fanout,
     ref: StreamRef,
     start: ReadFrom,
     limits: LiveLimits,
 ) -> web.StreamResponse:
-    meta = service.accessed(ref, reader_of(request))
+    meta = source.accessed(ref, reader_of(request))
     check_readable(meta, start)  # 410 below the earliest offset, before the stream of events
     response = web.StreamResponse(status=200)
     response.headers["Content-Type"] = CONTENT_TYPE
@@ -134,7 +137,7 @@ async def sse(
     decorate(response, request)
     await response.prepare(request)
     sink = TransportSink(request, response, SSE_BACKLOG_BYTES)
-    session = _SseSession(request, sink, service, fanout, ref, limits)
+    session = _SseSession(request, sink, service, source, fanout, ref, limits)
     try:
         await session.run(resolve_start(meta, start), seconds_left(request))
         if session.credential_expired:
@@ -162,12 +165,14 @@ class _SseSession:
         request: web.Request,
         sink: TransportSink,
         service: StreamService,
+        source: StreamSource,
         fanout: Fanout,
         ref: StreamRef,
         limits: LiveLimits,
     ) -> None:
         self.sink = sink
         self.service = service
+        self.source = source
         self.fanout = fanout
         self.ref = ref
         self.limits = limits
@@ -205,15 +210,15 @@ class _SseSession:
     async def _catch_up(self, position: int) -> tuple[int, bool]:
         """Write until the client has every committed message; True once the stream closed."""
         while True:
-            meta = self.service.existing(self.ref)
+            meta = self.source.existing(self.ref)
             if position < meta.next_offset:
-                chunk = await self.service.read(Read(self.ref, position))
+                chunk = await self.source.read(Read(self.ref, position))
                 events = chunk_events(chunk, self.service.clock())
                 traced(self.service, "sse", chunk)
             elif meta.closed or not self.announced:
                 if not meta.closed:
                     # `upToDate` of every acknowledged append: else the session ends, to resume
-                    meta = await self.service.at_tail(self.ref)
+                    meta = await self.source.at_tail(self.ref)
                     if position < meta.next_offset:
                         continue  # one acknowledged elsewhere was followed just now: send it
                 events = tail_events(position, meta.closed, self.service.clock())
@@ -228,7 +233,7 @@ class _SseSession:
         loop = asyncio.get_running_loop()
         ended: asyncio.Future[Ending] = loop.create_future()
         tailer = Tailer(self.sink, position, self.cursor, deadline, loop.time(), ended)
-        self.fanout.park(self.ref, tailer)
+        self.fanout.park(self.source, self.ref, tailer)
         try:
             async with asyncio.timeout(deadline - loop.time() + PARK_GRACE_S):
                 return await ended, tailer.position

@@ -46,6 +46,7 @@ from adapter.protocol.offsets import BEGINNING, NOW, ReadFrom, Start, encode, pa
 from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.read_options import parse_at, parse_bounds
 from adapter.protocol.stream_etags import range_etag, stream_etag
+from adapter.service.stream_source import StreamSource
 from adapter.state.records import refuse_before_newest
 from topology.wire import ProducerStamp
 
@@ -138,9 +139,10 @@ async def append(request: web.Request) -> web.Response:
     received = time.monotonic()
     given = request.headers
     content_type = normalize_content_type(given.get("Content-Type"))
-    limit = request.app[STREAMS].limits.max_append_messages
+    service, ref = request.app[STREAMS], stream_ref(request)
+    limit = service.limits.max_append_messages
     command = Append(
-        ref=stream_ref(request),
+        ref=ref,
         content_type=content_type,
         body=body,
         close=is_true(given.get("Stream-Closed")),
@@ -158,7 +160,7 @@ async def append(request: web.Request) -> web.Response:
         fencing_token=parse_fencing_token(given.get("Stream-Fencing-Token")),
         split=await split_body(body, content_type, limit),
     )
-    result = await request.app[STREAMS].append(command)
+    result = await service.source_for(ref.bucket_id).append(command)
     if result.kafka is not None:
         kafka = result.kafka
         add_log_fields(
@@ -195,11 +197,12 @@ async def delete_stream(request: web.Request) -> web.Response:
 async def head(request: web.Request) -> web.Response:
     service = request.app[STREAMS]
     ref = stream_ref(request)
+    source = service.source_for(ref.bucket_id)
     at_ms = parse_at(request.query)
-    meta = await service.head(ref)
+    meta = source.existing(ref)  # a HEAD does not count as an access for the sliding TTL
     headers = _state_headers(meta, service.clock())
     if at_ms is not None:  # where a read by time would start, instead of the tail
-        headers["Stream-Next-Offset"] = encode(await service.offset_at(ref, at_ms))
+        headers["Stream-Next-Offset"] = encode(await source.offset_at(ref, at_ms))
     pointer = service.snapshot(meta)
     if pointer is not None:
         headers["Stream-Snapshot-Offset"] = encode(pointer.offset)
@@ -226,26 +229,31 @@ async def read(request: web.Request) -> web.StreamResponse:
             ErrorCode.INVALID_QUERY, "max_bytes and max_messages bound catch-up and long-poll reads"
         )
     service, ref, limits = request.app[STREAMS], stream_ref(request), request.app[LIVE_LIMITS]
-    start = await _start(request, ref, at_ms)
+    source = service.source_for(ref.bucket_id)
+    start = await _start(request, source, ref, at_ms)
     if live == "sse":
-        return await sse(request, service, request.app[FANOUT], ref, start, limits)
+        return await sse(request, service, source, request.app[FANOUT], ref, start, limits)
     if live == "long-poll":
         reads = request.app[FANOUT].reads
-        chunk, meta, cursor = await long_poll(request, service, reads, ref, start, limits, bounds)
+        chunk, meta, cursor = await long_poll(
+            request, service, source, reads, ref, start, limits, bounds
+        )
         if chunk is None:
             return empty_poll_response(meta, cursor)
         closed_at_tail = chunk.meta.closed and chunk.up_to_date
         return _chunk_response(request, chunk, start, {} if closed_at_tail else cursor)
-    chunk = await service.read(Read(ref, start, bounds), reader_of(request))
+    chunk = await source.read(Read(ref, start, bounds), reader_of(request))
     return _chunk_response(request, chunk, start, {})
 
 
-async def _start(request: web.Request, ref: StreamRef, at_ms: int | None) -> ReadFrom:
+async def _start(
+    request: web.Request, source: StreamSource, ref: StreamRef, at_ms: int | None
+) -> ReadFrom:
     """Where a read starts: its `offset`, or the offset of the first message appended at or
     after its `at`, so it answers exactly as a read at that offset would."""
     if at_ms is None:
         return parse_offset(request.query.get("offset"))
-    return await request.app[STREAMS].offset_at(ref, at_ms)
+    return await source.offset_at(ref, at_ms)
 
 
 def _chunk_response(

@@ -34,7 +34,7 @@ async def _offset_of(streams: StreamService, ref: StreamRef, asked: TrimAt) -> R
     """The offset a trim by time stops at: the stream's first message appended at or after
     the moment (its tail if none was). A moment in what is already gone trims nothing more."""
     try:
-        return await streams.offset_at(ref, asked.at_ms)
+        return await streams.source_for(ref.bucket_id).offset_at(ref, asked.at_ms)
     except ProtocolError as error:
         if error.code is not ErrorCode.OFFSET_GONE:
             raise

@@ -23,6 +23,7 @@ from adapter.log.errors import LogUnavailable
 from adapter.protocol.commands import Chunk, StreamRef
 from adapter.protocol.errors import ProtocolError
 from adapter.protocol.sse import HEARTBEAT, Events, chunk_events, tail_events
+from adapter.service.stream_source import StreamSource
 from adapter.service.streams import StreamService
 from adapter.tasks import Kind, Tasks
 
@@ -36,11 +37,13 @@ class StreamFeed:
 
     def __init__(
         self,
+        source: StreamSource,
         ref: StreamRef,
         reads: SharedReads,
         tasks: Tasks,
         on_empty: Callable[[StreamFeed], None],
     ) -> None:
+        self.source = source  # the stream's bucket's, as the request that made the feed chose it
         self.ref = ref
         self.reads = reads
         self.tasks = tasks
@@ -82,14 +85,14 @@ class StreamFeed:
             self._task = None
 
     async def _deliver(self) -> None:
-        meta = self.service.existing(self.ref)
+        meta = self.source.existing(self.ref)
         groups: dict[int, list[Tailer]] = {}
         for tailer in self.tailers:
             groups.setdefault(tailer.position, []).append(tailer)
         for position, group in groups.items():
             if position < meta.next_offset:
                 async with asyncio.timeout(READ_TIMEOUT_S):
-                    chunk = await self.reads.read(self.ref, position)
+                    chunk = await self.reads.read(self.source, self.ref, position)
                 await self._send(chunk_events(chunk, self.service.clock()), group)
                 self._traced(chunk, len(group))
             elif meta.closed:
@@ -141,7 +144,7 @@ class StreamFeed:
     def sweep(self, now: float, heartbeat_s: float, heartbeat: Payload) -> None:
         """Heartbeats, deadlines, departures; and the stream is still there (a read: TTL)."""
         try:
-            self.service.accessed(self.ref)
+            self.source.accessed(self.ref)
         except ProtocolError:
             self.end_all(Ending.LOST)  # deleted or expired: the handlers end their responses
             return
@@ -166,7 +169,7 @@ class Fanout:
         self._feeds: dict[Hashable, StreamFeed] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
-    def park(self, ref: StreamRef, tailer: Tailer) -> None:
+    def park(self, source: StreamSource, ref: StreamRef, tailer: Tailer) -> None:
         """Register a session that has every committed message up to `tailer.position`.
 
         The caller must not have yielded since it saw the stream's tail, so no change is
@@ -175,7 +178,7 @@ class Fanout:
         key = (ref.bucket_id, ref.stream_id)
         feed = self._feeds.get(key)
         if feed is None:
-            feed = self._feeds[key] = StreamFeed(ref, self.reads, self.tasks, self._forget)
+            feed = self._feeds[key] = StreamFeed(source, ref, self.reads, self.tasks, self._forget)
             self.service.hub.listen(key, feed.changed)
         feed.tailers[tailer] = None
         if self._sweeper is None:

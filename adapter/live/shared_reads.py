@@ -14,6 +14,7 @@ from collections import OrderedDict
 from adapter.protocol.commands import Chunk, Read, StreamRef
 from adapter.protocol.model import StreamMeta
 from adapter.protocol.read_options import UNBOUNDED, Bounds
+from adapter.service.stream_source import StreamSource
 from adapter.service.streams import StreamService
 
 MAX_CHUNKS = 256
@@ -64,15 +65,17 @@ class SharedReads:
         self.service = service
         self._recent = RecentChunks()
 
-    async def read(self, ref: StreamRef, position: int, bounds: Bounds = UNBOUNDED) -> Chunk:
-        """A catch-up read from `position`, as `StreamService.read` answers it. A read with
+    async def read(
+        self, source: StreamSource, ref: StreamRef, position: int, bounds: Bounds = UNBOUNDED
+    ) -> Chunk:
+        """A catch-up read from `position`, as the stream's source answers it. A read with
         its own bounds is its own: its chunk is neither shared nor kept."""
         if bounds.bounded:
-            return await self.service.read(Read(ref, position, bounds))
-        meta = self.service.accessed(ref)
+            return await source.read(Read(ref, position, bounds))
+        meta = source.accessed(ref)
         key = (ref.bucket_id, ref.stream_id, position)
         chunk = self._recent.get(key, meta)
         if chunk is None:
-            chunk = await self.service.read(Read(ref, position))
+            chunk = await source.read(Read(ref, position))
             self._recent.put(key, chunk)
         return chunk

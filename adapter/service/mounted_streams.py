@@ -1,4 +1,5 @@
-"""Streams of a mounted topic: one per record key, read through the topic's key index.
+"""Streams of a mounted topic as a `StreamSource`: one per record key, read through the
+topic's key index.
 
 A mounted stream looks to the protocol layer like any other (`StreamMeta`): its offsets are
 read positions (`topology/mount_positions.py`), its tail is the position after the key's last
@@ -17,19 +18,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from adapter.cluster.access_relay import Reader
 from adapter.log.key_index import KeyPlaces
 from adapter.log.mount_reader import KeyRead, read_key
 from adapter.log.mount_writer import MountWriter, Transactions, transactional_slot
 from adapter.log.reader import LogReader
 from adapter.protocol.appends import producer_refusal
-from adapter.protocol.commands import Append, Appended, Chunk, StreamRef
+from adapter.protocol.commands import Append, Appended, Chunk, Read, StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.model import MountMeta, ProducerRecord, StreamMeta
 from adapter.protocol.mount_keys import key_of
 from adapter.protocol.mounts import append_messages
-from adapter.protocol.offsets import ReadFrom, resolve_start
+from adapter.protocol.offsets import resolve_start
 from adapter.protocol.producers import Accepted, Duplicate, decide
-from adapter.protocol.read_options import UNBOUNDED, Bounds
 from adapter.protocol.stream_machine import not_found
 from adapter.service.hub import LiveHub
 from adapter.service.mount_indexes import Indexed, MountIndexes
@@ -103,6 +104,11 @@ class MountedStreams:
 
     def covers(self, bucket_id: str) -> bool:
         return self.catalog.mount(bucket_id) is not None
+
+    def check_change(self, ref: StreamRef) -> None:
+        """A mounted topic's streams are its keys: none is created, deleted, fenced, trimmed
+        or given a snapshot here (405)."""
+        raise self.refuse_write(ref)
 
     def refuse_write(self, ref: StreamRef) -> ProtocolError:
         mount = self.catalog.mount(ref.bucket_id)
@@ -231,6 +237,16 @@ class MountedStreams:
             raise not_found(ref.stream_id)
         return _meta(indexed.mount, ref.stream_id, places)
 
+    def accessed(self, ref: StreamRef, reader: Reader | None = None) -> StreamMeta:
+        """The stream as `existing`: it has no TTL to renew, and every instance indexes the
+        topic itself, so no owner is told of the read."""
+        return self.existing(ref)
+
+    async def at_tail(self, ref: StreamRef) -> StreamMeta:
+        """The stream as this instance's index has it: a mounted topic's tails come from the
+        index, not from the state topics."""
+        return self.existing(ref)
+
     async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
         """Where a read by time starts: the key's first record at or after the first record of
         its partitions (in read order) written at or after `at_ms`; its tail if none was. A
@@ -249,14 +265,18 @@ class MountedStreams:
             return places.listed_from(at, 1)[0]
         return places.tail
 
-    async def read(self, ref: StreamRef, start: ReadFrom, bounds: Bounds = UNBOUNDED) -> Chunk:
+    async def read(self, command: Read, reader: Reader | None = None) -> Chunk:
+        """The key's records from the command's start, within its bounds and `MAX_STEPS`
+        fetches (the client continues from where it stopped). `reader` is not told anyone:
+        every instance indexes the topic itself."""
+        ref, bounds = command.ref, command.bounds
         indexed = self.indexed(ref.bucket_id)
         places = indexed.index.places(ref.stream_id)
         key = key_of(ref.stream_id)
         if places is None or key is None:
             raise not_found(ref.stream_id)
         meta = _meta(indexed.mount, ref.stream_id, places)
-        first = at = resolve_start(meta, start)
+        first = at = resolve_start(meta, command.start)
         messages: list[bytes] = []
         size = 0
         for _ in range(MAX_STEPS):
@@ -268,8 +288,8 @@ class MountedStreams:
             request = KeyRead(
                 indexed.mount.topic, step.partition, key, step.start, step.stop, step.wanted, budget
             )
-            reader = self.reader if step.wanted is None else self.sparse_reader
-            result = await read_key(reader, request)
+            log_reader = self.reader if step.wanted is None else self.sparse_reader
+            result = await read_key(log_reader, request)
             messages += result.messages
             size += sum(len(message) for message in result.messages)
             at = position(step.partition, result.next_offset)

@@ -105,7 +105,7 @@ class SnapshotService:
 
     def latest(self, ref: StreamRef) -> tuple[StreamMeta, SnapshotPointer]:
         """The stream and its visible snapshot (404 when it has none)."""
-        meta = self.streams.existing(ref)
+        meta = self.streams.source_for(ref.bucket_id).existing(ref)
         pointer = self.streams.snapshot(meta)
         if pointer is None:
             raise ProtocolError(
@@ -125,8 +125,9 @@ class SnapshotService:
 
     async def bootstrap(self, ref: StreamRef) -> Bootstrap:
         """Start a bootstrap: the stream (its tail bounds what follows) and its snapshot."""
-        await self.streams.at_tail(ref)  # its headers say up to date before any part is read
-        meta = self.streams.accessed(ref)
+        source = self.streams.source_for(ref.bucket_id)
+        await source.at_tail(ref)  # its headers say up to date before any part is read
+        meta = source.accessed(ref)
         pointer = self.streams.snapshot(meta)
         if pointer is None:
             return Bootstrap(meta, None, b"")

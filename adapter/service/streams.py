@@ -1,11 +1,17 @@
-"""Streams: the async driver of the stream state machine (`adapter/protocol/stream_machine.py`).
+"""Streams: the async driver of the stream state machine (`adapter/protocol/stream_machine.py`),
+and the choice of a bucket's stream source (`stream_source.py`).
 
-The machine decides; this module holds the stream's lock while it does, hands the records to the
-stream's write slot, and once they commit moves the catalog, the hot tail and the live hub.
-Every change to a stream is decided under that stream's lock, so each decision sees the state
-left by the one before it. An accepted append lets the lock go once its batch is queued: the
-next one is decided against the pending state (`adapter/service/pending_appends.py`), and fails
-if the batch it was decided against fails. The catalog moves in commit order, on the event loop.
+The machine decides; this module holds the stream's lock while it does and hands the decided
+write to `decided_writes.py`, which queues its records on the stream's write slot and, once
+they commit, moves the catalog, the hot tail and the live hub. Every change to a stream is
+decided under that stream's lock, so each decision sees the state left by the one before it.
+An accepted append lets the lock go once its batch is queued: the next one is decided against
+the pending state (`adapter/service/pending_appends.py`), and fails if the batch it was
+decided against fails. The catalog moves in commit order, on the event loop.
+
+Requests read and append through `source_for(bucket)`: our own streams (`native_streams.py`,
+whose appends come back here) or a mounted topic's (`mounted_streams.py`), which refuses the
+changes it does not take before anything is decided.
 """
 
 from __future__ import annotations
@@ -16,22 +22,16 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
-from adapter.cluster.access_relay import AccessRelay, Reader
+from adapter.cluster.access_relay import AccessRelay
 from adapter.cluster.catch_up import MetaCatchUp
-from adapter.cluster.routing import ROUTED_UNDER
-from adapter.log.errors import LogUnavailable
-from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import forks
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.bucket_config import bucket_etag
 from adapter.protocol.commands import (
-    Access,
     Append,
     Appended,
-    Chunk,
     Collect,
     Created,
     CreateStream,
@@ -41,35 +41,32 @@ from adapter.protocol.commands import (
     ForkFrom,
     KafkaPosition,
     PublishSnapshot,
-    Read,
     StreamRef,
     Trim,
 )
-from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.errors import ProtocolError
 from adapter.protocol.model import BucketMeta, ProducerRecord, SnapshotPointer, StreamMeta
 from adapter.protocol.offsets import resolve_start
 from adapter.protocol.producers import ProducerPosition
+from adapter.service.decided_writes import DecidedWrites
 from adapter.service.hub import LiveHub
 from adapter.service.interfaces import SlotWriting, StreamBuckets
 from adapter.service.locks import KeyedLocks
 from adapter.service.mounted_streams import MountedStreams
-from adapter.service.pending_appends import Chain, Chains, StreamKey
+from adapter.service.native_streams import Clock, NativeStreams
+from adapter.service.pending_appends import Chain, StreamKey
 from adapter.service.reads import ReadPath
-from adapter.service.record_encoding import write_records
-from adapter.service.state_entries import producer_record, write_entries
-from adapter.service.time_lookups import TimeLookups
+from adapter.service.stream_source import StreamSource
 from adapter.state.catalog import Catalog
 from adapter.state.view_age import ViewAge
-from topology.internal_records import producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
 
 if TYPE_CHECKING:
-    from adapter.tracing.otel import Tracing, TransactionSpan
+    from adapter.tracing.otel import Tracing
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], int]
 # How far up a chain of forks a deletion looks for sources to collect (a guard, not a limit
 # anyone should meet: each fork of a fork adds one range to every read of it).
 MAX_FORK_DEPTH = 1000
@@ -100,104 +97,66 @@ class StreamService:
         self.catalog = catalog
         self.writers = writers
         self.buckets = buckets
-        self.slots = buckets.slots
         self.reads = reads
-        self.time_lookups = TimeLookups(reads)
         self.hub = hub
-        self.view = view  # how recently every acknowledged change was known to be followed
         self.clock = clock
         self.limits = limits
         self.machine = machine.Machine(limits, trim_settle_ms)  # the rules, and their limits
-        self.topics = buckets.topics
         self._locks = KeyedLocks()
-        self._chains = Chains()
-        self.mounted = mounted  # buckets that are mounted topics: read-only, one stream per key
-        self.relay = relay  # tells other instances' streams' owners of reads served here
+        self.writes = DecidedWrites(catalog, writers, buckets, reads.cache, hub, clock, tracing)
+        self.native = NativeStreams(
+            catalog,
+            buckets,
+            reads,
+            view,
+            clock,
+            self.machine,
+            self._append,
+            relay=relay,
+            catch_up=catch_up,
+        )
+        self.mounted = mounted  # buckets that are mounted topics: one stream per key
         self.tracing = tracing  # None: off, and an append pays nothing for it
-        # Follows the meta topic to now unless a stream's slot is written here; None: a
-        # process on its own log, nothing to follow.
-        self.catch_up = catch_up
 
-    # -- lookups ---------------------------------------------------------------------------
+    # -- sources -------------------------------------------------------------------------
 
-    def existing(self, ref: StreamRef) -> StreamMeta:
-        """The stream, unless it does not exist or has expired (both 404)."""
-        if self.mounted is not None and self.mounted.covers(ref.bucket_id):
-            return self.mounted.existing(ref)
-        meta = self._committed(ref)
-        if meta is not None and meta.soft_deleted:
-            raise machine.gone(ref.stream_id)
-        if meta is None or meta.expired(self.clock()):
-            raise machine.not_found(ref.stream_id)
-        return meta
-
-    # -- accesses (sliding TTL) --------------------------------------------------------------
-
-    def accessed(self, ref: StreamRef, reader: Reader | None = None) -> StreamMeta:
-        """A read of the stream served here, the door every read path goes through: the stream
-        (404 or 410 as `existing`) with its sliding TTL started again (the machine's `Access`).
-
-        Given the `reader` (once per request, by the edge), the read is also told to the
-        stream's owner when that is another instance (`AccessRelay`), judged on the stream as
-        known here even if it looks expired: the owner decides expiry.
-        """
-        if reader is not None and self.relay is not None:
-            meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
-            if meta is not None:
-                self.relay.read(meta, self._slot(meta), reader)
-        return self._renewed(self.existing(ref), self.clock())
+    def source_for(self, bucket_id: str) -> StreamSource:
+        """Where the bucket's streams come from, asked once per request: a mounted topic's
+        key index, or our own streams."""
+        if self.mounted is not None and self.mounted.covers(bucket_id):
+            return self.mounted
+        return self.native
 
     def accessed_elsewhere(self, ref: StreamRef, at_ms: int) -> None:
-        """An access at `at_ms` its owner reports (a sibling worker's answer to a read asked of
-        it), applied here too, even to a stream that looks expired here."""
-        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
-        if meta is not None:
-            self._renewed(meta, at_ms)
-
-    def _renewed(self, meta: StreamMeta, at_ms: int) -> StreamMeta:
-        """The stream after an access at `at_ms`, as the machine decides it."""
-        step = self.machine.apply(machine.View(meta), Access(at_ms), at_ms)
-        return self._held(step) or meta
-
-    def _held(self, step: machine.Step) -> StreamMeta | None:
-        """Carry out the renewal a step says, if any: held in the catalog, written with the
-        stream's next write."""
-        renewed = machine.renewal(step)
-        if renewed is not None:
-            self.catalog.put_stream(renewed)
-        return renewed
+        """An access at `at_ms` its owner reports (`NativeStreams.accessed_elsewhere`): only
+        our own streams have a sliding TTL or an owner."""
+        self.native.accessed_elsewhere(ref, at_ms)
 
     def _committed(self, ref: StreamRef) -> StreamMeta | None:
-        """The stream as committed (None if absent); its bucket must exist unless made on demand.
-        A mounted topic's streams have no such state: the commands that need it are refused."""
-        self._refuse_if_mounted(ref)
-        if self.catalog.bucket(ref.bucket_id) is None and not ref.create_bucket:
-            raise ProtocolError(ErrorCode.BUCKET_NOT_FOUND, f"bucket {ref.bucket_id!r} not found")
-        return self.catalog.stream(ref.bucket_id, ref.stream_id)
-
-    def _refuse_if_mounted(self, ref: StreamRef) -> None:
-        if self.mounted is not None and self.mounted.covers(ref.bucket_id):
-            raise self.mounted.refuse_write(ref)
+        """The stream as committed (None if absent), for a change of it; its bucket must exist
+        unless made on demand, and take such changes (a mounted topic's do not)."""
+        self.source_for(ref.bucket_id).check_change(ref)
+        return self.native.committed(ref)
 
     # -- commands --------------------------------------------------------------------------
 
     async def create(self, command: CreateStream) -> Created:
-        self._refuse_if_mounted(command.ref)
+        self.source_for(command.ref.bucket_id).check_change(command.ref)
         if command.fork is not None:
             return await self._fork(command, command.fork)
         ref = command.ref
         key = (ref.bucket_id, ref.stream_id)
         bucket = await self.buckets.require(
-            ref.bucket_id, ref.create_bucket, self._creation_slot(ref)
+            ref.bucket_id, ref.create_bucket, self.writes.creation_slot(ref)
         )
         partition = partition_for(stream_key(ref.stream_id), bucket.partitions)
         async with self.buckets.creating_stream(ref.bucket_id), self._locks.hold(key):
-            await self._settle(key)
-            self._decidable(ref.bucket_id, partition)
+            await self.writes.settle(key)
+            self.writes.decidable(ref.bucket_id, partition)
             view = replace(self._view(key, self.catalog.stream(*key)), partition=partition)
             step = self.machine.apply(view, command, self.clock())
             if isinstance(step, machine.Write):
-                settled = await self._carry_out(key, partition, step, command.forward_id)
+                settled = await self.writes.carry_out(key, partition, step, command.forward_id)
                 assert settled is not None
                 return Created(settled, created=True)
         return _reply(step, Created)
@@ -215,11 +174,11 @@ class StreamService:
             self.buckets.creating_stream(source_key[0]),
             self._holding(source_key, key),
         ):
-            await self._settle(source_key)
-            await self._settle(key)
+            await self.writes.settle(source_key)
+            await self.writes.settle(key)
             source = self.catalog.stream(*source_key)
             if source is not None:
-                self._decidable(source.data_bucket, source.partition)
+                self.writes.decidable(source.data_bucket, source.partition)
             view = replace(
                 self._view(key, self.catalog.stream(*key)),
                 source=source,
@@ -229,7 +188,9 @@ class StreamService:
             step = self.machine.apply(view, command, self.clock())
             if isinstance(step, machine.Write):
                 assert step.state is not None
-                settled = await self._carry_out(key, step.state.partition, step, command.forward_id)
+                settled = await self.writes.carry_out(
+                    key, step.state.partition, step, command.forward_id
+                )
                 assert settled is not None
                 return Created(settled, created=True)
         return _reply(step, Created)
@@ -272,9 +233,9 @@ class StreamService:
             source_key = source.source
         return found
 
-    async def append(self, command: Append) -> Appended:
-        if self.mounted is not None and self.mounted.covers(command.ref.bucket_id):
-            return await self.mounted.append(command)
+    async def _append(self, command: Append) -> Appended:
+        """An append to one of our streams (`NativeStreams.append`): decided under its lock
+        against the state its queued appends leave, answered once its batch commits."""
         key = (command.ref.bucket_id, command.ref.stream_id)
         async with self._locks.hold(key):
             step = await self._decide_append(key, command)
@@ -282,7 +243,7 @@ class StreamService:
                 return _reply(step, Appended)
             assert step.state is not None
             topic = self.buckets.topic(step.state.data_bucket)
-            batch = self._queue(key, step.state.partition, step, command.forward_id)
+            batch = self.writes.queue(key, step.state.partition, step, command.forward_id)
         offsets = await asyncio.shield(batch.future)
         settled = machine.settle(step, offsets)
         assert settled is not None
@@ -292,30 +253,30 @@ class StreamService:
 
     async def _decide_append(self, key: StreamKey, command: Append) -> machine.Step:
         """Decide against the pending state, or the committed one when the machine says so."""
-        chain = self._chains.get(key)
+        chain = self.writes.chains.get(key)
         if chain is not None:
             view = self._pending_view(key, chain, command)
             step = self.machine.apply(view, command, self.clock())
             if step is not machine.SETTLE:
                 return step
-            await self._settle(key)
+            await self.writes.settle(key)
         meta = self._committed(command.ref)
         if meta is not None:
-            self._decidable(meta.data_bucket, meta.partition)
+            self.writes.decidable(meta.data_bucket, meta.partition)
         else:
-            self._decidable(command.ref.bucket_id, None, command.ref.stream_id)
+            self.writes.decidable(command.ref.bucket_id, None, command.ref.stream_id)
         step = self.machine.apply(self._view(key, meta), command, self.clock())
-        self._held(step)  # an append is an access, answered or refused
+        self.native.held(step)  # an append is an access, answered or refused
         return step
 
     async def delete(self, ref: StreamRef, forward_id: str | None = None) -> None:
         key = (ref.bucket_id, ref.stream_id)
         chain = [(a.bucket_id, a.stream_id) for a, _ in self._ancestors(self._committed(ref))]
         async with self._holding(*reversed(chain), key):
-            await self._settle(key)
+            await self.writes.settle(key)
             meta = self._committed(ref)
             if meta is not None:
-                self._decidable(meta.data_bucket, meta.partition)
+                self.writes.decidable(meta.data_bucket, meta.partition)
             view = replace(
                 self._view(key, meta),
                 forks=self._live_forks(*key),
@@ -326,7 +287,7 @@ class StreamService:
                 raise step.error
             assert isinstance(step, machine.Write)
             assert meta is not None
-            await self._carry_out(key, meta.partition, step, forward_id)
+            await self.writes.carry_out(key, meta.partition, step, forward_id)
 
     async def collect(self, bucket_id: str, stream_id: str) -> bool:
         """Collect a soft-deleted stream whose forks are all gone (expired; deleted ones
@@ -336,21 +297,21 @@ class StreamService:
         meta = self.catalog.stream(*key)
         if meta is None or not meta.soft_deleted or self._live_forks(*key):
             return False  # the usual case, decided without locks
-        if not self.writers.accepting(self._slot(meta)):
+        if not self.writers.accepting(self.writes.slot(meta)):
             return False
         chain = [(a.bucket_id, a.stream_id) for a, _ in self._ancestors(meta)]
         async with self._holding(*reversed(chain), key):
-            await self._settle(key)
+            await self.writes.settle(key)
             meta = self.catalog.stream(*key)
             if meta is not None:
-                self._decidable(meta.data_bucket, meta.partition)
+                self.writes.decidable(meta.data_bucket, meta.partition)
             view = replace(
                 self._view(key, meta), forks=self._live_forks(*key), ancestors=self._ancestors(meta)
             )
             step = self.machine.apply(view, Collect(), self.clock())
             if not isinstance(step, machine.Write) or meta is None:
                 return False
-            await self._carry_out(key, meta.partition, step)
+            await self.writes.carry_out(key, meta.partition, step)
         return True
 
     async def sweep(self) -> list[StreamKey]:
@@ -365,18 +326,18 @@ class StreamService:
         """Forget an expired stream through the log (tombstones), if this instance owns its
         write slot and no live fork reads it; True when it was forgotten."""
         key = (meta.bucket_id, meta.stream_id)
-        if not self.writers.accepting(self._slot(meta)):
+        if not self.writers.accepting(self.writes.slot(meta)):
             return False
         async with self._locks.hold(key):
-            await self._settle(key)
+            await self.writes.settle(key)
             meta_now = self.catalog.stream(*key)
             if meta_now is not None:
-                self._decidable(meta_now.data_bucket, meta_now.partition)
+                self.writes.decidable(meta_now.data_bucket, meta_now.partition)
             view = replace(self._view(key, meta_now), forks=self._live_forks(*key))
             step = self.machine.apply(view, Expire(before_ms), self.clock())
             if not isinstance(step, machine.Write) or meta_now is None:
                 return False
-            await self._carry_out(key, meta_now.partition, step)
+            await self.writes.carry_out(key, meta_now.partition, step)
         return True
 
     async def sweep_expired(self, grace_ms: int) -> list[StreamKey]:
@@ -399,19 +360,19 @@ class StreamService:
             )
             if isinstance(step, machine.Refused):
                 raise step.error
-            return self.existing(command.ref)
+            return self.native.existing(command.ref)
         async with self._locks.hold(key):
-            await self._settle(key)
+            await self.writes.settle(key)
             meta = self._committed(command.ref)
             if meta is not None:
-                self._decidable(meta.data_bucket, meta.partition)
+                self.writes.decidable(meta.data_bucket, meta.partition)
             view = self._view(key, meta)
             step = self.machine.apply(view, command, self.clock())
             if isinstance(step, machine.Refused):
                 raise step.error
             assert isinstance(step, machine.Write)
             assert step.state is not None
-            settled = await self._carry_out(key, step.state.partition, step)
+            settled = await self.writes.carry_out(key, step.state.partition, step)
             assert settled is not None
             return settled
 
@@ -442,7 +403,7 @@ class StreamService:
         if not snapshot < before <= meta.next_offset:
             return command
         topic = self.buckets.topic(meta.data_bucket)
-        first = await self.time_lookups.first_at_or_after(topic, meta, snapshot)
+        first = await self.native.time_lookups.first_at_or_after(topic, meta, snapshot)
         return command if first < before else replace(command, before=snapshot)
 
     async def _change_state(self, ref: StreamRef, command: Fence | Trim) -> StreamMeta:
@@ -450,15 +411,15 @@ class StreamService:
         committed state and written in one transaction, as every other change of it."""
         key = (ref.bucket_id, ref.stream_id)
         async with self._locks.hold(key):
-            await self._settle(key)
+            await self.writes.settle(key)
             meta = self._committed(ref)
             if meta is not None:
-                self._decidable(meta.data_bucket, meta.partition)
+                self.writes.decidable(meta.data_bucket, meta.partition)
             step = self.machine.apply(self._view(key, meta), command, self.clock())
             if not isinstance(step, machine.Write):
                 return _reply(step, Appended).meta
             assert step.state is not None
-            settled = await self._carry_out(key, step.state.partition, step)
+            settled = await self.writes.carry_out(key, step.state.partition, step)
             assert settled is not None
             return settled
 
@@ -466,82 +427,13 @@ class StreamService:
         """The stream's visible snapshot, if one was published."""
         return self.catalog.snapshot(meta)
 
-    async def head(self, ref: StreamRef) -> StreamMeta:
-        """Metadata only: a HEAD does not count as an access for the sliding TTL."""
-        return self.existing(ref)
-
-    async def read(self, command: Read, reader: Reader | None = None) -> Chunk:
-        """A catch-up read; `reader` as `accessed` takes it."""
-        if self.mounted is not None and self.mounted.covers(command.ref.bucket_id):
-            return await self.mounted.read(command.ref, command.start, command.bounds)
-        meta = self.accessed(command.ref, reader)
-        topic = self.buckets.topic(meta.data_bucket)
-        chunk = await self.reads.read(topic, meta, command.start, command.bounds)
-        if chunk.up_to_date and not await self._followed_to_now(meta):
-            if not chunk.messages:
-                raise LogUnavailable(self.stale_view())  # nothing to serve, no tail to vouch for
-            chunk = replace(chunk, up_to_date=False)  # cannot tell: the client reads on
-        elif chunk.up_to_date and self.existing(command.ref).next_offset > chunk.next_offset:
-            # An append acknowledged elsewhere before this read began was followed just now:
-            # read again, to a tail that holds it.
-            meta = self.existing(command.ref)
-            chunk = await self.reads.read(topic, meta, command.start, command.bounds)
-        return self.vouched(chunk)
-
-    async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
-        """Where a read by time starts: the stream's first message appended at or after `at_ms`
-        (its tail if none was). Not an access: the read that follows is one."""
-        if self.mounted is not None and self.mounted.covers(ref.bucket_id):
-            return await self.mounted.offset_at(ref, at_ms)
-        meta = self.existing(ref)
-        return await self.time_lookups.offset_at(self.buckets.topic(meta.data_bucket), meta, at_ms)
-
-    def vouched(self, chunk: Chunk) -> Chunk:
-        """The chunk, up to date only if this instance's view is known to be current
-        (`adapter/state/view_age.py`): a tail it cannot vouch for may have been passed by an
-        acknowledged append it has not followed. Messages are still served (without
-        `Stream-Up-To-Date`, the client reads on); nothing at all is 503, retry later."""
-        if not chunk.up_to_date or self.view.current():
-            return chunk
-        if not chunk.messages:
-            raise LogUnavailable(self.stale_view())
-        return replace(chunk, up_to_date=False)
-
-    async def at_tail(self, ref: StreamRef) -> StreamMeta:
-        """Before answering that a stream has nothing past its tail (a long-poll's 204, a
-        bootstrap): the stream, as it is once every append acknowledged before now is known
-        here; 503 unless this instance's view is known to be current and, when another instance
-        takes the stream's writes, it has followed the meta topic to now. The caller answers
-        from the stream returned: its tail may have moved. A mounted topic's tails come from
-        its own index, not from the meta follower."""
-        meta = self.existing(ref)
-        if self.mounted is not None and self.mounted.covers(ref.bucket_id):
-            return meta
-        if not self.view.current() or not await self._followed_to_now(meta):
-            raise LogUnavailable(self.stale_view())
-        return self.existing(ref)
-
-    async def _followed_to_now(self, meta: StreamMeta) -> bool:
-        """Whether every append acknowledged before now is in this instance's view of the
-        stream (`MetaCatchUp.unless_local`: a commit acknowledged by the stream's owner a
-        moment ago may not be followed yet)."""
-        if self.catch_up is None:
-            return True
-        what = f"a read at the tail of {meta.bucket_id}/{meta.stream_id}"
-        return await self.catch_up.unless_local(self._slot(meta), what)
-
-    def stale_view(self) -> str:
-        age = self.view.age_s()
-        since = "never" if age is None else f"{age:.1f}s ago"
-        return (
-            "this instance cannot tell whether the stream has newer data: it last knew it had "
-            f"followed every acknowledged write {since} (max_view_age_ms); retry"
-        )
-
     # -- waiting for changes ---------------------------------------------------------------
 
-    async def wait_for_data(self, ref: StreamRef, position: int, timeout_s: float) -> StreamMeta:
-        """The stream once its tail passes `position`, once it is closed, or when time is up.
+    async def wait_for_data(
+        self, source: StreamSource, ref: StreamRef, position: int, timeout_s: float
+    ) -> StreamMeta:
+        """The stream (as `source` has it) once its tail passes `position`, once it is closed,
+        or when time is up.
 
         Waiting registers with the hub before yielding, and wake-ups come from this event
         loop, so a commit landing between the check and the wait cannot be missed.
@@ -549,7 +441,7 @@ class StreamService:
         found: list[StreamMeta] = []
 
         def moved() -> bool:
-            found[:] = [self.accessed(ref)]
+            found[:] = [source.accessed(ref)]
             return found[0].next_offset > position or found[0].closed
 
         await self._wait_until((ref.bucket_id, ref.stream_id), moved, timeout_s)
@@ -663,19 +555,8 @@ class StreamService:
         if meta is None and forked_from is not None:
             meta = self.catalog.stream(*forked_from)
         if meta is not None:
-            return self._slot(meta)
-        return self._creation_slot(StreamRef(bucket_id, stream_id))
-
-    def _slot(self, meta: StreamMeta) -> int:
-        """The write slot of the partition holding the stream's records."""
-        return self.slots.of_stream(meta.data_bucket, meta.partition)
-
-    def _creation_slot(self, ref: StreamRef) -> int:
-        """The slot of a stream about to be created (its partition follows from its id)."""
-        partitions = self.buckets.partitions_of(ref.bucket_id)
-        return self.slots.of_stream(
-            ref.bucket_id, partition_for(stream_key(ref.stream_id), partitions)
-        )
+            return self.writes.slot(meta)
+        return self.writes.creation_slot(StreamRef(bucket_id, stream_id))
 
     def _view(self, key: StreamKey, meta: StreamMeta | None) -> machine.View:
         """The committed state a command is decided against (the catalog's, not copied)."""
@@ -693,140 +574,6 @@ class StreamService:
             if state is not None:
                 producers[producer_id] = state
         return machine.View(chain.meta, producers, pending=True, broken=chain.broken)
-
-    def _decidable(self, bucket_id: str, partition: int | None, stream_id: str = "") -> None:
-        """Refuse (503) to decide while the slot's writer learns an outcome it answered 504:
-        the committed state may lack that write (`LogWriter._learn_on`). Without a partition
-        (a stream not known yet) the slot is the one its creation would take."""
-        if partition is None:
-            slot = self._creation_slot(StreamRef(bucket_id, stream_id))
-        else:
-            slot = self.slots.of_stream(bucket_id, partition)
-        if self.writers.learning(slot):
-            raise LogUnavailable(LEARNING_MESSAGE)
-
-    async def _settle(self, key: StreamKey) -> None:
-        await self._chains.settle(key, self.writers.limits.timeout_s * 4)
-
-    async def _carry_out(
-        self, key: StreamKey, partition: int, write: machine.Write, forward_id: str | None = None
-    ) -> StreamMeta | None:
-        """Write and wait for the commit (creations and deletions, decided on committed state)."""
-        offsets = await asyncio.shield(self._queue(key, partition, write, forward_id).future)
-        return machine.settle(write, offsets)
-
-    def _queue(
-        self, key: StreamKey, partition: int, write: machine.Write, forward_id: str | None = None
-    ) -> WriteBatch:
-        """Queue a decided write (an append, a creation, a fork, a closure, a deletion, a
-        trim, a snapshot's publication) on its slot; its future tells the records' offsets.
-        Within a traced request, the write's Kafka transaction gets a span, begun as its
-        records are queued (the group commit they join is the rest of its time) and ended with
-        the batch's outcome, whether or not its request still waits; each record carries the
-        span's context, and so does the hot tail."""
-        span = self._transaction_span(key, partition, write)
-        if span is None:
-            return self._queued(key, partition, write, forward_id, None)
-        try:
-            batch = self._queued(key, partition, write, forward_id, span)
-        except BaseException as error:
-            span.failed(error)
-            raise
-        batch.future.add_done_callback(span.ended)
-        return batch
-
-    def _transaction_span(
-        self, key: StreamKey, partition: int, write: machine.Write
-    ) -> TransactionSpan | None:
-        if self.tracing is None:
-            return None
-        meta = write.state or self.catalog.stream(*key)  # a deletion: the stream before it
-        assert meta is not None
-        return self.tracing.transaction(self.buckets.topic(meta.data_bucket), partition)
-
-    def _queued(
-        self,
-        key: StreamKey,
-        partition: int,
-        write: machine.Write,
-        forward_id: str | None,
-        span: TransactionSpan | None,
-    ) -> WriteBatch:
-        meta = write.state or self.catalog.stream(*key)  # a deletion: the stream before it
-        assert meta is not None
-        content_type = write.state.content_type if write.state is not None else ""
-        topic = self.buckets.topic(meta.data_bucket)
-        trace = None if span is None else span.traceparent
-        records = write_records(
-            topic, partition, meta.record_id, content_type, write, forward_id, trace
-        )
-        chain = self._chains.get(key)
-        batch = WriteBatch(
-            records,
-            finalize=partial(self._state_of, key, write),
-            after=chain.last if chain is not None else None,
-            on_commit=partial(self._committed_write, key, write, trace=trace),
-        )
-        slot = self.slots.of_stream(meta.data_bucket, partition)
-        self._routed_here(slot)  # no await between this check and the queue
-        self.writers.enqueue(slot, batch)
-        if write.state is not None:
-            self._chains.extend(key, write.state, batch, write.producer)
-        return batch
-
-    def _routed_here(self, slot: int) -> None:
-        """Refuse (503, nothing written) a forwarded write routed on an owner record of the
-        slot other than the one its writer here committed: it was sent to another generation
-        of the slot's owner (`ROUTED_UNDER`), maybe this instance's own before its writer was
-        renewed. Not the latest this catalog shows: the owners topic is followed, and may not
-        show this instance's newest record yet while its new writer already takes writes."""
-        routed = ROUTED_UNDER.get()
-        if routed is not None and routed != (slot, self.writers.mark(slot)):
-            raise LogUnavailable(
-                f"write slot {slot} changed owner since this write was forwarded: nothing was "
-                "written; retry"
-            )
-
-    def _state_of(
-        self, key: StreamKey, write: machine.Write, offsets: list[int]
-    ) -> list[StateEntry]:
-        """The state records committed with the write (on the writer's thread: pure)."""
-        return write_entries(self.topics, key, write, machine.settle(write, offsets))
-
-    def _committed_write(
-        self,
-        key: StreamKey,
-        write: machine.Write,
-        offsets: list[int],
-        trace: bytes | None = None,
-    ) -> None:
-        """Apply a committed write to the catalog, the hot tail and the live hub (commit order)."""
-        settled = machine.settle(write, offsets, answered_ms=self.clock())
-        for producer_id in write.forget:
-            self.catalog.apply_producer(producer_key(*key, producer_id), None)
-        if settled is None:
-            self._forget(key)
-        else:
-            before = self.catalog.stream(*key)
-            since = offsets[0] if write.creates or before is None else before.next_offset
-            data = machine.message_offsets(write, offsets)
-            self.reads.cache.record(key, since, settled.next_offset, data, write.messages, trace)
-            self.catalog.put_stream(settled)
-        record = producer_record(key, write)
-        if record is not None:
-            self.catalog.put_producer(record)
-        if write.snapshot is not None:
-            self.catalog.put_snapshot(write.snapshot)
-        self.hub.notify(key)
-        for source_key in write.collects:
-            self._forget(source_key)
-            self.hub.notify(source_key)
-
-    def _forget(self, key: StreamKey) -> None:
-        """A stream deleted (or collected): its state, its snapshot pointer, its hot tail."""
-        self.catalog.drop_stream(*key)
-        self.catalog.apply_snapshot(snapshot_key(*key), None)
-        self.reads.cache.forget(key)
 
 
 def _reply(step: machine.Step, kind: type[R]) -> R:

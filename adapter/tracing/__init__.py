@@ -42,7 +42,7 @@ async def transaction_span(
     outside a request): the records it writes carry `span.traceparent`; it ends as the block
     does, failed by an exception, else committed (with the offsets, if the block gave them
     to `span.committed`). A write whose transaction a group commit shares ends its span with
-    its batch instead (`StreamService._queue`)."""
+    its batch instead (`DecidedWrites.queue`)."""
     span = None if tracing is None else tracing.transaction(topic, partition)
     if span is None:
         yield None

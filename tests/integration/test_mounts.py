@@ -306,6 +306,15 @@ async def test_a_writable_mount_produces_plain_records(
     mismatch = await client.post(f"/{bucket}/n-1", data=b"{}", headers=JSON)
     assert (await _body(mismatch, 409))["error"]["code"] == "content_type_mismatch"
     assert (await client.delete(f"/{bucket}/n-1")).status == 405
+    # Nor does any other change of a stream's state apply to a topic's key: each is refused
+    # before anything is decided, by time or by offset alike.
+    for change in (
+        await client.post(f"/{bucket}/n-1/fence", headers={"Stream-Fencing-Token": "t"}),
+        await client.post(f"/{bucket}/n-1/trim", json={"before": tail}),
+        await client.post(f"/{bucket}/n-1/trim", json={"at": "2020-01-01T00:00:00Z"}),
+        await client.put(f"/{bucket}/n-1/snapshot/{tail}", data=b"state", headers=text),
+    ):
+        assert (await _body(change, 405))["error"]["code"] == "mount_read_only"
 
     # Any consumer sees ordinary records: our key, our bytes, no headers, the key's partition.
     consumer = Consumer(

@@ -145,7 +145,9 @@ async def test_a_chunked_body_is_streamed_counted_and_refused_past_the_limit(
     blob = bytes(range(256)) * (BIG // 256)
     assert (await client.put(url, data=_pieces(blob, 1000))).status == 204
     parts = client.app[PARTS]
-    pointer = parts.catalog.snapshot(parts.streams.existing(StreamRef(f"sn-{unique}", "doc")))
+    pointer = parts.catalog.snapshot(
+        parts.streams.native.existing(StreamRef(f"sn-{unique}", "doc"))
+    )
     assert pointer is not None
     assert (pointer.size, pointer.sha256) == (len(blob), hashlib.sha256(blob).hexdigest())
     stored = await client.get(url)

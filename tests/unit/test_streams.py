@@ -215,13 +215,17 @@ class _Run:
         )
         current = ViewAge(1.0, clock=lambda: 0.0)  # one log, nothing to follow: always current
         current.reached(0.0)
+        self.now = NOW  # what the service's clock says
         self.service = StreamService(
-            self.catalog, self.writers, self.buckets, reads, LiveHub(), current, clock=lambda: NOW
+            self.catalog, self.writers, self.buckets, reads, LiveHub(), current, clock=self.clock
         )
         partition = partition_for(stream_key(REF.stream_id), PARTITIONS)
         self.model = _Model(bucket.topic, partition)
         self.tasks: dict[asyncio.Task[object], Command] = {}
         self.followed = 0  # commits the model has applied
+
+    def clock(self) -> int:
+        return self.now
 
     def close(self) -> None:
         """Take every answer (a failed run leaves some unread, which asyncio would log)."""
@@ -236,7 +240,7 @@ class _Run:
         elif isinstance(command, CreateStream):
             task = asyncio.create_task(self.service.create(command))
         else:
-            task = asyncio.create_task(self.service.append(command))
+            task = asyncio.create_task(self.service.native.append(command))
         self.tasks[task] = command
 
     async def drain(self, fates: list[Fate], learned: bool) -> None:
@@ -262,10 +266,10 @@ class _Run:
         self._check_answers()
         if self.model.meta is None:
             with pytest.raises(ProtocolError) as raised:
-                self.service.existing(REF)
+                self.service.native.existing(REF)
             assert raised.value.code is ErrorCode.STREAM_NOT_FOUND
             return
-        assert self.service.existing(REF) == self.model.meta
+        assert self.service.native.existing(REF) == self.model.meta
         producers = self.catalog.producer_states(*KEY)
         assert {p: (s.epoch, s.last_seq) for p, s in producers.items()} == {
             p: (s.epoch, s.last_seq) for p, s in self.model.producers.items()
@@ -345,7 +349,7 @@ class _Run:
         found: list[bytes] = []
         position: ReadFrom = BEGINNING
         for _ in range(len(self.model.messages) + 2):
-            chunk = await self.service.read(Read(REF, position))
+            chunk = await self.service.native.read(Read(REF, position))
             expected = [b for o, b in self.model.messages if chunk.start <= o < chunk.next_offset]
             assert chunk.messages == expected, f"read from {position}"
             found += chunk.messages
@@ -405,20 +409,18 @@ def test_a_sliding_ttl_counts_from_the_commit_not_the_decision() -> None:
 
 async def _sliding_ttl_from_the_commit() -> None:
     run = _Run()
-    now = [NOW]
-    run.service.clock = lambda: now[0]
     run.issue(create(ttl_seconds=2))
     await _idle()
-    now[0] = NOW + 700  # the transaction takes 0.7 s to commit, and the 201 leaves then
+    run.now = NOW + 700  # the transaction takes 0.7 s to commit, and the 201 leaves then
     run.writers.take(1)
     run.writers.end(Fate.COMMIT)
     await _idle()
     assert all(task.done() for task in run.tasks)
-    now[0] = NOW + 700 + 1_999  # 2.7 s after the decision, within 2 s of the answer: alive
-    assert run.service.existing(REF).last_access_ms == NOW + 700
-    now[0] = NOW + 700 + 2_000
+    run.now = NOW + 700 + 1_999  # 2.7 s after the decision, within 2 s of the answer: alive
+    assert run.service.native.existing(REF).last_access_ms == NOW + 700
+    run.now = NOW + 700 + 2_000
     with pytest.raises(ProtocolError) as raised:
-        run.service.existing(REF)
+        run.service.native.existing(REF)
     assert raised.value.code is ErrorCode.STREAM_NOT_FOUND
     run.close()
 
@@ -431,19 +433,17 @@ def test_a_refused_append_still_renews_a_sliding_ttl() -> None:
 
 async def _refused_append_renews() -> None:
     run = _Run()
-    now = [NOW]
-    run.service.clock = lambda: now[0]
     run.issue(create(ttl_seconds=2))
     await _idle()
     run.writers.take(1)
     run.writers.end(Fate.COMMIT)
     await _idle()
-    now[0] = NOW + 1_500
+    run.now = NOW + 1_500
     run.issue(append(b"x", "application/json"))  # another content type: 409
     await _idle()
     refused = list(run.tasks)[-1].exception()
     assert isinstance(refused, ProtocolError)
     assert refused.code is ErrorCode.CONTENT_TYPE_MISMATCH
-    now[0] = NOW + 1_500 + 1_999
-    assert run.service.existing(REF).last_access_ms == NOW + 1_500
+    run.now = NOW + 1_500 + 1_999
+    assert run.service.native.existing(REF).last_access_ms == NOW + 1_500
     run.close()

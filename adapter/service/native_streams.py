@@ -1,0 +1,178 @@
+"""Our own streams as a `StreamSource`: looked up in the catalog, read from the hot tail, Kafka
+and the cold tier (`reads.py`), read by time through `time_lookups.py`, and appended to
+through the stream driver (`streams.py`), which decides every change of them.
+
+A tail is said to be up to date only as far as this instance knows it is: its view of the
+state topics current (`adapter/state/view_age.py`) and, when another instance takes the
+stream's writes, the meta topic followed to now (`MetaCatchUp.unless_local`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+
+from adapter.cluster.access_relay import AccessRelay, Reader
+from adapter.cluster.catch_up import MetaCatchUp
+from adapter.log.errors import LogUnavailable
+from adapter.protocol import stream_machine as machine
+from adapter.protocol.commands import Access, Append, Appended, Chunk, Read, StreamRef
+from adapter.protocol.errors import ErrorCode, ProtocolError
+from adapter.protocol.model import StreamMeta
+from adapter.service.interfaces import StreamBuckets
+from adapter.service.reads import ReadPath
+from adapter.service.time_lookups import TimeLookups
+from adapter.state.catalog import Catalog
+from adapter.state.view_age import ViewAge
+
+Clock = Callable[[], int]
+Appender = Callable[[Append], Awaitable[Appended]]
+
+
+class NativeStreams:
+    def __init__(
+        self,
+        catalog: Catalog,
+        buckets: StreamBuckets,
+        reads: ReadPath,
+        view: ViewAge,
+        clock: Clock,
+        rules: machine.Machine,
+        append: Appender,
+        relay: AccessRelay | None = None,
+        catch_up: MetaCatchUp | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.buckets = buckets
+        self.reads = reads
+        self.time_lookups = TimeLookups(reads)
+        self.view = view  # how recently every acknowledged change was known to be followed
+        self.clock = clock
+        self.machine = rules  # the driver's: it alone decides whether and how a TTL slides
+        self._append = append  # the stream driver's: decided by the machine, under its lock
+        self.relay = relay  # tells other instances' streams' owners of reads served here
+        # Follows the meta topic to now unless a stream's slot is written here; None: a
+        # process on its own log, nothing to follow.
+        self.catch_up = catch_up
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    def existing(self, ref: StreamRef) -> StreamMeta:
+        """The stream, unless it does not exist or has expired (both 404)."""
+        meta = self.committed(ref)
+        if meta is not None and meta.soft_deleted:
+            raise machine.gone(ref.stream_id)
+        if meta is None or meta.expired(self.clock()):
+            raise machine.not_found(ref.stream_id)
+        return meta
+
+    def committed(self, ref: StreamRef) -> StreamMeta | None:
+        """The stream as committed (None if absent); its bucket must exist unless made on demand."""
+        if self.catalog.bucket(ref.bucket_id) is None and not ref.create_bucket:
+            raise ProtocolError(ErrorCode.BUCKET_NOT_FOUND, f"bucket {ref.bucket_id!r} not found")
+        return self.catalog.stream(ref.bucket_id, ref.stream_id)
+
+    def check_change(self, ref: StreamRef) -> None:
+        """Every change of our streams is the machine's to decide: nothing refused here."""
+
+    # -- accesses (sliding TTL) --------------------------------------------------------------
+
+    def accessed(self, ref: StreamRef, reader: Reader | None = None) -> StreamMeta:
+        """A read of the stream served here, the door every read path goes through: the stream
+        (404 or 410 as `existing`) with its sliding TTL started again (the machine's `Access`).
+
+        Given the `reader` (once per request, by the edge), the read is also told to the
+        stream's owner when that is another instance (`AccessRelay`), judged on the stream as
+        known here even if it looks expired: the owner decides expiry.
+        """
+        if reader is not None and self.relay is not None:
+            meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+            if meta is not None:
+                self.relay.read(meta, self._slot(meta), reader)
+        return self.renewed(self.existing(ref), self.clock())
+
+    def accessed_elsewhere(self, ref: StreamRef, at_ms: int) -> None:
+        """An access at `at_ms` its owner reports (a sibling worker's answer to a read asked of
+        it), applied here too, even to a stream that looks expired here."""
+        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+        if meta is not None:
+            self.renewed(meta, at_ms)
+
+    def renewed(self, meta: StreamMeta, at_ms: int) -> StreamMeta:
+        """The stream after an access at `at_ms`, as the machine decides it."""
+        step = self.machine.apply(machine.View(meta), Access(at_ms), at_ms)
+        return self.held(step) or meta
+
+    def held(self, step: machine.Step) -> StreamMeta | None:
+        """Carry out the renewal a step says, if any: held in the catalog, written with the
+        stream's next write."""
+        renewed = machine.renewal(step)
+        if renewed is not None:
+            self.catalog.put_stream(renewed)
+        return renewed
+
+    # -- appends and reads -----------------------------------------------------------------
+
+    async def append(self, command: Append) -> Appended:
+        return await self._append(command)
+
+    async def read(self, command: Read, reader: Reader | None = None) -> Chunk:
+        """A catch-up read; `reader` as `accessed` takes it."""
+        meta = self.accessed(command.ref, reader)
+        topic = self.buckets.topic(meta.data_bucket)
+        chunk = await self.reads.read(topic, meta, command.start, command.bounds)
+        if chunk.up_to_date and not await self._followed_to_now(meta):
+            if not chunk.messages:
+                raise LogUnavailable(self.stale_view())  # nothing to serve, no tail to vouch for
+            chunk = replace(chunk, up_to_date=False)  # cannot tell: the client reads on
+        elif chunk.up_to_date and self.existing(command.ref).next_offset > chunk.next_offset:
+            # An append acknowledged elsewhere before this read began was followed just now:
+            # read again, to a tail that holds it.
+            meta = self.existing(command.ref)
+            chunk = await self.reads.read(topic, meta, command.start, command.bounds)
+        return self.vouched(chunk)
+
+    async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
+        meta = self.existing(ref)
+        return await self.time_lookups.offset_at(self.buckets.topic(meta.data_bucket), meta, at_ms)
+
+    def vouched(self, chunk: Chunk) -> Chunk:
+        """The chunk, up to date only if this instance's view is known to be current
+        (`adapter/state/view_age.py`): a tail it cannot vouch for may have been passed by an
+        acknowledged append it has not followed. Messages are still served (without
+        `Stream-Up-To-Date`, the client reads on); nothing at all is 503, retry later."""
+        if not chunk.up_to_date or self.view.current():
+            return chunk
+        if not chunk.messages:
+            raise LogUnavailable(self.stale_view())
+        return replace(chunk, up_to_date=False)
+
+    async def at_tail(self, ref: StreamRef) -> StreamMeta:
+        """503 unless this instance's view is known to be current and, when another instance
+        takes the stream's writes, it has followed the meta topic to now. The caller answers
+        from the stream returned: its tail may have moved."""
+        meta = self.existing(ref)
+        if not self.view.current() or not await self._followed_to_now(meta):
+            raise LogUnavailable(self.stale_view())
+        return self.existing(ref)
+
+    async def _followed_to_now(self, meta: StreamMeta) -> bool:
+        """Whether every append acknowledged before now is in this instance's view of the
+        stream (`MetaCatchUp.unless_local`: a commit acknowledged by the stream's owner a
+        moment ago may not be followed yet)."""
+        if self.catch_up is None:
+            return True
+        what = f"a read at the tail of {meta.bucket_id}/{meta.stream_id}"
+        return await self.catch_up.unless_local(self._slot(meta), what)
+
+    def stale_view(self) -> str:
+        age = self.view.age_s()
+        since = "never" if age is None else f"{age:.1f}s ago"
+        return (
+            "this instance cannot tell whether the stream has newer data: it last knew it had "
+            f"followed every acknowledged write {since} (max_view_age_ms); retry"
+        )
+
+    def _slot(self, meta: StreamMeta) -> int:
+        """The write slot of the partition holding the stream's records."""
+        return self.buckets.slots.of_stream(meta.data_bucket, meta.partition)
