@@ -199,4 +199,4 @@ def test_sigterm_drops_readiness_and_answers_a_long_poll(
         finally:
             proc.kill()
     lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert any(line["message"].startswith("stopping: draining") for line in lines)
+    assert any("draining requests for up to" in line["message"] for line in lines)
