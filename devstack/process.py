@@ -139,10 +139,20 @@ def listening_pids(port: int) -> set[int]:
     sockets = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
     pids: set[int] = set()
     for entry in Path("/proc").glob("[0-9]*") if sockets else ():
-        with contextlib.suppress(OSError):
-            if any(os.readlink(fd) in sockets for fd in (entry / "fd").iterdir()):
-                pids.add(int(entry.name))
+        if sockets & _links(entry / "fd"):
+            pids.add(int(entry.name))
     return pids
+
+
+def _links(fds: Path) -> set[str]:
+    """What each of a process's fds names, of those still open as they are read: one closed
+    meanwhile (by another thread) must not hide the others."""
+    links: set[str] = set()
+    with contextlib.suppress(OSError):  # the process ended, or is not ours to inspect
+        for fd in fds.iterdir():
+            with contextlib.suppress(OSError):
+                links.add(os.readlink(fd))
+    return links
 
 
 def _listening_inodes(port: int) -> set[str]:

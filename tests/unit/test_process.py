@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -84,6 +85,30 @@ def test_the_listening_pid_is_found() -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         assert listening_pids(listener.getsockname()[1]) == {os.getpid()}
+
+
+def test_the_listening_pid_is_found_while_another_thread_opens_and_closes_files() -> None:
+    """An fd closed between listing a process's fds and reading one must not hide the process
+    (the test process's own threads do so all the time)."""
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            for fd in [os.open(os.devnull, os.O_RDONLY) for _ in range(50)]:
+                os.close(fd)
+
+    churning = threading.Thread(target=churn)
+    churning.start()
+    try:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen()
+            port = listener.getsockname()[1]
+            found = [listening_pids(port) for _ in range(100)]
+    finally:
+        stop.set()
+        churning.join()
+    assert all(pids == {os.getpid()} for pids in found)
 
 
 def test_a_bound_socket_is_not_a_listener() -> None:
