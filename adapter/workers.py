@@ -242,24 +242,20 @@ class WorkerPool:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGTERM)
         _close_all([entry.worker for entry in self.running])
-        deadline = (
-            time.monotonic()
-            + self.settings.drain_timeout_ms / 1000
-            + 3 * (self.settings.kafka_timeout_s)
-        )
         signalled = time.monotonic()
+        deadline = (
+            signalled + self.settings.drain_timeout_ms / 1000 + 3 * self.settings.kafka_timeout_s
+        )
         for process in processes:
             process.join(max(0.0, deadline - time.monotonic()))
-            log.info(
-                "worker pid %s ended %.1f s after SIGTERM",
-                process.pid,
-                time.monotonic() - signalled,
-            )
             if process.is_alive():
                 log.error("worker pid %s did not stop in time: killed", process.pid)
                 process.kill()
                 process.join()
-            elif process.exitcode not in (0, -signal.SIGTERM) and self.status == 0:
+                continue
+            after_s = time.monotonic() - signalled
+            log.info("worker pid %s ended %.1f s after SIGTERM", process.pid, after_s)
+            if process.exitcode not in (0, -signal.SIGTERM) and self.status == 0:
                 self.status = 1
 
 

@@ -100,7 +100,6 @@ class StreamService:
         self.reads = reads
         self.hub = hub
         self.clock = clock
-        self.limits = limits
         self.machine = machine.Machine(limits, trim_settle_ms)  # the rules, and their limits
         self._locks = KeyedLocks()
         self.writes = DecidedWrites(catalog, writers, buckets, reads.cache, hub, clock, tracing)
@@ -119,6 +118,11 @@ class StreamService:
         self.tracing = tracing  # None: off, and an append pays nothing for it
 
     # -- sources -------------------------------------------------------------------------
+
+    @property
+    def limits(self) -> machine.Limits:
+        """What one request may write: the machine's own (the edge splits bodies by them)."""
+        return self.machine.limits
 
     def source_for(self, bucket_id: str) -> StreamSource:
         """Where the bucket's streams come from, asked once per request: a mounted topic's
