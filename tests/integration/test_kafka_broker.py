@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
@@ -38,6 +39,20 @@ def _consume_all(bootstrap: str, topic: str, expected_end: int) -> list[bytes]:
     return values
 
 
+def _high_watermark_reaching(bootstrap: str, topic: str, wanted: int) -> int:
+    """The partition's high watermark once it is `wanted`, or the last one seen after 30 s."""
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4().hex}"})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            _, high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+            if high >= wanted or time.monotonic() > deadline:
+                return int(high)
+            time.sleep(0.1)
+    finally:
+        probe.close()
+
+
 def test_compacted_topic_and_transactions(kafka_bootstrap: str, unique: str) -> None:
     topic = f"broker-check-{unique}"
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
@@ -55,12 +70,11 @@ def test_compacted_topic_and_transactions(kafka_bootstrap: str, unique: str) -> 
     producer.flush(30)
     producer.abort_transaction(30)
 
-    # Two data records and two transaction markers: the high watermark is past all of them.
-    probe = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": f"wm-{unique}"})
-    _, high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-    probe.close()
-    assert high == 4
-    assert _consume_all(kafka_bootstrap, topic, high) == [b"committed"]
+    # Two data records and two transaction markers. The coordinator answers the end of a
+    # transaction before it writes the markers into the partition, so the high watermark
+    # reaches 4 a moment after `abort_transaction` returns: wait for it, then read.
+    assert _high_watermark_reaching(kafka_bootstrap, topic, 4) == 4
+    assert _consume_all(kafka_bootstrap, topic, 4) == [b"committed"]
 
 
 def test_start_is_idempotent(kafka_bootstrap: str, tmp_path: Path) -> None:
