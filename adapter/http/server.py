@@ -54,6 +54,7 @@ from adapter.http.observe import (
     log_request,
     method_label,
     request_id,
+    route_of,
 )
 from adapter.http.peer_headers import carries_key
 from adapter.http.render import Handler, error_bytes, error_response
@@ -67,6 +68,8 @@ log = logging.getLogger(__name__)
 DEFAULT_CORS = CorsPolicy(frozenset())
 # Served past the memory cap: an orchestrator must still see the process alive and why.
 ALWAYS_SERVED = frozenset({"/healthz", "/readyz"})
+# A connection longer than this to close at shutdown is logged with what it was doing then.
+SLOW_CLOSE_S = 1.0
 DEFAULT_LIMITS = ConnectionLimits(
     header_timeout_s=10,
     body_timeout_s=60,
@@ -197,9 +200,23 @@ class ProtocolHandler(RequestHandler):
         `timeout`). A linger over the rest of an answered body ends now: aiohttp awaits one
         already begun as if it were a request, and a client that never sent that rest held a
         stopping instance for the whole `lingering_time` (10 s) with nothing in flight."""
+        began, doing = self.loop.time(), self._doing()
         if self.body is not None and current_request(self) is None:
             end_linger(self.body)
         await super().shutdown(timeout)
+        took = self.loop.time() - began
+        if took >= SLOW_CLOSE_S:
+            log.info("stopping: a connection %s closed in %.1f s", doing, took)
+
+    def _doing(self) -> str:
+        """What the connection does, for the log of a close that held the stop."""
+        request = current_request(self)
+        if request is not None:
+            return f"handling {request.method} {route_of(request)}"
+        body = self.body
+        if body is not None and not body.is_eof() and body.exception() is None:
+            return "lingering over the unread rest of a body"
+        return "with no request being handled"
 
     def _from_a_peer(self, request: web.BaseRequest) -> bool:
         return carries_key(request, self.counts.limits.peer_key)
