@@ -97,12 +97,14 @@ def stop_lingering(handler: RequestHandler) -> None:
     handler._lingering_time = 0.0
 
 
-def end_linger(body: StreamReader) -> None:
+def end_linger(body: StreamReader) -> bool:
     """End now a linger over the unread rest of `body`, whose request has been answered: its
     read fails as aiohttp's shutdown fails a running request's body, which the linger takes
-    as the body's end. A body read to its end, or already failed, is left as it is."""
-    if not body.is_eof() and body.exception() is None:
-        body.set_exception(asyncio.CancelledError())
+    as the body's end. A body read to its end, or already failed, is left as it is (False)."""
+    if body.is_eof() or body.exception() is not None:
+        return False
+    body.set_exception(asyncio.CancelledError())
+    return True
 
 
 def handler_settings(server: web.Server) -> dict[str, Any]:

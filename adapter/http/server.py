@@ -201,8 +201,8 @@ class ProtocolHandler(RequestHandler):
         already begun as if it were a request, and a client that never sent that rest held a
         stopping instance for the whole `lingering_time` (10 s) with nothing in flight."""
         began, doing = self.loop.time(), self._doing()
-        if self.body is not None and current_request(self) is None:
-            end_linger(self.body)
+        if self.body is not None and current_request(self) is None and end_linger(self.body):
+            log.info("stopping: ended a connection's linger over the unread rest of a body")
         await super().shutdown(timeout)
         took = self.loop.time() - began
         if took >= SLOW_CLOSE_S:

@@ -177,8 +177,9 @@ async def test_a_linger_ends_once_its_body_is_ended(caplog: pytest.LogCaptureFix
             await asyncio.wait_for(reader.readuntil(b"early"), 10)
             await asyncio.sleep(0.2)  # lingering by now
             assert not reader.at_eof()
-            end_linger(bodies[0])
+            assert end_linger(bodies[0])
             assert await _answer(reader) == b""  # closed, not 60 s later
+            assert not end_linger(bodies[0])  # nothing left to end
         finally:
             writer.close()
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
