@@ -105,7 +105,9 @@ class ProtocolHandler(RequestHandler):
         self.peer = False  # another instance's (or maybe, while `refusal`), counted in all only
         self.refusal: str | None = None  # over its address's limit, unless a peer's
         self._head_deadline: asyncio.TimerHandle | None = None
-        self.body: StreamReader | None = None  # the last request's: a linger reads on its rest
+        # The last request's body, which a linger reads on. Kept no longer than aiohttp keeps
+        # it: its request loop holds the same body until the next request comes.
+        self.body: StreamReader | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
