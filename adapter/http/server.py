@@ -211,13 +211,11 @@ class ProtocolHandler(RequestHandler):
             log.info("stopping: a connection %s closed in %.1f s", doing, took)
 
     def _doing(self) -> str:
-        """What the connection does, for the log of a close that held the stop."""
+        """What the connection does, for the log of a close that held the stop (a linger is
+        ended at once: a slow close with no request handled was writing an answer)."""
         request = current_request(self)
         if request is not None:
             return f"handling {request.method} {route_of(request)}"
-        body = self.body
-        if body is not None and not body.is_eof() and body.exception() is None:
-            return "lingering over the unread rest of a body"
         return "with no request being handled"
 
     def _from_a_peer(self, request: web.BaseRequest) -> bool:
