@@ -58,6 +58,7 @@ from adapter.service.pending_appends import Chain, StreamKey
 from adapter.service.reads import ReadPath
 from adapter.service.stream_source import StreamSource
 from adapter.state.catalog import Catalog
+from adapter.state.data_tails import DataTails
 from adapter.state.view_age import ViewAge
 from topology.placement import partition_for
 from topology.wire import stream_key
@@ -93,6 +94,7 @@ class StreamService:
         trim_settle_ms: int = 0,
         tracing: Tracing | None = None,
         catch_up: MetaCatchUp | None = None,
+        tails: DataTails | None = None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -113,6 +115,7 @@ class StreamService:
             self._append,
             relay=relay,
             catch_up=catch_up,
+            tails=tails,
         )
         self.mounted = mounted  # buckets that are mounted topics: one stream per key
         self.tracing = tracing  # None: off, and an append pays nothing for it
