@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.2  # a poll's wait: how soon a newly waited-on partition is followed
 RETRY_S = 1.0  # after the broker failed a poll
+PLAN_EVERY_S = 1.0  # the plan made again at least this often: waiters gone, slots moved
 StreamKey = tuple[str, str]
 Plan = dict[Place, dict[bytes, StreamKey]]  # followed partitions: their waited-on streams
 
@@ -57,9 +58,15 @@ class DataWakeups:
 
     async def run(self) -> None:
         """Follow and wake, until cancelled."""
+        loop = asyncio.get_running_loop()
+        plan: Plan = {}
+        starts: dict[Place, int] = {}
+        planned_at = -PLAN_EVERY_S
         while True:
-            self._wanted.clear()
-            plan, starts = self._plan()
+            if self._wanted.is_set() or loop.time() - planned_at >= PLAN_EVERY_S:
+                self._wanted.clear()  # keys watched from here on are in the next plan
+                plan, starts = self._plan()
+                planned_at = loop.time()
             try:
                 await self.watch.follow(starts)
                 if not plan:

@@ -12,6 +12,7 @@ to now (`MetaCatchUp.unless_local`) and the view's currency asked instead.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -132,9 +133,10 @@ class NativeStreams:
         chunk = await self.reads.read(topic, meta, command.start, command.bounds)
         if not chunk.up_to_date:
             return chunk
-        if not await self._tail_known(meta):
+        why = await self._why_unknown(meta)
+        if why is not None:
             if not chunk.messages:
-                raise LogUnavailable(self.stale_view())  # nothing to serve, no tail to vouch for
+                raise LogUnavailable(why)  # nothing to serve, no tail to vouch for
             return replace(chunk, up_to_date=False)  # cannot tell: the client reads on
         if self.existing(command.ref).next_offset > chunk.next_offset:
             # An append acknowledged elsewhere before this read began was learned just now:
@@ -148,16 +150,17 @@ class NativeStreams:
         return await self.time_lookups.offset_at(self.buckets.topic(meta.data_bucket), meta, at_ms)
 
     async def at_tail(self, ref: StreamRef) -> StreamMeta:
-        """503 unless every append acknowledged before now is known here (`_tail_known`). The
+        """503 unless every append acknowledged before now is known here (`_why_unknown`). The
         caller answers from the stream returned: its tail may have moved."""
-        if not await self._tail_known(self.existing(ref)):
-            raise LogUnavailable(self.stale_view())
+        why = await self._why_unknown(self.existing(ref))
+        if why is not None:
+            raise LogUnavailable(why)
         return self.existing(ref)
 
     async def latest(self, ref: StreamRef) -> StreamMeta:
         """The stream as `existing`, at the tail of every append acknowledged before now when
         that can be told (else as known here: a HEAD says no more than the tail it knows)."""
-        await self._tail_known(self.existing(ref))
+        await self._why_unknown(self.existing(ref))
         return self.existing(ref)
 
     def written_elsewhere(self, meta: StreamMeta) -> tuple[str, int] | None:
@@ -167,22 +170,40 @@ class NativeStreams:
             return None
         return self.buckets.topic(meta.data_bucket), meta.partition
 
-    async def _tail_known(self, meta: StreamMeta) -> bool:
-        """Whether every append of the stream acknowledged before now is in this instance's
-        view of it: the view current when its slot is written here (or everywhere), else the
-        stream carried forward over its partition's records to the end asked now, else (its
-        records show it deleted or made anew) the meta topic followed to now."""
-        place = self.written_elsewhere(meta)
-        if place is None or self.tails is None:
-            return self.view.current() and await self._followed_to_now(meta)
-        what = f"a read at the tail of {meta.bucket_id}/{meta.stream_id}"
+    async def learned(self, ref: StreamRef, tail: int, within_s: float) -> None:
+        """A stream written elsewhere, brought here to `tail` (its owner's word: every record
+        below it is acknowledged) from its records, within `within_s`; nothing when written
+        here, absent or there already (what cannot be learned in time is left to the meta
+        follower)."""
+        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+        place = None if meta is None else self.written_elsewhere(meta)
+        if meta is None or place is None or self.tails is None or meta.next_offset >= tail:
+            return
         try:
-            if await self.tails.caught_up(place[0], meta):
-                return True
-        except LogUnavailable as error:
-            log.info("%s: cannot reach its partition's end: %s", what, error)
-            return False
-        return self.view.current() and await self._followed_to_now(meta)
+            async with asyncio.timeout(within_s):
+                await self.tails.caught_up(place[0], meta, tail)
+        except (LogUnavailable, TimeoutError) as error:
+            what = f"{ref.bucket_id}/{ref.stream_id}"
+            log.info("%s not learned to %d from its records: %s", what, tail, error)
+
+    async def _why_unknown(self, meta: StreamMeta) -> str | None:
+        """None when every append of the stream acknowledged before now is in this instance's
+        view of it, else why that cannot be told. Known: when its slot is written here (or
+        everywhere), with the view current; else once the stream is carried forward over its
+        partition's records to the end asked now; else (its records show it deleted or made
+        anew) with the view current and the meta topic followed to now."""
+        place = self.written_elsewhere(meta)
+        if place is not None and self.tails is not None:
+            try:
+                if await self.tails.caught_up(place[0], meta):
+                    return None
+            except LogUnavailable as error:
+                what = f"a read at the tail of {meta.bucket_id}/{meta.stream_id}"
+                log.info("%s: cannot reach its partition's end: %s", what, error)
+                return f"cannot tell whether the stream has newer data: {error}"
+        if self.view.current() and await self._followed_to_now(meta):
+            return None
+        return self.stale_view()
 
     async def _followed_to_now(self, meta: StreamMeta) -> bool:
         """Whether every change acknowledged before now is in this instance's view of the

@@ -458,6 +458,10 @@ class StreamService:
         """Wait until the catalog shows a write made elsewhere: the stream's tail at or past
         `next_offset`, or, when None, the stream gone. False if time ran out."""
         key = (ref.bucket_id, ref.stream_id)
+        if next_offset is not None:  # from the stream's records, not its metadata
+            began = asyncio.get_running_loop().time()
+            await self.native.learned(ref, next_offset, timeout_s)
+            timeout_s -= asyncio.get_running_loop().time() - began
 
         def shown() -> bool:
             meta = self.catalog.stream(*key)
@@ -480,6 +484,10 @@ class StreamService:
         forks living on). False if time ran out. A stream that has expired here counts as
         absent (expiry is not written anywhere: nothing would ever remove it)."""
         key = (ref.bucket_id, ref.stream_id)
+        if next_offset is not None and not gone:
+            began = asyncio.get_running_loop().time()
+            await self.native.learned(ref, next_offset, timeout_s)
+            timeout_s -= asyncio.get_running_loop().time() - began
 
         def shown() -> bool:
             meta = self.catalog.stream(*key)

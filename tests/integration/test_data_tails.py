@@ -114,3 +114,38 @@ async def test_a_held_meta_topic_hides_no_append_from_the_other_instance(
 async def _long_poll(session: aiohttp.ClientSession, url: str) -> tuple[int, str]:
     async with session.get(url) as reply:
         return reply.status, await reply.text()
+
+
+@pytest.mark.timeout(180)
+async def test_a_tail_further_than_read_scan_bytes_is_not_claimed(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """Learning a tail reads the partition from the tail known here: past `read_scan_bytes`
+    a read there answers 503 naming it, and one with messages says no `Stream-Up-To-Date`."""
+    prefix = f"ds{unique}."
+    scan = {"DURABLE_KAFKA_READ_CHUNK_BYTES": "16384", "DURABLE_KAFKA_READ_SCAN_BYTES": "65536"}
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, env_b=scan) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        stream = stream_in(prefix, pair.owners[a], "far")  # written by a
+        async with session.put(f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
+            assert reply.status == 201, await reply.text()
+        first_tail = await _append(session, f"{a}/v1/stream/{stream}", "one")
+        at_b = f"{b}/v1/stream/{stream}"
+        for _ in range(100):  # b has followed the stream's creation and first append
+            async with session.head(at_b) as reply:
+                if reply.headers.get("Stream-Next-Offset") == first_tail:
+                    break
+            await asyncio.sleep(0.1)
+        holder = _hold_meta(kafka_bootstrap, prefix)
+        try:
+            for _ in range(4):
+                await _append(session, f"{a}/v1/stream/{stream}", "x" * 40_000)
+            async with session.get(f"{at_b}?offset={first_tail}") as reply:
+                assert reply.status == 503, await reply.text()
+                assert "read_scan_bytes" in await reply.text()
+            async with session.get(f"{at_b}?offset=-1") as reply:
+                assert reply.status == 200, await reply.text()
+                assert await reply.text() == "one"
+                assert "Stream-Up-To-Date" not in reply.headers
+        finally:
+            holder.abort_transaction(30)
