@@ -2,7 +2,8 @@
 committed record of a range, whatever its key.
 
 One assign-only `read_committed` consumer on one thread. A scan below the partition's log start
-fails (`auto.offset.reset=error`) rather than skipping ahead: a scan never hides a hole.
+fails (`auto.offset.reset=error`: BelowLogStart) rather than skipping ahead: a scan never hides
+a hole.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import BelowLogStart, LogUnavailable
 from adapter.log.reader import bounded_prefetch, poll_batch
 from topology.kafka_client import KafkaAccess
 from topology.wire import (
@@ -156,6 +157,9 @@ class PartitionScanner:
         try:
             return self._collect(consumer, start, stop, max_bytes, kept)
         except KafkaException as error:
+            inner = error.args[0] if error.args else None
+            if isinstance(inner, KafkaError) and inner.code() == KafkaError._AUTO_OFFSET_RESET:
+                raise BelowLogStart(f"scanning {topic}[{partition}]: {error}") from error
             raise LogUnavailable(f"scanning {topic}[{partition}]: {error}") from error
         finally:
             consumer.unassign()

@@ -8,7 +8,8 @@ is carried forward (`protocol/stream_log.carry_forward`) from its catalog state 
 committed records up to the partition's end as asked after the read began
 (`PartitionEnds.written`), and the catalog takes the result: every append acknowledged before
 the read is then in it. Records that show the stream deleted or created anew are metadata, not
-a tail: the caller asks the meta topic instead.
+a tail: the caller asks the meta topic instead, as when records after the tail known here were
+freed from the partition already (tiered, or past retention).
 
 A scan is bounded: past `max_bytes` of the partition (all streams' records) without reaching
 the end asked, LogUnavailable naming the setting, never a tail short of it.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import BelowLogStart, LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.protocol.model import StreamMeta
 from adapter.protocol.stream_log import LoggedRecord, StreamState, carry_forward, logged_record
@@ -56,8 +57,8 @@ class DataTails:
     async def caught_up(self, topic: str, meta: StreamMeta, end: int | None = None) -> bool:
         """Carry the stream (`meta`, the catalog's) forward over its committed records below
         `end` (None: the partition's end asked now) into the catalog. False when its records
-        show it deleted or created anew; LogUnavailable when the end cannot be reached in
-        time or within `max_bytes`."""
+        show it deleted or created anew, or lie below the partition's log start;
+        LogUnavailable when the end cannot be reached in time or within `max_bytes`."""
         if end is None:
             end = await self.ends.written(topic, meta.partition)
         key = (meta.bucket_id, meta.stream_id)
@@ -65,7 +66,10 @@ class DataTails:
         tail, scanned = self._scanned.get(incarnation, (-1, meta.next_offset))
         if end <= (scanned if tail == meta.next_offset else meta.next_offset):
             return True  # nothing of the stream's lies past its tail below `end`
-        records = await self._records(topic, meta, end)
+        try:
+            records = await self._records(topic, meta, end)
+        except BelowLogStart:
+            return False  # records after the tail known here were freed: ask the metadata
         state = StreamState(meta, self.catalog.producer_states(*key))
         carried = carry_forward(state, records)
         if carried is None:
