@@ -47,6 +47,7 @@ from adapter.objects.base import ObjectStore
 from adapter.objects.factory import object_store
 from adapter.protocol import stream_machine
 from adapter.protocol.errors import ProtocolError
+from adapter.protocol.model import RELEASED
 from adapter.protocol.mounts import ConfiguredMount, parse_configured
 from adapter.readiness import Readiness
 from adapter.running import Running
@@ -379,6 +380,7 @@ def _slot_writers(
         on_timing=metrics.kafka_timing,
         on_change=membership.report,
         turns=Turns(settings.concurrent_transactions),
+        hand_over=lambda slot: [owner_entry(topics, slot, url=RELEASED)],
     )
 
 

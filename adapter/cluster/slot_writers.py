@@ -4,8 +4,9 @@ Gaining slot k: create the producer `{prefix}writer-{k}` and init_transactions (
 the previous owner's producer and aborts its open transaction), commit the slot's owner record
 (this instance's URL) with that producer, then wait until the meta follower has applied the
 state topics up to their end offsets taken after that init, and only then accept writes for
-k. Losing slot k: refuse new writes at once, let the batches
-already submitted finish (bounded), then drop the producer. A writer fenced while the group
+k. Losing slot k: refuse new writes at once, let the batches already submitted finish
+(bounded), commit the hand-over's records with the slot's producer (a release of the slot in
+the owners topic: `hand_over`), then drop the producer. A writer fenced while the group
 still gives us its slot (its transaction outlived `transaction.timeout.ms`, say) would refuse
 every write for good: the first write that finds it fenced asks the coordinator, and if the
 slot is still ours, the writer is retired and the slot gained again with a new producer. So is
@@ -71,6 +72,7 @@ class SlotWriters:
         on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
         on_change: Callable[[], None] = lambda: None,
         turns: Turns | None = None,
+        hand_over: Callable[[int], list[StateEntry]] = lambda _slot: [],
     ) -> None:
         self.kafka = kafka
         self._turns = turns  # shared by the writers: transactions at once (None: no limit)
@@ -81,6 +83,7 @@ class SlotWriters:
         self.count = count
         self.limits = limits
         self._catch_up = catch_up
+        self._hand_over = hand_over  # what its owner writes last, of a slot lost
         self._may_reinit = may_reinit
         self._announce = announce
         self._on_state_written = on_state_written
@@ -194,7 +197,7 @@ class SlotWriters:
         self._ready.difference_update(slots)  # no new writes from here on
         self.on_change()
         async with self._changes:
-            await asyncio.gather(*(self._retire(k, drain_s) for k in slots))
+            await asyncio.gather(*(self._retire(k, drain_s, hand_over=True) for k in slots))
         self.on_change()
 
     async def close(self) -> None:
@@ -301,12 +304,36 @@ class SlotWriters:
             time.monotonic() - began,
         )
 
-    async def _retire(self, slot: int, drain_s: float) -> None:
+    async def _write_hand_over(
+        self, slot: int, writer: LogWriter, state: list[StateEntry], timeout_s: float
+    ) -> None:
+        """The slot's hand-over records, by its writer (fenced if the slot moved already);
+        unwritten, a forwarder waiting on a write of the slot waits for its next owner."""
+        began = time.monotonic()
+        try:
+            await asyncio.wait_for(writer.submit([], lambda _offsets: state), timeout_s)
+        except (Retriable, TimeoutError) as error:
+            log.warning("write slot %d: hand-over not written: %s", slot, error)
+            return
+        log.info(
+            "write slot %d: hand-over of %d records written in %.0f ms",
+            slot,
+            len(state),
+            (time.monotonic() - began) * 1000,
+        )
+
+    async def _retire(self, slot: int, drain_s: float, hand_over: bool = False) -> None:
+        """Stop the slot's writer: after its batches in flight (within `drain_s`) and, when
+        the slot moves to another owner, its hand-over's records (`hand_over`)."""
         entry = self._slots.pop(slot, None)
         if entry is None:
             return
-        if drain_s > 0 and not await entry.writer.drain(drain_s):
+        drained = drain_s > 0 and await entry.writer.drain(drain_s)
+        if drain_s > 0 and not drained:
             log.warning("write slot %d: in-flight transactions did not finish in time", slot)
+        state = self._hand_over(slot) if hand_over else []
+        if drained and state:
+            await self._write_hand_over(slot, entry.writer, state, drain_s)
         entry.task.cancel()
         await asyncio.gather(entry.task, return_exceptions=True)
         entry.writer.fail_pending(f"write slot {slot} moved to another instance; retry")

@@ -9,6 +9,7 @@ from functools import partial
 from types import MappingProxyType
 
 from adapter.protocol.model import (
+    RELEASED,
     BucketMeta,
     MountMeta,
     ProducerRecord,
@@ -206,7 +207,10 @@ class Catalog:
         """Apply one record of the owners topic (the latest one written is the owner)."""
         if value is not None:
             record = decode_as(SlotOwner, key, value)
-            self._owners[record.slot] = record.url
+            if record.url == RELEASED:
+                self._owners.pop(record.slot, None)
+            else:
+                self._owners[record.slot] = record.url
             self._owner_marks[record.slot] = max(offset, self.owner_mark(record.slot))
 
     def _pointer(self, key: StreamKey) -> SnapshotPointer | None:

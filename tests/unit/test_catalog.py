@@ -9,6 +9,7 @@ import fastavro
 
 import schemas
 from adapter.protocol.model import (
+    RELEASED,
     BucketMeta,
     ProducerRecord,
     Segment,
@@ -122,6 +123,19 @@ def test_the_latest_owner_record_of_a_slot_wins() -> None:
         record = SlotOwner(3, url, 1)
         catalog.apply_owner(record.key, encode(record))
     assert catalog.owner(3) == "http://b:1"
+
+
+def test_a_released_slot_has_no_owner_and_a_newer_mark() -> None:
+    """An owner's release of its slot at a clean hand-over: no owner to forward to until the
+    next one's record, and the mark moves on (a forwarder waiting on a write it sent learns
+    its outcome from the log)."""
+    catalog = Catalog()
+    for offset, url in ((4, "http://a:1"), (9, RELEASED)):
+        record = SlotOwner(3, url, 1)
+        catalog.apply_owner(record.key, encode(record), offset)
+    assert catalog.owner(3) is None
+    assert catalog.owner_mark(3) == 9
+    assert catalog.owner_urls() == set()
 
 
 def test_a_stream_applied_before_its_bucket_is_listed() -> None:
