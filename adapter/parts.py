@@ -64,6 +64,7 @@ from adapter.service.tiering import TierPolicy, TierWorker
 from adapter.service.unanswered_writes import UnansweredWrites
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
+from adapter.state.slot_takeover import SlotTakeover
 from adapter.state.store import FileStore, catalog_file_name
 from adapter.state.view_age import ViewAge
 from adapter.supervisor import CHECKS, GATES, OWNERSHIP, TIER
@@ -195,7 +196,16 @@ def build_parts(
         on_owner=membership.report,
     )
     metrics.watch_consumer_lag(follower.lag)
-    writers = _slot_writers(settings, kafka, follower, membership, metrics, running, faults)
+    scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
+    takeover = SlotTakeover(
+        catalog,
+        scanner,
+        SlotMap(settings.topic_prefix, settings.write_slots),
+        on_changed=partial(_carried_forward, hot_tail=hot_tail, hub=hub),
+    )
+    writers = _slot_writers(
+        settings, kafka, follower, membership, metrics, running, faults, takeover
+    )
     metrics.watch_write_slots(
         settings.write_slots, lambda: len(writers.assigned), lambda: len(writers.ready)
     )
@@ -244,7 +254,6 @@ def build_parts(
         tracing=tracing,
         catch_up=catch_up,
     )
-    scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness, faults)
     metrics.watch_tier(tiering.lag_bytes, tiering.hot_bytes)
     return Parts(
@@ -347,6 +356,7 @@ def _slot_writers(
     metrics: Metrics,
     running: Running,
     faults: PlantedFaults,
+    takeover: SlotTakeover,
 ) -> SlotWriters:
     topics = StateTopics.of(settings.topic_prefix)
     return SlotWriters(
@@ -363,6 +373,7 @@ def _slot_writers(
         on_timing=metrics.kafka_timing,
         on_change=membership.report,
         turns=Turns(settings.concurrent_transactions),
+        recover=takeover.recover,
     )
 
 
@@ -574,6 +585,13 @@ def _changed_elsewhere(
     hub.notify(key)
     if meta_kind(meta_key) is RecordKind.MOUNT_META:
         indexes.reconcile()
+
+
+def _carried_forward(key: tuple[str, str], hot_tail: HotCache, hub: LiveHub) -> None:
+    """A stream of a gained slot carried forward over records its state did not show: its hot
+    tail here lacks them, and its live readers wake."""
+    hot_tail.forget(key)
+    hub.notify(key)
 
 
 def _keys_indexed(bucket_id: str, stream_ids: set[str], hub: LiveHub) -> None:

@@ -3,8 +3,9 @@
 Gaining slot k: create the producer `{prefix}writer-{k}` and init_transactions (which fences
 the previous owner's producer and aborts its open transaction), commit the slot's owner record
 (this instance's URL) with that producer, then wait until the meta follower has applied the
-state topics up to their end offsets taken after that init, and only then accept writes for
-k. Losing slot k: refuse new writes at once, let the batches
+state topics up to their end offsets taken after that init, carry the slot's streams forward
+over its partitions' records after their state (`recover`: `adapter/state/slot_takeover.py`),
+and only then accept writes for k. Losing slot k: refuse new writes at once, let the batches
 already submitted finish (bounded), then drop the producer. A writer fenced while the group
 still gives us its slot (its transaction outlived `transaction.timeout.ms`, say) would refuse
 every write for good: the first write that finds it fenced asks the coordinator, and if the
@@ -53,6 +54,10 @@ class _Slot:
     mark: int  # the offset of the owner record this writer committed: its generation
 
 
+async def _nothing() -> None:
+    return None
+
+
 class SlotWriters:
     """The writers of the slots this instance owns; `submit` routes a batch to one of them."""
 
@@ -71,6 +76,7 @@ class SlotWriters:
         on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
         on_change: Callable[[], None] = lambda: None,
         turns: Turns | None = None,
+        recover: Callable[[list[int]], Awaitable[None]] = lambda _slots: _nothing(),
     ) -> None:
         self.kafka = kafka
         self._turns = turns  # shared by the writers: transactions at once (None: no limit)
@@ -81,6 +87,7 @@ class SlotWriters:
         self.count = count
         self.limits = limits
         self._catch_up = catch_up
+        self._recover = recover
         self._may_reinit = may_reinit
         self._announce = announce
         self._on_state_written = on_state_written
@@ -284,10 +291,13 @@ class SlotWriters:
             self.tasks.spawn(self.gain([slot]), f"gain-{slot}", Kind.JOB)
 
     async def _caught_up(self, slots: list[int]) -> None:
-        """Accept writes once the catalog holds every change committed before our init."""
+        """Accept writes once the catalog holds every change committed before our init: the
+        state topics followed to their ends, then the slots' streams carried forward over
+        their data records."""
         began = time.monotonic()
         try:
             await self._catch_up()
+            await self._recover(slots)
         except (Retriable, TimeoutError) as error:
             log.warning("slots %s: catalog not caught up, retrying: %s", slots, error)
             for slot in slots:

@@ -11,6 +11,7 @@ the log, says what it is now.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from adapter.log.scanner import PartitionScanner
 from adapter.protocol.stream_log import LoggedRecord, StreamState, carry_forward, logged_record
@@ -30,12 +31,33 @@ async def recover_partition(
 ) -> dict[bytes, StreamState | None]:
     """Each stream of `states` (by record key; all of `topic`'s `partition`) carried forward
     over its committed records from its state's tail to the partition's end."""
+    return (await recover_counted(scanner, topic, partition, states)).states
+
+
+class Recovery(NamedTuple):
+    """The streams carried forward, and how many records the scan read."""
+
+    states: dict[bytes, StreamState | None]
+    scanned: int
+
+
+async def recover_counted(
+    scanner: PartitionScanner,
+    topic: str,
+    partition: int,
+    states: Mapping[bytes, StreamState],
+    floor: int = 0,
+) -> Recovery:
+    """`recover_partition`, scanning from `floor` at the lowest (the partition's log start:
+    what retention removed is no one's to read), with the count of records read."""
     if not states:
-        return {}
+        return Recovery({}, 0)
     logged: dict[bytes, list[LoggedRecord]] = {key: [] for key in states}
-    position = min(state.meta.next_offset for state in states.values())
+    position = max(floor, min(state.meta.next_offset for state in states.values()))
+    scanned = 0
     while True:
         scan = await scanner.scan_headed(topic, partition, position, SCAN_BYTES)
+        scanned += len(scan.records)
         for key, offset, timestamp_ms, headers in scan.records:
             records = logged.get(key)
             if records is not None:
@@ -43,4 +65,5 @@ async def recover_partition(
         position = scan.next_offset
         if scan.at_end:
             break
-    return {key: carry_forward(states[key], records) for key, records in logged.items()}
+    carried = {key: carry_forward(states[key], records) for key, records in logged.items()}
+    return Recovery(carried, scanned)
