@@ -55,6 +55,7 @@ from adapter.service.mount_indexes import MountIndexes
 from adapter.service.mounted_streams import MountedStreams
 from adapter.service.mounts import MountService
 from adapter.service.reads import ReadPath
+from adapter.service.slot_checkpoints import CheckpointNotes, SlotCheckpoints
 from adapter.service.snapshot_gc import SnapshotCollector
 from adapter.service.snapshots import SnapshotService
 from adapter.service.state_entries import owner_entry
@@ -111,6 +112,7 @@ class Parts:
     tiering: TierWorker
     tier_collector: TierCollector
     age_retention: AgeRetention
+    checkpoints: SlotCheckpoints
     peers: PeerClients
     reach: AdvertisedReach
     orphaned_slots: OrphanedSlots
@@ -203,8 +205,9 @@ def build_parts(
         SlotMap(settings.topic_prefix, settings.write_slots),
         on_changed=partial(_carried_forward, hot_tail=hot_tail, hub=hub),
     )
+    notes = CheckpointNotes(catalog, StateTopics.of(settings.topic_prefix))
     writers = _slot_writers(
-        settings, kafka, follower, membership, metrics, running, faults, takeover
+        settings, kafka, follower, membership, metrics, running, faults, takeover, notes
     )
     metrics.watch_write_slots(
         settings.write_slots, lambda: len(writers.assigned), lambda: len(writers.ready)
@@ -253,6 +256,7 @@ def build_parts(
         trim_settle_ms=settings.snapshot_gc_grace_ms,
         tracing=tracing,
         catch_up=catch_up,
+        notes=notes,
     )
     tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness, faults)
     metrics.watch_tier(tiering.lag_bytes, tiering.hot_bytes)
@@ -291,6 +295,12 @@ def build_parts(
             wall_clock_ms,
             settings.age_retention_interval_ms / 1000,
             metrics.age_retention_failures.inc,
+        ),
+        checkpoints=SlotCheckpoints(
+            notes,
+            writers,
+            settings.slot_checkpoint_ms / 1000,
+            busy=stream_service.writes.busy,
         ),
         peers=peers,
         reach=reach,
@@ -357,6 +367,7 @@ def _slot_writers(
     running: Running,
     faults: PlantedFaults,
     takeover: SlotTakeover,
+    notes: CheckpointNotes,
 ) -> SlotWriters:
     topics = StateTopics.of(settings.topic_prefix)
     return SlotWriters(
@@ -374,6 +385,7 @@ def _slot_writers(
         on_change=membership.report,
         turns=Turns(settings.concurrent_transactions),
         recover=takeover.recover,
+        hand_over=notes.hand_over,
     )
 
 

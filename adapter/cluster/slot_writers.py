@@ -77,6 +77,7 @@ class SlotWriters:
         on_change: Callable[[], None] = lambda: None,
         turns: Turns | None = None,
         recover: Callable[[list[int]], Awaitable[None]] = lambda _slots: _nothing(),
+        hand_over: Callable[[int], list[StateEntry]] = lambda _slot: [],
     ) -> None:
         self.kafka = kafka
         self._turns = turns  # shared by the writers: transactions at once (None: no limit)
@@ -88,6 +89,7 @@ class SlotWriters:
         self.limits = limits
         self._catch_up = catch_up
         self._recover = recover
+        self._hand_over = hand_over  # the state its owner had not written yet, of a slot lost
         self._may_reinit = may_reinit
         self._announce = announce
         self._on_state_written = on_state_written
@@ -201,7 +203,7 @@ class SlotWriters:
         self._ready.difference_update(slots)  # no new writes from here on
         self.on_change()
         async with self._changes:
-            await asyncio.gather(*(self._retire(k, drain_s) for k in slots))
+            await asyncio.gather(*(self._retire(k, drain_s, hand_over=True) for k in slots))
         self.on_change()
 
     async def close(self) -> None:
@@ -286,6 +288,24 @@ class SlotWriters:
             await self._retire(slot, 0)
         await self.gain([slot])
 
+    async def _write_hand_over(
+        self, slot: int, writer: LogWriter, state: list[StateEntry], timeout_s: float
+    ) -> None:
+        """The slot's checkpoint at a hand-over, by its writer (fenced if the slot moved
+        already); unwritten, the next owner's scan of the slot's partitions is longer."""
+        began = time.monotonic()
+        try:
+            await asyncio.wait_for(writer.submit([], lambda _offsets: state), timeout_s)
+        except (Retriable, TimeoutError) as error:
+            log.warning("write slot %d: checkpoint not written at the hand-over: %s", slot, error)
+            return
+        log.info(
+            "write slot %d: checkpoint of %d records written at the hand-over in %.0f ms",
+            slot,
+            len(state),
+            (time.monotonic() - began) * 1000,
+        )
+
     def _retry(self, slot: int) -> None:
         if slot in self._assigned and slot not in self._slots:
             self.tasks.spawn(self.gain([slot]), f"gain-{slot}", Kind.JOB)
@@ -311,12 +331,18 @@ class SlotWriters:
             time.monotonic() - began,
         )
 
-    async def _retire(self, slot: int, drain_s: float) -> None:
+    async def _retire(self, slot: int, drain_s: float, hand_over: bool = False) -> None:
+        """Stop the slot's writer: after its batches in flight (within `drain_s`) and, when
+        the slot moves to another owner, the state not written yet (`hand_over`)."""
         entry = self._slots.pop(slot, None)
         if entry is None:
             return
-        if drain_s > 0 and not await entry.writer.drain(drain_s):
+        drained = drain_s > 0 and await entry.writer.drain(drain_s)
+        if drain_s > 0 and not drained:
             log.warning("write slot %d: in-flight transactions did not finish in time", slot)
+        state = self._hand_over(slot) if hand_over else []
+        if drained and state:
+            await self._write_hand_over(slot, entry.writer, state, drain_s)
         entry.task.cancel()
         await asyncio.gather(entry.task, return_exceptions=True)
         entry.writer.fail_pending(f"write slot {slot} moved to another instance; retry")
