@@ -3,7 +3,8 @@ after them: what a write slot's new owner does with a checkpoint (`protocol/stre
 
 The scan starts at the lowest tail among the states given (every record of those streams below
 it is in their states) and reads the partition's committed records to its end; each stream
-takes its own (by record key: `topology/wire.housed_key`), others' are passed over. A stream
+takes its own (by record key: `topology/wire.housed_key`) from its own tail on, others' are
+passed over (below its tail a stream's key may also name an incarnation of it that ended). A stream
 whose records show it deleted or created anew is returned as None: its metadata record, not
 the log, says what it is now.
 """
@@ -60,7 +61,9 @@ async def recover_counted(
         scanned += len(scan.records)
         for key, offset, timestamp_ms, headers in scan.records:
             records = logged.get(key)
-            if records is not None:
+            # Below its own tail, a stream's records are in its state, or of an incarnation
+            # that ended (whose `create` and `delete` would be taken for a later one's).
+            if records is not None and offset >= states[key].meta.next_offset:
                 records.append(logged_record(offset, timestamp_ms, headers))
         position = scan.next_offset
         if scan.at_end:
