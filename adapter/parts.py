@@ -199,13 +199,13 @@ def build_parts(
     )
     metrics.watch_consumer_lag(follower.lag)
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
+    notes = CheckpointNotes(catalog, StateTopics.of(settings.topic_prefix))
     takeover = SlotTakeover(
         catalog,
         scanner,
         SlotMap(settings.topic_prefix, settings.write_slots),
-        on_changed=partial(_carried_forward, hot_tail=hot_tail, hub=hub),
+        on_changed=partial(_carried_forward, hot_tail=hot_tail, hub=hub, notes=notes),
     )
-    notes = CheckpointNotes(catalog, StateTopics.of(settings.topic_prefix))
     writers = _slot_writers(
         settings, kafka, follower, membership, metrics, running, faults, takeover, notes
     )
@@ -599,11 +599,21 @@ def _changed_elsewhere(
         indexes.reconcile()
 
 
-def _carried_forward(key: tuple[str, str], hot_tail: HotCache, hub: LiveHub) -> None:
+def _carried_forward(
+    slot: int,
+    key: tuple[str, str],
+    producers: list[str],
+    hot_tail: HotCache,
+    hub: LiveHub,
+    notes: CheckpointNotes,
+) -> None:
     """A stream of a gained slot carried forward over records its state did not show: its hot
-    tail here lacks them, and its live readers wake."""
+    tail here lacks them, its live readers wake, and the slot's next checkpoint writes it."""
     hot_tail.forget(key)
     hub.notify(key)
+    notes.changed(slot, key, None)
+    for producer_id in producers:
+        notes.changed(slot, key, producer_id)
 
 
 def _keys_indexed(bucket_id: str, stream_ids: set[str], hub: LiveHub) -> None:

@@ -31,7 +31,8 @@ from topology.slots import SlotMap
 
 log = logging.getLogger(__name__)
 
-Changed = Callable[[tuple[str, str]], None]
+# A stream carried forward: its slot, its key, the producers whose states moved.
+Changed = Callable[[int, tuple[str, str], list[str]], None]
 
 
 @dataclass(frozen=True)
@@ -52,14 +53,15 @@ class Recovered:
 
 class SlotTakeover:
     """Carries a gained slot's streams forward in `catalog`; `on_changed` hears of each stream
-    whose state moved (its hot tail and live readers know nothing of those records)."""
+    whose state moved (its hot tail and live readers know nothing of those records, and no
+    state record shows it: the slot's next checkpoint is to write it)."""
 
     def __init__(
         self,
         catalog: Catalog,
         scanner: PartitionScanner,
         slots: SlotMap,
-        on_changed: Changed = lambda _key: None,
+        on_changed: Changed = lambda _slot, _key, _producers: None,
     ) -> None:
         self.catalog = catalog
         self.scanner = scanner
@@ -73,7 +75,7 @@ class SlotTakeover:
             began = time.monotonic()
             found = Recovered()
             for (topic, partition), states in self._partitions(slot).items():
-                found += await self._partition(topic, partition, states)
+                found += await self._partition(slot, topic, partition, states)
             log.info(
                 "write slot %d: %d streams carried forward over %d records (%d changed) in %.0f ms",
                 slot,
@@ -102,15 +104,17 @@ class SlotTakeover:
                     yield bucket_id, meta
 
     async def _partition(
-        self, topic: str, partition: int, states: dict[bytes, StreamState]
+        self, slot: int, topic: str, partition: int, states: dict[bytes, StreamState]
     ) -> Recovered:
         log_start, end = await self.scanner.watermarks(topic, partition)
         behind = {key: s for key, s in states.items() if s.meta.next_offset < end}
         recovered = await recover_counted(self.scanner, topic, partition, behind, log_start)
-        changed = sum(self._apply(states[key], state) for key, state in recovered.states.items())
+        changed = sum(
+            self._apply(slot, states[key], state) for key, state in recovered.states.items()
+        )
         return Recovered(len(states), recovered.scanned, changed)
 
-    def _apply(self, before: StreamState, after: StreamState | None) -> bool:
+    def _apply(self, slot: int, before: StreamState, after: StreamState | None) -> bool:
         """Put in the catalog what the stream's records changed; whether they changed it."""
         if after is None or after == before:
             return False  # None: deleted or made anew since, which its metadata record says
@@ -119,9 +123,11 @@ class SlotTakeover:
         if after.meta != before.meta:
             self.catalog.put_stream(newer(self.catalog.stream(*key), meta))
         known = self.catalog.producer_states(*key)
+        moved = []
         for producer_id, record in after.producers.items():
             held = known.get(producer_id)
             if held is None or (record.epoch, record.last_seq) > (held.epoch, held.last_seq):
                 self.catalog.put_producer(record)
-        self.on_changed(key)
+                moved.append(producer_id)
+        self.on_changed(slot, key, moved)
         return True

@@ -1,20 +1,25 @@
 """A write slot's next owner carries its streams forward over the records committed after their
 state records (`adapter/state/slot_takeover.py`): an append an owner committed without a state
 record (written here by a plain transactional producer, with the headers every data record
-carries) is in the next owner's tail, and a retry of its producer's seq is a duplicate. On the
-real broker."""
+carries) is in the next owner's tail, a retry of its producer's seq is a duplicate, and the
+slot's next checkpoint writes the state carried forward. On the real broker."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
 from adapter.app import create_app
+from adapter.protocol.model import StreamMeta
+from adapter.state.records import decode_as
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
-from topology.naming import bucket_topic
-from topology.wire import ProducerStamp, data_headers
+from tests.kafka_reads import committed_messages
+from topology.internal_records import stream_meta_key
+from topology.naming import StateTopics, bucket_topic
+from topology.wire import ProducerStamp, data_headers, decode_token
 
 TEXT = {"Content-Type": "text/plain"}
 
@@ -42,6 +47,7 @@ async def _instance(
         catalog_dir=str(tmp_path / name),
         partitions=1,
         write_slots=1,
+        slot_checkpoint_ms=200,
     )
     client = await aiohttp_client(create_app(settings))
     await wait_ready(client)
@@ -80,5 +86,24 @@ async def test_the_next_owner_carries_a_stream_over_an_append_without_its_state_
     assert (await second.head("/shop/log")).headers["Stream-Next-Offset"] == head.headers[
         "Stream-Next-Offset"
     ]
+    # No state record showed what the first owner wrote: the slot's checkpoint writes it.
+    carried = decode_token(head.headers["Stream-Next-Offset"])
+    prefix = make_settings().topic_prefix
+    for _ in range(100):
+        if _meta_tail(kafka_bootstrap, prefix) == carried:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the carried-forward state was never checkpointed")
     following = await second.post("/shop/log", data=b"b", headers={**TEXT, **_producer(2)})
     assert following.status == 200
+
+
+def _meta_tail(bootstrap: str, prefix: str) -> int:
+    """The tail in the stream's last record of the meta topic."""
+    key = stream_meta_key("shop", "log")
+    topic = StateTopics.of(prefix).meta
+    values = [
+        m.value() or b"" for m in committed_messages(bootstrap, topic) if m.key() == key.encode()
+    ]
+    return decode_as(StreamMeta, key, values[-1]).next_offset
