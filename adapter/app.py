@@ -332,6 +332,7 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
     running.spawn(parts.tier_collector.run(), "tier-collector")
     running.spawn(parts.wakeups.run(), "data-wakeups")
     running.spawn(parts.age_retention.run(), "age-retention")
+    running.spawn(parts.checkpoints.run(), "slot-checkpoints")
     if settings.catalog_checkpoint_ms:
         every_s = settings.catalog_checkpoint_ms / 1000
         running.spawn(checkpoint_forever(parts.follower, every_s), "catalog-checkpoint")

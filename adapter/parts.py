@@ -58,6 +58,7 @@ from adapter.service.mount_indexes import MountIndexes
 from adapter.service.mounted_streams import MountedStreams
 from adapter.service.mounts import MountService
 from adapter.service.reads import ReadPath
+from adapter.service.slot_checkpoints import CheckpointNotes, SlotCheckpoints
 from adapter.service.snapshot_gc import SnapshotCollector
 from adapter.service.snapshots import SnapshotService
 from adapter.service.state_entries import owner_entry
@@ -69,6 +70,7 @@ from adapter.state.catalog import Catalog
 from adapter.state.data_tails import DataTails
 from adapter.state.follower import MetaFollower
 from adapter.state.partition_ends import PartitionEnds
+from adapter.state.slot_takeover import SlotTakeover
 from adapter.state.store import FileStore, catalog_file_name
 from adapter.state.view_age import ViewAge
 from adapter.supervisor import CHECKS, GATES, OWNERSHIP, TIER
@@ -117,6 +119,7 @@ class Parts:
     tiering: TierWorker
     tier_collector: TierCollector
     age_retention: AgeRetention
+    checkpoints: SlotCheckpoints
     peers: PeerClients
     reach: AdvertisedReach
     orphaned_slots: OrphanedSlots
@@ -202,7 +205,17 @@ def build_parts(
         on_owner=membership.report,
     )
     metrics.watch_consumer_lag(follower.lag)
-    writers = _slot_writers(settings, kafka, follower, membership, metrics, running, faults)
+    scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
+    notes = CheckpointNotes(catalog, StateTopics.of(settings.topic_prefix))
+    takeover = SlotTakeover(
+        catalog,
+        scanner,
+        SlotMap(settings.topic_prefix, settings.write_slots),
+        on_changed=partial(_carried_forward, hot_tail=hot_tail, hub=hub, notes=notes),
+    )
+    writers = _slot_writers(
+        settings, kafka, follower, membership, metrics, running, faults, takeover, notes
+    )
     metrics.watch_write_slots(
         settings.write_slots, lambda: len(writers.assigned), lambda: len(writers.ready)
     )
@@ -252,8 +265,8 @@ def build_parts(
         tracing=tracing,
         catch_up=catch_up,
         tails=tails,
+        notes=notes,
     )
-    scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
     tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness, faults)
     metrics.watch_tier(tiering.lag_bytes, tiering.hot_bytes)
     return Parts(
@@ -299,6 +312,12 @@ def build_parts(
             wall_clock_ms,
             settings.age_retention_interval_ms / 1000,
             metrics.age_retention_failures.inc,
+        ),
+        checkpoints=SlotCheckpoints(
+            notes,
+            writers,
+            settings.slot_checkpoint_ms / 1000,
+            busy=stream_service.writes.busy,
         ),
         peers=peers,
         reach=reach,
@@ -364,6 +383,8 @@ def _slot_writers(
     metrics: Metrics,
     running: Running,
     faults: PlantedFaults,
+    takeover: SlotTakeover,
+    notes: CheckpointNotes,
 ) -> SlotWriters:
     topics = StateTopics.of(settings.topic_prefix)
     return SlotWriters(
@@ -380,7 +401,9 @@ def _slot_writers(
         on_timing=metrics.kafka_timing,
         on_change=membership.report,
         turns=Turns(settings.concurrent_transactions),
-        hand_over=lambda slot: [owner_entry(topics, slot, url=RELEASED)],
+        recover=takeover.recover,
+        # The slot's checkpoint, then its release (`RELEASED`), after its last commit.
+        hand_over=lambda slot: [*notes.hand_over(slot), owner_entry(topics, slot, url=RELEASED)],
     )
 
 
@@ -614,6 +637,23 @@ def _moved_elsewhere(key: tuple[str, str], hot_tail: HotCache, hub: LiveHub) -> 
     may lack them (reads go to Kafka), and its live readers wake."""
     hot_tail.forget(key)
     hub.notify(key)
+
+
+def _carried_forward(
+    slot: int,
+    key: tuple[str, str],
+    producers: list[str],
+    hot_tail: HotCache,
+    hub: LiveHub,
+    notes: CheckpointNotes,
+) -> None:
+    """A stream of a gained slot carried forward over records its state did not show: its hot
+    tail here lacks them, its live readers wake, and the slot's next checkpoint writes it."""
+    hot_tail.forget(key)
+    hub.notify(key)
+    notes.changed(slot, key, None)
+    for producer_id in producers:
+        notes.changed(slot, key, producer_id)
 
 
 def _keys_indexed(bucket_id: str, stream_ids: set[str], hub: LiveHub) -> None:

@@ -410,6 +410,13 @@ class Settings:
         "how often the catalog's file is saved with the state topics' positions (and at every clean stop); a restart after a crash replays the log from the last one; 0 = only at stop; ≥ 0",
         low=0,
     )
+    slot_checkpoint_ms: int = setting(
+        5_000,
+        "server",
+        "slot_checkpoint_ms",
+        "how often the owner of a write slot writes the state (`StreamMeta` and producer states, to the meta and producers topics) of the slot's streams whose appends wrote none since (format level 7: a pure append writes only its data record), in one transaction of the slot's writer, and at a clean hand-over; at most one record per stream per interval; a new owner carries the streams forward from there over their records (see \"Writing\" in the architecture); ≥ 100",
+        low=100,
+    )
     expired_gc_grace_ms: int = setting(
         600_000,
         "server",

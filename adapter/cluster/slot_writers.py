@@ -3,10 +3,12 @@
 Gaining slot k: create the producer `{prefix}writer-{k}` and init_transactions (which fences
 the previous owner's producer and aborts its open transaction), commit the slot's owner record
 (this instance's URL) with that producer, then wait until the meta follower has applied the
-state topics up to their end offsets taken after that init, and only then accept writes for
-k. Losing slot k: refuse new writes at once, let the batches already submitted finish
-(bounded), commit the hand-over's records with the slot's producer (a release of the slot in
-the owners topic: `hand_over`), then drop the producer. A writer fenced while the group
+state topics up to their end offsets taken after that init, carry the slot's streams forward
+over its partitions' records after their state (`recover`: `adapter/state/slot_takeover.py`),
+and only then accept writes for k. Losing slot k: refuse new writes at once, let the batches
+already submitted finish (bounded), commit the hand-over's records with the slot's producer
+(the slot's checkpoint, and its release in the owners topic: `hand_over`), then drop the
+producer. A writer fenced while the group
 still gives us its slot (its transaction outlived `transaction.timeout.ms`, say) would refuse
 every write for good: the first write that finds it fenced asks the coordinator, and if the
 slot is still ours, the writer is retired and the slot gained again with a new producer. So is
@@ -54,6 +56,10 @@ class _Slot:
     mark: int  # the offset of the owner record this writer committed: its generation
 
 
+async def _nothing() -> None:
+    return None
+
+
 class SlotWriters:
     """The writers of the slots this instance owns; `submit` routes a batch to one of them."""
 
@@ -72,6 +78,7 @@ class SlotWriters:
         on_timing: Callable[[str, float], None] = lambda _stage, _seconds: None,
         on_change: Callable[[], None] = lambda: None,
         turns: Turns | None = None,
+        recover: Callable[[list[int]], Awaitable[None]] = lambda _slots: _nothing(),
         hand_over: Callable[[int], list[StateEntry]] = lambda _slot: [],
     ) -> None:
         self.kafka = kafka
@@ -83,7 +90,10 @@ class SlotWriters:
         self.count = count
         self.limits = limits
         self._catch_up = catch_up
-        self._hand_over = hand_over  # what its owner writes last, of a slot lost
+        self._recover = recover
+        self._hand_over = (
+            hand_over  # what its owner writes last, of a slot lost: checkpoint, release
+        )
         self._may_reinit = may_reinit
         self._announce = announce
         self._on_state_written = on_state_written
@@ -282,33 +292,12 @@ class SlotWriters:
             await self._retire(slot, 0)
         await self.gain([slot])
 
-    def _retry(self, slot: int) -> None:
-        if slot in self._assigned and slot not in self._slots:
-            self.tasks.spawn(self.gain([slot]), f"gain-{slot}", Kind.JOB)
-
-    async def _caught_up(self, slots: list[int]) -> None:
-        """Accept writes once the catalog holds every change committed before our init."""
-        began = time.monotonic()
-        try:
-            await self._catch_up()
-        except (Retriable, TimeoutError) as error:
-            log.warning("slots %s: catalog not caught up, retrying: %s", slots, error)
-            for slot in slots:
-                await self._retire(slot, 0)
-                asyncio.get_running_loop().call_later(RETRY_GAIN_S, self._retry, slot)
-            return
-        self._ready.update(k for k in slots if k in self._assigned)
-        log.info(
-            "accepting writes for slots %s (caught up in %.1f s)",
-            sorted(slots),
-            time.monotonic() - began,
-        )
-
     async def _write_hand_over(
         self, slot: int, writer: LogWriter, state: list[StateEntry], timeout_s: float
     ) -> None:
-        """The slot's hand-over records, by its writer (fenced if the slot moved already);
-        unwritten, a forwarder waiting on a write of the slot waits for its next owner."""
+        """The slot's hand-over records (its checkpoint, its release), by its writer (fenced
+        if the slot moved already); unwritten, the next owner's scan of the slot's partitions
+        is longer, and a forwarder waiting on a write of the slot waits for that owner."""
         began = time.monotonic()
         try:
             await asyncio.wait_for(writer.submit([], lambda _offsets: state), timeout_s)
@@ -320,6 +309,31 @@ class SlotWriters:
             slot,
             len(state),
             (time.monotonic() - began) * 1000,
+        )
+
+    def _retry(self, slot: int) -> None:
+        if slot in self._assigned and slot not in self._slots:
+            self.tasks.spawn(self.gain([slot]), f"gain-{slot}", Kind.JOB)
+
+    async def _caught_up(self, slots: list[int]) -> None:
+        """Accept writes once the catalog holds every change committed before our init: the
+        state topics followed to their ends, then the slots' streams carried forward over
+        their data records."""
+        began = time.monotonic()
+        try:
+            await self._catch_up()
+            await self._recover(slots)
+        except (Retriable, TimeoutError) as error:
+            log.warning("slots %s: catalog not caught up, retrying: %s", slots, error)
+            for slot in slots:
+                await self._retire(slot, 0)
+                asyncio.get_running_loop().call_later(RETRY_GAIN_S, self._retry, slot)
+            return
+        self._ready.update(k for k in slots if k in self._assigned)
+        log.info(
+            "accepting writes for slots %s (caught up in %.1f s)",
+            sorted(slots),
+            time.monotonic() - began,
         )
 
     async def _retire(self, slot: int, drain_s: float, hand_over: bool = False) -> None:

@@ -94,6 +94,8 @@ def carry_forward(state: StreamState, records: Iterable[LoggedRecord]) -> Stream
             _advance(producers, _producer(meta, record.producer, record.timestamp_ms))
         if record.event is None and record.offset < meta.next_offset:
             continue  # already counted in `state`
+        if record.event is ControlEvent.CLOSE and meta.closed:
+            continue  # a stream closes once: in `state` already, at its own time
         meta = _applied(meta, record)
     return StreamState(meta, producers)
 

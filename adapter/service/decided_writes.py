@@ -26,6 +26,7 @@ from adapter.service.interfaces import SlotWriting, StreamBuckets
 from adapter.service.native_streams import Clock
 from adapter.service.pending_appends import Chains, StreamKey
 from adapter.service.record_encoding import write_records
+from adapter.service.slot_checkpoints import CheckpointNotes
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
 from topology.internal_records import producer_key, snapshot_key
@@ -46,6 +47,7 @@ class DecidedWrites:
         hub: LiveHub,
         clock: Clock,
         tracing: Tracing | None = None,
+        notes: CheckpointNotes | None = None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -57,6 +59,14 @@ class DecidedWrites:
         self.clock = clock
         self.tracing = tracing  # None: off, and an append pays nothing for it
         self.chains = Chains()  # each stream's queued appends
+        # The streams whose commits wrote no state record, for the slot's checkpoint.
+        self.notes = notes if notes is not None else CheckpointNotes(catalog, self.topics)
+        self._inflight: dict[StreamKey, int] = {}  # writes queued, not answered yet
+
+    def busy(self, key: StreamKey) -> bool:
+        """Whether a write of the stream (or one collecting it) is in flight: its state in
+        the catalog is about to move."""
+        return key in self._inflight
 
     def slot(self, meta: StreamMeta) -> int:
         """The write slot of the partition holding the stream's records."""
@@ -145,9 +155,21 @@ class DecidedWrites:
         slot = self.slots.of_stream(meta.data_bucket, partition)
         self._routed_here(slot)  # no await between this check and the queue
         self.writers.enqueue(slot, batch)
+        self._count_inflight([key, *write.collects], batch)
         if write.state is not None:
             self.chains.extend(key, write.state, batch, write.producer)
         return batch
+
+    def _count_inflight(self, keys: list[StreamKey], batch: WriteBatch) -> None:
+        for key in keys:
+            self._inflight[key] = self._inflight.get(key, 0) + 1
+        batch.future.add_done_callback(lambda _future: self._answered(keys))
+
+    def _answered(self, keys: list[StreamKey]) -> None:
+        for key in keys:
+            left = self._inflight.pop(key) - 1
+            if left:
+                self._inflight[key] = left
 
     def _routed_here(self, slot: int) -> None:
         """Refuse (503, nothing written) a forwarded write routed on an owner record of the
@@ -202,3 +224,4 @@ class DecidedWrites:
         self.catalog.drop_stream(*key)
         self.catalog.apply_snapshot(snapshot_key(*key), None)
         self.cache.forget(key)
+        self.notes.forget(key)

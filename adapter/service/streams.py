@@ -56,6 +56,7 @@ from adapter.service.mounted_streams import MountedStreams
 from adapter.service.native_streams import Clock, NativeStreams
 from adapter.service.pending_appends import Chain, StreamKey
 from adapter.service.reads import ReadPath
+from adapter.service.slot_checkpoints import CheckpointNotes
 from adapter.service.stream_source import StreamSource
 from adapter.state.catalog import Catalog
 from adapter.state.data_tails import DataTails
@@ -95,6 +96,7 @@ class StreamService:
         tracing: Tracing | None = None,
         catch_up: MetaCatchUp | None = None,
         tails: DataTails | None = None,
+        notes: CheckpointNotes | None = None,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -104,7 +106,9 @@ class StreamService:
         self.clock = clock
         self.machine = machine.Machine(limits, trim_settle_ms)  # the rules, and their limits
         self._locks = KeyedLocks()
-        self.writes = DecidedWrites(catalog, writers, buckets, reads.cache, hub, clock, tracing)
+        self.writes = DecidedWrites(
+            catalog, writers, buckets, reads.cache, hub, clock, tracing, notes
+        )
         self.native = NativeStreams(
             catalog,
             buckets,

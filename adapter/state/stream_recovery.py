@@ -3,7 +3,8 @@ after them: what a write slot's new owner does with a checkpoint (`protocol/stre
 
 The scan starts at the lowest tail among the states given (every record of those streams below
 it is in their states) and reads the partition's committed records to its end; each stream
-takes its own (by record key: `topology/wire.housed_key`), others' are passed over. A stream
+takes its own (by record key: `topology/wire.housed_key`) from its own tail on, others' are
+passed over (below its tail a stream's key may also name an incarnation of it that ended). A stream
 whose records show it deleted or created anew is returned as None: its metadata record, not
 the log, says what it is now.
 """
@@ -11,6 +12,7 @@ the log, says what it is now.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from adapter.log.scanner import PartitionScanner
 from adapter.protocol.stream_log import LoggedRecord, StreamState, carry_forward, logged_record
@@ -30,17 +32,41 @@ async def recover_partition(
 ) -> dict[bytes, StreamState | None]:
     """Each stream of `states` (by record key; all of `topic`'s `partition`) carried forward
     over its committed records from its state's tail to the partition's end."""
+    return (await recover_counted(scanner, topic, partition, states)).states
+
+
+class Recovery(NamedTuple):
+    """The streams carried forward, and how many records the scan read."""
+
+    states: dict[bytes, StreamState | None]
+    scanned: int
+
+
+async def recover_counted(
+    scanner: PartitionScanner,
+    topic: str,
+    partition: int,
+    states: Mapping[bytes, StreamState],
+    floor: int = 0,
+) -> Recovery:
+    """`recover_partition`, scanning from `floor` at the lowest (the partition's log start:
+    what retention removed is no one's to read), with the count of records read."""
     if not states:
-        return {}
+        return Recovery({}, 0)
     logged: dict[bytes, list[LoggedRecord]] = {key: [] for key in states}
-    position = min(state.meta.next_offset for state in states.values())
+    position = max(floor, min(state.meta.next_offset for state in states.values()))
+    scanned = 0
     while True:
         scan = await scanner.scan_headed(topic, partition, position, SCAN_BYTES)
+        scanned += len(scan.records)
         for key, offset, timestamp_ms, headers in scan.records:
             records = logged.get(key)
-            if records is not None:
+            # Below its own tail, a stream's records are in its state, or of an incarnation
+            # that ended (whose `create` and `delete` would be taken for a later one's).
+            if records is not None and offset >= states[key].meta.next_offset:
                 records.append(logged_record(offset, timestamp_ms, headers))
         position = scan.next_offset
         if scan.at_end:
             break
-    return {key: carry_forward(states[key], records) for key, records in logged.items()}
+    carried = {key: carry_forward(states[key], records) for key, records in logged.items()}
+    return Recovery(carried, scanned)

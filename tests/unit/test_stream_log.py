@@ -156,3 +156,12 @@ def test_a_producer_never_moves_back_to_an_older_stamp() -> None:
     carried = carry_forward(StreamState(_meta(), {"p": newer}), records)
     assert carried is not None
     assert carried.producers == {"p": newer}
+
+
+def test_a_close_the_state_holds_already_is_not_applied_again() -> None:
+    """A closed stream's tail stays below its `close` record, so a scan from the tail reads
+    it again: its record's timestamp (taken as it was produced, after the close was decided)
+    must not move the stream's last write."""
+    closed = StreamState(_meta().evolve(closed=True, last_seq="7"))
+    close = logged_record(6, NOW + 3, control_headers(ControlEvent.CLOSE))
+    assert carry_forward(closed, [close]) == closed

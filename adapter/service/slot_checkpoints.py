@@ -1,0 +1,140 @@
+"""Per-slot checkpoints: the state of a write slot's streams whose commits wrote none, written
+by the slot's owner every `slot_checkpoint_ms` and when it hands the slot over.
+
+From format level 7 a pure append (one whose only changes are the tail, message count,
+Stream-Seq, last write and access and its producer's state) commits its data record alone
+(`decided_writes.py`); its stream is noted here, by slot, with the producers whose states it
+moved. A pass writes each noted stream's `StreamMeta` and those producers' records, as the
+catalog holds them, in one transaction of the slot's writer (fenced like any write of the
+slot): the compacted meta and producers topics then take a record per stream per interval at
+most, not one per append. A new owner starts from these records and carries each stream forward
+over its records after them (`state/slot_takeover.py`), so a pass that never ran (a crash)
+costs a longer scan, never state.
+
+A stream with a write in flight is left for the next pass: its state in the catalog is about to
+move, and a checkpoint record landing after that write's own state record (a close, a trim, a
+deletion's tombstone) would be what compaction keeps. At a hand-over the slot's writer has
+drained first, so every noted stream is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from adapter.log.writer import StateEntry, WriteBatch
+from adapter.service.background import RIDDEN_OUT
+from adapter.service.interfaces import SlotWriting
+from adapter.service.state_entries import producer_entry, stream_entry
+from adapter.state.catalog import Catalog
+from topology.naming import StateTopics
+
+log = logging.getLogger(__name__)
+
+StreamKey = tuple[str, str]
+Noted = dict[StreamKey, set[str]]  # a slot's streams to write, with the producers they moved
+
+
+class CheckpointNotes:
+    """The streams of each owned slot whose state no record shows yet, and their records."""
+
+    def __init__(self, catalog: Catalog, topics: StateTopics) -> None:
+        self.catalog = catalog
+        self.topics = topics
+        self._noted: dict[int, Noted] = {}
+
+    def changed(self, slot: int, key: StreamKey, producer_id: str | None) -> None:
+        """A commit moved the stream's state (and `producer_id`'s) without writing it."""
+        producers = self._noted.setdefault(slot, {}).setdefault(key, set())
+        if producer_id is not None:
+            producers.add(producer_id)
+
+    def forget(self, key: StreamKey) -> None:
+        """The stream is gone (its tombstones are written): nothing of it to checkpoint."""
+        for noted in self._noted.values():
+            noted.pop(key, None)
+
+    def slots(self) -> list[int]:
+        return sorted(slot for slot, noted in self._noted.items() if noted)
+
+    def pending(self, slot: int) -> int:
+        """How many of the slot's streams await a checkpoint."""
+        return len(self._noted.get(slot, {}))
+
+    def hand_over(self, slot: int) -> list[StateEntry]:
+        """Every noted stream's records, the slot's notes dropped: it moves to another owner
+        (its writer drained: nothing is in flight)."""
+        return self.entries(self._noted.pop(slot, {}))
+
+    def take(self, slot: int, busy: Callable[[StreamKey], bool]) -> Noted:
+        """The slot's noted streams that are not `busy`, noted no more."""
+        noted = self._noted.get(slot, {})
+        taken = {key: producers for key, producers in noted.items() if not busy(key)}
+        for key in taken:
+            del noted[key]
+        return taken
+
+    def note_again(self, slot: int, taken: Noted) -> None:
+        """Streams taken whose checkpoint was not written."""
+        noted = self._noted.setdefault(slot, {})
+        for key, producers in taken.items():
+            noted.setdefault(key, set()).update(producers)
+
+    def entries(self, noted: Noted) -> list[StateEntry]:
+        """The streams' records as the catalog holds them now (a stream gone: none)."""
+        entries: list[StateEntry] = []
+        for key, producer_ids in noted.items():
+            meta = self.catalog.stream(*key)
+            if meta is None:
+                continue
+            entries.append(stream_entry(self.topics, meta))
+            states = self.catalog.producer_states(*key)
+            for producer_id in sorted(producer_ids):
+                record = states.get(producer_id)
+                if record is not None:
+                    entries.append(producer_entry(self.topics, record))
+        return entries
+
+
+class SlotCheckpoints:
+    """Writes the notes of each slot owned here every `interval_s`."""
+
+    def __init__(
+        self,
+        notes: CheckpointNotes,
+        writers: SlotWriting,
+        interval_s: float,
+        busy: Callable[[StreamKey], bool] = lambda _key: False,
+    ) -> None:
+        self.notes = notes
+        self.writers = writers
+        self.interval_s = interval_s
+        self.busy = busy  # whether a write of the stream is in flight
+
+    async def run(self) -> None:
+        """A pass every interval until cancelled; a slot whose pass failed is tried again at
+        the next (its streams stay noted)."""
+        while True:
+            await asyncio.sleep(self.interval_s)
+            for slot in self.notes.slots():
+                try:
+                    await self.write(slot)
+                except RIDDEN_OUT as error:
+                    log.warning("write slot %d: checkpoint not written, next time: %s", slot, error)
+
+    async def write(self, slot: int) -> int:
+        """Write the slot's noted streams not being written now; how many were written."""
+        if not self.writers.accepting(slot):
+            return 0  # moving: handed over (`SlotWriters.lose`), or renewed and kept
+        taken = self.notes.take(slot, self.busy)
+        entries = self.notes.entries(taken)
+        if not entries:
+            return 0
+        try:
+            batch = self.writers.enqueue(slot, WriteBatch([], lambda _offsets: entries))
+            await asyncio.shield(batch.future)
+        except BaseException:
+            self.notes.note_again(slot, taken)
+            raise
+        return len(taken)

@@ -1,0 +1,145 @@
+"""What a write slot's new owner does before it takes the slot's writes: every stream of the
+slot's partitions carried forward from the catalog (its last metadata and producer records)
+over the partitions' committed records after it (`state/stream_recovery.py`), and what that
+changed put in the catalog.
+
+A previous owner's commit may have left its data records without the state records that say
+what they did (a slot's state is written by checkpoint, not by every append): without this,
+the new owner would decide at a tail short of what was written, and take a retried append of
+an idempotent producer for a new one. Run after the new producer's init (every earlier
+holder's transactions are over, committed or aborted) and after the catalog has followed the
+state topics to their ends; nothing writes the slot's streams meanwhile.
+
+Each partition is scanned from the lowest tail among its streams that lie below its end (no
+lower than its log start: records retention removed are gone for every reader).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from adapter.log.scanner import PartitionScanner
+from adapter.protocol.model import StreamMeta
+from adapter.protocol.stream_log import StreamState
+from adapter.state.catalog import Catalog, newer
+from adapter.state.stream_recovery import recover_counted, stream_key
+from topology.naming import bucket_topic
+from topology.slots import SlotMap
+
+log = logging.getLogger(__name__)
+
+# A stream carried forward: its slot, its key, the producers whose states moved.
+Changed = Callable[[int, tuple[str, str], list[str]], None]
+# A slot's streams with their states, by the partition holding their records.
+Places = dict[tuple[str, int], dict[bytes, StreamState]]
+STEP = 512  # streams looked at between two turns of the event loop
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """What a slot's recovery found: streams looked at, records read, streams changed."""
+
+    streams: int = 0
+    records: int = 0
+    changed: int = 0
+
+    def __add__(self, other: Recovered) -> Recovered:
+        return Recovered(
+            self.streams + other.streams,
+            self.records + other.records,
+            self.changed + other.changed,
+        )
+
+
+class SlotTakeover:
+    """Carries a gained slot's streams forward in `catalog`; `on_changed` hears of each stream
+    whose state moved (its hot tail and live readers know nothing of those records, and no
+    state record shows it: the slot's next checkpoint is to write it)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        scanner: PartitionScanner,
+        slots: SlotMap,
+        on_changed: Changed = lambda _slot, _key, _producers: None,
+    ) -> None:
+        self.catalog = catalog
+        self.scanner = scanner
+        self.slots = slots
+        self.on_changed = on_changed
+
+    async def recover(self, slots: list[int]) -> None:
+        """Carry every stream of `slots` forward (LogUnavailable: a partition could not be
+        read; the slots are then not to take writes)."""
+        began = time.monotonic()
+        by_slot = await self._partitions(set(slots))
+        listed_ms = (time.monotonic() - began) * 1000
+        for slot in slots:
+            began = time.monotonic()
+            found = Recovered()
+            for (topic, partition), states in by_slot.get(slot, {}).items():
+                found += await self._partition(slot, topic, partition, states)
+            log.info(
+                "write slot %d: %d streams carried forward over %d records (%d changed) in "
+                "%.0f ms (the catalog's streams listed in %.0f ms)",
+                slot,
+                found.streams,
+                found.records,
+                found.changed,
+                (time.monotonic() - began) * 1000,
+                listed_ms,
+            )
+
+    async def _partitions(self, slots: set[int]) -> dict[int, Places]:
+        """The streams of `slots` with their states, by slot and by the partition holding
+        their records: one pass over the catalog, the event loop let run every `STEP`."""
+        found: dict[int, Places] = {}
+        for count, (bucket_id, meta) in enumerate(self._streams()):
+            if count % STEP == STEP - 1:
+                await asyncio.sleep(0)
+            slot = self.slots.of_stream(bucket_id, meta.partition)
+            if slot not in slots or meta.soft_deleted:
+                continue
+            state = StreamState(meta, self.catalog.producers(meta.bucket_id, meta.stream_id))
+            place = (bucket_topic(self.slots.prefix, bucket_id), meta.partition)
+            found.setdefault(slot, {}).setdefault(place, {})[stream_key(state)] = state
+        return found
+
+    def _streams(self) -> Iterator[tuple[str, StreamMeta]]:
+        """Every stream with the bucket whose topic holds its records."""
+        for bucket_id in self.catalog.bucket_ids():
+            for meta, _pointer in self.catalog.streams_in_topic(bucket_id):
+                yield bucket_id, meta
+
+    async def _partition(
+        self, slot: int, topic: str, partition: int, states: dict[bytes, StreamState]
+    ) -> Recovered:
+        log_start, end = await self.scanner.watermarks(topic, partition)
+        behind = {key: s for key, s in states.items() if s.meta.next_offset < end}
+        recovered = await recover_counted(self.scanner, topic, partition, behind, log_start)
+        changed = sum(
+            self._apply(slot, states[key], state) for key, state in recovered.states.items()
+        )
+        return Recovered(len(states), recovered.scanned, changed)
+
+    def _apply(self, slot: int, before: StreamState, after: StreamState | None) -> bool:
+        """Put in the catalog what the stream's records changed; whether they changed it."""
+        if after is None or after == before:
+            return False  # None: deleted or made anew since, which its metadata record says
+        meta = after.meta
+        key = (meta.bucket_id, meta.stream_id)
+        if after.meta != before.meta:
+            self.catalog.put_stream(newer(self.catalog.stream(*key), meta))
+        known = self.catalog.producer_states(*key)
+        moved = []
+        for producer_id, record in after.producers.items():
+            held = known.get(producer_id)
+            if held is None or (record.epoch, record.last_seq) > (held.epoch, held.last_seq):
+                self.catalog.put_producer(record)
+                moved.append(producer_id)
+        self.on_changed(slot, key, moved)
+        return True
