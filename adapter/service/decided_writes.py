@@ -63,11 +63,14 @@ class DecidedWrites:
         self.chains = Chains()  # each stream's queued appends
         # The streams whose commits wrote no state record, for the slot's checkpoint.
         self.notes = notes if notes is not None else CheckpointNotes(catalog, self.topics)
-        self._inflight: dict[StreamKey, int] = {}  # writes queued, not answered yet
+        self._inflight: dict[StreamKey, int] = {}  # writes with state records, not answered
 
     def busy(self, key: StreamKey) -> bool:
-        """Whether a write of the stream (or one collecting it) is in flight: its state in
-        the catalog is about to move."""
+        """Whether a write of the stream (or one collecting it) that writes state records is in
+        flight: a checkpoint record of the stream landing after those would be what compaction
+        keeps. A pure append in flight writes none: the checkpoint's tail is below its records,
+        which the next owner's scan reads (a stream appended to without a pause is
+        checkpointed all the same)."""
         return key in self._inflight
 
     def slot(self, meta: StreamMeta) -> int:
@@ -160,7 +163,8 @@ class DecidedWrites:
         )
         self._routed_here(slot)  # no await between this check and the queue
         self.writers.enqueue(slot, batch)
-        self._count_inflight([key, *write.collects], batch)
+        if not alone:
+            self._count_inflight([key, *write.collects], batch)
         if write.state is not None:
             self.chains.extend(key, write.state, batch, write.producer)
         return batch

@@ -96,3 +96,32 @@ async def test_the_owner_checkpoints_its_changed_streams_every_interval(
         raise AssertionError("no checkpoint of the stream's appends")
     await asyncio.sleep(0.5)  # more intervals, and nothing changed: nothing written
     assert len(_records(kafka_bootstrap, topics.meta, KEY)) == len(written) <= 3
+
+
+async def test_a_stream_appended_to_without_a_pause_is_checkpointed(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+) -> None:
+    """Pure appends always in flight (four writers, no pause) do not hold its checkpoint back."""
+    topics = StateTopics.of(make_settings().topic_prefix)
+    client = await _instance(aiohttp_client, make_settings, 200, "only")
+    await _appended(client, 1)
+    stop = asyncio.Event()
+
+    async def writer() -> None:
+        while not stop.is_set():
+            assert (await client.post("/shop/log", data=b"m", headers=TEXT)).status == 204
+
+    writers = [asyncio.ensure_future(writer()) for _ in range(4)]
+    try:
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            written = _records(kafka_bootstrap, topics.meta, KEY)
+            if decode_as(StreamMeta, KEY, written[-1]).message_count > 1:
+                break
+        else:
+            raise AssertionError("no checkpoint while the stream was appended to")
+    finally:
+        stop.set()
+        await asyncio.gather(*writers)
