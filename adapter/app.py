@@ -288,6 +288,8 @@ def _opened_at_build(parts: Parts) -> list[tuple[str, Part]]:
         *tracing,
         ("catalog", parts.catalog),
         ("partition scanner", parts.scanner),
+        ("data tails", parts.tails),
+        ("data wakeups", parts.wakeups),  # after its task (a background task) ends
         ("log reader", parts.reader),
         ("mount transactions", mounted.transactions),
         ("sparse reader", mounted.sparse_reader),
@@ -328,6 +330,7 @@ async def load_state(settings: Settings, parts: Parts, guard: FolderGuard | None
     running.spawn(sweep_forever(parts.streams, grace_ms), "soft-delete-collector")
     running.spawn(parts.tiering.run(), "tier-worker")
     running.spawn(parts.tier_collector.run(), "tier-collector")
+    running.spawn(parts.wakeups.run(), "data-wakeups")
     running.spawn(parts.age_retention.run(), "age-retention")
     running.spawn(parts.checkpoints.run(), "slot-checkpoints")
     if settings.catalog_checkpoint_ms:

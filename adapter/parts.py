@@ -32,10 +32,12 @@ from adapter.http import health
 from adapter.http.peers import PeerClients
 from adapter.http.tls import peer_context
 from adapter.kafka_stats import ClientStatistics
+from adapter.live.data_wakeups import DataWakeups
 from adapter.live.fanout import Fanout
 from adapter.log.hot_cache import HotCache
 from adapter.log.mount_reader import SPARSE_FETCH_BYTES
 from adapter.log.mount_writer import MountWriter, Transactions
+from adapter.log.partition_watch import PartitionWatch
 from adapter.log.reader import LogReader, ReadLimits
 from adapter.log.scanner import PartitionScanner
 from adapter.log.transaction_turns import Turns
@@ -45,6 +47,7 @@ from adapter.objects.base import ObjectStore
 from adapter.objects.factory import object_store
 from adapter.protocol import stream_machine
 from adapter.protocol.errors import ProtocolError
+from adapter.protocol.model import RELEASED
 from adapter.protocol.mounts import ConfiguredMount, parse_configured
 from adapter.readiness import Readiness
 from adapter.running import Running
@@ -64,7 +67,9 @@ from adapter.service.tier_gc import TierCollector
 from adapter.service.tiering import TierPolicy, TierWorker
 from adapter.service.unanswered_writes import UnansweredWrites
 from adapter.state.catalog import Catalog
+from adapter.state.data_tails import DataTails
 from adapter.state.follower import MetaFollower
+from adapter.state.partition_ends import PartitionEnds
 from adapter.state.slot_takeover import SlotTakeover
 from adapter.state.store import FileStore, catalog_file_name
 from adapter.state.view_age import ViewAge
@@ -109,6 +114,8 @@ class Parts:
     mounted: MountedStreams
     metrics: Metrics
     scanner: PartitionScanner
+    tails: DataTails
+    wakeups: DataWakeups
     tiering: TierWorker
     tier_collector: TierCollector
     age_retention: AgeRetention
@@ -226,6 +233,7 @@ def build_parts(
     membership.router = router
     reader = LogReader(kafka, read_limits(settings))
     catch_up = MetaCatchUp(writers, follower.seen_written)
+    tails = _data_tails(settings, kafka, catalog, hot_tail, hub)
     tracing = start_tracing(settings)
     bucket_service = BucketService(catalog, writers, admin, wall_clock_ms, catch_up, tracing)
     store = object_store(settings)
@@ -256,6 +264,7 @@ def build_parts(
         trim_settle_ms=settings.snapshot_gc_grace_ms,
         tracing=tracing,
         catch_up=catch_up,
+        tails=tails,
         notes=notes,
     )
     tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness, faults)
@@ -285,6 +294,14 @@ def build_parts(
         mounted=mounted,
         metrics=metrics,
         scanner=scanner,
+        tails=tails,
+        wakeups=DataWakeups(
+            hub,
+            catalog,
+            tails,
+            PartitionWatch(kafka, settings.kafka_timeout_s),
+            stream_service.native.written_elsewhere,
+        ),
         tiering=tiering,
         tier_collector=_tier_collector(settings, catalog, writers, store, follower),
         age_retention=AgeRetention(
@@ -385,7 +402,8 @@ def _slot_writers(
         on_change=membership.report,
         turns=Turns(settings.concurrent_transactions),
         recover=takeover.recover,
-        hand_over=notes.hand_over,
+        # The slot's checkpoint, then its release (`RELEASED`), after its last commit.
+        hand_over=lambda slot: [*notes.hand_over(slot), owner_entry(topics, slot, url=RELEASED)],
     )
 
 
@@ -597,6 +615,28 @@ def _changed_elsewhere(
     hub.notify(key)
     if meta_kind(meta_key) is RecordKind.MOUNT_META:
         indexes.reconcile()
+
+
+def _data_tails(
+    settings: Settings, kafka: KafkaAccess, catalog: Catalog, hot_tail: HotCache, hub: LiveHub
+) -> DataTails:
+    """Streams written elsewhere brought to their tail from their partitions: its own end
+    queries and scans, never queued behind the tier worker's."""
+    timeout_s = settings.kafka_timeout_s
+    return DataTails(
+        catalog,
+        PartitionEnds(kafka, timeout_s),
+        PartitionScanner(kafka, timeout_s, role="tails"),
+        settings.read_scan_bytes,
+        on_moved=partial(_moved_elsewhere, hot_tail=hot_tail, hub=hub),
+    )
+
+
+def _moved_elsewhere(key: tuple[str, str], hot_tail: HotCache, hub: LiveHub) -> None:
+    """A stream written elsewhere was learned further on from its records: its hot tail here
+    may lack them (reads go to Kafka), and its live readers wake."""
+    hot_tail.forget(key)
+    hub.notify(key)
 
 
 def _carried_forward(

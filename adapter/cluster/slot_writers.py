@@ -6,7 +6,9 @@ the previous owner's producer and aborts its open transaction), commit the slot'
 state topics up to their end offsets taken after that init, carry the slot's streams forward
 over its partitions' records after their state (`recover`: `adapter/state/slot_takeover.py`),
 and only then accept writes for k. Losing slot k: refuse new writes at once, let the batches
-already submitted finish (bounded), then drop the producer. A writer fenced while the group
+already submitted finish (bounded), commit the hand-over's records with the slot's producer
+(the slot's checkpoint, and its release in the owners topic: `hand_over`), then drop the
+producer. A writer fenced while the group
 still gives us its slot (its transaction outlived `transaction.timeout.ms`, say) would refuse
 every write for good: the first write that finds it fenced asks the coordinator, and if the
 slot is still ours, the writer is retired and the slot gained again with a new producer. So is
@@ -89,7 +91,9 @@ class SlotWriters:
         self.limits = limits
         self._catch_up = catch_up
         self._recover = recover
-        self._hand_over = hand_over  # the state its owner had not written yet, of a slot lost
+        self._hand_over = (
+            hand_over  # what its owner writes last, of a slot lost: checkpoint, release
+        )
         self._may_reinit = may_reinit
         self._announce = announce
         self._on_state_written = on_state_written
@@ -291,16 +295,17 @@ class SlotWriters:
     async def _write_hand_over(
         self, slot: int, writer: LogWriter, state: list[StateEntry], timeout_s: float
     ) -> None:
-        """The slot's checkpoint at a hand-over, by its writer (fenced if the slot moved
-        already); unwritten, the next owner's scan of the slot's partitions is longer."""
+        """The slot's hand-over records (its checkpoint, its release), by its writer (fenced
+        if the slot moved already); unwritten, the next owner's scan of the slot's partitions
+        is longer, and a forwarder waiting on a write of the slot waits for that owner."""
         began = time.monotonic()
         try:
             await asyncio.wait_for(writer.submit([], lambda _offsets: state), timeout_s)
         except (Retriable, TimeoutError) as error:
-            log.warning("write slot %d: checkpoint not written at the hand-over: %s", slot, error)
+            log.warning("write slot %d: hand-over not written: %s", slot, error)
             return
         log.info(
-            "write slot %d: checkpoint of %d records written at the hand-over in %.0f ms",
+            "write slot %d: hand-over of %d records written in %.0f ms",
             slot,
             len(state),
             (time.monotonic() - began) * 1000,
@@ -333,7 +338,7 @@ class SlotWriters:
 
     async def _retire(self, slot: int, drain_s: float, hand_over: bool = False) -> None:
         """Stop the slot's writer: after its batches in flight (within `drain_s`) and, when
-        the slot moves to another owner, the state not written yet (`hand_over`)."""
+        the slot moves to another owner, its hand-over's records (`hand_over`)."""
         entry = self._slots.pop(slot, None)
         if entry is None:
             return

@@ -18,6 +18,12 @@ The connection handler (`web_protocol.RequestHandler`), for `adapter/http/server
 - `_lingering_time`: set to 0 for one connection whose body is not worth reading on (late, or
   malformed), so the connection closes after its answer. Only the constructor takes it;
   `force_close()` would close before the answer is sent.
+- The linger itself (in `start()`, a local loop reading on the answered request's body): ended
+  at shutdown by failing that body's read with `CancelledError`, as `shutdown()` fails a
+  running request's body; the loop takes that as the end of the body, not as an error, when
+  its task is not being cancelled. `shutdown()` sets `_force_close`, which keeps a linger from
+  beginning, but awaits one already begun (up to `lingering_time`, 10 s, within its timeout):
+  no hook ends it, and cancelling the connection's task would need `_task_handler`.
 
 The runner and the site, for `server.py` and `adapter/http/accepting.py`:
 
@@ -38,13 +44,14 @@ The request (`web_request.BaseRequest`), for `adapter/http/encoding.py`:
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from abc import abstractmethod
 from typing import Any, Protocol
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.streams import EMPTY_PAYLOAD
+from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 from aiohttp.web_protocol import RequestHandler, _ErrInfo
 
 
@@ -88,6 +95,16 @@ def current_request(handler: RequestHandler) -> web.BaseRequest | None:
 def stop_lingering(handler: RequestHandler) -> None:
     """Close the connection after its answer rather than read on the rest of a body."""
     handler._lingering_time = 0.0
+
+
+def end_linger(body: StreamReader) -> bool:
+    """End now a linger over the unread rest of `body`, whose request has been answered: its
+    read fails as aiohttp's shutdown fails a running request's body, which the linger takes
+    as the body's end. A body read to its end, or already failed, is left as it is (False)."""
+    if body.is_eof() or body.exception() is not None:
+        return False
+    body.set_exception(asyncio.CancelledError())
+    return True
 
 
 def handler_settings(server: web.Server) -> dict[str, Any]:

@@ -158,10 +158,10 @@ def _no_seek_in_mounts(request: web.Request, meta: StreamMeta) -> None:
         )
 
 
-def _meta(request: web.Request) -> StreamMeta:
+async def _meta(request: web.Request) -> StreamMeta:
     bucket_id = validate_bucket_id(request.match_info["b"])
     ref = StreamRef(bucket_id, validate_stream_id(bucket_id, request.match_info["s"]))
-    return request.app[STREAMS].source_for(bucket_id).existing(ref)
+    return await request.app[STREAMS].source_for(bucket_id).latest(ref)  # at its tail as of now
 
 
 def _count(request: web.Request, name: str, most: int, setting: str = "") -> int | None:
@@ -179,7 +179,7 @@ def _count(request: web.Request, name: str, most: int, setting: str = "") -> int
 async def seek(request: web.Request) -> web.Response:
     """`?last=N`: the offset N messages before the tail; `?time=MS`: the first offset written
     at or after that moment (milliseconds since the epoch). Never below the earliest offset."""
-    meta = _meta(request)
+    meta = await _meta(request)
     _no_seek_in_mounts(request, meta)
     topic = request.app[BUCKETS].topic(meta.data_bucket)
     last = _count(request, "last", request.app[MAX_LAST], "console_max_last")
@@ -198,7 +198,7 @@ async def records(request: web.Request) -> web.Response:
     """The Kafka coordinates (topic, partition, offset, timestamp) of up to `limit` messages
     from `offset` on: one record per message; `next_offset` follows the last one listed.
     A mounted topic's stream gives only the sizes of the messages one read returns."""
-    meta = _meta(request)
+    meta = await _meta(request)
     start = parse_offset(request.query.get("offset"))
     limit = _count(request, "limit", MAX_RECORDS) or 100
     body: dict[str, object] = {"topic": _topic(request, meta), "partition": meta.partition}
@@ -230,7 +230,7 @@ def _record(located: Located) -> dict[str, object]:
 async def stream(request: web.Request) -> web.Response:
     """Where the stream lives in Kafka, where it was forked from (nearest source first, up
     to the root) and its own forks."""
-    meta = _meta(request)
+    meta = await _meta(request)
     bucket_id = meta.bucket_id
     catalog = request.app[BUCKETS].catalog
     sources: list[dict[str, object]] = []

@@ -8,8 +8,10 @@ it (aio-libs/aiohttp#3287). `ProtocolHandler` answers those as every other error
 no traceback, since they are the client's mistake. It also enforces `ConnectionLimits`
 (`adapter/http/connections.py`): a head or body later than its timeout is answered 408 and the
 connection closed; a connection over a limit is answered 503 as soon as it is made, before
-any request, and closed at once, so that it never holds a descriptor. `ProtocolRunner` serves
-an app with it.
+any request, and closed at once, so that it never holds a descriptor. At shutdown a
+connection lingering over the unread rest of a body it has answered (aiohttp reads on it for up
+to 10 s, so that the client sees the answer) stops lingering: it has no request in flight for
+the drain to wait for. `ProtocolRunner` serves an app with it.
 
 The handler's private state this needs (its queued requests, its idle waiter, its current
 request, its lingering) is reached only through `adapter/http/aiohttp_internals.py`.
@@ -23,11 +25,13 @@ from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 
 from adapter.http.aiohttp_internals import (
     WrappingRunner,
     current_request,
+    end_linger,
     handler_settings,
     has_queued,
     queued_parse_error,
@@ -50,6 +54,7 @@ from adapter.http.observe import (
     log_request,
     method_label,
     request_id,
+    route_of,
 )
 from adapter.http.peer_headers import carries_key
 from adapter.http.render import Handler, error_bytes, error_response
@@ -63,6 +68,8 @@ log = logging.getLogger(__name__)
 DEFAULT_CORS = CorsPolicy(frozenset())
 # Served past the memory cap: an orchestrator must still see the process alive and why.
 ALWAYS_SERVED = frozenset({"/healthz", "/readyz"})
+# A connection longer than this to close at shutdown is logged with what it was doing then.
+SLOW_CLOSE_S = 1.0
 DEFAULT_LIMITS = ConnectionLimits(
     header_timeout_s=10,
     body_timeout_s=60,
@@ -98,6 +105,9 @@ class ProtocolHandler(RequestHandler):
         self.peer = False  # another instance's (or maybe, while `refusal`), counted in all only
         self.refusal: str | None = None  # over its address's limit, unless a peer's
         self._head_deadline: asyncio.TimerHandle | None = None
+        # The last request's body, which a linger reads on. Kept no longer than aiohttp keeps
+        # it: its request loop holds the same body until the next request comes.
+        self.body: StreamReader | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -172,13 +182,13 @@ class ProtocolHandler(RequestHandler):
     async def within_limits(self, request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
         """Run `handler` unless the connection is over a limit; fail its body's read once the
         body is later than `body_timeout` (answered 408 by the errors middleware)."""
+        body = self.body = request.content
         if self.refusal is not None or self.address is not None:
             self._admit_peer(request)
         if self.refusal is not None:
             raise TooManyConnections(message=self.refusal)
         if request.path not in ALWAYS_SERVED and self.memory.over():
             raise Overloaded(message="this instance is past max_memory_bytes; retry")
-        body = request.content
         if body.is_eof():
             return await handler(request)  # type: ignore[arg-type]
         deadline = self.loop.call_later(self.counts.limits.body_timeout_s, self._body_late, request)
@@ -186,6 +196,27 @@ class ProtocolHandler(RequestHandler):
             return await handler(request)  # type: ignore[arg-type]
         finally:
             deadline.cancel()
+
+    async def shutdown(self, timeout: float | None = 15.0) -> None:  # noqa: ASYNC109 - aiohttp's
+        """Close the connection once its request in flight, if any, is answered (within
+        `timeout`). A linger over the rest of an answered body ends now: aiohttp awaits one
+        already begun as if it were a request, and a client that never sent that rest held a
+        stopping instance for the whole `lingering_time` (10 s) with nothing in flight."""
+        began, doing = self.loop.time(), self._doing()
+        if self.body is not None and current_request(self) is None and end_linger(self.body):
+            log.info("stopping: ended a connection's linger over the unread rest of a body")
+        await super().shutdown(timeout)
+        took = self.loop.time() - began
+        if took >= SLOW_CLOSE_S:
+            log.info("stopping: a connection %s closed in %.1f s", doing, took)
+
+    def _doing(self) -> str:
+        """What the connection does, for the log of a close that held the stop (a linger is
+        ended at once: a slow close with no request handled was writing an answer)."""
+        request = current_request(self)
+        if request is not None:
+            return f"handling {request.method} {route_of(request)}"
+        return "with no request being handled"
 
     def _from_a_peer(self, request: web.BaseRequest) -> bool:
         return carries_key(request, self.counts.limits.peer_key)

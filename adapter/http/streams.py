@@ -199,7 +199,7 @@ async def head(request: web.Request) -> web.Response:
     ref = stream_ref(request)
     source = service.source_for(ref.bucket_id)
     at_ms = parse_at(request.query)
-    meta = source.existing(ref)  # a HEAD does not count as an access for the sliding TTL
+    meta = await source.latest(ref)  # a HEAD does not count as an access for the sliding TTL
     headers = _state_headers(meta, service.clock())
     if at_ms is not None:  # where a read by time would start, instead of the tail
         headers["Stream-Next-Offset"] = encode(await source.offset_at(ref, at_ms))

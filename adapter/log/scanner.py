@@ -2,7 +2,8 @@
 committed record of a range, whatever its key.
 
 One assign-only `read_committed` consumer on one thread. A scan below the partition's log start
-fails (`auto.offset.reset=error`) rather than skipping ahead: a scan never hides a hole.
+fails (`auto.offset.reset=error`: BelowLogStart) rather than skipping ahead: a scan never hides
+a hole.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from adapter.log.errors import LogUnavailable
+from adapter.log.errors import BelowLogStart, LogUnavailable
 from adapter.log.reader import bounded_prefetch, poll_batch
 from topology.kafka_client import KafkaAccess
 from topology.wire import (
@@ -57,13 +58,14 @@ class Scan(Generic[R]):
     records: list[R]
     next_offset: int  # every committed record below it was returned (or an earlier scan's)
     at_end: bool  # next_offset is the partition's end (its last stable offset) or `stop`
+    size: int = 0  # bytes of the records' values read
 
 
 class PartitionScanner:
-    def __init__(self, kafka: KafkaAccess, timeout_s: float) -> None:
+    def __init__(self, kafka: KafkaAccess, timeout_s: float, role: str = "tier") -> None:
         self.timeout_s = timeout_s
         owned: dict[str, Any] = {
-            "group.id": kafka.group("tier"),  # required by librdkafka; never joined
+            "group.id": kafka.group(role),  # required by librdkafka; never joined
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
@@ -72,10 +74,10 @@ class PartitionScanner:
             "fetch.wait.max.ms": 10,
             **bounded_prefetch(),
         }
-        self._config = kafka.config(owned, "librdkafka.tier")
+        self._config = kafka.config(owned, f"librdkafka.{role}")
         self._kafka = kafka
         self._consumer: Consumer | None = None
-        self._thread = concurrent.futures.ThreadPoolExecutor(1, "tier-scanner")
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, f"{role}-scanner")
 
     async def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(log start offset, high watermark) of the partition, asked of the broker."""
@@ -101,12 +103,13 @@ class PartitionScanner:
         )
 
     async def scan_headed(
-        self, topic: str, partition: int, start: int, max_bytes: int
+        self, topic: str, partition: int, start: int, max_bytes: int, stop: int | None = None
     ) -> Scan[Headed]:
-        """As `scan` to the partition's end, but only each record's key, offset, timestamp and
-        headers: a stream's state is rebuilt from them (`adapter/state/stream_recovery.py`)."""
+        """As `scan`, but only each record's key, offset, timestamp and headers: a stream's
+        state is carried forward from them (`adapter/state/stream_recovery.py`,
+        `adapter/cluster/data_tails.py`)."""
         return await self._run(
-            lambda c: self._scan(c, topic, partition, start, None, max_bytes, _headed)
+            lambda c: self._scan(c, topic, partition, start, stop, max_bytes, _headed)
         )
 
     async def close(self) -> None:
@@ -154,6 +157,9 @@ class PartitionScanner:
         try:
             return self._collect(consumer, start, stop, max_bytes, kept)
         except KafkaException as error:
+            inner = error.args[0] if error.args else None
+            if isinstance(inner, KafkaError) and inner.code() == KafkaError._AUTO_OFFSET_RESET:
+                raise BelowLogStart(f"scanning {topic}[{partition}]: {error}") from error
             raise LogUnavailable(f"scanning {topic}[{partition}]: {error}") from error
         finally:
             consumer.unassign()
@@ -178,16 +184,16 @@ class PartitionScanner:
                         raise KafkaException(error)
                     position = max(position, message.offset() or 0)
                     if stop is None or position >= stop:
-                        return Scan(records, position if stop is None else stop, True)
+                        return Scan(records, position if stop is None else stop, True, size)
                     continue  # markers below `stop` still to come
                 offset = message.offset() or 0
                 if stop is not None and offset >= stop:
-                    return Scan(records, stop, True)
+                    return Scan(records, stop, True, size)
                 records.append(kept(message))
                 size += len(message.value() or b"")
                 position = offset + 1
                 if size >= max_bytes:
-                    return Scan(records, position, stop is not None and position >= stop)
+                    return Scan(records, position, stop is not None and position >= stop, size)
 
 
 def _scanned(message: Message) -> Scanned:

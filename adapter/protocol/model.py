@@ -177,10 +177,16 @@ class ProducerRecord:
         return producer_key(self.bucket_id, self.stream_id, self.producer_id)
 
 
+# The URL of an owner record by which a slot's owner let it go at a clean hand-over, after its
+# last commit: the slot has no owner until the next one's record, and a forwarder waiting on a
+# write it sent learns its outcome from the log at once (`adapter/http/forward.py`).
+RELEASED = ""
+
+
 @dataclass(frozen=True)
 class SlotOwner:
     slot: int
-    url: str
+    url: str  # `RELEASED`: none
     since_ms: int
 
     @property

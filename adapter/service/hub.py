@@ -4,6 +4,8 @@ One future per watched stream, shared by all its waiters and replaced when it fi
 a thousand long-polls on one stream is one `set_result`. Entries exist only while somebody
 waits, so memory follows the number of waiters, not the number of streams. A stream may
 also have one listener (its SSE broadcaster, `adapter.live.fanout`), called on every change.
+Whoever makes the changes of streams written elsewhere known here (`adapter.live.data_wakeups`)
+is told when a stream gains a first waiter or listener, and asks which still have one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ class LiveHub:
         self._changes: dict[Hashable, tuple[asyncio.Future[None], int]] = {}
         self._listeners: dict[Hashable, Callable[[], None]] = {}
         self.stopping = False  # the server is stopping: nobody waits any more
+        self.on_watched: Callable[[Hashable], None] | None = None  # a key's first waiter
+
+    def watching(self, key: Hashable) -> bool:
+        """Whether anyone waits on or listens to `key`."""
+        return key in self._changes or key in self._listeners
 
     def stop(self) -> None:
         """The server is stopping: wake every waiter now, and let nobody wait from here on
@@ -39,14 +46,16 @@ class LiveHub:
         """Call `listener` on every change of `key` (None: stop)."""
         if listener is None:
             self._listeners.pop(key, None)
-        else:
-            self._listeners[key] = listener
+            return
+        self._told_watched(key)
+        self._listeners[key] = listener
 
     async def wait(self, key: Hashable, timeout_s: float) -> bool:
         """Wait until `key` is notified (True) or the timeout passes (False); at once once the
         hub is stopping."""
         if timeout_s <= 0 or self.stopping:
             return False
+        self._told_watched(key)
         future, users = self._changes.get(key) or (asyncio.get_running_loop().create_future(), 0)
         self._changes[key] = (future, users + 1)
         try:
@@ -55,6 +64,10 @@ class LiveHub:
             return bool(done)
         finally:
             self._release(key, future)
+
+    def _told_watched(self, key: Hashable) -> None:
+        if self.on_watched is not None and not self.watching(key):
+            self.on_watched(key)
 
     def _release(self, key: Hashable, future: asyncio.Future[None]) -> None:
         entry = self._changes.get(key)

@@ -242,6 +242,10 @@ class MountedStreams:
         topic itself, so no owner is told of the read."""
         return self.existing(ref)
 
+    async def latest(self, ref: StreamRef) -> StreamMeta:
+        """The stream as this instance's index has it (`at_tail`)."""
+        return self.existing(ref)
+
     async def at_tail(self, ref: StreamRef) -> StreamMeta:
         """The stream as this instance's index has it: a mounted topic's tails come from the
         index, not from the state topics."""

@@ -2,13 +2,18 @@
 and the cold tier (`reads.py`), read by time through `time_lookups.py`, and appended to
 through the stream driver (`streams.py`), which decides every change of them.
 
-A tail is said to be up to date only as far as this instance knows it is: its view of the
-state topics current (`adapter/state/view_age.py`) and, when another instance takes the
-stream's writes, the meta topic followed to now (`MetaCatchUp.unless_local`).
+A tail is said to be up to date only as far as this instance knows it is. When it takes the
+stream's writes itself: its view of the state topics current (`adapter/state/view_age.py`).
+When another instance does: the stream carried forward over its own partition's records up to
+the partition's end asked after the read began (`adapter/state/data_tails.py`); only when those
+records show the stream deleted or made anew (metadata, not a tail) is the meta topic followed
+to now (`MetaCatchUp.unless_local`) and the view's currency asked instead.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -23,7 +28,10 @@ from adapter.service.interfaces import StreamBuckets
 from adapter.service.reads import ReadPath
 from adapter.service.time_lookups import TimeLookups
 from adapter.state.catalog import Catalog
+from adapter.state.data_tails import DataTails
 from adapter.state.view_age import ViewAge
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
 Appender = Callable[[Append], Awaitable[Appended]]
@@ -41,6 +49,7 @@ class NativeStreams:
         append: Appender,
         relay: AccessRelay | None = None,
         catch_up: MetaCatchUp | None = None,
+        tails: DataTails | None = None,
     ) -> None:
         self.catalog = catalog
         self.buckets = buckets
@@ -54,6 +63,7 @@ class NativeStreams:
         # Follows the meta topic to now unless a stream's slot is written here; None: a
         # process on its own log, nothing to follow.
         self.catch_up = catch_up
+        self.tails = tails  # brings streams written elsewhere to their tail from their records
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -121,43 +131,82 @@ class NativeStreams:
         meta = self.accessed(command.ref, reader)
         topic = self.buckets.topic(meta.data_bucket)
         chunk = await self.reads.read(topic, meta, command.start, command.bounds)
-        if chunk.up_to_date and not await self._followed_to_now(meta):
+        if not chunk.up_to_date:
+            return chunk
+        why = await self._why_unknown(meta)
+        if why is not None:
             if not chunk.messages:
-                raise LogUnavailable(self.stale_view())  # nothing to serve, no tail to vouch for
-            chunk = replace(chunk, up_to_date=False)  # cannot tell: the client reads on
-        elif chunk.up_to_date and self.existing(command.ref).next_offset > chunk.next_offset:
-            # An append acknowledged elsewhere before this read began was followed just now:
+                raise LogUnavailable(why)  # nothing to serve, no tail to vouch for
+            return replace(chunk, up_to_date=False)  # cannot tell: the client reads on
+        if self.existing(command.ref).next_offset > chunk.next_offset:
+            # An append acknowledged elsewhere before this read began was learned just now:
             # read again, to a tail that holds it.
             meta = self.existing(command.ref)
             chunk = await self.reads.read(topic, meta, command.start, command.bounds)
-        return self.vouched(chunk)
+        return chunk
 
     async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
         meta = self.existing(ref)
         return await self.time_lookups.offset_at(self.buckets.topic(meta.data_bucket), meta, at_ms)
 
-    def vouched(self, chunk: Chunk) -> Chunk:
-        """The chunk, up to date only if this instance's view is known to be current
-        (`adapter/state/view_age.py`): a tail it cannot vouch for may have been passed by an
-        acknowledged append it has not followed. Messages are still served (without
-        `Stream-Up-To-Date`, the client reads on); nothing at all is 503, retry later."""
-        if not chunk.up_to_date or self.view.current():
-            return chunk
-        if not chunk.messages:
-            raise LogUnavailable(self.stale_view())
-        return replace(chunk, up_to_date=False)
-
     async def at_tail(self, ref: StreamRef) -> StreamMeta:
-        """503 unless this instance's view is known to be current and, when another instance
-        takes the stream's writes, it has followed the meta topic to now. The caller answers
-        from the stream returned: its tail may have moved."""
-        meta = self.existing(ref)
-        if not self.view.current() or not await self._followed_to_now(meta):
-            raise LogUnavailable(self.stale_view())
+        """503 unless every append acknowledged before now is known here (`_why_unknown`). The
+        caller answers from the stream returned: its tail may have moved."""
+        why = await self._why_unknown(self.existing(ref))
+        if why is not None:
+            raise LogUnavailable(why)
         return self.existing(ref)
 
+    async def latest(self, ref: StreamRef) -> StreamMeta:
+        """The stream as `existing`, at the tail of every append acknowledged before now when
+        that can be told (else as known here: a HEAD says no more than the tail it knows)."""
+        await self._why_unknown(self.existing(ref))
+        return self.existing(ref)
+
+    def written_elsewhere(self, meta: StreamMeta) -> tuple[str, int] | None:
+        """(topic, partition) of the stream when another instance takes its writes and its
+        tail is learned from its records here; None when written here."""
+        if self.catch_up is None or self.tails is None or self.catch_up.local(self._slot(meta)):
+            return None
+        return self.buckets.topic(meta.data_bucket), meta.partition
+
+    async def learned(self, ref: StreamRef, tail: int, within_s: float) -> None:
+        """A stream written elsewhere, brought here to `tail` (its owner's word: every record
+        below it is acknowledged) from its records, within `within_s`; nothing when written
+        here, absent or there already (what cannot be learned in time is left to the meta
+        follower)."""
+        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+        place = None if meta is None else self.written_elsewhere(meta)
+        if meta is None or place is None or self.tails is None or meta.next_offset >= tail:
+            return
+        try:
+            async with asyncio.timeout(within_s):
+                await self.tails.caught_up(place[0], meta, tail)
+        except (LogUnavailable, TimeoutError) as error:
+            what = f"{ref.bucket_id}/{ref.stream_id}"
+            log.info("%s not learned to %d from its records: %s", what, tail, error)
+
+    async def _why_unknown(self, meta: StreamMeta) -> str | None:
+        """None when every append of the stream acknowledged before now is in this instance's
+        view of it, else why that cannot be told. Known: when its slot is written here (or
+        everywhere), with the view current; else once the stream is carried forward over its
+        partition's records to the end asked now; else (its records show it deleted or made
+        anew) with the view current and the meta topic followed to now."""
+        place = self.written_elsewhere(meta)
+        if place is not None and self.tails is not None:
+            try:
+                if await self.tails.caught_up(place[0], meta):
+                    return None
+            except LogUnavailable as error:
+                what = f"a read at the tail of {meta.bucket_id}/{meta.stream_id}"
+                log.info("%s: cannot reach its partition's end: %s", what, error)
+                return f"cannot tell whether the stream has newer data: {error}"
+        if self.view.current() and await self._followed_to_now(meta):
+            return None
+        return self.stale_view()
+
     async def _followed_to_now(self, meta: StreamMeta) -> bool:
-        """Whether every append acknowledged before now is in this instance's view of the
+        """Whether every change acknowledged before now is in this instance's view of the
         stream (`MetaCatchUp.unless_local`: a commit acknowledged by the stream's owner a
         moment ago may not be followed yet)."""
         if self.catch_up is None:

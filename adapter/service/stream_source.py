@@ -48,6 +48,11 @@ class StreamSource(Protocol):
         `at_ms` (its tail if none was). Not an access: the read that follows is one."""
         ...
 
+    async def latest(self, ref: StreamRef) -> StreamMeta:
+        """The stream as `existing` (not an access), at the tail of every append acknowledged
+        before now as far as that can be told: what a `HEAD` answers."""
+        ...
+
     async def at_tail(self, ref: StreamRef) -> StreamMeta:
         """Before answering that the stream has nothing past its tail (a long-poll's 204, an
         SSE session's `upToDate`, a bootstrap): the stream, as it is once every append

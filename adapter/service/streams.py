@@ -59,6 +59,7 @@ from adapter.service.reads import ReadPath
 from adapter.service.slot_checkpoints import CheckpointNotes
 from adapter.service.stream_source import StreamSource
 from adapter.state.catalog import Catalog
+from adapter.state.data_tails import DataTails
 from adapter.state.view_age import ViewAge
 from topology.placement import partition_for
 from topology.wire import stream_key
@@ -94,6 +95,7 @@ class StreamService:
         trim_settle_ms: int = 0,
         tracing: Tracing | None = None,
         catch_up: MetaCatchUp | None = None,
+        tails: DataTails | None = None,
         notes: CheckpointNotes | None = None,
     ) -> None:
         self.catalog = catalog
@@ -117,6 +119,7 @@ class StreamService:
             self._append,
             relay=relay,
             catch_up=catch_up,
+            tails=tails,
         )
         self.mounted = mounted  # buckets that are mounted topics: one stream per key
         self.tracing = tracing  # None: off, and an append pays nothing for it
@@ -459,6 +462,10 @@ class StreamService:
         """Wait until the catalog shows a write made elsewhere: the stream's tail at or past
         `next_offset`, or, when None, the stream gone. False if time ran out."""
         key = (ref.bucket_id, ref.stream_id)
+        if next_offset is not None:  # from the stream's records, not its metadata
+            began = asyncio.get_running_loop().time()
+            await self.native.learned(ref, next_offset, timeout_s)
+            timeout_s -= asyncio.get_running_loop().time() - began
 
         def shown() -> bool:
             meta = self.catalog.stream(*key)
@@ -481,6 +488,10 @@ class StreamService:
         forks living on). False if time ran out. A stream that has expired here counts as
         absent (expiry is not written anywhere: nothing would ever remove it)."""
         key = (ref.bucket_id, ref.stream_id)
+        if next_offset is not None and not gone:
+            began = asyncio.get_running_loop().time()
+            await self.native.learned(ref, next_offset, timeout_s)
+            timeout_s -= asyncio.get_running_loop().time() - began
 
         def shown() -> bool:
             meta = self.catalog.stream(*key)

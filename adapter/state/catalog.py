@@ -9,6 +9,7 @@ from functools import partial
 from types import MappingProxyType
 
 from adapter.protocol.model import (
+    RELEASED,
     BucketMeta,
     MountMeta,
     ProducerRecord,
@@ -206,7 +207,10 @@ class Catalog:
         """Apply one record of the owners topic (the latest one written is the owner)."""
         if value is not None:
             record = decode_as(SlotOwner, key, value)
-            self._owners[record.slot] = record.url
+            if record.url == RELEASED:
+                self._owners.pop(record.slot, None)
+            else:
+                self._owners[record.slot] = record.url
             self._owner_marks[record.slot] = max(offset, self.owner_mark(record.slot))
 
     def _pointer(self, key: StreamKey) -> SnapshotPointer | None:
@@ -443,11 +447,25 @@ class Catalog:
 
 
 def newer(current: StreamMeta | None, incoming: StreamMeta) -> StreamMeta:
-    """The later of two states of a stream, keeping the later sliding-TTL access."""
+    """The later of two states of a stream, keeping the later sliding-TTL access. A record of
+    the stream's incarnation short of the tail known here (learned from the stream's own
+    records, `adapter/state/data_tails.py`) still brings what else it changed (a trim, a
+    fence, a TTL): only the tail stays."""
     if current is None or current.created_at_ms != incoming.created_at_ms:
         return incoming
-    if incoming.next_offset < current.next_offset or (
-        incoming.next_offset == current.next_offset and current.closed and not incoming.closed
-    ):
-        return current
+    if (incoming.next_offset, incoming.closed) < (current.next_offset, current.closed):
+        return with_tail_of(incoming, current)
     return incoming.evolve(last_access_ms=max(current.last_access_ms, incoming.last_access_ms))
+
+
+def with_tail_of(meta: StreamMeta, further: StreamMeta) -> StreamMeta:
+    """`meta` at the tail of `further`, a state of the same incarnation further on: what its
+    appends changed (tail, count, Stream-Seq, write time, closure) and the later access."""
+    return meta.evolve(
+        next_offset=further.next_offset,
+        message_count=further.message_count,
+        last_seq=further.last_seq,
+        last_write_at_ms=further.last_write_at_ms,
+        closed=further.closed or meta.closed,
+        last_access_ms=max(meta.last_access_ms, further.last_access_ms),
+    )

@@ -18,8 +18,12 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
+from adapter.protocol.model import RELEASED, SlotOwner
+from adapter.state.records import decode_as
 from tests.adapter_process import adapter_pid
-from tests.cluster import SLOTS, TEXT, owned, past_moves, stream_in, two_instances
+from tests.cluster import SLOTS, TEXT, owned, past_moves, signal_adapter, stream_in, two_instances
+from tests.kafka_reads import committed_messages
+from topology.naming import StateTopics
 
 pytestmark = pytest.mark.integration
 
@@ -91,3 +95,29 @@ async def test_sigterm_hands_the_slots_over_before_the_drain(
         await asyncio.gather(upload, return_exceptions=True)
         async with session.get(f"{b}/v1/stream/{mine}?offset=-1") as reply:
             assert await reply.text() == "after"
+
+
+@pytest.mark.timeout(240)
+async def test_a_clean_stop_releases_each_slot_before_its_next_owner_takes_it(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """A stopping owner's last record of each slot is its release, committed by the slot's
+    producer after its last commit: a forwarder waiting on a write it sent there learns its
+    outcome from the log then, not when (or if) a next owner comes."""
+    prefix = f"cr{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, total_s=90) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        mine = stream_in(prefix, pair.owners[a], "mine")
+        status, body = await past_moves(session, "PUT", f"{a}/v1/stream/{mine}", headers=TEXT)
+        assert status == 201, body
+        signal_adapter(urlsplit(a).port or 0, signal.SIGTERM)
+        await _until_all_slots(session, b)
+        owners = StateTopics.of(prefix).owners
+        history: dict[int, list[str]] = {}
+        for message in committed_messages(kafka_bootstrap, owners):
+            record = decode_as(SlotOwner, (message.key() or b"").decode(), message.value() or b"")
+            history.setdefault(record.slot, []).append(record.url)
+        for slot in pair.owners[a]:
+            urls = history[slot]
+            last_of_a = len(urls) - 1 - urls[::-1].index(a)
+            assert urls[last_of_a + 1 :][:2] == [RELEASED, b], (slot, urls)

@@ -1,12 +1,13 @@
 """An instance that cannot tell whether it has followed every acknowledged write does not say
 `Stream-Up-To-Date`.
 
-A transaction left open on the meta topic (as one whose coordinator stalled after
-acknowledging it would leave it) holds every instance's meta follower below it: read_committed
-reads stop there. The stream's owner still appends (its own commits update its view); the
-other instance's view keeps the old tail. Past `max_view_age_ms`, a catch-up read, a
+A transaction left open on the meta topic and on the stream's partition (as one whose
+coordinator stalled after acknowledging it would leave them) holds every instance's meta
+follower, and every read_committed read of the partition, below it. The stream's owner still
+appends (its own commits update its view); the other instance can learn the new tail neither
+from the meta topic nor from the partition. Past `max_view_age_ms`, a catch-up read, a
 long-poll, a bootstrap and an SSE session through that instance must not say "up to date" at
-the old tail; once the transaction ends, it follows again and says so at the new one.
+the old tail; once the transactions end, it learns the new tail and says so there.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import aiohttp
 import pytest
 from confluent_kafka import Producer
 
-from tests.cluster import TEXT, stream_in, two_instances
-from topology.naming import StateTopics
+from tests.cluster import TEXT, partitions, stream_in, two_instances
+from topology.naming import StateTopics, bucket_topic
+from topology.placement import partition_for
 
 pytestmark = pytest.mark.integration
 
@@ -62,14 +64,19 @@ async def _sse(session: aiohttp.ClientSession, url: str) -> str:
     return got.decode()
 
 
-def _hold_meta(bootstrap: str, prefix: str) -> Producer:
-    """A transaction left open on the meta topic (aborted by the caller)."""
+def _hold_meta(bootstrap: str, prefix: str, stream_id: str | None = None) -> Producer:
+    """A transaction left open on the meta topic (aborted by the caller), and on the
+    partition of `stream_id` of `_default` when given."""
     producer = Producer(
         {"bootstrap.servers": bootstrap, "transactional.id": f"{prefix}test-holder"}
     )
     producer.init_transactions(30)
     producer.begin_transaction()
     producer.produce(StateTopics.of(prefix).meta, key=b"held", value=b"")
+    if stream_id is not None:
+        partition = partition_for(stream_id.encode(), partitions(prefix))
+        topic = bucket_topic(prefix, "_default")
+        producer.produce(topic, key=b"held", value=b"", partition=partition)
     producer.flush(30)
     return producer
 
@@ -91,7 +98,7 @@ async def test_a_view_that_cannot_be_known_current_is_not_up_to_date(
         read = f"{b}/v1/stream/{stream}?offset=-1"
         assert await _until_up_to_date(session, read, first_tail) == "one"
 
-        holder = _hold_meta(kafka_bootstrap, prefix)
+        holder = _hold_meta(kafka_bootstrap, prefix, stream)
         try:
             async with session.post(f"{a}/v1/stream/{stream}", data="two", headers=TEXT) as r:
                 assert r.status in (200, 204), await r.text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import signal
@@ -17,7 +18,7 @@ import aiohttp
 import pytest
 
 from devstack.process import free_port
-from tests.adapter_process import adapter_pid, running_adapter, worker_pids
+from tests.adapter_process import adapter_pid, running_adapter, worker_pids, worker_urls
 from tests.cluster import SLOTS, TEXT, cluster_env, owned, slot_of
 
 pytestmark = [pytest.mark.integration]
@@ -222,6 +223,64 @@ async def test_a_clean_stop_under_appends_ends_well_within_its_drain_and_loses_n
         assert len(found) == len(set(found)), (stream, found)  # none written twice
         assert [body for body in found if body in set(written)] == written, (stream, found)
         assert not refused & set(found), (stream, sorted(refused & set(found)))
+
+
+HELD_AFTER_HAND_OVER_S = 5.0  # a worker's drain and close, with nothing in flight: well below
+
+
+@pytest.mark.timeout(300)
+async def test_a_connection_lingering_over_an_unread_body_does_not_hold_the_stop(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """A request answered before its body was sent (here 413, from its declared length) leaves
+    its connection lingering: aiohttp reads on, for up to 10 s, so that the client sees the
+    answer. With such a connection on each worker, a stop (SIGTERM to the parent) has no
+    request in flight to drain: every worker ends within seconds of the last hand-over, not
+    when the linger runs out (a stopping worker was held so, its slots unserved meanwhile)."""
+    env = cluster_env(kafka_bootstrap, f"wl{unique}.", tmp_path)
+    env["DURABLE_KAFKA_DRAIN_TIMEOUT_MS"] = str(int(DRAIN_S * 1000))
+    port, log = free_port(), tmp_path / "workers.log"
+    with running_adapter(env, log, port, workers=2):
+        lingering = [await _unfinished_body(url) for url in worker_urls(log)]
+        parent = adapter_pid(port)
+        os.kill(parent, signal.SIGTERM)
+        signalled = time.monotonic()
+        while not _gone(parent):
+            assert time.monotonic() - signalled < DRAIN_S + 30, "the instance did not stop"
+            await asyncio.sleep(0.05)
+        for writer in lingering:
+            writer.close()
+    handed = _logged(log, r"slots handed over in ([\d.]+) s")
+    stopped = _logged(log, r"stopped ([\d.]+) s after the signal")
+    assert handed.keys() == stopped.keys() == {0, 1}, log.read_text()
+    ended = _logged(log, r"(ended) a connection's linger")
+    assert ended.keys() == {0, 1}, log.read_text()  # each worker's stop met its linger
+    held = {w: float(stopped[w]) - float(handed[w]) for w in stopped}
+    assert max(held.values()) < HELD_AFTER_HAND_OVER_S, (handed, stopped)
+
+
+def _logged(log: Path, pattern: str) -> dict[int, str]:
+    """Each worker's first group of `pattern` in its (JSON) log line matching it."""
+    found: dict[int, str] = {}
+    for line in log.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            matched = re.search(pattern, record["message"])
+            if matched is not None and "worker" in record:
+                found[int(record["worker"])] = matched[1]
+    return found
+
+
+async def _unfinished_body(url: str) -> asyncio.StreamWriter:
+    """A connection to `url` whose append declared a body too large to take and sent only
+    its start: answered 413 at once, it lingers over the rest."""
+    host, _, port = url.removeprefix("http://").partition(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    head = f"POST /v1/stream/lingering HTTP/1.1\r\nHost: {host}\r\nContent-Type: text/plain\r\n"
+    writer.write(head.encode() + b"Content-Length: 1000000000000\r\n\r\nstart")
+    status = await asyncio.wait_for(reader.readline(), 30)
+    assert status.startswith(b"HTTP/1.1 413 "), status
+    return writer
 
 
 async def _append_until(

@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import re
 import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import attr
 import pytest
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler, _ErrInfo
 
 from adapter.http.aiohttp_internals import (
     WrappingRunner,
     current_request,
+    end_linger,
     handler_settings,
     has_queued,
     queued_parse_error,
@@ -39,8 +43,8 @@ class _Late(HttpProcessingError):
     message = "late"
 
 
-async def _serve(handler: Handler) -> AsyncIterator[Served]:
-    server = web.Server(handler)
+async def _serve(handler: Handler, **settings: Any) -> AsyncIterator[Served]:
+    server = web.Server(handler, **settings)
     runner = web.ServerRunner(server)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -154,6 +158,31 @@ async def test_the_body_read_is_the_one_set() -> None:
         answer = await _answer(reader)
         writer.close()
         assert b'{"read": "{\\"decoded\\": true}", "decoded": true}' in answer
+
+
+async def test_a_linger_ends_once_its_body_is_ended(caplog: pytest.LogCaptureFixture) -> None:
+    """A request answered before its body is all sent leaves the request loop lingering over
+    the rest (up to `lingering_time`); `end_linger` on that body ends the linger at once,
+    quietly, and the connection closes (an end the server's shutdown then need not wait for)."""
+    bodies: list[StreamReader] = []
+
+    async def unread(request: web.BaseRequest) -> web.Response:
+        bodies.append(request.content)
+        return web.Response(text="early")
+
+    async for _, port in _serve(unread, lingering_time=60):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc")
+            await asyncio.wait_for(reader.readuntil(b"early"), 10)
+            await asyncio.sleep(0.2)  # lingering by now
+            assert not reader.at_eof()
+            assert end_linger(bodies[0])
+            assert await _answer(reader) == b""  # closed, not 60 s later
+            assert not end_linger(bodies[0])  # nothing left to end
+        finally:
+            writer.close()
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 class _Wrapping(WrappingRunner):

@@ -9,6 +9,7 @@ import fastavro
 
 import schemas
 from adapter.protocol.model import (
+    RELEASED,
     BucketMeta,
     ProducerRecord,
     Segment,
@@ -96,12 +97,23 @@ def test_a_deletion_forgets_producers_only_when_made_here() -> None:
 def test_newer_keeps_the_later_access_and_never_goes_back() -> None:
     renewed = META.evolve(last_access_ms=9_000)
     assert newer(renewed, META.evolve(next_offset=7)).last_access_ms == 9_000
-    assert newer(renewed, META.evolve(next_offset=2)) is renewed
+    assert newer(renewed, META.evolve(next_offset=2)) == renewed
     closed = META.evolve(closed=True)
-    assert newer(closed, META) is closed
+    assert newer(closed, META) == closed
     recreated = META.evolve(created_at_ms=200, next_offset=1)
     assert newer(renewed, recreated) is recreated
     assert newer(None, META) is META
+
+
+def test_a_record_short_of_the_tail_known_brings_its_other_changes() -> None:
+    """A tail learned from the stream's own records stays; a trim or fence recorded before
+    it, followed later, still applies."""
+    known = META.evolve(next_offset=9, message_count=9, last_seq="x", closed=True)
+    trimmed = META.evolve(next_offset=7, trimmed_to=3, fencing_token="f")
+    merged = newer(known, trimmed)
+    assert (merged.next_offset, merged.message_count, merged.last_seq) == (9, 9, "x")
+    assert merged.closed
+    assert (merged.trimmed_to, merged.fencing_token) == (3, "f")
 
 
 def test_the_latest_owner_record_of_a_slot_wins() -> None:
@@ -111,6 +123,19 @@ def test_the_latest_owner_record_of_a_slot_wins() -> None:
         record = SlotOwner(3, url, 1)
         catalog.apply_owner(record.key, encode(record))
     assert catalog.owner(3) == "http://b:1"
+
+
+def test_a_released_slot_has_no_owner_and_a_newer_mark() -> None:
+    """An owner's release of its slot at a clean hand-over: no owner to forward to until the
+    next one's record, and the mark moves on (a forwarder waiting on a write it sent learns
+    its outcome from the log)."""
+    catalog = Catalog()
+    for offset, url in ((4, "http://a:1"), (9, RELEASED)):
+        record = SlotOwner(3, url, 1)
+        catalog.apply_owner(record.key, encode(record), offset)
+    assert catalog.owner(3) is None
+    assert catalog.owner_mark(3) == 9
+    assert catalog.owner_urls() == set()
 
 
 def test_a_stream_applied_before_its_bucket_is_listed() -> None:

@@ -42,3 +42,25 @@ async def test_a_listener_hears_every_change_of_its_stream_until_removed() -> No
     hub.listen("a", None)
     hub.notify("a")
     assert heard == ["a", "a"]
+
+
+async def test_a_streams_first_waiter_or_listener_is_told_and_the_last_one_leaves_no_trace() -> (
+    None
+):
+    hub = LiveHub()
+    told: list[object] = []
+    hub.on_watched = told.append
+    first = asyncio.create_task(hub.wait("a", 5))
+    second = asyncio.create_task(hub.wait("a", 5))
+    await asyncio.sleep(0)
+    hub.listen("b", lambda: None)
+    assert told == ["a", "b"]  # once per stream, not per waiter
+    assert hub.watching("a")
+    assert hub.watching("b")
+    hub.notify("a")
+    await asyncio.gather(first, second)
+    hub.listen("b", None)
+    assert not hub.watching("a")
+    assert not hub.watching("b")
+    await asyncio.wait_for(hub.wait("a", 0.01), 1)
+    assert told == ["a", "b", "a"]  # watched again after nobody was

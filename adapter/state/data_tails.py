@@ -1,0 +1,120 @@
+"""A stream written by another instance, brought to its tail as of now from its own partition:
+what an instance that does not own the stream's write slot decides at the stream's tail from.
+
+The catalog's state of the stream (its last metadata record) may lag its data: the owner
+writes every append's records to the stream's partition, and the metadata only later or never
+(a checkpoint every few seconds). So before a read here says it reached the tail, the stream
+is carried forward (`protocol/stream_log.carry_forward`) from its catalog state over its
+committed records up to the partition's end as asked after the read began
+(`PartitionEnds.written`), and the catalog takes the result: every append acknowledged before
+the read is then in it. Records that show the stream deleted or created anew are metadata, not
+a tail: the caller asks the meta topic instead, as when records after the tail known here were
+freed from the partition already (tiered, or past retention).
+
+A scan is bounded: past `max_bytes` of the partition (all streams' records) without reaching
+the end asked, LogUnavailable naming the setting, never a tail short of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from adapter.log.errors import BelowLogStart, LogUnavailable
+from adapter.log.scanner import PartitionScanner
+from adapter.protocol.model import StreamMeta
+from adapter.protocol.stream_log import LoggedRecord, StreamState, carry_forward, logged_record
+from adapter.state.catalog import Catalog, with_tail_of
+from adapter.state.partition_ends import PartitionEnds
+from adapter.state.stream_recovery import SCAN_BYTES, stream_key
+
+StreamKey = tuple[str, str]
+MAX_REMEMBERED = 65_536  # streams whose last scan is remembered; past this the table starts again
+
+
+class DataTails:
+    def __init__(
+        self,
+        catalog: Catalog,
+        ends: PartitionEnds,
+        scanner: PartitionScanner,
+        max_bytes: int,
+        on_moved: Callable[[StreamKey], None],
+    ) -> None:
+        self.catalog = catalog
+        self.ends = ends
+        self.scanner = scanner
+        self.max_bytes = max_bytes  # read_scan_bytes
+        self.on_moved = on_moved  # the stream's tail (or closure) moved here: wake its readers
+        # Per stream: (its tail, how far its partition was scanned with nothing of it past
+        # that tail). A partition's end is past every tail (a commit marker at least): without
+        # this, each read at an idle stream's tail would scan that marker again.
+        self._scanned: dict[tuple[str, str, int], tuple[int, int]] = {}  # by incarnation
+
+    async def close(self) -> None:
+        await self.ends.close()
+        await self.scanner.close()
+
+    async def caught_up(self, topic: str, meta: StreamMeta, end: int | None = None) -> bool:
+        """Carry the stream (`meta`, the catalog's) forward over its committed records below
+        `end` (None: the partition's end asked now) into the catalog. False when its records
+        show it deleted or created anew, or lie below the partition's log start;
+        LogUnavailable when the end cannot be reached in time or within `max_bytes`."""
+        if end is None:
+            end = await self.ends.written(topic, meta.partition)
+        key = (meta.bucket_id, meta.stream_id)
+        incarnation = (*key, meta.created_at_ms)
+        tail, scanned = self._scanned.get(incarnation, (-1, meta.next_offset))
+        if end <= (scanned if tail == meta.next_offset else meta.next_offset):
+            return True  # nothing of the stream's lies past its tail below `end`
+        try:
+            records = await self._records(topic, meta, end)
+        except BelowLogStart:
+            return False  # records after the tail known here were freed: ask the metadata
+        state = StreamState(meta, self.catalog.producer_states(*key))
+        carried = carry_forward(state, records)
+        if carried is None:
+            return False
+        self._apply(meta, carried.meta)
+        self._remember(incarnation, carried.meta.next_offset, end)
+        return True
+
+    async def _records(self, topic: str, meta: StreamMeta, end: int) -> list[LoggedRecord]:
+        """The stream's committed records from its tail up to `end`."""
+        key = stream_key(StreamState(meta))
+        found: list[LoggedRecord] = []
+        position, read = meta.next_offset, 0
+        while position < end:
+            if read >= self.max_bytes:
+                raise LogUnavailable(
+                    f"{meta.bucket_id}/{meta.stream_id}: more than read_scan_bytes "
+                    f"({self.max_bytes}) of its partition lie between the tail known here "
+                    f"({position}) and the partition's end ({end}); retry"
+                )
+            budget = min(SCAN_BYTES, self.max_bytes - read)
+            scan = await self.scanner.scan_headed(topic, meta.partition, position, budget, end)
+            found += [
+                logged_record(offset, timestamp_ms, headers)
+                for record_key, offset, timestamp_ms, headers in scan.records
+                if record_key == key
+            ]
+            position, read = scan.next_offset, read + max(scan.size, 1)
+        return found
+
+    def _remember(self, key: tuple[str, str, int], tail: int, scanned: int) -> None:
+        if len(self._scanned) >= MAX_REMEMBERED:
+            self._scanned.clear()
+        known = self._scanned.get(key)
+        if known is None or known[0] != tail or known[1] < scanned:
+            self._scanned[key] = (tail, scanned)
+
+    def _apply(self, known: StreamMeta, carried: StreamMeta) -> None:
+        """The carried state into the catalog, unless the stream changed meanwhile into
+        another incarnation; its readers told when its tail or closure moved."""
+        key = (known.bucket_id, known.stream_id)
+        current = self.catalog.stream(*key)
+        if current is None or current.created_at_ms != known.created_at_ms:
+            return
+        if (carried.next_offset, carried.closed) <= (current.next_offset, current.closed):
+            return
+        self.catalog.put_stream(with_tail_of(current, carried))
+        self.on_moved(key)

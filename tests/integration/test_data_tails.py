@@ -1,0 +1,151 @@
+"""An instance that does not own a stream's write slot learns its tail from the stream's
+partition, not from the meta topic: with every meta follower held (a transaction left open on
+the meta topic), an append acknowledged by the owner is read, said in a HEAD, and delivered to
+live readers through the other instance at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiohttp
+import pytest
+from confluent_kafka import Producer
+
+from tests.cluster import TEXT, stream_in, two_instances
+from topology.naming import StateTopics
+
+pytestmark = pytest.mark.integration
+
+
+def _hold_meta(bootstrap: str, prefix: str) -> Producer:
+    """A transaction left open on the meta topic (aborted by the caller): no instance's meta
+    follower passes it."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"{prefix}test-holder"}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(StateTopics.of(prefix).meta, key=b"held", value=b"")
+    producer.flush(30)
+    return producer
+
+
+async def _append(session: aiohttp.ClientSession, url: str, data: str) -> str:
+    async with session.post(url, data=data, headers=TEXT) as reply:
+        assert reply.status in (200, 204), await reply.text()
+        return reply.headers["Stream-Next-Offset"]
+
+
+async def _sse_until(
+    session: aiohttp.ClientSession, url: str, want: str, ready: asyncio.Event
+) -> str:
+    """What an SSE response sent until `want` appeared (or it ended); `ready` set once its
+    first control event (`upToDate` at the old tail) arrived."""
+    got = ""
+    async with session.get(url) as reply:
+        assert reply.status == 200, await reply.text()
+        async for piece in reply.content.iter_any():
+            got += piece.decode()
+            if "event: control" in got:
+                ready.set()
+            if want in got:
+                break
+    return got
+
+
+@pytest.mark.timeout(180)
+async def test_a_held_meta_topic_hides_no_append_from_the_other_instance(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    prefix = f"dt{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        stream = stream_in(prefix, pair.owners[a], "held")  # written by a
+        async with session.put(f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
+            assert reply.status == 201, await reply.text()
+        first_tail = await _append(session, f"{a}/v1/stream/{stream}", "one")
+        at_b = f"{b}/v1/stream/{stream}"
+        for _ in range(100):  # b has followed the stream's creation and first append
+            async with session.head(at_b) as reply:
+                if reply.headers.get("Stream-Next-Offset") == first_tail:
+                    break
+            await asyncio.sleep(0.1)
+
+        poll_url = f"{at_b}?offset={first_tail}&live=long-poll&timeout=30"
+        polled = asyncio.create_task(_long_poll(session, poll_url))
+        sse_ready = asyncio.Event()
+        sse_url = f"{at_b}?offset={first_tail}&live=sse"
+        tailed = asyncio.create_task(_sse_until(session, sse_url, "two", sse_ready))
+        await asyncio.wait_for(sse_ready.wait(), 10)  # up to date at the old tail
+        holder = _hold_meta(kafka_bootstrap, prefix)
+        try:
+            await asyncio.sleep(0.5)  # the long-poll waits at the old tail
+            assert not polled.done()
+            tail = await _append(session, f"{a}/v1/stream/{stream}", "two")
+            acknowledged = asyncio.get_running_loop().time()
+            async with session.get(f"{at_b}?offset=-1") as reply:  # (a) at once
+                read = (reply.status, await reply.text(), reply.headers.get("Stream-Next-Offset"))
+                read_up_to_date = reply.headers.get("Stream-Up-To-Date")
+            async with session.head(at_b) as reply:  # (b)
+                head = (reply.status, reply.headers.get("Stream-Next-Offset"))
+            # (c) within 10 s: woken, not answered at the long-poll's timeout
+            done, _ = await asyncio.wait([polled, tailed], timeout=10)
+            waited_s = asyncio.get_running_loop().time() - acknowledged
+        finally:
+            holder.abort_transaction(30)
+            for task in (polled, tailed):
+                task.cancel()
+        observed = {
+            "read": (read, read_up_to_date),
+            "head": head,
+            "long-poll": polled.result() if polled in done else "not woken",
+            "sse": "data:two" in tailed.result() if tailed in done else "not woken",
+        }
+        assert observed == {
+            "read": ((200, "onetwo", tail), "true"),
+            "head": (200, tail),
+            "long-poll": (200, "two"),
+            "sse": True,
+        }, f"after {waited_s:.1f} s"
+
+
+async def _long_poll(session: aiohttp.ClientSession, url: str) -> tuple[int, str]:
+    async with session.get(url) as reply:
+        return reply.status, await reply.text()
+
+
+@pytest.mark.timeout(180)
+async def test_a_tail_further_than_read_scan_bytes_is_not_claimed(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """Learning a tail reads the partition from the tail known here: past `read_scan_bytes`
+    a read there answers 503 naming it, and one with messages says no `Stream-Up-To-Date`."""
+    prefix = f"ds{unique}."
+    scan = {"DURABLE_KAFKA_READ_CHUNK_BYTES": "16384", "DURABLE_KAFKA_READ_SCAN_BYTES": "65536"}
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, env_b=scan) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        stream = stream_in(prefix, pair.owners[a], "far")  # written by a
+        async with session.put(f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
+            assert reply.status == 201, await reply.text()
+        first_tail = await _append(session, f"{a}/v1/stream/{stream}", "one")
+        at_b = f"{b}/v1/stream/{stream}"
+        for _ in range(100):  # b has followed the stream's creation and first append
+            async with session.head(at_b) as reply:
+                if reply.headers.get("Stream-Next-Offset") == first_tail:
+                    break
+            await asyncio.sleep(0.1)
+        holder = _hold_meta(kafka_bootstrap, prefix)
+        try:
+            for _ in range(4):
+                await _append(session, f"{a}/v1/stream/{stream}", "x" * 40_000)
+            async with session.get(f"{at_b}?offset={first_tail}") as reply:
+                assert reply.status == 503, await reply.text()
+                assert "read_scan_bytes" in await reply.text()
+            async with session.get(f"{at_b}?offset=-1") as reply:
+                assert reply.status == 200, await reply.text()
+                assert await reply.text() == "one"
+                assert "Stream-Up-To-Date" not in reply.headers
+        finally:
+            holder.abort_transaction(30)
