@@ -57,6 +57,17 @@ async def _appended(client: Client, count: int) -> str:
     return tail
 
 
+async def _checkpointed(bootstrap: str, meta_topic: str, more_than: int) -> list[bytes]:
+    """The stream's meta records once the last counts more than `more_than` messages (a
+    checkpoint of its appends), looked for every 0.1 s for 10 s."""
+    for _ in range(100):
+        written = _records(bootstrap, meta_topic, KEY)
+        if decode_as(StreamMeta, KEY, written[-1]).message_count > more_than:
+            return written
+        await asyncio.sleep(0.1)
+    raise AssertionError("no checkpoint of the stream's appends")
+
+
 async def test_pure_appends_write_no_state_until_the_hand_over_writes_it_once(
     aiohttp_client: ClientFactory,
     make_settings: SettingsFactory,
@@ -87,13 +98,7 @@ async def test_the_owner_checkpoints_its_changed_streams_every_interval(
     topics = StateTopics.of(make_settings().topic_prefix)
     client = await _instance(aiohttp_client, make_settings, 200, "only")
     await _appended(client, 3)
-    for _ in range(100):
-        written = _records(kafka_bootstrap, topics.meta, KEY)
-        if decode_as(StreamMeta, KEY, written[-1]).message_count == 3:
-            break
-        await asyncio.sleep(0.1)
-    else:
-        raise AssertionError("no checkpoint of the stream's appends")
+    written = await _checkpointed(kafka_bootstrap, topics.meta, more_than=2)
     await asyncio.sleep(0.5)  # more intervals, and nothing changed: nothing written
     assert len(_records(kafka_bootstrap, topics.meta, KEY)) == len(written) <= 3
 
@@ -115,13 +120,7 @@ async def test_a_stream_appended_to_without_a_pause_is_checkpointed(
 
     writers = [asyncio.ensure_future(writer()) for _ in range(4)]
     try:
-        for _ in range(50):
-            await asyncio.sleep(0.1)
-            written = _records(kafka_bootstrap, topics.meta, KEY)
-            if decode_as(StreamMeta, KEY, written[-1]).message_count > 1:
-                break
-        else:
-            raise AssertionError("no checkpoint while the stream was appended to")
+        await _checkpointed(kafka_bootstrap, topics.meta, more_than=1)
     finally:
         stop.set()
         await asyncio.gather(*writers)
