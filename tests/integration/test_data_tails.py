@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 from confluent_kafka import Producer
 
-from tests.cluster import TEXT, stream_in, two_instances
+from tests.cluster import TEXT, Pair, stream_in, two_instances
 from topology.naming import StateTopics
 
 pytestmark = pytest.mark.integration
@@ -55,23 +55,31 @@ async def _sse_until(
     return got
 
 
+async def _one_message_seen_by_b(pair: Pair, prefix: str, stem: str) -> tuple[str, str, str]:
+    """A stream written by `a` with one message, once `b` has followed its creation and that
+    message: (the stream's id, its tail, its URL at `b`)."""
+    session, a, b = pair.session, pair.a, pair.b
+    stream = stream_in(prefix, pair.owners[a], stem)
+    async with session.put(f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
+        assert reply.status == 201, await reply.text()
+    first_tail = await _append(session, f"{a}/v1/stream/{stream}", "one")
+    at_b = f"{b}/v1/stream/{stream}"
+    for _ in range(100):
+        async with session.head(at_b) as reply:
+            if reply.headers.get("Stream-Next-Offset") == first_tail:
+                break
+        await asyncio.sleep(0.1)
+    return stream, first_tail, at_b
+
+
 @pytest.mark.timeout(180)
 async def test_a_held_meta_topic_hides_no_append_from_the_other_instance(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     prefix = f"dt{unique}."
     async with two_instances(kafka_bootstrap, prefix, tmp_path) as pair:
-        session, a, b = pair.session, pair.a, pair.b
-        stream = stream_in(prefix, pair.owners[a], "held")  # written by a
-        async with session.put(f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
-            assert reply.status == 201, await reply.text()
-        first_tail = await _append(session, f"{a}/v1/stream/{stream}", "one")
-        at_b = f"{b}/v1/stream/{stream}"
-        for _ in range(100):  # b has followed the stream's creation and first append
-            async with session.head(at_b) as reply:
-                if reply.headers.get("Stream-Next-Offset") == first_tail:
-                    break
-            await asyncio.sleep(0.1)
+        session, a = pair.session, pair.a
+        stream, first_tail, at_b = await _one_message_seen_by_b(pair, prefix, "held")
 
         poll_url = f"{at_b}?offset={first_tail}&live=long-poll&timeout=30"
         polled = asyncio.create_task(_long_poll(session, poll_url))
@@ -125,17 +133,8 @@ async def test_a_tail_further_than_read_scan_bytes_is_not_claimed(
     prefix = f"ds{unique}."
     scan = {"DURABLE_KAFKA_READ_CHUNK_BYTES": "16384", "DURABLE_KAFKA_READ_SCAN_BYTES": "65536"}
     async with two_instances(kafka_bootstrap, prefix, tmp_path, env_b=scan) as pair:
-        session, a, b = pair.session, pair.a, pair.b
-        stream = stream_in(prefix, pair.owners[a], "far")  # written by a
-        async with session.put(f"{a}/v1/stream/{stream}", headers=TEXT) as reply:
-            assert reply.status == 201, await reply.text()
-        first_tail = await _append(session, f"{a}/v1/stream/{stream}", "one")
-        at_b = f"{b}/v1/stream/{stream}"
-        for _ in range(100):  # b has followed the stream's creation and first append
-            async with session.head(at_b) as reply:
-                if reply.headers.get("Stream-Next-Offset") == first_tail:
-                    break
-            await asyncio.sleep(0.1)
+        session, a = pair.session, pair.a
+        stream, first_tail, at_b = await _one_message_seen_by_b(pair, prefix, "far")
         holder = _hold_meta(kafka_bootstrap, prefix)
         try:
             for _ in range(4):
