@@ -4,8 +4,15 @@ inherits (recursively), then its own records.
 A fork lives in its source's partition and copies nothing: its history is a list of ranges of
 that partition, each the records of one stream id between two Kafka offsets, recorded in its
 metadata (`schemas/stream_meta.avsc`, field `inherited`). `history_of` decodes a value of the
-compacted meta topic into that list; `read_history` reads just the partition between the
-first range's start and the last range's end and keeps the records inside a range.
+compacted meta topic into that list; `read_history` reads just the partition from the
+first range's start and keeps the records inside a range.
+
+The last range, the stream's own records, ends at the partition's end, not at the tail its
+metadata records: a pure append commits its data record alone and the stream's metadata reaches
+the meta topic only at its slot owner's next checkpoint (`slot_checkpoint_ms`), so the records
+after that tail are the stream's too. The batch ends at the partition's last stable offset when
+the read starts (Spark's `latest`, read_committed), as the HTTP API's reads carry a stream
+forward to its partition's end.
 """
 
 from __future__ import annotations
@@ -23,13 +30,15 @@ from topology.internal_records import RecordKind, decode_value
 from topology.naming import DEFAULT_PREFIX, bucket_topic
 from topology.wire import housed_key
 
+LATEST = -1  # Spark's per-partition `endingOffsets` for the partition's end
+
 
 class Range(NamedTuple):
     """The records keyed `stream_id` at Kafka offsets [start, end) of the stream's partition."""
 
     stream_id: str
     start: int
-    end: int
+    end: int  # the stream's own range: the tail its metadata records; read to the partition's end
 
 
 class History(NamedTuple):
@@ -52,22 +61,30 @@ def history_of(meta_value: bytes) -> History:
 
 
 def history_offsets(history: History, topic_prefix: str = DEFAULT_PREFIX) -> tuple[str, str]:
-    """Spark's `startingOffsets` and `endingOffsets` (JSON) spanning the history."""
+    """Spark's `startingOffsets` and `endingOffsets` (JSON) spanning the history: from the
+    first range's start to the partition's end (-1: `latest`, its last stable offset when the
+    read starts), where the stream's own records end."""
     topic = bucket_topic(topic_prefix, history.bucket)
     partition = str(history.partition)
-    start, end = history.ranges[0].start, history.ranges[-1].end
-    return json.dumps({topic: {partition: start}}), json.dumps({topic: {partition: end}})
+    start = history.ranges[0].start
+    return json.dumps({topic: {partition: start}}), json.dumps({topic: {partition: LATEST}})
 
 
 def in_history(history: History) -> Column:
-    """True for a decoded row inside one of the history's ranges."""
+    """True for a decoded row inside one of the history's ranges (the last, the stream's own
+    records, open at its end)."""
+    *inherited, own = history.ranges
     return reduce(
         lambda either, other: either | other,
         (
-            (F.col("stream_id") == F.lit(r.stream_id))
-            & (F.col("kafka_offset") >= F.lit(r.start))
-            & (F.col("kafka_offset") < F.lit(r.end))
-            for r in history.ranges
+            *(
+                (F.col("stream_id") == F.lit(r.stream_id))
+                & (F.col("kafka_offset") >= F.lit(r.start))
+                & (F.col("kafka_offset") < F.lit(r.end))
+                for r in inherited
+            ),
+            (F.col("stream_id") == F.lit(own.stream_id))
+            & (F.col("kafka_offset") >= F.lit(own.start)),
         ),
     )
 

@@ -84,23 +84,29 @@ WRITTEN: Final[Mapping[RecordKind, bytes]] = {
     kind: list(formats)[-1] for kind, formats in FORMATS.items()
 }
 
-# Format levels, as Kafka's `metadata.version`: each names the format every kind is written in.
-# A version reads every level up to `NEWEST_LEVEL` and can write the one before it
-# (`PREVIOUS_LEVEL`, what the release before writes), so a deployment can be rolled one instance
-# at a time: it keeps writing the previous level until every instance says it reads the newest
-# (`adapter/state/format_gate.py`). An instance that predates levels says nothing and is taken
-# to read `PREVIOUS_LEVEL`.
-PREVIOUS_LEVEL: Final = 5  # StreamMeta 0x05, BucketMeta 0x01
-NEWEST_LEVEL: Final = 6  # StreamMeta 0x06, BucketMeta 0x02
+# Format levels, as Kafka's `metadata.version`: each names the format every kind is written in,
+# and what is written. A version reads every level up to `NEWEST_LEVEL` and can write the one
+# before it (`PREVIOUS_LEVEL`, what the release before writes), so a deployment can be rolled one
+# instance at a time: it keeps writing the previous level until every instance says it reads the
+# newest (`adapter/state/format_gate.py`). An instance that predates levels says nothing and is
+# taken to read `PREVIOUS_LEVEL`.
+# Level 6: StreamMeta 0x06, BucketMeta 0x02: every field of the model (`ALL_FIELDS_LEVEL`).
+# Level 7: the same formats; a pure append commits its data record alone, its stream's state
+# written by the slot's checkpoint (`APPENDS_ALONE_LEVEL`). A reader of level 6 takes a stream's
+# tail from the meta topic, which no longer follows every append.
+ALL_FIELDS_LEVEL: Final = 6
+APPENDS_ALONE_LEVEL: Final = 7
+PREVIOUS_LEVEL: Final = 6
+NEWEST_LEVEL: Final = 7
 LEVELS: Final[Mapping[int, Mapping[RecordKind, bytes]]] = {
-    PREVIOUS_LEVEL: dict(WRITTEN)
-    | {RecordKind.STREAM_META: FORMAT_V5, RecordKind.BUCKET_META: FORMAT_V1},
-    NEWEST_LEVEL: WRITTEN,
+    5: dict(WRITTEN) | {RecordKind.STREAM_META: FORMAT_V5, RecordKind.BUCKET_META: FORMAT_V1},
+    ALL_FIELDS_LEVEL: WRITTEN,
+    APPENDS_ALONE_LEVEL: WRITTEN,
 }
-# Fields the previous level's schemas lack whose values a record must not lose (a fork across
-# buckets, a bucket's age retention): such records are refused until the newest level is in
-# force. Other new fields (a trim's settling points) only make storage freeing more eager and
-# are dropped.
+# Fields level 5's schemas lack whose values a record must not lose (a fork across buckets, a
+# bucket's age retention): such records are refused until `ALL_FIELDS_LEVEL` is in force.
+# Other new fields (a trim's settling points) only make storage freeing more eager and are
+# dropped.
 KEPT_FIELDS: Final[Mapping[RecordKind, tuple[str, ...]]] = {
     RecordKind.STREAM_META: ("source_bucket", "home"),
     RecordKind.BUCKET_META: ("retention_max_age_ms",),
@@ -117,7 +123,7 @@ def level_of(kind: RecordKind, value: bytes) -> int:
 
 def lost_fields(kind: RecordKind, record: Mapping[str, Any], level: int) -> list[str]:
     """The fields of `record` that `level`'s format of `kind` cannot hold and that are set."""
-    if level >= NEWEST_LEVEL:
+    if level >= ALL_FIELDS_LEVEL:
         return []
     return [name for name in KEPT_FIELDS.get(kind, ()) if record.get(name) is not None]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from adapter.protocol.model import ProducerRecord, StreamMeta
-from adapter.protocol.steps import accessed
+from adapter.protocol.steps import Message, Write, accessed
 from topology.wire import (
     CONTROL_HEADER,
     PRODUCER_EPOCH_HEADER,
@@ -58,6 +58,20 @@ def logged_record(offset: int, timestamp_ms: int, headers: ReadHeaders) -> Logge
         None if event is None else ControlEvent(event.decode()),
         _stamp(headers),
         None if stream_seq is None else stream_seq.decode(),
+    )
+
+
+def logged_in_full(write: Write) -> bool:
+    """Whether the write's records carry all it changes in its stream's state (a pure append:
+    messages only, moving the tail, message count, Stream-Seq, last write and access and its
+    producer's state): from format level 7 it commits them alone. A creation, a close, a
+    deletion, a fork, a trim, a snapshot, a fence or a forgotten producer state writes its
+    state records."""
+    return (
+        write.state is not None
+        and bool(write.entries)
+        and all(isinstance(entry, Message) for entry in write.entries)
+        and not (write.creates or write.forget or write.collects or write.snapshot)
     )
 
 

@@ -21,6 +21,7 @@ from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.model import StreamMeta
+from adapter.protocol.stream_log import logged_in_full
 from adapter.service.hub import LiveHub
 from adapter.service.interfaces import SlotWriting, StreamBuckets
 from adapter.service.native_streams import Clock
@@ -29,7 +30,8 @@ from adapter.service.record_encoding import write_records
 from adapter.service.slot_checkpoints import CheckpointNotes
 from adapter.service.state_entries import producer_record, write_entries
 from adapter.state.catalog import Catalog
-from topology.internal_records import producer_key, snapshot_key
+from adapter.state.format_gate import GATE
+from topology.internal_records import APPENDS_ALONE_LEVEL, producer_key, snapshot_key
 from topology.placement import partition_for
 from topology.wire import stream_key
 
@@ -61,11 +63,14 @@ class DecidedWrites:
         self.chains = Chains()  # each stream's queued appends
         # The streams whose commits wrote no state record, for the slot's checkpoint.
         self.notes = notes if notes is not None else CheckpointNotes(catalog, self.topics)
-        self._inflight: dict[StreamKey, int] = {}  # writes queued, not answered yet
+        self._inflight: dict[StreamKey, int] = {}  # writes with state records, not answered
 
     def busy(self, key: StreamKey) -> bool:
-        """Whether a write of the stream (or one collecting it) is in flight: its state in
-        the catalog is about to move."""
+        """Whether a write of the stream (or one collecting it) that writes state records is in
+        flight: a checkpoint record of the stream landing after those would be what compaction
+        keeps. A pure append in flight writes none: the checkpoint's tail is below its records,
+        which the next owner's scan reads (a stream appended to without a pause is
+        checkpointed all the same)."""
         return key in self._inflight
 
     def slot(self, meta: StreamMeta) -> int:
@@ -146,16 +151,20 @@ class DecidedWrites:
             topic, partition, meta.record_id, content_type, write, forward_id, trace
         )
         chain = self.chains.get(key)
+        slot = self.slots.of_stream(meta.data_bucket, partition)
+        alone = GATE.level >= APPENDS_ALONE_LEVEL and logged_in_full(write)
         batch = WriteBatch(
             records,
-            finalize=partial(self._state_of, key, write),
+            finalize=partial(self._state_of, key, write) if not alone else _no_state,
             after=chain.last if chain is not None else None,
-            on_commit=partial(self._committed_write, key, write, trace=trace),
+            on_commit=partial(
+                self._committed_write, key, write, trace=trace, noted=alone, slot=slot
+            ),
         )
-        slot = self.slots.of_stream(meta.data_bucket, partition)
         self._routed_here(slot)  # no await between this check and the queue
         self.writers.enqueue(slot, batch)
-        self._count_inflight([key, *write.collects], batch)
+        if not alone:
+            self._count_inflight([key, *write.collects], batch)
         if write.state is not None:
             self.chains.extend(key, write.state, batch, write.producer)
         return batch
@@ -196,8 +205,11 @@ class DecidedWrites:
         write: machine.Write,
         offsets: list[int],
         trace: bytes | None = None,
+        noted: bool = False,
+        slot: int = 0,
     ) -> None:
-        """Apply a committed write to the catalog, the hot tail and the live hub (commit order)."""
+        """Apply a committed write to the catalog, the hot tail and the live hub (commit order);
+        one that wrote no state record (`noted`) is noted for the slot's checkpoint."""
         settled = machine.settle(write, offsets, answered_ms=self.clock())
         for producer_id in write.forget:
             self.catalog.apply_producer(producer_key(*key, producer_id), None)
@@ -212,6 +224,8 @@ class DecidedWrites:
         record = producer_record(key, write)
         if record is not None:
             self.catalog.put_producer(record)
+        if noted:
+            self.notes.changed(slot, key, None if record is None else record.producer_id)
         if write.snapshot is not None:
             self.catalog.put_snapshot(write.snapshot)
         self.hub.notify(key)
@@ -225,3 +239,8 @@ class DecidedWrites:
         self.catalog.apply_snapshot(snapshot_key(*key), None)
         self.cache.forget(key)
         self.notes.forget(key)
+
+
+def _no_state(_offsets: list[int]) -> list[StateEntry]:
+    """A pure append's state records from format level 7: none (`stream_log.logged_in_full`)."""
+    return []

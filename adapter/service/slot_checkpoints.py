@@ -11,10 +11,12 @@ most, not one per append. A new owner starts from these records and carries each
 over its records after them (`state/slot_takeover.py`), so a pass that never ran (a crash)
 costs a longer scan, never state.
 
-A stream with a write in flight is left for the next pass: its state in the catalog is about to
-move, and a checkpoint record landing after that write's own state record (a close, a trim, a
-deletion's tombstone) would be what compaction keeps. At a hand-over the slot's writer has
-drained first, so every noted stream is written.
+A stream with a write in flight that writes its own state record (a close, a trim, a
+deletion's tombstone) is left for the next pass: a checkpoint record landing after that one
+would be what compaction keeps. Pure appends in flight do not hold a stream back: they write
+no state record, and their data lies past the tail the checkpoint writes, where the next
+owner's scan reads it, so a stream appended to without a pause is checkpointed all the same.
+At a hand-over the slot's writer has drained first, so every noted stream is written.
 """
 
 from __future__ import annotations

@@ -181,7 +181,10 @@ class Catalog:
     def apply_producer(self, key: str, value: bytes | None) -> None:
         """Apply one record of the producers topic."""
         if value is not None:
-            self.put_producer(decode_as(ProducerRecord, key, value))
+            record = decode_as(ProducerRecord, key, value)
+            held = self.producer_states(record.bucket_id, record.stream_id)
+            if ahead_of(record, held.get(record.producer_id)):
+                self.put_producer(record)
             return
         bucket_id, stream_id, producer_id = producer_of_key(key)
         states = self._producers.find((bucket_id, stream_id))
@@ -456,6 +459,13 @@ def newer(current: StreamMeta | None, incoming: StreamMeta) -> StreamMeta:
     if (incoming.next_offset, incoming.closed) < (current.next_offset, current.closed):
         return with_tail_of(incoming, current)
     return incoming.evolve(last_access_ms=max(current.last_access_ms, incoming.last_access_ms))
+
+
+def ahead_of(record: ProducerRecord, held: ProducerRecord | None) -> bool:
+    """Whether `record` is a later state of its producer than `held`. A producer's (epoch,
+    last_seq) only grows: a record behind the state known here (a checkpoint read after the
+    stream's own records were, `adapter/state/data_tails.py`) brings nothing."""
+    return held is None or (record.epoch, record.last_seq) >= (held.epoch, held.last_seq)
 
 
 def with_tail_of(meta: StreamMeta, further: StreamMeta) -> StreamMeta:

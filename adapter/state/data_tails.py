@@ -23,7 +23,7 @@ from adapter.log.errors import BelowLogStart, LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.protocol.model import StreamMeta
 from adapter.protocol.stream_log import LoggedRecord, StreamState, carry_forward, logged_record
-from adapter.state.catalog import Catalog, with_tail_of
+from adapter.state.catalog import Catalog, ahead_of, with_tail_of
 from adapter.state.partition_ends import PartitionEnds
 from adapter.state.stream_recovery import SCAN_BYTES, stream_key
 
@@ -74,7 +74,7 @@ class DataTails:
         carried = carry_forward(state, records)
         if carried is None:
             return False
-        self._apply(meta, carried.meta)
+        self._apply(meta, carried)
         self._remember(incarnation, carried.meta.next_offset, end)
         return True
 
@@ -107,14 +107,22 @@ class DataTails:
         if known is None or known[0] != tail or known[1] < scanned:
             self._scanned[key] = (tail, scanned)
 
-    def _apply(self, known: StreamMeta, carried: StreamMeta) -> None:
+    def _apply(self, known: StreamMeta, carried: StreamState) -> None:
         """The carried state into the catalog, unless the stream changed meanwhile into
-        another incarnation; its readers told when its tail or closure moved."""
+        another incarnation; its readers told when its tail or closure moved. The producer
+        states its records moved go in with the tail: a new owner of the stream's slot carries
+        it forward from the catalog's tail, so states left behind it would never be seen again
+        (a retry then refused as a sequence gap)."""
         key = (known.bucket_id, known.stream_id)
         current = self.catalog.stream(*key)
         if current is None or current.created_at_ms != known.created_at_ms:
             return
-        if (carried.next_offset, carried.closed) <= (current.next_offset, current.closed):
+        tail = carried.meta
+        if (tail.next_offset, tail.closed) <= (current.next_offset, current.closed):
             return
-        self.catalog.put_stream(with_tail_of(current, carried))
+        held = self.catalog.producer_states(*key)
+        for producer_id, record in carried.producers.items():
+            if ahead_of(record, held.get(producer_id)):
+                self.catalog.put_producer(record)
+        self.catalog.put_stream(with_tail_of(current, tail))
         self.on_moved(key)

@@ -19,7 +19,7 @@ from adapter.protocol.model import (
 )
 from adapter.state.format_gate import GATE
 from topology.internal_records import (
-    NEWEST_LEVEL,
+    ALL_FIELDS_LEVEL,
     RecordKind,
     decode_value,
     encode_value,
@@ -45,7 +45,7 @@ def encode(record: StateRecord, level: int | None = None) -> bytes:
     """The value of `record` in the format level in force (`format_gate.py`), or `level`'s.
 
     ProtocolError 409 `format_not_finalized` for a record that level cannot hold (a fork
-    across buckets, a bucket's age retention, before the newest level is in force)."""
+    across buckets, a bucket's age retention, before `ALL_FIELDS_LEVEL` is in force)."""
     data = vars(record)  # scalars, without asdict's deep copy
     if isinstance(record, StreamMeta):
         data = data | {"inherited": [segment._asdict() for segment in record.inherited]}
@@ -59,16 +59,16 @@ def encode(record: StateRecord, level: int | None = None) -> bytes:
 
 def refuse_before_newest(what: str) -> None:
     """ProtocolError 409 `format_not_finalized` for `what` (a request whose records only the
-    newest format level holds) while an older level is in force: checked before the request
-    reaches a slot writer, whose transaction would otherwise meet it in `encode`."""
-    if GATE.level < NEWEST_LEVEL:
+    formats of `ALL_FIELDS_LEVEL` hold) while an older level is in force: checked before the
+    request reaches a slot writer, whose transaction would otherwise meet it in `encode`."""
+    if GATE.level < ALL_FIELDS_LEVEL:
         raise not_finalized(what)
 
 
 def not_finalized(what: str) -> ProtocolError:
     return ProtocolError(
         ErrorCode.FORMAT_NOT_FINALIZED,
-        f"{what} needs record format level {NEWEST_LEVEL}, which is not in force yet: upgrade "
+        f"{what} needs record format level {ALL_FIELDS_LEVEL}, which is not in force yet: upgrade "
         "every instance, then run `durable-kafka upgrade finalize`",
     )
 

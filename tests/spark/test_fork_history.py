@@ -59,3 +59,26 @@ async def test_a_fork_of_a_fork_reads_as_one_dataframe(
     for index, row in enumerate(rows):  # a row's token is where the HTTP API reads it
         rest = await client.get(leaf, params={"offset": row.offset})
         assert await rest.read() == b"".join(payloads[index:])
+
+
+async def test_a_history_ends_at_its_partitions_end_not_at_the_tail_its_metadata_records(
+    spark: SparkSession, client: Client, kafka_bootstrap: str, unique: str
+) -> None:
+    # A pure append commits its data record alone: the meta topic holds the stream's tail as
+    # of its slot owner's last checkpoint, which the appends after it have moved on.
+    bucket = f"fe-{unique}"
+    assert (await client.put(f"/{bucket}")).status == 201
+    path = f"/{bucket}/s"
+    assert (await client.put(path, headers=TEXT)).status == 201
+    await _post(client, path, b"a")
+    await _post(client, path, b"b")
+    recorded = client.app[STREAMS].catalog.stream(bucket, "s")
+    assert recorded is not None
+    await _post(client, path, b"c")
+    frame = read_history(
+        spark,
+        kafka_bootstrap,
+        history_of(encode(recorded)),
+        topic_prefix=client.app[SETTINGS].topic_prefix,
+    )
+    assert [row.payload for row in frame.collect()] == [b"a", b"b", b"c"]

@@ -83,6 +83,20 @@ def test_producer_states_survive_any_replay_order_of_the_two_topics() -> None:
         assert catalog.producers("b", "s") == {"p": new_state}, order
 
 
+def test_a_producer_record_behind_the_state_known_never_undoes_it() -> None:
+    """A checkpoint's producer record followed after the stream's own records carried the
+    producer further here (a new slot owner resumes from the tail known here)."""
+    catalog = _catalog()
+    carried = ProducerRecord("b", "s", "p", 0, 9, 2)
+    catalog.put_producer(carried)
+    checkpointed = ProducerRecord("b", "s", "p", 0, 4, 1)
+    catalog.apply_producer(checkpointed.key, encode(checkpointed))
+    assert catalog.producers("b", "s") == {"p": carried}
+    new_epoch = ProducerRecord("b", "s", "p", 1, 0, 3)
+    catalog.apply_producer(new_epoch.key, encode(new_epoch))
+    assert catalog.producers("b", "s") == {"p": new_epoch}
+
+
 def test_a_deletion_forgets_producers_only_when_made_here() -> None:
     catalog = _catalog()
     catalog.put_stream(META)

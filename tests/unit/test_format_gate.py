@@ -27,6 +27,7 @@ from adapter.state.records import decode, encode, refuse_before_newest
 from adapter.state.store import FileStore
 from topology.group_members import member_url
 from topology.internal_records import (
+    ALL_FIELDS_LEVEL,
     FORMAT_LEVEL_KEY,
     NEWEST_LEVEL,
     PREVIOUS_LEVEL,
@@ -49,6 +50,7 @@ META = StreamMeta(
     trim_settled_to=11,
 )
 BUCKET = BucketMeta("b", "dk.b", 12, 1)
+LEVEL_5 = 5  # StreamMeta 0x05, BucketMeta 0x01: what the releases before format levels read
 
 
 def _as_the_previous_release_reads(schema: str, value: bytes) -> dict[str, object]:
@@ -59,8 +61,8 @@ def _as_the_previous_release_reads(schema: str, value: bytes) -> dict[str, objec
     return record
 
 
-def test_the_previous_level_writes_what_the_previous_release_reads() -> None:
-    value = encode(META, PREVIOUS_LEVEL)
+def test_level_5_writes_what_the_releases_before_format_levels_read() -> None:
+    value = encode(META, LEVEL_5)
     assert value[:1] == b"\x05"
     old = _as_the_previous_release_reads("stream_meta_v5", value)
     assert (old["trimmed_to"], old["next_offset"], old["inherited"]) == (
@@ -70,12 +72,15 @@ def test_the_previous_level_writes_what_the_previous_release_reads() -> None:
     )
     # Read back by this version, only the trim's settling points are gone.
     assert decode(META.key, value) == replace(META, trim_settled_to=None)
-    bucket = encode(BUCKET, PREVIOUS_LEVEL)
+    bucket = encode(BUCKET, LEVEL_5)
     assert bucket[:1] == b"\x01"
     assert decode("bucket:b", bucket) == BUCKET
 
 
-def test_the_newest_level_writes_the_newest_formats() -> None:
+def test_the_previous_and_the_newest_level_write_the_newest_formats() -> None:
+    # Level 7 changes what is written (a pure append, its data record alone), not a format.
+    assert encode(META, PREVIOUS_LEVEL) == encode(META, NEWEST_LEVEL)
+    assert encode(BUCKET, PREVIOUS_LEVEL) == encode(BUCKET, NEWEST_LEVEL)
     assert encode(META, NEWEST_LEVEL)[:1] == b"\x06"
     assert decode(META.key, encode(META, NEWEST_LEVEL)) == META
     assert encode(BUCKET, NEWEST_LEVEL)[:1] == b"\x02"
@@ -84,22 +89,22 @@ def test_the_newest_level_writes_the_newest_formats() -> None:
 def test_what_the_previous_level_cannot_hold_is_refused_not_lost() -> None:
     fork = replace(META, source_bucket="other", forked_from="src")
     with pytest.raises(ProtocolError) as refused:
-        encode(fork, PREVIOUS_LEVEL)
+        encode(fork, LEVEL_5)
     assert refused.value.code is ErrorCode.FORMAT_NOT_FINALIZED
     assert "source_bucket" in refused.value.message
     with pytest.raises(ProtocolError, match="retention_max_age_ms"):
-        encode(replace(BUCKET, retention_max_age_ms=60_000), PREVIOUS_LEVEL)
+        encode(replace(BUCKET, retention_max_age_ms=60_000), LEVEL_5)
     assert decode("bucket:b", encode(replace(BUCKET, retention_max_age_ms=60_000))) == replace(
         BUCKET, retention_max_age_ms=60_000
     )
 
 
 def test_each_format_byte_names_the_level_that_writes_it() -> None:
-    assert level_of(RecordKind.STREAM_META, encode(META, PREVIOUS_LEVEL)) == PREVIOUS_LEVEL
-    assert level_of(RecordKind.STREAM_META, b"\x02") == PREVIOUS_LEVEL
-    assert level_of(RecordKind.STREAM_META, encode(META, NEWEST_LEVEL)) == NEWEST_LEVEL
-    assert level_of(RecordKind.BUCKET_META, encode(BUCKET, NEWEST_LEVEL)) == NEWEST_LEVEL
-    assert level_of(RecordKind.PRODUCER_STATE, b"\x01") == PREVIOUS_LEVEL
+    assert level_of(RecordKind.STREAM_META, encode(META, LEVEL_5)) == LEVEL_5
+    assert level_of(RecordKind.STREAM_META, b"\x02") == LEVEL_5
+    assert level_of(RecordKind.STREAM_META, encode(META, NEWEST_LEVEL)) == ALL_FIELDS_LEVEL
+    assert level_of(RecordKind.BUCKET_META, encode(BUCKET, NEWEST_LEVEL)) == ALL_FIELDS_LEVEL
+    assert level_of(RecordKind.PRODUCER_STATE, b"\x01") == LEVEL_5
 
 
 def test_members_say_what_they_read_in_their_client_id() -> None:
@@ -115,11 +120,11 @@ def test_members_say_what_they_read_in_their_client_id() -> None:
 
 def test_a_deployment_with_records_starts_at_the_level_its_log_shows() -> None:
     gate = FormatGate()
-    gate.saw(RecordKind.STREAM_META, encode(META, PREVIOUS_LEVEL))
-    assert gate.settle(fresh=False) == PREVIOUS_LEVEL
+    gate.saw(RecordKind.STREAM_META, encode(META, LEVEL_5))
+    assert gate.settle(fresh=False) == PREVIOUS_LEVEL  # the previous level at least
     gate = FormatGate()
-    gate.saw(RecordKind.STREAM_META, encode(META, NEWEST_LEVEL))
-    assert gate.settle(fresh=False) == NEWEST_LEVEL
+    gate.saw(RecordKind.STREAM_META, encode(META, PREVIOUS_LEVEL))
+    assert gate.settle(fresh=False) == PREVIOUS_LEVEL  # level 7 shows in no format byte
     gate = FormatGate()
     gate.saw_level(NEWEST_LEVEL)  # finalized
     assert gate.settle(fresh=False) == NEWEST_LEVEL
@@ -166,10 +171,10 @@ def test_the_level_in_force_survives_a_catalog_file_and_the_file_alone_never_rai
 def test_a_fork_across_buckets_is_refused_before_it_reaches_a_writer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(GATE, "level", PREVIOUS_LEVEL)
+    monkeypatch.setattr(GATE, "level", LEVEL_5)
     with pytest.raises(ProtocolError) as refused:
         refuse_before_newest("a fork across buckets")
     assert refused.value.code is ErrorCode.FORMAT_NOT_FINALIZED
     assert status_of(refused.value.code) == 409
-    monkeypatch.setattr(GATE, "level", NEWEST_LEVEL)
-    refuse_before_newest("a fork across buckets")  # in force: nothing to refuse
+    monkeypatch.setattr(GATE, "level", PREVIOUS_LEVEL)
+    refuse_before_newest("a fork across buckets")  # its formats in force: nothing to refuse

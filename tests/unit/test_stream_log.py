@@ -3,7 +3,7 @@ the records written after it, the state the stream machine left, producers inclu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +16,7 @@ from adapter.protocol.stream_log import (
     LoggedRecord,
     StreamState,
     carry_forward,
+    logged_in_full,
     logged_record,
     recover,
 )
@@ -165,3 +166,17 @@ def test_a_close_the_state_holds_already_is_not_applied_again() -> None:
     closed = StreamState(_meta().evolve(closed=True, last_seq="7"))
     close = logged_record(6, NOW + 3, control_headers(ControlEvent.CLOSE))
     assert carry_forward(closed, [close]) == closed
+
+
+def test_only_a_pure_append_is_logged_in_full() -> None:
+    """What a pure append changes, its records carry; anything else writes its state."""
+    meta = _meta()
+    plain = machine.Write((machine.Message(b"a"),), meta, NOW)
+    assert logged_in_full(plain)
+    assert not logged_in_full(replace(plain, entries=(machine.Message(b"a"), ControlEvent.CLOSE)))
+    assert not logged_in_full(replace(plain, entries=(ControlEvent.CLOSE,)))
+    assert not logged_in_full(replace(plain, entries=()))  # a fence, a trim: no record at all
+    assert not logged_in_full(replace(plain, creates=True))
+    assert not logged_in_full(replace(plain, forget=("writer-1",)))
+    assert not logged_in_full(replace(plain, collects=(("bucket", "gone"),)))
+    assert not logged_in_full(replace(plain, state=None))

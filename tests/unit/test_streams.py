@@ -33,12 +33,14 @@ from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.model import ProducerRecord, StreamMeta
 from adapter.protocol.offsets import BEGINNING, ReadFrom
 from adapter.protocol.producers import ProducerPosition
+from adapter.protocol.stream_log import StreamState, carry_forward, logged_in_full, logged_record
 from adapter.service.hub import LiveHub
 from adapter.service.reads import ReadPath
 from adapter.service.record_encoding import write_records
 from adapter.service.state_entries import write_entries
 from adapter.service.streams import StreamService
 from adapter.state.catalog import Catalog
+from adapter.state.format_gate import GATE
 from adapter.state.records import decode, decode_as
 from adapter.state.view_age import ViewAge
 from adapter.tier.cold import ColdReader
@@ -51,6 +53,7 @@ from tests.unit.support.memory_log import (
     MemoryWriters,
     Outcome,
 )
+from topology.internal_records import APPENDS_ALONE_LEVEL
 from topology.placement import partition_for
 from topology.wire import stream_key
 
@@ -172,7 +175,9 @@ class _Model:
         records = write_records(self.topic, self.partition, REF.stream_id, content_type, write)
         assert batch.records == records, f"{command} committed other records than decided"
         settled = machine.settle(write, offsets)
-        expected = write_entries(TOPICS, KEY, write, settled)
+        # From format level 7 a pure append's records carry its state: it commits no other.
+        alone = GATE.level >= APPENDS_ALONE_LEVEL and logged_in_full(write)
+        expected = [] if alone else write_entries(TOPICS, KEY, write, settled)
         assert _readable(state) == _readable(expected), f"{command} committed another state"
         for producer_id in write.forget:
             self.producers.pop(producer_id, None)
@@ -291,8 +296,30 @@ class _Run:
                     rebuilt.apply(key, value)
                 elif topic == TOPICS.producers:
                     rebuilt.apply_producer(key, value)
-        assert rebuilt.stream(*KEY) == self.catalog.stream(*KEY)
-        assert dict(rebuilt.producer_states(*KEY)) == dict(self.catalog.producer_states(*KEY))
+        meta, producers = self._carried_forward(rebuilt)
+        assert meta == self.catalog.stream(*KEY)
+        assert producers == dict(self.catalog.producer_states(*KEY))
+
+    def _carried_forward(
+        self, rebuilt: Catalog
+    ) -> tuple[StreamMeta | None, dict[str, ProducerRecord]]:
+        """The stream as its state records leave it, carried forward over its committed records
+        (what a slot's next owner rebuilds: from format level 7 a pure append commits no state
+        record). Every command is decided and answered at NOW, its records' timestamp."""
+        meta = rebuilt.stream(*KEY)
+        producers = dict(rebuilt.producer_states(*KEY))
+        if meta is None:
+            return meta, producers
+        logged = [
+            logged_record(entry.offset, NOW, entry.record.headers)
+            for entry in self.writers.log
+            if entry.outcome is Outcome.COMMITTED
+            and entry.record.key == stream_key(REF.stream_id)
+            and entry.offset >= meta.next_offset  # below: in the state, or an earlier stream's
+        ]
+        carried = carry_forward(StreamState(meta, producers), logged)
+        assert carried is not None
+        return carried.meta, dict(carried.producers)
 
     def _follow(self) -> None:
         """Apply to the model every batch committed since it last looked, in commit order."""

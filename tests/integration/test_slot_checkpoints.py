@@ -1,0 +1,126 @@
+"""From format level 7 a pure append commits its data record alone: the stream's state reaches
+the meta and producers topics by its slot's checkpoint, every `slot_checkpoint_ms` and at a
+clean hand-over, one record per stream however many appends it took. On the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from adapter.app import create_app
+from adapter.protocol.model import ProducerRecord, StreamMeta
+from adapter.state.format_gate import GATE
+from adapter.state.records import decode_as
+from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.kafka_reads import committed_messages
+from topology.internal_records import NEWEST_LEVEL, stream_meta_key
+from topology.naming import StateTopics
+from topology.wire import decode_token
+
+TEXT = {"Content-Type": "text/plain"}
+KEY = stream_meta_key("shop", "log")
+
+
+def _producer(seq: int) -> dict[str, str]:
+    return {"Producer-Id": "writer-1", "Producer-Epoch": "0", "Producer-Seq": str(seq)}
+
+
+def _records(bootstrap: str, topic: str, key_start: str) -> list[bytes]:
+    """The committed values of `topic` whose key starts with `key_start`, in order."""
+    return [
+        message.value() or b""
+        for message in committed_messages(bootstrap, topic)
+        if (message.key() or b"").decode().startswith(key_start)
+    ]
+
+
+async def _instance(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, checkpoint_ms: int, name: str
+) -> Client:
+    settings = make_settings(
+        instance_id=name, partitions=1, write_slots=1, slot_checkpoint_ms=checkpoint_ms
+    )
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    assert GATE.level == NEWEST_LEVEL  # a fresh deployment
+    return client
+
+
+async def _appended(client: Client, count: int) -> str:
+    assert (await client.put("/shop")).status == 201
+    assert (await client.put("/shop/log", headers=TEXT)).status == 201
+    tail = ""
+    for seq in range(count):
+        answer = await client.post("/shop/log", data=b"m", headers={**TEXT, **_producer(seq)})
+        assert answer.status == 200
+        tail = answer.headers["Stream-Next-Offset"]
+    return tail
+
+
+async def _checkpointed(bootstrap: str, meta_topic: str, more_than: int) -> list[bytes]:
+    """The stream's meta records once the last counts more than `more_than` messages (a
+    checkpoint of its appends), looked for every 0.1 s for 10 s."""
+    for _ in range(100):
+        written = _records(bootstrap, meta_topic, KEY)
+        if decode_as(StreamMeta, KEY, written[-1]).message_count > more_than:
+            return written
+        await asyncio.sleep(0.1)
+    raise AssertionError("no checkpoint of the stream's appends")
+
+
+async def test_pure_appends_write_no_state_until_the_hand_over_writes_it_once(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+    tmp_path: Path,
+) -> None:
+    topics = StateTopics.of(make_settings().topic_prefix)
+    client = await _instance(aiohttp_client, make_settings, 600_000, "only")
+    tail = await _appended(client, 5)
+    created = _records(kafka_bootstrap, topics.meta, KEY)
+    assert len(created) == 1  # the creation's, not one per append
+    assert decode_as(StreamMeta, KEY, created[0]).message_count == 0
+    assert _records(kafka_bootstrap, topics.producers, "shop/log") == []
+    await client.close()  # a clean stop hands the slot over: its checkpoint is written
+    [*_, handed] = _records(kafka_bootstrap, topics.meta, KEY)
+    assert len(_records(kafka_bootstrap, topics.meta, KEY)) == 2
+    meta = decode_as(StreamMeta, KEY, handed)
+    assert (meta.message_count, meta.next_offset) == (5, decode_token(tail))
+    [producer] = _records(kafka_bootstrap, topics.producers, "shop/log")
+    assert decode_as(ProducerRecord, "shop/log\x00writer-1", producer).last_seq == 4
+
+
+async def test_the_owner_checkpoints_its_changed_streams_every_interval(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+) -> None:
+    topics = StateTopics.of(make_settings().topic_prefix)
+    client = await _instance(aiohttp_client, make_settings, 200, "only")
+    await _appended(client, 3)
+    written = await _checkpointed(kafka_bootstrap, topics.meta, more_than=2)
+    await asyncio.sleep(0.5)  # more intervals, and nothing changed: nothing written
+    assert len(_records(kafka_bootstrap, topics.meta, KEY)) == len(written) <= 3
+
+
+async def test_a_stream_appended_to_without_a_pause_is_checkpointed(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+) -> None:
+    """Pure appends always in flight (four writers, no pause) do not hold its checkpoint back."""
+    topics = StateTopics.of(make_settings().topic_prefix)
+    client = await _instance(aiohttp_client, make_settings, 200, "only")
+    await _appended(client, 1)
+    stop = asyncio.Event()
+
+    async def writer() -> None:
+        while not stop.is_set():
+            assert (await client.post("/shop/log", data=b"m", headers=TEXT)).status == 204
+
+    writers = [asyncio.ensure_future(writer()) for _ in range(4)]
+    try:
+        await _checkpointed(kafka_bootstrap, topics.meta, more_than=1)
+    finally:
+        stop.set()
+        await asyncio.gather(*writers)
