@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -267,7 +267,16 @@ def build_parts(
         tails=tails,
         notes=notes,
     )
-    tiering = _tier_worker(settings, catalog, writers, scanner, admin, store, readiness, faults)
+    checkpoints = SlotCheckpoints(
+        notes,
+        writers,
+        settings.slot_checkpoint_ms / 1000,
+        busy=stream_service.writes.busy,
+        flush_within_s=settings.kafka_timeout_s * 2,
+    )
+    tiering = _tier_worker(
+        settings, catalog, writers, scanner, admin, store, readiness, faults, checkpoints.flush
+    )
     metrics.watch_tier(tiering.lag_bytes, tiering.hot_bytes)
     return Parts(
         running=running,
@@ -313,12 +322,7 @@ def build_parts(
             settings.age_retention_interval_ms / 1000,
             metrics.age_retention_failures.inc,
         ),
-        checkpoints=SlotCheckpoints(
-            notes,
-            writers,
-            settings.slot_checkpoint_ms / 1000,
-            busy=stream_service.writes.busy,
-        ),
+        checkpoints=checkpoints,
         peers=peers,
         reach=reach,
         orphaned_slots=OrphanedSlots(
@@ -432,6 +436,7 @@ def _tier_worker(
     store: ObjectStore,
     readiness: Readiness,
     faults: PlantedFaults,
+    before_free: Callable[[int], Awaitable[None]],
 ) -> TierWorker:
     return TierWorker(
         catalog,
@@ -444,6 +449,7 @@ def _tier_worker(
         tier_policy(settings),
         wall_clock_ms,
         on_pass=partial(report_tier, readiness),
+        before_free=before_free,
     )
 
 

@@ -191,19 +191,37 @@ class NativeStreams:
         view of it, else why that cannot be told. Known: when its slot is written here (or
         everywhere), with the view current; else once the stream is carried forward over its
         partition's records to the end asked now; else (its records show it deleted or made
-        anew) with the view current and the meta topic followed to now."""
+        anew, or lie below the partition's log start) with the view current and the meta topic
+        followed to now, and then carried forward from there over the records Kafka holds: the
+        owner checkpoints a stream before Kafka frees any of its records, so its metadata then
+        shows a tail at or past them."""
+        try:
+            if await self._carried(meta):
+                return None
+            if not (self.view.current() and await self._followed_to_now(meta)):
+                return self.stale_view()
+            followed = self.catalog.stream(meta.bucket_id, meta.stream_id)
+            if followed is not None and followed != meta:
+                await self._carried(followed)  # False: its metadata says what it is
+        except LogUnavailable as error:
+            return str(error)
+        return None
+
+    async def _carried(self, meta: StreamMeta) -> bool:
+        """Whether the stream, written elsewhere, was carried forward to its partition's end
+        as of now (`DataTails.caught_up`); False when written here, or when its records say
+        nothing of its tail (LogUnavailable: the end cannot be reached)."""
         place = self.written_elsewhere(meta)
-        if place is not None and self.tails is not None:
-            try:
-                if await self.tails.caught_up(place[0], meta):
-                    return None
-            except LogUnavailable as error:
-                what = f"a read at the tail of {meta.bucket_id}/{meta.stream_id}"
-                log.info("%s: cannot reach its partition's end: %s", what, error)
-                return f"cannot tell whether the stream has newer data: {error}"
-        if self.view.current() and await self._followed_to_now(meta):
-            return None
-        return self.stale_view()
+        if place is None or self.tails is None:
+            return False
+        try:
+            return await self.tails.caught_up(place[0], meta)
+        except LogUnavailable as error:
+            what = f"a read at the tail of {meta.bucket_id}/{meta.stream_id}"
+            log.info("%s: cannot reach its partition's end: %s", what, error)
+            raise LogUnavailable(
+                f"cannot tell whether the stream has newer data: {error}"
+            ) from error
 
     async def _followed_to_now(self, meta: StreamMeta) -> bool:
         """Whether every change acknowledged before now is in this instance's view of the

@@ -17,6 +17,12 @@ would be what compaction keeps. Pure appends in flight do not hold a stream back
 no state record, and their data lies past the tail the checkpoint writes, where the next
 owner's scan reads it, so a stream appended to without a pause is checkpointed all the same.
 At a hand-over the slot's writer has drained first, so every noted stream is written.
+
+Before Kafka frees any of a slot's records (a tier range or a retention floor committed,
+`service/tiering.py`), the slot is checkpointed whole (`flush`): every stream's tail as its
+metadata shows it is then at or past each of its records freed, so whoever learns the stream
+from its metadata and the records Kafka still holds (a new owner, a reader on another
+instance) misses none of them.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from adapter.log.errors import LogUnavailable
 from adapter.log.writer import StateEntry, WriteBatch
 from adapter.service.background import RIDDEN_OUT
 from adapter.service.interfaces import SlotWriting
@@ -36,6 +43,7 @@ log = logging.getLogger(__name__)
 
 StreamKey = tuple[str, str]
 Noted = dict[StreamKey, set[str]]  # a slot's streams to write, with the producers they moved
+FLUSH_RETRY_S = 0.05  # between two tries of a flush waiting for writes in flight
 
 
 class CheckpointNotes:
@@ -108,11 +116,13 @@ class SlotCheckpoints:
         writers: SlotWriting,
         interval_s: float,
         busy: Callable[[StreamKey], bool] = lambda _key: False,
+        flush_within_s: float = 30.0,
     ) -> None:
         self.notes = notes
         self.writers = writers
         self.interval_s = interval_s
         self.busy = busy  # whether a write of the stream is in flight
+        self.flush_within_s = flush_within_s
 
     async def run(self) -> None:
         """A pass every interval until cancelled; a slot whose pass failed is tried again at
@@ -140,3 +150,22 @@ class SlotCheckpoints:
             self.notes.note_again(slot, taken)
             raise
         return len(taken)
+
+    async def flush(self, slot: int) -> None:
+        """Write every noted stream of the slot, waiting out the writes in flight of busy ones
+        (LogUnavailable when they are not all written within `flush_within_s`, or the slot
+        is not written here: then nothing of the slot is to be freed)."""
+        deadline = asyncio.get_running_loop().time() + self.flush_within_s
+        while True:
+            if not self.writers.accepting(slot):
+                raise LogUnavailable(f"write slot {slot} is not written here: no checkpoint")
+            await self.write(slot)
+            left = self.notes.pending(slot)
+            if not left:
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise LogUnavailable(
+                    f"write slot {slot}: {left} streams not checkpointed within "
+                    f"{self.flush_within_s:.0f} s (writes of theirs in flight)"
+                )
+            await asyncio.sleep(FLUSH_RETRY_S)

@@ -9,8 +9,10 @@ Run on every instance for the partitions of the write slots it owns. One pass pe
 2. read the committed records of [tiered_to, cut) (bounded per range), group the data records
    by key and write one chunk object per stream, under keys of this attempt's own (a redone
    pass writes new objects: `tier/chunks.py`);
-3. commit the range's manifest record with the slot's transactional producer (so a fenced
-   former owner cannot), and put it in the index reads use;
+3. write the slot's checkpoint (`SlotCheckpoints.flush`: every stream's metadata then shows
+   its tail at or past the range's records, which another instance will no longer find in
+   Kafka), then commit the range's manifest record with the slot's transactional producer (so
+   a fenced former owner cannot), and put it in the index reads use;
 4. only then DeleteRecords up to the range's end (`tier/freeing.py`: the one rule for where
    Kafka may free a partition), if the bucket is still the one the pass began with: the same
    `created_at_ms` in the catalog and the same Kafka topic id, checked right before (a bucket
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
 
@@ -97,6 +99,10 @@ class PartitionTier:
     lag_bytes: int  # bytes due to be tiered (past both hot windows) and not tiered yet
 
 
+async def _nothing_to_write(_slot: int) -> None:
+    return None
+
+
 class TierWorker:
     def __init__(
         self,
@@ -110,6 +116,7 @@ class TierWorker:
         policy: TierPolicy,
         clock: Callable[[], int],
         on_pass: Callable[[TierWorker], None] = lambda _worker: None,
+        before_free: Callable[[int], Awaitable[None]] = _nothing_to_write,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -123,6 +130,9 @@ class TierWorker:
         self.last_error: str | None = None
         self.partitions: dict[Place, PartitionTier] = {}
         self.on_pass = on_pass  # after every pass, failed or not
+        # A slot's checkpoint, written before a range of its commits frees Kafka
+        # (`SlotCheckpoints.flush`): the metadata of each stream then shows every record freed.
+        self.before_free = before_free
         self._meters: dict[Place, Meter] = {}
         self._topic_ids: dict[Place, str] = {}  # of the topic each partition's pass reads
 
@@ -269,6 +279,7 @@ class TierWorker:
         """Commit a range's record with the slot's producer, index it, then free Kafka."""
         entry = (self.tier_topic, tier_range.key, manifest.encode(tier_range))
         slot = self.slots.of_stream(bucket_id, tier_range.partition)
+        await self.before_free(slot)
         await self.writers.submit(slot, [], lambda _offsets: [entry])
         self.catalog.tier.put(tier_range)
         freeable = free_to(self.catalog.tier, tier_range.place)

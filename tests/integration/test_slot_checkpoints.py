@@ -12,9 +12,11 @@ from adapter.protocol.model import ProducerRecord, StreamMeta
 from adapter.state.format_gate import GATE
 from adapter.state.records import decode_as
 from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.integration.test_tiering import log_start, tier_settings, tier_until_done
 from tests.kafka_reads import committed_messages
+from tests.services import S3Server
 from topology.internal_records import NEWEST_LEVEL, stream_meta_key
-from topology.naming import StateTopics
+from topology.naming import StateTopics, bucket_topic
 from topology.wire import decode_token
 
 TEXT = {"Content-Type": "text/plain"}
@@ -124,3 +126,50 @@ async def test_a_stream_appended_to_without_a_pause_is_checkpointed(
     finally:
         stop.set()
         await asyncio.gather(*writers)
+
+
+async def test_kafka_frees_no_record_its_streams_metadata_does_not_show(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+    unique: str,
+    s3: S3Server,
+) -> None:
+    """Tiering frees a partition's records only once its slot's checkpoint is written: the
+    stream's metadata shows the appends Kafka no longer holds, so another instance (its own
+    catalog from the meta topic, the records gone from the partition) answers the owner's tail
+    and every message."""
+    chosen = {
+        "write_slots": 1,
+        "slot_checkpoint_ms": 600_000,
+        "tier_interval_ms": 3_600_000,
+        "tier_after_bytes": 0,
+    }
+    settings = tier_settings(make_settings, s3, unique, instance_id="owner", **chosen)
+    owner = await aiohttp_client(create_app(settings))
+    await wait_ready(owner)
+    tail = await _appended(owner, 5)
+    assert await tier_until_done(owner) > 0
+    start, _ = await asyncio.to_thread(
+        log_start, kafka_bootstrap, bucket_topic(settings.topic_prefix, "shop")
+    )
+    assert start >= decode_token(tail) - 1  # the appends' records are gone from Kafka
+    meta = decode_as(
+        StreamMeta,
+        KEY,
+        _records(kafka_bootstrap, StateTopics.of(settings.topic_prefix).meta, KEY)[-1],
+    )
+    assert (meta.message_count, meta.next_offset) == (5, decode_token(tail))
+
+    for _ in range(2):  # records Kafka still holds, past the checkpoint
+        after = await owner.post("/shop/log", data=b"n", headers=TEXT)
+        assert after.status == 204
+    tail = after.headers["Stream-Next-Offset"]
+
+    other = tier_settings(make_settings, s3, unique, instance_id="other", **chosen)
+    reader = await aiohttp_client(create_app(other))
+    await wait_ready(reader)
+    head = await reader.head("/shop/log")
+    assert (head.status, head.headers["Stream-Next-Offset"]) == (200, tail)
+    read = await reader.get("/shop/log", params={"offset": "-1"})
+    assert (read.status, await read.read()) == (200, b"m" * 5 + b"nn")
