@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from adapter.http.keys import BUCKETS, MOUNTED, MOUNTS
+from adapter.http.keys import BUCKETS, MOUNTED, MOUNTS, STREAMS
 from adapter.http.render import json_response
 from adapter.protocol.bucket_config import (
     BucketConfig,
@@ -152,7 +152,8 @@ async def list_streams(request: web.Request) -> web.Response:
         summaries, cursor = _mounted_page(request, bucket_id, prefix, after, limit)
     else:
         page = request.app[BUCKETS].page(bucket_id, prefix, after, limit)
-        summaries, cursor = [_summary(meta) for meta in page.streams], page.next_cursor
+        listed = await request.app[STREAMS].native.listed(page.streams)
+        summaries, cursor = [_summary(meta) for meta in listed], page.next_cursor
     body = {
         "bucket_id": bucket_id,
         "prefix": prefix,

@@ -146,7 +146,8 @@ class NativeStreams:
         return chunk
 
     async def offset_at(self, ref: StreamRef, at_ms: int) -> int:
-        meta = self.existing(ref)
+        """Its first message at or after `at_ms`, or its tail as of now when none is."""
+        meta = await self.latest(ref)
         return await self.time_lookups.offset_at(self.buckets.topic(meta.data_bucket), meta, at_ms)
 
     async def at_tail(self, ref: StreamRef) -> StreamMeta:
@@ -185,6 +186,24 @@ class NativeStreams:
         except (LogUnavailable, TimeoutError) as error:
             what = f"{ref.bucket_id}/{ref.stream_id}"
             log.info("%s not learned to %d from its records: %s", what, tail, error)
+
+    async def listed(self, metas: list[StreamMeta]) -> list[StreamMeta]:
+        """A page of a listing, each stream written elsewhere carried forward over its
+        partition's records as of now (one scan per partition); a partition that cannot be
+        read now leaves its streams as known here (logged)."""
+        places: dict[tuple[str, int], list[StreamMeta]] = {}
+        for meta in metas:
+            place = self.written_elsewhere(meta)
+            if place is not None:
+                places.setdefault(place, []).append(meta)
+        for (topic, partition), together in places.items():
+            if self.tails is None:
+                break
+            try:
+                await self.tails.caught_up_together(topic, partition, together)
+            except LogUnavailable as error:
+                log.info("a listing: %s[%d] not read to its end: %s", topic, partition, error)
+        return [self.catalog.stream(m.bucket_id, m.stream_id) or m for m in metas]
 
     async def _why_unknown(self, meta: StreamMeta) -> str | None:
         """None when every append of the stream acknowledged before now is in this instance's

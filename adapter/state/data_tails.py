@@ -62,9 +62,8 @@ class DataTails:
         if end is None:
             end = await self.ends.written(topic, meta.partition)
         key = (meta.bucket_id, meta.stream_id)
-        incarnation = (*key, meta.created_at_ms)
-        tail, scanned = self._scanned.get(incarnation, (-1, meta.next_offset))
-        if end <= (scanned if tail == meta.next_offset else meta.next_offset):
+        incarnation = _incarnation(meta)
+        if self._known_to(meta, end):
             return True  # nothing of the stream's lies past its tail below `end`
         try:
             records = await self._records(topic, meta, end)
@@ -78,25 +77,59 @@ class DataTails:
         self._remember(incarnation, carried.meta.next_offset, end)
         return True
 
+    async def caught_up_together(self, topic: str, partition: int, metas: list[StreamMeta]) -> None:
+        """`caught_up` for many streams of one partition (a page of a bucket's listing), by
+        one scan from the lowest of their tails: what each stream's records show is put in
+        the catalog (a stream whose records show it deleted or made anew is left as it is)."""
+        end = await self.ends.written(topic, partition)
+        behind = {
+            stream_key(StreamState(meta)): meta for meta in metas if not self._known_to(meta, end)
+        }
+        if not behind:
+            return
+        try:
+            found = await self._scanned_for(topic, partition, behind, end)
+        except BelowLogStart:
+            return  # records after a tail known here were freed: the metadata says more
+        for key, meta in behind.items():
+            state = StreamState(meta, self.catalog.producer_states(meta.bucket_id, meta.stream_id))
+            carried = carry_forward(state, found[key])
+            if carried is not None:
+                self._apply(meta, carried)
+                self._remember(_incarnation(meta), carried.meta.next_offset, end)
+
+    def _known_to(self, meta: StreamMeta, end: int) -> bool:
+        """Whether nothing of the stream's lies past its tail below `end`, as last scanned."""
+        tail, scanned = self._scanned.get(_incarnation(meta), (-1, meta.next_offset))
+        return end <= (scanned if tail == meta.next_offset else meta.next_offset)
+
     async def _records(self, topic: str, meta: StreamMeta, end: int) -> list[LoggedRecord]:
         """The stream's committed records from its tail up to `end`."""
         key = stream_key(StreamState(meta))
-        found: list[LoggedRecord] = []
-        position, read = meta.next_offset, 0
+        return (await self._scanned_for(topic, meta.partition, {key: meta}, end))[key]
+
+    async def _scanned_for(
+        self, topic: str, partition: int, metas: dict[bytes, StreamMeta], end: int
+    ) -> dict[bytes, list[LoggedRecord]]:
+        """Each stream's (by record key) committed records from its tail up to `end`: one
+        scan from the lowest of their tails, bounded by `max_bytes`."""
+        found: dict[bytes, list[LoggedRecord]] = {key: [] for key in metas}
+        position = min(meta.next_offset for meta in metas.values())
+        read = 0
         while position < end:
             if read >= self.max_bytes:
+                what = ", ".join(f"{m.bucket_id}/{m.stream_id}" for m in metas.values())
                 raise LogUnavailable(
-                    f"{meta.bucket_id}/{meta.stream_id}: more than read_scan_bytes "
-                    f"({self.max_bytes}) of its partition lie between the tail known here "
-                    f"({position}) and the partition's end ({end}); retry"
+                    f"{what}: more than read_scan_bytes ({self.max_bytes}) of its partition "
+                    f"lie between the tail known here ({position}) and the partition's end "
+                    f"({end}); retry"
                 )
             budget = min(SCAN_BYTES, self.max_bytes - read)
-            scan = await self.scanner.scan_headed(topic, meta.partition, position, budget, end)
-            found += [
-                logged_record(offset, timestamp_ms, headers)
-                for record_key, offset, timestamp_ms, headers in scan.records
-                if record_key == key
-            ]
+            scan = await self.scanner.scan_headed(topic, partition, position, budget, end)
+            for record_key, offset, timestamp_ms, headers in scan.records:
+                records = found.get(record_key)
+                if records is not None and offset >= metas[record_key].next_offset:
+                    records.append(logged_record(offset, timestamp_ms, headers))
             position, read = scan.next_offset, read + max(scan.size, 1)
         return found
 
@@ -126,3 +159,7 @@ class DataTails:
                 self.catalog.put_producer(record)
         self.catalog.put_stream(with_tail_of(current, tail))
         self.on_moved(key)
+
+
+def _incarnation(meta: StreamMeta) -> tuple[str, str, int]:
+    return meta.bucket_id, meta.stream_id, meta.created_at_ms

@@ -148,3 +148,30 @@ async def test_a_tail_further_than_read_scan_bytes_is_not_claimed(
                 assert "Stream-Up-To-Date" not in reply.headers
         finally:
             holder.abort_transaction(30)
+
+
+@pytest.mark.timeout(180)
+async def test_a_listing_and_a_read_by_time_through_the_other_instance_show_the_tail(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """With every meta follower held, a read by time (`?at=`) later than every append and a
+    page of the bucket's streams, asked of the instance that does not write the stream, start
+    at and name the tail of an append the owner acknowledged a moment before."""
+    prefix = f"dl{unique}."
+    async with two_instances(kafka_bootstrap, prefix, tmp_path) as pair:
+        session, a, b = pair.session, pair.a, pair.b
+        stream, _first_tail, at_b = await _one_message_seen_by_b(pair, prefix, "listed")
+        holder = _hold_meta(kafka_bootstrap, prefix)
+        try:
+            by_time_tail = await _append(session, f"{a}/v1/stream/{stream}", "two")
+            later = 2**41  # a moment after every append (year 2039)
+            async with session.get(f"{at_b}?at={later}") as reply:
+                by_time = (reply.status, await reply.text(), reply.headers["Stream-Next-Offset"])
+            tail = await _append(session, f"{a}/v1/stream/{stream}", "three")
+            async with session.get(f"{b}/_default/streams?prefix={stream}") as reply:
+                assert reply.status == 200, await reply.text()
+                [listed] = (await reply.json())["streams"]
+        finally:
+            holder.abort_transaction(30)
+        assert by_time == (200, "", by_time_tail)  # no message appended after the moment
+        assert (listed["stream_id"], listed["tail_offset"]) == (stream, tail)
