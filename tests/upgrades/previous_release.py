@@ -8,12 +8,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-# The last commit that writes StreamMeta 0x05 and BucketMeta 0x01 (`PREVIOUS_LEVEL`): the one
-# before 0x06 and 0x02 came (`git log --first-parent -S'x06' -- adapter/state/records.py`).
-COMMIT = "0a568fa"
+# The last commit that writes format level 6 (`PREVIOUS_LEVEL`): its `NEWEST_LEVEL` is 6, so
+# every append commits its stream's StreamMeta with its data record
+# (`git show 7b39fe6:topology/internal_records.py | grep NEWEST_LEVEL`).
+COMMIT = "7b39fe6"
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path.home() / ".cache" / "durable-kafka"
-HOME = CACHE / "releases" / f"format-5-{COMMIT}"
+HOME = CACHE / "releases" / f"format-6-{COMMIT}"
 BUILD_TIMEOUT_S = 900.0
 
 

@@ -4,6 +4,12 @@ load, rolled one at a time to this head, then the newest format level switched o
 the bucket topic read by a fresh read_committed consumer and against a fresh instance, shows
 nothing lost, duplicated or reordered.
 
+Level 7 changes what is written, not a format: a pure append commits its data record alone, its
+stream's StreamMeta left to the slot's checkpoint. So the meta topic itself is checked: while the
+previous release runs beside the head, every append to a stream either one owns writes its
+StreamMeta (level 6, which the previous release follows), and once level 7 is in force a
+stream appended to again and again takes fewer StreamMeta records than appends.
+
 Long (a few minutes: five process starts beside the load), so `make upgrades` runs it, not
 `make test`."""
 
@@ -22,14 +28,14 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from tests.adapter_process import SCRIPT
-from tests.cluster import cluster_env
+from tests.cluster import cluster_env, stream_in, until_owned
 from tests.faults.check import check
-from tests.faults.history import View
+from tests.faults.history import Outcome, View
 from tests.faults.instances import Instance
 from tests.faults.kafka_log import committed_log
 from tests.faults.load import DEFAULT_BUCKET, Load, view
 from tests.upgrades import previous_release
-from topology.internal_records import FORMAT_LEVEL_KEY
+from topology.internal_records import FORMAT_LEVEL_KEY, stream_meta_key
 from topology.naming import InternalTopic, bucket_topic, internal_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -37,6 +43,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.faults]
 BUSY = "busy"
 JSON = {"Content-Type": "application/json"}
 UNDER_LOAD_S = 4.0
+PROBE_APPENDS = 20  # acknowledged appends, one at a time, to each stream whose records are counted
 
 
 def _upgrade(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -57,9 +64,9 @@ def _status(env: dict[str, str]) -> dict[str, Any]:
     return found
 
 
-def _meta_formats(bootstrap: str, topic: str) -> list[str]:
-    """Each meta-topic record in log order: its key's kind and format byte (`stream:06`), or
-    the format-level key; from a fresh read_committed consumer."""
+def _meta_records(bootstrap: str, topic: str) -> list[tuple[str, bytes]]:
+    """Each meta-topic record in log order, its key and value (b"" for a tombstone); from a
+    fresh read_committed consumer."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -70,21 +77,32 @@ def _meta_formats(bootstrap: str, topic: str) -> list[str]:
         }
     )
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    found: list[str] = []
+    found: list[tuple[str, bytes]] = []
     try:
-        for _ in range(10_000):
+        for _ in range(100_000):
             message = consumer.poll(2.0)
             if message is None or message.error() is not None:
                 break
-            key = (message.key() or b"").decode()
-            value = message.value()
-            if key == FORMAT_LEVEL_KEY:
-                found.append(key)
-            elif value:
-                found.append(f"{key.partition(':')[0]}:{value[:1].hex()}")
+            found.append(((message.key() or b"").decode(), message.value() or b""))
     finally:
         consumer.close()
     return found
+
+
+def _formats(records: list[tuple[str, bytes]]) -> set[str]:
+    """The kinds and format bytes of these meta records (`stream:06`), tombstones and the
+    format-level record left out."""
+    return {
+        f"{key.partition(':')[0]}:{value[:1].hex()}"
+        for key, value in records
+        if value and key != FORMAT_LEVEL_KEY
+    }
+
+
+def _meta_count(records: list[tuple[str, bytes]], stream: str) -> int:
+    """How many StreamMeta records of the default bucket's `stream` these are."""
+    key = stream_meta_key(DEFAULT_BUCKET, stream)
+    return sum(1 for found, value in records if found == key and value)
 
 
 async def _roll(load: Load, instances: dict[str, Instance], name: str) -> None:
@@ -115,6 +133,29 @@ async def _converged(
     return seen
 
 
+async def _probes(
+    load: Load, instances: dict[str, Instance], prefix: str, stem: str
+) -> dict[str, str]:
+    """For each instance, a new stream of `_default` whose write slot it owns now, created and
+    appended to `PROBE_APPENDS` times one after another through its owner (each append its own
+    commit): instance name -> stream. Every attempt joins the history the checker reads."""
+    split = await until_owned(load.session, {i.base: None for i in instances.values()})
+    probes = {
+        name: stream_in(prefix, split[instance.base], f"{stem}{name}")
+        for name, instance in instances.items()
+    }
+    for name, stream in probes.items():
+        await load.create(stream, name)
+        acknowledged = 0
+        for _ in range(PROBE_APPENDS * 5):
+            written = await load.write(stream, load.fresh(f"{stream}."), instance=name)
+            acknowledged += written.outcome is Outcome.ACK
+            if acknowledged == PROBE_APPENDS:
+                break
+        assert acknowledged == PROBE_APPENDS, f"{stream}: {acknowledged} appends acknowledged"
+    return probes
+
+
 def _no_exit(instances: dict[str, Instance]) -> None:
     for instance in instances.values():
         ended = instance.exited()
@@ -129,7 +170,6 @@ async def test_two_instances_of_the_previous_format_rolled_to_head_then_finalize
     prefix = f"roll{unique}."
     env = cluster_env(kafka_bootstrap, prefix, tmp_path) | {
         "DURABLE_KAFKA_LONG_POLL_TIMEOUT_MS": "2000",
-        "DURABLE_KAFKA_COLD_DIR_SHARED": "true",  # one folder, a release without its marker
     }
     instances = {
         name: Instance(
@@ -169,42 +209,41 @@ async def test_two_instances_of_the_previous_format_rolled_to_head_then_finalize
             await asyncio.sleep(UNDER_LOAD_S)  # head beside the previous release, under load
             _no_exit(instances)
             status = await asyncio.to_thread(_status, env)
-            assert status["in_force"] == 5
+            assert status["in_force"] == 6
             by_id = {i["instance_id"]: i for i in status["instances"]}
-            assert (by_id["a"]["reads"], by_id["a"]["writes"]) == (6, 5)
-            assert (by_id["b"]["reads"], by_id["b"]["predates_levels"]) == (5, True)
+            assert (by_id["a"]["reads"], by_id["a"]["writes"]) == (7, 6)
+            assert (by_id["b"]["reads"], by_id["b"]["writes"]) == (6, 6)
+            assert not by_id["b"]["predates_levels"]
             refused = await asyncio.to_thread(_upgrade, env, "finalize")
             assert refused.returncode == 1, refused.stdout
-            assert "b (reads 5)" in refused.stderr
+            assert "b (reads 6)" in refused.stderr
+            # Level 6's records, which the previous release reads, are written beside it.
             retention = json.dumps({"retention": {"max_age_ms": 3_600_000}})
             async with session.put(
                 f"{instances['a'].base}/aged", data=retention, headers=JSON
             ) as answer:
-                assert answer.status == 409
-                assert (await answer.json())["error"]["code"] == "format_not_finalized"
+                assert answer.status == 201
             async with session.put(f"{instances['a'].base}/other") as answer:
-                assert answer.status == 201  # a plain bucket: level 5 holds it
+                assert answer.status == 201
             cross = {"Stream-Forked-From": "/_default/plain"} | JSON
             async with session.put(f"{instances['a'].base}/other/f", headers=cross) as answer:
-                assert answer.status == 409
-                assert (await answer.json())["error"]["code"] == "format_not_finalized"
+                assert answer.status == 201
+            mixed = await _probes(load, instances, prefix, "mixed")
+            # The previous release follows the head's appends from what it writes.
+            for stream in mixed.values():
+                shown = {stream: await view(load, instances["a"].base, stream)}
+                assert await _converged(load, instances["b"].base, [stream], shown) == shown
 
             await _roll(load, instances, "b")
             status = await asyncio.to_thread(_status, env)
-            assert (status["in_force"], status["can_finalize"]) == (5, True)
+            assert (status["in_force"], status["can_finalize"]) == (6, True)
             done = await asyncio.to_thread(_upgrade, env, "finalize")
             assert done.returncode == 0, done.stderr
-            assert (await asyncio.to_thread(_status, env))["in_force"] == 6
-            for _ in range(100):  # each instance follows the level record a moment later
-                async with session.put(
-                    f"{instances['b'].base}/aged", data=retention, headers=JSON
-                ) as answer:
-                    if answer.status in (200, 201):
-                        break
-                await asyncio.sleep(0.1)
-            else:
-                raise AssertionError(f"age retention still refused: {answer.status}")
-            await asyncio.sleep(UNDER_LOAD_S)  # the newest formats written under load
+            assert (await asyncio.to_thread(_status, env))["in_force"] == 7
+            # Each instance follows the level record a moment later; then pure appends under
+            # load commit their data records alone.
+            await asyncio.sleep(UNDER_LOAD_S)
+            alone = await _probes(load, instances, prefix, "alone")
             _no_exit(instances)
             await load.finish(120)
 
@@ -222,10 +261,16 @@ async def test_two_instances_of_the_previous_format_rolled_to_head_then_finalize
                 await asyncio.to_thread(instance.stop)
     for name in ("a", "b"):
         assert "unknown format byte" not in (tmp_path / f"{name}.log").read_text()
-    formats = _meta_formats(kafka_bootstrap, internal_topic(prefix, InternalTopic.META))
-    switched = formats.index(FORMAT_LEVEL_KEY)
-    assert "stream:06" not in formats[:switched]
-    assert "stream:06" in formats[switched:]  # written once the level was in force
+    records = _meta_records(kafka_bootstrap, internal_topic(prefix, InternalTopic.META))
+    levels = [value for key, value in records if key == FORMAT_LEVEL_KEY]
+    assert [json.loads(value) for value in levels] == [{"level": 7}]
+    switched = records.index((FORMAT_LEVEL_KEY, levels[0]))
+    # Level 7 writes level 6's formats: no record the previous release could not read.
+    assert _formats(records) == {"bucket:02", "stream:06"}
+    for stream in mixed.values():  # its creation, then one per append, before the switch
+        assert _meta_count(records[:switched], stream) >= PROBE_APPENDS + 1, stream
+    for stream in alone.values():  # its creation, then a checkpoint's now and then
+        assert 1 <= _meta_count(records[switched:], stream) < PROBE_APPENDS, stream
     log = committed_log(kafka_bootstrap, bucket_topic(prefix, DEFAULT_BUCKET))
     report = check("rolling format upgrade", load.history, log, views, "fresh")
     assert report.ok, report.details()
