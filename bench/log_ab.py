@@ -35,11 +35,11 @@ def main() -> None:
     servers = {level: _start(args, level, tag, log_dir) for level in LEVELS}
     try:
         for level in LEVELS:  # a new bucket's first seconds are slow: not measured
-            _run(binary, args, servers[level], args.warmup + 2)
+            run(binary, args, servers[level], args.warmup + 2)
         runs: dict[str, list[Run]] = {level: [] for level in LEVELS}
         for pair in range(args.pairs):
             for level in LEVELS if pair % 2 == 0 else LEVELS[::-1]:
-                runs[level].append(_run(binary, args, servers[level], args.duration))
+                runs[level].append(run(binary, args, servers[level], args.duration))
     finally:
         for server in servers.values():
             targets.stop(server)
@@ -64,7 +64,8 @@ class Run:
     cpu_us: float  # the server's CPU per such append
 
 
-def _run(binary: Path, args: argparse.Namespace, server: targets.Server, seconds: float) -> Run:
+def run(binary: Path, args: argparse.Namespace, server: targets.Server, seconds: float) -> Run:
+    """One closed-loop append run of `seconds` against `server`: its rate and CPU per append."""
     flags: dict[str, object] = {"mode": "append", "base": server.url, "streams": args.streams}
     flags |= {"size": args.size, "create": True, "warmup": args.warmup, "duration": seconds}
     flags["server-pids"] = ",".join(str(pid) for pid in targets.process_tree(server.pid))
@@ -81,17 +82,18 @@ def _summary(runs: dict[str, list[Run]], args: argparse.Namespace) -> dict[str, 
         "streams": args.streams,
         "size": args.size,
         "seconds": args.duration,
-        "runs": {level: [asdict(run) for run in runs[level]] for level in LEVELS},
-        "rate_ratios": _ratios(rate),
-        "cpu_ratios": _ratios(cpu),
+        "runs": {level: [asdict(one) for one in runs[level]] for level in LEVELS},
+        "rate_ratios": ratios(rate),
+        "cpu_ratios": ratios(cpu),
     }
 
 
-def _ratios(ratios: list[float]) -> dict[str, object]:
+def ratios(each: list[float]) -> dict[str, object]:
+    """Each pair's ratio, their median and spread."""
     return {
-        "each": [round(ratio, 3) for ratio in ratios],
-        "median": round(statistics.median(ratios), 3),
-        "spread": [round(min(ratios), 3), round(max(ratios), 3)],
+        "each": [round(ratio, 3) for ratio in each],
+        "median": round(statistics.median(each), 3),
+        "spread": [round(min(each), 3), round(max(each), 3)],
     }
 
 

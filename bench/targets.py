@@ -57,6 +57,7 @@ class TargetOptions:
     node_args: tuple[str, ...] = ()  # the reference's, e.g. ("--cpu-prof",)
     workers: int = 1  # durable-kafka's `--workers`
     log_level: str = "warning"  # durable-kafka's: "info" logs a line per request (its default)
+    checkout: Path = REPO  # durable-kafka's: the checkout whose `.venv` runs it
 
 
 def raise_fd_limit() -> int:
@@ -84,7 +85,7 @@ def start(name: str, log_dir: Path, dk: TargetOptions) -> Server:
 def _start_durable_kafka(log_path: Path, dk: TargetOptions) -> Server:
     port = free_port()
     command = [
-        str(Path(sys.executable).parent / "durable-kafka"),
+        str(_console_script(dk.checkout)),
         "serve",
         "--listen",
         f"127.0.0.1:{port}",
@@ -102,6 +103,13 @@ def _start_durable_kafka(log_path: Path, dk: TargetOptions) -> Server:
         str(dk.workers),
     ]
     return _launch(DURABLE_KAFKA, command, port, log_path, "/readyz")
+
+
+def _console_script(checkout: Path) -> Path:
+    """This interpreter's `durable-kafka`, or another checkout's (its own `.venv`)."""
+    if checkout.resolve() == REPO:
+        return Path(sys.executable).parent / "durable-kafka"
+    return checkout / ".venv" / "bin" / "durable-kafka"
 
 
 def _launch(name: str, command: list[str], port: int, log_path: Path, probe: str) -> Server:
