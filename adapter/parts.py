@@ -436,7 +436,7 @@ def _tier_worker(
     store: ObjectStore,
     readiness: Readiness,
     faults: PlantedFaults,
-    before_free: Callable[[int], Awaitable[None]],
+    before_free: Callable[[int, list[tuple[str, str]]], Awaitable[None]],
 ) -> TierWorker:
     return TierWorker(
         catalog,

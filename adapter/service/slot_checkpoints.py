@@ -19,10 +19,12 @@ owner's scan reads it, so a stream appended to without a pause is checkpointed a
 At a hand-over the slot's writer has drained first, so every noted stream is written.
 
 Before Kafka frees any of a slot's records (a tier range or a retention floor committed,
-`service/tiering.py`), the slot is checkpointed whole (`flush`): every stream's tail as its
-metadata shows it is then at or past each of its records freed, so whoever learns the stream
-from its metadata and the records Kafka still holds (a new owner, a reader on another
-instance) misses none of them.
+`service/tiering.py`), the slot's noted streams and every stream whose records the range
+holds are written (`flush`): every stream's tail as its metadata shows it is then at or past
+each of its records freed, so whoever learns the stream from its metadata and the records
+Kafka still holds (a new owner, a reader on another instance) misses none of them. (A stream
+is not always noted: a tail learned from the data log, by a reader here before this instance
+took the slot, moves no note.)
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ class CheckpointNotes:
         producers = self._noted.setdefault(slot, {}).setdefault(key, set())
         if producer_id is not None:
             producers.add(producer_id)
+
+    def whole(self, slot: int, key: StreamKey) -> None:
+        """The stream and every producer state of it are to be written."""
+        producers = self._noted.setdefault(slot, {}).setdefault(key, set())
+        producers.update(self.catalog.producer_states(*key))
 
     def forget(self, key: StreamKey) -> None:
         """The stream is gone (its tombstones are written): nothing of it to checkpoint."""
@@ -151,10 +158,14 @@ class SlotCheckpoints:
             raise
         return len(taken)
 
-    async def flush(self, slot: int) -> None:
-        """Write every noted stream of the slot, waiting out the writes in flight of busy ones
-        (LogUnavailable when they are not all written within `flush_within_s`, or the slot
-        is not written here: then nothing of the slot is to be freed)."""
+    async def flush(self, slot: int, streams: list[StreamKey]) -> None:
+        """Write every noted stream of the slot and every one of `streams` (of the slot: those
+        whose records are about to be freed, noted or not: a tail learned from the data log,
+        by a reader here or a takeover, is in no note), waiting out the writes in flight of
+        busy ones. LogUnavailable when they are not all written within `flush_within_s`, or
+        the slot is not written here: then nothing of the slot is to be freed."""
+        for key in streams:
+            self.notes.whole(slot, key)
         deadline = asyncio.get_running_loop().time() + self.flush_within_s
         while True:
             if not self.writers.accepting(slot):

@@ -7,12 +7,13 @@ Run on every instance for the partitions of the write slots it owns. One pass pe
    the cut: the last record boundary with `tier_after_bytes` behind the head and nothing
    younger than `tier_after_ms` before it;
 2. read the committed records of [tiered_to, cut) (bounded per range), group the data records
-   by key and write one chunk object per stream, under keys of this attempt's own (a redone
-   pass writes new objects: `tier/chunks.py`);
-3. write the slot's checkpoint (`SlotCheckpoints.flush`: every stream's metadata then shows
-   its tail at or past the range's records, which another instance will no longer find in
-   Kafka), then commit the range's manifest record with the slot's transactional producer (so
-   a fenced former owner cannot), and put it in the index reads use;
+   by key, write the slot's checkpoint with every stream the range holds
+   (`SlotCheckpoints.flush`: each one's metadata then shows a tail at or past its records
+   here, which other instances will no longer find in Kafka), and write one chunk object per
+   stream, under keys of this attempt's own (a redone pass writes new objects:
+   `tier/chunks.py`);
+3. commit the range's manifest record with the slot's transactional producer (so a fenced
+   former owner cannot), and put it in the index reads use;
 4. only then DeleteRecords up to the range's end (`tier/freeing.py`: the one rule for where
    Kafka may free a partition), if the bucket is still the one the pass began with: the same
    `created_at_ms` in the catalog and the same Kafka topic id, checked right before (a bucket
@@ -58,8 +59,11 @@ from adapter.tier.meter import Meter
 from topology.admin import TopologyAdmin
 from topology.errors import TopologyError
 from topology.slots import SlotMap
+from topology.wire import owner_of_key
 
 log = logging.getLogger(__name__)
+
+StreamKey = tuple[str, str]  # (bucket, stream)
 
 FLOOR_STEP = 512  # streams judged between two turns of the event loop
 
@@ -99,7 +103,7 @@ class PartitionTier:
     lag_bytes: int  # bytes due to be tiered (past both hot windows) and not tiered yet
 
 
-async def _nothing_to_write(_slot: int) -> None:
+async def _nothing_to_write(_slot: int, _streams: list[StreamKey]) -> None:
     return None
 
 
@@ -116,7 +120,7 @@ class TierWorker:
         policy: TierPolicy,
         clock: Callable[[], int],
         on_pass: Callable[[TierWorker], None] = lambda _worker: None,
-        before_free: Callable[[int], Awaitable[None]] = _nothing_to_write,
+        before_free: Callable[[int, list[StreamKey]], Awaitable[None]] = _nothing_to_write,
     ) -> None:
         self.catalog = catalog
         self.writers = writers
@@ -130,8 +134,9 @@ class TierWorker:
         self.last_error: str | None = None
         self.partitions: dict[Place, PartitionTier] = {}
         self.on_pass = on_pass  # after every pass, failed or not
-        # A slot's checkpoint, written before a range of its commits frees Kafka
-        # (`SlotCheckpoints.flush`): the metadata of each stream then shows every record freed.
+        # A slot's checkpoint, with every stream whose records a range holds, written before
+        # the range frees Kafka (`SlotCheckpoints.flush`): each stream's metadata then shows
+        # every record of it freed.
         self.before_free = before_free
         self._meters: dict[Place, Meter] = {}
         self._topic_ids: dict[Place, str] = {}  # of the topic each partition's pass reads
@@ -271,6 +276,7 @@ class TierWorker:
             self.clock(),
             (),
         )
+        await self.before_free(self.slots.of_stream(bucket.bucket_id, place.partition), [])
         await self._commit_range(bucket.bucket_id, tier_range)
         log.info("freed %s[%d] below %d: no stream needs it", place.topic, place.partition, floor)
         return floor
@@ -279,7 +285,6 @@ class TierWorker:
         """Commit a range's record with the slot's producer, index it, then free Kafka."""
         entry = (self.tier_topic, tier_range.key, manifest.encode(tier_range))
         slot = self.slots.of_stream(bucket_id, tier_range.partition)
-        await self.before_free(slot)
         await self.writers.submit(slot, [], lambda _offsets: [entry])
         self.catalog.tier.put(tier_range)
         freeable = free_to(self.catalog.tier, tier_range.place)
@@ -303,6 +308,8 @@ class TierWorker:
         """Tier [begin, cut) or a bounded first part of it; return where it ended."""
         scan = await self.scanner.scan(place.topic, place.partition, begin, cut, RANGE_BYTES)
         end, groups = _grouped(scan.records, scan.next_offset, self.policy.max_streams_per_range)
+        streams = [owner_of_key(bucket.bucket_id, record_id) for record_id in groups]
+        await self.before_free(self.slots.of_stream(bucket.bucket_id, place.partition), streams)
         started = self.clock()
         # The key names the window, so every instance's collector waits for it (`windowed`).
         attempt = windowed(chunks.new_attempt(), self.policy.commit_within_ms)
