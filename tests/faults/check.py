@@ -107,16 +107,23 @@ class Report:
     anomalies: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
     unavailable_by_slot: dict[int, float] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)  # the fault's own measures
+    # What the fault needed the load to reach and it did not (its `exercised` count stayed 0):
+    # a run that never took the path it is about checks nothing of it, and fails.
+    unexercised: list[str] = field(default_factory=list)
 
     def add(self, kind: str, detail: str) -> None:
         self.anomalies[kind].append(detail)
+
+    def require(self, exercised: Mapping[str, int], needed: Iterable[str]) -> None:
+        """Each of `needed` must have been exercised at least once."""
+        self.unexercised += [name for name in needed if not exercised.get(name)]
 
     def count(self, kind: str) -> int:
         return len(self.anomalies[kind])
 
     @property
     def ok(self) -> bool:
-        return not any(self.anomalies.values())
+        return not any(self.anomalies.values()) and not self.unexercised
 
     def line(self) -> str:
         counts = " ".join(f"{kind}={self.count(kind)}" for kind in KINDS)
@@ -128,6 +135,7 @@ class Report:
             f"{self._split()}"
             f"{_by_slot(self.unavailable_by_slot)}"
             + "".join(f" {key}={value}" for key, value in self.notes.items())
+            + (f" unexercised={','.join(self.unexercised)}" if self.unexercised else "")
         )
 
     @property
@@ -147,11 +155,12 @@ class Report:
         )
 
     def details(self, limit: int = 5) -> str:
-        return "\n".join(
+        found = [
             f"  {kind}: {detail}"
-            for kind, found in self.anomalies.items()
-            for detail in found[:limit]
-        )
+            for kind, details in self.anomalies.items()
+            for detail in details[:limit]
+        ]
+        return "\n".join(found + [f"  unexercised: {name} stayed 0" for name in self.unexercised])
 
 
 def _by_slot(unavailable: Mapping[int, float]) -> str:

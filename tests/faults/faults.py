@@ -21,7 +21,8 @@ from adapter.tier import chunks
 from devstack import cluster, kafka
 from devstack.process import port_open
 from tests.cluster import slot_of, stream_in, until_owned
-from tests.faults.load import Answer
+from tests.faults.load import DEFAULT_BUCKET, REQUEST_TIMEOUT_S, Answer
+from tests.faults.recovery import in_flight
 from tests.faults.runner import BUSY, Context, Fault, s3_bucket
 from tests.faulty_adapter import fault_env
 from topology.naming import InternalTopic, bucket_topic, internal_topic, writer_transactional_id
@@ -48,6 +49,8 @@ SLOWER = 3.0  # how much slower forwards to a healthy owner may get while anothe
 RECREATED = "rebucket"  # the bucket `bucket_recreate` deletes and creates again
 RECREATE_LOAD_S = 12.0  # of load on each incarnation
 TIERED_WAIT_S = 90.0  # for the first incarnation's first chunks, at most
+SPREAD = 12  # streams `adapter_kill` writes with a producer each, besides the load's
+SPREAD_S = 3.0  # of their appends before the kill
 
 
 async def _kill_and_restart(ctx: Context, node_id: int) -> None:
@@ -167,12 +170,37 @@ async def _until_status(call: Callable[[], Awaitable[Answer]], *done: int) -> No
 
 async def adapter_kill(ctx: Context) -> None:
     """kill -9 of the adapter owning the busiest slot (every process of it, with `--workers`),
-    restarted on the same port."""
-    victim = ctx.instances[await ctx.owner_of_busy_slot()]
+    restarted on the same port. Before it, `SPREAD` more streams each get an idempotent
+    producer of their own for `SPREAD_S`: the kill leaves many streams with appends in flight
+    and past their slot's last checkpoint, which the slots' new owners must carry forward from
+    the data log (a takeover that changed streams is required: `takeovers`), and producers
+    retrying appends whose outcome they never learnt. The streams of the killed owner's slots
+    with an append in flight at the kill are noted (`in_flight`)."""
+    ctx.needs.add("takeovers")
+    load = ctx.load
+    for stream in (f"spread{n}" for n in range(SPREAD)):
+        await load.create(stream)
+        load.spawn(load.producer(stream, f"{stream}.p"))
+    await asyncio.sleep(SPREAD_S)
+    name = await ctx.owner_of_busy_slot()
+    victim = ctx.instances[name]
+    split = await until_owned(ctx.session, dict.fromkeys(ctx.worker_urls()))
+    held = set().union(*(split[url] for url in victim.worker_urls()))
+    killed_at = load.history.now()
     await asyncio.to_thread(victim.kill9)
     await asyncio.sleep(1.0)
     victim.start()
     await asyncio.to_thread(victim.wait_ready)
+    # Every attempt in flight at the kill answered (or given up) by now.
+    await asyncio.sleep(max(0.0, killed_at + REQUEST_TIMEOUT_S - load.history.now()))
+    flying = {s for s in in_flight(load.history.writes, killed_at) if _slot(ctx, s) in held}
+    ctx.notes["in_flight"] = str(len(flying))
+
+
+def _slot(ctx: Context, stream: str) -> int:
+    """The write slot of a stream of the load (`id`, or `bucket/id`)."""
+    bucket, _, stream_id = stream.rpartition("/")
+    return slot_of(ctx.prefix, stream_id, bucket or DEFAULT_BUCKET)
 
 
 async def worker_kill(ctx: Context) -> None:

@@ -27,6 +27,7 @@ from tests.faults.instances import Instance
 from tests.faults.kafka_log import committed_log, log_starts
 from tests.faults.kafka_probe import GroupProbe, KafkaProbe, group_probe, longest_joint, probe
 from tests.faults.load import AGED_BUCKET, DEFAULT_BUCKET, FORKS_BUCKET, Load, view
+from tests.faults.recovery import recovery
 from tests.faults.relay import Relay
 from topology.naming import (
     InternalTopic,
@@ -72,6 +73,8 @@ class Context:
     session: aiohttp.ClientSession
     relay: Relay | None = None  # what `b` advertises, for faults of its peers' reach
     notes: dict[str, str] = field(default_factory=dict)  # a fault's own measures, for its line
+    # The `exercised` counts the fault must have made grow (`Report.require`).
+    needs: set[str] = field(default_factory=set)
 
     @property
     def bootstrap(self) -> str:
@@ -231,6 +234,8 @@ async def _run(
             started.start()
     try:
         await asyncio.sleep(load_s)
+        marks = {i.name: i.log.stat().st_size for i in ctx.live()}
+        fault_at = load.history.now()
         await fault(ctx)
         await asyncio.sleep(AFTER_S)
     finally:
@@ -241,6 +246,8 @@ async def _run(
         ended = instance.exited()
         assert ended is None, ended
     await load.finish(120)
+    # Up to the load's end: the fresh instance and the stops to come move slots again.
+    since_fault = [line for i in ctx.live() for line in _lines_since(i.log, marks[i.name])]
     views = await _views(ctx, sorted(load.streams))
     epochs = {b: await _epoch(ctx, b) for b in sorted(load.buckets)}
     for instance in instances.values():
@@ -250,9 +257,12 @@ async def _run(
     names = {w.stream for w in history.writes} | {e.stream for e in history.lifecycle}
     report = check(name, history, log, views, "fresh", _starts_of(prefix, names, starts), cold)
     report.unavailable_by_slot = unavailable_by_slot(prefix, history.writes)
+    exercised = _exercised(history) | recovery(since_fault, history.writes, fault_at).counts()
+    report.notes["exercised"] = ",".join(f"{k}:{n}" for k, n in exercised.items())
+    report.require(exercised, sorted(ctx.needs))
     if kafka is not None and group is not None:
         report.kafka_unavailable_s = longest_joint(kafka.commits, group.commits)
-        report.notes = _exercised(history) | {
+        report.notes |= {
             "kafka_transactions": f"{kafka.longest_unavailable():.1f}s",
             "kafka_group": f"{group.longest_unavailable():.1f}s",
         }
@@ -260,21 +270,28 @@ async def _run(
     return report
 
 
-def _exercised(history: History) -> dict[str, str]:
+def _exercised(history: History) -> dict[str, int]:
     """How many trims, fences and forks into another bucket were acknowledged, and appends
     to the bucket with age retention: the load reached them (a line without them would check
     nothing of theirs)."""
     acked = Outcome.ACK
-    trims = sum(t.outcome is acked for t in history.trims)
-    fences = sum(outcome is acked for outcome in history.fences)
-    forks = sum(
-        f.outcome is acked and f.stream.startswith(f"{FORKS_BUCKET}/") for f in history.forks
-    )
-    aged = sum(
-        w.outcome is acked and w.stream.startswith(f"{AGED_BUCKET}/") for w in history.writes
-    )
-    counts = f"trims:{trims},fences:{fences},bucket_forks:{forks},aged_appends:{aged}"
-    return {"exercised": counts}
+    return {
+        "trims": sum(t.outcome is acked for t in history.trims),
+        "fences": sum(outcome is acked for outcome in history.fences),
+        "bucket_forks": sum(
+            f.outcome is acked and f.stream.startswith(f"{FORKS_BUCKET}/") for f in history.forks
+        ),
+        "aged_appends": sum(
+            w.outcome is acked and w.stream.startswith(f"{AGED_BUCKET}/") for w in history.writes
+        ),
+    }
+
+
+def _lines_since(log: Path, offset: int) -> list[str]:
+    """The lines an instance logged past `offset` (its log is appended to across restarts)."""
+    with log.open("rb") as found:
+        found.seek(offset)
+        return found.read().decode(errors="replace").splitlines()
 
 
 def _kafka_probe(ctx: Context) -> KafkaProbe:

@@ -44,6 +44,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from adapter.settings import Settings
 from devstack.jaeger import JaegerNode
 from devstack.secure_kafka import SecureKafka
 from tests.adapter_process import SCRIPT
@@ -115,6 +116,18 @@ TEXT, JSON = "text/plain", "application/json"
 # sequence on; then none, then short.
 START_RETENTIONS: list[Retention] = ["long", "none", "short"]
 ALWAYS_ACT = ("passes", "restart", "finalize")  # rules that act without a request
+# Each sequence's `slot_checkpoint_ms` of `a` and of `b` (restarted for one they do not have).
+# The first, the deployment's own at its start and hypothesis's simplest (so every sequence
+# of the bounded run): `a` writes its slots' checkpoints every 100 ms, `b` none within a
+# sequence, so a new owner of `b`'s slots after a `kill -9` carries every stream forward from
+# the data log alone (a clean stop writes its slots' state at the hand-over); then the other
+# way round, and the default on both.
+SLOT_CHECKPOINTS: tuple[tuple[int, int], ...] = (
+    (100, 600_000),
+    (600_000, 100),
+    (Settings().slot_checkpoint_ms,) * 2,
+)
+SLOT_CHECKPOINT_ENV = "DURABLE_KAFKA_SLOT_CHECKPOINT_MS"
 
 # The arguments of the rules drawn twice as often as the others (`ProtocolDriver`'s weights).
 CREATE_STREAM: dict[str, st.SearchStrategy[Any]] = {
@@ -316,16 +329,23 @@ class ProtocolDriver(RuleBasedStateMachine):
         retentions=st.lists(st.sampled_from(START_RETENTIONS), min_size=BUCKETS, max_size=BUCKETS),
         home=st.integers(0, BUCKETS - 1),
         appends=st.tuples(st.integers(1, 2), st.integers(0, 2)),
+        checkpoints=st.sampled_from(SLOT_CHECKPOINTS),
     )
     def start(
-        self, retentions: list[Retention], home: int, appends: tuple[int, int] = (1, 0)
+        self,
+        retentions: list[Retention],
+        home: int,
+        appends: tuple[int, int] = (1, 0),
+        checkpoints: tuple[int, int] = SLOT_CHECKPOINTS[0],
     ) -> None:
-        """Sequences begin with something to act on, so that few steps reach far: every
-        bucket; a text and a JSON stream with a few messages in one of them (cuts cross
-        streams from the first step; the rules spread the others); a fork of the later into
-        the bucket whose topic holds the fewest streams (a fork across buckets, its history
-        past the start of another topic); and a tier and retention pass over them."""
+        """Sequences begin with something to act on, so that few steps reach far: the
+        instances' slot checkpoint intervals; every bucket; a text and a JSON stream with a few
+        messages in one of them (cuts cross streams from the first step; the rules spread the
+        others); a fork of the later into the bucket whose topic holds the fewest streams (a
+        fork across buckets, its history past the start of another topic); and a tier and
+        retention pass over them."""
         with self.noted():
+            self.checkpoint_every(checkpoints)
             for slot, retention in enumerate(retentions):
                 self.create_bucket(slot=slot, retention=retention, which=slot)
             for is_json, count in zip((False, True), appends, strict=True):
@@ -339,6 +359,17 @@ class ProtocolDriver(RuleBasedStateMachine):
                 )
             self.fork(pick=1, slot=EMPTIEST, name="c", at=-2, which=1, flat=False)
             self.passes()
+
+    def checkpoint_every(self, checkpoints: tuple[int, int]) -> None:
+        """Each instance writes its slots' checkpoints every `checkpoints[i]` ms: restarted
+        gently with it, one after the other, if it had another (it keeps it for the next
+        sequences until one draws another)."""
+        for instance, interval in zip(self.instances, checkpoints, strict=True):
+            if instance.env[SLOT_CHECKPOINT_ENV] != str(interval):
+                instance.env[SLOT_CHECKPOINT_ENV] = str(interval)
+                instance.stop(hard=False)
+                instance.start()
+                settle(self.instances)
 
     # -- buckets -----------------------------------------------------------------------------
 
@@ -1190,9 +1221,10 @@ def start_deployment(
         "DURABLE_KAFKA_TRACING_ENDPOINT": jaeger.otlp_url,
         "DURABLE_KAFKA_TRACING_SERVICE_NAME": f"model-{prefix.strip('.')}",
     }
+    a, b = ({SLOT_CHECKPOINT_ENV: str(ms)} for ms in SLOT_CHECKPOINTS[0])
     instances = [
-        Instance("a", env | traced, tmp_path, identity.headers, tls),
-        Instance("b", env, tmp_path, identity.headers, tls),
+        Instance("a", env | traced | a, tmp_path, identity.headers, tls),
+        Instance("b", env | b, tmp_path, identity.headers, tls),
     ]
     try:
         for instance in instances:
