@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench import loadgen_run, targets
-from bench.log_ab import Run, ratios, run
+from bench.log_ab import Run, alternate, ratios
 
 BUILDS = ("this", "base")
 
@@ -37,16 +37,7 @@ def main() -> None:
     checkouts = {"this": targets.REPO, "base": Path(args.base).resolve()}
     load_before = os.getloadavg()
     servers = {build: _start(args, build, checkouts[build], tag, log_dir) for build in BUILDS}
-    try:
-        for build in BUILDS:  # a new bucket's first seconds are slow: not measured
-            run(binary, args, servers[build], args.warmup + 2)
-        runs: dict[str, list[Run]] = {build: [] for build in BUILDS}
-        for pair in range(args.pairs):
-            for build in BUILDS if pair % 2 == 0 else BUILDS[::-1]:
-                runs[build].append(run(binary, args, servers[build], args.duration))
-    finally:
-        for server in servers.values():
-            targets.stop(server)
+    runs = alternate(binary, args, servers)
     summary = _summary(runs, args, checkouts)
     summary["load_average"] = {"before": load_before, "after": os.getloadavg()}
     print(json.dumps(summary, indent=1))

@@ -33,17 +33,27 @@ def main() -> None:
     tag = uuid.uuid4().hex[:8]
     log_dir = Path(tempfile.mkdtemp(prefix="log-ab-"))
     servers = {level: _start(args, level, tag, log_dir) for level in LEVELS}
+    runs = alternate(binary, args, servers)
+    print(json.dumps(_summary(runs, args), indent=1))
+
+
+def alternate(
+    binary: Path, args: argparse.Namespace, servers: dict[str, targets.Server]
+) -> dict[str, list[Run]]:
+    """Each server warmed by an untimed run, then `args.pairs` pairs of runs, the order
+    flipping every pair; every server stopped at the end."""
+    names = list(servers)
     try:
-        for level in LEVELS:  # a new bucket's first seconds are slow: not measured
-            run(binary, args, servers[level], args.warmup + 2)
-        runs: dict[str, list[Run]] = {level: [] for level in LEVELS}
+        for name in names:  # a new bucket's first seconds are slow: not measured
+            run(binary, args, servers[name], args.warmup + 2)
+        runs: dict[str, list[Run]] = {name: [] for name in names}
         for pair in range(args.pairs):
-            for level in LEVELS if pair % 2 == 0 else LEVELS[::-1]:
-                runs[level].append(run(binary, args, servers[level], args.duration))
+            for name in names if pair % 2 == 0 else names[::-1]:
+                runs[name].append(run(binary, args, servers[name], args.duration))
     finally:
         for server in servers.values():
             targets.stop(server)
-    print(json.dumps(_summary(runs, args), indent=1))
+    return runs
 
 
 def _parser() -> argparse.ArgumentParser:
