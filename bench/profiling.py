@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -36,7 +37,7 @@ def summarise(raw: str, top: int) -> str:
     inclusive: Counter[str] = Counter()
     leaves: Counter[str] = Counter()
     total = 0
-    for line in raw.splitlines():
+    for line in _records(raw):
         stack, _, count_text = line.rpartition(" ")
         count = int(count_text)
         frames = stack.split(";")
@@ -48,3 +49,19 @@ def summarise(raw: str, top: int) -> str:
     lines += ["", "self:"]
     lines += [f"{n / total:7.1%}  {frame}" for frame, n in leaves.most_common(top)]
     return "\n".join(lines) + "\n"
+
+
+def _records(raw: str) -> list[str]:
+    """The lines of py-spy's raw output, a frame's name holding a line break joined back: each
+    record ends with its count."""
+    records: list[str] = []
+    pending = ""
+    for line in raw.splitlines():
+        pending += line
+        if COUNTED.search(pending):
+            records.append(pending)
+            pending = ""
+    return records
+
+
+COUNTED = re.compile(r" \d+$")
