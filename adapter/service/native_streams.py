@@ -191,16 +191,17 @@ class NativeStreams:
         """A page of a listing, each stream written elsewhere carried forward over its
         partition's records as of now (one scan per partition); a partition that cannot be
         read now leaves its streams as known here (logged)."""
+        tails = self.tails
+        if tails is None:
+            return metas  # every slot written here: the catalog is the tail
         places: dict[tuple[str, int], list[StreamMeta]] = {}
         for meta in metas:
             place = self.written_elsewhere(meta)
             if place is not None:
                 places.setdefault(place, []).append(meta)
         for (topic, partition), together in places.items():
-            if self.tails is None:
-                break
             try:
-                await self.tails.caught_up_together(topic, partition, together)
+                await tails.caught_up_together(topic, partition, together)
             except LogUnavailable as error:
                 log.info("a listing: %s[%d] not read to its end: %s", topic, partition, error)
         return [self.catalog.stream(m.bucket_id, m.stream_id) or m for m in metas]

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from adapter.log.errors import BelowLogStart, LogUnavailable
 from adapter.log.scanner import PartitionScanner
 from adapter.protocol.model import StreamMeta
-from adapter.protocol.stream_log import LoggedRecord, StreamState, carry_forward, logged_record
+from adapter.protocol.stream_log import LoggedRecord, StreamState, carry_forward
 from adapter.state.catalog import Catalog, ahead_of, with_tail_of
 from adapter.state.partition_ends import PartitionEnds
-from adapter.state.stream_recovery import SCAN_BYTES, stream_key
+from adapter.state.stream_recovery import SCAN_BYTES, sort_out, stream_key
 
 StreamKey = tuple[str, str]
 MAX_REMEMBERED = 65_536  # streams whose last scan is remembered; past this the table starts again
@@ -114,7 +114,8 @@ class DataTails:
         """Each stream's (by record key) committed records from its tail up to `end`: one
         scan from the lowest of their tails, bounded by `max_bytes`."""
         found: dict[bytes, list[LoggedRecord]] = {key: [] for key in metas}
-        position = min(meta.next_offset for meta in metas.values())
+        tails = {key: meta.next_offset for key, meta in metas.items()}
+        position = min(tails.values())
         read = 0
         while position < end:
             if read >= self.max_bytes:
@@ -126,10 +127,7 @@ class DataTails:
                 )
             budget = min(SCAN_BYTES, self.max_bytes - read)
             scan = await self.scanner.scan_headed(topic, partition, position, budget, end)
-            for record_key, offset, timestamp_ms, headers in scan.records:
-                records = found.get(record_key)
-                if records is not None and offset >= metas[record_key].next_offset:
-                    records.append(logged_record(offset, timestamp_ms, headers))
+            sort_out(scan.records, found, tails)
             position, read = scan.next_offset, read + max(scan.size, 1)
         return found
 

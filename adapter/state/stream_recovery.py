@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from adapter.log.scanner import PartitionScanner
+from adapter.log.scanner import Headed, PartitionScanner
 from adapter.protocol.stream_log import LoggedRecord, StreamState, carry_forward, logged_record
 from topology.wire import housed_key
 
@@ -54,19 +54,28 @@ async def recover_counted(
     if not states:
         return Recovery({}, 0)
     logged: dict[bytes, list[LoggedRecord]] = {key: [] for key in states}
-    position = max(floor, min(state.meta.next_offset for state in states.values()))
+    tails = {key: state.meta.next_offset for key, state in states.items()}
+    position = max(floor, min(tails.values()))
     scanned = 0
     while True:
         scan = await scanner.scan_headed(topic, partition, position, SCAN_BYTES)
         scanned += len(scan.records)
-        for key, offset, timestamp_ms, headers in scan.records:
-            records = logged.get(key)
-            # Below its own tail, a stream's records are in its state, or of an incarnation
-            # that ended (whose `create` and `delete` would be taken for a later one's).
-            if records is not None and offset >= states[key].meta.next_offset:
-                records.append(logged_record(offset, timestamp_ms, headers))
+        sort_out(scan.records, logged, tails)
         position = scan.next_offset
         if scan.at_end:
             break
     carried = {key: carry_forward(states[key], records) for key, records in logged.items()}
     return Recovery(carried, scanned)
+
+
+def sort_out(
+    scanned: list[Headed], logged: dict[bytes, list[LoggedRecord]], tails: Mapping[bytes, int]
+) -> None:
+    """Each scanned record of a stream of `logged` (by record key) at or past its tail in
+    `tails`, appended to its list; others passed over. Below its own tail, a stream's records
+    are in its state, or of an incarnation that ended (whose `create` and `delete` would be
+    taken for a later one's)."""
+    for key, offset, timestamp_ms, headers in scanned:
+        records = logged.get(key)
+        if records is not None and offset >= tails[key]:
+            records.append(logged_record(offset, timestamp_ms, headers))
