@@ -137,11 +137,14 @@ def _run(
     ok = max(int(report["ok"]), 1)
     records = _records(args.bootstrap_servers, before, after)
     meta = sum(count for topic, count in records.items() if topic.endswith("meta"))
+    offsets = sum(end - before.get(place, 0) for place, end in after.items())
     return {
         "appends": ok,
         "rate": round(float(report["rate"]), 1),
         "records_per_append": {topic: round(n / ok, 3) for topic, n in sorted(records.items())},
         "all_records_per_append": round(sum(records.values()) / ok, 3),
+        # Offsets no record holds: a commit marker per partition a transaction wrote.
+        "markers_per_append": round((offsets - sum(records.values())) / ok, 3),
         "meta_records_per_s": round(meta / float(report["seconds"]), 1),
         "server_cpu_us_per_append": round(float(report["server_cpu_s"]) / ok * 1e6, 1),
         "follower_cpu_us_per_append": [round(cpu / ok * 1e6, 1) for cpu in spent],
@@ -151,7 +154,7 @@ def _run(
 def _state_share(stacks: Path) -> float:
     """The share of GIL samples with a state-record frame on the stack."""
     total = state = 0
-    for line in stacks.read_text().splitlines():
+    for line in profiling.records(stacks.read_text()):
         stack, _, count = line.rpartition(" ")
         total += int(count)
         if any(_is_state(frame) for frame in stack.split(";")):

@@ -37,7 +37,7 @@ def summarise(raw: str, top: int) -> str:
     inclusive: Counter[str] = Counter()
     leaves: Counter[str] = Counter()
     total = 0
-    for line in _records(raw):
+    for line in records(raw):
         stack, _, count_text = line.rpartition(" ")
         count = int(count_text)
         frames = stack.split(";")
@@ -51,7 +51,7 @@ def summarise(raw: str, top: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _records(raw: str) -> list[str]:
+def records(raw: str) -> list[str]:
     """The lines of py-spy's raw output, a frame's name holding a line break joined back: each
     record ends with its count."""
     records: list[str] = []
