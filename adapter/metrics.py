@@ -34,6 +34,7 @@ from prometheus_client.registry import Collector
 
 from adapter.kafka_stats import ClientStatistics
 from adapter.loop_metrics import Count, CounterTally, HistogramTally, Spread
+from adapter.state.format_gate import GATE
 
 # Seconds, from a hot-tail read (~1 ms) to a write waiting out its deadline (~30 s).
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -123,6 +124,14 @@ class Metrics:
             ["reason"],
             registry=registry,
         )
+        self.format_level = Gauge(
+            "durable_kafka_format_level",
+            "The record format level this instance writes its state records in: the previous "
+            "release's during a rolling upgrade, the newest once `durable-kafka upgrade "
+            "finalize` is in force here (docs/how-to/upgrades.md).",
+            registry=registry,
+        )
+        self.format_level.set_function(lambda: GATE.level)
         self.tier_lag_bytes = Gauge(
             "durable_kafka_tier_lag_bytes",
             "Bytes of the partitions this instance tiers that are past the hot window and not "

@@ -232,7 +232,14 @@ async def sample(
 ) -> float:
     """The value of metric sample `name{labels}` on the instance that wrote `log` (its ops
     listener's URL is in it); 0 when it has no such sample."""
-    async with session.get(f"{ops_url(log)}/metrics") as reply:
+    return await sample_at(session, ops_url(log), name, labels)
+
+
+async def sample_at(
+    session: aiohttp.ClientSession, ops: str, name: str, labels: Mapping[str, str]
+) -> float:
+    """`sample` from the ops listener at `ops`."""
+    async with session.get(f"{ops}/metrics") as reply:
         assert reply.status == 200
         text = await reply.text()
     for family in text_string_to_metric_families(text):

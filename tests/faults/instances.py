@@ -27,6 +27,7 @@ from tests.adapter_process import (
 
 READY_TIMEOUT_S = 90.0
 _STARTED = re.compile(rb"worker (\d+) started \(pid (\d+)\)")
+_OPS = re.compile(rb"ops listener on (http://127\.0\.0\.1:\d+)")
 
 
 def compiled(home: Path) -> dict[str, str]:
@@ -90,6 +91,14 @@ class Instance:
                 return  # every worker (the shared port answers from any one of them)
             time.sleep(0.2)
         raise AssertionError(f"{self.name} not ready:\n{self.log.read_text()[-3000:]}")
+
+    def ops_url(self) -> str:
+        """The ops listener's URL of the latest start (a single process), from its log."""
+        with self.log.open("rb") as log:
+            log.seek(self.started_at)
+            found = _OPS.findall(log.read())
+        assert len(found) == 1, f"{self.name}: no single ops listener since its start: {found}"
+        return str(found[0].decode())
 
     def exited(self) -> str | None:
         """How the instance ended if it is no longer running (its exit status and the end of

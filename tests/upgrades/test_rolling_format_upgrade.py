@@ -28,7 +28,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from tests.adapter_process import SCRIPT
-from tests.cluster import cluster_env, stream_in, until_owned
+from tests.cluster import cluster_env, sample_at, stream_in, until_owned
 from tests.faults.check import check
 from tests.faults.history import Outcome, View
 from tests.faults.instances import Instance
@@ -118,6 +118,16 @@ async def _roll(load: Load, instances: dict[str, Instance], name: str) -> None:
     instances[name] = new
     await asyncio.to_thread(new.wait_ready)
     load.bases[name] = new.base
+
+
+async def _until_level(load: Load, instance: Instance, level: int, within_s: float = 30) -> None:
+    """Wait until the instance writes its state records in format `level` (its metric)."""
+    ops = instance.ops_url()
+    for _ in range(int(within_s / 0.2)):
+        if await sample_at(load.session, ops, "durable_kafka_format_level", {}) == level:
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{instance.name} did not write format level {level} in {within_s} s")
 
 
 async def _converged(
@@ -242,7 +252,8 @@ async def test_two_instances_of_the_previous_format_rolled_to_head_then_finalize
             assert (await asyncio.to_thread(_status, env))["in_force"] == 7
             # Each instance follows the level record a moment later; then pure appends under
             # load commit their data records alone.
-            await asyncio.sleep(UNDER_LOAD_S)
+            for instance in instances.values():
+                await _until_level(load, instance, 7)
             alone = await _probes(load, instances, prefix, "alone")
             _no_exit(instances)
             await load.finish(120)
