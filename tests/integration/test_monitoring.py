@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devstack import promtool as promtool_tool
 from tests.adapter_process import running_adapter, worker_pids
 from tests.cluster import TEXT, cluster_env, past_moves
+from topology.internal_records import NEWEST_LEVEL
 
 pytestmark = [pytest.mark.integration]
 
@@ -94,6 +95,8 @@ async def test_every_metric_the_dashboard_and_rules_name_is_exported(
     # Between them the workers own every write slot, once.
     owned = sum(_value(s, "durable_kafka_write_slots_owned") for s in scrapes)
     assert owned == _value(scrapes[0], "durable_kafka_write_slots")
+    # A fresh deployment writes the newest record format level from the start.
+    assert [_value(s, "durable_kafka_format_level") for s in scrapes] == [NEWEST_LEVEL] * 2
 
 
 def _rule_queries() -> list[str]:
