@@ -70,7 +70,15 @@ def _summary(
         "runs": {build: [asdict(one) for one in runs[build]] for build in BUILDS},
         "rate_ratios": ratios([this.rate / base.rate for this, base in pairs]),
         "cpu_ratios": ratios([this.cpu_us / base.cpu_us for this, base in pairs]),
-    }
+    } | _broker_ratios(pairs)
+
+
+def _broker_ratios(pairs: list[tuple[Run, Run]]) -> dict[str, object]:
+    """The broker's CPU per append, this / base, when every run measured it."""
+    each = [(this.broker_cpu_us, base.broker_cpu_us) for this, base in pairs]
+    if not all(this and base for this, base in each):
+        return {}
+    return {"broker_cpu_ratios": ratios([this / base for this, base in each if this and base])}
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench import loadgen_run, targets
+from devstack.process import listening_pids
 
 LEVELS = ("info", "warning")
 
@@ -72,16 +73,26 @@ def _start(args: argparse.Namespace, level: str, tag: str, log_dir: Path) -> tar
 class Run:
     rate: float  # appends answered 2xx per second
     cpu_us: float  # the server's CPU per such append
+    broker_cpu_us: float | None = None  # the broker's (one on this machine), the runs alternating
 
 
 def run(binary: Path, args: argparse.Namespace, server: targets.Server, seconds: float) -> Run:
-    """One closed-loop append run of `seconds` against `server`: its rate and CPU per append."""
+    """One closed-loop append run of `seconds` against `server`: its rate and CPU per append,
+    and the broker's when it runs on this machine (the process listening on the bootstrap
+    port; the other build's server is idle meanwhile)."""
     flags: dict[str, object] = {"mode": "append", "base": server.url, "streams": args.streams}
     flags |= {"size": args.size, "create": True, "warmup": args.warmup, "duration": seconds}
     flags["server-pids"] = ",".join(str(pid) for pid in targets.process_tree(server.pid))
+    brokers = listening_pids(int(args.bootstrap_servers.split(",")[0].rpartition(":")[2]))
+    flags["broker-pids"] = ",".join(str(pid) for pid in sorted(brokers)) or None
     report = loadgen_run.run(binary, flags, timeout_s=300 + 4 * seconds).report
     ok = max(int(report["ok"]), 1)
-    return Run(float(report["rate"]), float(report["server_cpu_s"]) / ok * 1e6)
+    broker = report.get("broker_cpu_s")
+    return Run(
+        float(report["rate"]),
+        float(report["server_cpu_s"]) / ok * 1e6,
+        None if broker is None else round(float(broker) / ok * 1e6, 1),
+    )
 
 
 def _summary(runs: dict[str, list[Run]], args: argparse.Namespace) -> dict[str, object]:

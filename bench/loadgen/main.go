@@ -31,7 +31,7 @@ type Options struct {
 
 func parse() Options {
 	var o Options
-	var bases, pids string
+	var bases, pids, brokers string
 	var warmup, duration, timeout float64
 	flag.StringVar(&o.Mode, "mode", "append", "append | rate | latency | catchup | create")
 	flag.StringVar(&bases, "base", "http://127.0.0.1:4437", "base URLs, comma-separated")
@@ -55,8 +55,9 @@ func parse() Options {
 	flag.BoolVar(&o.Producer, "producer", false, "send Producer-Id/Epoch/Seq with appends")
 	flag.BoolVar(&o.Create, "create", false, "append, rate: PUT the streams first (not timed)")
 	flag.StringVar(&pids, "server-pids", "", "count these processes' CPU while measured (comma-separated)")
+	flag.StringVar(&brokers, "broker-pids", "", "count these processes' CPU while measured, apart")
 	flag.Parse()
-	serverPIDs = parsePIDs(pids)
+	serverPIDs, brokerPIDs = parsePIDs(pids), parsePIDs(brokers)
 	o.Bases = strings.Split(bases, ",")
 	o.Warmup = time.Duration(warmup * float64(time.Second))
 	o.Duration = time.Duration(duration * float64(time.Second))

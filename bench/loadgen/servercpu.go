@@ -11,8 +11,9 @@ import (
 // cannot ask sysconf(_SC_CLK_TCK) without cgo).
 const clockTicks = 100
 
-// serverPIDs are the processes whose CPU the report counts (-server-pids); none: not counted.
-var serverPIDs []int
+// serverPIDs and brokerPIDs are the processes whose CPU the report counts (-server-pids,
+// -broker-pids); none: not counted.
+var serverPIDs, brokerPIDs []int
 
 func parsePIDs(list string) []int {
 	var pids []int
@@ -24,14 +25,19 @@ func parsePIDs(list string) []int {
 	return pids
 }
 
-// serverCPUSeconds is the user + system CPU time so far of every server process (0 for one
-// that is gone or unreadable).
-func serverCPUSeconds() float64 {
+// cpuOf is the user + system CPU time so far of every process of `pids` (0 for one that is
+// gone or unreadable).
+func cpuOf(pids []int) float64 {
 	var total float64
-	for _, pid := range serverPIDs {
+	for _, pid := range pids {
 		total += processCPUSeconds(pid)
 	}
 	return total
+}
+
+// watched is the CPU so far of the servers and of the brokers.
+func watched() [2]float64 {
+	return [2]float64{cpuOf(serverPIDs), cpuOf(brokerPIDs)}
 }
 
 func processCPUSeconds(pid int) float64 {

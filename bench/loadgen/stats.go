@@ -21,20 +21,20 @@ type Tally struct {
 	samples   []string
 	latencies []time.Duration
 	cpuStart  float64
-	// The servers' CPU seconds when the window opened and, once it closed, when it did.
-	serverStart, serverEnd float64
-	closed                 bool
+	// The servers' and brokers' CPU seconds when the window opened and, once it closed, when it did.
+	watchedStart, watchedEnd [2]float64
+	closed                   bool
 }
 
 func newTally() *Tally {
-	return &Tally{statuses: map[string]int64{}, cpuStart: cpuSeconds(), serverStart: serverCPUSeconds()}
+	return &Tally{statuses: map[string]int64{}, cpuStart: cpuSeconds(), watchedStart: watched()}
 }
 
 // Restart sets the CPU baselines: the report counts this process's and the servers' CPU from now.
 func (t *Tally) Restart() {
 	t.mu.Lock()
 	t.cpuStart = cpuSeconds()
-	t.serverStart = serverCPUSeconds()
+	t.watchedStart = watched()
 	t.mu.Unlock()
 }
 
@@ -42,7 +42,7 @@ func (t *Tally) Restart() {
 // flight then are not counted, so neither is their CPU).
 func (t *Tally) Close() {
 	t.mu.Lock()
-	t.serverEnd, t.closed = serverCPUSeconds(), true
+	t.watchedEnd, t.closed = watched(), true
 	t.mu.Unlock()
 }
 
@@ -85,7 +85,9 @@ type Report struct {
 	MeanMs       float64          `json:"mean_ms"`
 	CPUSeconds   float64          `json:"cpu_s"` // of this process, while measured
 	// Of the -server-pids processes while measured; absent without them.
-	ServerCPUSeconds *float64       `json:"server_cpu_s,omitempty"`
+	ServerCPUSeconds *float64 `json:"server_cpu_s,omitempty"`
+	// Of the -broker-pids processes while measured; absent without them.
+	BrokerCPUSeconds *float64       `json:"broker_cpu_s,omitempty"`
 	Extra            map[string]any `json:"extra,omitempty"`
 }
 
@@ -116,13 +118,17 @@ func (t *Tally) Report(mode string, elapsed time.Duration) Report {
 		r.MeanMs = ms(sum / time.Duration(n))
 	}
 	r.CPUSeconds = cpuSeconds() - t.cpuStart
+	end := t.watchedEnd
+	if !t.closed {
+		end = watched()
+	}
 	if len(serverPIDs) > 0 {
-		end := t.serverEnd
-		if !t.closed {
-			end = serverCPUSeconds()
-		}
-		server := end - t.serverStart
+		server := end[0] - t.watchedStart[0]
 		r.ServerCPUSeconds = &server
+	}
+	if len(brokerPIDs) > 0 {
+		broker := end[1] - t.watchedStart[1]
+		r.BrokerCPUSeconds = &broker
 	}
 	return r
 }
