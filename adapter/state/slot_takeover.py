@@ -135,14 +135,16 @@ class SlotTakeover:
         recovered = await recover_counted(self.scanner, topic, partition, behind, log_start)
         found = Recovered(len(states), recovered.scanned)
         for record_key, before in states.items():
-            found += self._settle(slot, before, recovered.states.get(record_key, before))
+            after = recovered.states.get(record_key, before)
+            if after is not before or _key(before) in self.catalog.unrecorded:
+                found += self._settle(slot, before, after)
         return found
 
     def _settle(self, slot: int, before: StreamState, after: StreamState | None) -> Recovered:
         """Put in the catalog what the stream's records changed, and tell `on_changed` what no
         state record shows: what they moved, or the whole stream when it was ahead of its
         records already. What it counts for: changed, unrecorded."""
-        key = (before.meta.bucket_id, before.meta.stream_id)
+        key = _key(before)
         unrecorded = key in self.catalog.unrecorded and after is not None
         changed = self._apply(before, after)
         moved = list(self.catalog.producer_states(*key)) if unrecorded else changed
@@ -168,3 +170,7 @@ class SlotTakeover:
                 moved.append(producer_id)
         self.catalog.unrecorded.moved(key)  # until the checkpoint it is told of is written
         return moved
+
+
+def _key(state: StreamState) -> tuple[str, str]:
+    return state.meta.bucket_id, state.meta.stream_id
