@@ -653,8 +653,9 @@ def _carried_forward(
     hub: LiveHub,
     notes: CheckpointNotes,
 ) -> None:
-    """A stream of a gained slot carried forward over records its state did not show: its hot
-    tail here lacks them, its live readers wake, and the slot's next checkpoint writes it."""
+    """A stream of a gained slot carried forward over records its state did not show, or
+    ahead of its state records already: its hot tail here may lack them, its live readers
+    wake, and the slot's next checkpoint writes it."""
     hot_tail.forget(key)
     hub.notify(key)
     notes.changed(slot, key, None)

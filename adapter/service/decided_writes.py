@@ -226,6 +226,7 @@ class DecidedWrites:
             self.catalog.put_producer(record)
         if noted:
             self.notes.changed(slot, key, None if record is None else record.producer_id)
+            self.catalog.unrecorded.moved(key)  # kept if the note is lost (a failed hand-over)
         if write.snapshot is not None:
             self.catalog.put_snapshot(write.snapshot)
         self.hub.notify(key)

@@ -23,8 +23,11 @@ Before Kafka frees any of a slot's records (a tier range or a retention floor co
 holds are written (`flush`): every stream's tail as its metadata shows it is then at or past
 each of its records freed, so whoever learns the stream from its metadata and the records
 Kafka still holds (a new owner, a reader on another instance) misses none of them. (A stream
-is not always noted: a tail learned from the data log, by a reader here before this instance
-took the slot, moves no note.)
+is not always noted. A stream the catalog holds ahead of its last state record, its tail
+learned from the data log by a reader here before this instance took the slot or moved by
+appends whose hand-over could not write them, is noted whole at the takeover
+(`state/unrecorded.py`, `state/slot_takeover.py`), but that mark is lost with a crash that left
+its row in the catalog's file past the checkpoint saved.)
 """
 
 from __future__ import annotations
@@ -160,10 +163,10 @@ class SlotCheckpoints:
 
     async def flush(self, slot: int, streams: list[StreamKey]) -> None:
         """Write every noted stream of the slot and every one of `streams` (of the slot: those
-        whose records are about to be freed, noted or not: a tail learned from the data log,
-        by a reader here or a takeover, is in no note), waiting out the writes in flight of
-        busy ones. LogUnavailable when they are not all written within `flush_within_s`, or
-        the slot is not written here: then nothing of the slot is to be freed."""
+        whose records are about to be freed, noted or not: see the module's docstring),
+        waiting out the writes in flight of busy ones. LogUnavailable when they are not all
+        written within `flush_within_s`, or the slot is not written here: then nothing of the
+        slot is to be freed."""
         for key in streams:
             self.notes.whole(slot, key)
         deadline = asyncio.get_running_loop().time() + self.flush_within_s

@@ -32,6 +32,7 @@ from adapter.state.store import (
     snapshot_bytes,
     stream_bytes,
 )
+from adapter.state.unrecorded import Unrecorded, short_of
 from adapter.tier.manifest import TierIndex
 from topology.internal_records import (
     FORMAT_LEVEL_KEY,
@@ -83,6 +84,7 @@ class Catalog:
         self._mounts: dict[str, MountMeta] = {}  # registered mounts (configured ones too)
         self._logged_mounts: dict[str, MountMeta] = {}  # the registered ones (in the log)
         self._counts: dict[str, int] = {}  # bucket id -> how many streams it has
+        self.unrecorded = Unrecorded()  # streams ahead of their last state record
         # Hot rows; None: known absent (a stream, a snapshot pointer). A stream's producer
         # states are cached whole or not at all.
         # A stream's new state and its producers' are written to the store when evicted
@@ -116,6 +118,8 @@ class Catalog:
         for key, value in self.store.others():
             self.apply(key, value, logged=False)
         self._counts = self.store.counts()
+        saved = self.store.checkpoint()
+        self.unrecorded = Unrecorded(saved.unrecorded if saved is not None else ())
 
     def dirty(self) -> list[Callable[[], None]]:
         """Steps that each write up to `DIRTY_STEP` rows changed in memory so far to the store
@@ -144,7 +148,8 @@ class Catalog:
         ]
         if GATE.known:  # the records that showed it are behind the checkpoint now
             others.append((FORMAT_LEVEL_KEY, level_record(GATE.known)))
-        self.store.save(Checkpoint(positions, identity, now_ms), others)
+        unrecorded = tuple(self.unrecorded)
+        self.store.save(Checkpoint(positions, identity, now_ms, unrecorded), others)
 
     def _write_producers(self, key: StreamKey, states: dict[str, ProducerRecord]) -> None:
         for producer_id, record in states.items():
@@ -405,6 +410,7 @@ class Catalog:
         if producers:
             self._producers.put(key, {})
             self.store.drop_producers(key)
+        self.unrecorded.forget(key)
         if self.stream(*key) is None:
             return
         self._streams.put(key, None)
@@ -437,6 +443,18 @@ class Catalog:
             self.put_mount(record)
         else:
             self.put_stream(newer(self.stream(record.bucket_id, record.stream_id), record))
+            self._recorded(record)
+
+    def _recorded(self, record: StreamMeta) -> None:
+        self.unrecorded.recorded(record, self.stream(record.bucket_id, record.stream_id))
+
+    def echoed(self, key: str, value: bytes | None) -> None:
+        """The echo of a meta record this instance committed (its commit applied it): a stream
+        ahead of its records is recorded by it as by anyone's (decoded only then)."""
+        if value is None or key == FORMAT_LEVEL_KEY or meta_kind(key) is not RecordKind.STREAM_META:
+            return
+        if stream_of_key(key) in self.unrecorded:
+            self._recorded(decode_as(StreamMeta, key, value))
 
     def _forget(self, key: str) -> None:
         bucket_id, stream_id = stream_of_key(key)
@@ -456,7 +474,7 @@ def newer(current: StreamMeta | None, incoming: StreamMeta) -> StreamMeta:
     fence, a TTL): only the tail stays."""
     if current is None or current.created_at_ms != incoming.created_at_ms:
         return incoming
-    if (incoming.next_offset, incoming.closed) < (current.next_offset, current.closed):
+    if short_of(incoming, current):
         return with_tail_of(incoming, current)
     return incoming.evolve(last_access_ms=max(current.last_access_ms, incoming.last_access_ms))
 

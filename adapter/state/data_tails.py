@@ -143,7 +143,8 @@ class DataTails:
         another incarnation; its readers told when its tail or closure moved. The producer
         states its records moved go in with the tail: a new owner of the stream's slot carries
         it forward from the catalog's tail, so states left behind it would never be seen again
-        (a retry then refused as a sequence gap)."""
+        (a retry then refused as a sequence gap). The stream is then ahead of its state record
+        (`state/unrecorded.py`) until its owner's checkpoint is followed here."""
         key = (known.bucket_id, known.stream_id)
         current = self.catalog.stream(*key)
         if current is None or current.created_at_ms != known.created_at_ms:
@@ -156,6 +157,7 @@ class DataTails:
             if ahead_of(record, held.get(producer_id)):
                 self.catalog.put_producer(record)
         self.catalog.put_stream(with_tail_of(current, tail))
+        self.catalog.unrecorded.moved(key)  # no state record shows it: a takeover here writes it
         self.on_moved(key)
 
 

@@ -6,9 +6,11 @@ rewrites the meta record of each stream it touched, so this small topic says exa
 stream got new data or was closed, without reading the data topics. Every followed record is
 applied in log order, like the replay, except the echo of one this instance wrote: its commit
 updated the catalog already, and the writer said where that record landed before committing it,
-so the echo is known by its offset (`adapter/state/own_records.py`). A record written by anyone else
-is applied, whoever owns the stream's slot now: a resumed zombie sees the new owner's
-creations, deletions and producer states. Owner records are applied as they come.
+so the echo is known by its offset (`adapter/state/own_records.py`); the echo of a stream's
+meta record still tells the catalog that the stream's state up to it is recorded
+(`adapter/state/unrecorded.py`). A record written by anyone else is applied, whoever owns the
+stream's slot now: a resumed zombie sees the new owner's creations, deletions and producer
+states. Owner records are applied as they come.
 
 **Resuming.** The meta, producers and snapshots topics are what the catalog's SQLite file
 holds (`adapter/state/store.py`); `checkpoint` saves it with the positions applied so far.
@@ -304,7 +306,8 @@ class MetaFollower:
             self.on_owner()
         elif self.catalog.echoes.is_news(topic, key, offset, message.value()):
             self._apply_news(topic, key, message.value())
-        # else the echo of a commit of ours: applied when it committed
+        elif topic == self.topics.meta:  # the echo of a commit of ours: applied when it committed
+            self.catalog.echoed(key, message.value())
 
     def _apply_news(self, topic: str, key: str, value: bytes | None) -> None:
         if topic == self.topics.producers:

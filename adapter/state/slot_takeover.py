@@ -12,6 +12,12 @@ state topics to their ends; nothing writes the slot's streams meanwhile.
 
 Each partition is scanned from the lowest tail among its streams that lie below its end (no
 lower than its log start: records retention removed are gone for every reader).
+
+A stream the catalog holds ahead of its last state record already (`state/unrecorded.py`: its
+tail learned here from its records while another instance wrote it, or moved by this
+instance's own appends when it last held the slot and its hand-over could not write them) is
+told too, whole (every producer state of it), though the scan finds nothing new: no record
+shows that state, and no one else will write it.
 """
 
 from __future__ import annotations
@@ -41,24 +47,28 @@ STEP = 512  # streams looked at between two turns of the event loop
 
 @dataclass(frozen=True)
 class Recovered:
-    """What a slot's recovery found: streams looked at, records read, streams changed."""
+    """What a slot's recovery found: streams looked at, records read, streams changed, and
+    streams that were ahead of their state records before it."""
 
     streams: int = 0
     records: int = 0
     changed: int = 0
+    unrecorded: int = 0
 
     def __add__(self, other: Recovered) -> Recovered:
         return Recovered(
             self.streams + other.streams,
             self.records + other.records,
             self.changed + other.changed,
+            self.unrecorded + other.unrecorded,
         )
 
 
 class SlotTakeover:
     """Carries a gained slot's streams forward in `catalog`; `on_changed` hears of each stream
     whose state moved (its hot tail and live readers know nothing of those records, and no
-    state record shows it: the slot's next checkpoint is to write it)."""
+    state record shows it: the slot's next checkpoint is to write it), and of each one that was
+    ahead of its state records already, with every producer of it."""
 
     def __init__(
         self,
@@ -85,13 +95,15 @@ class SlotTakeover:
                 found += await self._partition(slot, topic, partition, states)
             log.info(
                 "write slot %d: %d streams carried forward over %d records (%d changed) in "
-                "%.0f ms (the catalog's streams listed in %.0f ms)",
+                "%.0f ms (the catalog's streams listed in %.0f ms); %d ahead of their state "
+                "records",
                 slot,
                 found.streams,
                 found.records,
                 found.changed,
                 (time.monotonic() - began) * 1000,
                 listed_ms,
+                found.unrecorded,
             )
 
     async def _partitions(self, slots: set[int]) -> dict[int, Places]:
@@ -121,15 +133,30 @@ class SlotTakeover:
         log_start, end = await self.scanner.watermarks(topic, partition)
         behind = {key: s for key, s in states.items() if s.meta.next_offset < end}
         recovered = await recover_counted(self.scanner, topic, partition, behind, log_start)
-        changed = sum(
-            self._apply(slot, states[key], state) for key, state in recovered.states.items()
-        )
-        return Recovered(len(states), recovered.scanned, changed)
+        found = Recovered(len(states), recovered.scanned)
+        for record_key, before in states.items():
+            after = recovered.states.get(record_key, before)
+            if after is not before or _key(before) in self.catalog.unrecorded:
+                found += self._settle(slot, before, after)
+        return found
 
-    def _apply(self, slot: int, before: StreamState, after: StreamState | None) -> bool:
-        """Put in the catalog what the stream's records changed; whether they changed it."""
+    def _settle(self, slot: int, before: StreamState, after: StreamState | None) -> Recovered:
+        """Put in the catalog what the stream's records changed, and tell `on_changed` what no
+        state record shows: what they moved, or the whole stream when it was ahead of its
+        records already. What it counts for: changed, unrecorded."""
+        key = _key(before)
+        unrecorded = key in self.catalog.unrecorded and after is not None
+        changed = self._apply(before, after)
+        moved = list(self.catalog.producer_states(*key)) if unrecorded else changed
+        if moved is not None:
+            self.on_changed(slot, key, moved)
+        return Recovered(changed=int(changed is not None), unrecorded=int(unrecorded))
+
+    def _apply(self, before: StreamState, after: StreamState | None) -> list[str] | None:
+        """Put in the catalog what the stream's records changed: the producers whose states
+        they moved, or None when they changed nothing."""
         if after is None or after == before:
-            return False  # None: deleted or made anew since, which its metadata record says
+            return None  # None: deleted or made anew since, which its metadata record says
         meta = after.meta
         key = (meta.bucket_id, meta.stream_id)
         if after.meta != before.meta:
@@ -141,5 +168,9 @@ class SlotTakeover:
             if held is None or (record.epoch, record.last_seq) > (held.epoch, held.last_seq):
                 self.catalog.put_producer(record)
                 moved.append(producer_id)
-        self.on_changed(slot, key, moved)
-        return True
+        self.catalog.unrecorded.moved(key)  # until the checkpoint it is told of is written
+        return moved
+
+
+def _key(state: StreamState) -> tuple[str, str]:
+    return state.meta.bucket_id, state.meta.stream_id

@@ -80,15 +80,19 @@ CREATE TABLE IF NOT EXISTS checkpoint (id INTEGER PRIMARY KEY CHECK (id = 0), va
 class Checkpoint:
     """What the rows of a file reflect: every record of each resumable state topic below its
     position (and maybe some after: replaying those again changes nothing), read from topics
-    that `identity` names (cluster id, topic ids), at `written_ms` (wall clock)."""
+    that `identity` names (cluster id, topic ids), at `written_ms` (wall clock); `unrecorded`:
+    the streams whose rows are ahead of their last state record (`state/unrecorded.py`; a
+    file written before it was kept has none, and a version before it ignores it)."""
 
     positions: dict[str, int]
     identity: dict[str, str]
     written_ms: int
+    unrecorded: tuple[StreamKey, ...] = ()
 
     def dumps(self) -> str:
         document = {"version": SCHEMA_VERSION, "rows": _row_layout(), "positions": self.positions}
-        return json.dumps(document | {"identity": self.identity, "written_ms": self.written_ms})
+        written = {"identity": self.identity, "written_ms": self.written_ms}
+        return json.dumps(document | written | {"unrecorded": self.unrecorded})
 
     @staticmethod
     def loads(text: str) -> Checkpoint | None:
@@ -104,6 +108,7 @@ class Checkpoint:
             {str(t): int(p) for t, p in positions.items()},
             {str(k): str(v) for k, v in identity.items()},
             int(document["written_ms"]),
+            tuple((str(b), str(s)) for b, s in document.get("unrecorded", ())),
         )
 
 

@@ -182,3 +182,46 @@ async def test_kafka_frees_no_record_its_streams_metadata_does_not_show(
     assert (head.status, head.headers["Stream-Next-Offset"]) == (200, tail)
     read = await reader.get("/shop/log", params={"offset": "-1"})
     assert (read.status, await read.read()) == (200, b"m" * 5 + b"nn")
+
+
+@pytest.mark.parametrize("restarted", [False, True], ids=["running", "restarted"])
+async def test_a_tail_learned_from_the_data_log_is_checkpointed_by_the_next_owner(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+    restarted: bool,
+) -> None:
+    """An instance that reads a stream written elsewhere learns its tail from the stream's
+    records (its metadata still shows the creation's). When it then takes the stream's slot
+    from an owner whose hand-over could not write the stream, its scan finds nothing past the
+    tail it knows: the stream, ahead of its records, is checkpointed all the same (every
+    producer of it), so no one scans its partition from the creation's tail any more.
+    `restarted`: the reader stopped and started again in between, its catalog resumed from its
+    file (which holds the learned tail)."""
+    topics = StateTopics.of(make_settings().topic_prefix)
+    owner = await _instance(aiohttp_client, make_settings, 600_000, "owner")
+    tail = await _appended(owner, 5)
+    reader = await _instance(aiohttp_client, make_settings, 200, "reader")
+    assert reader.app[PARTS].writers.assigned == frozenset()  # the owner keeps the slot
+    head = await reader.head("/shop/log")
+    assert (head.status, head.headers["Stream-Next-Offset"]) == (200, tail)
+    [created] = _records(kafka_bootstrap, topics.meta, KEY)
+    assert decode_as(StreamMeta, KEY, created).message_count == 0  # learned from the data log
+    if restarted:
+        await reader.close()
+        reader = await _instance(aiohttp_client, make_settings, 200, "reader")
+        assert reader.app[PARTS].follower.resumed_from is not None
+
+    owner.app[PARTS].checkpoints.notes.hand_over(0)  # the notes dropped, nothing written
+    await owner.close()  # the slot moves to the reader; its hand-over writes no stream
+    for _ in range(600):
+        if 0 in reader.app[PARTS].writers.ready:
+            break
+        await asyncio.sleep(0.1)
+    assert 0 in reader.app[PARTS].writers.ready
+
+    [*_, checkpointed] = await _checkpointed(kafka_bootstrap, topics.meta, more_than=4)
+    meta = decode_as(StreamMeta, KEY, checkpointed)
+    assert (meta.message_count, meta.next_offset) == (5, decode_token(tail))
+    [producer] = _records(kafka_bootstrap, topics.producers, "shop/log")
+    assert decode_as(ProducerRecord, "shop/log\x00writer-1", producer).last_seq == 4
