@@ -34,7 +34,6 @@ from prometheus_client.registry import Collector
 
 from adapter.kafka_stats import ClientStatistics
 from adapter.loop_metrics import Count, CounterTally, HistogramTally, Spread
-from adapter.state.format_gate import GATE
 
 # Seconds, from a hot-tail read (~1 ms) to a write waiting out its deadline (~30 s).
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -131,7 +130,6 @@ class Metrics:
             "finalize` is in force here (docs/how-to/upgrades.md).",
             registry=registry,
         )
-        self.format_level.set_function(lambda: GATE.level)
         self.tier_lag_bytes = Gauge(
             "durable_kafka_tier_lag_bytes",
             "Bytes of the partitions this instance tiers that are past the hot window and not "
@@ -233,6 +231,10 @@ class Metrics:
     def watch_checks(self, states: Callable[[], dict[str, bool]]) -> None:
         """`states()` at each scrape: whether each readiness check holds."""
         self.registry.register(_Checks(states))
+
+    def watch_format_level(self, level: Callable[[], int]) -> None:
+        """The record format level written now, read at each scrape."""
+        self.format_level.set_function(level)
 
     def watch_write_slots(
         self, total: int, owned: Callable[[], int], ready: Callable[[], int]

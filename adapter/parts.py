@@ -69,6 +69,7 @@ from adapter.service.unanswered_writes import UnansweredWrites
 from adapter.state.catalog import Catalog
 from adapter.state.data_tails import DataTails
 from adapter.state.follower import MetaFollower
+from adapter.state.format_gate import GATE
 from adapter.state.partition_ends import PartitionEnds
 from adapter.state.slot_takeover import SlotTakeover
 from adapter.state.store import FileStore, catalog_file_name
@@ -219,6 +220,7 @@ def build_parts(
     metrics.watch_write_slots(
         settings.write_slots, lambda: len(writers.assigned), lambda: len(writers.ready)
     )
+    metrics.watch_format_level(lambda: GATE.level)
     ownership = SlotOwnership(
         kafka,
         settings.advertised_url,

@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient
 
 from adapter.app import create_app
 from adapter.config import Settings
+from adapter.state.format_gate import GATE
 from devstack.jaeger import JaegerNode
 from tests.services import S3Server, kafka_broker, s3_server, tracing_collector
 
@@ -38,6 +39,16 @@ def jaeger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JaegerNode]:
     """A real trace collector (Jaeger, memory store), started only by the tests that ask."""
     with tracing_collector(tmp_path_factory.mktemp("jaeger")) as node:
         yield node
+
+
+@pytest.fixture(autouse=True)
+def _format_gate_kept() -> Iterator[None]:
+    """The process's format gate (`adapter/state/format_gate.py`) as it was before each test:
+    a catalog a test applies records to raises the level the gate knows, and an in-process
+    adapter started later in the same worker would then take that for its deployment's."""
+    saved = dict(vars(GATE))
+    yield
+    vars(GATE).update(saved)
 
 
 @pytest.fixture

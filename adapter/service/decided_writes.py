@@ -20,7 +20,7 @@ from adapter.log.hot_cache import HotCache
 from adapter.log.writer import LEARNING_MESSAGE, StateEntry, WriteBatch
 from adapter.protocol import stream_machine as machine
 from adapter.protocol.commands import StreamRef
-from adapter.protocol.model import StreamMeta
+from adapter.protocol.model import ProducerRecord, StreamMeta
 from adapter.protocol.stream_log import logged_in_full
 from adapter.service.hub import LiveHub
 from adapter.service.interfaces import SlotWriting, StreamBuckets
@@ -28,7 +28,7 @@ from adapter.service.native_streams import Clock
 from adapter.service.pending_appends import Chains, StreamKey
 from adapter.service.record_encoding import write_records
 from adapter.service.slot_checkpoints import CheckpointNotes
-from adapter.service.state_entries import producer_record, write_entries
+from adapter.service.state_entries import producer_entry, producer_record, write_entries
 from adapter.state.catalog import Catalog
 from adapter.state.format_gate import GATE
 from topology.internal_records import APPENDS_ALONE_LEVEL, producer_key, snapshot_key
@@ -153,9 +153,14 @@ class DecidedWrites:
         chain = self.chains.get(key)
         slot = self.slots.of_stream(meta.data_bucket, partition)
         alone = GATE.level >= APPENDS_ALONE_LEVEL and logged_in_full(write)
+        if alone:
+            finalize = _no_state
+        else:
+            unrecorded = self._unrecorded_producers(slot, key, write)
+            finalize = partial(self._state_of, key, write, unrecorded)
         batch = WriteBatch(
             records,
-            finalize=partial(self._state_of, key, write) if not alone else _no_state,
+            finalize=finalize,
             after=chain.last if chain is not None else None,
             on_commit=partial(
                 self._committed_write, key, write, trace=trace, noted=alone, slot=slot
@@ -193,11 +198,41 @@ class DecidedWrites:
                 "written; retry"
             )
 
+    def _unrecorded_producers(
+        self, slot: int, key: StreamKey, write: machine.Write
+    ) -> tuple[ProducerRecord, ...]:
+        """The producer states of the stream that no record shows yet, for a write that
+        commits the stream's state record (format level 7): those its pure appends moved,
+        committed since the slot's last checkpoint or in flight before this write. Its
+        `StreamMeta` puts the tail past their records, and a next owner carries a stream
+        forward only from that tail: without these a producer's retry of an append it was
+        not answered would be taken for a new one. (Its own producer's goes with it.)"""
+        if write.state is None or GATE.level < APPENDS_ALONE_LEVEL:
+            return ()  # a deletion (every producer state goes with it), or every append's own
+        held = self.catalog.producer_states(*key)
+        found = {pid: held[pid] for pid in self.notes.producers_of(slot, key) if pid in held}
+        chain = self.chains.get(key)
+        for pid, position in chain.producers.items() if chain is not None else ():
+            found[pid] = ProducerRecord(*key, pid, position.epoch, position.last_seq, write.at_ms)
+        own = write.producer[0] if write.producer is not None else None
+        return tuple(
+            record
+            for pid, record in sorted(found.items())
+            if pid != own and pid not in write.forget
+        )
+
     def _state_of(
-        self, key: StreamKey, write: machine.Write, offsets: list[int]
+        self,
+        key: StreamKey,
+        write: machine.Write,
+        unrecorded: tuple[ProducerRecord, ...],
+        offsets: list[int],
     ) -> list[StateEntry]:
-        """The state records committed with the write (on the writer's thread: pure)."""
-        return write_entries(self.topics, key, write, machine.settle(write, offsets))
+        """The state records committed with the write, and the producer states no record
+        shows yet (on the writer's thread: pure)."""
+        entries = write_entries(self.topics, key, write, machine.settle(write, offsets))
+        entries += [producer_entry(self.topics, record) for record in unrecorded]
+        return entries
 
     def _committed_write(
         self,

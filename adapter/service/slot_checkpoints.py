@@ -58,6 +58,7 @@ class CheckpointNotes:
         self.catalog = catalog
         self.topics = topics
         self._noted: dict[int, Noted] = {}
+        self._taken: dict[int, list[Noted]] = {}  # taken by checkpoints being written
 
     def changed(self, slot: int, key: StreamKey, producer_id: str | None) -> None:
         """A commit moved the stream's state (and `producer_id`'s) without writing it."""
@@ -85,18 +86,35 @@ class CheckpointNotes:
     def hand_over(self, slot: int) -> list[StateEntry]:
         """Every noted stream's records, the slot's notes dropped: it moves to another owner
         (its writer drained: nothing is in flight)."""
+        self._taken.pop(slot, None)
         return self.entries(self._noted.pop(slot, {}))
 
+    def producers_of(self, slot: int, key: StreamKey) -> set[str]:
+        """The producers whose states of the stream no record shows yet (noted, or taken by
+        a checkpoint not written yet)."""
+        found = set(self._noted.get(slot, {}).get(key, ()))
+        for taken in self._taken.get(slot, ()):
+            found.update(taken.get(key, ()))
+        return found
+
     def take(self, slot: int, busy: Callable[[StreamKey], bool]) -> Noted:
-        """The slot's noted streams that are not `busy`, noted no more."""
+        """The slot's noted streams that are not `busy`, noted no more (taken, until the
+        checkpoint is `written` or they are noted again)."""
         noted = self._noted.get(slot, {})
         taken = {key: producers for key, producers in noted.items() if not busy(key)}
         for key in taken:
             del noted[key]
+        self._taken.setdefault(slot, []).append(taken)
         return taken
+
+    def written(self, slot: int, taken: Noted) -> None:
+        """The streams `taken` are checkpointed."""
+        writing = self._taken.get(slot, [])
+        self._taken[slot] = [other for other in writing if other is not taken]
 
     def note_again(self, slot: int, taken: Noted) -> None:
         """Streams taken whose checkpoint was not written."""
+        self.written(slot, taken)
         noted = self._noted.setdefault(slot, {})
         for key, producers in taken.items():
             noted.setdefault(key, set()).update(producers)
@@ -152,6 +170,7 @@ class SlotCheckpoints:
         taken = self.notes.take(slot, self.busy)
         entries = self.notes.entries(taken)
         if not entries:
+            self.notes.written(slot, taken)
             return 0
         try:
             batch = self.writers.enqueue(slot, WriteBatch([], lambda _offsets: entries))
@@ -159,6 +178,7 @@ class SlotCheckpoints:
         except BaseException:
             self.notes.note_again(slot, taken)
             raise
+        self.notes.written(slot, taken)
         return len(taken)
 
     async def flush(self, slot: int, streams: list[StreamKey]) -> None:

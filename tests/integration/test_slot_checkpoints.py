@@ -225,3 +225,42 @@ async def test_a_tail_learned_from_the_data_log_is_checkpointed_by_the_next_owne
     assert (meta.message_count, meta.next_offset) == (5, decode_token(tail))
     [producer] = _records(kafka_bootstrap, topics.producers, "shop/log")
     assert decode_as(ProducerRecord, "shop/log\x00writer-1", producer).last_seq == 4
+
+
+async def test_a_write_that_records_its_stream_records_the_producers_its_appends_moved(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, kafka_bootstrap: str
+) -> None:
+    """A trim commits the stream's metadata record, its tail past a pure append of another
+    producer whose state no record shows yet: that state is committed with it. Else a new
+    owner (carrying the stream forward only from that tail) would take the producer's retry of
+    the append, unanswered when the owner stopped without a checkpoint, for a new one."""
+    topics = StateTopics.of(make_settings().topic_prefix)
+    owner = await _instance(aiohttp_client, make_settings, 600_000, "owner")
+    first = await _appended(owner, 1)  # writer-1's message
+    second = {**TEXT, "Producer-Id": "writer-2", "Producer-Epoch": "0"}
+    answer = await owner.post("/shop/log", data=b"a", headers={**second, "Producer-Seq": "0"})
+    assert answer.status == 200
+    assert await owner.app[PARTS].checkpoints.write(0) == 1  # writer-2 at seq 0 recorded
+    answer = await owner.post("/shop/log", data=b"b", headers={**second, "Producer-Seq": "1"})
+    assert answer.status == 200
+    tail = answer.headers["Stream-Next-Offset"]
+    assert (await owner.post("/shop/log/trim", json={"before": first})).status == 204
+
+    [*_, trimmed] = _records(kafka_bootstrap, topics.meta, KEY)
+    assert decode_as(StreamMeta, KEY, trimmed).next_offset == decode_token(tail)
+    [*_, state] = _records(kafka_bootstrap, topics.producers, "shop/log\x00writer-2")
+    assert decode_as(ProducerRecord, "shop/log\x00writer-2", state).last_seq == 1
+
+    reader = await _instance(aiohttp_client, make_settings, 600_000, "reader")
+    owner.app[PARTS].checkpoints.notes.hand_over(0)  # stopped before any checkpoint
+    await owner.close()  # the slot moves to the reader; its hand-over writes no stream
+    for _ in range(600):
+        if 0 in reader.app[PARTS].writers.ready:
+            break
+        await asyncio.sleep(0.1)
+    assert 0 in reader.app[PARTS].writers.ready
+    retried = await reader.post("/shop/log", data=b"b", headers={**second, "Producer-Seq": "1"})
+    assert retried.status in (200, 204), await retried.text()
+    assert retried.headers["Stream-Next-Offset"] == tail  # a duplicate: nothing written
+    read = await reader.get("/shop/log", params={"offset": first})  # the trim's point
+    assert (read.status, await read.read()) == (200, b"ab")

@@ -155,6 +155,7 @@ class _Model:
     meta: StreamMeta | None = None
     producers: dict[str, ProducerPosition] = field(default_factory=dict)
     messages: list[tuple[int, bytes]] = field(default_factory=list)  # (offset, body)
+    unrecorded: set[str] = field(default_factory=set)  # producers moved by pure appends only
 
     def decide(self, command: Command) -> machine.Step:
         view = machine.View(self.meta, dict(self.producers))
@@ -177,12 +178,30 @@ class _Model:
         settled = machine.settle(write, offsets)
         # From format level 7 a pure append's records carry its state: it commits no other.
         alone = GATE.level >= APPENDS_ALONE_LEVEL and logged_in_full(write)
-        expected = [] if alone else write_entries(TOPICS, KEY, write, settled)
-        assert _readable(state) == _readable(expected), f"{command} committed another state"
+        expected = _readable([] if alone else write_entries(TOPICS, KEY, write, settled))
+        committed = _readable(state)
+        assert committed[: len(expected)] == expected, f"{command} committed another state"
         for producer_id in write.forget:
             self.producers.pop(producer_id, None)
+            self.unrecorded.discard(producer_id)
         if write.producer is not None:
             self.producers[write.producer[0]] = write.producer[1]
+        # Past its own, a write that records the stream records the producers its pure
+        # appends before it moved (at their states now): a next owner starts from its tail.
+        extra = {
+            key.partition("\0")[2]: record for _topic, key, record in committed[len(expected) :]
+        }
+        for producer_id, record in extra.items():
+            assert isinstance(record, ProducerRecord), f"{command} committed {record}"
+            known = self.producers[producer_id]
+            assert (record.epoch, record.last_seq) == (known.epoch, known.last_seq), command
+        if alone and write.producer is not None:
+            self.unrecorded.add(write.producer[0])
+        elif not alone:
+            own = {write.producer[0]} if write.producer is not None else set()
+            left = self.unrecorded - own - extra.keys()
+            assert write.state is None or not left, f"{command} left {left} unrecorded"
+            self.unrecorded = set()
         if write.creates or settled is None:
             self.messages = []
         self.messages += zip(machine.message_offsets(write, offsets), write.messages, strict=True)
