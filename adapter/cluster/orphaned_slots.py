@@ -19,6 +19,15 @@ It then leaves the owners' group and joins again, which makes the group rebalanc
 handed out: one rebalance's pause of its own slots, against a slot that would otherwise wait
 for the next membership change, however long. Not while it stands aside (peers cannot reach
 it: it holds nothing on purpose).
+
+Leaving makes the group rebalance only when the consumer is a member at that moment. One whose
+session ended (its coordinator unreachable past the session, as while a lone broker restarts)
+and that has not joined again has no member id: librdkafka then sends no LeaveGroup, and its
+next join, a static member's, is answered with the assignment the coordinator kept for the
+instance id, without a rebalance (measured against Kafka 4.3 with librdkafka 2.16: the client
+logs `unsubscribe ... (leave group=true, has joined=false ...)`, the coordinator `Replacing
+previously mapped member`). So the owners' consumer carries the rejoin out once it is a member
+again (`SlotOwnership.rejoin`).
 """
 
 from __future__ import annotations

@@ -141,6 +141,7 @@ class SlotOwnership:
         self.described: list[Member] | None = None
         self._renew = threading.Event()  # asked: make the consumer again (`renew`)
         self._rejoin = threading.Event()  # asked: leave the group and join again (`rejoin`)
+        self._rejoin_waits = False  # asked while not a member: said so once, waiting for one
         # While renewing: the slots held when the old consumer closed (their writers kept),
         # until the new consumer's first assignment; and who waits for that assignment.
         self._kept: set[int] | None = None
@@ -179,7 +180,7 @@ class SlotOwnership:
     def rejoin(self) -> None:
         """Leave the owners' group and join it again, so that it rebalances: a slot it handed
         to no member is handed out (`adapter/cluster/orphaned_slots.py`). Carried out by the
-        polling thread."""
+        polling thread, once the consumer is a member (see `_carry_out_rejoin`)."""
         self._rejoin.set()
 
     def step_aside(self, aside: bool) -> None:
@@ -264,11 +265,7 @@ class SlotOwnership:
             while not self._stop.is_set():
                 if subscribed == self._aside.is_set():
                     subscribed = self._subscribe(consumer, not subscribed)
-                if self._rejoin.is_set():
-                    self._rejoin.clear()
-                    if subscribed:  # joined again at the next turn
-                        self._leave(consumer)
-                        subscribed = False
+                subscribed = self._carry_out_rejoin(consumer, subscribed)
                 message = consumer.poll(POLL_S)
                 self._note_refusal(message)
                 _check(message)  # a rebalance callback's exception too
@@ -331,13 +328,42 @@ class SlotOwnership:
             consumer.close()  # revokes every slot still held through _revoked
             self._release_unrevoked()
 
+    def _carry_out_rejoin(self, consumer: Consumer, subscribed: bool) -> bool:
+        """Leave the group if asked to rejoin (`rejoin`), to join again at the next turn;
+        whether subscribed now.
+
+        Only a member sends a LeaveGroup: a consumer whose session ended (its coordinator
+        unreachable past `session.timeout.ms`, as while a lone broker restarts) has no member id
+        until it joins again, and librdkafka then unsubscribes without one. Its next join, a
+        static member's, is answered with the assignment the coordinator kept for our instance
+        id, without a rebalance: leaving then would move nothing. So the rejoin waits until the
+        consumer is a member again."""
+        if not self._rejoin.is_set():
+            return subscribed
+        if subscribed and not consumer.memberid():
+            if not self._rejoin_waits:
+                self._rejoin_waits = True
+                log.warning(
+                    "asked to rejoin the owners' group while not a member of it (its session "
+                    "ended and it has not joined again): it leaves once it is a member, as "
+                    "leaving now would send no LeaveGroup and make no rebalance"
+                )
+            return subscribed
+        self._rejoin.clear()
+        self._rejoin_waits = False
+        if subscribed:
+            self._leave(consumer)
+        return False
+
     def _leave(self, consumer: Consumer) -> None:
-        """Leave the group: unsubscribe, then poll for the revocation and the LeaveGroup."""
+        """Leave the group: unsubscribe, then poll until the slots are revoked and the consumer
+        is no member any more (librdkafka drops the member id as it queues the LeaveGroup; an
+        unsubscribe asked during a rebalance waits for its end), then once more to send it."""
         consumer.unsubscribe()  # the revocation and the LeaveGroup are served in poll()
         for _ in range(LEAVE_POLLS):
             consumer.poll(POLL_S)
             with self._holding:
-                if not self._held:
+                if not self._held and not consumer.memberid():
                     break
         consumer.poll(POLL_S)  # sends the LeaveGroup, which close() alone would not
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -15,6 +16,9 @@ from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.slot_writers import SlotWriters
 from adapter.log.writer import WriterLimits
 from adapter.tasks import Tasks
+from devstack import kafka as broker
+from devstack.process import free_port
+from tests.services import DISCARD_S
 from topology import group_eviction
 from topology.internal_records import owner_key
 from topology.kafka_client import KafkaAccess
@@ -47,6 +51,29 @@ async def _caught_up() -> None:
     return None
 
 
+async def _owner(bootstrap: str, prefix: str, instance_id: str) -> tuple[SlotOwnership, _Recorded]:
+    """The group's member `instance_id` and its slot writers (not started), on a fresh prefix."""
+    owners = f"{prefix}owners-records"  # where the writers announce themselves
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    made = admin.create_topics([NewTopic(slots_topic(prefix), SLOTS, 1), NewTopic(owners, 1, 1)])
+    for future in made.values():
+        await asyncio.to_thread(future.result, 10)
+    access = KafkaAccess(bootstrap, prefix)
+    ownership: SlotOwnership | None = None
+    writers = _Recorded(
+        access,
+        SLOTS,
+        LIMITS,
+        _caught_up,
+        may_reinit=lambda slot: ownership is not None and ownership.confirm(slot),
+        announce=lambda slot: (owners, owner_key(slot), b"owner"),
+        tasks=Tasks(),
+    )
+    writers.changes = []
+    ownership = SlotOwnership(access, URL, instance_id, SESSION_MS, writers, LIMITS.timeout_s)
+    return ownership, writers
+
+
 async def _until(check: object, what: str) -> None:
     deadline = time.monotonic() + WITHIN_S
     while not callable(check) or not check():
@@ -59,31 +86,14 @@ async def test_an_owner_whose_membership_is_taken_loses_its_slots(
     kafka_bootstrap: str, unique: str
 ) -> None:
     prefix = f"taken{unique}."
-    owners = f"{prefix}owners-records"  # where the writers announce themselves
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    made = admin.create_topics([NewTopic(slots_topic(prefix), SLOTS, 1), NewTopic(owners, 1, 1)])
-    for future in made.values():
-        await asyncio.to_thread(future.result, 10)
-    kafka = KafkaAccess(kafka_bootstrap, prefix)
-    ownership: SlotOwnership | None = None
-    writers = _Recorded(
-        kafka,
-        SLOTS,
-        LIMITS,
-        _caught_up,
-        may_reinit=lambda slot: ownership is not None and ownership.confirm(slot),
-        announce=lambda slot: (owners, owner_key(slot), b"owner"),
-        tasks=Tasks(),
-    )
-    writers.changes = []
-    ownership = SlotOwnership(kafka, URL, "taken-1", SESSION_MS, writers, LIMITS.timeout_s)
+    ownership, writers = await _owner(kafka_bootstrap, prefix, "taken-1")
     try:
         await ownership.start()
         await _until(writers.accepting_all, "accepted every slot")
         before = len(writers.changes)
         removed = await asyncio.to_thread(
             group_eviction.evict,
-            kafka,
+            ownership.kafka,
             owners_group(prefix),
             slots_topic(prefix),
             URL,
@@ -98,3 +108,41 @@ async def test_an_owner_whose_membership_is_taken_loses_its_slots(
     finally:
         await ownership.close()
         await writers.close()
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(180)
+async def test_a_rejoin_asked_while_not_a_member_is_carried_out_once_a_member(
+    tmp_path: Path,
+) -> None:
+    """A lone broker restarting ends the member's session; the orphaned-slot check may ask it to
+    rejoin before it has joined again. Leaving then sends no LeaveGroup (it has no member id),
+    and its next join, a static member's, takes back the assignment the coordinator kept,
+    without a rebalance: the rejoin must wait until it is a member, then make the group
+    rebalance (the member leaves: its slots revoked, then assigned again)."""
+    node = broker.KafkaNode(home=tmp_path / "kafka", port=free_port(), controller_port=free_port())
+    bootstrap = await asyncio.to_thread(broker.start, node)
+    try:
+        ownership, writers = await _owner(bootstrap, "restart.", "restart-1")
+        try:
+            await ownership.start()
+            await _until(writers.accepting_all, "accepted every slot")
+            await asyncio.to_thread(broker.stop, node)
+            await _until(lambda: writers.changes[-1] == ("lose", [0, 1]), "lost its session")
+            ownership.rejoin()  # not a member: no member id until it joins again
+            await asyncio.sleep(1)  # the polling thread's turn, with the broker still away
+            back = len(writers.changes)
+            await asyncio.to_thread(broker.start, node)
+            await _until(lambda: len(writers.changes) >= back + 3, "rejoined once a member")
+            # Taken back as kept, then the rejoin: revoked by leaving, assigned by the rebalance.
+            assert writers.changes[back : back + 3] == [
+                ("gain", [0, 1]),
+                ("lose", [0, 1]),
+                ("gain", [0, 1]),
+            ], writers.changes
+            await _until(writers.accepting_all, "accepted every slot again")
+        finally:
+            await ownership.close()
+            await writers.close()
+    finally:
+        await asyncio.to_thread(broker.stop, node, DISCARD_S)
