@@ -2,12 +2,13 @@
 without age retention, text and JSON streams, appends plain, idempotent and retried,
 conditional and fenced, forks within and across buckets, trims, snapshots, fences, deletions,
 tier and retention passes, an instance restarted, killed with `kill -9` or paused past its
-session while a write goes through its peer, reads of every kind, `/bootstrap`, the console's
-seek and record list) on a real deployment of two instances (one of them tracing every
-request into a real collector), each step checked against the
-reference model (`tests/model/reference.py`): every acknowledged message reads back
-byte-exact at its offset until a trim, snapshot or retention covers it, then 410 with
-`Stream-Earliest-Offset`; no 5xx but a 503 while a slot changes owner; no process exits.
+session while a write goes through its peer, reads of every kind, `/bootstrap`, bucket
+listings followed page by page, the console's seek and record list) on a real deployment of
+two instances (one of them tracing every request into a real collector), each step checked
+against the reference model (`tests/model/reference.py`): every acknowledged message reads
+back byte-exact at its offset until a trim, snapshot or retention covers it, then 410 with
+`Stream-Earliest-Offset`; a bucket's listing names its live streams, each at its tail; no 5xx
+but a 503 while a slot changes owner; no process exits.
 
 `make test` runs a small derandomized budget; `make model SEED=s EXAMPLES=n` runs longer.
 Shrunk failures are replayed below as plain tests."""
@@ -51,6 +52,7 @@ from tests.adapter_process import SCRIPT
 from tests.certificates import fresh_status, presented_serial
 from tests.cluster import SLOTS
 from tests.identity_provider import IdentityProvider
+from tests.model import listings
 from tests.model.deployment import (
     PASS_INTERVAL_MS,
     Instance,
@@ -60,6 +62,7 @@ from tests.model.deployment import (
     settle,
 )
 from tests.model.kafka_access import Access, kafka_credential
+from tests.model.listings import PAGE_SIZES
 from tests.model.reference import (
     AGES,
     Bucket,
@@ -451,13 +454,14 @@ class ProtocolDriver(RuleBasedStateMachine):
             return
         path = f"{'/v1/stream' if flat else ''}/{bucket}/{name}"
         headers = {"Content-Type": JSON if is_json else TEXT}
+        sent = _now()
         reply = self.via(which).request("PUT", path, headers)
         if existing is not None:  # soft-deleted: its id is not creatable
             expect(reply, {409}, f"PUT {path} (soft-deleted)")
             return
         expect(reply, {201}, f"PUT {path}")
         stream = self.model.create(bucket, name, is_json, _next(reply))
-        stream.etag = reply.header("ETag")
+        stream.etag, stream.created_within = reply.header("ETag"), (sent, _now())
         self.touched.append(stream)
         for _ in range(appends):
             self.append_to(stream, "plain", 40, which, flat)
@@ -481,7 +485,9 @@ class ProtocolDriver(RuleBasedStateMachine):
             headers["Stream-Fork-Offset"] = "-1" if at == -1 else source.boundaries[inherited]
         path = f"{'/v1/stream' if flat else ''}/{bucket}/{name}"
         lo, hi = self.model.earliest_range(source, _now())
+        sent = _now()
         reply = self.via(which).request("PUT", path, headers)
+        acked = _now()
         what = f"PUT {path} forked from {self.path(source)} after {inherited} messages"
         if existing is not None:
             expect(reply, {409}, f"{what} (its id soft-deleted)")
@@ -496,6 +502,7 @@ class ProtocolDriver(RuleBasedStateMachine):
         if inherited and _next(reply) < source.boundaries[inherited]:
             raise Mismatch(f"{what}: its tail {_next(reply)} is below the fork offset")
         fork = self.model.fork(source, bucket, name, inherited, _next(reply), _now())
+        fork.created_within = (sent, acked)
         self.touched.append(fork)
 
     def avoided_fork(self, source: Stream, bucket: str) -> bool:
@@ -877,6 +884,20 @@ class ProtocolDriver(RuleBasedStateMachine):
             f"GET {self.path(stream)}/bootstrap via {via.name}",
         )
 
+    @rule(
+        slot=SLOT,
+        which=st.integers(0, 1),
+        prefix=st.sampled_from(("", *NAMES[:2])),
+        limit=st.sampled_from(PAGE_SIZES),
+    )
+    @recorded
+    def list_bucket(self, slot: int, which: int, prefix: str, limit: int | None) -> None:
+        """A bucket's listing through either instance, every page followed (pages of one or
+        two streams sometimes), against the model: see `check_listing`."""
+        bucket = self.bucket_name(self.slot_of(slot))
+        if bucket in self.model.buckets:
+            self.check_listing(bucket, self.via(which), prefix, limit)
+
     # -- weights: hypothesis draws among the enabled rules evenly; these rules are drawn twice
     # as often as the others, as most shapes worth finding are streams, forks and appends
     # meeting in one topic (the steps are recorded under the rule's own name) ---------------
@@ -898,13 +919,19 @@ class ProtocolDriver(RuleBasedStateMachine):
     @invariant()
     def after_each_step(self) -> None:
         """No instance exited; each stream the step touched reads as the model says,
-        through the instance the step did not use as often as the one it did."""
+        through the instance the step did not use as often as the one it did, and is listed
+        so in its bucket first (before the read has brought that instance's view of it up to
+        date)."""
         with self.noted():
             for instance in self.instances:
                 instance.assert_alive()
-            for stream in dict.fromkeys(self.touched):
-                if stream.state == "live":
-                    self.check_stream(stream, self.instances[self.counter % 2])
+            via = self.instances[self.counter % 2]
+            touched = [stream for stream in dict.fromkeys(self.touched) if stream.state == "live"]
+            for bucket in dict.fromkeys(stream.bucket for stream in touched):
+                if bucket in self.model.buckets:
+                    self.check_listing(bucket, via, "", None)
+            for stream in touched:
+                self.check_stream(stream, via)
             self.touched.clear()
 
     @contextlib.contextmanager
@@ -916,8 +943,11 @@ class ProtocolDriver(RuleBasedStateMachine):
             raise
 
     def check_all(self) -> None:
+        via = self.instances[self.counter % 2]
+        for bucket in self.model.buckets:
+            self.check_listing(bucket, via, "", 2)
         for stream in self.model.live():
-            self.check_stream(stream, self.instances[self.counter % 2])
+            self.check_stream(stream, via)
 
     def check_stream(self, stream: Stream, via: Instance) -> None:
         eventually(
@@ -926,14 +956,43 @@ class ProtocolDriver(RuleBasedStateMachine):
         )
 
     def teardown(self) -> None:
-        """Every stream through both instances, once more at the end, after the latest a
-        pass retried after failures may run."""
+        """Every bucket listed and every stream read through both instances, once more at
+        the end, after the latest a pass retried after failures may run."""
         with self.noted():
             time.sleep(self.late_pass_s)
             for instance in self.instances:
                 instance.assert_alive()
+                for bucket in self.model.buckets:
+                    self.check_listing(bucket, instance, "", 2)
+            for instance in self.instances:
                 for stream in self.model.live():
                     self.check_stream(stream, instance)
+
+    def check_listing(self, bucket: str, via: Instance, prefix: str, limit: int | None) -> None:
+        """The bucket's listing names exactly its live streams with `prefix` (`listings.py`):
+        once it does (an instance that did not make a change shows it once its follower has
+        applied it), each entry says what the model knows of its stream, its tail the last
+        acknowledged append's end at once, written here or elsewhere. Only a listing that
+        could not read a partition to its end (logged) may name an earlier tail: asked again."""
+        streams = [
+            stream
+            for stream in self.model.in_bucket(bucket)
+            if stream.state == "live" and stream.name.startswith(prefix)
+        ]
+        what = f"GET /{bucket}/streams?{listings.query(prefix, limit, None)} via {via.name}"
+
+        def problem() -> str | None:
+            unread = _logged(via, listings.NOT_READ)
+            got = listings.follow(via, bucket, prefix, limit)
+            wrong = got.problem or listings.membership_problem(got.entries, streams)
+            if wrong is not None:
+                return wrong
+            wrong = listings.fields_problem(got.entries, streams)
+            if wrong is not None and _logged(via, listings.NOT_READ) == unread:
+                raise Mismatch(f"{what}: {wrong}")
+            return wrong
+
+        eventually(problem, what)
 
     def catch_up(self, stream: Stream, via: Instance, query: dict[str, str], flat: bool) -> Read:
         """A read followed page by page to the tail (`Stream-Up-To-Date`)."""
