@@ -20,9 +20,6 @@ MAX_PAGES = 100  # the model's buckets hold a few streams: a page of one each is
 # The page sizes a listing asks for: the default (None: no `limit`, 1000) first, hypothesis's
 # simplest; then pages of one or two streams, so that every stream of a bucket is paged over.
 PAGE_SIZES: tuple[int | None, ...] = (None, 1, 2)
-# Logged by an instance whose listing could not read a partition to its end: its streams'
-# tails are then those known there (architecture, "Reading"), an answer that may lag.
-NOT_READ = "a listing: "
 
 
 @dataclass(frozen=True)
@@ -103,3 +100,14 @@ def fields_problem(entries: list[dict[str, Any]], streams: list[Stream]) -> str 
             want = ("Open", content_type, stream.tail)
             return f"{stream.name}: (status, content type, tail) {shown}, the model says {want}"
     return None
+
+
+def problems(
+    via: Instance, bucket: str, prefix: str, limit: int | None, streams: list[Stream]
+) -> tuple[str | None, str | None]:
+    """What is wrong with the listing through `via`, every page followed, against `streams`
+    (the live streams of the bucket with `prefix`): with the pages or the streams they name,
+    and else with what they say of them."""
+    got = follow(via, bucket, prefix, limit)
+    named = got.problem or membership_problem(got.entries, streams)
+    return named, None if named else fields_problem(got.entries, streams)
