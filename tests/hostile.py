@@ -5,7 +5,8 @@ heads and bodies sent a byte at a time, a megabyte URL, thousands of headers, co
 on every route that takes a body, a JSON array of millions of messages, JSON nested 100,000
 deep on every route that reads JSON, control bodies of almost 8 MiB many at once (declared and
 chunked) and control JSON nested deep or with huge numbers, malformed W3C trace contexts on
-appends. Meanwhile a probe asks `/healthz` every 20 ms on a
+appends, bucket listings with odd query parameters (page sizes, cursors and prefixes: each
+gets its exact status and JSON error code). Meanwhile a probe asks `/healthz` every 20 ms on a
 connection of its own, timing each answer (the longest is the worst stall of the event loop,
 plus a round trip), and samples the process's resident memory.
 
@@ -43,6 +44,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import jwt
 from backports import zstd
+from yarl import URL
 
 from adapter.http.credentials import JWKS_REFETCH_MIN_S
 from adapter.tracing import TRACEPARENT
@@ -638,6 +640,69 @@ async def at_volume(target: Target, requests: list[tuple[str, dict[str, str]]]) 
         return await asyncio.gather(*(one(session, path, hs) for path, hs in requests))
 
 
+# Query parameters of a bucket's listing (`GET /{bucket}/streams`), percent-encoded as sent, and
+# the answer each gets (status, error code): page sizes out of 1..1000 or not ASCII digits,
+# cursors (`after`) and prefixes no stream id could be or start with (over 122 bytes, a NUL,
+# not UTF-8 once percent-decoded) are 400 `invalid_query`; a request line past 8 KiB is 414.
+# Odd but valid ones (other scripts, a cursor past every id or before the prefix) are 200.
+MAX_ID = 122  # the most bytes a stream id holds
+LISTING_QUERIES: dict[str, tuple[str, int, str | None]] = {
+    "limit 0": ("limit=0", 400, "invalid_query"),
+    "limit 1001": ("limit=1001", 400, "invalid_query"),
+    "limit -1": ("limit=-1", 400, "invalid_query"),
+    "limit 10^40": (f"limit={10**40}", 400, "invalid_query"),
+    "limit 1e3": ("limit=1e3", 400, "invalid_query"),
+    "limit 1.5": ("limit=1.5", 400, "invalid_query"),
+    "limit empty": ("limit=", 400, "invalid_query"),
+    "limit 0x10": ("limit=0x10", 400, "invalid_query"),
+    "limit space 1": ("limit=%201", 400, "invalid_query"),
+    "limit fullwidth 1": ("limit=%EF%BC%91", 400, "invalid_query"),
+    "limit arabic-indic 1": ("limit=%D9%A1", 400, "invalid_query"),
+    "limit not UTF-8": ("limit=%FF", 400, "invalid_query"),
+    "after one byte over": (f"after={'a' * (MAX_ID + 1)}", 400, "invalid_query"),
+    "after of 8 KB": (f"after={'a' * 8_000}", 400, "invalid_query"),
+    "after of 1 MiB": (f"after={'a' * 2**20}", 414, "uri_too_long"),
+    "after with NUL": ("after=a%00b", 400, "invalid_query"),
+    "after not UTF-8": ("after=%FF%FE", 400, "invalid_query"),
+    "after a surrogate": ("after=%ED%A0%80", 400, "invalid_query"),
+    "after overlong /": ("after=%C0%AF", 400, "invalid_query"),
+    "prefix one byte over": (f"prefix={'%C3%A9' * 61}a", 400, "invalid_query"),
+    "prefix NUL": ("prefix=%00", 400, "invalid_query"),
+    "prefix truncated UTF-8": ("prefix=%E2%98", 400, "invalid_query"),
+    "prefix snowman": ("prefix=%E2%98%83", 200, None),
+    "prefix emoji": ("prefix=%F0%9F%98%80&limit=1", 200, None),
+    "prefix U+FFFD": ("prefix=%EF%BF%BD", 200, None),
+    "prefix with /": ("prefix=a%2Fb", 200, None),
+    "prefix of 122 bytes": (f"prefix={'%C3%A9' * 61}", 200, None),
+    "after past every id": ("after=%F4%8F%BF%BF", 200, None),
+    "after before the prefix": ("prefix=t&after=a&limit=0001", 200, None),
+}
+
+
+async def listing_queries(target: Target, sizes: Sizes, measures: Measures) -> None:
+    """Each odd listing query once; its answer counted as `listing {name} {code} {status}`
+    (`-`: no error code)."""
+    timeout = aiohttp.ClientTimeout(total=ANSWER_TIMEOUT_S)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        for name, (query, _, _) in LISTING_QUERIES.items():
+            url = URL(f"{target.url}/{target.bucket}/streams?{query}", encoded=True)
+            status, code = await _answer(session, url)
+            measures.answers[f"listing {name} {code or '-'} {status}"] += 1
+
+
+async def _answer(session: aiohttp.ClientSession, url: URL) -> tuple[str, str | None]:
+    """The status of a GET of `url` and the error code of its JSON body (None: none)."""
+    try:
+        async with session.get(url) as response:
+            body = await response.read()
+    except (aiohttp.ClientError, TimeoutError) as error:
+        return type(error).__name__, None
+    try:
+        return str(response.status), str(json.loads(body)["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return str(response.status), None
+
+
 SHAPES: list[Shape] = [
     idle_connections,
     idle_sse,
@@ -649,6 +714,7 @@ SHAPES: list[Shape] = [
     json_array_bomb,
     deep_json,
     seeks_over_the_limit,
+    listing_queries,
     control_bodies,
     control_json,
     trace_contexts,

@@ -76,8 +76,8 @@ QUERY = {
         " never a cut message: one larger still comes, alone"
     ),
     "max_messages": "a catch-up or long-poll answer holds at most this many messages (1 to 2^53-1)",
-    "prefix": "stream id prefix",
-    "after": "list after this stream id",
+    "prefix": "stream id prefix (at most 122 bytes of UTF-8, no NUL)",
+    "after": "list after this stream id (at most 122 bytes of UTF-8, no NUL)",
     "limit": "most streams listed (1..1000); on the console's records, most records (1..1000)",
     "last": "the console's seek: N messages before the tail",
     "time": "the console's seek: the first offset written at or after this many ms since 1970",

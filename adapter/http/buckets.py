@@ -9,6 +9,7 @@ from aiohttp import web
 
 from adapter.http.keys import BUCKETS, MOUNTED, MOUNTS, STREAMS
 from adapter.http.render import json_response
+from adapter.http.request_checks import require_utf8_query
 from adapter.protocol.bucket_config import (
     BucketConfig,
     bucket_etag,
@@ -19,7 +20,7 @@ from adapter.protocol.bucket_config import (
 from adapter.protocol.commands import StreamRef
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import is_json, normalize_content_type
-from adapter.protocol.identifiers import validate_bucket_id
+from adapter.protocol.identifiers import validate_bucket_id, validate_listing_position
 from adapter.protocol.json_bodies import read_json
 from adapter.protocol.model import BucketMeta, MountMeta, StreamMeta
 from adapter.protocol.mounts import MountSpec, invalid, parse_mount
@@ -145,8 +146,9 @@ async def delete_bucket(request: web.Request) -> web.Response:
 
 async def list_streams(request: web.Request) -> web.Response:
     bucket_id = _bucket_id(request)
-    prefix = request.query.get("prefix", "")
-    after = request.query.get("after")
+    require_utf8_query(request.rel_url.raw_query_string)
+    prefix = validate_listing_position("prefix", request.query.get("prefix", ""))
+    after = _after(request.query.get("after"))
     limit = _limit(request.query.get("limit"))
     if request.app[MOUNTS].get(bucket_id) is not None:
         summaries, cursor = _mounted_page(request, bucket_id, prefix, after, limit)
@@ -181,6 +183,10 @@ def _mounted_page(
         _summary(mounted.existing(StreamRef(bucket_id, stream_id))) for stream_id in ids[:limit]
     ]
     return summaries, (ids[limit - 1] if more else None)
+
+
+def _after(raw: str | None) -> str | None:
+    return None if raw is None else validate_listing_position("after", raw)
 
 
 def _limit(raw: str | None) -> int:

@@ -47,6 +47,19 @@ def require_utf8_path(raw_path: str) -> None:
         ) from None
 
 
+def require_utf8_query(raw_query: str) -> None:
+    """400 `invalid_query` unless the query percent-decodes to valid UTF-8 (yarl would read
+    `%ff` as U+FFFD: a listing's prefix would name other streams than the client's)."""
+    if raw_query.isascii() and "%" not in raw_query:
+        return
+    try:
+        unquote_to_bytes(raw_query).decode("utf-8")
+    except UnicodeError:
+        raise ProtocolError(
+            ErrorCode.INVALID_QUERY, "the query is not UTF-8 once percent-decoded"
+        ) from None
+
+
 def request_checks_middleware(bodies: RouteBodies) -> Middleware:
     """Each route's own body limit applies (a streamed snapshot's is `max_snapshot_bytes`)."""
 

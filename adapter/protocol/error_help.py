@@ -27,7 +27,7 @@ HELP: dict[str, tuple[str, str]] = {
         "Fix the named header; the message says which and why.",
     ),
     "invalid_query": (
-        "a bad `limit`, `live`, `timeout`, `max_bytes` or `max_messages`; `live` without `offset` or `at`; `offset` and `at` together",
+        "a bad `limit`, `live`, `timeout`, `max_bytes` or `max_messages`; a listing's `prefix` or `after` no stream id could start with (over 122 bytes, a NUL, a query not UTF-8 once percent-decoded); `live` without `offset` or `at`; `offset` and `at` together",
         "Fix the named query parameter.",
     ),
     "invalid_time": (

@@ -65,6 +65,19 @@ def validate_stream_id(bucket_id: str, stream_id: str) -> str:
     return stream_id
 
 
+def validate_listing_position(name: str, value: str) -> str:
+    """A listing's `prefix` or `after` (query parameter `name`): what a stream id could start
+    with or be, on either surface: at most 122 bytes of UTF-8, no NUL. Anything else could
+    match no stream, so it is refused rather than answered with an empty page."""
+    if "\0" in value:
+        raise ProtocolError(ErrorCode.INVALID_QUERY, f"{name} must not contain NUL")
+    size = len(value.encode(errors="surrogatepass"))
+    if size > MAX_STREAM_ID_BYTES:
+        message = f"{name} is {size} bytes, over the {MAX_STREAM_ID_BYTES} of a stream id"
+        raise ProtocolError(ErrorCode.INVALID_QUERY, message)
+    return value
+
+
 # A variable segment of a sub-resource's URL template (`snapshot/{offset}`): any segment fits.
 _VARIABLE = re.compile(r"\{[^/{}]+\}")
 

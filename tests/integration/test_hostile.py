@@ -83,6 +83,20 @@ async def test_seeks_past_the_console_limit_are_400_by_the_thousand(target: Targ
     assert await hostile.write_after(target) == "204"
 
 
+async def test_odd_listing_queries_get_a_precise_answer(target: Target) -> None:
+    """Each odd listing query is answered as `LISTING_QUERIES` says: a 4xx with its JSON
+    error code, or 200."""
+    measures = await hostile.run_shapes(target, BOUNDED, [hostile.listing_queries])
+    print(hostile.report(measures))
+    sent = {key: n for key, n in measures.answers.items() if key.startswith("listing ")}
+    want = {
+        f"listing {name} {code or '-'} {status}": 1
+        for name, (_, status, code) in hostile.LISTING_QUERIES.items()
+    }
+    assert sent == want
+    assert await hostile.write_after(target) == "204"
+
+
 @pytest.fixture(scope="module")
 def identity() -> Iterator[IdentityProvider]:
     with IdentityProvider().serving() as provider:

@@ -73,6 +73,8 @@ class Stream:
         return (self.bucket, self.name)
 
     created_tail: str = ""  # the tail its creation answered (a fork's may lie past its offset)
+    # When its creation (or fork) was sent and answered: its `created_at_ms` lies between.
+    created_within: tuple[float, float] = (-math.inf, math.inf)
 
     @property
     def tail(self) -> str:
@@ -152,7 +154,9 @@ class Model:
         self, source: Stream, bucket: str, name: str, inherited: int, start: str, now_ms: float
     ) -> Stream:
         """A fork of `source` inheriting its first `inherited` messages (base: their tokens),
-        its earliest offset its source's at the fork (known within the source's range)."""
+        at the tail `start` its creation answered (past its fork offset: its own creation's
+        record lies there), its earliest offset its source's at the fork (known within the
+        source's range)."""
         lo, hi = self.earliest_range(source, now_ms)
         boundaries = source.boundaries[: inherited + 1] if inherited else [start]
         fork = Stream(
@@ -163,6 +167,7 @@ class Model:
             boundaries=list(boundaries),
             messages=list(source.messages[:inherited]),
             source=source,
+            created_tail=start,
             gone_below=min(lo, inherited),
             unsure_below=min(hi, inherited),
             cut_ever=self.may_cut(source),

@@ -2,12 +2,13 @@
 without age retention, text and JSON streams, appends plain, idempotent and retried,
 conditional and fenced, forks within and across buckets, trims, snapshots, fences, deletions,
 tier and retention passes, an instance restarted, killed with `kill -9` or paused past its
-session while a write goes through its peer, reads of every kind, `/bootstrap`, the console's
-seek and record list) on a real deployment of two instances (one of them tracing every
-request into a real collector), each step checked against the
-reference model (`tests/model/reference.py`): every acknowledged message reads back
-byte-exact at its offset until a trim, snapshot or retention covers it, then 410 with
-`Stream-Earliest-Offset`; no 5xx but a 503 while a slot changes owner; no process exits.
+session while a write goes through its peer, reads of every kind, `/bootstrap`, bucket
+listings followed page by page, the console's seek and record list) on a real deployment of
+two instances (one of them tracing every request into a real collector), each step checked
+against the reference model (`tests/model/reference.py`): every acknowledged message reads
+back byte-exact at its offset until a trim, snapshot or retention covers it, then 410 with
+`Stream-Earliest-Offset`; a bucket's listing names its live streams, each at its tail; no 5xx
+but a 503 while a slot changes owner; no process exits.
 
 `make test` runs a small derandomized budget; `make model SEED=s EXAMPLES=n` runs longer.
 Shrunk failures are replayed below as plain tests."""
@@ -51,6 +52,7 @@ from tests.adapter_process import SCRIPT
 from tests.certificates import fresh_status, presented_serial
 from tests.cluster import SLOTS
 from tests.identity_provider import IdentityProvider
+from tests.model import listings
 from tests.model.deployment import (
     PASS_INTERVAL_MS,
     Instance,
@@ -60,6 +62,7 @@ from tests.model.deployment import (
     settle,
 )
 from tests.model.kafka_access import Access, kafka_credential
+from tests.model.listings import PAGE_SIZES
 from tests.model.reference import (
     AGES,
     Bucket,
@@ -93,6 +96,12 @@ SEEDED = bool(os.environ.get("MODEL_SEED"))  # `make model SEED=s`: --hypothesis
 PAUSE_S = 8.0  # past the owners' session (tests/cluster.py: 6 s)
 MAX_RESTARTS = int(os.environ.get("MODEL_RESTARTS", "1"))  # per example: each costs seconds
 LAG_S = 10.0  # how long an instance may take to show another's write (its follower)
+# How long a listing that names a bucket's streams may name an earlier tail of one: an instance
+# that does not write a stream carries it forward over its records as of the listing, but
+# after the owner's tier pass freed records past the tail it knew, it names that tail until
+# its follower applies the owner's checkpoint (0.1 to 0.3 s seen). Without the carrying
+# forward, it names the tail of the owner's latest checkpoint (up to `slot_checkpoint_ms`).
+TAIL_LAG_S = 2.0
 BUCKETS = 4  # more than the start's streams fill: some topics begin empty
 EMPTIEST = -1  # a slot argument naming the bucket whose topic holds the fewest streams
 SLOT = st.one_of(st.just(EMPTIEST), st.integers(0, BUCKETS - 1))  # EMPTIEST half the time
@@ -451,13 +460,14 @@ class ProtocolDriver(RuleBasedStateMachine):
             return
         path = f"{'/v1/stream' if flat else ''}/{bucket}/{name}"
         headers = {"Content-Type": JSON if is_json else TEXT}
+        sent = _now()
         reply = self.via(which).request("PUT", path, headers)
         if existing is not None:  # soft-deleted: its id is not creatable
             expect(reply, {409}, f"PUT {path} (soft-deleted)")
             return
         expect(reply, {201}, f"PUT {path}")
         stream = self.model.create(bucket, name, is_json, _next(reply))
-        stream.etag = reply.header("ETag")
+        stream.etag, stream.created_within = reply.header("ETag"), (sent, _now())
         self.touched.append(stream)
         for _ in range(appends):
             self.append_to(stream, "plain", 40, which, flat)
@@ -481,7 +491,9 @@ class ProtocolDriver(RuleBasedStateMachine):
             headers["Stream-Fork-Offset"] = "-1" if at == -1 else source.boundaries[inherited]
         path = f"{'/v1/stream' if flat else ''}/{bucket}/{name}"
         lo, hi = self.model.earliest_range(source, _now())
+        sent = _now()
         reply = self.via(which).request("PUT", path, headers)
+        acked = _now()
         what = f"PUT {path} forked from {self.path(source)} after {inherited} messages"
         if existing is not None:
             expect(reply, {409}, f"{what} (its id soft-deleted)")
@@ -496,6 +508,7 @@ class ProtocolDriver(RuleBasedStateMachine):
         if inherited and _next(reply) < source.boundaries[inherited]:
             raise Mismatch(f"{what}: its tail {_next(reply)} is below the fork offset")
         fork = self.model.fork(source, bucket, name, inherited, _next(reply), _now())
+        fork.created_within = (sent, acked)
         self.touched.append(fork)
 
     def avoided_fork(self, source: Stream, bucket: str) -> bool:
@@ -877,6 +890,20 @@ class ProtocolDriver(RuleBasedStateMachine):
             f"GET {self.path(stream)}/bootstrap via {via.name}",
         )
 
+    @rule(
+        slot=SLOT,
+        which=st.integers(0, 1),
+        prefix=st.sampled_from(("", *NAMES[:2])),
+        limit=st.sampled_from(PAGE_SIZES),
+    )
+    @recorded
+    def list_bucket(self, slot: int, which: int, prefix: str, limit: int | None) -> None:
+        """A bucket's listing through either instance, every page followed (pages of one or
+        two streams sometimes), against the model: see `check_listing`."""
+        bucket = self.bucket_name(self.slot_of(slot))
+        if bucket in self.model.buckets:
+            self.check_listing(bucket, self.via(which), prefix, limit)
+
     # -- weights: hypothesis draws among the enabled rules evenly; these rules are drawn twice
     # as often as the others, as most shapes worth finding are streams, forks and appends
     # meeting in one topic (the steps are recorded under the rule's own name) ---------------
@@ -897,14 +924,20 @@ class ProtocolDriver(RuleBasedStateMachine):
 
     @invariant()
     def after_each_step(self) -> None:
-        """No instance exited; each stream the step touched reads as the model says,
-        through the instance the step did not use as often as the one it did."""
+        """No instance exited; each stream the step touched is listed as the model says in
+        its bucket through both instances (first: a read brings the reading instance's view
+        of the stream up to date), then reads so through the instance the step did not use
+        as often as the one it did."""
         with self.noted():
             for instance in self.instances:
                 instance.assert_alive()
-            for stream in dict.fromkeys(self.touched):
-                if stream.state == "live":
-                    self.check_stream(stream, self.instances[self.counter % 2])
+            touched = [stream for stream in dict.fromkeys(self.touched) if stream.state == "live"]
+            for bucket in dict.fromkeys(stream.bucket for stream in touched):
+                for instance in self.instances:
+                    if bucket in self.model.buckets:
+                        self.check_listing(bucket, instance, "", None)
+            for stream in touched:
+                self.check_stream(stream, self.instances[self.counter % 2])
             self.touched.clear()
 
     @contextlib.contextmanager
@@ -916,8 +949,11 @@ class ProtocolDriver(RuleBasedStateMachine):
             raise
 
     def check_all(self) -> None:
+        via = self.instances[self.counter % 2]
+        for bucket in self.model.buckets:
+            self.check_listing(bucket, via, "", 2)
         for stream in self.model.live():
-            self.check_stream(stream, self.instances[self.counter % 2])
+            self.check_stream(stream, via)
 
     def check_stream(self, stream: Stream, via: Instance) -> None:
         eventually(
@@ -926,14 +962,41 @@ class ProtocolDriver(RuleBasedStateMachine):
         )
 
     def teardown(self) -> None:
-        """Every stream through both instances, once more at the end, after the latest a
-        pass retried after failures may run."""
+        """Every bucket listed and every stream read through both instances, once more at
+        the end, after the latest a pass retried after failures may run."""
         with self.noted():
             time.sleep(self.late_pass_s)
             for instance in self.instances:
                 instance.assert_alive()
+                for bucket in self.model.buckets:
+                    self.check_listing(bucket, instance, "", 2)
+            for instance in self.instances:
                 for stream in self.model.live():
                     self.check_stream(stream, instance)
+
+    def check_listing(self, bucket: str, via: Instance, prefix: str, limit: int | None) -> None:
+        """The bucket's listing through `via` names exactly its live streams with `prefix`
+        (as every check, once `via` shows the latest changes: a moment after another instance
+        made them), and then each as the model knows it, at its tail (`listings.py`), written
+        there or elsewhere, within `TAIL_LAG_S`."""
+        streams = [
+            stream
+            for stream in self.model.in_bucket(bucket)
+            if stream.state == "live" and stream.name.startswith(prefix)
+        ]
+        what = f"GET /{bucket}/streams?{listings.query(prefix, limit, None)} via {via.name}"
+        named_at: list[float] = []  # when the listing first named the streams the model holds
+
+        def check() -> str | None:
+            named, said = listings.problems(via, bucket, prefix, limit, streams)
+            if named is not None or said is None:
+                return named
+            named_at.append(time.monotonic())
+            if named_at[-1] - named_at[0] > TAIL_LAG_S:
+                raise Mismatch(f"{what}: {said} for {TAIL_LAG_S} s")
+            return said
+
+        eventually(check, what)
 
     def catch_up(self, stream: Stream, via: Instance, query: dict[str, str], flat: bool) -> Read:
         """A read followed page by page to the tail (`Stream-Up-To-Date`)."""

@@ -11,6 +11,7 @@ from adapter.protocol.identifiers import (
     fork_source,
     split_compat_path,
     validate_bucket_id,
+    validate_listing_position,
     validate_stream_id,
 )
 
@@ -194,3 +195,20 @@ def test_a_fork_source_names_a_stream_of_any_bucket(value: str, source: tuple[st
 def test_a_fork_source_that_names_no_stream_is_refused(value: str) -> None:
     with pytest.raises(ProtocolError):
         fork_source(value)
+
+
+@pytest.mark.parametrize("value", ["", "a", "é" * 61, "s" * 122, "a/b", "a..b", "\ufffd", "~x"])
+def test_a_listing_position_is_what_a_stream_id_could_start_with(value: str) -> None:
+    assert validate_listing_position("after", value) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("s" * 123, "123 bytes"), ("é" * 61 + "a", "123 bytes"), ("a\0b", "NUL"), ("\0", "NUL")],
+)
+def test_a_listing_position_no_stream_id_could_start_with_is_refused(value: str, why: str) -> None:
+    with pytest.raises(ProtocolError) as excinfo:
+        validate_listing_position("prefix", value)
+    assert excinfo.value.code is ErrorCode.INVALID_QUERY
+    assert why in excinfo.value.message
+    assert "prefix" in excinfo.value.message

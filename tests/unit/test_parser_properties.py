@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import unquote_to_bytes
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from adapter.http.observe import request_id
-from adapter.http.request_checks import require_utf8_path
+from adapter.http.request_checks import require_utf8_path, require_utf8_query
 from adapter.protocol import json_mode
 from adapter.protocol.errors import ErrorCode, ProtocolError
 from adapter.protocol.headers import (
@@ -161,6 +163,23 @@ def test_any_body_splits_or_is_refused(body: bytes) -> None:
 @given(st.text())
 def test_a_path_is_utf8_or_refused(path: str) -> None:
     assert _outcome(lambda: require_utf8_path(path)) in (None, ErrorCode.BAD_REQUEST)
+
+
+@given(st.text() | st.binary().map(lambda raw: "".join(f"%{byte:02x}" for byte in raw)))
+def test_a_query_is_utf8_once_decoded_or_refused(query: str) -> None:
+    outcome = _outcome(lambda: require_utf8_query(query))
+    assert outcome in (None, ErrorCode.INVALID_QUERY)
+    try:
+        unquote_to_bytes(query).decode()
+    except UnicodeError:
+        assert outcome is ErrorCode.INVALID_QUERY
+    else:
+        assert outcome is None
+
+
+@pytest.mark.parametrize("query", ["after=%ff", "prefix=%ed%a0%80", "a=%c0%af", "p=\udcff"])
+def test_a_query_not_utf8_once_decoded_is_invalid(query: str) -> None:
+    assert _outcome(lambda: require_utf8_query(query)) is ErrorCode.INVALID_QUERY
 
 
 @given(st.none() | header_text)
