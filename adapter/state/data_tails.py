@@ -77,26 +77,28 @@ class DataTails:
         self._remember(incarnation, carried.meta.next_offset, end)
         return True
 
-    async def caught_up_together(self, topic: str, partition: int, metas: list[StreamMeta]) -> None:
+    async def caught_up_together(self, topic: str, partition: int, metas: list[StreamMeta]) -> bool:
         """`caught_up` for many streams of one partition (a page of a bucket's listing), by
         one scan from the lowest of their tails: what each stream's records show is put in
-        the catalog (a stream whose records show it deleted or made anew is left as it is)."""
+        the catalog (a stream whose records show it deleted or made anew is left as it is).
+        False when records after a tail known here were freed: the metadata says more."""
         end = await self.ends.written(topic, partition)
         behind = {
             stream_key(StreamState(meta)): meta for meta in metas if not self._known_to(meta, end)
         }
         if not behind:
-            return
+            return True
         try:
             found = await self._scanned_for(topic, partition, behind, end)
         except BelowLogStart:
-            return  # records after a tail known here were freed: the metadata says more
+            return False
         for key, meta in behind.items():
             state = StreamState(meta, self.catalog.producer_states(meta.bucket_id, meta.stream_id))
             carried = carry_forward(state, found[key])
             if carried is not None:
                 self._apply(meta, carried)
                 self._remember(_incarnation(meta), carried.meta.next_offset, end)
+        return True
 
     def _known_to(self, meta: StreamMeta, end: int) -> bool:
         """Whether nothing of the stream's lies past its tail below `end`, as last scanned."""
