@@ -36,28 +36,26 @@ async def defer_continue(request: web.Request) -> None:
 
 def require_utf8_path(raw_path: str) -> None:
     """400 unless the path (without its query) percent-decodes to valid UTF-8."""
-    if raw_path.isascii() and "%" not in raw_path:
-        return  # nothing to decode: ASCII is UTF-8
-    path = raw_path.partition("?")[0]
-    try:
-        unquote_to_bytes(path).decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProtocolError(
-            ErrorCode.BAD_REQUEST, "the path is not UTF-8 once percent-decoded"
-        ) from None
+    if not _decodes(raw_path.partition("?")[0]):
+        raise ProtocolError(ErrorCode.BAD_REQUEST, "the path is not UTF-8 once percent-decoded")
 
 
 def require_utf8_query(raw_query: str) -> None:
     """400 `invalid_query` unless the query percent-decodes to valid UTF-8 (yarl would read
     `%ff` as U+FFFD: a listing's prefix would name other streams than the client's)."""
-    if raw_query.isascii() and "%" not in raw_query:
-        return
+    if not _decodes(raw_query):
+        raise ProtocolError(ErrorCode.INVALID_QUERY, "the query is not UTF-8 once percent-decoded")
+
+
+def _decodes(raw: str) -> bool:
+    """Whether `raw` percent-decodes to valid UTF-8 (ASCII with no escape is, at once)."""
+    if raw.isascii() and "%" not in raw:
+        return True
     try:
-        unquote_to_bytes(raw_query).decode("utf-8")
+        unquote_to_bytes(raw).decode("utf-8")
     except UnicodeError:
-        raise ProtocolError(
-            ErrorCode.INVALID_QUERY, "the query is not UTF-8 once percent-decoded"
-        ) from None
+        return False
+    return True
 
 
 def request_checks_middleware(bodies: RouteBodies) -> Middleware:

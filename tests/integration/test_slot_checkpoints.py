@@ -61,6 +61,15 @@ async def _appended(client: Client, count: int) -> str:
     return tail
 
 
+async def _writing(client: Client) -> None:
+    """Wait (60 s at most) until the instance's writer of the only write slot is ready."""
+    for _ in range(600):
+        if 0 in client.app[PARTS].writers.ready:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the write slot never moved here")
+
+
 async def _checkpointed(bootstrap: str, meta_topic: str, more_than: int) -> list[bytes]:
     """The stream's meta records once the last counts more than `more_than` messages (a
     checkpoint of its appends), looked for every 0.1 s for 10 s."""
@@ -214,11 +223,7 @@ async def test_a_tail_learned_from_the_data_log_is_checkpointed_by_the_next_owne
 
     owner.app[PARTS].checkpoints.notes.hand_over(0)  # the notes dropped, nothing written
     await owner.close()  # the slot moves to the reader; its hand-over writes no stream
-    for _ in range(600):
-        if 0 in reader.app[PARTS].writers.ready:
-            break
-        await asyncio.sleep(0.1)
-    assert 0 in reader.app[PARTS].writers.ready
+    await _writing(reader)
 
     [*_, checkpointed] = await _checkpointed(kafka_bootstrap, topics.meta, more_than=4)
     meta = decode_as(StreamMeta, KEY, checkpointed)
@@ -254,11 +259,7 @@ async def test_a_write_that_records_its_stream_records_the_producers_its_appends
     reader = await _instance(aiohttp_client, make_settings, 600_000, "reader")
     owner.app[PARTS].checkpoints.notes.hand_over(0)  # stopped before any checkpoint
     await owner.close()  # the slot moves to the reader; its hand-over writes no stream
-    for _ in range(600):
-        if 0 in reader.app[PARTS].writers.ready:
-            break
-        await asyncio.sleep(0.1)
-    assert 0 in reader.app[PARTS].writers.ready
+    await _writing(reader)
     retried = await reader.post("/shop/log", data=b"b", headers={**second, "Producer-Seq": "1"})
     assert retried.status in (200, 204), await retried.text()
     assert retried.headers["Stream-Next-Offset"] == tail  # a duplicate: nothing written
