@@ -28,7 +28,12 @@ from adapter.service.native_streams import Clock
 from adapter.service.pending_appends import Chains, StreamKey
 from adapter.service.record_encoding import write_records
 from adapter.service.slot_checkpoints import CheckpointNotes
-from adapter.service.state_entries import producer_entry, producer_record, write_entries
+from adapter.service.state_entries import (
+    position_record,
+    producer_entry,
+    producer_record,
+    write_entries,
+)
 from adapter.state.catalog import Catalog
 from adapter.state.format_gate import GATE
 from topology.internal_records import APPENDS_ALONE_LEVEL, producer_key, snapshot_key
@@ -209,11 +214,12 @@ class DecidedWrites:
         not answered would be taken for a new one. (Its own producer's goes with it.)"""
         if write.state is None or GATE.level < APPENDS_ALONE_LEVEL:
             return ()  # a deletion (every producer state goes with it), or every append's own
-        held = self.catalog.producer_states(*key)
-        found = {pid: held[pid] for pid in self.notes.producers_of(slot, key) if pid in held}
+        noted = self.notes.producers_of(slot, key)
+        held = self.catalog.producer_states(*key) if noted else {}
+        found = {pid: held[pid] for pid in noted if pid in held}
         chain = self.chains.get(key)
         for pid, position in chain.producers.items() if chain is not None else ():
-            found[pid] = ProducerRecord(*key, pid, position.epoch, position.last_seq, write.at_ms)
+            found[pid] = position_record(key, pid, position, write.at_ms)
         own = write.producer[0] if write.producer is not None else None
         return tuple(
             record

@@ -6,6 +6,7 @@ import time
 
 from adapter.log.writer import StateEntry
 from adapter.protocol.model import ProducerRecord, SlotOwner, StreamMeta
+from adapter.protocol.producers import ProducerPosition
 from adapter.protocol.stream_machine import Write
 from adapter.state.catalog import Catalog
 from adapter.state.records import encode as encode_state
@@ -52,8 +53,15 @@ def producer_record(key: tuple[str, str], write: Write) -> ProducerRecord | None
     """The producer state a write accepted, as stored."""
     if write.producer is None:
         return None
-    producer_id, state = write.producer
-    return ProducerRecord(*key, producer_id, state.epoch, state.last_seq, write.at_ms)
+    producer_id, position = write.producer
+    return position_record(key, producer_id, position, write.at_ms)
+
+
+def position_record(
+    key: tuple[str, str], producer_id: str, position: ProducerPosition, at_ms: int
+) -> ProducerRecord:
+    """A producer's position on a stream, as stored."""
+    return ProducerRecord(*key, producer_id, position.epoch, position.last_seq, at_ms)
 
 
 def stream_tombstones(
