@@ -58,6 +58,7 @@ class TargetOptions:
     workers: int = 1  # durable-kafka's `--workers`
     log_level: str = "warning"  # durable-kafka's: "info" logs a line per request (its default)
     checkout: Path = REPO  # durable-kafka's: the checkout whose `.venv` runs it
+    ops_port: int = 0  # durable-kafka's operations listener (metrics); 0: any free port
 
 
 def raise_fd_limit() -> int:
@@ -90,7 +91,7 @@ def _start_durable_kafka(log_path: Path, dk: TargetOptions) -> Server:
         "--listen",
         f"127.0.0.1:{port}",
         "--ops-listen",
-        "127.0.0.1:0",
+        f"127.0.0.1:{dk.ops_port}",
         "--bootstrap-servers",
         dk.bootstrap_servers,
         "--topic-prefix",
