@@ -1,7 +1,8 @@
 """An instance that does not own a stream's write slot learns its tail from the stream's
 partition, not from the meta topic: with every meta follower held (a transaction left open on
 the meta topic), an append acknowledged by the owner is read, said in a HEAD, and delivered to
-live readers through the other instance at once.
+live readers through the other instance at once. Where the owner's tier pass freed the records
+after the tail it knew, a listing there follows the meta topic to the owner's checkpoint.
 """
 
 from __future__ import annotations
@@ -13,8 +14,14 @@ import aiohttp
 import pytest
 from confluent_kafka import Producer
 
+from adapter.app import PARTS, create_app
+from adapter.config import Settings
 from tests.cluster import TEXT, Pair, stream_in, two_instances
-from topology.naming import StateTopics
+from tests.conftest import Client, ClientFactory, SettingsFactory, wait_ready
+from tests.integration.test_tiering import log_start, tier_settings, tier_until_done
+from tests.services import S3Server
+from topology.naming import StateTopics, bucket_topic
+from topology.wire import decode_token
 
 pytestmark = pytest.mark.integration
 
@@ -175,3 +182,80 @@ async def test_a_listing_and_a_read_by_time_through_the_other_instance_show_the_
             holder.abort_transaction(30)
         assert by_time == (200, "", by_time_tail)  # no message appended after the moment
         assert (listed["stream_id"], listed["tail_offset"]) == (stream, tail)
+
+
+@pytest.mark.timeout(180)
+async def test_a_listing_through_the_other_instance_shows_the_tail_past_records_kafka_freed(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+    unique: str,
+    s3: S3Server,
+) -> None:
+    """The other instance learned a tail from the stream's records; the owner appends more and
+    its tier pass checkpoints the stream and frees its records past that tail (its periodic
+    checkpoints far off). With every meta follower held across the pass, the checkpoint is not
+    applied there when a page of the bucket's streams is asked: the listing's scan from the tail
+    it knew meets the freed records and must follow the meta topic to now (the hold released
+    while it waits), not answer the tail it knew."""
+    chosen = {
+        "write_slots": 1,
+        "slot_checkpoint_ms": 600_000,  # only the tier pass checkpoints the stream
+        "tier_interval_ms": 3_600_000,  # passes run by hand
+        "tier_after_bytes": 0,
+    }
+    owner = await _in_process(
+        aiohttp_client, tier_settings(make_settings, s3, unique, instance_id="owner", **chosen)
+    )
+    assert (await owner.put("/shop")).status == 201
+    assert (await owner.put("/shop/log", headers=TEXT)).status == 201
+    known = await _posted(owner, 2)
+    other = await _in_process(
+        aiohttp_client, tier_settings(make_settings, s3, unique, instance_id="other", **chosen)
+    )
+    assert other.app[PARTS].writers.assigned == frozenset()  # the owner keeps the slot
+    assert await _listed_tail(other) == known  # learned from the stream's records
+    tail = await _posted(owner, 3)
+
+    prefix = make_settings().topic_prefix
+    holder = _hold_meta(kafka_bootstrap, prefix)
+    try:
+        assert await tier_until_done(owner) > 0
+        freed_below, _ = await asyncio.to_thread(
+            log_start, kafka_bootstrap, bucket_topic(prefix, "shop")
+        )
+        assert freed_below > decode_token(known)  # the records after the tail known there
+        listing = asyncio.ensure_future(_listed_tail(other))
+        await asyncio.wait([listing], timeout=0.5)  # a listing that did not wait answered
+    finally:
+        await asyncio.to_thread(holder.abort_transaction, 30)
+    assert await listing == tail
+    head = await other.head("/shop/log")
+    assert (head.status, head.headers["Stream-Next-Offset"]) == (200, tail)
+
+
+async def _in_process(aiohttp_client: ClientFactory, settings: Settings) -> Client:
+    client = await aiohttp_client(create_app(settings))
+    await wait_ready(client)
+    return client
+
+
+async def _posted(client: Client, count: int) -> str:
+    """The tail after `count` more messages appended to `/shop/log` through `client`."""
+    tail = ""
+    for _ in range(count):
+        answer = await client.post("/shop/log", data=b"m", headers=TEXT)
+        assert answer.status == 204, await answer.text()
+        tail = answer.headers["Stream-Next-Offset"]
+    return tail
+
+
+async def _listed_tail(client: Client) -> str:
+    """The tail of `/shop/log` in a page of `shop`'s streams asked of `client`."""
+    reply = await client.get("/shop/streams")
+    assert reply.status == 200, await reply.text()
+    [listed] = (await reply.json())["streams"]
+    assert listed["stream_id"] == "log"
+    tail = listed["tail_offset"]
+    assert isinstance(tail, str)
+    return tail
