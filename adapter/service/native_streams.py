@@ -191,8 +191,8 @@ class NativeStreams:
         """A page of a listing, each stream written elsewhere carried forward over its
         partition's records as of now (one scan per partition; where records after a tail
         known here were freed, from the tails the meta topic shows once followed to now, as a
-        read does: `_why_unknown`); a partition that cannot be read now leaves its streams as
-        known here (logged)."""
+        read does: `_why_unknown`, and from no lower than the partition's log start); a
+        partition that cannot be read now leaves its streams as known here (logged)."""
         tails = self.tails
         if tails is None:
             return metas  # every slot written here: the catalog is the tail
@@ -207,7 +207,7 @@ class NativeStreams:
                     await self._followed_to_now(together[0])
                     followed = [self.catalog.stream(m.bucket_id, m.stream_id) for m in together]
                     known = [meta for meta in followed if meta is not None]
-                    await tails.caught_up_together(topic, partition, known)
+                    await tails.caught_up_together(topic, partition, known, followed=True)
             except LogUnavailable as error:
                 log.info("a listing: %s[%d] not read to its end: %s", topic, partition, error)
         return [self.catalog.stream(m.bucket_id, m.stream_id) or m for m in metas]

@@ -77,19 +77,27 @@ class DataTails:
         self._remember(incarnation, carried.meta.next_offset, end)
         return True
 
-    async def caught_up_together(self, topic: str, partition: int, metas: list[StreamMeta]) -> bool:
+    async def caught_up_together(
+        self, topic: str, partition: int, metas: list[StreamMeta], followed: bool = False
+    ) -> bool:
         """`caught_up` for many streams of one partition (a page of a bucket's listing), by
         one scan from the lowest of their tails: what each stream's records show is put in
         the catalog (a stream whose records show it deleted or made anew is left as it is).
-        False when records after a tail known here were freed: the metadata says more."""
+        False when records after a tail known here were freed: the metadata says more.
+
+        `followed`: the tails are the meta topic's followed to now, so none lies below a
+        record of its stream Kafka freed (the owner checkpoints a stream first): the scan
+        starts no lower than the partition's log start. A quiet stream's tail lies far below
+        it, other streams' records freed past it; from that tail no scan could start."""
         end = await self.ends.written(topic, partition)
         behind = {
             stream_key(StreamState(meta)): meta for meta in metas if not self._known_to(meta, end)
         }
         if not behind:
             return True
+        floor = (await self.scanner.watermarks(topic, partition))[0] if followed else 0
         try:
-            found = await self._scanned_for(topic, partition, behind, end)
+            found = await self._scanned_for(topic, partition, behind, end, floor)
         except BelowLogStart:
             return False
         for key, meta in behind.items():
@@ -111,13 +119,13 @@ class DataTails:
         return (await self._scanned_for(topic, meta.partition, {key: meta}, end))[key]
 
     async def _scanned_for(
-        self, topic: str, partition: int, metas: dict[bytes, StreamMeta], end: int
+        self, topic: str, partition: int, metas: dict[bytes, StreamMeta], end: int, floor: int = 0
     ) -> dict[bytes, list[LoggedRecord]]:
         """Each stream's (by record key) committed records from its tail up to `end`: one
-        scan from the lowest of their tails, bounded by `max_bytes`."""
+        scan from the lowest of their tails (`floor` at the lowest), bounded by `max_bytes`."""
         found: dict[bytes, list[LoggedRecord]] = {key: [] for key in metas}
         tails = {key: meta.next_offset for key, meta in metas.items()}
-        position = min(tails.values())
+        position = max(floor, min(tails.values()))
         read = 0
         while position < end:
             if read >= self.max_bytes:

@@ -234,17 +234,60 @@ async def test_a_listing_through_the_other_instance_shows_the_tail_past_records_
     assert (head.status, head.headers["Stream-Next-Offset"]) == (200, tail)
 
 
+@pytest.mark.timeout(180)
+async def test_a_listing_through_the_other_instance_scans_past_a_quiet_streams_freed_tail(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+    unique: str,
+    s3: S3Server,
+) -> None:
+    """A bucket with a quiet stream written once, early, and a busy one. The owner's tier pass
+    frees every record there was (the quiet stream's tail far below Kafka's log start: nothing
+    of it was freed past that tail), then the busy stream takes one more append. A page of
+    both through the other instance names the busy stream at that append's tail: the scan
+    after the meta topic is followed starts at the log start, not at the quiet stream's tail
+    (below it, no scan can start, and the page named the tail of the owner's checkpoint)."""
+    chosen = {
+        "write_slots": 1,
+        "slot_checkpoint_ms": 600_000,  # only the tier pass checkpoints the streams
+        "tier_interval_ms": 3_600_000,  # passes run by hand
+        "tier_after_bytes": 0,
+    }
+    owner = await _in_process(
+        aiohttp_client, tier_settings(make_settings, s3, unique, instance_id="owner", **chosen)
+    )
+    assert (await owner.put("/shop")).status == 201
+    assert (await owner.put("/shop/quiet", headers=TEXT)).status == 201
+    quiet = await _posted(owner, 1, "quiet")
+    assert (await owner.put("/shop/log", headers=TEXT)).status == 201
+    await _posted(owner, 2)
+    other = await _in_process(
+        aiohttp_client, tier_settings(make_settings, s3, unique, instance_id="other", **chosen)
+    )
+    assert other.app[PARTS].writers.assigned == frozenset()  # the owner keeps the slot
+    await _posted(owner, 2)
+    assert await tier_until_done(owner) > 0
+    tail = await _posted(owner, 1)  # past what the pass freed: only in Kafka
+
+    freed_below, _ = await asyncio.to_thread(
+        log_start, kafka_bootstrap, bucket_topic(make_settings().topic_prefix, "shop")
+    )
+    assert decode_token(quiet) < freed_below < decode_token(tail)
+    assert await _listed_tails(other) == {"log": tail, "quiet": quiet}
+
+
 async def _in_process(aiohttp_client: ClientFactory, settings: Settings) -> Client:
     client = await aiohttp_client(create_app(settings))
     await wait_ready(client)
     return client
 
 
-async def _posted(client: Client, count: int) -> str:
-    """The tail after `count` more messages appended to `/shop/log` through `client`."""
+async def _posted(client: Client, count: int, stream: str = "log") -> str:
+    """The tail after `count` more messages appended to `/shop/{stream}` through `client`."""
     tail = ""
     for _ in range(count):
-        answer = await client.post("/shop/log", data=b"m", headers=TEXT)
+        answer = await client.post(f"/shop/{stream}", data=b"m", headers=TEXT)
         assert answer.status == 204, await answer.text()
         tail = answer.headers["Stream-Next-Offset"]
     return tail
@@ -259,3 +302,12 @@ async def _listed_tail(client: Client) -> str:
     tail = listed["tail_offset"]
     assert isinstance(tail, str)
     return tail
+
+
+async def _listed_tails(client: Client) -> dict[str, str]:
+    """Each stream's tail in a page of `shop`'s streams asked of `client`."""
+    reply = await client.get("/shop/streams")
+    assert reply.status == 200, await reply.text()
+    return {
+        listed["stream_id"]: listed["tail_offset"] for listed in (await reply.json())["streams"]
+    }
