@@ -198,21 +198,11 @@ async def test_a_listing_through_the_other_instance_shows_the_tail_past_records_
     applied there when a page of the bucket's streams is asked: the listing's scan from the tail
     it knew meets the freed records and must follow the meta topic to now (the hold released
     while it waits), not answer the tail it knew."""
-    chosen = {
-        "write_slots": 1,
-        "slot_checkpoint_ms": 600_000,  # only the tier pass checkpoints the stream
-        "tier_interval_ms": 3_600_000,  # passes run by hand
-        "tier_after_bytes": 0,
-    }
-    owner = await _in_process(
-        aiohttp_client, tier_settings(make_settings, s3, unique, instance_id="owner", **chosen)
-    )
+    owner = await _by_hand(aiohttp_client, make_settings, s3, unique, "owner")
     assert (await owner.put("/shop")).status == 201
     assert (await owner.put("/shop/log", headers=TEXT)).status == 201
     known = await _posted(owner, 2)
-    other = await _in_process(
-        aiohttp_client, tier_settings(make_settings, s3, unique, instance_id="other", **chosen)
-    )
+    other = await _by_hand(aiohttp_client, make_settings, s3, unique, "other")
     assert other.app[PARTS].writers.assigned == frozenset()  # the owner keeps the slot
     assert await _listed_tail(other) == known  # learned from the stream's records
     tail = await _posted(owner, 3)
@@ -248,23 +238,13 @@ async def test_a_listing_through_the_other_instance_scans_past_a_quiet_streams_f
     both through the other instance names the busy stream at that append's tail: the scan
     after the meta topic is followed starts at the log start, not at the quiet stream's tail
     (below it, no scan can start, and the page named the tail of the owner's checkpoint)."""
-    chosen = {
-        "write_slots": 1,
-        "slot_checkpoint_ms": 600_000,  # only the tier pass checkpoints the streams
-        "tier_interval_ms": 3_600_000,  # passes run by hand
-        "tier_after_bytes": 0,
-    }
-    owner = await _in_process(
-        aiohttp_client, tier_settings(make_settings, s3, unique, instance_id="owner", **chosen)
-    )
+    owner = await _by_hand(aiohttp_client, make_settings, s3, unique, "owner")
     assert (await owner.put("/shop")).status == 201
     assert (await owner.put("/shop/quiet", headers=TEXT)).status == 201
     quiet = await _posted(owner, 1, "quiet")
     assert (await owner.put("/shop/log", headers=TEXT)).status == 201
     await _posted(owner, 2)
-    other = await _in_process(
-        aiohttp_client, tier_settings(make_settings, s3, unique, instance_id="other", **chosen)
-    )
+    other = await _by_hand(aiohttp_client, make_settings, s3, unique, "other")
     assert other.app[PARTS].writers.assigned == frozenset()  # the owner keeps the slot
     await _posted(owner, 2)
     assert await tier_until_done(owner) > 0
@@ -275,6 +255,25 @@ async def test_a_listing_through_the_other_instance_scans_past_a_quiet_streams_f
     )
     assert decode_token(quiet) < freed_below < decode_token(tail)
     assert await _listed_tails(other) == {"log": tail, "quiet": quiet}
+
+
+async def _by_hand(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    s3: S3Server,
+    unique: str,
+    instance_id: str,
+) -> Client:
+    """An instance on the deployment's one write slot, its tier passes run by hand: only they
+    checkpoint its streams."""
+    chosen = {
+        "write_slots": 1,
+        "slot_checkpoint_ms": 600_000,
+        "tier_interval_ms": 3_600_000,
+        "tier_after_bytes": 0,
+    }
+    settings = tier_settings(make_settings, s3, unique, instance_id=instance_id, **chosen)
+    return await _in_process(aiohttp_client, settings)
 
 
 async def _in_process(aiohttp_client: ClientFactory, settings: Settings) -> Client:
