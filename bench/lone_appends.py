@@ -24,10 +24,10 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bench import targets
+from bench import targets, timeline
+from bench.timeline import STAGE
 from devstack.process import free_port
 
-STAGES = "durable_kafka_kafka_duration_seconds"
 REQUESTS = "durable_kafka_http_request_duration_seconds"
 APPEND_ROUTE = 'route="/v1/stream/{path}"'
 
@@ -104,24 +104,21 @@ class _Client:
 def _totals(ops_url: str) -> dict[str, tuple[float, float]]:
     """Seconds and count so far of the append route's requests and of each Kafka stage."""
     with urllib.request.urlopen(f"{ops_url}/metrics") as reply:
-        text = reply.read().decode()
-    totals = {series: [0.0, 0.0] for series in ("append", "produce", "commit")}
-    for line in text.splitlines():
-        name, _, value = line.rpartition(" ")
-        series = _series(name)
-        if series is not None:
-            totals[series][name.split("{")[0].endswith("_count")] += float(value)
-    return {series: (total, count) for series, (total, count) in totals.items()}
-
-
-def _series(name: str) -> str | None:
-    """Which measured series a `_sum` or `_count` sample belongs to, if any."""
-    metric = name.split("{")[0]
-    if metric in (f"{REQUESTS}_sum", f"{REQUESTS}_count"):
-        return "append" if APPEND_ROUTE in name and 'method="POST"' in name else None
-    if metric in (f"{STAGES}_sum", f"{STAGES}_count"):
-        return next((s for s in ("produce", "commit") if f'stage="{s}"' in name), None)
-    return None
+        metrics = timeline.parse_metrics(reply.read().decode())
+    totals = {
+        stage: (
+            metrics.get(STAGE.format("sum", stage), 0.0),
+            metrics.get(STAGE.format("count", stage), 0.0),
+        )
+        for stage in ("produce", "commit")
+    }
+    appends = [0.0, 0.0]
+    for name, value in metrics.items():
+        if APPEND_ROUTE in name and 'method="POST"' in name:
+            for index, kind in enumerate(("_sum{", "_count{")):
+                appends[index] += value if name.startswith(REQUESTS + kind) else 0.0
+    totals["append"] = (appends[0], appends[1])
+    return totals
 
 
 if __name__ == "__main__":
