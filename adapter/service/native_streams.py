@@ -227,21 +227,22 @@ class NativeStreams:
             if not (self.view.current() and await self._followed_to_now(meta)):
                 return self.stale_view()
             followed = self.catalog.stream(meta.bucket_id, meta.stream_id)
-            if followed is not None and followed != meta:
-                await self._carried(followed)  # False: its metadata says what it is
+            if followed is not None:  # from no lower than the log start; False: it says all
+                await self._carried(followed, followed=True)
         except LogUnavailable as error:
             return str(error)
         return None
 
-    async def _carried(self, meta: StreamMeta) -> bool:
+    async def _carried(self, meta: StreamMeta, followed: bool = False) -> bool:
         """Whether the stream, written elsewhere, was carried forward to its partition's end
-        as of now (`DataTails.caught_up`); False when written here, or when its records say
-        nothing of its tail (LogUnavailable: the end cannot be reached)."""
+        as of now (`DataTails.caught_up`, `followed` as it takes it); False when written here,
+        or when its records say nothing of its tail (LogUnavailable: the end cannot be
+        reached)."""
         place = self.written_elsewhere(meta)
         if place is None or self.tails is None:
             return False
         try:
-            return await self.tails.caught_up(place[0], meta)
+            return await self.tails.caught_up(place[0], meta, followed=followed)
         except LogUnavailable as error:
             what = f"a read at the tail of {meta.bucket_id}/{meta.stream_id}"
             log.info("%s: cannot reach its partition's end: %s", what, error)

@@ -54,11 +54,14 @@ class DataTails:
         await self.ends.close()
         await self.scanner.close()
 
-    async def caught_up(self, topic: str, meta: StreamMeta, end: int | None = None) -> bool:
+    async def caught_up(
+        self, topic: str, meta: StreamMeta, end: int | None = None, followed: bool = False
+    ) -> bool:
         """Carry the stream (`meta`, the catalog's) forward over its committed records below
         `end` (None: the partition's end asked now) into the catalog. False when its records
         show it deleted or created anew, or lie below the partition's log start;
-        LogUnavailable when the end cannot be reached in time or within `max_bytes`."""
+        LogUnavailable when the end cannot be reached in time or within `max_bytes`.
+        `followed` as `caught_up_together` takes it."""
         if end is None:
             end = await self.ends.written(topic, meta.partition)
         key = (meta.bucket_id, meta.stream_id)
@@ -66,7 +69,9 @@ class DataTails:
         if self._known_to(meta, end):
             return True  # nothing of the stream's lies past its tail below `end`
         try:
-            records = await self._records(topic, meta, end)
+            records = await self._records(
+                topic, meta, end, await self._floor(topic, meta.partition, followed)
+            )
         except BelowLogStart:
             return False  # records after the tail known here were freed: ask the metadata
         state = StreamState(meta, self.catalog.producer_states(*key))
@@ -95,7 +100,7 @@ class DataTails:
         }
         if not behind:
             return True
-        floor = (await self.scanner.watermarks(topic, partition))[0] if followed else 0
+        floor = await self._floor(topic, partition, followed)
         try:
             found = await self._scanned_for(topic, partition, behind, end, floor)
         except BelowLogStart:
@@ -113,10 +118,17 @@ class DataTails:
         tail, scanned = self._scanned.get(_incarnation(meta), (-1, meta.next_offset))
         return end <= (scanned if tail == meta.next_offset else meta.next_offset)
 
-    async def _records(self, topic: str, meta: StreamMeta, end: int) -> list[LoggedRecord]:
-        """The stream's committed records from its tail up to `end`."""
+    async def _floor(self, topic: str, partition: int, followed: bool) -> int:
+        """Where a scan may start at the lowest: the partition's log start for tails followed
+        to now, else 0 (a scan below the log start then says the metadata knows more)."""
+        return (await self.scanner.watermarks(topic, partition))[0] if followed else 0
+
+    async def _records(
+        self, topic: str, meta: StreamMeta, end: int, floor: int
+    ) -> list[LoggedRecord]:
+        """The stream's committed records from its tail (`floor` at the lowest) up to `end`."""
         key = stream_key(StreamState(meta))
-        return (await self._scanned_for(topic, meta.partition, {key: meta}, end))[key]
+        return (await self._scanned_for(topic, meta.partition, {key: meta}, end, floor))[key]
 
     async def _scanned_for(
         self, topic: str, partition: int, metas: dict[bytes, StreamMeta], end: int, floor: int = 0

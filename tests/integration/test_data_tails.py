@@ -232,12 +232,46 @@ async def test_a_listing_through_the_other_instance_scans_past_a_quiet_streams_f
     unique: str,
     s3: S3Server,
 ) -> None:
-    """A bucket with a quiet stream written once, early, and a busy one. The owner's tier pass
-    frees every record there was (the quiet stream's tail far below Kafka's log start: nothing
-    of it was freed past that tail), then the busy stream takes one more append. A page of
-    both through the other instance names the busy stream at that append's tail: the scan
-    after the meta topic is followed starts at the log start, not at the quiet stream's tail
-    (below it, no scan can start, and the page named the tail of the owner's checkpoint)."""
+    """After `_quiet_beside_busy`, the busy stream takes one more append. A page of both
+    through the other instance names the busy stream at that append's tail: the scan after
+    the meta topic is followed starts at the log start, not at the quiet stream's tail (below
+    it no scan can start, and the page named the tail of the owner's checkpoint)."""
+    owner, other, quiet = await _quiet_beside_busy(aiohttp_client, make_settings, unique, s3)
+    tail = await _posted(owner, 1)  # past what the pass freed: only in Kafka
+    await _freed_between(make_settings, kafka_bootstrap, quiet, tail)
+    assert await _listed_tails(other) == {"log": tail, "quiet": quiet}
+
+
+@pytest.mark.timeout(180)
+async def test_a_read_through_the_other_instance_scans_past_its_streams_freed_tail(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+    unique: str,
+    s3: S3Server,
+) -> None:
+    """After `_quiet_beside_busy`, the quiet stream takes one more append. A HEAD and a read
+    through the other instance reach it: the meta topic followed shows the quiet stream's
+    tail as it was (none of its records were freed), and the scan from there starts at the
+    log start (from the tail no scan could start, and the read said it was up to date
+    there)."""
+    owner, other, quiet = await _quiet_beside_busy(aiohttp_client, make_settings, unique, s3)
+    tail = await _posted(owner, 1, "quiet")  # past what the pass freed: only in Kafka
+    await _freed_between(make_settings, kafka_bootstrap, quiet, tail)
+    head = await other.head("/shop/quiet")
+    assert (head.status, head.headers["Stream-Next-Offset"]) == (200, tail)
+    read = await other.get("/shop/quiet?offset=-1")
+    assert (read.status, await read.read()) == (200, b"mm")
+    assert read.headers["Stream-Next-Offset"] == tail
+
+
+async def _quiet_beside_busy(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> tuple[Client, Client, str]:
+    """(the owner, the other instance, the quiet stream's tail): a bucket `shop` with a quiet
+    stream written once, early, and a busy one (`log`), whose slot the owner writes; the
+    owner's tier pass then frees every record there was: the quiet stream's tail lies far
+    below Kafka's log start, none of its records freed past it."""
     owner = await _by_hand(aiohttp_client, make_settings, s3, unique, "owner")
     assert (await owner.put("/shop")).status == 201
     assert (await owner.put("/shop/quiet", headers=TEXT)).status == 201
@@ -248,13 +282,18 @@ async def test_a_listing_through_the_other_instance_scans_past_a_quiet_streams_f
     assert other.app[PARTS].writers.assigned == frozenset()  # the owner keeps the slot
     await _posted(owner, 2)
     assert await tier_until_done(owner) > 0
-    tail = await _posted(owner, 1)  # past what the pass freed: only in Kafka
+    return owner, other, quiet
 
+
+async def _freed_between(
+    make_settings: SettingsFactory, kafka_bootstrap: str, quiet: str, tail: str
+) -> None:
+    """Kafka's log start of `shop`'s partition lies past the quiet stream's tail and below
+    `tail`: the records between were freed, those from it on only in Kafka."""
     freed_below, _ = await asyncio.to_thread(
         log_start, kafka_bootstrap, bucket_topic(make_settings().topic_prefix, "shop")
     )
     assert decode_token(quiet) < freed_below < decode_token(tail)
-    assert await _listed_tails(other) == {"log": tail, "quiet": quiet}
 
 
 async def _by_hand(
