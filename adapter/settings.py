@@ -374,7 +374,7 @@ class Settings:
         16 * 1024 * 1024,
         "server",
         "read_scan_bytes",
-        "most bytes of the partition (all streams' records, each counting its key, value, headers and 256 bytes for itself) one read, or one lookup by time, scans; also the most record values (bytes) of its partition an instance not writing a stream reads to learn its tail (past it: no `Stream-Up-To-Date`, 503 with nothing to serve); ≥ read_chunk_bytes",
+        "most bytes of the partition (all streams' records, each counting its key, value, headers and 256 bytes for itself) one read, or one lookup by time, scans; also the most record values (bytes) of its partition an instance not writing a stream reads to learn its tail (past it: no `Stream-Up-To-Date`, 503 with nothing to serve; the next read goes on from where that scan stopped); ≥ read_chunk_bytes",
     )
     hot_cache_bytes: int = setting(
         64 * 1024 * 1024,

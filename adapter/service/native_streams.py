@@ -218,9 +218,10 @@ class NativeStreams:
         everywhere), with the view current; else once the stream is carried forward over its
         partition's records to the end asked now; else (its records show it deleted or made
         anew, or lie below the partition's log start) with the view current and the meta topic
-        followed to now, and then carried forward from there over the records Kafka holds: the
-        owner checkpoints a stream before Kafka frees any of its records, so its metadata then
-        shows a tail at or past them."""
+        followed to now, and then carried forward from there over the records Kafka holds
+        (from its log start when the tail lies below it): the owner checkpoints a stream
+        before Kafka frees any of its records, so its metadata then shows a tail at or past
+        them."""
         try:
             if await self._carried(meta):
                 return None

@@ -60,98 +60,96 @@ class DataTails:
         """Carry the stream (`meta`, the catalog's) forward over its committed records below
         `end` (None: the partition's end asked now) into the catalog. False when its records
         show it deleted or created anew, or lie below the partition's log start;
-        LogUnavailable when the end cannot be reached in time or within `max_bytes`.
-        `followed` as `caught_up_together` takes it."""
+        LogUnavailable when the end cannot be reached in time or within `max_bytes` (what
+        was scanned is kept: the next call goes on from there). `followed` as
+        `caught_up_together` takes it."""
         if end is None:
             end = await self.ends.written(topic, meta.partition)
-        key = (meta.bucket_id, meta.stream_id)
-        incarnation = _incarnation(meta)
-        if self._known_to(meta, end):
-            return True  # nothing of the stream's lies past its tail below `end`
-        try:
-            records = await self._records(
-                topic, meta, end, await self._floor(topic, meta.partition, followed)
-            )
-        except BelowLogStart:
-            return False  # records after the tail known here were freed: ask the metadata
-        state = StreamState(meta, self.catalog.producer_states(*key))
-        carried = carry_forward(state, records)
-        if carried is None:
-            return False
-        self._apply(meta, carried)
-        self._remember(incarnation, carried.meta.next_offset, end)
-        return True
+        left = await self._carried(topic, meta.partition, [meta], followed, end)
+        return left == []
 
     async def caught_up_together(
         self, topic: str, partition: int, metas: list[StreamMeta], followed: bool = False
     ) -> bool:
         """`caught_up` for many streams of one partition (a page of a bucket's listing), by
-        one scan from the lowest of their tails: what each stream's records show is put in
-        the catalog (a stream whose records show it deleted or made anew is left as it is).
-        False when records after a tail known here were freed: the metadata says more.
+        one scan from the lowest point any of them was not scanned past yet: what each
+        stream's records show is put in the catalog (a stream whose records show it deleted
+        or made anew is left as it is). False when records after a tail known here were
+        freed: the metadata says more.
 
         `followed`: the tails are the meta topic's followed to now, so none lies below a
         record of its stream Kafka freed (the owner checkpoints a stream first): the scan
         starts no lower than the partition's log start. A quiet stream's tail lies far below
         it, other streams' records freed past it; from that tail no scan could start."""
         end = await self.ends.written(topic, partition)
+        return await self._carried(topic, partition, metas, followed, end) is not None
+
+    async def _carried(
+        self, topic: str, partition: int, metas: list[StreamMeta], followed: bool, end: int
+    ) -> list[StreamMeta] | None:
+        """The streams carried forward to `end` as `caught_up_together` says; those whose
+        records show them deleted or made anew are returned, None when the scan would start
+        below the log start; LogUnavailable, after what was scanned is kept, when `max_bytes`
+        ran out short of `end`."""
         behind = {
             stream_key(StreamState(meta)): meta for meta in metas if not self._known_to(meta, end)
         }
         if not behind:
-            return True
+            return []
         floor = await self._floor(topic, partition, followed)
+        starts = {key: self._scanned_from(meta) for key, meta in behind.items()}
         try:
-            found = await self._scanned_for(topic, partition, behind, end, floor)
+            found, reached = await self._scanned_for(topic, partition, starts, end, floor)
         except BelowLogStart:
-            return False
+            return None
+        left: list[StreamMeta] = []
         for key, meta in behind.items():
             state = StreamState(meta, self.catalog.producer_states(meta.bucket_id, meta.stream_id))
             carried = carry_forward(state, found[key])
-            if carried is not None:
-                self._apply(meta, carried)
-                self._remember(_incarnation(meta), carried.meta.next_offset, end)
-        return True
+            if carried is None:
+                left.append(meta)
+                continue
+            self._apply(meta, carried)
+            self._remember(_incarnation(meta), carried.meta.next_offset, reached)
+        if reached < end:
+            what = ", ".join(f"{m.bucket_id}/{m.stream_id}" for m in behind.values())
+            raise LogUnavailable(
+                f"{what}: more than read_scan_bytes ({self.max_bytes}) of its partition lie "
+                f"between the tail known here and the partition's end ({end}); scanned to "
+                f"{reached}, retry"
+            )
+        return left
 
     def _known_to(self, meta: StreamMeta, end: int) -> bool:
         """Whether nothing of the stream's lies past its tail below `end`, as last scanned."""
+        return end <= self._scanned_from(meta)
+
+    def _scanned_from(self, meta: StreamMeta) -> int:
+        """Where a scan for the stream starts: its tail, or past it as far as its partition
+        was scanned already with nothing of it found there."""
         tail, scanned = self._scanned.get(_incarnation(meta), (-1, meta.next_offset))
-        return end <= (scanned if tail == meta.next_offset else meta.next_offset)
+        return scanned if tail == meta.next_offset else meta.next_offset
 
     async def _floor(self, topic: str, partition: int, followed: bool) -> int:
         """Where a scan may start at the lowest: the partition's log start for tails followed
         to now, else 0 (a scan below the log start then says the metadata knows more)."""
         return (await self.scanner.watermarks(topic, partition))[0] if followed else 0
 
-    async def _records(
-        self, topic: str, meta: StreamMeta, end: int, floor: int
-    ) -> list[LoggedRecord]:
-        """The stream's committed records from its tail (`floor` at the lowest) up to `end`."""
-        key = stream_key(StreamState(meta))
-        return (await self._scanned_for(topic, meta.partition, {key: meta}, end, floor))[key]
-
     async def _scanned_for(
-        self, topic: str, partition: int, metas: dict[bytes, StreamMeta], end: int, floor: int = 0
-    ) -> dict[bytes, list[LoggedRecord]]:
-        """Each stream's (by record key) committed records from its tail up to `end`: one
-        scan from the lowest of their tails (`floor` at the lowest), bounded by `max_bytes`."""
-        found: dict[bytes, list[LoggedRecord]] = {key: [] for key in metas}
-        tails = {key: meta.next_offset for key, meta in metas.items()}
-        position = max(floor, min(tails.values()))
+        self, topic: str, partition: int, starts: dict[bytes, int], end: int, floor: int
+    ) -> tuple[dict[bytes, list[LoggedRecord]], int]:
+        """Each stream's (by record key) committed records from where its scan starts
+        (`starts`) up to `end`, and where the scan stopped: one scan from the lowest start
+        (`floor` at the lowest), stopped short of `end` once `max_bytes` were read."""
+        found: dict[bytes, list[LoggedRecord]] = {key: [] for key in starts}
+        position = max(floor, min(starts.values()))
         read = 0
-        while position < end:
-            if read >= self.max_bytes:
-                what = ", ".join(f"{m.bucket_id}/{m.stream_id}" for m in metas.values())
-                raise LogUnavailable(
-                    f"{what}: more than read_scan_bytes ({self.max_bytes}) of its partition "
-                    f"lie between the tail known here ({position}) and the partition's end "
-                    f"({end}); retry"
-                )
+        while position < end and read < self.max_bytes:
             budget = min(SCAN_BYTES, self.max_bytes - read)
             scan = await self.scanner.scan_headed(topic, partition, position, budget, end)
-            sort_out(scan.records, found, tails)
+            sort_out(scan.records, found, starts)
             position, read = scan.next_offset, read + max(scan.size, 1)
-        return found
+        return found, position
 
     def _remember(self, key: tuple[str, str, int], tail: int, scanned: int) -> None:
         if len(self._scanned) >= MAX_REMEMBERED:

@@ -296,20 +296,53 @@ async def _freed_between(
     assert decode_token(quiet) < freed_below < decode_token(tail)
 
 
+@pytest.mark.timeout(180)
+async def test_a_read_through_the_other_instance_goes_on_where_a_bounded_scan_stopped(
+    aiohttp_client: ClientFactory, make_settings: SettingsFactory, unique: str, s3: S3Server
+) -> None:
+    """A quiet stream written once, then many times `read_scan_bytes` of a busy stream's
+    records after it in their partition. A read of the quiet stream through the other
+    instance cannot say it is up to date at first (its scan for the quiet stream's records
+    stops at the bound), but each try goes on from where the last one stopped, so a later try
+    says so; before, every try scanned again from the stream's tail and none ever could."""
+    bounded = {"read_chunk_bytes": 1024, "read_scan_bytes": 8192}
+    owner = await _by_hand(aiohttp_client, make_settings, s3, unique, "owner", **bounded)
+    assert (await owner.put("/shop")).status == 201
+    assert (await owner.put("/shop/quiet", headers=TEXT)).status == 201
+    quiet = await _posted(owner, 1, "quiet")
+    assert (await owner.put("/shop/log", headers=TEXT)).status == 201
+    for _ in range(40):  # ~50 KB of records: several bounded scans
+        answer = await owner.post("/shop/log", data=b"b" * 1000, headers=TEXT)
+        assert answer.status == 204, await answer.text()
+    other = await _by_hand(aiohttp_client, make_settings, s3, unique, "other", **bounded)
+    assert other.app[PARTS].writers.assigned == frozenset()  # the owner keeps the slot
+    answers: list[tuple[int, str | None]] = []
+    for _ in range(30):
+        read = await other.get("/shop/quiet?offset=-1")
+        answers.append((read.status, read.headers.get("Stream-Up-To-Date")))
+        if read.headers.get("Stream-Up-To-Date") == "true":
+            assert (await read.read(), read.headers["Stream-Next-Offset"]) == (b"m", quiet)
+            break
+    assert answers[0] != (200, "true"), answers  # the bound stopped the first scan
+    assert answers[-1] == (200, "true"), answers
+
+
 async def _by_hand(
     aiohttp_client: ClientFactory,
     make_settings: SettingsFactory,
     s3: S3Server,
     unique: str,
     instance_id: str,
+    **more: int,
 ) -> Client:
     """An instance on the deployment's one write slot, its tier passes run by hand: only they
-    checkpoint its streams."""
+    checkpoint its streams; `more` settings as given."""
     chosen = {
         "write_slots": 1,
         "slot_checkpoint_ms": 600_000,
         "tier_interval_ms": 3_600_000,
         "tier_after_bytes": 0,
+        **more,
     }
     settings = tier_settings(make_settings, s3, unique, instance_id=instance_id, **chosen)
     return await _in_process(aiohttp_client, settings)
