@@ -685,6 +685,7 @@ def unanswered_writes(
         2 * timeout_s,
         takeover_s,
         follower.caught_up,
+        follower.seen_written,
     )
 
 

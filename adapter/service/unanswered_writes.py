@@ -7,7 +7,8 @@ retry writes it twice), and 2xx a lie when it did not. So the forwarder waits fo
 next owner: it writes an owner record only after fencing every earlier holder of the slot's
 transactional id, which ends their transactions. Then the partition, read `read_committed`
 from the stream's tail as the forwarder knew it, says for good whether the append is there
-(`adapter/log/outcomes.py`).
+(`adapter/log/outcomes.py`). Where Kafka freed records past that tail meanwhile, the stream's
+metadata says whether any of them were its own (`_none_freed`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from adapter.log import outcomes
+from adapter.log.errors import LogUnavailable
 from adapter.log.outcomes import Forwarded, Probe
 from adapter.protocol.commands import StreamRef
 from adapter.service.buckets import BucketService
@@ -62,9 +64,13 @@ class UnansweredWrites:
         timeout_s: float,
         takeover_s: float,
         caught_up: Callable[[], Awaitable[None]],
+        seen_written: Callable[[float], Awaitable[None]],
     ) -> None:
         self.catalog = catalog
         self.caught_up = caught_up  # the catalog holds all the state topics hold now
+        # ... and every commit of the meta topic acknowledged before now, its markers written
+        # or not (within the bound given, else LogUnavailable)
+        self.seen_written = seen_written
         self.buckets = buckets
         self.kafka = kafka
         self.timeout_s = timeout_s  # one search of the partition
@@ -100,7 +106,27 @@ class UnansweredWrites:
             found = await asyncio.wait_for(asyncio.shield(search), self.timeout_s + 1 + BATCH_S)
         except TimeoutError:
             return None  # the broker did not let the search finish: unknown
-        return None if found is None else found[sent.forward_id]
+        if found is None:
+            return None
+        answer = found[sent.forward_id]
+        if answer is None and sent.where is not None and await self._none_freed(sent.ref, where):
+            return Forwarded(written=False, last_data=None, closed=False, tail=where.offset)
+        return answer
+
+    async def _none_freed(self, ref: StreamRef, where: Probe) -> bool:
+        """Whether none of the stream's records after `where` (its tail before the append)
+        were freed, so a search from Kafka's log start above that tail found the append if it
+        is there: a quiet stream's tail lies below the log start when other streams' records
+        were freed past it. Before Kafka frees any of a slot's records, its owner checkpoints
+        every stream the range holds records of (`service/slot_checkpoints.py`), and frees
+        them only once that commit is acknowledged: with every acknowledged commit of the meta
+        topic followed, a stream whose tail still stands at `where` had none there."""
+        try:
+            await self.seen_written(self.timeout_s)
+        except LogUnavailable:
+            return False
+        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+        return meta is not None and meta.next_offset <= where.offset
 
     async def _search(
         self, where: Probe, key: bytes, batch: _Batch

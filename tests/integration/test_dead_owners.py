@@ -6,12 +6,14 @@ keeps them."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 import time
 from pathlib import Path
 
 import aiohttp
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.cluster import (
     TEXT,
@@ -22,14 +24,17 @@ from tests.cluster import (
     sample,
     signal_adapter,
     slot_of,
+    stream_in,
     three_instances,
     two_instances,
     until_owned,
+    until_read,
 )
 from tests.kafka_reads import committed_messages
+from tests.services import S3Server
 from topology.naming import bucket_topic
 from topology.placement import partition_for
-from topology.wire import is_control
+from topology.wire import decode_token, is_control
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -252,3 +257,77 @@ async def test_a_paused_owner_two_peers_check_is_evicted_once_and_the_later_chec
         assert await _evictions(trio, b, "unanswered") == 1  # removed once, by `b`
         assert await _evictions(trio, c, "unanswered") == 0
         assert outcomes == {"evicted": 0, "failed": 0, "already": 1}
+
+
+@pytest.mark.timeout(240)
+async def test_an_append_to_a_quiet_stream_forwarded_to_a_paused_owner_goes_through_a_new_owner(
+    kafka_bootstrap: str, unique: str, tmp_path: Path, s3: S3Server
+) -> None:
+    """A quiet stream, written once, shares its partition with a busy one, and its owner's
+    tier passes freed every record there was: the quiet stream's tail lies below Kafka's log
+    start, none of its records freed past it. An append to it through the peer, forwarded to
+    the owner once it is paused, goes through the slot's new owner (204), not 504: the search
+    for it from the log start is the whole answer, as the stream's metadata shows its tail
+    where it was (an owner checkpoints every stream of a range before freeing it)."""
+    prefix = f"quiet{unique}."
+    env = {
+        "DURABLE_KAFKA_OWNER_UNANSWERED_MS": str(UNANSWERED_MS),
+        "DURABLE_KAFKA_OWNER_SESSION_TIMEOUT_MS": str(PAUSED_SESSION_MS),
+        "DURABLE_KAFKA_COLD_BACKEND": "s3",
+        "DURABLE_KAFKA_S3_ENDPOINT_URL": s3.endpoint_url,
+        "DURABLE_KAFKA_S3_ACCESS_KEY_ID": s3.access_key_id,
+        "DURABLE_KAFKA_S3_SECRET_ACCESS_KEY": s3.secret_access_key,
+        "DURABLE_KAFKA_S3_BUCKET": f"quiet-{unique}",
+        "DURABLE_KAFKA_TIER_AFTER_BYTES": "0",
+        "DURABLE_KAFKA_TIER_AFTER_MS": "0",
+        "DURABLE_KAFKA_TIER_INTERVAL_MS": "200",
+    }
+    async with two_instances(kafka_bootstrap, prefix, tmp_path, 60, env=env) as pair:
+        session, (owner, peer) = pair.session, (pair.b, pair.a)
+        quiet = stream_in(prefix, pair.owners[owner], "q")
+        count = partitions(prefix)
+        partition = partition_for(quiet.encode(), count)
+        busy = next(
+            name
+            for name in (f"busy{i}" for i in range(10_000))
+            if partition_for(name.encode(), count) == partition
+        )
+        for stream in (quiet, busy):
+            url = f"{owner}/v1/stream/{stream}"
+            assert await past_moves(session, "PUT", url, headers=TEXT) == (201, b"")
+        async with session.post(f"{owner}/v1/stream/{quiet}", data="q", headers=TEXT) as reply:
+            assert reply.status == 204, await reply.text()
+            tail = decode_token(reply.headers["Stream-Next-Offset"])
+        for _ in range(5):
+            assert await _try(session, f"{owner}/v1/stream/{busy}", "b") == 204
+        topic = bucket_topic(prefix, "_default")
+        deadline = time.monotonic() + 60
+        while (await asyncio.to_thread(_log_start, kafka_bootstrap, topic, partition)) <= tail:
+            assert time.monotonic() < deadline, "the owner's tier passes freed nothing"
+            await asyncio.sleep(0.2)
+        signal_adapter(_port(owner), signal.SIGSTOP)
+        try:
+            status = await _try(session, f"{peer}/v1/stream/{quiet}", "x", PATIENT_S)
+        finally:
+            signal_adapter(_port(owner), signal.SIGCONT)
+        assert status == 204
+        # Once, through both: the resumed owner reads it from Kafka or the cold tier (the new
+        # owner's tier passes go on freeing), not from a cache of its own.
+        for base in (peer, owner):
+            read = functools.partial(_read, session, f"{base}/v1/stream/{quiet}?offset=-1")
+            assert await until_read(read, b"qx", 30) == b"qx"
+
+
+async def _read(session: aiohttp.ClientSession, url: str) -> bytes:
+    """A read's body, or its status when not 200."""
+    async with session.get(url) as reply:
+        return await reply.read() if reply.status == 200 else str(reply.status).encode()
+
+
+def _log_start(bootstrap: str, topic: str, partition: int) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "never-joined"})
+    try:
+        low, _ = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10, cached=False)
+        return int(low)
+    finally:
+        consumer.close()
