@@ -51,6 +51,7 @@ class Sent:
     forward_id: str
     mark: int  # the slot's owner mark then (`Catalog.owner_mark`)
     where: Probe | None  # the stream's partition and tail then; None if unknown here
+    created_at_ms: int | None = None  # the stream's incarnation then; None if unknown here
 
 
 class UnansweredWrites:
@@ -79,7 +80,10 @@ class UnansweredWrites:
 
     def sent(self, ref: StreamRef, slot: int) -> Sent:
         """Note what is known before forwarding (the id goes to the owner as a header)."""
-        return Sent(ref, slot, uuid.uuid4().hex, self.catalog.owner_mark(slot), self._where(ref))
+        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
+        created_at_ms = None if meta is None else meta.created_at_ms
+        mark = self.catalog.owner_mark(slot)
+        return Sent(ref, slot, uuid.uuid4().hex, mark, self._where(ref), created_at_ms)
 
     async def learn(self, sent: Sent) -> Forwarded | None:
         """Whether the append was written; None if that could not be learned in time."""
@@ -109,12 +113,12 @@ class UnansweredWrites:
         if found is None:
             return None
         answer = found[sent.forward_id]
-        if answer is None and sent.where is not None and await self._none_freed(sent.ref, where):
+        if answer is None and await self._none_freed(sent):
             return Forwarded(written=False, last_data=None, closed=False, tail=where.offset)
         return answer
 
-    async def _none_freed(self, ref: StreamRef, where: Probe) -> bool:
-        """Whether none of the stream's records after `where` (its tail before the append)
+    async def _none_freed(self, sent: Sent) -> bool:
+        """Whether none of the stream's records after `sent.where` (its tail before the append)
         were freed, so a search from Kafka's log start above that tail found the append if it
         is there: a quiet stream's tail lies below the log start when other streams' records
         were freed past it. Before Kafka frees any of a slot's records, its owner checkpoints
@@ -125,8 +129,10 @@ class UnansweredWrites:
             await self.seen_written(self.timeout_s)
         except LogUnavailable:
             return False
-        meta = self.catalog.stream(ref.bucket_id, ref.stream_id)
-        return meta is not None and meta.next_offset <= where.offset
+        meta = self.catalog.stream(sent.ref.bucket_id, sent.ref.stream_id)
+        if meta is None or sent.where is None or meta.created_at_ms != sent.created_at_ms:
+            return False  # gone, or made anew: its tail then says nothing of this one's
+        return meta.next_offset <= sent.where.offset
 
     async def _search(
         self, where: Probe, key: bytes, batch: _Batch
