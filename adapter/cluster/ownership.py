@@ -43,6 +43,16 @@ while it rejoined, rejoins without asking; one fenced `REFENCES` times within
 `REFENCE_WINDOW_S` is taken for one of two live processes fencing each other in turn (the
 other started while the group could not be described) and stops (exit 1). A coordinator that
 moves is a rare event; two members with one id fence each other at every join.
+
+A consumer subscribed but no member for `unjoined_s` (its session ended and it has not joined
+again) is made again, as the same static member. librdkafka 2.16 can lose every broker for
+good: a Metadata response listing no broker (a lone broker answers so while it shuts down)
+decommissions the coordinator's broker, and when that comes just as the broker goes down, no
+re-bootstrap starts (seen with `debug=cgrp,protocol`: after `Group coordinator decommissioned`
+the consumer never tried to connect again, `no broker available for coordinator query` for
+100 s while the restarted broker was ready). A new consumer starts from `bootstrap.servers`.
+It has no slot to lose (they went with the session) and sends no LeaveGroup; it joins under
+the same instance id, so a rejoin asked meanwhile is still carried out once it is a member.
 """
 
 from __future__ import annotations
@@ -54,13 +64,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
+from adapter.cluster.unjoined import Unjoined, unjoined_s
 from adapter.state.format_gate import client_id
 from topology.errors import TopologyError
 from topology.group_members import Member, describe, member_url
@@ -73,6 +84,9 @@ POLL_S = 0.2
 REFENCES = 10  # fences within the window that mean another live process has our instance id
 REFENCE_WINDOW_S = 60.0
 LEAVE_POLLS = 10  # after unsubscribe(): the revocation comes in the first, the rest is spare
+
+# How `_member` ended: stopped (or failed), fenced, or to be made again (renewing, unjoined).
+Ending = Literal["stopped", "fenced", "renewed", "unjoined"]
 
 
 class InstanceIdInUse(RuntimeError):
@@ -125,6 +139,7 @@ class SlotOwnership:
             "on_commit": self._confirmations.answered,
         }
         self._config = kafka.config(owned, "librdkafka.owners")
+        self._unjoined_s = unjoined_s(session_timeout_ms)
         self._consumer: Consumer | None = None
         self._holding = threading.Lock()
         self._held: set[int] = set()  # the slots assigned to us, as the callbacks said
@@ -235,10 +250,11 @@ class SlotOwnership:
             return
         fences: list[float] = []
         while not self._stop.is_set():
-            if not self._member():
+            ending = self._member()
+            if ending == "stopped":
                 return
-            if self._kept is not None:
-                continue  # renewing: the same member again, with a new consumer
+            if ending != "fenced":
+                continue  # renewing or unjoined: the same member again, with a new consumer
             fences = recent_fences(fences, time.monotonic())
             if len(fences) >= REFENCES:
                 refused = InstanceIdInUse(
@@ -253,14 +269,15 @@ class SlotOwnership:
             # while we rejoined), as far as can be told without describing the group.
             log.warning("the owners' consumer was fenced, by its own earlier membership; rejoining")
 
-    def _member(self) -> bool:
-        """Be a member of the owners' group until stopped; True if fenced or renewing (to
-        rejoin)."""
+    def _member(self) -> Ending:
+        """Be a member of the owners' group until stopped; how it ended (all but "stopped"
+        make the consumer again)."""
         consumer = self.kafka.consumer(self._config)
         self._consumer = consumer
         subscribed = False
         failed = True
-        renewing = False
+        ending: Ending = "stopped"
+        unjoined = Unjoined(self._unjoined_s)
         try:
             while not self._stop.is_set():
                 if subscribed == self._aside.is_set():
@@ -275,20 +292,28 @@ class SlotOwnership:
                     self._renew.clear()
                     with self._holding:
                         self._kept = set(self._held)
-                    renewing = True  # closed without leaving; its revocation keeps the writers
+                    ending = "renewed"  # closed without leaving; its revocation keeps the writers
+                    break
+                if unjoined.too_long(subscribed and not self.member_id, time.monotonic()):
+                    log.warning(
+                        "the owners' consumer has not been a member of the group for %.0fs: "
+                        "making it again, from the bootstrap servers",
+                        self._unjoined_s,
+                    )
+                    ending = "unjoined"  # no member id: closing it sends no LeaveGroup
                     break
             failed = False
         except InstanceIdInUse as error:
             log.warning("%s", error)
-            return True
+            return "fenced"
         except Exception as error:
             # Without this thread the instance owns no slot and never will again: stop it
             # (exit 1) so that it is restarted, rather than let it look ready.
             log.exception("the slot ownership consumer failed")
             self._fail(error)
         finally:
-            self._close(consumer, leave=not failed and not renewing)
-        return renewing
+            self._close(consumer, leave=not failed and ending == "stopped")
+        return ending
 
     def _subscribe(self, consumer: Consumer, subscribe: bool) -> bool:
         """Join the group, or leave it (the revocation and the LeaveGroup are served by the
