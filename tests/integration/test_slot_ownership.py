@@ -1,11 +1,13 @@
 """An owner whose membership of the owners' group is taken while it is alive (a peer removed it
 as gone while it was merely cut off from its peers) loses its slots at once: its consumer is
 fenced and closes without any rebalance callback, and its writers must not stay ready for
-slots the group has given to others."""
+slots the group has given to others. After a lone broker's restart the owner joins again and
+carries out a rejoin asked meanwhile; a consumer no member for too long is made again."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from adapter.cluster.ownership import SlotOwnership
 from adapter.cluster.slot_writers import SlotWriters
+from adapter.cluster.unjoined import unjoined_s
 from adapter.log.writer import WriterLimits
 from adapter.tasks import Tasks
 from devstack import kafka as broker
@@ -113,16 +116,6 @@ async def test_an_owner_whose_membership_is_taken_loses_its_slots(
         await writers.close()
 
 
-# An open defect, intermittent: on a loaded machine the owners' consumer sometimes never joins
-# the group again after the lone broker's restart (no slot assigned within REJOINED_WITHIN_S;
-# 3 runs in 10 of this test, the owners' consumer logging nothing after its session ended), as
-# in `test_faults.py::test_broker_restart_under_load_loses_and_duplicates_nothing` once.
-# Not strict while the cause is unknown: the test still runs and reports XPASS when it holds.
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect: the owners' consumer sometimes never joins again after a lone "
-    "broker's restart under load",
-)
 @pytest.mark.faults
 @pytest.mark.timeout(240)
 async def test_a_rejoin_asked_while_not_a_member_is_carried_out_once_a_member(
@@ -163,3 +156,43 @@ async def test_a_rejoin_asked_while_not_a_member_is_carried_out_once_a_member(
             await writers.close()
     finally:
         await asyncio.to_thread(broker.stop, node, DISCARD_S)
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(240)
+async def test_a_consumer_no_member_for_too_long_is_made_again_and_gets_its_slots_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """librdkafka can drop every broker for good as a lone broker shuts down (the consumer then
+    never connects again): a consumer that has been no member for `unjoined_s` is made again,
+    from the bootstrap servers, and takes its slots back as the same static member once the
+    broker is back."""
+    caplog.set_level(logging.WARNING, logger="adapter.cluster.ownership")
+    node = broker.KafkaNode(home=tmp_path / "kafka", port=free_port(), controller_port=free_port())
+    bootstrap = await asyncio.to_thread(broker.start, node)
+    try:
+        ownership, writers = await _owner(bootstrap, "unjoined.", "unjoined-1")
+        try:
+            await ownership.start()
+            await _until(writers.accepting_all, "accepted every slot")
+            await asyncio.to_thread(broker.stop, node)
+            await _until(lambda: writers.changes[-1] == ("lose", [0, 1]), "lost its session")
+            await _until(
+                lambda: _made_again(caplog),
+                "made its consumer again",
+                unjoined_s(SESSION_MS) + WITHIN_S,
+            )
+            back = len(writers.changes)
+            await asyncio.to_thread(broker.start, node)
+            await _until(lambda: len(writers.changes) > back, "joined again", REJOINED_WITHIN_S)
+            assert writers.changes[back] == ("gain", [0, 1]), writers.changes
+            await _until(writers.accepting_all, "accepted every slot again")
+        finally:
+            await ownership.close()
+            await writers.close()
+    finally:
+        await asyncio.to_thread(broker.stop, node, DISCARD_S)
+
+
+def _made_again(caplog: pytest.LogCaptureFixture) -> bool:
+    return any("making it again" in record.getMessage() for record in caplog.records)
