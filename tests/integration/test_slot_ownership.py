@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -126,36 +128,21 @@ async def test_a_rejoin_asked_while_not_a_member_is_carried_out_once_a_member(
     and its next join, a static member's, takes back the assignment the coordinator kept,
     without a rebalance: the rejoin must wait until it is a member, then make the group
     rebalance (the member leaves: its slots revoked, then assigned again)."""
-    node = broker.KafkaNode(home=tmp_path / "kafka", port=free_port(), controller_port=free_port())
-    bootstrap = await asyncio.to_thread(broker.start, node)
-    try:
-        ownership, writers = await _owner(bootstrap, "restart.", "restart-1")
-        try:
-            await ownership.start()
-            await _until(writers.accepting_all, "accepted every slot")
-            await asyncio.to_thread(broker.stop, node)
-            await _until(lambda: writers.changes[-1] == ("lose", [0, 1]), "lost its session")
-            ownership.rejoin()  # not a member: no member id until it joins again
-            await asyncio.sleep(1)  # the polling thread's turn, with the broker still away
-            back = len(writers.changes)
-            await asyncio.to_thread(broker.start, node)
-            await _until(
-                lambda: len(writers.changes) >= back + 3,
-                "rejoined once a member",
-                REJOINED_WITHIN_S,
-            )
-            # Taken back as kept, then the rejoin: revoked by leaving, assigned by the rebalance.
-            assert writers.changes[back : back + 3] == [
-                ("gain", [0, 1]),
-                ("lose", [0, 1]),
-                ("gain", [0, 1]),
-            ], writers.changes
-            await _until(writers.accepting_all, "accepted every slot again")
-        finally:
-            await ownership.close()
-            await writers.close()
-    finally:
-        await asyncio.to_thread(broker.stop, node, DISCARD_S)
+    async with _session_lost(tmp_path, "restart") as (node, ownership, writers):
+        ownership.rejoin()  # not a member: no member id until it joins again
+        await asyncio.sleep(1)  # the polling thread's turn, with the broker still away
+        back = len(writers.changes)
+        await asyncio.to_thread(broker.start, node)
+        await _until(
+            lambda: len(writers.changes) >= back + 3, "rejoined once a member", REJOINED_WITHIN_S
+        )
+        # Taken back as kept, then the rejoin: revoked by leaving, assigned by the rebalance.
+        assert writers.changes[back : back + 3] == [
+            ("gain", [0, 1]),
+            ("lose", [0, 1]),
+            ("gain", [0, 1]),
+        ], writers.changes
+        await _until(writers.accepting_all, "accepted every slot again")
 
 
 @pytest.mark.faults
@@ -168,25 +155,36 @@ async def test_a_consumer_no_member_for_too_long_is_made_again_and_gets_its_slot
     from the bootstrap servers, and takes its slots back as the same static member once the
     broker is back."""
     caplog.set_level(logging.WARNING, logger="adapter.cluster.ownership")
+    async with _session_lost(tmp_path, "unjoined") as (node, _ownership, writers):
+        await _until(
+            lambda: _made_again(caplog),
+            "made its consumer again",
+            unjoined_s(SESSION_MS) + WITHIN_S,
+        )
+        back = len(writers.changes)
+        await asyncio.to_thread(broker.start, node)
+        await _until(lambda: len(writers.changes) > back, "joined again", REJOINED_WITHIN_S)
+        assert writers.changes[back] == ("gain", [0, 1]), writers.changes
+        await _until(writers.accepting_all, "accepted every slot again")
+
+
+@asynccontextmanager
+async def _session_lost(
+    tmp_path: Path, name: str
+) -> AsyncIterator[tuple[broker.KafkaNode, SlotOwnership, _Recorded]]:
+    """An owner of every slot on a lone broker of its own, once that broker is stopped and
+    the owner's session has ended (its slots lost): (the broker, to start again, the owner,
+    its writers)."""
     node = broker.KafkaNode(home=tmp_path / "kafka", port=free_port(), controller_port=free_port())
     bootstrap = await asyncio.to_thread(broker.start, node)
     try:
-        ownership, writers = await _owner(bootstrap, "unjoined.", "unjoined-1")
+        ownership, writers = await _owner(bootstrap, f"{name}.", f"{name}-1")
         try:
             await ownership.start()
             await _until(writers.accepting_all, "accepted every slot")
             await asyncio.to_thread(broker.stop, node)
             await _until(lambda: writers.changes[-1] == ("lose", [0, 1]), "lost its session")
-            await _until(
-                lambda: _made_again(caplog),
-                "made its consumer again",
-                unjoined_s(SESSION_MS) + WITHIN_S,
-            )
-            back = len(writers.changes)
-            await asyncio.to_thread(broker.start, node)
-            await _until(lambda: len(writers.changes) > back, "joined again", REJOINED_WITHIN_S)
-            assert writers.changes[back] == ("gain", [0, 1]), writers.changes
-            await _until(writers.accepting_all, "accepted every slot again")
+            yield node, ownership, writers
         finally:
             await ownership.close()
             await writers.close()
