@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import logging
 
 import pytest
 from aiohttp import web
@@ -14,9 +15,11 @@ from adapter.app import PARTS, SETTINGS
 from adapter.log.errors import LogUnavailable
 from adapter.parts import kafka_access
 from adapter.protocol.model import StreamMeta
+from adapter.state import follower as follower_module
 from adapter.state.catalog import Catalog
 from adapter.state.follower import MetaFollower
 from adapter.state.records import encode
+from adapter.state.view_age import ViewAge
 from tests.conftest import Client
 from topology.internal_records import stream_meta_key
 from topology.naming import StateTopics
@@ -175,6 +178,57 @@ async def test_seen_written_waits_for_a_transaction_the_stable_end_is_still_belo
         following.cancel()
         await asyncio.gather(following, return_exceptions=True)
         await follower.close()
+
+
+async def test_a_follower_not_current_for_long_makes_its_consumer_again_and_follows_on(
+    client: Client, unique: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A follower that cannot tell it is current for `RENEW_STALLED_S` (here a transaction
+    held open on the meta topic stops it below its record; in the field a consumer librdkafka
+    left with no broker) makes its consumer again, and the new one follows on from where the
+    old one stopped."""
+    monkeypatch.setattr(follower_module, "RENEW_STALLED_S", 2.0)
+    caplog.set_level(logging.WARNING, logger="adapter.state.follower")
+    settings = client.app[SETTINGS]
+    topics = StateTopics.of(settings.topic_prefix)
+    catalog = Catalog()
+    follower = MetaFollower(kafka_access(settings), topics, catalog, 10, lambda _: None)
+    await follower.replay()
+    following = asyncio.create_task(follower.follow())
+    keeping = asyncio.create_task(follower.keep_current(ViewAge(1.0)))
+    holder = Producer(
+        {"bootstrap.servers": settings.bootstrap_servers, "transactional.id": f"stall-{unique}"}
+    )
+    name = f"stalled-{unique}"
+    meta = StreamMeta("_default", name, 0, "text/plain", 1, 0, 0, 1, 1)
+    try:
+        await asyncio.to_thread(holder.init_transactions, 10)
+        holder.begin_transaction()
+        holder.produce(topics.meta, b"", b"held")
+        await asyncio.to_thread(holder.flush, 10)
+        for _ in range(150):
+            if _renewed(caplog):
+                break
+            await asyncio.sleep(0.1)
+        assert _renewed(caplog)
+        await asyncio.to_thread(holder.abort_transaction, 10)
+        holder.begin_transaction()
+        holder.produce(topics.meta, encode(meta), meta.key)
+        await asyncio.to_thread(holder.commit_transaction, 10)
+        await asyncio.wait_for(follower.caught_up(), 10)
+        assert catalog.stream("_default", name) is not None  # followed by the new consumer
+        holder.begin_transaction()  # leave no stream behind for other tests
+        holder.produce(topics.meta, None, meta.key)
+        await asyncio.to_thread(holder.commit_transaction, 10)
+    finally:
+        for task in (keeping, following):
+            task.cancel()
+        await asyncio.gather(keeping, following, return_exceptions=True)
+        await follower.close()
+
+
+def _renewed(caplog: pytest.LogCaptureFixture) -> bool:
+    return any("making its consumers again" in record.getMessage() for record in caplog.records)
 
 
 async def test_sse_sessions_a_client_hung_up_on_are_freed_at_once(
