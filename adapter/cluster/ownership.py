@@ -50,7 +50,7 @@ good: a Metadata response listing no broker (a lone broker answers so while it s
 decommissions the coordinator's broker, and when that comes just as the broker goes down, no
 re-bootstrap starts (seen with `debug=cgrp,protocol`: after `Group coordinator decommissioned`
 the consumer never tried to connect again, `no broker available for coordinator query` for
-100 s while the restarted broker was ready). A new consumer starts from `bootstrap.servers`.
+100 s while the restarted broker was ready). A new consumer starts from the bootstrap servers.
 It has no slot to lose (they went with the session) and sends no LeaveGroup; it joins under
 the same instance id, so a rejoin asked meanwhile is still carried out once it is a member.
 """
