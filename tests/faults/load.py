@@ -68,6 +68,13 @@ class Load:
         self.running = False
         await asyncio.wait_for(asyncio.gather(*self.workers), timeout_s)
 
+    async def abandon(self) -> None:
+        """Stop every worker at once, whatever it is doing (the scenario failed)."""
+        self.running = False
+        for worker in self.workers:
+            worker.cancel()
+        await asyncio.gather(*self.workers, return_exceptions=True)
+
     def url(self, stream: str, instance: str | None = None) -> tuple[str, str]:
         name = instance or self.rng.choice(sorted(self.bases))
         return name, self.bases[name] + stream_path(stream)

@@ -233,19 +233,23 @@ async def _run(
         if started is not None:
             started.start()
     try:
-        await asyncio.sleep(load_s)
-        marks = {i.name: i.log.stat().st_size for i in ctx.live()}
-        fault_at = load.history.now()
-        await fault(ctx)
-        await asyncio.sleep(AFTER_S)
-    finally:
-        for started in (kafka, group):
-            if started is not None:
-                await asyncio.to_thread(started.stop)
-    for instance in ctx.live():  # a process that died is the finding, not what follows it
-        ended = instance.exited()
-        assert ended is None, ended
-    await load.finish(120)
+        try:
+            await asyncio.sleep(load_s)
+            marks = {i.name: i.log.stat().st_size for i in ctx.live()}
+            fault_at = load.history.now()
+            await fault(ctx)
+            await asyncio.sleep(AFTER_S)
+        finally:
+            for started in (kafka, group):
+                if started is not None:
+                    await asyncio.to_thread(started.stop)
+        for instance in ctx.live():  # a process that died is the finding, not what follows it
+            ended = instance.exited()
+            assert ended is None, ended
+        await load.finish(120)
+    except BaseException:
+        await load.abandon()  # no worker outlives the scenario's session
+        raise
     # Up to the load's end: the fresh instance and the stops to come move slots again.
     since_fault = [line for i in ctx.live() for line in _lines_since(i.log, marks[i.name])]
     views = await _views(ctx, sorted(load.streams))
