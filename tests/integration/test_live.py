@@ -6,6 +6,8 @@ import asyncio
 import gc
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from aiohttp import web
@@ -146,17 +148,8 @@ async def test_seen_written_waits_for_a_transaction_the_stable_end_is_still_belo
     meta topic's stable end. `caught_up` (the stable end) returns below a transaction still
     open; `seen_written` (the high watermark) waits for it to end, for as long as it is told,
     and sees its record."""
-    settings = client.app[SETTINGS]
-    topics = StateTopics.of(settings.topic_prefix)
-    catalog = Catalog()
-    follower = MetaFollower(kafka_access(settings), topics, catalog, 10, lambda _: None)
-    await follower.replay()
-    following = asyncio.create_task(follower.follow())
-    producer = Producer(
-        {"bootstrap.servers": settings.bootstrap_servers, "transactional.id": f"seen-{unique}"}
-    )
     name = f"open-{unique}"
-    try:
+    async with _following(client, f"seen-{unique}") as (topics, catalog, follower, producer):
         await asyncio.to_thread(producer.init_transactions, 10)
         producer.begin_transaction()
         meta = StreamMeta("_default", name, 0, "text/plain", 1, 0, 0, 1, 1)
@@ -174,10 +167,6 @@ async def test_seen_written_waits_for_a_transaction_the_stable_end_is_still_belo
         producer.begin_transaction()  # leave no stream behind for other tests
         producer.produce(topics.meta, None, meta.key)
         await asyncio.to_thread(producer.commit_transaction, 10)
-    finally:
-        following.cancel()
-        await asyncio.gather(following, return_exceptions=True)
-        await follower.close()
 
 
 async def test_a_follower_not_current_for_long_makes_its_consumer_again_and_follows_on(
@@ -189,46 +178,60 @@ async def test_a_follower_not_current_for_long_makes_its_consumer_again_and_foll
     old one stopped."""
     monkeypatch.setattr(follower_module, "RENEW_STALLED_S", 2.0)
     caplog.set_level(logging.WARNING, logger="adapter.state.follower")
+    name = f"stalled-{unique}"
+    meta = StreamMeta("_default", name, 0, "text/plain", 1, 0, 0, 1, 1)
+    async with _following(client, f"stall-{unique}") as (topics, catalog, follower, holder):
+        keeping = asyncio.create_task(follower.keep_current(ViewAge(1.0)))
+        try:
+            await asyncio.to_thread(holder.init_transactions, 10)
+            holder.begin_transaction()
+            holder.produce(topics.meta, b"", b"held")
+            await asyncio.to_thread(holder.flush, 10)
+            for _ in range(150):
+                if _renewed(caplog):
+                    break
+                await asyncio.sleep(0.1)
+            assert _renewed(caplog)
+            await asyncio.to_thread(holder.abort_transaction, 10)
+            holder.begin_transaction()
+            holder.produce(topics.meta, encode(meta), meta.key)
+            await asyncio.to_thread(holder.commit_transaction, 10)
+            await asyncio.wait_for(follower.caught_up(), 10)
+            assert catalog.stream("_default", name) is not None  # followed by the new consumer
+            holder.begin_transaction()  # leave no stream behind for other tests
+            holder.produce(topics.meta, None, meta.key)
+            await asyncio.to_thread(holder.commit_transaction, 10)
+        finally:
+            keeping.cancel()
+            await asyncio.gather(keeping, return_exceptions=True)
+
+
+def _renewed(caplog: pytest.LogCaptureFixture) -> bool:
+    return any("making its consumers again" in record.getMessage() for record in caplog.records)
+
+
+@asynccontextmanager
+async def _following(
+    client: Client, transactional_id: str
+) -> AsyncIterator[tuple[StateTopics, Catalog, MetaFollower, Producer]]:
+    """A follower of the state topics of `client`'s deployment into a catalog of its own,
+    replayed and following, and a transactional producer to write them: (the topics, the
+    catalog, the follower, the producer)."""
     settings = client.app[SETTINGS]
     topics = StateTopics.of(settings.topic_prefix)
     catalog = Catalog()
     follower = MetaFollower(kafka_access(settings), topics, catalog, 10, lambda _: None)
     await follower.replay()
     following = asyncio.create_task(follower.follow())
-    keeping = asyncio.create_task(follower.keep_current(ViewAge(1.0)))
-    holder = Producer(
-        {"bootstrap.servers": settings.bootstrap_servers, "transactional.id": f"stall-{unique}"}
+    producer = Producer(
+        {"bootstrap.servers": settings.bootstrap_servers, "transactional.id": transactional_id}
     )
-    name = f"stalled-{unique}"
-    meta = StreamMeta("_default", name, 0, "text/plain", 1, 0, 0, 1, 1)
     try:
-        await asyncio.to_thread(holder.init_transactions, 10)
-        holder.begin_transaction()
-        holder.produce(topics.meta, b"", b"held")
-        await asyncio.to_thread(holder.flush, 10)
-        for _ in range(150):
-            if _renewed(caplog):
-                break
-            await asyncio.sleep(0.1)
-        assert _renewed(caplog)
-        await asyncio.to_thread(holder.abort_transaction, 10)
-        holder.begin_transaction()
-        holder.produce(topics.meta, encode(meta), meta.key)
-        await asyncio.to_thread(holder.commit_transaction, 10)
-        await asyncio.wait_for(follower.caught_up(), 10)
-        assert catalog.stream("_default", name) is not None  # followed by the new consumer
-        holder.begin_transaction()  # leave no stream behind for other tests
-        holder.produce(topics.meta, None, meta.key)
-        await asyncio.to_thread(holder.commit_transaction, 10)
+        yield topics, catalog, follower, producer
     finally:
-        for task in (keeping, following):
-            task.cancel()
-        await asyncio.gather(keeping, following, return_exceptions=True)
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
         await follower.close()
-
-
-def _renewed(caplog: pytest.LogCaptureFixture) -> bool:
-    return any("making its consumers again" in record.getMessage() for record in caplog.records)
 
 
 async def test_sse_sessions_a_client_hung_up_on_are_freed_at_once(
