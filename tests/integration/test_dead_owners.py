@@ -13,7 +13,6 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from tests.cluster import (
     TEXT,
@@ -30,6 +29,7 @@ from tests.cluster import (
     until_owned,
     until_read,
 )
+from tests.integration.test_tiering import log_start
 from tests.kafka_reads import committed_messages
 from tests.services import S3Server
 from topology.naming import bucket_topic
@@ -302,7 +302,7 @@ async def test_an_append_to_a_quiet_stream_forwarded_to_a_paused_owner_goes_thro
             assert await _try(session, f"{owner}/v1/stream/{busy}", "b") == 204
         topic = bucket_topic(prefix, "_default")
         deadline = time.monotonic() + 60
-        while (await asyncio.to_thread(_log_start, kafka_bootstrap, topic, partition)) <= tail:
+        while (await asyncio.to_thread(log_start, kafka_bootstrap, topic, partition))[0] <= tail:
             assert time.monotonic() < deadline, "the owner's tier passes freed nothing"
             await asyncio.sleep(0.2)
         signal_adapter(_port(owner), signal.SIGSTOP)
@@ -322,12 +322,3 @@ async def _read(session: aiohttp.ClientSession, url: str) -> bytes:
     """A read's body, or its status when not 200."""
     async with session.get(url) as reply:
         return await reply.read() if reply.status == 200 else str(reply.status).encode()
-
-
-def _log_start(bootstrap: str, topic: str, partition: int) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "never-joined"})
-    try:
-        low, _ = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10, cached=False)
-        return int(low)
-    finally:
-        consumer.close()

@@ -159,11 +159,12 @@ async def bootstrap_bodies(client: Client, path: str) -> bytes:
     return b"".join(part for part in parts[1:] if isinstance(part, bytes))
 
 
-def log_start(bootstrap: str, topic: str) -> tuple[int, int]:
-    """Kafka's (log start offset, high watermark) of partition 0, as any consumer sees them."""
+def log_start(bootstrap: str, topic: str, partition: int = 0) -> tuple[int, int]:
+    """Kafka's (log start offset, high watermark) of a partition, as any consumer sees them."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "never-joined"})
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), 10, cached=False)
+        part = TopicPartition(topic, partition)
+        low, high = consumer.get_watermark_offsets(part, 10, cached=False)
         return int(low), int(high)
     finally:
         consumer.close()
