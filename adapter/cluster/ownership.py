@@ -45,12 +45,11 @@ other started while the group could not be described) and stops (exit 1). A coor
 moves is a rare event; two members with one id fence each other at every join.
 
 A consumer subscribed but no member for `unjoined_s` (its session ended and it has not joined
-again) is made again, as the same static member. librdkafka 2.16 can lose every broker for
-good: a Metadata response listing no broker (a lone broker answers so while it shuts down)
-decommissions the coordinator's broker, and when that comes just as the broker goes down, no
-re-bootstrap starts (seen with `debug=cgrp,protocol`: after `Group coordinator decommissioned`
-the consumer never tried to connect again, `no broker available for coordinator query` for
-100 s while the restarted broker was ready). A new consumer starts from the bootstrap servers.
+again) is made again, as the same static member (`topology/client_stalls.py` says why). This is
+where librdkafka 2.16 was seen to lose every broker for good: with `debug=cgrp,protocol`, after
+`Group coordinator decommissioned` the consumer never tried to connect again, `no broker
+available for coordinator query` for 100 s while the restarted broker was ready. A new consumer
+starts from the bootstrap servers.
 It has no slot to lose (they went with the session) and sends no LeaveGroup; it joins under
 the same instance id, so a rejoin asked meanwhile is still carried out once it is a member.
 """
@@ -71,8 +70,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from adapter.cluster.confirmations import Confirmations
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.cluster.unjoined import Unjoined, unjoined_s
 from adapter.state.format_gate import client_id
+from topology.client_stalls import STALLED_S, Stall
 from topology.errors import TopologyError
 from topology.group_members import Member, describe, member_url
 from topology.kafka_client import KafkaAccess, denied
@@ -84,6 +83,7 @@ POLL_S = 0.2
 REFENCES = 10  # fences within the window that mean another live process has our instance id
 REFENCE_WINDOW_S = 60.0
 LEAVE_POLLS = 10  # after unsubscribe(): the revocation comes in the first, the rest is spare
+UNJOINED_SESSIONS = 5  # sessions without membership before the consumer is made again
 
 # How `_member` ended: stopped (or failed), fenced, or to be made again (renewing, unjoined).
 Ending = Literal["stopped", "fenced", "renewed", "unjoined"]
@@ -91,6 +91,13 @@ Ending = Literal["stopped", "fenced", "renewed", "unjoined"]
 
 class InstanceIdInUse(RuntimeError):
     """Another live process is the owners' group member with this instance's id."""
+
+
+def unjoined_s(session_timeout_ms: int) -> float:
+    """How long the owners' consumer may be subscribed without being a member before it is made
+    again: five sessions, at least `STALLED_S`, so that a join waiting for a slow rebalance or a
+    broker still starting is not cut short over and over."""
+    return max(STALLED_S, UNJOINED_SESSIONS * session_timeout_ms / 1000)
 
 
 def recent_fences(fences: list[float], now: float) -> list[float]:
@@ -277,7 +284,7 @@ class SlotOwnership:
         subscribed = False
         failed = True
         ending: Ending = "stopped"
-        unjoined = Unjoined(self._unjoined_s)
+        unjoined = Stall(self._unjoined_s)
         try:
             while not self._stop.is_set():
                 if subscribed == self._aside.is_set():

@@ -13,7 +13,8 @@ keys changed since are saved with the offsets reached (`key_index_store.py`).
 
 When the client's certificate files change (`LiveClients.renew`), the consumer is made again
 between two polls, the brokers may soon refuse the old certificate, and resumes each partition
-at the offset after what is indexed: nothing is indexed twice or missed.
+at the offset after what is indexed: nothing is indexed twice or missed. So it is when the
+partition check has had no metadata answer for `STALLED_S` (`topology/client_stalls.py`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from confluent_kafka import (
 from adapter.log.key_index import KeyIndex
 from adapter.log.key_index_store import KeyIndexStore, begin, rows
 from adapter.log.reader import poll_batch
+from topology.client_stalls import STALLED_S, Stall
 from topology.kafka_client import KafkaAccess, denied
 from topology.mount_positions import position
 
@@ -96,6 +98,7 @@ class MountIndexer:
         self._kafka = kafka
         self._consumer: Consumer | None = None
         self._checked_at = 0.0
+        self._stall = Stall(STALLED_S)  # how long the partition check has had no answer
         self._thread = concurrent.futures.ThreadPoolExecutor(1, f"mount-{naming.topic}")
 
     @property
@@ -190,19 +193,31 @@ class MountIndexer:
     def _poll(self) -> list[Message]:
         try:
             if self._consumer is not None and self._kafka.clients.stale(self._consumer):
-                self._renew(self._consumer)
+                self._renew(self._consumer, "with the new certificate files")
             if self._consumer is None:
                 self._consumer = self._kafka.consumer(self._config)
             if time.monotonic() - self._checked_at >= PARTITIONS_CHECK_S:
-                self._assign_new_partitions(self._consumer)
+                self._check_partitions(self._consumer)
             return poll_batch(self._consumer, POLL_S)
         except KafkaException as error:
             log.warning("indexing mounted topic %s: %s", self.naming.topic, error)
             time.sleep(POLL_S)
             return []
 
-    def _renew(self, old: Consumer) -> None:
-        """A consumer made from the new certificate files, at the offsets the old one reached."""
+    def _check_partitions(self, consumer: Consumer) -> None:
+        """Assign partitions added to the topic; a consumer whose check has had no answer for
+        `STALLED_S` is made again (and the error raised all the same)."""
+        try:
+            self._assign_new_partitions(consumer)
+        except KafkaException:
+            if self._stall.too_long(True, time.monotonic()):
+                self._renew(consumer, f"after {self._stall.limit_s:.0f}s without reaching Kafka")
+            raise
+        self._stall.too_long(False, time.monotonic())
+
+    def _renew(self, old: Consumer, why: str) -> None:
+        """A consumer made again (from the bootstrap servers and the certificate files), at the
+        offsets the old one reached."""
         self._consumer = consumer = self._kafka.consumer(self._config)
         resume = {**self._starts, **self._next}
         consumer.assign(
@@ -212,7 +227,7 @@ class MountIndexer:
             ]
         )
         old.close()
-        log.info("indexer of %s renewed with the new certificate files", self.naming.topic)
+        log.warning("indexer of %s made again %s", self.naming.topic, why)
 
     def _assign_new_partitions(self, consumer: Consumer) -> None:
         metadata = consumer.list_topics(self.naming.topic, timeout=self.timeout_s)

@@ -5,12 +5,19 @@ Assign-only and `read_committed`, on its own thread: records are seen once commi
 offset order per partition. A partition newly followed starts where the caller says; one
 followed already goes on from the last record seen, whatever else changes. Following nothing,
 it fetches nothing.
+
+While it follows something, it asks for a followed topic's metadata every `PROBE_S`; a consumer
+with no answer for `STALLED_S` is made again (why: `topology/client_stalls.py`), and goes on
+from the last record seen: a fetch of a client left without brokers just returns nothing, so
+this is the only way to tell it from quiet partitions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,11 +25,15 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.reader import bounded_prefetch
+from topology.client_stalls import STALLED_S, Stall
 from topology.kafka_client import KafkaAccess
+
+log = logging.getLogger(__name__)
 
 Place = tuple[str, int]  # (topic, partition)
 Seen = tuple[str, int, bytes, int]  # (topic, partition, key, offset) of a committed record
 BATCH = 500  # records taken per poll
+PROBE_S = 10.0  # how often the consumer is asked whether it still reaches Kafka
 
 
 class PartitionWatch:
@@ -43,6 +54,8 @@ class PartitionWatch:
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "data-wakeups")
         self._next: dict[Place, int] = {}  # where each followed partition goes on from
+        self._stall = Stall(STALLED_S)
+        self._probed_at = time.monotonic()
 
     @property
     def followed(self) -> set[Place]:
@@ -90,11 +103,37 @@ class PartitionWatch:
             self._assign(self._consumer, self._next)
         consumer = self._consumer
         try:
-            return fn(consumer)
+            done = fn(consumer)
         except KafkaException as error:
             self._consumer = None
             consumer.close()
             raise LogUnavailable(f"following data partitions: {error}") from error
+        self._probe(consumer)
+        return done
+
+    def _probe(self, consumer: Consumer) -> None:
+        """Every `PROBE_S` while following: whether `consumer` still reaches Kafka; one that
+        has not for `STALLED_S` is closed, and made again at the next call."""
+        now = time.monotonic()
+        if not self._next or now - self._probed_at < PROBE_S:
+            return
+        self._probed_at = now
+        if self._stall.too_long(not self._reaches(consumer), now):
+            log.warning(
+                "the data partitions' watch has not reached Kafka for %.0fs: making its "
+                "consumer again, from the bootstrap servers",
+                self._stall.limit_s,
+            )
+            self._consumer = None
+            consumer.close()
+
+    def _reaches(self, consumer: Consumer) -> bool:
+        topic = next(iter(self._next))[0]
+        try:
+            consumer.list_topics(topic, timeout=self.timeout_s)
+        except KafkaException:
+            return False
+        return True
 
     @staticmethod
     def _assign(consumer: Consumer, following: Mapping[Place, int]) -> None:

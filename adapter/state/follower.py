@@ -65,6 +65,7 @@ from adapter.log.writer import StateWritten
 from adapter.state.catalog import Catalog
 from adapter.state.single_flight import Fresh
 from adapter.state.view_age import ViewAge
+from topology.client_stalls import STALLED_S, Stall
 from topology.kafka_client import KafkaAccess, refusal_of
 from topology.naming import StateTopics
 
@@ -73,7 +74,7 @@ log = logging.getLogger(__name__)
 POLL_S = 0.2
 WRITTEN_WAIT_S = 2.0  # how long `seen_written` waits for the transactions open when asked
 MEASURE_EVERY_S = 0.5  # how often the view's currency is measured (at most)
-RENEW_STALLED_S = 30.0  # not current this long: the consumers are made again (`keep_current`)
+RENEW_STALLED_S = STALLED_S  # not current this long: the consumers are made again (`keep_current`)
 # librdkafka prefetches ahead of what is polled until its queue holds 100,000 messages of a
 # partition or 64 MiB in all (`queued.min.messages`, `queued.max.messages.kbytes`): native
 # memory, which glibc keeps once freed. State records are small and applying them, not
@@ -213,28 +214,20 @@ class MetaFollower:
         """`measure` over and over, a few times within the view's bound; until cancelled.
 
         Not current for `RENEW_STALLED_S` on end, the consumers are made again, from the
-        bootstrap servers (`renew_consumers`). librdkafka 2.16 can drop every broker for good
-        when a lone broker, shutting down, answers a Metadata request with none (as the owners'
-        consumer was seen to: `adapter/cluster/ownership.py`); a follower left so would keep
-        the instance's view stale, every read at a tail and every write refused, until it was
-        restarted. While Kafka is away this repeats each such stretch, harmlessly: the new
-        consumer resumes where the old one stopped."""
+        bootstrap servers (`renew_consumers`, why: `topology/client_stalls.py`): a follower left
+        without brokers would keep the instance's view stale, every read at a tail and every
+        write refused, until it was restarted."""
         every_s = min(MEASURE_EVERY_S, view.max_age_s / 4)
-        stalled_since: float | None = None
+        stall = Stall(RENEW_STALLED_S)
         while True:
             began = view.clock()
-            if await self.measure(view):
-                stalled_since = None
-            elif stalled_since is None:
-                stalled_since = began
-            elif began - stalled_since > RENEW_STALLED_S:
+            if stall.too_long(not await self.measure(view), began):
                 log.warning(
                     "the state topics' follower has not been current for %.0fs: making its "
                     "consumers again, from the bootstrap servers",
                     RENEW_STALLED_S,
                 )
                 await self.renew_consumers()
-                stalled_since = None
             await asyncio.sleep(max(0.0, began + every_s - view.clock()))  # slow: go on at once
 
     async def _reach(self, ends: dict[str, int], within_s: float) -> None:

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from adapter.cluster.ownership import SlotOwnership
+from adapter.cluster.ownership import SlotOwnership, unjoined_s
 from adapter.cluster.slot_writers import SlotWriters
-from adapter.cluster.unjoined import unjoined_s
 from adapter.log.writer import WriterLimits
 from adapter.tasks import Tasks
 from devstack import kafka as broker

@@ -1,0 +1,128 @@
+"""Long-lived consumers that have not reached Kafka for long are made again and go on from where
+they stopped (`topology/client_stalls.py`): the data partitions' watch that wakes live readers,
+and a mounted topic's indexer. librdkafka's stall (every broker dropped for good) cannot be
+forced, so each consumer is told it does not reach Kafka; what is checked is that it is made
+again, and that the new one sees the next record and nothing twice."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from adapter.log import mount_indexer, partition_watch
+from adapter.log.key_index import KeyIndex
+from adapter.log.mount_indexer import MountIndexer, Naming
+from adapter.log.partition_watch import PartitionWatch, Seen
+from topology.kafka_client import KafkaAccess
+
+pytestmark = pytest.mark.integration
+
+
+def _topic(bootstrap: str, name: str) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(10)
+    return name
+
+
+def _produce(bootstrap: str, topic: str, key: bytes) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, b"v", key)
+    assert producer.flush(10) == 0
+
+
+def _made_again(caplog: pytest.LogCaptureFixture, words: str) -> int:
+    return sum(words in record.getMessage() for record in caplog.records)
+
+
+async def test_a_watch_that_does_not_reach_kafka_for_long_is_made_again_and_goes_on(
+    kafka_bootstrap: str,
+    unique: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(partition_watch, "STALLED_S", 0.5)
+    monkeypatch.setattr(partition_watch, "PROBE_S", 0.1)
+    caplog.set_level(logging.WARNING, logger="adapter.log.partition_watch")
+    reaches = True
+    monkeypatch.setattr(PartitionWatch, "_reaches", lambda _self, _consumer: reaches)
+    topic = _topic(kafka_bootstrap, f"watch-{unique}")
+    watch = PartitionWatch(KafkaAccess(kafka_bootstrap, f"{unique}."), 5.0)
+
+    async def seen_until(key: bytes) -> list[Seen]:
+        seen: list[Seen] = []
+        for _ in range(100):
+            seen += await watch.poll(0.2)
+            if any(record[2] == key for record in seen):
+                return seen
+        raise AssertionError(f"{key!r} not seen: {seen}")
+
+    try:
+        await watch.follow({(topic, 0): 0})
+        _produce(kafka_bootstrap, topic, b"first")
+        assert [s[2:] for s in await seen_until(b"first")] == [(b"first", 0)]
+        first = watch._consumer
+        reaches = False
+        for _ in range(40):
+            await watch.poll(0.1)
+            if _made_again(caplog, "making its consumer again"):
+                break
+        assert _made_again(caplog, "the data partitions' watch has not reached Kafka for 0s")
+        reaches = True
+        _produce(kafka_bootstrap, topic, b"second")
+        assert [s[2:] for s in await seen_until(b"second")] == [(b"second", 1)]
+        assert watch._consumer is not None
+        assert watch._consumer is not first
+    finally:
+        await watch.close()
+
+
+async def test_an_indexer_that_does_not_reach_kafka_for_long_is_made_again_and_goes_on(
+    kafka_bootstrap: str,
+    unique: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(mount_indexer, "STALLED_S", 0.5)
+    monkeypatch.setattr(mount_indexer, "PARTITIONS_CHECK_S", 0.1)
+    caplog.set_level(logging.WARNING, logger="adapter.log.mount_indexer")
+    topic = _topic(kafka_bootstrap, f"mounted-{unique}")
+    _produce(kafka_bootstrap, topic, b"first")
+    keyed: list[set[str]] = []
+    naming = Naming(topic, lambda key: key.decode(), None, lambda _value: None)
+    index = KeyIndex(100)
+    indexer = MountIndexer(
+        KafkaAccess(kafka_bootstrap, f"{unique}."), naming, index, 5.0, keyed.append
+    )
+    checking = MountIndexer._assign_new_partitions
+
+    def unanswered(self: MountIndexer, consumer: object) -> None:
+        raise KafkaException("no broker")  # what a client left without brokers raises
+
+    running = asyncio.create_task(indexer.run())
+    try:
+        await asyncio.wait_for(indexer.ready.wait(), 30)
+        assert keyed == [{"first"}]
+        first = indexer._consumer
+        monkeypatch.setattr(MountIndexer, "_assign_new_partitions", unanswered)
+        for _ in range(40):
+            if _made_again(caplog, "made again after"):
+                break
+            await asyncio.sleep(0.1)
+        assert _made_again(caplog, f"indexer of {topic} made again after 0s without reaching")
+        monkeypatch.setattr(MountIndexer, "_assign_new_partitions", checking)
+        _produce(kafka_bootstrap, topic, b"second")
+        for _ in range(100):
+            if {"second"} in keyed:
+                break
+            await asyncio.sleep(0.1)
+        assert keyed == [{"first"}, {"second"}]  # the new consumer indexed nothing twice
+        assert indexer._consumer is not first
+        assert indexer.progress()["scanned"] == 2
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        await indexer.close()
