@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from types import ModuleType
 
 import pytest
 from confluent_kafka import KafkaException, Producer
@@ -38,15 +39,25 @@ def _made_again(caplog: pytest.LogCaptureFixture, words: str) -> int:
     return sum(words in record.getMessage() for record in caplog.records)
 
 
+def _stalls_soon(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    module: ModuleType,
+    every: str,
+) -> None:
+    """`module`'s client made again after 0.5 s unreached, asked every 0.1 s (`every`)."""
+    monkeypatch.setattr(module, "STALLED_S", 0.5)
+    monkeypatch.setattr(module, every, 0.1)
+    caplog.set_level(logging.WARNING, logger=module.__name__)
+
+
 async def test_a_watch_that_does_not_reach_kafka_for_long_is_made_again_and_goes_on(
     kafka_bootstrap: str,
     unique: str,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(partition_watch, "STALLED_S", 0.5)
-    monkeypatch.setattr(partition_watch, "PROBE_S", 0.1)
-    caplog.set_level(logging.WARNING, logger="adapter.log.partition_watch")
+    _stalls_soon(monkeypatch, caplog, partition_watch, "PROBE_S")
     reaches = True
     monkeypatch.setattr(PartitionWatch, "_reaches", lambda _self, _consumer: reaches)
     topic = _topic(kafka_bootstrap, f"watch-{unique}")
@@ -86,9 +97,7 @@ async def test_an_indexer_that_does_not_reach_kafka_for_long_is_made_again_and_g
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(mount_indexer, "STALLED_S", 0.5)
-    monkeypatch.setattr(mount_indexer, "PARTITIONS_CHECK_S", 0.1)
-    caplog.set_level(logging.WARNING, logger="adapter.log.mount_indexer")
+    _stalls_soon(monkeypatch, caplog, mount_indexer, "PARTITIONS_CHECK_S")
     topic = _topic(kafka_bootstrap, f"mounted-{unique}")
     _produce(kafka_bootstrap, topic, b"first")
     keyed: list[set[str]] = []
