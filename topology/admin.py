@@ -1,16 +1,24 @@
-"""Creating and verifying topics through Kafka's admin API, with a timeout on every call."""
+"""Creating and verifying topics through Kafka's admin API, with a timeout on every call.
+
+The admin client lives as long as the instance. One whose calls have found no broker for
+`STALLED_S` (every call since the first failure failed so) is made again from the bootstrap
+servers (`client_stalls.py` says why): bucket creation and deletion, the tier's and
+retention's record deletions and the dead owners' eviction go through it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import logging
+import time
 from dataclasses import replace
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewTopic, ResourceType
 
+from topology.client_stalls import STALLED_S, UNREACHED, Stall, unreached
 from topology.errors import (
     AccessDenied,
     BrokerUnavailable,
@@ -50,6 +58,7 @@ class TopologyAdmin:
         self.bootstrap_servers = kafka.bootstrap_servers
         self._config = kafka.config({"client.id": "durable-kafka-admin"}, "librdkafka.admin")
         self._client = kafka.admin_client(self._config)
+        self._stall = Stall(STALLED_S)
 
     def renew(self) -> None:
         """A new admin client, which reads the client's files again (a rotated certificate);
@@ -58,6 +67,30 @@ class TopologyAdmin:
             self._client = self.kafka.admin_client(self._config)
         except KafkaException as error:  # librdkafka refused the new files: the old one stays
             log.error("the admin client not renewed: %s", error)
+
+    def _reached(self, reached: bool) -> None:
+        """A call's outcome: whether a broker answered it (a refusal is an answer). A client
+        whose calls have all gone unanswered for `STALLED_S` is made again."""
+        if self._stall.too_long(not reached, time.monotonic()):
+            log.warning(
+                "the admin client has not reached Kafka for %.0fs: making it again, from the "
+                "bootstrap servers",
+                self._stall.limit_s,
+            )
+            self.renew()
+
+    async def _metadata(self, topic: str | None = None) -> Any:
+        """The cluster's metadata (of `topic` alone if given); KafkaException when unanswered
+        (UNKNOWN_TOPIC_OR_PART is an answer)."""
+        try:
+            metadata = await asyncio.to_thread(
+                self._client.list_topics, topic=topic, timeout=self.timeout_s
+            )
+        except KafkaException as error:
+            self._reached(not unreached(error))
+            raise
+        self._reached(True)
+        return metadata
 
     def _unanswered(self, error: KafkaException) -> BrokerUnavailable:
         """A failed metadata request, explained by an authentication or TLS failure a client
@@ -68,7 +101,7 @@ class TopologyAdmin:
     async def topic_names(self) -> set[str]:
         """Every topic on the cluster; BrokerUnavailable when the metadata request times out."""
         try:
-            metadata = await asyncio.to_thread(self._client.list_topics, timeout=self.timeout_s)
+            metadata = await self._metadata()
         except KafkaException as error:
             raise self._unanswered(error) from error
         return set(metadata.topics)
@@ -76,7 +109,7 @@ class TopologyAdmin:
     async def broker_count(self) -> int:
         """How many brokers the cluster's metadata lists; BrokerUnavailable on a timeout."""
         try:
-            metadata = await asyncio.to_thread(self._client.list_topics, timeout=self.timeout_s)
+            metadata = await self._metadata()
         except KafkaException as error:
             raise self._unanswered(error) from error
         return len(metadata.brokers)
@@ -101,9 +134,7 @@ class TopologyAdmin:
         """How many partitions an existing topic has; BrokerUnavailable while its metadata
         lists none yet (a topic created moments ago) or the broker does not answer."""
         try:
-            metadata = await asyncio.to_thread(
-                self._client.list_topics, topic=topic, timeout=self.timeout_s
-            )
+            metadata = await self._metadata(topic)
         except KafkaException as error:
             raise self._unanswered(error) from error
         found = len(metadata.topics[topic].partitions)
@@ -195,9 +226,7 @@ class TopologyAdmin:
         """Whether the cluster's metadata has the topic (one being created counts, one the
         broker says is unknown does not); BrokerUnavailable when the broker does not answer."""
         try:
-            metadata = await asyncio.to_thread(
-                self._client.list_topics, topic=name, timeout=self.timeout_s
-            )
+            metadata = await self._metadata(name)
         except KafkaException as error:
             if _code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 return False
@@ -259,9 +288,15 @@ class TopologyAdmin:
 
     async def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s + 1)
+            done = await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s + 1)
         except TimeoutError as error:
+            self._reached(False)
             raise BrokerUnavailable("the broker did not answer in time") from error
+        except KafkaException as error:
+            self._reached(not unreached(error))
+            raise
+        self._reached(True)
+        return done
 
 
 def _code(error: KafkaException) -> int | None:
@@ -286,9 +321,4 @@ def _translate(
     return TopologyError(f"{doing}: {error}")
 
 
-_TRANSIENT = {
-    KafkaError._TRANSPORT,
-    KafkaError._TIMED_OUT,
-    KafkaError._ALL_BROKERS_DOWN,
-    KafkaError.REQUEST_TIMED_OUT,
-}
+_TRANSIENT = UNREACHED | {KafkaError.REQUEST_TIMED_OUT}

@@ -13,6 +13,17 @@ client resumes where the old one stopped.
 
 from __future__ import annotations
 
+from confluent_kafka import KafkaError, KafkaException
+
+# What a failed call says when no broker answered it (any other error is a broker's answer).
+UNREACHED = frozenset(
+    {
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._MSG_TIMED_OUT,
+    }
+)
 STALLED_S = 30.0  # unreached this long: the client is made again (unless its owner says more)
 
 
@@ -36,3 +47,9 @@ class Stall:
             return False
         self.since = None
         return True
+
+
+def unreached(error: KafkaException) -> bool:
+    """Whether `error` says that no broker answered."""
+    inner = error.args[0] if error.args else None
+    return isinstance(inner, KafkaError) and inner.code() in UNREACHED

@@ -9,7 +9,8 @@ records' reports. Records of one append are not one transaction: if the producer
 midway, the ones already delivered stay (the answer is 503, which says the outcome is not
 known). When the client's certificate files change (`LiveClients.renew`), the next append
 makes a new producer; the old one is polled until its records in flight are delivered, then
-collected: none is lost, and no append is refused for the old certificate.
+collected: none is lost, and no append is refused for the old certificate. So does the append
+after appends have gone unanswered by any broker for `STALLED_S` (`topology/client_stalls.py`).
 
 Appends with idempotent-producer headers go through `Transactions` instead: one of
 `TRANSACTIONAL_SLOTS` transactional producers (`{prefix}mount-writer-{n}`, n chosen by the
@@ -27,6 +28,7 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
+import time
 import zlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -36,6 +38,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from adapter.log.errors import LogUnavailable
 from adapter.tracing import TRACEPARENT
+from topology.client_stalls import STALLED_S, Stall, unreached
 from topology.kafka_client import KafkaAccess
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,8 @@ class MountWriter:
         self._config = kafka.config(owned, "librdkafka.mount-writer")
         self._producer: Producer | None = None
         self._retired: list[Producer] = []  # replaced, with records still in flight
+        self._stall = Stall(STALLED_S)  # how long appends have gone unanswered
+        self._stalled = False  # the producer is to be made again at the next append
         self._stop = threading.Event()
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "mount-writer")
 
@@ -85,14 +90,29 @@ class MountWriter:
             async with asyncio.timeout(self.timeout_s * 2):
                 messages: list[Message] = await asyncio.gather(*futures)
         except TimeoutError as error:
+            self._reached(False)
             raise LogUnavailable(f"producing to {topic} timed out") from error
+        except KafkaException as error:
+            self._reached(not unreached(error))
+            raise LogUnavailable(f"producing to {topic}: {error}") from error
+        self._reached(True)
         return [(m.partition() or 0, m.offset() or 0) for m in messages]
+
+    def _reached(self, reached: bool) -> None:
+        if self._stall.too_long(not reached, time.monotonic()):
+            log.warning(
+                "the mounts' writer has not reached Kafka for %.0fs: making its producer "
+                "again, from the bootstrap servers",
+                self._stall.limit_s,
+            )
+            self._stalled = True
 
     def _started(self) -> Producer:
         if self._producer is None:
             self._producer = self._kafka.producer(self._config)
             self._thread.submit(self._poll)
-        elif self._kafka.clients.stale(self._producer):  # the certificate files changed
+        elif self._stalled or self._kafka.clients.stale(self._producer):
+            self._stalled = False  # or the certificate files changed
             self._retired.append(self._producer)
             self._producer = self._kafka.producer(self._config)
         return self._producer
@@ -133,7 +153,7 @@ def _settle(future: asyncio.Future[Message], error: KafkaError | None, message: 
     if future.done():
         return
     if error is not None:
-        future.set_exception(LogUnavailable(f"producing to a mounted topic: {error}"))
+        future.set_exception(KafkaException(error))
     else:
         future.set_result(message)
 

@@ -1,8 +1,10 @@
-"""Long-lived consumers that have not reached Kafka for long are made again and go on from where
-they stopped (`topology/client_stalls.py`): the data partitions' watch that wakes live readers,
-and a mounted topic's indexer. librdkafka's stall (every broker dropped for good) cannot be
-forced, so each consumer is told it does not reach Kafka; what is checked is that it is made
-again, and that the new one sees the next record and nothing twice."""
+"""Long-lived Kafka clients that have not reached Kafka for long are made again
+(`topology/client_stalls.py`): the data partitions' watch that wakes live readers and a mounted
+topic's indexer, which go on from where they stopped; the admin client; the mounts' writer.
+librdkafka's stall (every broker dropped for good) cannot be forced: each consumer is told it
+does not reach Kafka, and the admin client and the producer are given a client of an address
+nothing listens on. What is checked is that each is made again, and that the new one works
+(the consumers: sees the next record and nothing twice)."""
 
 from __future__ import annotations
 
@@ -14,13 +16,23 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from adapter.log import mount_indexer, partition_watch
+from adapter.log import mount_indexer, mount_writer, partition_watch
+from adapter.log.errors import LogUnavailable
 from adapter.log.key_index import KeyIndex
 from adapter.log.mount_indexer import MountIndexer, Naming
+from adapter.log.mount_writer import MountWriter
 from adapter.log.partition_watch import PartitionWatch, Seen
+from adapter.parts import kafka_access, topic_layout
+from tests.conftest import SettingsFactory
+from topology import admin as admin_module
+from topology.admin import TopologyAdmin
+from topology.errors import BrokerUnavailable
 from topology.kafka_client import KafkaAccess
+from topology.live_clients import LiveProducer
 
 pytestmark = pytest.mark.integration
+
+NOWHERE = "127.0.0.1:1"  # nothing listens there: a client of it reaches no broker
 
 
 def _topic(bootstrap: str, name: str) -> str:
@@ -135,3 +147,44 @@ async def test_an_indexer_that_does_not_reach_kafka_for_long_is_made_again_and_g
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
         await indexer.close()
+
+
+async def test_an_admin_client_that_reaches_no_broker_for_long_is_made_again(
+    make_settings: SettingsFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(admin_module, "STALLED_S", 0.5)
+    caplog.set_level(logging.WARNING, logger="topology.admin")
+    settings = make_settings()
+    admin = TopologyAdmin(kafka_access(settings), topic_layout(settings), timeout_s=1)
+    admin._client = AdminClient({"bootstrap.servers": NOWHERE, "log_level": 0})  # type: ignore[assignment]
+    for _ in range(2):
+        with pytest.raises(BrokerUnavailable):
+            await admin.topic_names()
+    assert _made_again(caplog, "the admin client has not reached Kafka for 0s: making it again")
+    assert await admin.broker_count() == 1
+
+
+async def test_the_mounts_writer_whose_appends_reach_no_broker_for_long_is_made_again(
+    kafka_bootstrap: str,
+    unique: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(mount_writer, "STALLED_S", 0.5)
+    caplog.set_level(logging.WARNING, logger="adapter.log.mount_writer")
+    topic = _topic(kafka_bootstrap, f"written-{unique}")
+    writer = MountWriter(KafkaAccess(kafka_bootstrap, f"{unique}."), 5.0)
+    try:
+        assert await writer.produce(topic, b"k", [b"first"]) == [(0, 0)]
+        writer._producer = LiveProducer(
+            {"bootstrap.servers": NOWHERE, "message.timeout.ms": 500, "log_level": 0}
+        )
+        for _ in range(2):
+            with pytest.raises(LogUnavailable, match="timed out"):
+                await writer.produce(topic, b"k", [b"lost"])
+        assert _made_again(caplog, "the mounts' writer has not reached Kafka for 0s")
+        assert await writer.produce(topic, b"k", [b"second"]) == [(0, 1)]
+    finally:
+        await writer.close()
