@@ -55,11 +55,12 @@ def _stalls_soon(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     module: ModuleType,
-    every: str,
+    every: str | None = None,
 ) -> None:
-    """`module`'s client made again after 0.5 s unreached, asked every 0.1 s (`every`)."""
+    """`module`'s client made again after 0.5 s unreached (asked every 0.1 s: `every`)."""
     monkeypatch.setattr(module, "STALLED_S", 0.5)
-    monkeypatch.setattr(module, every, 0.1)
+    if every is not None:
+        monkeypatch.setattr(module, every, 0.1)
     caplog.set_level(logging.WARNING, logger=module.__name__)
 
 
@@ -154,11 +155,11 @@ async def test_an_admin_client_that_reaches_no_broker_for_long_is_made_again(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(admin_module, "STALLED_S", 0.5)
-    caplog.set_level(logging.WARNING, logger="topology.admin")
+    _stalls_soon(monkeypatch, caplog, admin_module)
     settings = make_settings()
     admin = TopologyAdmin(kafka_access(settings), topic_layout(settings), timeout_s=1)
-    admin._client = AdminClient({"bootstrap.servers": NOWHERE, "log_level": 0})  # type: ignore[assignment]
+    nowhere = AdminClient({"bootstrap.servers": NOWHERE, "log_level": 0})
+    admin._client = nowhere  # type: ignore[assignment]
     for _ in range(2):
         with pytest.raises(BrokerUnavailable):
             await admin.topic_names()
@@ -172,8 +173,7 @@ async def test_the_mounts_writer_whose_appends_reach_no_broker_for_long_is_made_
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(mount_writer, "STALLED_S", 0.5)
-    caplog.set_level(logging.WARNING, logger="adapter.log.mount_writer")
+    _stalls_soon(monkeypatch, caplog, mount_writer)
     topic = _topic(kafka_bootstrap, f"written-{unique}")
     writer = MountWriter(KafkaAccess(kafka_bootstrap, f"{unique}."), 5.0)
     try:
