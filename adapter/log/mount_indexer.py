@@ -193,7 +193,8 @@ class MountIndexer:
     def _poll(self) -> list[Message]:
         try:
             if self._consumer is not None and self._kafka.clients.stale(self._consumer):
-                self._renew(self._consumer, "with the new certificate files")
+                self._renew(self._consumer)
+                log.info("indexer of %s renewed with the new certificate files", self.naming.topic)
             if self._consumer is None:
                 self._consumer = self._kafka.consumer(self._config)
             if time.monotonic() - self._checked_at >= PARTITIONS_CHECK_S:
@@ -211,11 +212,16 @@ class MountIndexer:
             self._assign_new_partitions(consumer)
         except KafkaException:
             if self._stall.too_long(True, time.monotonic()):
-                self._renew(consumer, f"after {self._stall.limit_s:.0f}s without reaching Kafka")
+                self._renew(consumer)
+                log.warning(
+                    "indexer of %s made again after %.0fs without reaching Kafka",
+                    self.naming.topic,
+                    self._stall.limit_s,
+                )
             raise
         self._stall.too_long(False, time.monotonic())
 
-    def _renew(self, old: Consumer, why: str) -> None:
+    def _renew(self, old: Consumer) -> None:
         """A consumer made again (from the bootstrap servers and the certificate files), at the
         offsets the old one reached."""
         self._consumer = consumer = self._kafka.consumer(self._config)
@@ -227,7 +233,6 @@ class MountIndexer:
             ]
         )
         old.close()
-        log.warning("indexer of %s made again %s", self.naming.topic, why)
 
     def _assign_new_partitions(self, consumer: Consumer) -> None:
         metadata = consumer.list_topics(self.naming.topic, timeout=self.timeout_s)
