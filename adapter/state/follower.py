@@ -74,7 +74,6 @@ log = logging.getLogger(__name__)
 POLL_S = 0.2
 WRITTEN_WAIT_S = 2.0  # how long `seen_written` waits for the transactions open when asked
 MEASURE_EVERY_S = 0.5  # how often the view's currency is measured (at most)
-RENEW_STALLED_S = STALLED_S  # not current this long: the consumers are made again (`keep_current`)
 # librdkafka prefetches ahead of what is polled until its queue holds 100,000 messages of a
 # partition or 64 MiB in all (`queued.min.messages`, `queued.max.messages.kbytes`): native
 # memory, which glibc keeps once freed. State records are small and applying them, not
@@ -213,19 +212,19 @@ class MetaFollower:
     async def keep_current(self, view: ViewAge) -> None:
         """`measure` over and over, a few times within the view's bound; until cancelled.
 
-        Not current for `RENEW_STALLED_S` on end, the consumers are made again, from the
+        Not current for `STALLED_S` on end, the consumers are made again, from the
         bootstrap servers (`renew_consumers`, why: `topology/client_stalls.py`): a follower left
         without brokers would keep the instance's view stale, every read at a tail and every
         write refused, until it was restarted."""
         every_s = min(MEASURE_EVERY_S, view.max_age_s / 4)
-        stall = Stall(RENEW_STALLED_S)
+        stall = Stall(STALLED_S)
         while True:
             began = view.clock()
             if stall.too_long(not await self.measure(view), began):
                 log.warning(
                     "the state topics' follower has not been current for %.0fs: making its "
                     "consumers again, from the bootstrap servers",
-                    RENEW_STALLED_S,
+                    stall.limit_s,
                 )
                 await self.renew_consumers()
             await asyncio.sleep(max(0.0, began + every_s - view.clock()))  # slow: go on at once

@@ -172,11 +172,11 @@ async def test_seen_written_waits_for_a_transaction_the_stable_end_is_still_belo
 async def test_a_follower_not_current_for_long_makes_its_consumer_again_and_follows_on(
     client: Client, unique: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A follower that cannot tell it is current for `RENEW_STALLED_S` (here a transaction
+    """A follower that cannot tell it is current for `STALLED_S` (here a transaction
     held open on the meta topic stops it below its record; in the field a consumer librdkafka
     left with no broker) makes its consumer again, and the new one follows on from where the
     old one stopped."""
-    monkeypatch.setattr(follower_module, "RENEW_STALLED_S", 2.0)
+    monkeypatch.setattr(follower_module, "STALLED_S", 2.0)
     caplog.set_level(logging.WARNING, logger="adapter.state.follower")
     name = f"stalled-{unique}"
     meta = StreamMeta("_default", name, 0, "text/plain", 1, 0, 0, 1, 1)
