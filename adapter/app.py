@@ -288,6 +288,7 @@ def _opened_at_build(parts: Parts) -> list[tuple[str, Part]]:
         *tracing,
         ("catalog", parts.catalog),
         ("partition scanner", parts.scanner),
+        ("covered offsets", parts.covered),
         ("data tails", parts.tails),
         ("data wakeups", parts.wakeups),  # after its task (a background task) ends
         ("log reader", parts.reader),

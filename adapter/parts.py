@@ -67,6 +67,8 @@ from adapter.service.tier_gc import TierCollector
 from adapter.service.tiering import TierPolicy, TierWorker
 from adapter.service.unanswered_writes import UnansweredWrites
 from adapter.state.catalog import Catalog
+from adapter.state.covered_offsets import ROLE as COVERED_ROLE
+from adapter.state.covered_offsets import CoveredOffsets
 from adapter.state.data_tails import DataTails
 from adapter.state.follower import MetaFollower
 from adapter.state.format_gate import GATE
@@ -115,6 +117,7 @@ class Parts:
     mounted: MountedStreams
     metrics: Metrics
     scanner: PartitionScanner
+    covered: CoveredOffsets
     tails: DataTails
     wakeups: DataWakeups
     tiering: TierWorker
@@ -207,12 +210,14 @@ def build_parts(
     )
     metrics.watch_consumer_lag(follower.lag)
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
+    covered = CoveredOffsets(PartitionScanner(kafka, settings.kafka_timeout_s, COVERED_ROLE))
     notes = CheckpointNotes(catalog, StateTopics.of(settings.topic_prefix))
     takeover = SlotTakeover(
         catalog,
         scanner,
         SlotMap(settings.topic_prefix, settings.write_slots),
         on_changed=partial(_carried_forward, hot_tail=hot_tail, hub=hub, notes=notes),
+        covered=covered,
     )
     writers = _slot_writers(
         settings, kafka, follower, membership, metrics, running, faults, takeover, notes
@@ -275,6 +280,7 @@ def build_parts(
         settings.slot_checkpoint_ms / 1000,
         busy=stream_service.writes.busy,
         flush_within_s=settings.kafka_timeout_s * 2,
+        covered=covered,
     )
     tiering = _tier_worker(
         settings, catalog, writers, scanner, admin, store, readiness, faults, checkpoints.flush
@@ -305,6 +311,7 @@ def build_parts(
         mounted=mounted,
         metrics=metrics,
         scanner=scanner,
+        covered=covered,
         tails=tails,
         wakeups=DataWakeups(
             hub,
@@ -651,6 +658,8 @@ def _carried_forward(
     slot: int,
     key: tuple[str, str],
     producers: list[str],
+    first: int,
+    last: int,
     hot_tail: HotCache,
     hub: LiveHub,
     notes: CheckpointNotes,
@@ -660,9 +669,9 @@ def _carried_forward(
     wake, and the slot's next checkpoint writes it."""
     hot_tail.forget(key)
     hub.notify(key)
-    notes.changed(slot, key, None)
+    notes.changed(slot, key, None, first, last)
     for producer_id in producers:
-        notes.changed(slot, key, producer_id)
+        notes.changed(slot, key, producer_id, first, last)
 
 
 def _keys_indexed(bucket_id: str, stream_ids: set[str], hub: LiveHub) -> None:

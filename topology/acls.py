@@ -43,8 +43,9 @@ class Grant:
 def instance_grants(prefix: str, manage_topics: bool = True) -> list[Grant]:
     """What an instance with topic prefix `prefix` needs (`manage_topics`: it creates topics).
 
-    Group Read: the owners' group, and the group ids its consumers never join (FindCoordinator
-    checks them); TransactionalId Write: the slot writers' and mount writers' transactions."""
+    Group Read: the owners' group, the covered offsets' group (committed to, never joined),
+    and the group ids its consumers never join (FindCoordinator checks them); TransactionalId
+    Write: the slot writers' and mount writers' transactions."""
     create = ("Create",) if manage_topics else ()
     creates = ", creating them" if manage_topics else ""
     deletes = " and deleting a bucket's topic" if manage_topics else "; topics are external"

@@ -112,6 +112,16 @@ class PartitionScanner:
             lambda c: self._scan(c, topic, partition, start, stop, max_bytes, _headed)
         )
 
+    async def commit(self, offsets: list[TopicPartition]) -> None:
+        """Commit `offsets` (each with its metadata) to the scanner's group, as a consumer
+        that never joins it does (LogUnavailable: refused, or not answered)."""
+        await self._run(lambda c: _commit(c, offsets))
+
+    async def committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The offsets (with their metadata) the scanner's group holds for `partitions`; a
+        partition without one has a negative offset."""
+        return await self._run(lambda c: _committed(c, partitions, self.timeout_s))
+
     async def close(self) -> None:
         if self._consumer is not None:
             await asyncio.get_running_loop().run_in_executor(self._thread, self._consumer.close)
@@ -243,3 +253,23 @@ def _watermarks(
     except KafkaException as error:
         raise LogUnavailable(f"watermarks of {topic}[{partition}]: {error}") from error
     return int(low), int(high)
+
+
+def _commit(consumer: Consumer, offsets: list[TopicPartition]) -> None:
+    try:
+        answered = consumer.commit(offsets=offsets, asynchronous=False) or []
+    except KafkaException as error:
+        raise LogUnavailable(f"committing offsets: {error}") from error
+    refused = [part for part in answered if part.error is not None]
+    if refused:
+        raise LogUnavailable(f"committing offsets: {refused[0].error}")
+
+
+def _committed(
+    consumer: Consumer, partitions: list[TopicPartition], timeout_s: float
+) -> list[TopicPartition]:
+    try:
+        found: list[TopicPartition] = consumer.committed(partitions, timeout=timeout_s)
+    except KafkaException as error:
+        raise LogUnavailable(f"fetching committed offsets: {error}") from error
+    return found

@@ -266,7 +266,8 @@ class DecidedWrites:
         if record is not None:
             self.catalog.put_producer(record)
         if noted:
-            self.notes.changed(slot, key, None if record is None else record.producer_id)
+            moved = None if record is None else record.producer_id
+            self.notes.changed(slot, key, moved, offsets[0], offsets[-1])
             self.catalog.unrecorded.moved(key)  # kept if the note is lost (a failed hand-over)
         if write.snapshot is not None:
             self.catalog.put_snapshot(write.snapshot)

@@ -26,8 +26,13 @@ Kafka still holds (a new owner, a reader on another instance) misses none of the
 is not always noted. A stream the catalog holds ahead of its last state record, its tail
 learned from the data log by a reader here before this instance took the slot or moved by
 appends whose hand-over could not write them, is noted whole at the takeover
-(`state/unrecorded.py`, `state/slot_takeover.py`), but that mark is lost with a crash that left
-its row in the catalog's file past the checkpoint saved.)
+(`state/unrecorded.py`, `state/slot_takeover.py`).)
+
+Each pass also tells, once its transaction has committed, how far each partition it wrote for
+is covered (`CheckpointNotes.covered`, `state/covered_offsets.py`): the offset below which
+every record is in its stream's state records, where the next owner's scan may start. A stream
+still noted (busy, or taken by a pass not written yet) holds it back to the first of its
+records no state record shows.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.writer import StateEntry, WriteBatch
@@ -42,13 +48,32 @@ from adapter.service.background import RIDDEN_OUT
 from adapter.service.interfaces import SlotWriting
 from adapter.service.state_entries import producer_entry, stream_entry
 from adapter.state.catalog import Catalog
+from adapter.state.covered_offsets import Covered, CoveredOffsets, Place
 from topology.naming import StateTopics
 
 log = logging.getLogger(__name__)
 
 StreamKey = tuple[str, str]
-Noted = dict[StreamKey, set[str]]  # a slot's streams to write, with the producers they moved
 FLUSH_RETRY_S = 0.05  # between two tries of a flush waiting for writes in flight
+
+
+@dataclass
+class Note:
+    """A stream to write: the producers whose states its commits moved, and where in its
+    partition the records no state record shows may lie: none below `first` (0: not known),
+    none of a commit noted here past `last` (-1: none known)."""
+
+    producers: set[str] = field(default_factory=set)
+    first: int = 0
+    last: int = -1
+
+    def add(self, other: Note) -> None:
+        self.producers.update(other.producers)
+        self.first = min(self.first, other.first)
+        self.last = max(self.last, other.last)
+
+
+Noted = dict[StreamKey, Note]  # a slot's streams to write
 
 
 class CheckpointNotes:
@@ -60,16 +85,26 @@ class CheckpointNotes:
         self._noted: dict[int, Noted] = {}
         self._taken: dict[int, list[Noted]] = {}  # taken by checkpoints being written
 
-    def changed(self, slot: int, key: StreamKey, producer_id: str | None) -> None:
-        """A commit moved the stream's state (and `producer_id`'s) without writing it."""
-        producers = self._noted.setdefault(slot, {}).setdefault(key, set())
-        if producer_id is not None:
-            producers.add(producer_id)
+    def changed(
+        self, slot: int, key: StreamKey, producer_id: str | None, first: int = 0, last: int = -1
+    ) -> None:
+        """A commit moved the stream's state (and `producer_id`'s) without writing it: its
+        records that no state record shows lie from `first` (0: not known) to `last` (-1:
+        not known), in its partition."""
+        producers = {producer_id} if producer_id is not None else set()
+        self._note(slot, key, Note(producers, first, last))
 
     def whole(self, slot: int, key: StreamKey) -> None:
         """The stream and every producer state of it are to be written."""
-        producers = self._noted.setdefault(slot, {}).setdefault(key, set())
-        producers.update(self.catalog.producer_states(*key))
+        self._note(slot, key, Note(set(self.catalog.producer_states(*key))))
+
+    def _note(self, slot: int, key: StreamKey, note: Note) -> None:
+        noted = self._noted.setdefault(slot, {})
+        held = noted.get(key)
+        if held is None:
+            noted[key] = note
+        else:
+            held.add(note)
 
     def forget(self, key: StreamKey) -> None:
         """The stream is gone (its tombstones are written): nothing of it to checkpoint."""
@@ -92,16 +127,18 @@ class CheckpointNotes:
     def producers_of(self, slot: int, key: StreamKey) -> set[str]:
         """The producers whose states of the stream no record shows yet (noted, or taken by
         a checkpoint not written yet)."""
-        found = set(self._noted.get(slot, {}).get(key, ()))
-        for taken in self._taken.get(slot, ()):
-            found.update(taken.get(key, ()))
+        found: set[str] = set()
+        for noted in (self._noted.get(slot, {}), *self._taken.get(slot, ())):
+            note = noted.get(key)
+            if note is not None:
+                found.update(note.producers)
         return found
 
     def take(self, slot: int, busy: Callable[[StreamKey], bool]) -> Noted:
         """The slot's noted streams that are not `busy`, noted no more (taken, until the
         checkpoint is `written` or they are noted again)."""
         noted = self._noted.get(slot, {})
-        taken = {key: producers for key, producers in noted.items() if not busy(key)}
+        taken = {key: note for key, note in noted.items() if not busy(key)}
         for key in taken:
             del noted[key]
         self._taken.setdefault(slot, []).append(taken)
@@ -115,24 +152,62 @@ class CheckpointNotes:
     def note_again(self, slot: int, taken: Noted) -> None:
         """Streams taken whose checkpoint was not written."""
         self.written(slot, taken)
-        noted = self._noted.setdefault(slot, {})
-        for key, producers in taken.items():
-            noted.setdefault(key, set()).update(producers)
+        for key, note in taken.items():
+            self._note(slot, key, note)
 
     def entries(self, noted: Noted) -> list[StateEntry]:
         """The streams' records as the catalog holds them now (a stream gone: none)."""
         entries: list[StateEntry] = []
-        for key, producer_ids in noted.items():
+        for key, note in noted.items():
             meta = self.catalog.stream(*key)
             if meta is None:
                 continue
             entries.append(stream_entry(self.topics, meta))
             states = self.catalog.producer_states(*key)
-            for producer_id in sorted(producer_ids):
+            for producer_id in sorted(note.producers):
                 record = states.get(producer_id)
                 if record is not None:
                     entries.append(producer_entry(self.topics, record))
         return entries
+
+    def covered(self, slot: int, taken: Noted) -> dict[Place, Covered]:
+        """Where every committed record of a partition is in its stream's state records once
+        the checkpoint of `taken` (just taken) commits, for each partition it reaches past
+        (`state/covered_offsets.py`): past its last record noted here, below the first record
+        of any stream still noted or taken by a checkpoint not written yet.
+
+        Below `last + 1` of a stream taken, every record was committed before that record's
+        commit was noted: the slot's commits are noted in commit order, each after the one
+        before it, and the records before this owner's came from the previous owners, which
+        the takeover either found in their streams' state records or noted, from the tail
+        those show. So each is in a state record already, or in this checkpoint, or of a
+        stream still noted or being checkpointed: those hold the offset back."""
+        reached: dict[Place, Covered] = {}
+        for key, note in taken.items():
+            found = self._place(key)
+            if found is None or note.last < 0:
+                continue
+            place, incarnation = found
+            held = reached.get(place)
+            if held is None or held.offset <= note.last:
+                reached[place] = Covered(note.last + 1, incarnation)
+        others = [other for other in self._taken.get(slot, ()) if other is not taken]
+        for noted in (self._noted.get(slot, {}), *others):
+            for key, note in noted.items():
+                found = self._place(key)
+                held = None if found is None else reached.get(found[0])
+                if found is not None and held is not None and note.first < held.offset:
+                    reached[found[0]] = Covered(note.first, held.incarnation)
+        return reached
+
+    def _place(self, key: StreamKey) -> tuple[Place, int] | None:
+        """The partition holding the stream's records, with its bucket's creation time; None
+        for a stream or bucket gone."""
+        meta = self.catalog.stream(*key)
+        bucket = None if meta is None else self.catalog.bucket(meta.data_bucket)
+        if meta is None or bucket is None:
+            return None
+        return (bucket.topic, meta.partition), bucket.created_at_ms
 
 
 class SlotCheckpoints:
@@ -145,12 +220,14 @@ class SlotCheckpoints:
         interval_s: float,
         busy: Callable[[StreamKey], bool] = lambda _key: False,
         flush_within_s: float = 30.0,
+        covered: CoveredOffsets | None = None,
     ) -> None:
         self.notes = notes
         self.writers = writers
         self.interval_s = interval_s
         self.busy = busy  # whether a write of the stream is in flight
         self.flush_within_s = flush_within_s
+        self.covered = covered  # where a checkpoint written leaves each partition covered
 
     async def run(self) -> None:
         """A pass every interval until cancelled; a slot whose pass failed is tried again at
@@ -169,6 +246,7 @@ class SlotCheckpoints:
             return 0  # moving: handed over (`SlotWriters.lose`), or renewed and kept
         taken = self.notes.take(slot, self.busy)
         entries = self.notes.entries(taken)
+        covered = self.notes.covered(slot, taken)
         if not entries:
             self.notes.written(slot, taken)
             return 0
@@ -179,6 +257,8 @@ class SlotCheckpoints:
             self.notes.note_again(slot, taken)
             raise
         self.notes.written(slot, taken)
+        if self.covered is not None and covered:
+            await self.covered.mark(covered)  # only once the records it stands on committed
         return len(taken)
 
     async def flush(self, slot: int, streams: list[StreamKey]) -> None:

@@ -10,8 +10,11 @@ an idempotent producer for a new one. Run after the new producer's init (every e
 holder's transactions are over, committed or aborted) and after the catalog has followed the
 state topics to their ends; nothing writes the slot's streams meanwhile.
 
-Each partition is scanned from the lowest tail among its streams that lie below its end (no
-lower than its log start: records retention removed are gone for every reader).
+Each partition is scanned from the lowest tail among its streams that lie below its end, but
+no lower than its log start (records retention removed are gone for every reader) nor than its
+covered offset, when one is committed (`state/covered_offsets.py`: below it every record is in
+its stream's state records, so a stream quiet since long ago does not make the scan read all
+its busy neighbours appended since).
 
 A stream the catalog holds ahead of its last state record already (`state/unrecorded.py`: its
 tail learned here from its records while another instance wrote it, or moved by this
@@ -32,14 +35,16 @@ from adapter.log.scanner import PartitionScanner
 from adapter.protocol.model import StreamMeta
 from adapter.protocol.stream_log import StreamState
 from adapter.state.catalog import Catalog, newer
+from adapter.state.covered_offsets import CoveredOffsets, Place
 from adapter.state.stream_recovery import recover_counted, stream_key
-from topology.naming import bucket_topic
+from topology.naming import bucket_of_topic, bucket_topic
 from topology.slots import SlotMap
 
 log = logging.getLogger(__name__)
 
-# A stream carried forward: its slot, its key, the producers whose states moved.
-Changed = Callable[[int, tuple[str, str], list[str]], None]
+# A stream carried forward: its slot, its key, the producers whose states moved, and where in
+# its partition the records no state record shows lie (from, to: 0 when the start is unknown).
+Changed = Callable[[int, tuple[str, str], list[str], int, int], None]
 # A slot's streams with their states, by the partition holding their records.
 Places = dict[tuple[str, int], dict[bytes, StreamState]]
 STEP = 512  # streams looked at between two turns of the event loop
@@ -75,36 +80,54 @@ class SlotTakeover:
         catalog: Catalog,
         scanner: PartitionScanner,
         slots: SlotMap,
-        on_changed: Changed = lambda _slot, _key, _producers: None,
+        on_changed: Changed = lambda _slot, _key, _producers, _first, _last: None,
+        covered: CoveredOffsets | None = None,
     ) -> None:
         self.catalog = catalog
         self.scanner = scanner
         self.slots = slots
         self.on_changed = on_changed
+        self.covered = covered  # None: every scan starts from its streams' tails
 
     async def recover(self, slots: list[int]) -> None:
         """Carry every stream of `slots` forward (LogUnavailable: a partition could not be
         read; the slots are then not to take writes)."""
         began = time.monotonic()
         by_slot = await self._partitions(set(slots))
+        covered = await self._covered(by_slot)
         listed_ms = (time.monotonic() - began) * 1000
         for slot in slots:
             began = time.monotonic()
             found = Recovered()
             for (topic, partition), states in by_slot.get(slot, {}).items():
-                found += await self._partition(slot, topic, partition, states)
+                floor = covered.get((topic, partition), 0)
+                found += await self._partition(slot, topic, partition, states, floor)
             log.info(
                 "write slot %d: %d streams carried forward over %d records (%d changed) in "
-                "%.0f ms (the catalog's streams listed in %.0f ms); %d ahead of their state "
-                "records",
+                "%.0f ms (the catalog's streams listed and covered offsets read in %.0f ms, "
+                "%d of %d partitions covered); %d ahead of their state records",
                 slot,
                 found.streams,
                 found.records,
                 found.changed,
                 (time.monotonic() - began) * 1000,
                 listed_ms,
+                sum(place in covered for place in by_slot.get(slot, {})),
+                len(by_slot.get(slot, {})),
                 found.unrecorded,
             )
+
+    async def _covered(self, by_slot: dict[int, Places]) -> dict[Place, int]:
+        """The covered offset of each partition that has one for its bucket's incarnation."""
+        if self.covered is None:
+            return {}
+        incarnations: dict[Place, int] = {}
+        for places in by_slot.values():
+            for place in places:
+                bucket = self.catalog.bucket(bucket_of_topic(self.slots.prefix, place[0]) or "")
+                if bucket is not None:
+                    incarnations[place] = bucket.created_at_ms
+        return await self.covered.read(incarnations)
 
     async def _partitions(self, slots: set[int]) -> dict[int, Places]:
         """The streams of `slots` with their states, by slot and by the partition holding
@@ -128,28 +151,42 @@ class SlotTakeover:
                 yield bucket_id, meta
 
     async def _partition(
-        self, slot: int, topic: str, partition: int, states: dict[bytes, StreamState]
+        self, slot: int, topic: str, partition: int, states: dict[bytes, StreamState], covered: int
     ) -> Recovered:
         log_start, end = await self.scanner.watermarks(topic, partition)
+        if covered > end:  # never: a topic made again under the name has another incarnation
+            log.warning(
+                "%s[%d]: covered offset %d past the end %d, not used",
+                topic,
+                partition,
+                covered,
+                end,
+            )
+            covered = 0
         behind = {key: s for key, s in states.items() if s.meta.next_offset < end}
-        recovered = await recover_counted(self.scanner, topic, partition, behind, log_start)
+        floor = max(log_start, covered)
+        recovered = await recover_counted(self.scanner, topic, partition, behind, floor)
         found = Recovered(len(states), recovered.scanned)
         for record_key, before in states.items():
             after = recovered.states.get(record_key, before)
             if after is not before or _key(before) in self.catalog.unrecorded:
-                found += self._settle(slot, before, after)
+                found += self._settle(slot, before, after, end)
         return found
 
-    def _settle(self, slot: int, before: StreamState, after: StreamState | None) -> Recovered:
+    def _settle(
+        self, slot: int, before: StreamState, after: StreamState | None, end: int
+    ) -> Recovered:
         """Put in the catalog what the stream's records changed, and tell `on_changed` what no
-        state record shows: what they moved, or the whole stream when it was ahead of its
-        records already. What it counts for: changed, unrecorded."""
+        state record shows: what they moved (from the tail its state showed), or the whole
+        stream when it was ahead of its records already (from a start not known), up to the
+        partition's `end` as scanned. What it counts for: changed, unrecorded."""
         key = _key(before)
         unrecorded = key in self.catalog.unrecorded and after is not None
         changed = self._apply(before, after)
         moved = list(self.catalog.producer_states(*key)) if unrecorded else changed
         if moved is not None:
-            self.on_changed(slot, key, moved)
+            first = 0 if unrecorded else before.meta.next_offset
+            self.on_changed(slot, key, moved, first, end - 1)
         return Recovered(changed=int(changed is not None), unrecorded=int(unrecorded))
 
     def _apply(self, before: StreamState, after: StreamState | None) -> list[str] | None:

@@ -18,8 +18,11 @@ covers, so a restart replays the log only past it (`adapter/state/follower.py` d
 it still may); a missing, stale, corrupt or foreign file is rebuilt from the log
 (`Store.reset`), so the catalog stays a function of the log. One process holds a file at a time
 (an exclusive `flock` on its `.lock` sibling; a second process on the same folder takes the next
-number). It is written in WAL mode with `synchronous=NORMAL`: a crash (of the process) mid-write
-loses at most the transactions not yet committed, never the file's consistency.
+number). Rows written between two checkpoints (a full buffer) are listed in the `ahead` table
+until the next: a restart takes those streams for ahead of their state records
+(`state/unrecorded.py`), as the checkpoint cannot say which are. It is written in WAL mode with
+`synchronous=NORMAL`: a crash (of the process) mid-write loses at most the transactions not yet
+committed, never the file's consistency.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ DEFAULT_CACHE_ENTRIES = 4096
 FLUSH_ROWS = 2048  # pending rows written to SQLite in one transaction
 PAGE = 512  # ids read per query when listing
 MAX_FILES = 256  # processes sharing one catalog folder
-SCHEMA_VERSION = 3  # a file of another version is rebuilt
+SCHEMA_VERSION = 4  # a file of another version is rebuilt
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS streams (
@@ -73,6 +76,9 @@ CREATE TABLE IF NOT EXISTS snapshots (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS others (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoint (id INTEGER PRIMARY KEY CHECK (id = 0), value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ahead (
+    bucket TEXT NOT NULL, stream TEXT NOT NULL, PRIMARY KEY (bucket, stream)
+) WITHOUT ROWID;
 """
 
 
@@ -257,6 +263,12 @@ class Store:
             return None if row is None else Checkpoint.loads(row[0])
         except (sqlite3.DatabaseError, ValueError, KeyError, TypeError, AttributeError):
             return None
+
+    def ahead(self) -> list[StreamKey]:
+        """The streams whose rows (or producer states) were written since the checkpoint: past
+        it, each may be ahead of its last state record without the checkpoint's `unrecorded`
+        saying so (a crash before the next checkpoint keeps them)."""
+        return [(str(b), str(s)) for b, s in self.db.execute("SELECT bucket, stream FROM ahead")]
 
     def others(self) -> list[tuple[str, bytes]]:
         """The checkpoint's meta records other than streams (buckets, mounts), as logged."""
@@ -446,7 +458,12 @@ class Store:
             self.db.executemany("DELETE FROM producers WHERE bucket = ? AND stream = ?", dropped)
             self._flush_producers(producers)
             self._flush_snapshots(snapshots)
-            if checkpoint is not None:
+            if checkpoint is None:
+                written = {key for key, meta in streams.items() if meta is not None}
+                written.update(producers)
+                self.db.executemany("INSERT OR IGNORE INTO ahead VALUES (?, ?)", sorted(written))
+            else:
+                self.db.execute("DELETE FROM ahead")
                 self.db.execute("DELETE FROM others")
                 self.db.executemany("INSERT INTO others VALUES (?, ?)", others)
                 self.db.execute(

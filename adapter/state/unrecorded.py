@@ -18,9 +18,11 @@ forgotten (deleted). Only the follower says what is recorded: learning from the 
 takeover's scan and a pure append only ever add to the set. Owners checkpoint every interval,
 so the set holds the streams that moved since about then, never more than the catalog's
 streams. It is saved with the catalog's file (`state/store.py`, `Checkpoint.unrecorded`), so a
-restart keeps it with the rows it explains (a crash may leave a row written past the
-checkpoint saved without its place here: the tier worker's flush is the backstop,
-`service/slot_checkpoints.py`).
+restart keeps it with the rows it explains; a row written past the checkpoint saved (a crash
+before the next) counts as ahead at the restart (`Store.ahead`), until the meta topic's records
+replayed show it recorded. A new owner trusts this set: what no note of its checkpoints and no
+entry here names, it takes for recorded, and lets the slot's covered offsets pass
+(`state/covered_offsets.py`).
 """
 
 from __future__ import annotations

@@ -173,10 +173,11 @@ async def adapter_kill(ctx: Context) -> None:
     restarted on the same port. Before it, `SPREAD` more streams each get an idempotent
     producer of their own for `SPREAD_S`: the kill leaves many streams with appends in flight
     and past their slot's last checkpoint, which the slots' new owners must carry forward from
-    the data log (a takeover that changed streams is required: `takeovers`), and producers
-    retrying appends whose outcome they never learnt. The streams of the killed owner's slots
+    the data log (a takeover that changed streams is required: `takeovers`, and one whose scan
+    started at a partition's covered offset: `covered`), and producers retrying appends whose
+    outcome they never learnt. The streams of the killed owner's slots
     with an append in flight at the kill are noted (`in_flight`)."""
-    ctx.needs.add("takeovers")
+    ctx.needs.update(("takeovers", "covered"))
     load = ctx.load
     for stream in (f"spread{n}" for n in range(SPREAD)):
         await load.create(stream)

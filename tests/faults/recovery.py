@@ -1,7 +1,8 @@
 """Whether a scenario exercised the recovery of a write slot's new owner: the slot takeovers its
 instances logged after the fault (`adapter/state/slot_takeover.py`: `write slot K: N streams
-carried forward over R records (C changed)`), and the idempotent producers' retries answered
-as duplicates after it. Pure: the runner hands in the logs' lines and the history.
+carried forward over R records (C changed) … P of Q partitions covered`), and the idempotent
+producers' retries answered as duplicates after it. Pure: the runner hands in the logs' lines
+and the history.
 
 A takeover that changed streams (C > 0) found appends that no checkpoint had written: its
 streams' tails and producer states came from the data log alone. A retry answered 204
@@ -21,6 +22,7 @@ from tests.faults.history import Outcome, Write
 _TAKEOVER = re.compile(
     r"write slot (\d+): (\d+) streams carried forward over (\d+) records \((\d+) changed\)"
 )
+_COVERED = re.compile(r"(\d+) of \d+ partitions covered")
 UNKNOWN = (Outcome.TIMEOUT, Outcome.LOST)  # the client cannot tell whether it landed
 DUPLICATE = 204  # a producer's append already written (PROTOCOL §5.2.1)
 
@@ -33,6 +35,7 @@ class Takeover:
     streams: int
     records: int
     changed: int
+    covered: int = 0  # partitions whose scan started at their covered offset
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Recovery:
     streams_changed: int = 0
     records_carried: int = 0  # read by every takeover, changing or not
     retried_duplicates: int = 0
+    covered: int = 0  # takeovers that started a partition's scan at its covered offset
 
     def counts(self) -> dict[str, int]:
         return {
@@ -50,6 +54,7 @@ class Recovery:
             "streams_changed": self.streams_changed,
             "records_carried": self.records_carried,
             "retried_duplicates": self.retried_duplicates,
+            "covered": self.covered,
         }
 
 
@@ -62,6 +67,7 @@ def recovery(lines: Iterable[str], writes: list[Write], since: float) -> Recover
         streams_changed=sum(t.changed for t in found),
         records_carried=sum(t.records for t in found),
         retried_duplicates=retried_duplicates(writes, since),
+        covered=sum(t.covered > 0 for t in found),
     )
 
 
@@ -69,9 +75,13 @@ def takeovers(lines: Iterable[str]) -> list[Takeover]:
     """Every takeover the lines log (JSON lines, or text ones)."""
     found = []
     for line in lines:
-        match = _TAKEOVER.search(_message(line))
+        message = _message(line)
+        match = _TAKEOVER.search(message)
         if match is not None:
-            found.append(Takeover(*map(int, match.groups())))
+            covered = _COVERED.search(message)
+            partitions = int(covered.group(1)) if covered is not None else 0
+            slot, streams, records, changed = map(int, match.groups())
+            found.append(Takeover(slot, streams, records, changed, partitions))
     return found
 
 

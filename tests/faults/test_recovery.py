@@ -11,11 +11,13 @@ from tests.faults.recovery import Recovery, Takeover, in_flight, recovery, takeo
 
 CHANGED = (
     "write slot 3: 12 streams carried forward over 140 records (5 changed) in 31 ms "
-    "(the catalog's streams listed in 2 ms)"
+    "(the catalog's streams listed and covered offsets read in 2 ms, 2 of 3 partitions "
+    "covered); 0 ahead of their state records"
 )
 UNCHANGED = (
     "write slot 4: 7 streams carried forward over 0 records (0 changed) in 1 ms "
-    "(the catalog's streams listed in 2 ms)"
+    "(the catalog's streams listed and covered offsets read in 2 ms, 0 of 1 partitions "
+    "covered); 0 ahead of their state records"
 )
 
 
@@ -26,12 +28,12 @@ def logged(message: str) -> str:
 
 def test_takeovers_are_read_from_json_and_text_lines() -> None:
     lines = [logged(CHANGED), f"2026-12-07 06:00:00 INFO x: {UNCHANGED}", logged("serving")]
-    assert takeovers(lines) == [Takeover(3, 12, 140, 5), Takeover(4, 7, 0, 0)]
+    assert takeovers(lines) == [Takeover(3, 12, 140, 5, covered=2), Takeover(4, 7, 0, 0)]
 
 
 def test_only_takeovers_that_changed_streams_count_as_such() -> None:
     found = recovery([logged(CHANGED), logged(UNCHANGED), "not json {"], [], 0.0)
-    assert found == Recovery(takeovers=1, streams_changed=5, records_carried=140)
+    assert found == Recovery(takeovers=1, streams_changed=5, records_carried=140, covered=1)
 
 
 def attempt(invoked: float, outcome: Outcome, status: int, seq: int = 0) -> Write:

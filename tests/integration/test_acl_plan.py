@@ -16,7 +16,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from adapter.acl_plan import print_acls
 from adapter.app import create_app
-from devstack.secure_kafka import SecureKafka
+from devstack.secure_kafka import ADMIN, SecureKafka
 from tests.conftest import ClientFactory, SettingsFactory
 from tests.deployment import planned_grants
 from tests.secure_kafka import (
@@ -53,6 +53,23 @@ def _read_all(kafka: SecureKafka, user: str, password: str, topic: str, group: s
     raise AssertionError(f"{user} reading {topic}: no end of partition within 10 s")
 
 
+def _covered(kafka: SecureKafka, prefix: str, topic: str) -> list[int]:
+    """The covered offsets the instance committed for `topic`'s partitions (negative: none),
+    read as the super user (`adapter/state/covered_offsets.py`)."""
+    config = {
+        "bootstrap.servers": kafka.sasl_bootstrap,
+        **kafka.sasl_properties(ADMIN),
+        "group.id": f"{prefix}covered",
+    }
+    consumer = Consumer(config)
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        asked = [TopicPartition(topic, partition) for partition in sorted(partitions)]
+        return [int(found.offset) for found in consumer.committed(asked, timeout=10)]
+    finally:
+        consumer.close()
+
+
 @pytest.mark.timeout(180)
 async def test_a_principal_granted_exactly_the_plan_does_everything(
     aiohttp_client: ClientFactory,
@@ -76,6 +93,8 @@ async def test_a_principal_granted_exactly_the_plan_does_everything(
         secured_kafka.grant(principal.removeprefix("User:"), grants)
 
     def spark_reads(bucket: str) -> None:
+        # The slot's checkpoints committed where the bucket's partition is covered.
+        assert max(_covered(secured_kafka, prefix, bucket_topic(prefix, bucket))) >= 0
         group = f"{prefix}spark-{uuid.uuid4().hex}"
         assert _read_all(
             secured_kafka, reader, reader_password, bucket_topic(prefix, bucket), group

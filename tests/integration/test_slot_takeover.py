@@ -2,15 +2,19 @@
 state records (`adapter/state/slot_takeover.py`): an append an owner committed without a state
 record (written here by a plain transactional producer, with the headers every data record
 carries) is in the next owner's tail, a retry of its producer's seq is a duplicate, and the
-slot's next checkpoint writes the state carried forward. On the real broker."""
+slot's next checkpoint writes the state carried forward. Its scan starts at the partition's
+covered offset (`adapter/state/covered_offsets.py`), not at a quiet stream's tail far below.
+On the real broker."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from adapter.app import create_app
 from adapter.protocol.model import StreamMeta
@@ -107,3 +111,62 @@ def _meta_tail(bootstrap: str, prefix: str) -> int:
         m.value() or b"" for m in committed_messages(bootstrap, topic) if m.key() == key.encode()
     ]
     return decode_as(StreamMeta, key, values[-1]).next_offset
+
+
+BUSY = 300  # appends to a busy stream after a quiet one's last
+
+
+def _covered(bootstrap: str, prefix: str, topic: str) -> int:
+    """The partition's covered offset as committed (negative: none)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}covered"})
+    try:
+        [found] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        return int(found.offset)
+    finally:
+        consumer.close()
+
+
+async def test_the_next_owner_scans_from_the_covered_offset_not_a_quiet_streams_tail(
+    aiohttp_client: ClientFactory,
+    make_settings: SettingsFactory,
+    kafka_bootstrap: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    first = await _instance(aiohttp_client, make_settings, "first", tmp_path)
+    assert (await first.put("/shop")).status == 201
+    for stream in ("quiet", "busy", "log"):
+        assert (await first.put(f"/shop/{stream}", headers=TEXT)).status == 201
+    assert (await first.post("/shop/quiet", data=b"q", headers=TEXT)).status == 204
+    for seq in range(BUSY):
+        busy = await first.post("/shop/busy", data=b"b", headers={**TEXT, **_producer(seq)})
+        assert busy.status == 200
+    prefix = make_settings().topic_prefix
+    topic = bucket_topic(prefix, "shop")
+    busy_tail = decode_token(busy.headers["Stream-Next-Offset"])
+    for _ in range(100):  # the owner's checkpoints cover the busy stream's records
+        if await asyncio.to_thread(_covered, kafka_bootstrap, prefix, topic) >= busy_tail:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("no checkpoint covered the partition past the busy stream")
+    _committed_without_state(kafka_bootstrap, topic, seq=0)  # past the covered offset
+    await first.close()
+
+    caplog.set_level(logging.INFO, logger="adapter.state.slot_takeover")
+    second = await _instance(aiohttp_client, make_settings, "second", tmp_path)
+    [line] = [r.getMessage() for r in caplog.records if "carried forward over" in r.getMessage()]
+    scanned = re.search(r"over (\d+) records", line)
+    assert scanned is not None, line
+    assert int(scanned.group(1)) < 10, line  # not the busy stream's records
+    assert "1 of 1 partitions covered" in line
+    # What the scan skipped was in the state records; what lay past it is carried forward.
+    assert await (await second.get("/shop/quiet", params={"offset": "-1"})).read() == b"q"
+    head = await second.head("/shop/busy")
+    assert decode_token(head.headers["Stream-Next-Offset"]) == busy_tail
+    retried = await second.post("/shop/busy", data=b"b", headers={**TEXT, **_producer(BUSY - 1)})
+    assert retried.status == 204
+    read = await second.get("/shop/log", params={"offset": "-1"})
+    assert await read.read() == b"unannounced"
+    again = await second.post("/shop/log", data=b"unannounced", headers={**TEXT, **_producer(0)})
+    assert again.status == 204  # the bare producer's append, found past the covered offset

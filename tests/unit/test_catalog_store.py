@@ -226,6 +226,27 @@ def test_a_checkpoint_written_in_steps_holds_every_row_changed_before_it(tmp_pat
     )
 
 
+def test_rows_written_past_the_checkpoint_count_as_ahead_of_their_records(tmp_path: Path) -> None:
+    """Rows written to the file between two checkpoints (a full buffer), then a crash: the
+    restart cannot tell which were ahead of their state records, so each counts as ahead until
+    the meta topic says otherwise; a checkpoint saved clears that list."""
+    store = FileStore(str(tmp_path), "catalog-x")
+    catalog = Catalog(store, cache_entries=1)
+    catalog.put_stream(_meta("kept"))
+    catalog.unrecorded.moved(("b", "kept"))
+    catalog.save({"meta": 1}, {}, 1)
+    written_past = {("b", f"s{n}") for n in range(FLUSH_ROWS)}
+    for _b, stream_id in sorted(written_past):  # evicted at once, written by a full buffer
+        catalog.put_stream(_meta(stream_id, next_offset=9))
+    assert set(store.ahead()) == written_past
+    store.close()  # a crash: no checkpoint after those rows
+    reopened = Catalog(FileStore(str(tmp_path), "catalog-x"))
+    reopened.resume()
+    assert set(reopened.unrecorded) == written_past | {("b", "kept")}
+    reopened.save({"meta": 2}, {}, 2)
+    assert reopened.store.ahead() == []
+
+
 def test_a_checkpoint_of_rows_with_other_fields_is_not_resumed() -> None:
     """A record that gained a field (a newer `StreamMeta`) makes older positional rows
     unreadable: their file is rebuilt from the log rather than misread."""
