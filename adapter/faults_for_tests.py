@@ -4,7 +4,7 @@ Never for production: nothing a deployment configures turns one on (a config fil
 `[testing]` table they once were is refused). `tests/faulty_adapter.py` runs the console script
 with them, for the fault suite and the tests that must lose a commit or an owner in a real
 process, or show that the fault suite's checker reports a broken build. What each breaks:
-`adapter/log/faults.py` and `adapter/tier/faults.py`.
+`adapter/log/faults.py`, `adapter/tier/faults.py` and `adapter/state/faults.py`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ class PlantedFaults:
     cold_reads_empty: bool = False
     # The broken cold tier: ranges committed (and Kafka freed) with no chunk stored.
     tier_skip_puts: bool = False
+    # The broken build: a slot's new owner takes each partition for covered up to its end.
+    cover_to_the_end: bool = False
 
     @property
     def any(self) -> bool:

@@ -70,6 +70,7 @@ from adapter.state.catalog import Catalog
 from adapter.state.covered_offsets import ROLE as COVERED_ROLE
 from adapter.state.covered_offsets import CoveredOffsets
 from adapter.state.data_tails import DataTails
+from adapter.state.faults import CoveredToTheEnd
 from adapter.state.follower import MetaFollower
 from adapter.state.format_gate import GATE
 from adapter.state.partition_ends import PartitionEnds
@@ -210,7 +211,8 @@ def build_parts(
     )
     metrics.watch_consumer_lag(follower.lag)
     scanner = PartitionScanner(kafka, settings.kafka_timeout_s)
-    covered = CoveredOffsets(PartitionScanner(kafka, settings.kafka_timeout_s, COVERED_ROLE))
+    covering = CoveredToTheEnd if faults.cover_to_the_end else CoveredOffsets
+    covered = covering(PartitionScanner(kafka, settings.kafka_timeout_s, COVERED_ROLE))
     notes = CheckpointNotes(catalog, StateTopics.of(settings.topic_prefix))
     takeover = SlotTakeover(
         catalog,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -31,6 +32,7 @@ from topology.wire import (
 )
 
 T = TypeVar("T")
+POLL_S = 0.05  # between two looks for a commit's answer
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,12 @@ class PartitionScanner:
             "enable.partition.eof": True,
             "auto.offset.reset": "error",
             "fetch.wait.max.ms": 10,
+            "on_commit": self._answered,
             **bounded_prefetch(),
         }
         self._config = kafka.config(owned, f"librdkafka.{role}")
+        # The answer to the commit in flight (on the scanner's thread): error, partitions.
+        self._answer: tuple[KafkaError | None, list[TopicPartition]] | None = None
         self._kafka = kafka
         self._consumer: Consumer | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, f"{role}-scanner")
@@ -114,8 +119,11 @@ class PartitionScanner:
 
     async def commit(self, offsets: list[TopicPartition]) -> None:
         """Commit `offsets` (each with its metadata) to the scanner's group, as a consumer
-        that never joins it does (LogUnavailable: refused, or not answered)."""
-        await self._run(lambda c: _commit(c, offsets))
+        that never joins it does (LogUnavailable: refused, or not answered within the
+        timeout). Asynchronous, its answer polled for: a synchronous commit whose group
+        coordinator does not answer holds the thread, and each call after it, for most of a
+        minute."""
+        await self._run(lambda c: self._commit(c, offsets))
 
     async def committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """The offsets (with their metadata) the scanner's group holds for `partitions`; a
@@ -152,6 +160,25 @@ class PartitionScanner:
             self._consumer = None
             consumer.close()
             raise
+
+    def _commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
+        self._answer = None
+        try:
+            consumer.commit(offsets=offsets, asynchronous=True)
+            deadline = time.monotonic() + self.timeout_s
+            while self._answer is None and time.monotonic() < deadline:
+                consumer.poll(POLL_S)  # serves the commit's callback
+        except KafkaException as error:
+            raise LogUnavailable(f"committing offsets: {error}") from error
+        if self._answer is None:
+            raise LogUnavailable(f"committing offsets: no answer within {self.timeout_s:g} s")
+        error, answered = self._answer
+        refused = error or next((part.error for part in answered if part.error), None)
+        if refused is not None:
+            raise LogUnavailable(f"committing offsets: {refused}")
+
+    def _answered(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        self._answer = (error, partitions)
 
     def _scan(
         self,
@@ -253,16 +280,6 @@ def _watermarks(
     except KafkaException as error:
         raise LogUnavailable(f"watermarks of {topic}[{partition}]: {error}") from error
     return int(low), int(high)
-
-
-def _commit(consumer: Consumer, offsets: list[TopicPartition]) -> None:
-    try:
-        answered = consumer.commit(offsets=offsets, asynchronous=False) or []
-    except KafkaException as error:
-        raise LogUnavailable(f"committing offsets: {error}") from error
-    refused = [part for part in answered if part.error is not None]
-    if refused:
-        raise LogUnavailable(f"committing offsets: {refused[0].error}")
 
 
 def _committed(

@@ -3,7 +3,9 @@
 (reads below a snapshot's offset served, not 410) must be reported; the same scenario on the
 real build must not. A broken cold tier (`cold_reads_empty`: tiered ranges read as holding
 nothing; `tier_skip_puts`: ranges committed whose chunks were never stored) must be reported
-by the rules on the cold tier, cold reads and bootstraps."""
+by the rules on the cold tier, cold reads and bootstraps. A covered offset past records no state
+record shows (`cover_to_the_end`) must be reported after a killed owner's slots are taken
+over."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ pytestmark = pytest.mark.faults
 
 BROKEN = fault_env(trust_unknown_outcomes=True, serve_below_retention=True)
 BROKEN_TIER = fault_env(cold_reads_empty=True, tier_skip_puts=True)
+BROKEN_COVER = fault_env(cover_to_the_end=True)
 # Load with no fault until a partition's log has been freed below a tiered range (at
 # most FREED_WITHIN_S: on a busy machine it takes longer), then TIERING_S more of reads from -1
 # and bootstraps across the ranges the broken tier lost.
@@ -85,3 +88,19 @@ async def test_the_checker_reports_a_broken_cold_tier(cluster_home: Path) -> Non
     # Reads from -1 and bootstraps served the tiered ranges as empty.
     assert report.count("stale_reads") > 0, report.line()
     assert report.count("bootstraps") > 0, report.line()
+
+
+@pytest.mark.timeout(300)
+async def test_the_checker_reports_a_covered_offset_past_unrecorded_records(
+    cluster_home: Path,
+) -> None:
+    report = await runner.run(
+        "adapter_kill", faults.adapter_kill, cluster_home, 14, faulty=BROKEN_COVER
+    )
+    print(report.line())
+    # The killed owner's slots are taken over without the appends no checkpoint wrote: their
+    # streams' tails go back on the new owner, which then serves them unlike a fresh instance
+    # rebuilding them from the log (divergent), or misses what was acknowledged (lost), or
+    # takes a producer's retry of it for a new append (duplicated).
+    found = sum(report.count(kind) for kind in ("divergent", "lost", "duplicated"))
+    assert found > 0, report.line()
