@@ -27,6 +27,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 from bench import loadgen_run, targets
+from bench.takeover_scan import load
 from topology.naming import bucket_topic
 
 _TAKEOVER = re.compile(r"carried forward over (\d+) records \(\d+ changed\) in (\d+) ms")
@@ -41,11 +42,11 @@ def main() -> None:
     options = targets.TargetOptions(args.bootstrap_servers, prefix, 60_000, 0)
     writer = targets.start(targets.DURABLE_KAFKA, log_dir / "a", options)
     try:
-        _load(binary, args, writer, seconds=1)  # creates the busy streams
+        load(binary, args, writer, seconds=1)  # creates the busy streams
         for quiet in (f"quiet-{n}" for n in range(args.quiet)):
             _request(writer.url, "PUT", quiet, b"")
             _request(writer.url, "POST", quiet, b"q" * 256)
-        report = _load(binary, args, writer, seconds=args.age)
+        report = load(binary, args, writer, seconds=args.age)
     finally:
         targets.stop(writer)
     listening = targets.TargetOptions(args.bootstrap_servers, prefix, 60_000, 0, log_level="info")
@@ -80,15 +81,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", type=int, default=50, help="streams appended to once")
     parser.add_argument("--age", type=float, default=60, help="seconds of appends")
     return parser
-
-
-def _load(
-    binary: Path, args: argparse.Namespace, server: targets.Server, seconds: float
-) -> dict[str, object]:
-    flags: dict[str, object] = {"mode": "append", "base": server.url, "streams": args.streams}
-    flags |= {"size": 256, "create": True, "warmup": 0, "duration": seconds}
-    report: dict[str, object] = loadgen_run.run(binary, flags, timeout_s=1200).report
-    return report
 
 
 def _request(base: str, method: str, stream: str, body: bytes) -> None:

@@ -43,9 +43,9 @@ def main() -> None:
     server = targets.start(targets.DURABLE_KAFKA, log_dir, options)
     topic = bucket_topic(prefix, "_default")
     try:
-        _load(binary, args, server, seconds=1)  # creates the streams
+        load(binary, args, server, seconds=1)  # creates the streams
         starts = _ends(args.bootstrap_servers, topic)
-        report = _load(binary, args, server, seconds=args.age)
+        report = load(binary, args, server, seconds=args.age)
     finally:
         targets.stop(server)
     rebuilt = asyncio.run(_rebuild(args, prefix, topic, starts))
@@ -60,13 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(
+def load(
     binary: Path, args: argparse.Namespace, server: targets.Server, seconds: float
 ) -> dict[str, object]:
     flags: dict[str, object] = {"mode": "append", "base": server.url, "streams": args.streams}
     flags |= {"size": 256, "create": True, "warmup": 0, "duration": seconds}
     report: dict[str, object] = loadgen_run.run(binary, flags, timeout_s=1200).report
-    return report
+    return report  # closed-loop 256-byte appends to `args.streams` streams, created on the way
 
 
 def _ends(bootstrap: str, topic: str) -> dict[int, int]:
