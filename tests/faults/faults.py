@@ -170,13 +170,20 @@ async def _until_status(call: Callable[[], Awaitable[Answer]], *done: int) -> No
 
 async def adapter_kill(ctx: Context) -> None:
     """kill -9 of the adapter owning the busiest slot (every process of it, with `--workers`),
-    restarted on the same port. Before it, `SPREAD` more streams each get an idempotent
-    producer of their own for `SPREAD_S`: the kill leaves many streams with appends in flight
-    and past their slot's last checkpoint, which the slots' new owners must carry forward from
-    the data log (a takeover that changed streams is required: `takeovers`, and one whose scan
-    started at a partition's covered offset: `covered`), and producers retrying appends whose
-    outcome they never learnt. The streams of the killed owner's slots
-    with an append in flight at the kill are noted (`in_flight`)."""
+    restarted on the same port (`owner_killed`)."""
+    await owner_killed(ctx)
+
+
+async def owner_killed(ctx: Context, catalog_lost: bool = False) -> None:
+    """kill -9 of the adapter owning the busiest slot (every process of it, with `--workers`),
+    restarted on the same port; `catalog_lost`: with a catalog folder of its own, empty (its
+    catalog rebuilt from the log: it knows only what the state topics say). Before it, `SPREAD`
+    more streams each get an idempotent producer of their own for `SPREAD_S`: the kill leaves
+    many streams with appends in flight and past their slot's last checkpoint, which the slots'
+    new owners must carry forward from the data log (a takeover that changed streams is
+    required: `takeovers`, and one whose scan started at a partition's covered offset:
+    `covered`), and producers retrying appends whose outcome they never learnt. The streams of
+    the killed owner's slots with an append in flight at the kill are noted (`in_flight`)."""
     ctx.needs.update(("takeovers", "covered"))
     load = ctx.load
     for stream in (f"spread{n}" for n in range(SPREAD)):
@@ -190,6 +197,9 @@ async def adapter_kill(ctx: Context) -> None:
     killed_at = load.history.now()
     await asyncio.to_thread(victim.kill9)
     await asyncio.sleep(1.0)
+    if catalog_lost:
+        fresh = victim.log.parent / f"{victim.name}-catalog-lost"
+        victim.env = victim.env | {"DURABLE_KAFKA_CATALOG_DIR": str(fresh)}
     victim.start()
     await asyncio.to_thread(victim.wait_ready)
     # Every attempt in flight at the kill answered (or given up) by now.

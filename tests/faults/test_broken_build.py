@@ -94,13 +94,19 @@ async def test_the_checker_reports_a_broken_cold_tier(cluster_home: Path) -> Non
 async def test_the_checker_reports_a_covered_offset_past_unrecorded_records(
     cluster_home: Path,
 ) -> None:
+    # The killed owner comes back without its catalog file: its own rows would otherwise
+    # carry the appends its checkpoints never wrote back into its slots when it regains them.
     report = await runner.run(
-        "adapter_kill", faults.adapter_kill, cluster_home, 14, faulty=BROKEN_COVER
+        "adapter_kill", _killed_without_catalog, cluster_home, 14, faulty=BROKEN_COVER
     )
     print(report.line())
     # The killed owner's slots are taken over without the appends no checkpoint wrote: their
-    # streams' tails go back on the new owner, which then serves them unlike a fresh instance
-    # rebuilding them from the log (divergent), or misses what was acknowledged (lost), or
-    # takes a producer's retry of it for a new append (duplicated).
+    # streams' tails go back, so what was acknowledged past them is not read (lost), or served
+    # unlike a fresh instance learning the tails from the log (divergent), or a producer's
+    # retry is taken for a new append (duplicated).
     found = sum(report.count(kind) for kind in ("divergent", "lost", "duplicated"))
     assert found > 0, report.line()
+
+
+async def _killed_without_catalog(ctx: runner.Context) -> None:
+    await faults.owner_killed(ctx, catalog_lost=True)
