@@ -258,7 +258,7 @@ class SlotCheckpoints:
             raise
         self.notes.written(slot, taken)
         if self.covered is not None and covered:
-            await self.covered.mark(covered)  # only once the records it stands on committed
+            self.covered.mark_soon(covered)  # only once the records it stands on committed
         return len(taken)
 
     async def flush(self, slot: int, streams: list[StreamKey]) -> None:

@@ -48,7 +48,7 @@ class Marks(CoveredOffsets):
     def __init__(self) -> None:
         self.marks: list[dict[Place, Covered]] = []
 
-    async def mark(self, covered: dict[Place, Covered]) -> None:
+    def mark_soon(self, covered: dict[Place, Covered]) -> None:
         self.marks.append(covered)
 
 
