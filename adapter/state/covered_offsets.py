@@ -27,7 +27,6 @@ without a checkpoint of the partition, or unreadable) costs a longer scan, never
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -35,6 +34,7 @@ from confluent_kafka import TopicPartition
 
 from adapter.log.errors import LogUnavailable
 from adapter.log.scanner import PartitionScanner
+from adapter.tasks import Kind, Tasks
 
 log = logging.getLogger(__name__)
 
@@ -57,15 +57,13 @@ class CoveredOffsets:
     def __init__(self, scanner: PartitionScanner) -> None:
         self.scanner = scanner
         self._marked: dict[Place, Covered] = {}  # the highest committed here, per partition
-        self._marking: set[asyncio.Task[None]] = set()
+        self._tasks = Tasks()  # the marks under way (`mark_soon`)
 
     def mark_soon(self, covered: dict[Place, Covered]) -> None:
         """`mark` in the background: a checkpoint, and a tier pass's flush waiting on one,
         go on at once (each commit round trip inside the flush's loop let more appends be
         noted before it looked again, until its deadline passed)."""
-        task = asyncio.get_running_loop().create_task(self.mark(covered))
-        self._marking.add(task)
-        task.add_done_callback(self._marking.discard)
+        self._tasks.spawn(self.mark(covered), "covered offsets", Kind.JOB)
 
     async def mark(self, covered: dict[Place, Covered]) -> None:
         """Commit what moved past what this instance committed before; a failure is logged
@@ -108,9 +106,7 @@ class CoveredOffsets:
         }
 
     async def close(self) -> None:
-        for task in list(self._marking):
-            task.cancel()  # a lower offset left costs a longer scan only
-        await asyncio.gather(*self._marking, return_exceptions=True)
+        await self._tasks.close()  # a mark cancelled leaves a lower offset: a longer scan
         await self.scanner.close()
 
 
